@@ -1,0 +1,142 @@
+// Package sandbox defines the sandbox port: launching the sandbox-runner for
+// one slot in an isolated environment, stopping it, listing a run's sandboxes,
+// and the completion event emitted when one ends. The local driver runs the
+// runner as a child process (bubblewrap isolation); the cloud driver runs an
+// ECS Fargate task and learns of completions from EventBridge.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+// ErrNotFound reports an unknown sandbox id.
+var ErrNotFound = errors.New("sandbox: not found")
+
+// ErrUnavailable reports that the driver cannot start sandboxes at all on this
+// machine (for example bubblewrap is missing); its message says how to fix it.
+var ErrUnavailable = errors.New("sandbox: driver unavailable")
+
+// TaskRef says where the runner finds the task's files (task.toml,
+// instruction.md, tests/, solution/, environment/). Exactly one of Dir
+// (a local directory) and BundleURL (a presigned GET of a .tar.gz) is set.
+type TaskRef struct {
+	Name      string `json:"name"`
+	Dir       string `json:"dir,omitempty"`
+	BundleURL string `json:"bundle_url,omitempty"`
+}
+
+// Output says where the runner puts what it produced: result.json (Harbor
+// TrialResult shape) and the collected /logs tree as artifacts. Locally the
+// driver copies Dir into the blob store under Prefix; in the cloud the runner
+// uploads to the presigned URLs, so it needs no credentials.
+type Output struct {
+	Prefix       string `json:"prefix"`                  // blob key prefix, e.g. runs/<run>/slots/<slot>/g<gen>/
+	ResultURL    string `json:"result_url,omitempty"`    // presigned PUT for result.json
+	ArtifactsURL string `json:"artifacts_url,omitempty"` // presigned PUT for artifacts.tar.gz
+}
+
+// Spec is everything a sandbox needs to run one slot. It is serialized to
+// JSON for the runner (GAUNTLET_SLOT_SPEC); Secrets never are.
+type Spec struct {
+	// LaunchID identifies this launch (run, slot, generation); launching the
+	// same LaunchID twice adopts the first sandbox instead of starting another.
+	LaunchID   string `json:"launch_id"`
+	Workspace  string `json:"workspace"`
+	RunID      string `json:"run_id"`
+	SlotID     string `json:"slot_id"`
+	Generation int    `json:"generation"`
+
+	Task    TaskRef `json:"task"`
+	Harness string  `json:"harness"`
+	// Command is the agent command for harnesses that take one (`command`).
+	Command string `json:"command,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// Env holds the agent's literal environment variables.
+	Env map[string]string `json:"env,omitempty"`
+	// VerifierEnv holds literal variables for the verifier only.
+	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
+
+	// AgentTimeout and VerifierTimeout already include the run's timeout
+	// multiplier; 0 means no limit.
+	AgentTimeout    time.Duration `json:"agent_timeout,omitempty"`
+	VerifierTimeout time.Duration `json:"verifier_timeout,omitempty"`
+
+	// Image is the task environment's container image (cloud driver).
+	Image string `json:"image,omitempty"`
+	// Network is the task's network_mode; "none" (or empty) denies network.
+	Network  string  `json:"network,omitempty"`
+	CPUs     float64 `json:"cpus,omitempty"`
+	MemoryMB int     `json:"memory_mb,omitempty"`
+
+	Output Output `json:"output"`
+
+	// Secrets are the values of the secret records the agent names, keyed by
+	// environment variable name; they reach only the agent's environment.
+	Secrets map[string]secret.Value `json:"-"`
+	// VerifierSecrets reach only the verifier's environment.
+	VerifierSecrets map[string]secret.Value `json:"-"`
+}
+
+// Handle describes a live (or recently launched) sandbox.
+type Handle struct {
+	ID        string    `json:"id"`
+	LaunchID  string    `json:"launch_id"`
+	RunID     string    `json:"run_id"`
+	SlotID    string    `json:"slot_id"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// StopReason says why a sandbox ended, in the driver-neutral words the grader
+// classifies.
+type StopReason string
+
+// Stop reasons.
+const (
+	Exited        StopReason = "exited"          // the runner exited by itself (see ExitCode)
+	FailedToStart StopReason = "failed_to_start" // infrastructure could not start it
+	UserStopped   StopReason = "user_stopped"    // stopped through Stop (run stop, watchdog)
+	Lost          StopReason = "lost"            // the platform lost track of it (host died)
+)
+
+// Completion is emitted once when a sandbox ends. Handlers must tolerate
+// duplicates and completions for launches they no longer expect.
+type Completion struct {
+	SandboxID  string     `json:"sandbox_id"`
+	LaunchID   string     `json:"launch_id"`
+	Workspace  string     `json:"workspace"`
+	RunID      string     `json:"run_id"`
+	SlotID     string     `json:"slot_id"`
+	Generation int        `json:"generation"`
+	Reason     StopReason `json:"reason"`
+	ExitCode   int        `json:"exit_code"`
+	Message    string     `json:"message,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	StoppedAt  time.Time  `json:"stopped_at"`
+}
+
+// Driver is the sandbox port.
+type Driver interface {
+	// Launch starts a sandbox for spec, or returns the existing one for the
+	// same LaunchID. Its completion is delivered later, exactly as for any
+	// other sandbox.
+	Launch(ctx context.Context, spec Spec) (Handle, error)
+	// Stop ends the sandbox; its completion reports UserStopped. Stopping an
+	// ended sandbox is not an error.
+	Stop(ctx context.Context, id string) error
+	// List returns the run's live sandboxes.
+	List(ctx context.Context, runID string) ([]Handle, error)
+}
+
+// Runner exit codes: the runner's own contract with the drivers and the grader.
+const (
+	// ExitOK means the trial ran to the end and result.json was written,
+	// whatever the reward; the grader reads the outcome from result.json.
+	ExitOK = 0
+	// ExitInfra means the runner could not do its job (bad spec, setup failure);
+	// the grader classifies it as an infrastructure error.
+	ExitInfra = 70
+)
