@@ -1,0 +1,224 @@
+package run
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Run is one execution of N agents × T tasks × A attempts against a pinned
+// manifest version of a benchmark.
+type Run struct {
+	ID        string `json:"id"`
+	Workspace string `json:"workspace"`
+	Name      string `json:"name"`
+	// SubmittedBy is the user id of the submitter (personal secrets resolve
+	// against it).
+	SubmittedBy    string `json:"submitted_by,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+
+	Benchmark       string `json:"benchmark"` // benchmark key
+	BenchmarkName   string `json:"benchmark_name,omitempty"`
+	ManifestVersion string `json:"manifest_version"`
+	ManifestDigest  string `json:"manifest_digest"`
+	// TaskSet is the task set the run selected ("" when it did not name one).
+	TaskSet string `json:"task_set,omitempty"`
+	// FullTaskList is true when Tasks is the benchmark's whole task list.
+	FullTaskList bool `json:"full_task_list"`
+	// ParitySet is true when Tasks is a published parity task set.
+	ParitySet bool     `json:"parity_set,omitempty"`
+	Tasks     []string `json:"tasks"`
+
+	Settings Settings `json:"settings"`
+	// Config is the resolved run config rendered as TOML.
+	Config string `json:"config,omitempty"`
+
+	Status Status `json:"status"`
+	// Reason says why the run failed or was stopped.
+	Reason string `json:"reason,omitempty"`
+	// Planned is set once every slot exists.
+	Planned bool `json:"planned,omitempty"`
+	// Agents is the number of run agents.
+	Agents int `json:"agents"`
+
+	CreatedAt  time.Time `json:"created_at"`
+	QueuedAt   time.Time `json:"queued_at,omitzero"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
+	StoppingAt time.Time `json:"stopping_at,omitzero"`
+
+	// Version is the stored item's version (optimistic concurrency); not
+	// part of the entity's JSON.
+	Version int64 `json:"-"`
+}
+
+// Settings are the run's execution settings, resolved from its config.
+type Settings struct {
+	AttemptsPerTask       int     `json:"attempts_per_task"`
+	MaxConcurrentAttempts int     `json:"max_concurrent_attempts"`
+	TimeoutMultiplier     float64 `json:"timeout_multiplier"`
+	MaxRetries            int     `json:"max_retries"`
+	PassThreshold         float64 `json:"pass_threshold"`
+	JudgeModel            string  `json:"judge_model,omitempty"`
+	// Env holds literal variables given to every agent.
+	Env map[string]string `json:"env,omitempty"`
+	// SecretNames are secret records every agent receives ([secrets].required).
+	SecretNames []string `json:"secret_names,omitempty"`
+	// VerifierSecretNames are secret records the verifier receives.
+	VerifierSecretNames []string `json:"verifier_secret_names,omitempty"`
+}
+
+// TotalSlots returns agents × tasks × attempts.
+func (r Run) TotalSlots() int { return r.Agents * len(r.Tasks) * r.Settings.AttemptsPerTask }
+
+// SetStatus moves the run to status to at time at, or returns an error
+// wrapping ErrIllegalTransition.
+func (r *Run) SetStatus(to Status, at time.Time) error {
+	if err := CheckTransition(r.Status, to); err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	r.Status = to
+	switch to {
+	case Queued:
+		r.QueuedAt = at
+	case Running:
+		r.StartedAt = at
+	case Stopping:
+		r.StoppingAt = at
+	case Finished, Failed, Stopped:
+		r.EndedAt = at
+	}
+	return nil
+}
+
+// Agent is one entrant of a run: a harness plus a model, with its own
+// environment and secret record names.
+type Agent struct {
+	RunID   string `json:"run_id"`
+	Index   int    `json:"index"`
+	Harness string `json:"harness"`
+	// ModelType is provider, endpoint or hosted.
+	ModelType    string            `json:"model_type,omitempty"`
+	Model        string            `json:"model,omitempty"`
+	BaseURL      string            `json:"base_url,omitempty"`
+	ExtraHeaders map[string]string `json:"extra_headers,omitempty"`
+	// Command is the agent command of the `command` harness.
+	Command string            `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// SecretNames are the secret records this agent's sandbox receives, as
+	// environment variables of the same name.
+	SecretNames []string `json:"secret_names,omitempty"`
+
+	Status    Status    `json:"status"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+
+	Version int64 `json:"-"`
+}
+
+// Label names the agent as the leaderboard shows it: "model (harness)".
+func (a Agent) Label() string {
+	if a.Model == "" {
+		return a.Harness
+	}
+	return a.Model + " (" + a.Harness + ")"
+}
+
+// SetStatus moves the agent to status to, or returns an error wrapping
+// ErrIllegalTransition.
+func (a *Agent) SetStatus(to Status, at time.Time) error {
+	if err := CheckTransition(a.Status, to); err != nil {
+		return fmt.Errorf("run %s agent %d: %w", a.RunID, a.Index, err)
+	}
+	a.Status = to
+	switch to {
+	case Running:
+		a.StartedAt = at
+	case Finished, Failed, Stopped:
+		a.EndedAt = at
+	}
+	return nil
+}
+
+// Slot is one (agent, task, attempt) cell of a run: the unit that is queued,
+// dispatched and retried. Generation counts launches: a retry after an
+// infrastructure error moves the slot to the next generation, and every
+// message, launch and result names the generation it belongs to.
+type Slot struct {
+	RunID      string     `json:"run_id"`
+	ID         string     `json:"id"`
+	Agent      int        `json:"agent"`
+	Task       string     `json:"task"`
+	Attempt    int        `json:"attempt"`
+	Generation int        `json:"generation"`
+	Status     SlotStatus `json:"status"`
+
+	// LaunchID identifies the launch of the current generation once its
+	// intent is recorded; SandboxID is the driver's id once it started.
+	LaunchID   string    `json:"launch_id,omitempty"`
+	SandboxID  string    `json:"sandbox_id,omitempty"`
+	LaunchedAt time.Time `json:"launched_at,omitzero"`
+	// Deadline is when the watchdog stops the sandbox of the current launch.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// StopReason is recorded before the platform stops the current launch's
+	// sandbox, so the grader knows why it ended.
+	StopReason StopReason `json:"stop_reason,omitempty"`
+	// Outcome is the final outcome once the slot is done.
+	Outcome Outcome `json:"outcome,omitempty"`
+
+	Version int64 `json:"-"`
+}
+
+// SetStatus moves the slot to status to, or returns an error wrapping
+// ErrIllegalTransition.
+func (s *Slot) SetStatus(to SlotStatus) error {
+	if err := CheckSlotTransition(s.Status, to); err != nil {
+		return fmt.Errorf("run %s slot %s: %w", s.RunID, s.ID, err)
+	}
+	s.Status = to
+	return nil
+}
+
+// StopReason says why the platform stopped a sandbox.
+type StopReason string
+
+// Stop reasons recorded on a slot before its sandbox is stopped.
+const (
+	StopCancel   StopReason = "cancel"   // the run is stopping
+	StopDeadline StopReason = "deadline" // the watchdog found it past its deadline
+)
+
+// SlotID returns the deterministic id of the slot of agent index agent, task
+// task and attempt attempt (1-based): "<agent>/<task>/<attempt>".
+func SlotID(agent int, task string, attempt int) string {
+	return strconv.Itoa(agent) + "/" + task + "/" + strconv.Itoa(attempt)
+}
+
+// ParseSlotID splits a slot id into its agent index, task and attempt.
+func ParseSlotID(id string) (agent int, task string, attempt int, err error) {
+	first := strings.IndexByte(id, '/')
+	last := strings.LastIndexByte(id, '/')
+	if first <= 0 || last <= first+1 || last == len(id)-1 {
+		return 0, "", 0, fmt.Errorf("slot id %q: want <agent>/<task>/<attempt>", id)
+	}
+	agent, err = strconv.Atoi(id[:first])
+	if err != nil || agent < 0 {
+		return 0, "", 0, fmt.Errorf("slot id %q: agent index is not a number ≥ 0", id)
+	}
+	attempt, err = strconv.Atoi(id[last+1:])
+	if err != nil || attempt < 1 {
+		return 0, "", 0, fmt.Errorf("slot id %q: attempt is not a number ≥ 1", id)
+	}
+	return agent, id[first+1 : last], attempt, nil
+}
+
+// LaunchID returns the deterministic launch id of generation gen of a slot:
+// a hash of run, slot and generation, so every retry of the same launch
+// names the same sandbox.
+func LaunchID(runID, slotID string, gen int) string {
+	sum := sha256.Sum256([]byte(runID + "\x00" + slotID + "\x00" + strconv.Itoa(gen)))
+	return "l-" + hex.EncodeToString(sum[:12])
+}

@@ -1,0 +1,176 @@
+package run
+
+import (
+	"fmt"
+	"time"
+)
+
+// Outcome is the graded outcome of an attempt.
+type Outcome string
+
+// Attempt outcomes.
+const (
+	Passed    Outcome = "passed"
+	FailedOut Outcome = "failed"
+	Errored   Outcome = "errored"
+	Cancelled Outcome = "cancelled"
+)
+
+// Valid reports whether o is a defined outcome.
+func (o Outcome) Valid() bool {
+	return o == Passed || o == FailedOut || o == Errored || o == Cancelled
+}
+
+// Scored reports whether an attempt with outcome o counts in scores (every
+// outcome but cancelled; errored scores 0).
+func (o Outcome) Scored() bool { return o == Passed || o == FailedOut || o == Errored }
+
+// ErrorClass says who an errored attempt is blamed on.
+type ErrorClass string
+
+// Error classes.
+const (
+	// Infra errors are the platform's fault (launch failure, runner crash,
+	// platform timeout, missing result); they are retried up to max_retries.
+	Infra ErrorClass = "infra"
+	// AgentError errors are the agent's own (agent timeout, non-zero exit,
+	// auth failure); they are final.
+	AgentError ErrorClass = "agent"
+)
+
+// Result is the graded outcome of one generation of a slot. Exactly one
+// result per slot is final; earlier generations that errored for
+// infrastructure reasons and were retried keep Retried set and are not scored.
+type Result struct {
+	RunID      string     `json:"run_id"`
+	SlotID     string     `json:"slot_id"`
+	Generation int        `json:"generation"`
+	Agent      int        `json:"agent"`
+	Task       string     `json:"task"`
+	Attempt    int        `json:"attempt"`
+	LaunchID   string     `json:"launch_id,omitempty"`
+	Outcome    Outcome    `json:"outcome"`
+	ErrorClass ErrorClass `json:"error_class,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	// Retried is set on an infrastructure error that was retried as the next
+	// generation; such a result is history, not a score.
+	Retried bool `json:"retried,omitempty"`
+
+	// Reward is the verifier's reward; nil when none was produced.
+	Reward  *float64           `json:"reward,omitempty"`
+	Rewards map[string]float64 `json:"rewards,omitempty"`
+
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	CacheTokens  int64   `json:"cache_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+	DurationMS   int64   `json:"duration_ms,omitempty"`
+
+	// ArtifactsPrefix is the blob key prefix of result.json and artifacts/.
+	ArtifactsPrefix string    `json:"artifacts_prefix,omitempty"`
+	StartedAt       time.Time `json:"started_at,omitzero"`
+	EndedAt         time.Time `json:"ended_at,omitzero"`
+	RecordedAt      time.Time `json:"recorded_at"`
+}
+
+// Final reports whether the result ends its slot (it was not retried).
+func (r Result) Final() bool { return !r.Retried }
+
+// Validate checks the result's invariants.
+func (r Result) Validate() error {
+	switch {
+	case r.RunID == "" || r.SlotID == "":
+		return fmt.Errorf("result: run id and slot id are required")
+	case !r.Outcome.Valid():
+		return fmt.Errorf("result %s/%s: outcome %q must be passed, failed, errored or cancelled", r.RunID, r.SlotID, r.Outcome)
+	case r.Outcome == Errored && r.ErrorClass != Infra && r.ErrorClass != AgentError:
+		return fmt.Errorf("result %s/%s: errored needs error class infra or agent, got %q", r.RunID, r.SlotID, r.ErrorClass)
+	case r.Retried && (r.Outcome != Errored || r.ErrorClass != Infra):
+		return fmt.Errorf("result %s/%s: only infrastructure errors are retried", r.RunID, r.SlotID)
+	}
+	return nil
+}
+
+// Tally is the set of counters a run and each of its agents keep, updated in
+// the same transaction as the result that changes them.
+type Tally struct {
+	Done         int64 `json:"done"` // slots with a final result (any outcome)
+	Passed       int64 `json:"passed"`
+	Failed       int64 `json:"failed"`
+	Errored      int64 `json:"errored"`
+	InfraErrored int64 `json:"infra_errored"`
+	Cancelled    int64 `json:"cancelled"`
+	Retries      int64 `json:"retries"`
+	InputTokens  int64 `json:"input_tokens"`
+	CacheTokens  int64 `json:"cache_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CostMicroUSD int64 `json:"cost_micro_usd"`
+	DurationMS   int64 `json:"duration_ms"`
+}
+
+// Deltas returns the counter increments a result contributes.
+func (r Result) Deltas() Tally {
+	if r.Retried {
+		return Tally{Retries: 1}
+	}
+	t := Tally{
+		Done:         1,
+		InputTokens:  r.InputTokens,
+		CacheTokens:  r.CacheTokens,
+		OutputTokens: r.OutputTokens,
+		CostMicroUSD: int64(r.CostUSD*1e6 + 0.5),
+		DurationMS:   r.DurationMS,
+	}
+	switch r.Outcome {
+	case Passed:
+		t.Passed = 1
+	case FailedOut:
+		t.Failed = 1
+	case Errored:
+		t.Errored = 1
+		if r.ErrorClass == Infra {
+			t.InfraErrored = 1
+		}
+	case Cancelled:
+		t.Cancelled = 1
+	}
+	return t
+}
+
+// Counters returns the tally as named counters for the table.
+func (t Tally) Counters() map[string]int64 {
+	all := map[string]int64{
+		"done": t.Done, "passed": t.Passed, "failed": t.Failed, "errored": t.Errored,
+		"infra_errored": t.InfraErrored, "cancelled": t.Cancelled, "retries": t.Retries,
+		"input_tokens": t.InputTokens, "cache_tokens": t.CacheTokens, "output_tokens": t.OutputTokens,
+		"cost_micro_usd": t.CostMicroUSD, "duration_ms": t.DurationMS,
+	}
+	for k, v := range all {
+		if v == 0 {
+			delete(all, k)
+		}
+	}
+	return all
+}
+
+// TallyFromCounters reads a tally back from named counters.
+func TallyFromCounters(c map[string]int64) Tally {
+	return Tally{
+		Done: c["done"], Passed: c["passed"], Failed: c["failed"], Errored: c["errored"],
+		InfraErrored: c["infra_errored"], Cancelled: c["cancelled"], Retries: c["retries"],
+		InputTokens: c["input_tokens"], CacheTokens: c["cache_tokens"], OutputTokens: c["output_tokens"],
+		CostMicroUSD: c["cost_micro_usd"], DurationMS: c["duration_ms"],
+	}
+}
+
+// EndStatus returns the status a run or agent ends in once every one of its
+// total slots has a final result: failed when every scored attempt errored
+// for infrastructure reasons, finished otherwise. Cancelled attempts (a stop)
+// are decided by the stop path, not here.
+func (t Tally) EndStatus() Status {
+	scored := t.Passed + t.Failed + t.Errored
+	if scored > 0 && t.InfraErrored == scored {
+		return Failed
+	}
+	return Finished
+}
