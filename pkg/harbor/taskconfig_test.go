@@ -1,0 +1,295 @@
+package harbor
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestParseTaskConfigTestdata(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want TaskConfig
+	}{
+		{
+			name: "schema 1.4",
+			file: "testdata/tasks/schema14/task.toml",
+			want: TaskConfig{
+				Version: "1.4",
+				Source:  "gauntlet-examples",
+				Package: &PackageInfo{
+					Name: "gauntlet/csv-summary", Version: "1.2.0", Description: "Summarise a CSV file",
+					Authors:  []Author{{Name: "Ada Lovelace", Email: "ada@example.com"}, {Name: "Charles Babbage"}},
+					Keywords: []string{"csv", "data"},
+				},
+				Metadata: Metadata{
+					"difficulty": "medium", "category": "data-processing",
+					"tags": []any{"csv", "python"}, "expert_time_estimate_min": int64(15),
+				},
+				Agent: AgentConfig{
+					TimeoutSec: ptr(900.0), User: "1000",
+					NetworkMode: NetworkAllowlist, AllowedHosts: []string{"pypi.org"},
+				},
+				Verifier: VerifierConfig{TimeoutSec: 120, Env: map[string]string{"STRICT": "1"}, User: "root"},
+				Environment: EnvironmentConfig{
+					BuildTimeoutSec: 300, DockerImage: "ghcr.io/example/csv-summary:1.2.0",
+					CPUs: 2, MemoryMB: 4096, StorageMB: 10240, NetworkMode: NetworkNone,
+					Env: map[string]string{"LANG": "C.UTF-8"}, Workdir: "/app",
+				},
+				Solution: SolutionConfig{Env: map[string]string{"SOLUTION_MODE": "reference"}},
+			},
+		},
+		{
+			name: "legacy 1.0 with deprecated memory, storage and allow_internet",
+			file: "testdata/tasks/legacy/task.toml",
+			want: TaskConfig{
+				Version: "1.0",
+				Metadata: Metadata{
+					"author_name": "Alex Example", "author_email": "alex@example.com",
+					"difficulty": "easy", "category": "programming", "tags": []any{"trivial"},
+				},
+				Verifier: VerifierConfig{TimeoutSec: 180, Env: map[string]string{}},
+				Environment: EnvironmentConfig{
+					BuildTimeoutSec: 600, CPUs: 1, MemoryMB: 2048, StorageMB: 10240,
+					NetworkMode: NetworkNone, Env: map[string]string{},
+				},
+				Solution: SolutionConfig{Env: map[string]string{}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseTaskConfig(data, tt.file)
+			if err != nil {
+				t.Fatalf("ParseTaskConfig(%q) error: %v", tt.file, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseTaskConfig(%q) mismatch (-want +got):\n%s", tt.file, diff)
+			}
+		})
+	}
+}
+
+func TestParseTaskConfigDefaults(t *testing.T) {
+	got, err := ParseTaskConfig([]byte(""), "task.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TaskConfig{
+		Version:     DefaultSchemaVersion,
+		Metadata:    Metadata{},
+		Verifier:    VerifierConfig{TimeoutSec: 600, Env: map[string]string{}},
+		Environment: EnvironmentConfig{BuildTimeoutSec: 600, NetworkMode: NetworkPublic, Env: map[string]string{}},
+		Solution:    SolutionConfig{Env: map[string]string{}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseTaskConfig(empty) mismatch (-want +got):\n%s", diff)
+	}
+	if got.AgentTimeout() != 0 {
+		t.Errorf("AgentTimeout() = %v, want 0 (no timeout)", got.AgentTimeout())
+	}
+	if got.VerifierTimeout() != 10*time.Minute {
+		t.Errorf("VerifierTimeout() = %v, want 10m", got.VerifierTimeout())
+	}
+	if tags := got.Metadata.Tags(); tags == nil || len(tags) != 0 {
+		t.Errorf("Tags() = %#v, want empty non-nil", tags)
+	}
+}
+
+func TestParseTaskConfigValues(t *testing.T) {
+	tests := []struct {
+		name  string
+		toml  string
+		check func(TaskConfig) any
+		want  any
+	}{
+		{"agent timeout", "[agent]\ntimeout_sec = 1.5", func(c TaskConfig) any { return c.AgentTimeout() }, 1500 * time.Millisecond},
+		{"verifier timeout int", "[verifier]\ntimeout_sec = 30", func(c TaskConfig) any { return c.VerifierTimeout() }, 30 * time.Second},
+		{"memory 512M", "[environment]\nmemory = \"512M\"", func(c TaskConfig) any { return c.Environment.MemoryMB }, 512},
+		{"memory 1.5g lower case", "[environment]\nmemory = \" 1.5g \"", func(c TaskConfig) any { return c.Environment.MemoryMB }, 1536},
+		{"memory K rounds down", "[environment]\nmemory = \"1048577K\"", func(c TaskConfig) any { return c.Environment.MemoryMB }, 1024},
+		{"memory agrees with memory_mb", "[environment]\nmemory = \"2G\"\nmemory_mb = 2048", func(c TaskConfig) any { return c.Environment.MemoryMB }, 2048},
+		{"allow_internet true", "[environment]\nallow_internet = true", func(c TaskConfig) any { return c.Environment.NetworkMode }, NetworkPublic},
+		{"network_mode wins over allow_internet", "[environment]\nallow_internet = false\nnetwork_mode = \"public\"", func(c TaskConfig) any { return c.Environment.NetworkMode }, NetworkPublic},
+		{"hosts imply allowlist", "[environment]\nallowed_hosts = [\"example.com\"]", func(c TaskConfig) any { return c.Environment.NetworkMode }, NetworkAllowlist},
+		{"agent inherits network", "", func(c TaskConfig) any { return c.Agent.NetworkMode }, ""},
+		{"fractional cpus", "[environment]\ncpus = 0.5", func(c TaskConfig) any { return c.Environment.CPUs }, 0.5},
+		{"difficulty", "[metadata]\ndifficulty = \"hard\"", func(c TaskConfig) any { return c.Metadata.Difficulty() }, "hard"},
+		{"category absent", "[metadata]\nx = 1", func(c TaskConfig) any { return c.Metadata.Category() }, ""},
+		{"tags", "[metadata]\ntags = [\"a\", \"b\"]", func(c TaskConfig) any { return c.Metadata.Tags() }, []string{"a", "b"}},
+		{"unknown keys ignored", "future = 1\n[environment]\ntpu = { type = \"v6e\", topology = \"2x4\" }", func(c TaskConfig) any { return c.Version }, "1.0"},
+		{"schema_version beats version", "schema_version = \"1.3\"\nversion = \"1.0\"", func(c TaskConfig) any { return c.Version }, "1.3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseTaskConfig([]byte(tt.toml), "task.toml")
+			if err != nil {
+				t.Fatalf("ParseTaskConfig(%q) error: %v", tt.toml, err)
+			}
+			if diff := cmp.Diff(tt.want, tt.check(cfg)); diff != "" {
+				t.Errorf("ParseTaskConfig(%q) mismatch (-want +got):\n%s", tt.toml, diff)
+			}
+		})
+	}
+}
+
+func TestParseTaskConfigErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		toml       string
+		wantFields []string // every FieldError, in order
+	}{
+		{"agent timeout string", "[agent]\ntimeout_sec = \"600\"", []string{"agent.timeout_sec"}},
+		{"agent timeout zero", "[agent]\ntimeout_sec = 0", []string{"agent.timeout_sec"}},
+		{"verifier timeout negative", "[verifier]\ntimeout_sec = -1.0", []string{"verifier.timeout_sec"}},
+		{"memory_mb float", "[environment]\nmemory_mb = 2048.5", []string{"environment.memory_mb"}},
+		{"memory_mb string", "[environment]\nmemory_mb = \"2G\"", []string{"environment.memory_mb"}},
+		{"memory bad unit", "[environment]\nmemory = \"2GB\"", []string{"environment.memory"}},
+		{"memory conflicts", "[environment]\nmemory = \"2G\"\nmemory_mb = 4096", []string{"environment.memory"}},
+		{"storage not a size", "[environment]\nstorage = \"lots\"", []string{"environment.storage"}},
+		{"cpus boolean", "[environment]\ncpus = true", []string{"environment.cpus"}},
+		{"network mode", "[environment]\nnetwork_mode = \"host\"", []string{"environment.network_mode"}},
+		{"hosts without allowlist", "[verifier]\nnetwork_mode = \"public\"\nallowed_hosts = [\"a.com\"]", []string{"verifier.allowed_hosts"}},
+		{"env value not string", "[verifier]\nenv = { N = 1 }", []string{"verifier.env.N"}},
+		{"tags not strings", "[metadata]\ntags = [\"a\", 2]", []string{"metadata.tags[1]"}},
+		{"difficulty number", "[metadata]\ndifficulty = 3", []string{"metadata.difficulty"}},
+		{"agent not table", "agent = 5", []string{"agent"}},
+		{"schema 2", "schema_version = \"2.0\"", []string{"schema_version"}},
+		{"legacy version number", "version = 1.0", []string{"version"}},
+		{"task without name", "[task]\ndescription = \"x\"", []string{"task.name"}},
+		{"task name not org/name", "[task]\nname = \"plain\"", []string{"task.name"}},
+		{"author without name", "[task]\nname = \"a/b\"\nauthors = [{ email = \"x@y\" }]", []string{"task.authors[0].name"}},
+		{"user float", "[agent]\nuser = 1.5", []string{"agent.user"}},
+		{
+			name:       "several errors at once",
+			toml:       "[agent]\ntimeout_sec = \"x\"\n[verifier]\ntimeout_sec = \"y\"\n[environment]\nmemory = \"2X\"",
+			wantFields: []string{"agent.timeout_sec", "verifier.timeout_sec", "environment.memory"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseTaskConfig([]byte(tt.toml), "tasks/x/task.toml")
+			if err == nil {
+				t.Fatalf("ParseTaskConfig(%q) = nil error, want errors for %v", tt.toml, tt.wantFields)
+			}
+			if diff := cmp.Diff(tt.wantFields, fieldErrors(t, err)); diff != "" {
+				t.Errorf("ParseTaskConfig(%q) error fields mismatch (-want +got):\n%s\nerror: %v", tt.toml, diff, err)
+			}
+			if !strings.Contains(err.Error(), "tasks/x/task.toml: "+tt.wantFields[0]+": ") {
+				t.Errorf("ParseTaskConfig(%q) error %q does not name file and field", tt.toml, err)
+			}
+		})
+	}
+}
+
+func TestParseTaskConfigSyntaxError(t *testing.T) {
+	_, err := ParseTaskConfig([]byte("[agent\ntimeout_sec = 1"), "tasks/x/task.toml")
+	if err == nil || !strings.HasPrefix(err.Error(), "tasks/x/task.toml: ") {
+		t.Fatalf("ParseTaskConfig(bad syntax) error = %v, want one naming the file", err)
+	}
+}
+
+// fieldErrors lists the Field of every *FieldError joined in err.
+func fieldErrors(t *testing.T, err error) []string {
+	t.Helper()
+	var errs []error
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = joined.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var fields []string
+	for _, e := range errs {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			t.Fatalf("error %v is not a *FieldError", e)
+		}
+		fields = append(fields, fe.Field)
+	}
+	return fields
+}
+
+func TestLoadTask(t *testing.T) {
+	tests := []struct {
+		name    string
+		dir     string
+		want    Task
+		wantErr error
+	}{
+		{
+			name: "schema 1.4 takes [task].name",
+			dir:  "testdata/tasks/schema14",
+			want: Task{Name: "gauntlet/csv-summary", Dir: "testdata/tasks/schema14", HasSolution: true, HasEnvironment: true,
+				Instruction: "Read `/app/data.csv` and write the sum of the `amount` column to `/app/total.txt`.\n"},
+		},
+		{
+			name: "legacy takes the directory name",
+			dir:  "testdata/tasks/legacy/",
+			want: Task{Name: "legacy", Dir: "testdata/tasks/legacy/", Instruction: "Create `/app/hello.txt` containing `Hello, world!`.\n"},
+		},
+		{name: "missing tests/test.sh", dir: "testdata/tasks/missing-tests", wantErr: ErrTaskIncomplete},
+		{name: "missing directory", dir: "testdata/tasks/nope", wantErr: ErrTaskIncomplete},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := LoadTask(tt.dir)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("LoadTask(%q) error = %v, want %v", tt.dir, err, tt.wantErr)
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			got.Config = TaskConfig{} // checked by the ParseTaskConfig tests
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("LoadTask(%q) mismatch (-want +got):\n%s", tt.dir, diff)
+			}
+		})
+	}
+}
+
+func TestLoadTaskMissingFilesNamed(t *testing.T) {
+	_, err := LoadTask("testdata/tasks/missing-tests")
+	want := filepath.Join("testdata/tasks/missing-tests", "tests", "test.sh")
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("LoadTask error = %v, want it to name %s", err, want)
+	}
+}
+
+func TestLoadTaskBadConfigNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"task.toml":      "[agent]\ntimeout_sec = \"long\"\n",
+		"instruction.md": "x",
+		"tests/test.sh":  "#!/bin/sh\n",
+	})
+	_, err := LoadTask(dir)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.File != filepath.Join(dir, "task.toml") || fe.Field != "agent.timeout_sec" {
+		t.Errorf("LoadTask error = %v, want a FieldError for %s agent.timeout_sec", err, filepath.Join(dir, "task.toml"))
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		path := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
