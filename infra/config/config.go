@@ -1,0 +1,246 @@
+// Package config owns the settings of the gauntlet CDK app: every value the
+// stacks read from CDK context (`-c key=value` or the "context" block of
+// cdk.json), with its default and its validation.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Context keys read by the app. cdk.json carries a default for each.
+const (
+	KeyStage                 = "stage"
+	KeyLambdaAssets          = "lambdaAssets"
+	KeyNATGateways           = "natGateways"
+	KeySyncSchedule          = "syncSchedule"
+	KeyWatchdogSchedule      = "watchdogSchedule"
+	KeyJWTIssuer             = "jwtIssuer"
+	KeyJWTAudience           = "jwtAudience"
+	KeyConsoleOrigin         = "consoleOrigin"
+	KeyConsoleDir            = "consoleDir"
+	KeyLogRetentionDays      = "logRetentionDays"
+	KeyThrottleRate          = "throttleRate"
+	KeyThrottleBurst         = "throttleBurst"
+	KeyMaxSandboxes          = "maxSandboxes"
+	KeyDispatcherConcurrency = "dispatcherConcurrency"
+	KeyReservedConcurrency   = "reservedConcurrency"
+	KeyLogLevel              = "logLevel"
+)
+
+// Config is the validated configuration of one stage of the platform.
+type Config struct {
+	// Stage names the deployment ("dev", "prod", …); it prefixes stack names
+	// and secret names. Stages other than "dev" retain stateful resources.
+	Stage string
+	// LambdaAssets is the directory holding <function>/bootstrap, built by `make lambdas`.
+	LambdaAssets string
+	// NATGateways is the number of NAT gateways of the sandbox VPC (≥ 1: sandboxes need egress).
+	NATGateways int
+	// SyncSchedule is the EventBridge Scheduler expression of the registry sync.
+	SyncSchedule string
+	// WatchdogSchedule is the EventBridge Scheduler expression of the watchdog.
+	WatchdogSchedule string
+	// JWTIssuer and JWTAudience configure the API's JWT authorizer; when both
+	// are empty the stack creates a Cognito user pool and app client instead.
+	JWTIssuer   string
+	JWTAudience string
+	// ConsoleOrigin is the browser origin allowed by the API's CORS policy;
+	// empty means the console's CloudFront URL.
+	ConsoleOrigin string
+	// ConsoleDir is the console's static site; "<dir>/dist" is preferred when
+	// present, and nothing is deployed when neither exists.
+	ConsoleDir string
+	// LogRetentionDays is the retention of every log group the app creates.
+	LogRetentionDays int
+	// ThrottleRate (requests/second) and ThrottleBurst are the API's default stage limits.
+	ThrottleRate  int
+	ThrottleBurst int
+	// MaxSandboxes is the global cap on concurrently running sandboxes.
+	MaxSandboxes int
+	// DispatcherConcurrency caps concurrent dispatcher invocations (event-source maximum concurrency).
+	DispatcherConcurrency int
+	// ReservedConcurrency reserves concurrency for the scheduled singletons
+	// (watchdog, registry sync). Turn it off in accounts whose concurrency
+	// quota is too small to reserve any.
+	ReservedConcurrency bool
+	// LogLevel is passed to every function as LOG_LEVEL.
+	LogLevel string
+}
+
+// Defaults returns the configuration used for every key the context leaves unset.
+func Defaults() Config {
+	return Config{
+		Stage:                 "dev",
+		LambdaAssets:          "build/lambda",
+		NATGateways:           1,
+		SyncSchedule:          "rate(1 hour)",
+		WatchdogSchedule:      "rate(1 minute)",
+		ConsoleDir:            "console",
+		LogRetentionDays:      30,
+		ThrottleRate:          50,
+		ThrottleBurst:         100,
+		MaxSandboxes:          50,
+		DispatcherConcurrency: 5,
+		ReservedConcurrency:   true,
+		LogLevel:              "info",
+	}
+}
+
+// IsDev reports whether the stage is the disposable development stage, whose
+// stateful resources are destroyed with the stack.
+func (c Config) IsDev() bool { return c.Stage == "dev" }
+
+// Lookup returns the context value of a key, or nil when it is unset;
+// (awscdk.App).Node().TryGetContext has this shape.
+type Lookup func(key string) any
+
+var (
+	stagePattern     = regexp.MustCompile(`^[a-z][a-z0-9-]{0,15}$`)
+	schedulePattern  = regexp.MustCompile(`^(rate|cron|at)\(.+\)$`)
+	logLevels        = []string{"debug", "info", "warn", "error"}
+	retentionChoices = []int{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+)
+
+// Load reads every key through lookup, applies defaults and validates the result.
+func Load(lookup Lookup) (Config, error) {
+	c := Defaults()
+	r := reader{lookup: lookup}
+	r.str(KeyStage, &c.Stage)
+	r.str(KeyLambdaAssets, &c.LambdaAssets)
+	r.integer(KeyNATGateways, &c.NATGateways)
+	r.str(KeySyncSchedule, &c.SyncSchedule)
+	r.str(KeyWatchdogSchedule, &c.WatchdogSchedule)
+	r.str(KeyJWTIssuer, &c.JWTIssuer)
+	r.str(KeyJWTAudience, &c.JWTAudience)
+	r.str(KeyConsoleOrigin, &c.ConsoleOrigin)
+	r.str(KeyConsoleDir, &c.ConsoleDir)
+	r.integer(KeyLogRetentionDays, &c.LogRetentionDays)
+	r.integer(KeyThrottleRate, &c.ThrottleRate)
+	r.integer(KeyThrottleBurst, &c.ThrottleBurst)
+	r.integer(KeyMaxSandboxes, &c.MaxSandboxes)
+	r.integer(KeyDispatcherConcurrency, &c.DispatcherConcurrency)
+	r.boolean(KeyReservedConcurrency, &c.ReservedConcurrency)
+	r.str(KeyLogLevel, &c.LogLevel)
+	if r.err != nil {
+		return Config{}, r.err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate reports the first setting that cannot be deployed, naming its context key.
+func (c Config) Validate() error {
+	checks := []struct {
+		ok     bool
+		key    string
+		reason string
+	}{
+		{stagePattern.MatchString(c.Stage), KeyStage, "must match " + stagePattern.String()},
+		{c.LambdaAssets != "", KeyLambdaAssets, "must name a directory"},
+		{c.NATGateways >= 1 && c.NATGateways <= 3, KeyNATGateways, "must be 1..3 (sandboxes need egress)"},
+		{schedulePattern.MatchString(c.SyncSchedule), KeySyncSchedule, "must be rate(…), cron(…) or at(…)"},
+		{schedulePattern.MatchString(c.WatchdogSchedule), KeyWatchdogSchedule, "must be rate(…), cron(…) or at(…)"},
+		{(c.JWTIssuer == "") == (c.JWTAudience == ""), KeyJWTIssuer, "and " + KeyJWTAudience + " must be set together"},
+		{c.JWTIssuer == "" || strings.HasPrefix(c.JWTIssuer, "https://"), KeyJWTIssuer, "must be an https:// URL"},
+		{c.ConsoleOrigin == "" || strings.HasPrefix(c.ConsoleOrigin, "https://") || strings.HasPrefix(c.ConsoleOrigin, "http://localhost"), KeyConsoleOrigin, "must be an https:// origin"},
+		{slices.Contains(retentionChoices, c.LogRetentionDays), KeyLogRetentionDays, fmt.Sprintf("must be one of %v", retentionChoices)},
+		{c.ThrottleRate > 0, KeyThrottleRate, "must be positive"},
+		{c.ThrottleBurst > 0, KeyThrottleBurst, "must be positive"},
+		{c.MaxSandboxes > 0, KeyMaxSandboxes, "must be positive"},
+		{c.DispatcherConcurrency >= 2 && c.DispatcherConcurrency <= 1000, KeyDispatcherConcurrency, "must be 2..1000 (the SQS event-source limits)"},
+		{slices.Contains(logLevels, c.LogLevel), KeyLogLevel, fmt.Sprintf("must be one of %v", logLevels)},
+	}
+	for _, ch := range checks {
+		if !ch.ok {
+			return fmt.Errorf("context %q: %s", ch.key, ch.reason)
+		}
+	}
+	return nil
+}
+
+// reader converts context values, which are strings when given with `-c` and
+// JSON values when given in cdk.json, and keeps the first error.
+type reader struct {
+	lookup Lookup
+	err    error
+}
+
+func (r *reader) raw(key string) (string, bool) {
+	if r.err != nil {
+		return "", false
+	}
+	v := r.lookup(key)
+	if v == nil {
+		return "", false
+	}
+	switch t := v.(type) {
+	case string:
+		return t, true
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64), true
+	case int:
+		return strconv.Itoa(t), true
+	case bool:
+		return strconv.FormatBool(t), true
+	default:
+		r.err = fmt.Errorf("context %q: unsupported value %v (%T)", key, v, v)
+		return "", false
+	}
+}
+
+func (r *reader) str(key string, dst *string) {
+	if s, ok := r.raw(key); ok {
+		*dst = s
+	}
+}
+
+func (r *reader) integer(key string, dst *int) {
+	s, ok := r.raw(key)
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		r.err = fmt.Errorf("context %q: %q is not an integer", key, s)
+		return
+	}
+	*dst = n
+}
+
+func (r *reader) boolean(key string, dst *bool) {
+	s, ok := r.raw(key)
+	if !ok {
+		return
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		r.err = fmt.Errorf("context %q: %q is not a boolean", key, s)
+		return
+	}
+	*dst = b
+}
+
+// ReadCDKJSON returns the "context" block of a cdk.json file: the defaults
+// and feature flags the CDK CLI passes to the app, so that running the app
+// without the CLI (`go run ./infra`) synthesizes the same templates.
+func ReadCDKJSON(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read cdk settings: %w", err)
+	}
+	var file struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	return file.Context, nil
+}

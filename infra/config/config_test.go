@@ -1,0 +1,103 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func lookupFrom(m map[string]any) Lookup {
+	return func(key string) any { return m[key] }
+}
+
+func TestLoad(t *testing.T) {
+	withDefaults := func(edit func(*Config)) Config {
+		c := Defaults()
+		edit(&c)
+		return c
+	}
+	tests := []struct {
+		name    string
+		context map[string]any
+		want    Config
+		wantErr string
+	}{
+		{name: "empty context gives defaults", context: nil, want: Defaults()},
+		{
+			name: "cli strings are converted",
+			context: map[string]any{
+				KeyStage: "prod", KeyNATGateways: "2", KeyReservedConcurrency: "false",
+				KeyJWTIssuer: "https://idp.example.com/", KeyJWTAudience: "gauntlet",
+			},
+			want: withDefaults(func(c *Config) {
+				c.Stage, c.NATGateways, c.ReservedConcurrency = "prod", 2, false
+				c.JWTIssuer, c.JWTAudience = "https://idp.example.com/", "gauntlet"
+			}),
+		},
+		{
+			name:    "cdk.json numbers and booleans are accepted",
+			context: map[string]any{KeyLogRetentionDays: float64(90), KeyReservedConcurrency: false, KeyMaxSandboxes: float64(8)},
+			want: withDefaults(func(c *Config) {
+				c.LogRetentionDays, c.ReservedConcurrency, c.MaxSandboxes = 90, false, 8
+			}),
+		},
+		{name: "bad stage", context: map[string]any{KeyStage: "Prod_1"}, wantErr: `context "stage"`},
+		{name: "not an integer", context: map[string]any{KeyNATGateways: "one"}, wantErr: `context "natGateways": "one" is not an integer`},
+		{name: "no nat gateway", context: map[string]any{KeyNATGateways: 0}, wantErr: `context "natGateways"`},
+		{name: "issuer without audience", context: map[string]any{KeyJWTIssuer: "https://idp.example.com/"}, wantErr: `context "jwtIssuer": and jwtAudience must be set together`},
+		{name: "plain http issuer", context: map[string]any{KeyJWTIssuer: "http://idp", KeyJWTAudience: "a"}, wantErr: `must be an https:// URL`},
+		{name: "retention not offered by cloudwatch", context: map[string]any{KeyLogRetentionDays: 31}, wantErr: `context "logRetentionDays"`},
+		{name: "bad schedule", context: map[string]any{KeySyncSchedule: "hourly"}, wantErr: `context "syncSchedule"`},
+		{name: "dispatcher concurrency below sqs minimum", context: map[string]any{KeyDispatcherConcurrency: 1}, wantErr: `context "dispatcherConcurrency"`},
+		{name: "unknown log level", context: map[string]any{KeyLogLevel: "trace"}, wantErr: `context "logLevel"`},
+		{name: "unsupported type", context: map[string]any{KeyStage: []any{"a"}}, wantErr: `context "stage": unsupported value`},
+		{name: "not a boolean", context: map[string]any{KeyReservedConcurrency: "maybe"}, wantErr: `"maybe" is not a boolean`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Load(lookupFrom(tt.context))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Load(%v) error = %v, want it to contain %q", tt.context, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load(%v) error = %v", tt.context, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Load(%v) mismatch (-want +got):\n%s", tt.context, diff)
+			}
+		})
+	}
+}
+
+// TestCDKJSONMatchesDefaults keeps the context defaults in cdk.json (what the
+// CLI passes) equal to Defaults (what `go run ./infra` uses without cdk.json).
+func TestCDKJSONMatchesDefaults(t *testing.T) {
+	ctx, err := ReadCDKJSON("../../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(lookupFrom(ctx))
+	if err != nil {
+		t.Fatalf("Load(cdk.json context) error = %v", err)
+	}
+	if diff := cmp.Diff(Defaults(), got); diff != "" {
+		t.Errorf("cdk.json context differs from Defaults (-defaults +cdk.json):\n%s", diff)
+	}
+	for _, key := range []string{KeyStage, KeyLambdaAssets, KeyNATGateways, KeySyncSchedule, KeyWatchdogSchedule,
+		KeyJWTIssuer, KeyJWTAudience, KeyConsoleOrigin, KeyConsoleDir, KeyLogRetentionDays, KeyThrottleRate,
+		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel} {
+		if _, ok := ctx[key]; !ok {
+			t.Errorf("cdk.json context lacks %q; document every key there", key)
+		}
+	}
+}
+
+func TestReadCDKJSONErrors(t *testing.T) {
+	if _, err := ReadCDKJSON(t.TempDir() + "/missing.json"); err == nil {
+		t.Error("ReadCDKJSON(missing) error = nil, want an error")
+	}
+}
