@@ -1,0 +1,293 @@
+// Package ecssandbox is the ECS Fargate adapter of the sandbox port, and the
+// decoder of EventBridge "ECS Task State Change" events into completions.
+//
+// Every sandbox is one Fargate task of a task definition registered once per
+// distinct environment (image, size). It has two containers: "runner-init"
+// copies the sandbox-runner binary from the runner image into a shared volume
+// and exits; "task" runs the task's own image with the runner as entry point.
+//
+// How no platform credentials reach the agent: the runner needs none — it
+// fetches the task bundle and uploads results through presigned S3 URLs in
+// its spec — so the task role the stack gives sandboxes has no permissions at
+// all, and the runner builds the agent's environment from scratch (dropping
+// AWS_CONTAINER_CREDENTIALS_* and every other variable of its own). Secret
+// values are not placed in the task overrides (DescribeTasks would show
+// them); the dispatcher seals them into a per-launch object the runner
+// fetches once through a presigned URL (see Spec.SecretsURL).
+package ecssandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+)
+
+// API is the part of the ECS client the driver uses.
+type API interface {
+	RegisterTaskDefinition(ctx context.Context, in *ecs.RegisterTaskDefinitionInput, opts ...func(*ecs.Options)) (*ecs.RegisterTaskDefinitionOutput, error)
+	RunTask(ctx context.Context, in *ecs.RunTaskInput, opts ...func(*ecs.Options)) (*ecs.RunTaskOutput, error)
+	StopTask(ctx context.Context, in *ecs.StopTaskInput, opts ...func(*ecs.Options)) (*ecs.StopTaskOutput, error)
+	ListTasks(ctx context.Context, in *ecs.ListTasksInput, opts ...func(*ecs.Options)) (*ecs.ListTasksOutput, error)
+	DescribeTasks(ctx context.Context, in *ecs.DescribeTasksInput, opts ...func(*ecs.Options)) (*ecs.DescribeTasksOutput, error)
+}
+
+// Config names the resources the CDK stack created.
+type Config struct {
+	Cluster          string   // cluster ARN
+	Subnets          []string // private subnets with egress
+	SecurityGroups   []string // egress-only
+	TaskRoleARN      string   // a role with no permissions
+	ExecutionRoleARN string   // pulls images, writes logs; never visible inside the task
+	LogGroup         string
+	Region           string
+	RunnerImage      string // image holding /sandbox-runner
+	Family           string // task definition family prefix, default "gauntlet-sandbox"
+	// DefaultImage runs tasks whose environment names no docker_image.
+	DefaultImage string
+}
+
+// Container names in every sandbox task definition.
+const (
+	RunnerContainer = "runner-init"
+	TaskContainer   = "task"
+	runnerMount     = "/gauntlet"
+	// SpecEnv carries the slot spec (JSON) to the runner.
+	SpecEnv = "GAUNTLET_SLOT_SPEC"
+)
+
+// Driver implements sandbox.Driver on ECS Fargate.
+type Driver struct {
+	api API
+	cfg Config
+
+	mu   sync.Mutex
+	defs map[string]string // environment key → task definition ARN
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// New returns a driver. It checks the configuration but calls nothing.
+func New(api API, cfg Config) (*Driver, error) {
+	switch {
+	case cfg.Cluster == "":
+		return nil, errors.New("ecs sandbox: cluster is empty (GAUNTLET_CLUSTER)")
+	case len(cfg.Subnets) == 0:
+		return nil, errors.New("ecs sandbox: no subnets (GAUNTLET_SUBNETS)")
+	case cfg.RunnerImage == "":
+		return nil, errors.New("ecs sandbox: runner image is empty (GAUNTLET_RUNNER_IMAGE)")
+	case cfg.ExecutionRoleARN == "":
+		return nil, errors.New("ecs sandbox: execution role is empty (GAUNTLET_SANDBOX_EXECUTION_ROLE_ARN)")
+	}
+	if cfg.Family == "" {
+		cfg.Family = "gauntlet-sandbox"
+	}
+	return &Driver{api: api, cfg: cfg, defs: map[string]string{}}, nil
+}
+
+// Launch runs one Fargate task. The launch id is RunTask's clientToken, so a
+// retried Launch is answered with the task the first call started.
+func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle, error) {
+	if spec.LaunchID == "" || spec.RunID == "" || spec.SlotID == "" {
+		return sandbox.Handle{}, errors.New("ecs launch: spec needs launch id, run id and slot id")
+	}
+	def, err := d.taskDefinition(ctx, spec)
+	if err != nil {
+		return sandbox.Handle{}, err
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: encode spec: %w", spec.LaunchID, err)
+	}
+	out, err := d.api.RunTask(ctx, &ecs.RunTaskInput{
+		Cluster:        &d.cfg.Cluster,
+		TaskDefinition: &def,
+		LaunchType:     types.LaunchTypeFargate,
+		Count:          aws.Int32(1),
+		ClientToken:    aws.String(clientToken(spec.LaunchID)),
+		StartedBy:      aws.String(startedBy(spec.RunID)),
+		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{
+			Subnets: d.cfg.Subnets, SecurityGroups: d.cfg.SecurityGroups, AssignPublicIp: types.AssignPublicIpDisabled,
+		}},
+		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{
+			Name:        aws.String(TaskContainer),
+			Environment: []types.KeyValuePair{{Name: aws.String(SpecEnv), Value: aws.String(string(specJSON))}},
+		}}},
+		Tags: []types.Tag{
+			{Key: aws.String("gauntlet:launch"), Value: aws.String(spec.LaunchID)},
+			{Key: aws.String("gauntlet:run"), Value: aws.String(spec.RunID)},
+			{Key: aws.String("gauntlet:slot"), Value: aws.String(spec.SlotID)},
+			{Key: aws.String("gauntlet:workspace"), Value: aws.String(spec.Workspace)},
+		},
+		PropagateTags:        types.PropagateTagsTaskDefinition,
+		EnableECSManagedTags: true,
+	})
+	if err != nil {
+		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
+	if len(out.Tasks) == 0 {
+		reason := "no task and no failure reported"
+		if len(out.Failures) > 0 {
+			reason = aws.ToString(out.Failures[0].Reason) + " " + aws.ToString(out.Failures[0].Detail)
+		}
+		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: %s", spec.LaunchID, reason)
+	}
+	t := out.Tasks[0]
+	return sandbox.Handle{ID: aws.ToString(t.TaskArn), LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: aws.ToTime(t.CreatedAt)}, nil
+}
+
+// clientToken fits a launch id into RunTask's 64-character token.
+func clientToken(launchID string) string {
+	if len(launchID) <= 64 {
+		return launchID
+	}
+	sum := sha256.Sum256([]byte(launchID))
+	return hex.EncodeToString(sum[:])[:64]
+}
+
+// startedBy tags a task with its run so List can find a run's tasks
+// (ECS allows 36 characters).
+func startedBy(runID string) string {
+	if len(runID) <= 36 {
+		return runID
+	}
+	sum := sha256.Sum256([]byte(runID))
+	return hex.EncodeToString(sum[:])[:36]
+}
+
+// taskDefinition registers (once per process and environment) the task
+// definition for the spec's image and size.
+func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string, error) {
+	image := spec.Image
+	if image == "" {
+		image = d.cfg.DefaultImage
+	}
+	if image == "" {
+		return "", fmt.Errorf("ecs launch %s: task %s names no docker_image and no default image is configured", spec.LaunchID, spec.Task.Name)
+	}
+	cpu, mem, err := fargateSize(max(spec.CPUs, 0.25), max(spec.MemoryMB, 512))
+	if err != nil {
+		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
+	key := fmt.Sprintf("%s|%d|%d", image, cpu, mem)
+	d.mu.Lock()
+	arn, ok := d.defs[key]
+	d.mu.Unlock()
+	if ok {
+		return arn, nil
+	}
+	sum := sha256.Sum256([]byte(key))
+	family := d.cfg.Family + "-" + hex.EncodeToString(sum[:])[:16]
+	logs := func(prefix string) *types.LogConfiguration {
+		return &types.LogConfiguration{LogDriver: types.LogDriverAwslogs, Options: map[string]string{
+			"awslogs-group": d.cfg.LogGroup, "awslogs-region": d.cfg.Region, "awslogs-stream-prefix": prefix,
+		}}
+	}
+	in := &ecs.RegisterTaskDefinitionInput{
+		Family:                  &family,
+		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
+		NetworkMode:             types.NetworkModeAwsvpc,
+		Cpu:                     aws.String(strconv.Itoa(cpu)),
+		Memory:                  aws.String(strconv.Itoa(mem)),
+		ExecutionRoleArn:        &d.cfg.ExecutionRoleARN,
+		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureX8664, OperatingSystemFamily: types.OSFamilyLinux},
+		Volumes:                 []types.Volume{{Name: aws.String("gauntlet")}},
+		ContainerDefinitions: []types.ContainerDefinition{
+			{
+				Name: aws.String(RunnerContainer), Image: &d.cfg.RunnerImage, Essential: aws.Bool(false),
+				Command:     []string{"install", runnerMount + "/sandbox-runner"},
+				MountPoints: []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount)}},
+				LogConfiguration: logs("runner-init"),
+			},
+			{
+				Name: aws.String(TaskContainer), Image: &image, Essential: aws.Bool(true),
+				EntryPoint:  []string{runnerMount + "/sandbox-runner"},
+				Command:     []string{"--isolation", "process", "--work", "/", "--out", "/gauntlet-out"},
+				DependsOn:   []types.ContainerDependency{{ContainerName: aws.String(RunnerContainer), Condition: types.ContainerConditionSuccess}},
+				MountPoints: []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount), ReadOnly: aws.Bool(true)}},
+				LogConfiguration: logs("task"),
+			},
+		},
+		Tags: []types.Tag{{Key: aws.String("gauntlet:image"), Value: aws.String(truncate(image, 256))}},
+	}
+	if d.cfg.TaskRoleARN != "" {
+		in.TaskRoleArn = &d.cfg.TaskRoleARN
+	}
+	out, err := d.api.RegisterTaskDefinition(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("register task definition for %s: %w", image, err)
+	}
+	arn = aws.ToString(out.TaskDefinition.TaskDefinitionArn)
+	d.mu.Lock()
+	d.defs[key] = arn
+	d.mu.Unlock()
+	return arn, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Stop stops the task; stopping a stopped or unknown task is not an error.
+func (d *Driver) Stop(ctx context.Context, id string) error {
+	_, err := d.api.StopTask(ctx, &ecs.StopTaskInput{Cluster: &d.cfg.Cluster, Task: &id, Reason: aws.String("stopped by gauntlet")})
+	var invalid *types.InvalidParameterException
+	if err != nil && !errors.As(err, &invalid) {
+		return fmt.Errorf("ecs stop %s: %w", id, err)
+	}
+	return nil
+}
+
+// List returns the run's tasks that have not stopped.
+func (d *Driver) List(ctx context.Context, runID string) ([]sandbox.Handle, error) {
+	var arns []string
+	var next *string
+	for {
+		out, err := d.api.ListTasks(ctx, &ecs.ListTasksInput{Cluster: &d.cfg.Cluster, StartedBy: aws.String(startedBy(runID)), NextToken: next})
+		if err != nil {
+			return nil, fmt.Errorf("ecs list tasks of run %s: %w", runID, err)
+		}
+		arns = append(arns, out.TaskArns...)
+		if next = out.NextToken; next == nil {
+			break
+		}
+	}
+	var handles []sandbox.Handle
+	for start := 0; start < len(arns); start += 100 {
+		out, err := d.api.DescribeTasks(ctx, &ecs.DescribeTasksInput{
+			Cluster: &d.cfg.Cluster, Tasks: arns[start:min(start+100, len(arns))], Include: []types.TaskField{types.TaskFieldTags},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ecs describe tasks of run %s: %w", runID, err)
+		}
+		for _, t := range out.Tasks {
+			if aws.ToString(t.LastStatus) == "STOPPED" {
+				continue
+			}
+			h := sandbox.Handle{ID: aws.ToString(t.TaskArn), RunID: runID, StartedAt: aws.ToTime(t.CreatedAt)}
+			for _, tag := range t.Tags {
+				switch aws.ToString(tag.Key) {
+				case "gauntlet:launch":
+					h.LaunchID = aws.ToString(tag.Value)
+				case "gauntlet:slot":
+					h.SlotID = aws.ToString(tag.Value)
+				}
+			}
+			handles = append(handles, h)
+		}
+	}
+	return handles, nil
+}
