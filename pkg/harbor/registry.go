@@ -1,0 +1,217 @@
+package harbor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// HeadVersion is the version name Harbor resolves to first when a dataset is
+// named without a version.
+const HeadVersion = "head"
+
+// Errors Resolve wraps.
+var (
+	ErrDatasetNotFound = errors.New("dataset not found")
+	ErrVersionNotFound = errors.New("dataset version not found")
+)
+
+// Registry is Harbor's registry.json: a list of dataset versions. The same
+// dataset name appears once per version.
+type Registry []Dataset
+
+// Dataset is one dataset version of the registry (Harbor's DatasetSpec).
+type Dataset struct {
+	Name        string    `json:"name"`
+	Version     string    `json:"version"`
+	Description string    `json:"description"`
+	Tasks       []TaskRef `json:"tasks"`
+	// Metrics are Harbor metric configs ({"type": ..., "kwargs": {...}}),
+	// kept verbatim.
+	Metrics []json.RawMessage `json:"metrics,omitempty"`
+}
+
+// TaskRef points at one task directory: Path inside the git repository
+// GitURL at GitCommitID, or a local Path when GitURL is empty.
+type TaskRef struct {
+	Name        string `json:"name"`
+	GitURL      string `json:"git_url,omitempty"`
+	GitCommitID string `json:"git_commit_id,omitempty"`
+	Path        string `json:"path"`
+}
+
+// Spec returns "name@version".
+func (d Dataset) Spec() string { return d.Name + "@" + d.Version }
+
+// ParseRegistry decodes and checks a registry.json document. Every entry
+// must have a name, a version and tasks with names and paths; every
+// problem is reported, each naming the entry.
+func ParseRegistry(r io.Reader) (Registry, error) {
+	var reg Registry
+	if err := json.NewDecoder(r).Decode(&reg); err != nil {
+		return nil, fmt.Errorf("decode registry: %w", err)
+	}
+	if reg == nil {
+		return nil, errors.New("decode registry: want a JSON array of datasets, got null")
+	}
+	var errs []error
+	for i, d := range reg {
+		errs = append(errs, d.validate(i)...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return reg, nil
+}
+
+func (d Dataset) validate(index int) []error {
+	var errs []error
+	fail := func(field, reason string) {
+		errs = append(errs, fmt.Errorf("registry entry %d (%q): %s: %s", index, d.Spec(), field, reason))
+	}
+	if d.Name == "" {
+		fail("name", "is required")
+	}
+	if d.Version == "" {
+		fail("version", "is required")
+	}
+	if d.Tasks == nil {
+		fail("tasks", "is required")
+	}
+	for i, t := range d.Tasks {
+		if t.Name == "" {
+			fail(fmt.Sprintf("tasks[%d].name", i), "is required")
+		}
+		if t.Path == "" {
+			fail(fmt.Sprintf("tasks[%d].path", i), "is required")
+		}
+		if t.GitCommitID != "" && t.GitURL == "" {
+			fail(fmt.Sprintf("tasks[%d].git_commit_id", i), "needs git_url")
+		}
+	}
+	for i, m := range d.Metrics {
+		var metric struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(m, &metric); err != nil || metric.Type == "" {
+			fail(fmt.Sprintf("metrics[%d]", i), `must be an object with a "type"`)
+		}
+	}
+	return errs
+}
+
+// Names returns the distinct dataset names, sorted.
+func (r Registry) Names() []string {
+	seen := make(map[string]struct{}, len(r))
+	names := make([]string, 0, len(r))
+	for _, d := range r {
+		if _, ok := seen[d.Name]; !ok {
+			seen[d.Name] = struct{}{}
+			names = append(names, d.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Versions returns the distinct versions of dataset name in ascending order
+// (see SortVersions); nil when the name is unknown.
+func (r Registry) Versions(name string) []string {
+	var versions []string
+	for _, d := range r {
+		if d.Name == name && !slices.Contains(versions, d.Version) {
+			versions = append(versions, d.Version)
+		}
+	}
+	SortVersions(versions)
+	return versions
+}
+
+// Resolve returns dataset name at version. An empty version picks the one
+// Harbor picks (LatestVersion). When a name@version occurs more than once the
+// first entry wins, as in Harbor. Unknown names and versions give errors
+// wrapping ErrDatasetNotFound or ErrVersionNotFound that list what exists.
+func (r Registry) Resolve(name, version string) (Dataset, error) {
+	versions := r.Versions(name)
+	if len(versions) == 0 {
+		return Dataset{}, fmt.Errorf("%w: %q (known datasets: %s)", ErrDatasetNotFound, name, strings.Join(r.Names(), ", "))
+	}
+	if version == "" {
+		version = LatestVersion(versions)
+	}
+	for _, d := range r {
+		if d.Name == name && d.Version == version {
+			return d, nil
+		}
+	}
+	return Dataset{}, fmt.Errorf("%w: %s@%s (versions of %s: %s)", ErrVersionNotFound, name, version, name, strings.Join(versions, ", "))
+}
+
+// LatestVersion applies Harbor's rule for a dataset named without a version:
+// "head" if present, else the highest valid PEP 440 version, else the
+// lexically last. It returns "" for no versions.
+func LatestVersion(versions []string) string {
+	if slices.Contains(versions, HeadVersion) {
+		return HeadVersion
+	}
+	sorted := slices.Clone(versions)
+	SortVersions(sorted)
+	if len(sorted) == 0 {
+		return ""
+	}
+	var best string
+	for _, v := range sorted {
+		if IsPEP440(v) {
+			best = v // ascending, so the last valid one is the highest
+		}
+	}
+	if best != "" {
+		return best
+	}
+	return sorted[len(sorted)-1]
+}
+
+// SortVersions sorts versions in place: valid PEP 440 versions first in PEP
+// 440 order (equivalent ones lexically), then the others lexically.
+func SortVersions(versions []string) {
+	slices.SortStableFunc(versions, func(a, b string) int {
+		c, ok := ComparePEP440(a, b)
+		switch {
+		case ok && c != 0:
+			return c
+		case ok:
+			return strings.Compare(a, b)
+		}
+		aValid, bValid := IsPEP440(a), IsPEP440(b)
+		if aValid != bValid {
+			if aValid {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+}
+
+var (
+	datasetNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]*$`)
+	versionPattern     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+!-]*$`)
+)
+
+// ParseSpec splits a dataset spec "name@version" or "name" (version "" then
+// means "let Resolve pick").
+func ParseSpec(s string) (name, version string, err error) {
+	name, version, hasAt := strings.Cut(s, "@")
+	if !datasetNamePattern.MatchString(name) {
+		return "", "", fmt.Errorf("dataset spec %q: name must be letters, digits, '.', '_', '-' or '/', starting with a letter or digit", s)
+	}
+	if hasAt && !versionPattern.MatchString(version) {
+		return "", "", fmt.Errorf("dataset spec %q: version after '@' must be letters, digits, '.', '_', '+', '!' or '-'", s)
+	}
+	return name, version, nil
+}

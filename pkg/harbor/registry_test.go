@@ -1,0 +1,299 @@
+package harbor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const registrySnapshot = "harbor-registry-2026-01-29.json"
+
+// fixturePath finds shared/fixtures/<name> by walking up from the working
+// directory: the repository is /work/main with shared/ beside it, and CI
+// clones elsewhere with shared/ beside the clone. A missing fixture fails.
+func fixturePath(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		candidate := filepath.Join(dir, "shared", "fixtures")
+		if info, err := os.Stat(candidate); err == nil && info.IsDir() {
+			return filepath.Join(candidate, name)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no shared/fixtures directory above the working directory; %s is required", name)
+		}
+		dir = parent
+	}
+}
+
+func loadSnapshot(t testing.TB) []byte {
+	t.Helper()
+	data, err := os.ReadFile(fixturePath(t, registrySnapshot))
+	if err != nil {
+		t.Fatalf("read registry snapshot: %v", err)
+	}
+	return data
+}
+
+// Expected values were read from the snapshot independently with Python's
+// json module.
+func TestParseRegistrySnapshot(t *testing.T) {
+	reg, err := ParseRegistry(bytes.NewReader(loadSnapshot(t)))
+	if err != nil {
+		t.Fatalf("ParseRegistry(snapshot) error: %v", err)
+	}
+	tasks := 0
+	for _, d := range reg {
+		tasks += len(d.Tasks)
+	}
+	if got := []int{len(reg), len(reg.Names()), tasks}; !cmp.Equal(got, []int{40, 38, 11385}) {
+		t.Errorf("entries, names, tasks = %v, want [40 38 11385]", got)
+	}
+	names := reg.Names()
+	if names[0] != "aider-polyglot" || names[len(names)-1] != "vmax-tasks" {
+		t.Errorf("Names() runs %q … %q, want aider-polyglot … vmax-tasks", names[0], names[len(names)-1])
+	}
+
+	tests := []struct {
+		name, version   string
+		wantVersion     string
+		wantTasks       int
+		wantDescription string // prefix
+		wantTask        TaskRef
+		taskIndex       int
+	}{
+		{
+			name: "terminal-bench", wantVersion: "2.0", wantTasks: 89,
+			wantDescription: "Version 2.0 of Terminal-Bench",
+			wantTask: TaskRef{Name: "adaptive-rejection-sampler", GitURL: "https://github.com/laude-institute/terminal-bench-2.git",
+				GitCommitID: "69671fbaac6d67a7ef0dfec016cc38a64ef7a77c", Path: "adaptive-rejection-sampler"},
+		},
+		{
+			name: "terminal-bench", version: "2.0", wantVersion: "2.0", wantTasks: 89, taskIndex: 88,
+			wantTask: TaskRef{Name: "write-compressor", GitURL: "https://github.com/laude-institute/terminal-bench-2.git",
+				GitCommitID: "69671fbaac6d67a7ef0dfec016cc38a64ef7a77c", Path: "write-compressor"},
+		},
+		{
+			// Three versions, none PEP 440: the lexically last wins.
+			name: "swe-lancer-diamond", wantVersion: "manager", wantTasks: 265,
+			wantTask: TaskRef{Name: "12155-manager-0", GitURL: "https://github.com/laude-institute/harbor-datasets.git",
+				GitCommitID: "HEAD", Path: "datasets/swe-lancer"},
+		},
+		{
+			name: "swe-lancer-diamond", version: "ic", wantVersion: "ic", wantTasks: 198, taskIndex: 197,
+			wantTask: TaskRef{Name: "6883", GitURL: "https://github.com/laude-institute/harbor-datasets.git",
+				GitCommitID: "HEAD", Path: "datasets/swe-lancer"},
+		},
+		{
+			name: "ds-1000", wantVersion: "head", wantTasks: 1000, taskIndex: 999,
+			wantDescription: "DS-1000 is a code generation benchmark",
+			wantTask: TaskRef{Name: "999", GitURL: "https://github.com/laude-institute/harbor-datasets.git",
+				GitCommitID: "c3fe2cf6fc9df5a891bff985c138a7a26e19d3da", Path: "datasets/ds1000/999"},
+		},
+		{
+			name: "aider-polyglot", wantVersion: "1.0", wantTasks: 225,
+			wantTask: TaskRef{Name: "polyglot_java_zipper", GitURL: "https://github.com/laude-institute/harbor-datasets.git",
+				GitCommitID: "f30b14415dd733c83627204bad0af69a89ceb46f", Path: "datasets/aider_polyglot/polyglot_java_zipper"},
+		},
+		{
+			name: "hello-world", wantVersion: "1.0", wantTasks: 1,
+			wantDescription: "A simple example task to create a hello.txt file",
+			wantTask: TaskRef{Name: "hello-world", GitURL: "https://github.com/laude-institute/harbor.git",
+				GitCommitID: "HEAD", Path: "examples/tasks/hello-world"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"@"+tt.version, func(t *testing.T) {
+			d, err := reg.Resolve(tt.name, tt.version)
+			if err != nil {
+				t.Fatalf("Resolve(%q, %q) error: %v", tt.name, tt.version, err)
+			}
+			if d.Version != tt.wantVersion || len(d.Tasks) != tt.wantTasks {
+				t.Errorf("Resolve(%q, %q) = %s with %d tasks, want version %s with %d", tt.name, tt.version, d.Spec(), len(d.Tasks), tt.wantVersion, tt.wantTasks)
+			}
+			if !strings.HasPrefix(d.Description, tt.wantDescription) {
+				t.Errorf("description %q, want prefix %q", d.Description, tt.wantDescription)
+			}
+			if diff := cmp.Diff(tt.wantTask, d.Tasks[tt.taskIndex]); diff != "" {
+				t.Errorf("task %d mismatch (-want +got):\n%s", tt.taskIndex, diff)
+			}
+		})
+	}
+
+	if diff := cmp.Diff([]string{"all", "ic", "manager"}, reg.Versions("swe-lancer-diamond")); diff != "" {
+		t.Errorf("Versions(swe-lancer-diamond) mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"2.0"}, reg.Versions("terminal-bench")); diff != "" {
+		t.Errorf("Versions(terminal-bench) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// Writing the parsed registry back gives the same JSON value.
+func TestRegistryRoundTrip(t *testing.T) {
+	data := loadSnapshot(t)
+	reg, err := ParseRegistry(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got any
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("registry round trip changed the document (-want +got):\n%.2000s", diff)
+	}
+}
+
+func TestRegistryMetricsRoundTrip(t *testing.T) {
+	doc := `[{"name":"d","version":"1.0","description":"","tasks":[{"name":"t","path":"tasks/t"}],"metrics":[{"type":"mean","kwargs":{}}]}]`
+	reg, err := ParseRegistry(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(reg)
+	if string(out) != doc {
+		t.Errorf("round trip = %s, want %s", out, doc)
+	}
+	if reg[0].Tasks[0].GitURL != "" {
+		t.Errorf("local task GitURL = %q, want empty", reg[0].Tasks[0].GitURL)
+	}
+}
+
+func TestParseRegistryErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want []string // substrings, one per expected error
+	}{
+		{"not an array", `{"name":"x"}`, []string{"decode registry"}},
+		{"null", `null`, []string{"got null"}},
+		{"truncated", `[{"name":"x"`, []string{"decode registry"}},
+		{"wrong type", `[{"name":1}]`, []string{"decode registry"}},
+		{"missing fields", `[{"description":""}]`, []string{`entry 0 ("@"): name: is required`, "version: is required", "tasks: is required"}},
+		{"bad task", `[{"name":"a","version":"1","description":"","tasks":[{"name":"t"},{"path":"p","git_commit_id":"abc"}]}]`,
+			[]string{`entry 0 ("a@1"): tasks[0].path: is required`, "tasks[1].name: is required", "tasks[1].git_commit_id: needs git_url"}},
+		{"bad metric", `[{"name":"a","version":"1","description":"","tasks":[],"metrics":[{"kwargs":{}}]}]`, []string{`metrics[0]: must be an object with a "type"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseRegistry(strings.NewReader(tt.doc))
+			if err == nil {
+				t.Fatalf("ParseRegistry(%s) = nil error, want %q", tt.doc, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("ParseRegistry(%s) error %q, want it to contain %q", tt.doc, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	reg := Registry{
+		{Name: "bench", Version: "1.0", Tasks: []TaskRef{}},
+		{Name: "bench", Version: "1.10", Tasks: []TaskRef{}},
+		{Name: "bench", Version: "1.9", Tasks: []TaskRef{}},
+		{Name: "bench", Version: "parity", Tasks: []TaskRef{}},
+		{Name: "bench", Version: "2.0rc1", Description: "first", Tasks: []TaskRef{}},
+		{Name: "bench", Version: "2.0rc1", Description: "duplicate", Tasks: []TaskRef{}},
+		{Name: "live", Version: "1.0", Tasks: []TaskRef{}},
+		{Name: "live", Version: "head", Tasks: []TaskRef{}},
+	}
+	tests := []struct {
+		name, version   string
+		wantSpec        string
+		wantDescription string
+		wantErr         error
+		errMentions     []string
+	}{
+		{name: "bench", wantSpec: "bench@2.0rc1", wantDescription: "first"},
+		{name: "bench", version: "parity", wantSpec: "bench@parity"},
+		{name: "bench", version: "1.9", wantSpec: "bench@1.9"},
+		{name: "live", wantSpec: "live@head"},
+		{name: "live", version: "1.0", wantSpec: "live@1.0"},
+		{name: "bench", version: "3.0", wantErr: ErrVersionNotFound, errMentions: []string{"bench@3.0", "1.0, 1.9, 1.10, 2.0rc1, parity"}},
+		{name: "bench", version: "1.0.0", wantErr: ErrVersionNotFound}, // exact match, not PEP 440 equality
+		{name: "nope", wantErr: ErrDatasetNotFound, errMentions: []string{`"nope"`, "bench, live"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"@"+tt.version, func(t *testing.T) {
+			d, err := reg.Resolve(tt.name, tt.version)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Resolve(%q, %q) error = %v, want %v", tt.name, tt.version, err, tt.wantErr)
+			}
+			for _, m := range tt.errMentions {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("Resolve(%q, %q) error %q does not mention %q", tt.name, tt.version, err, m)
+				}
+			}
+			if tt.wantErr != nil {
+				return
+			}
+			if d.Spec() != tt.wantSpec || d.Description != tt.wantDescription {
+				t.Errorf("Resolve(%q, %q) = %s (%q), want %s (%q)", tt.name, tt.version, d.Spec(), d.Description, tt.wantSpec, tt.wantDescription)
+			}
+		})
+	}
+	if got := reg.Versions("nope"); got != nil {
+		t.Errorf("Versions(nope) = %v, want nil", got)
+	}
+}
+
+func TestParseSpec(t *testing.T) {
+	tests := []struct {
+		spec, wantName, wantVersion string
+		wantErr                     bool
+	}{
+		{spec: "terminal-bench@2.0", wantName: "terminal-bench", wantVersion: "2.0"},
+		{spec: "terminal-bench", wantName: "terminal-bench"},
+		{spec: "arc_agi_2@1.0", wantName: "arc_agi_2", wantVersion: "1.0"},
+		{spec: "org/bench@1!2.0+local.1", wantName: "org/bench", wantVersion: "1!2.0+local.1"},
+		{spec: "swe-lancer-diamond@manager", wantName: "swe-lancer-diamond", wantVersion: "manager"},
+		{spec: "", wantErr: true},
+		{spec: "@1.0", wantErr: true},
+		{spec: "bench@", wantErr: true},
+		{spec: "bench@1.0@2", wantErr: true},
+		{spec: "bench @1.0", wantErr: true},
+		{spec: "bench@1 0", wantErr: true},
+		{spec: "-bench", wantErr: true},
+	}
+	for _, tt := range tests {
+		name, version, err := ParseSpec(tt.spec)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseSpec(%q) error = %v, wantErr %v", tt.spec, err, tt.wantErr)
+			continue
+		}
+		if name != tt.wantName || version != tt.wantVersion {
+			t.Errorf("ParseSpec(%q) = %q, %q, want %q, %q", tt.spec, name, version, tt.wantName, tt.wantVersion)
+		}
+	}
+}
+
+func BenchmarkParseRegistry(b *testing.B) {
+	data := loadSnapshot(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseRegistry(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
