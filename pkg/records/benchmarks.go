@@ -1,0 +1,179 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
+)
+
+func benchPK(ws, key string) string { return "BENCH#" + ws + "#" + key }
+
+func tasksPK(ws, key, version string) string { return benchPK(ws, key) + "#V#" + version }
+
+// SyncStatus is the state of a benchmark's task list.
+type SyncStatus string
+
+// Benchmark sync statuses.
+const (
+	SyncPending SyncStatus = "pending"
+	SyncSyncing SyncStatus = "syncing"
+	SyncReady   SyncStatus = "ready"
+	SyncFailed  SyncStatus = "failed"
+)
+
+// Benchmark is a benchmark as a workspace sees it: where it comes from, how
+// far its task list has synced, and which manifest version is ready.
+type Benchmark struct {
+	Workspace   string           `json:"workspace"`
+	Key         string           `json:"key"`
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+	Source      benchmark.Source `json:"source"`
+	Status      SyncStatus       `json:"status"`
+	Synced      int              `json:"synced"`
+	Total       int              `json:"total"`
+	SyncError   string           `json:"sync_error,omitempty"`
+	// ReadyVersion and ReadyDigest name the manifest version runs pin; empty
+	// until a sync has succeeded.
+	ReadyVersion string    `json:"ready_version,omitempty"`
+	ReadyDigest  string    `json:"ready_digest,omitempty"`
+	TaskCount    int       `json:"task_count"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+
+	Version int64 `json:"-"`
+}
+
+var benchCodec = codec[Benchmark]{
+	name: "benchmark",
+	item: func(b *Benchmark) (store.Item, error) {
+		data, err := encode(b)
+		if err != nil {
+			return store.Item{}, err
+		}
+		return store.Item{PK: wsPK(b.Workspace), SK: "BENCH#" + b.Key, Data: data}, nil
+	},
+	setVersion: func(b *Benchmark, v int64) { b.Version = v },
+}
+
+// PutBenchmark creates or replaces the benchmark record.
+func (s *Store) PutBenchmark(ctx context.Context, b Benchmark) (Benchmark, error) {
+	return put(ctx, s.tbl, benchCodec, b, store.Cond{})
+}
+
+// CreateBenchmark creates the benchmark record; it fails with a condition
+// error when one with the key exists.
+func (s *Store) CreateBenchmark(ctx context.Context, b Benchmark) (Benchmark, error) {
+	return put(ctx, s.tbl, benchCodec, b, store.Cond{Kind: store.IfNotExists})
+}
+
+// Benchmark returns the workspace's benchmark with the key.
+func (s *Store) Benchmark(ctx context.Context, ws, key string) (Benchmark, error) {
+	return get(ctx, s.tbl, benchCodec, wsPK(ws), "BENCH#"+key)
+}
+
+// UpdateBenchmark applies fn to the stored benchmark and writes it back.
+func (s *Store) UpdateBenchmark(ctx context.Context, ws, key string, fn func(*Benchmark) error) (Benchmark, error) {
+	return update(ctx, s.tbl, benchCodec, wsPK(ws), "BENCH#"+key, fn)
+}
+
+// DeleteBenchmark removes the benchmark record (its manifest versions and
+// leaderboard stay, keyed by workspace and key, for the runs that pinned them).
+func (s *Store) DeleteBenchmark(ctx context.Context, ws, key string) error {
+	if err := s.tbl.Delete(ctx, wsPK(ws), "BENCH#"+key, store.Cond{}); err != nil {
+		return fmt.Errorf("delete benchmark %s: %w", key, err)
+	}
+	return nil
+}
+
+// Benchmarks returns every benchmark of the workspace, by key.
+func (s *Store) Benchmarks(ctx context.Context, ws string) ([]Benchmark, error) {
+	return queryAll(ctx, s.tbl, benchCodec, store.Query{PK: wsPK(ws), Prefix: "BENCH#"})
+}
+
+// TaskFiles says where the sandbox driver finds one task's files: a local
+// directory, or a .tar.gz bundle in the blob store.
+type TaskFiles struct {
+	Dir       string `json:"dir,omitempty"`
+	BundleKey string `json:"bundle_key,omitempty"`
+}
+
+// Task is a stored task of a manifest version.
+type Task struct {
+	benchmark.Task
+	Files TaskFiles `json:"files"`
+}
+
+var taskCodec = codec[Task]{name: "task"}
+
+// manifestHeader is a manifest version without its task list (tasks are
+// items of their own, so a manifest of any size fits).
+type manifestHeader struct {
+	benchmark.Manifest
+	TaskCount int `json:"task_count"`
+}
+
+// PutManifest stores a manifest version of the workspace's benchmark with the
+// file location of each task (files[name]). Versions are immutable: tasks
+// are created, never replaced, and the header is written last so a reader
+// that finds the header finds every task.
+func (s *Store) PutManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]TaskFiles) error {
+	pk := tasksPK(ws, m.Key, m.Version)
+	const batch = 500
+	for start := 0; start < len(m.Tasks); start += batch {
+		end := min(start+batch, len(m.Tasks))
+		items := make([]store.Item, 0, end-start)
+		for _, t := range m.Tasks[start:end] {
+			data, err := encode(Task{Task: t, Files: files[t.Name]})
+			if err != nil {
+				return err
+			}
+			items = append(items, store.Item{PK: pk, SK: "TASK#" + t.Name, Data: data})
+		}
+		if _, err := s.tbl.Create(ctx, items); err != nil {
+			return fmt.Errorf("store tasks of %s@%s: %w", m.Key, m.Version, err)
+		}
+	}
+	h := manifestHeader{Manifest: m, TaskCount: len(m.Tasks)}
+	h.Tasks = nil
+	return s.putJSON(ctx, benchPK(ws, m.Key), "VER#"+m.Version, h)
+}
+
+// Manifest returns a stored manifest version with its tasks (in name order)
+// and the file location of each task.
+func (s *Store) Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]TaskFiles, error) {
+	var h manifestHeader
+	if err := s.getJSON(ctx, benchPK(ws, key), "VER#"+version, &h); err != nil {
+		return benchmark.Manifest{}, nil, fmt.Errorf("manifest %s@%s: %w", key, version, err)
+	}
+	tasks, err := queryAll(ctx, s.tbl, taskCodec, store.Query{PK: tasksPK(ws, key, version), Prefix: "TASK#"})
+	if err != nil {
+		return benchmark.Manifest{}, nil, err
+	}
+	m := h.Manifest
+	m.Tasks = make([]benchmark.Task, len(tasks))
+	files := make(map[string]TaskFiles, len(tasks))
+	for i, t := range tasks {
+		m.Tasks[i] = t.Task
+		files[t.Name] = t.Files
+	}
+	return m, files, nil
+}
+
+// Task returns one task of a stored manifest version.
+func (s *Store) Task(ctx context.Context, ws, key, version, name string) (Task, error) {
+	return get(ctx, s.tbl, taskCodec, tasksPK(ws, key, version), "TASK#"+name)
+}
+
+// PutLeaderboard stores the benchmark's leaderboard (any JSON value).
+func (s *Store) PutLeaderboard(ctx context.Context, ws, key string, board any) error {
+	return s.putJSON(ctx, benchPK(ws, key), "BOARD", board)
+}
+
+// Leaderboard decodes the benchmark's leaderboard into out.
+func (s *Store) Leaderboard(ctx context.Context, ws, key string, out any) error {
+	return s.getJSON(ctx, benchPK(ws, key), "BOARD", out)
+}
