@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -56,10 +57,19 @@ func TQuantile(p float64, df int) float64 {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(p)
 }
 
+// criticalCache memoizes CriticalT by degrees of freedom: a leaderboard
+// computes thousands of intervals over a handful of distinct task counts.
+var criticalCache sync.Map
+
 // CriticalT returns t(1 − α/2, df), the two-sided critical value at the
-// package's Confidence level (2.262157 for df = 9).
+// package's Confidence level (2.262157 for df = 9). Safe for concurrent use.
 func CriticalT(df int) float64 {
-	return TQuantile(1-(1-Confidence)/2, df)
+	if v, ok := criticalCache.Load(df); ok {
+		return v.(float64)
+	}
+	v := TQuantile(1-(1-Confidence)/2, df)
+	criticalCache.Store(df, v)
+	return v
 }
 
 // MeanCI returns the mean of xs and its Confidence-level interval

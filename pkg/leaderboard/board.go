@@ -1,0 +1,318 @@
+package leaderboard
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/stats"
+)
+
+// Metric is what a board ranks by.
+type Metric string
+
+// The metrics a board can rank by. Pass rates rank higher-is-better; cost,
+// time and tokens per task rank lower-is-better.
+const (
+	MetricPass1   Metric = "pass@1"
+	MetricPassAtK Metric = "pass@k"
+	MetricCost    Metric = "cost"
+	MetricTime    Metric = "time"
+	MetricTokens  Metric = "tokens"
+)
+
+// Metrics lists every Metric in display order.
+var Metrics = []Metric{MetricPass1, MetricPassAtK, MetricCost, MetricTime, MetricTokens}
+
+// ParseMetric returns the Metric named s.
+func ParseMetric(s string) (Metric, error) {
+	for _, m := range Metrics {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("unknown metric %q: want one of pass@1, pass@k, cost, time, tokens", s)
+}
+
+// Direction says whether larger or smaller values of the metric are better.
+func (m Metric) Direction() stats.Direction {
+	switch m {
+	case MetricCost, MetricTime, MetricTokens:
+		return stats.LowerIsBetter
+	}
+	return stats.HigherIsBetter
+}
+
+// Board is a leaderboard ranked by one metric. Entrants are only ever
+// compared within one Group: the same task set of the same resolved manifest
+// version (version string and digest), so a board holds one independently
+// ranked group per (task set, version).
+type Board struct {
+	Metric Metric  `json:"metric"`
+	Groups []Group `json:"groups"`
+}
+
+// Group is the ranked rows of one (task set, manifest version).
+type Group struct {
+	TaskSet         string `json:"task_set"`
+	ManifestVersion string `json:"manifest_version"`
+	ManifestDigest  string `json:"manifest_digest"`
+	// K is the group's pass@k depth: the deepest k every row reached, i.e.
+	// the smallest len(PassAtK) over rows that have pass@1 (0 when none
+	// has). MetricPassAtK ranks by pass@K; displays show pass@K.
+	K    int   `json:"k"`
+	Rows []Row `json:"rows"`
+}
+
+// Row is one entrant's place in a Group.
+type Row struct {
+	// Rank is the competition rank: 1 for the best row and every row tied
+	// with it, otherwise 1 + the number of rows with a strictly better
+	// value; 0 when the row has no value for the metric.
+	Rank int `json:"rank"`
+	// Best marks the row with the best value (the first in entrant order on
+	// an exact tie).
+	Best bool `json:"best"`
+	// TiedWithBest marks a row other than the best that the paired t-test
+	// cannot separate from it, so it shares rank 1.
+	TiedWithBest bool `json:"tied_with_best"`
+	// Value is the row's value of the metric; nil when it has none.
+	Value   *float64 `json:"value,omitempty"`
+	Summary Summary  `json:"summary"`
+	// VsBest compares the row with the best row on the metric; nil for the
+	// best row and for rows without a value.
+	VsBest *Comparison `json:"vs_best,omitempty"`
+}
+
+// Comparison is a paired comparison of a row with the best row of its group
+// over the tasks both have a value for.
+type Comparison struct {
+	// Tasks is the number of paired tasks.
+	Tasks int `json:"tasks"`
+	// Tested is false when fewer than two tasks pair up: no test can
+	// separate the rows, so the row counts as tied with the best.
+	Tested bool `json:"tested"`
+	// Diff is the mean over paired tasks of (row − best); 0 with no pairs.
+	Diff float64 `json:"diff"`
+	// CI is the 95% interval of Diff, P the two-sided p-value, T the t
+	// statistic and DF its degrees of freedom. All are absent when not
+	// Tested; T is also absent when infinite (every difference identical
+	// and nonzero, P = 0).
+	CI *stats.Interval `json:"ci,omitempty"`
+	P  *float64        `json:"p,omitempty"`
+	T  *float64        `json:"t,omitempty"`
+	DF int             `json:"df,omitempty"`
+}
+
+// Build summarizes every input, keeps the latest eligible run of each
+// entrant (LatestEligible) and ranks the result by metric (NewBoard).
+func Build(inputs []EntrantInput, metric Metric, opts Options) Board {
+	return NewBoard(LatestEligible(SummarizeAll(inputs, opts)), metric)
+}
+
+// SummarizeAll summarizes every input, in order.
+func SummarizeAll(inputs []EntrantInput, opts Options) []Summary {
+	summaries := make([]Summary, len(inputs))
+	for i := range inputs {
+		summaries[i] = Summarize(inputs[i], opts)
+	}
+	return summaries
+}
+
+// Boards ranks the same summaries by every metric, in Metrics order.
+func Boards(summaries []Summary) []Board {
+	boards := make([]Board, len(Metrics))
+	for i, m := range Metrics {
+		boards[i] = NewBoard(summaries, m)
+	}
+	return boards
+}
+
+// NewBoard groups summaries by (task set, manifest version, digest) and ranks
+// each group by metric. It does not filter: pass it LatestEligible's result
+// for a leaderboard. Groups are ordered by task set, version and digest.
+func NewBoard(summaries []Summary, metric Metric) Board {
+	byKey := map[boardKey][]Summary{}
+	var keys []boardKey
+	for _, s := range summaries {
+		k := keyOf(s.Run)
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], s)
+	}
+	slices.SortFunc(keys, func(a, b boardKey) int {
+		return cmp.Or(strings.Compare(a.taskSet, b.taskSet), strings.Compare(a.version, b.version), strings.Compare(a.digest, b.digest))
+	})
+	board := Board{Metric: metric, Groups: make([]Group, len(keys))}
+	for i, k := range keys {
+		board.Groups[i] = rankGroup(k, byKey[k], metric)
+	}
+	return board
+}
+
+func rankGroup(key boardKey, members []Summary, metric Metric) Group {
+	slices.SortStableFunc(members, func(a, b Summary) int {
+		return cmp.Or(strings.Compare(a.Entrant.String(), b.Entrant.String()), strings.Compare(a.Run.ID, b.Run.ID))
+	})
+	g := Group{TaskSet: key.taskSet, ManifestVersion: key.version, ManifestDigest: key.digest, K: groupDepth(members)}
+	dir := metric.Direction()
+	values := make([]float64, len(members))
+	for i := range members {
+		values[i] = metricValue(&members[i], metric, g.K)
+	}
+	best := stats.Best(values, dir)
+	tied := make([]bool, len(members))
+	g.Rows = make([]Row, len(members))
+	var buf []float64
+	for i := range members {
+		row := Row{Summary: members[i], Best: i == best}
+		if !math.IsNaN(values[i]) {
+			v := values[i]
+			row.Value = &v
+		}
+		if i == best {
+			tied[i] = true
+		} else if best >= 0 && row.Value != nil {
+			var c Comparison
+			c, buf = compare(&members[i], &members[best], metric, g.K, buf)
+			row.VsBest = &c
+			tied[i] = !c.Tested || *c.P >= 1-stats.Confidence
+			row.TiedWithBest = tied[i]
+		}
+		g.Rows[i] = row
+	}
+	ranks := stats.CompetitionRanks(values, dir, tied)
+	for i := range g.Rows {
+		g.Rows[i].Rank = ranks[i]
+	}
+	sortRows(g.Rows, dir)
+	return g
+}
+
+// groupDepth is the deepest k every row with pass@1 reached.
+func groupDepth(members []Summary) int {
+	depth := -1
+	for i := range members {
+		if members[i].Pass1 != nil && (depth < 0 || len(members[i].PassAtK) < depth) {
+			depth = len(members[i].PassAtK)
+		}
+	}
+	return max(depth, 0)
+}
+
+// metricValue is the summary's score for metric (pass@k at depth k), or NaN.
+func metricValue(s *Summary, metric Metric, k int) float64 {
+	var e *Estimate
+	switch metric {
+	case MetricPass1:
+		e = s.Pass1
+	case MetricPassAtK:
+		if k >= 1 && k <= len(s.PassAtK) {
+			e = &s.PassAtK[k-1].Estimate
+		}
+	case MetricCost:
+		e = s.CostPerTask
+	case MetricTime:
+		e = s.TimePerTask
+	case MetricTokens:
+		e = s.TokensPerTask
+	}
+	if e == nil {
+		return math.NaN()
+	}
+	return e.Mean
+}
+
+// taskMetric returns the per-task values behind metricValue (NaN for tasks
+// without a value), aligned with s.perTask.names.
+func taskMetric(s *Summary, metric Metric, k int) []float64 {
+	v := &s.perTask
+	switch metric {
+	case MetricPass1:
+		if v.depth >= 1 {
+			return v.passAt(1)
+		}
+	case MetricPassAtK:
+		if k >= 1 && k <= v.depth {
+			return v.passAt(k)
+		}
+	case MetricCost:
+		return v.cost
+	case MetricTime:
+		return v.time
+	case MetricTokens:
+		return v.tokens
+	}
+	return nil
+}
+
+// compare runs the paired t-test of row against best over the tasks both
+// have a value for. buf is scratch space, returned for reuse.
+func compare(row, best *Summary, metric Metric, k int, buf []float64) (Comparison, []float64) {
+	diffs := pairedDiffs(row.perTask.names, taskMetric(row, metric, k), best.perTask.names, taskMetric(best, metric, k), buf[:0])
+	c := Comparison{Tasks: len(diffs)}
+	if len(diffs) > 0 {
+		c.Diff = stats.Mean(diffs)
+	}
+	test, err := stats.PairedTTestDiffs(diffs)
+	if err != nil {
+		return c, diffs
+	}
+	c.Tested, c.Diff, c.DF = true, test.MeanDiff, test.DF
+	ci, p := test.CI, test.P
+	c.CI, c.P = &ci, &p
+	if !math.IsInf(test.T, 0) {
+		t := test.T
+		c.T = &t
+	}
+	return c, diffs
+}
+
+// pairedDiffs merge-joins two name-sorted task lists and appends a − b for
+// every task both have a value for.
+func pairedDiffs(aNames []string, a []float64, bNames []string, b []float64, dst []float64) []float64 {
+	if a == nil || b == nil {
+		return dst
+	}
+	for i, j := 0, 0; i < len(aNames) && j < len(bNames); {
+		switch c := strings.Compare(aNames[i], bNames[j]); {
+		case c < 0:
+			i++
+		case c > 0:
+			j++
+		default:
+			if !math.IsNaN(a[i]) && !math.IsNaN(b[j]) {
+				dst = append(dst, a[i]-b[j])
+			}
+			i++
+			j++
+		}
+	}
+	return dst
+}
+
+// sortRows orders ranked rows by rank, then by value (better first), then by
+// entrant; unranked rows go last.
+func sortRows(rows []Row, dir stats.Direction) {
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if (a.Rank == 0) != (b.Rank == 0) {
+			if a.Rank == 0 {
+				return 1
+			}
+			return -1
+		}
+		if c := cmp.Compare(a.Rank, b.Rank); c != 0 {
+			return c
+		}
+		if a.Value != nil && b.Value != nil && *a.Value != *b.Value {
+			if dir.Better(*a.Value, *b.Value) {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Summary.Entrant.String(), b.Summary.Entrant.String())
+	})
+}

@@ -1,0 +1,70 @@
+package leaderboard
+
+// Eligible reports whether a run agent may appear on the leaderboard, and if
+// not, why. Per DESIGN.md a run agent is eligible when the run finished, the
+// agent finished, the run covered the full task list or a published parity
+// set, every slot produced a result, and pass@1 exists.
+func Eligible(s Summary) (ok bool, reason string) {
+	switch {
+	case !s.Run.Finished:
+		return false, "run not finished"
+	case !s.Run.AgentFinished:
+		return false, "agent not finished"
+	case s.Run.Coverage != CoverageFull && s.Run.Coverage != CoverageParity:
+		return false, "run covered neither the full task list nor a published task set"
+	case !s.Run.AllSlotsReported:
+		return false, "not every slot produced a result"
+	case s.Pass1 == nil:
+		return false, "no pass@1: some task has no scored attempt"
+	}
+	return true, ""
+}
+
+// boardKey identifies the entrants that are ever compared with each other:
+// the same task set of the same resolved manifest version.
+type boardKey struct {
+	taskSet, version, digest string
+}
+
+func keyOf(r Run) boardKey {
+	return boardKey{taskSet: r.TaskSet, version: r.ManifestVersion, digest: r.ManifestDigest}
+}
+
+// LatestEligible keeps, for every entrant (harness + model) and every
+// (task set, manifest version) it ran, the eligible summary of its latest
+// run: the greatest Run.FinishedAt, then the greatest Run.ID on equal times.
+// An entrant's runs on different task sets or versions are on different
+// boards, so each keeps its own latest run. Ineligible summaries are dropped.
+// The result keeps the input order.
+func LatestEligible(summaries []Summary) []Summary {
+	type slot struct {
+		entrant Entrant
+		board   boardKey
+	}
+	latest := map[slot]int{}
+	for i := range summaries {
+		s := &summaries[i]
+		if ok, _ := Eligible(*s); !ok {
+			continue
+		}
+		key := slot{entrant: s.Entrant, board: keyOf(s.Run)}
+		if j, seen := latest[key]; !seen || later(s.Run, summaries[j].Run) {
+			latest[key] = i
+		}
+	}
+	kept := make([]Summary, 0, len(latest))
+	for i := range summaries {
+		s := &summaries[i]
+		if j, ok := latest[slot{entrant: s.Entrant, board: keyOf(s.Run)}]; ok && j == i {
+			kept = append(kept, *s)
+		}
+	}
+	return kept
+}
+
+func later(a, b Run) bool {
+	if !a.FinishedAt.Equal(b.FinishedAt) {
+		return a.FinishedAt.After(b.FinishedAt)
+	}
+	return a.ID > b.ID
+}
