@@ -1,0 +1,260 @@
+package ecssandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+// ecsServer speaks ECS's JSON 1.1 protocol to the real SDK client and
+// records every request by operation.
+type ecsServer struct {
+	mu       sync.Mutex
+	requests map[string][]map[string]any
+	tasks    map[string]string // clientToken → task ARN
+}
+
+func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	target := r.Header.Get("X-Amz-Target")
+	op := strings.TrimPrefix(target, "AmazonEC2ContainerServiceV20141113.")
+	body, _ := io.ReadAll(r.Body)
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[op] = append(s.requests[op], req)
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	switch op {
+	case "RegisterTaskDefinition":
+		fmt := `{"taskDefinition":{"taskDefinitionArn":"arn:aws:ecs:us-east-1:111122223333:task-definition/%s:1"}}`
+		_, _ = io.WriteString(w, strings.Replace(fmt, "%s", req["family"].(string), 1))
+	case "RunTask":
+		token := req["clientToken"].(string)
+		arn, ok := s.tasks[token]
+		if !ok {
+			arn = "arn:aws:ecs:us-east-1:111122223333:task/sandboxes/" + token[:8]
+			s.tasks[token] = arn
+		}
+		_, _ = io.WriteString(w, `{"tasks":[{"taskArn":"`+arn+`","createdAt":1767225600,"lastStatus":"PROVISIONING"}],"failures":[]}`)
+	case "StopTask":
+		_, _ = io.WriteString(w, `{"task":{"taskArn":"`+req["task"].(string)+`"}}`)
+	case "ListTasks":
+		_, _ = io.WriteString(w, `{"taskArns":["arn:aws:ecs:us-east-1:111122223333:task/sandboxes/a","arn:aws:ecs:us-east-1:111122223333:task/sandboxes/b"]}`)
+	case "DescribeTasks":
+		_, _ = io.WriteString(w, `{"tasks":[
+			{"taskArn":"arn:aws:ecs:us-east-1:111122223333:task/sandboxes/a","lastStatus":"RUNNING","createdAt":1767225600,
+			 "tags":[{"key":"gauntlet:launch","value":"L1"},{"key":"gauntlet:slot","value":"0/hello/1"}]},
+			{"taskArn":"arn:aws:ecs:us-east-1:111122223333:task/sandboxes/b","lastStatus":"STOPPED","createdAt":1767225600}]}`)
+	default:
+		http.Error(w, `{"__type":"UnknownOperationException"}`, 400)
+	}
+}
+
+func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer) {
+	t.Helper()
+	srv := &ecsServer{requests: map[string][]map[string]any{}, tasks: map[string]string{}}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	client := ecs.New(ecs.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	d, err := ecssandbox.New(client, ecssandbox.Config{
+		Cluster: "arn:aws:ecs:us-east-1:111122223333:cluster/sandboxes", Subnets: []string{"subnet-a", "subnet-b"},
+		SecurityGroups: []string{"sg-egress"}, TaskRoleARN: "arn:aws:iam::111122223333:role/sandbox-task",
+		ExecutionRoleARN: "arn:aws:iam::111122223333:role/sandbox-exec", LogGroup: "/gauntlet/sandboxes",
+		Region: "us-east-1", RunnerImage: "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, srv
+}
+
+func testSpec(launch string) sandbox.Spec {
+	return sandbox.Spec{
+		LaunchID: launch, Workspace: "ws1", RunID: "run1", SlotID: "0/hello/1", Generation: 0,
+		Task: sandbox.TaskRef{Name: "hello", BundleURL: "https://bucket.example/tasks/hello.tgz"},
+		Harness: "codex", Model: "openai/gpt-5.2", Image: "ghcr.io/example/task:1", CPUs: 1, MemoryMB: 2048,
+		AgentTimeout: 10 * time.Minute, VerifierTimeout: 5 * time.Minute,
+		Output: sandbox.Output{Prefix: "runs/run1/slots/x/g0/", ResultURL: "https://put/result", ArtifactsURL: "https://put/artifacts"},
+		Secrets: map[string]secret.Value{"OPENAI_API_KEY": "sk-live-do-not-leak"},
+	}
+}
+
+func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
+	d, srv := newDriver(t)
+	ctx := context.Background()
+	h1, err := d.Launch(ctx, testSpec("launch-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := d.Launch(ctx, testSpec("launch-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := d.Launch(ctx, testSpec("launch-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != h1.ID || h1.ID == h2.ID {
+		t.Fatalf("handles %q %q %q: a repeated launch id must adopt its task, a new one start another", h1.ID, h2.ID, again.ID)
+	}
+	if n := len(srv.requests["RegisterTaskDefinition"]); n != 1 {
+		t.Fatalf("RegisterTaskDefinition called %d times, want once per distinct environment", n)
+	}
+	def := srv.requests["RegisterTaskDefinition"][0]
+	for key, want := range map[string]any{
+		"cpu": "1024", "memory": "2048", "networkMode": "awsvpc",
+		"requiresCompatibilities": []any{"FARGATE"},
+		"taskRoleArn":             "arn:aws:iam::111122223333:role/sandbox-task",
+		"executionRoleArn":        "arn:aws:iam::111122223333:role/sandbox-exec",
+	} {
+		if diff := cmp.Diff(want, def[key]); diff != "" {
+			t.Errorf("task definition %s (-want +got):\n%s", key, diff)
+		}
+	}
+	containers := def["containerDefinitions"].([]any)
+	task := containers[1].(map[string]any)
+	if task["image"] != "ghcr.io/example/task:1" || task["name"] != "task" {
+		t.Errorf("task container = %v", task)
+	}
+	if diff := cmp.Diff([]any{"/gauntlet/sandbox-runner"}, task["entryPoint"]); diff != "" {
+		t.Errorf("task entry point (-want +got):\n%s", diff)
+	}
+
+	run := srv.requests["RunTask"][0]
+	if run["launchType"] != "FARGATE" || run["clientToken"] != "launch-1" || run["startedBy"] != "run1" {
+		t.Errorf("RunTask = %v", run)
+	}
+	wantNet := map[string]any{"awsvpcConfiguration": map[string]any{
+		"subnets": []any{"subnet-a", "subnet-b"}, "securityGroups": []any{"sg-egress"}, "assignPublicIp": "DISABLED",
+	}}
+	if diff := cmp.Diff(wantNet, run["networkConfiguration"]); diff != "" {
+		t.Errorf("network configuration (-want +got):\n%s", diff)
+	}
+	tags := map[string]string{}
+	for _, tag := range run["tags"].([]any) {
+		m := tag.(map[string]any)
+		tags[m["key"].(string)] = m["value"].(string)
+	}
+	wantTags := map[string]string{"gauntlet:launch": "launch-1", "gauntlet:run": "run1", "gauntlet:slot": "0/hello/1", "gauntlet:workspace": "ws1"}
+	if diff := cmp.Diff(wantTags, tags); diff != "" {
+		t.Errorf("tags (-want +got):\n%s", diff)
+	}
+	override := run["overrides"].(map[string]any)["containerOverrides"].([]any)[0].(map[string]any)
+	env := override["environment"].([]any)[0].(map[string]any)
+	var spec sandbox.Spec
+	if err := json.Unmarshal([]byte(env["value"].(string)), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.SlotID != "0/hello/1" || spec.AgentTimeout != 10*time.Minute || spec.Harness != "codex" {
+		t.Errorf("spec override = %+v", spec)
+	}
+	raw, _ := json.Marshal(srv.requests)
+	if strings.Contains(string(raw), "sk-live-do-not-leak") {
+		t.Fatal("a secret value reached the ECS API")
+	}
+}
+
+func TestStopAndList(t *testing.T) {
+	d, srv := newDriver(t)
+	ctx := context.Background()
+	if err := d.Stop(ctx, "arn:aws:ecs:us-east-1:111122223333:task/sandboxes/a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.requests["StopTask"][0]["cluster"]; got != "arn:aws:ecs:us-east-1:111122223333:cluster/sandboxes" {
+		t.Errorf("StopTask cluster = %v", got)
+	}
+	hs, err := d.List(ctx, "run1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sandbox.Handle{{ID: "arn:aws:ecs:us-east-1:111122223333:task/sandboxes/a", LaunchID: "L1", RunID: "run1", SlotID: "0/hello/1", StartedAt: time.Unix(1767225600, 0)}}
+	if diff := cmp.Diff(want, hs, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	if got := srv.requests["ListTasks"][0]["startedBy"]; got != "run1" {
+		t.Errorf("ListTasks startedBy = %v", got)
+	}
+}
+
+func TestCompletionFromEvent(t *testing.T) {
+	raw, err := os.ReadFile("../../../events/grader.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base events.CloudWatchEvent
+	if err := json.Unmarshal(raw, &base); err != nil {
+		t.Fatal(err)
+	}
+	withDetail := func(edit func(map[string]any)) events.CloudWatchEvent {
+		var d map[string]any
+		if err := json.Unmarshal(base.Detail, &d); err != nil {
+			t.Fatal(err)
+		}
+		edit(d)
+		ev := base
+		ev.Detail, _ = json.Marshal(d)
+		return ev
+	}
+	tests := []struct {
+		name       string
+		ev         events.CloudWatchEvent
+		wantReason sandbox.StopReason
+		wantExit   int
+		wantErr    bool
+	}{
+		{name: "sample exited cleanly", ev: base, wantReason: sandbox.Exited},
+		{name: "runner infra exit", ev: withDetail(func(d map[string]any) {
+			d["containers"].([]any)[1].(map[string]any)["exitCode"] = 70
+		}), wantReason: sandbox.Exited, wantExit: 70},
+		{name: "failed to start", ev: withDetail(func(d map[string]any) {
+			d["stopCode"] = "TaskFailedToStart"
+			d["containers"].([]any)[1].(map[string]any)["exitCode"] = nil
+		}), wantReason: sandbox.FailedToStart},
+		{name: "user initiated", ev: withDetail(func(d map[string]any) { d["stopCode"] = "UserInitiated" }), wantReason: sandbox.UserStopped},
+		{name: "spot interruption", ev: withDetail(func(d map[string]any) { d["stopCode"] = "SpotInterruption" }), wantReason: sandbox.Lost},
+		{name: "still running", ev: withDetail(func(d map[string]any) { d["lastStatus"] = "RUNNING" }), wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ecssandbox.CompletionFromEvent(tt.ev)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("CompletionFromEvent = %+v, want an error", c)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Reason != tt.wantReason || c.ExitCode != tt.wantExit {
+				t.Errorf("reason, exit = %s, %d; want %s, %d", c.Reason, c.ExitCode, tt.wantReason, tt.wantExit)
+			}
+			if c.RunID == "" || c.SlotID == "" || c.LaunchID == "" || c.SandboxID == "" {
+				t.Errorf("completion lost its slot identity: %+v", c)
+			}
+		})
+	}
+}
