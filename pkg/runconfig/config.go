@@ -1,0 +1,237 @@
+// Package runconfig owns the run configuration: the TOML document (or the same
+// document as JSON) a user submits to start a run, compatible with the Osmosis
+// benchmark config. It parses strictly, reporting every problem at once with
+// its key path; resolves the task selection, harness and judge requirements
+// and pass threshold against a benchmark manifest; and renders a config back
+// to TOML so that rendering and parsing round-trip.
+//
+// A config looks like this:
+//
+//	[experiment]
+//	benchmark = "terminal-bench-2-0"   # key, exact name or id
+//	# manifest_version = "2.0"         # pins set by the platform on resolution
+//	# manifest_digest = "sha256:…"
+//
+//	[tasks]                            # omit = every task; task_set wins over the others
+//	task_set = "parity"
+//	# task_names = ["git-multibranch"] # task_names and categories select their union
+//	# categories = ["software-engineering"]
+//
+//	[execution]
+//	attempts_per_task = 1              # 1..100, default 1
+//	max_concurrent_attempts = 4        # 1..1024, default 4
+//	timeout_multiplier = 1.0           # (0, 100], default 1.0
+//	max_retries = 0                    # 0..10, retries of infrastructure errors only
+//	# pass_threshold = 1.0             # (0, 1]; default: the benchmark's
+//	# judge_model = "openai/gpt-5.2"
+//	# judge_api_key_secret = "OPENAI_API_KEY"
+//
+//	[env]                              # literal env vars for every agent; ≤ 64
+//	LOG_LEVEL = "info"
+//
+//	[secrets]
+//	required = ["GITHUB_TOKEN"]        # ≤ 16 secret record names given to every agent
+//
+//	[verifier]
+//	required = ["JUDGE_TOKEN"]         # ≤ 16 secret record names the verifier reads
+//	env = { STRICT = "1" }             # literal env vars for the verifier
+//
+//	[[agents]]                         # 1..8
+//	harness = "codex"                  # optional when the benchmark has a default harness
+//	# name = "codex-high"              # tells apart agents with the same harness and model
+//	# command = "python3 solve.py"     # only, and required, for harness = "command"
+//	# harness_api_key_secret = "CURSOR_API_KEY"
+//	# secrets = ["NPM_TOKEN"]          # ≤ 16 more secret record names for this agent
+//	[agents.model]                     # optional for harnesses that use no model
+//	type = "provider"                  # provider | endpoint | hosted
+//	model = "openai/gpt-5.2"
+//	api_key_secret = "OPENAI_API_KEY"  # a secret record NAME, never a value
+//	# base_url = "https://llm.example.com/v1"     # endpoint only, required there
+//	# extra_headers = { "X-Org" = "research" }    # endpoint only, never Authorization
+//	[agents.env]
+//	REASONING_EFFORT = "high"
+//
+// A hosted model gives either model, or base_model with an optional
+// lora_model_name (the Osmosis form); its api_key_secret is optional.
+package runconfig
+
+import (
+	"slices"
+	"sort"
+)
+
+// Bounds on a config.
+const (
+	MaxConfigBytes        = 64 << 10 // size of the whole document
+	MaxStringBytes        = 1 << 10  // any one string value
+	MaxEnvEntries         = 64       // entries of any env or extra_headers table
+	MaxAgents             = 8
+	MaxSecretNames        = 16 // names in [secrets].required, [verifier].required, an agent's secrets
+	MaxAttemptsPerTask    = 100
+	MaxConcurrentAttempts = 1024
+	MaxRetries            = 10
+	MaxTimeoutMultiplier  = 100.0
+)
+
+// Defaults of [execution].
+const (
+	DefaultAttemptsPerTask       = 1
+	DefaultMaxConcurrentAttempts = 4
+	DefaultTimeoutMultiplier     = 1.0
+	DefaultMaxRetries            = 0
+)
+
+// CommandHarness is the harness that runs the agent's own command; only its
+// agents give (and must give) a command.
+const CommandHarness = "command"
+
+// Config is a parsed run configuration. Parse fills [execution] defaults; an
+// absent table, list or map is nil.
+type Config struct {
+	Experiment Experiment        `json:"experiment"`
+	Tasks      Tasks             `json:"tasks,omitzero"`
+	Execution  Execution         `json:"execution"`
+	Env        map[string]string `json:"env,omitempty"`
+	Secrets    Secrets           `json:"secrets,omitzero"`
+	Verifier   Verifier          `json:"verifier,omitzero"`
+	Agents     []Agent           `json:"agents"`
+}
+
+// Experiment names the benchmark and, once resolved, the pinned manifest.
+type Experiment struct {
+	// Benchmark is the benchmark's key, exact name or id.
+	Benchmark string `json:"benchmark"`
+	// ManifestVersion and ManifestDigest pin the manifest; a config that
+	// carries them only resolves against that manifest.
+	ManifestVersion string `json:"manifest_version,omitempty"`
+	ManifestDigest  string `json:"manifest_digest,omitempty"`
+}
+
+// Tasks selects the tasks to run; all empty means every task. TaskSet wins
+// over TaskNames and Categories, which otherwise select their union.
+type Tasks struct {
+	TaskSet    string   `json:"task_set,omitempty"`
+	TaskNames  []string `json:"task_names,omitempty"`
+	Categories []string `json:"categories,omitempty"`
+}
+
+// Execution holds how the run executes and grades.
+type Execution struct {
+	AttemptsPerTask       int     `json:"attempts_per_task"`
+	MaxConcurrentAttempts int     `json:"max_concurrent_attempts"`
+	TimeoutMultiplier     float64 `json:"timeout_multiplier"`
+	MaxRetries            int     `json:"max_retries"`
+	// PassThreshold overrides the benchmark's; nil keeps it.
+	PassThreshold     *float64 `json:"pass_threshold,omitempty"`
+	JudgeModel        string   `json:"judge_model,omitempty"`
+	JudgeAPIKeySecret string   `json:"judge_api_key_secret,omitempty"`
+}
+
+// Secrets lists secret record names every agent receives.
+type Secrets struct {
+	Required []string `json:"required,omitempty"`
+}
+
+// Verifier lists what the verifier receives.
+type Verifier struct {
+	Required []string          `json:"required,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+}
+
+// Agent is one harness + model of a run.
+type Agent struct {
+	// Name tells apart agents with the same harness and model.
+	Name string `json:"name,omitempty"`
+	// Harness is "" when the benchmark's default harness should run.
+	Harness             string `json:"harness,omitempty"`
+	HarnessAPIKeySecret string `json:"harness_api_key_secret,omitempty"`
+	// Command is the command line of a CommandHarness agent.
+	Command string            `json:"command,omitempty"`
+	Model   *Model            `json:"model,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Secrets []string          `json:"secrets,omitempty"`
+}
+
+// ModelType says how an agent reaches its model.
+type ModelType string
+
+// Model types.
+const (
+	Provider ModelType = "provider" // a provider's API, "openai/gpt-5.2"
+	Endpoint ModelType = "endpoint" // an OpenAI-compatible endpoint at BaseURL
+	Hosted   ModelType = "hosted"   // a model the platform hosts
+)
+
+// ModelTypes lists the model types in documentation order.
+var ModelTypes = []ModelType{Provider, Endpoint, Hosted}
+
+// Model is an agent's model.
+type Model struct {
+	Type ModelType `json:"type"`
+	// Model is the model id; for hosted models BaseModel may name it instead.
+	Model string `json:"model,omitempty"`
+	// APIKeySecret is the NAME of the secret record holding the API key.
+	APIKeySecret  string            `json:"api_key_secret,omitempty"`
+	BaseURL       string            `json:"base_url,omitempty"`
+	ExtraHeaders  map[string]string `json:"extra_headers,omitempty"`
+	BaseModel     string            `json:"base_model,omitempty"`
+	LoraModelName string            `json:"lora_model_name,omitempty"`
+}
+
+// Label is the model's display id: Model, else "BaseModel:LoraModelName"
+// (or BaseModel alone).
+func (m Model) Label() string {
+	switch {
+	case m.Model != "":
+		return m.Model
+	case m.LoraModelName != "":
+		return m.BaseModel + ":" + m.LoraModelName
+	default:
+		return m.BaseModel
+	}
+}
+
+// ModelLabel is the agent's model Label, or "" when it has no model.
+func (a Agent) ModelLabel() string {
+	if a.Model == nil {
+		return ""
+	}
+	return a.Model.Label()
+}
+
+// AgentSecretNames returns the secret record names agent i's sandbox
+// receives as environment variables: its model's api_key_secret, its
+// harness_api_key_secret, its secrets and [secrets].required; deduplicated
+// and sorted. i must be a valid index into c.Agents.
+func (c Config) AgentSecretNames(i int) []string {
+	a := c.Agents[i]
+	names := slices.Clone(c.Secrets.Required)
+	names = append(names, a.Secrets...)
+	if a.Model != nil {
+		names = append(names, a.Model.APIKeySecret)
+	}
+	names = append(names, a.HarnessAPIKeySecret)
+	return sortedUnique(names)
+}
+
+// SecretNames returns every secret record name the run needs: each agent's
+// (AgentSecretNames), [verifier].required and judge_api_key_secret;
+// deduplicated and sorted.
+func (c Config) SecretNames() []string {
+	names := slices.Clone(c.Verifier.Required)
+	names = append(names, c.Execution.JudgeAPIKeySecret)
+	for i := range c.Agents {
+		names = append(names, c.AgentSecretNames(i)...)
+	}
+	return sortedUnique(names)
+}
+
+// sortedUnique sorts names and drops duplicates and empty names.
+func sortedUnique(names []string) []string {
+	names = slices.DeleteFunc(names, func(s string) bool { return s == "" })
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}

@@ -1,0 +1,73 @@
+package runconfig
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// FieldError is one problem with a config, at a key path such as
+// "agents[1].model.type" (agents are numbered from 0). Field is "" for a
+// problem with the document as a whole. Messages never contain secret values.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (e FieldError) Error() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return e.Field + ": " + e.Message
+}
+
+// ValidationError carries every problem found in a config, in document order.
+type ValidationError struct {
+	Errors []FieldError `json:"errors"`
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		parts[i] = fe.Error()
+	}
+	return fmt.Sprintf("invalid run config (%d problems): %s", len(e.Errors), strings.Join(parts, "; "))
+}
+
+// problems accumulates FieldErrors.
+type problems struct{ errs []FieldError }
+
+func (p *problems) add(field, format string, args ...any) {
+	p.errs = append(p.errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// err returns the accumulated problems as a *ValidationError, or nil.
+func (p *problems) err() error {
+	if len(p.errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: p.errs}
+}
+
+var bareKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// join appends key to a key path, quoting keys that are not bare TOML keys.
+func join(path, key string) string {
+	if !bareKeyRE.MatchString(key) {
+		key = strconv.Quote(key)
+		if path == "" {
+			return "[" + key + "]"
+		}
+		return path + "[" + key + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// index appends an array index to a key path.
+func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }

@@ -1,0 +1,375 @@
+package runconfig
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fullTOML uses every key a config may have.
+const fullTOML = `
+[experiment]
+benchmark = "terminal-bench-2-0"
+manifest_version = "2.0"
+manifest_digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+[tasks]
+task_set = "parity"
+task_names = ["git-multibranch", "fix-permissions"]
+categories = ["software-engineering"]
+
+[execution]
+attempts_per_task = 3
+max_concurrent_attempts = 8
+timeout_multiplier = 1.5
+max_retries = 2
+pass_threshold = 0.5
+judge_model = "openai/gpt-5.2"
+judge_api_key_secret = "JUDGE_KEY"
+
+[env]
+LOG_LEVEL = "info"
+
+[secrets]
+required = ["GITHUB_TOKEN"]
+
+[verifier]
+required = ["VERIFIER_TOKEN"]
+env = { STRICT = "1" }
+
+[[agents]]
+name = "codex-high"
+harness = "codex"
+secrets = ["NPM_TOKEN"]
+[agents.model]
+type = "provider"
+model = "openai/gpt-5.2"
+api_key_secret = "OPENAI_API_KEY"
+[agents.env]
+REASONING_EFFORT = "high"
+
+[[agents]]
+harness = "cursor-cli"
+harness_api_key_secret = "CURSOR_API_KEY"
+[agents.model]
+type = "endpoint"
+model = "local/qwen"
+api_key_secret = "ENDPOINT_KEY"
+base_url = "https://llm.example.com/v1"
+extra_headers = { "X-Org" = "research", "x-trace" = "on" }
+
+[[agents]]
+harness = "terminus-2"
+[agents.model]
+type = "hosted"
+base_model = "qwen3-8b"
+lora_model_name = "ckpt-42"
+
+[[agents]]
+harness = "command"
+command = "python3 /opt/solve.py --fast"
+`
+
+func fullConfig() Config {
+	half := 0.5
+	return Config{
+		Experiment: Experiment{
+			Benchmark:       "terminal-bench-2-0",
+			ManifestVersion: "2.0",
+			ManifestDigest:  "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		},
+		Tasks: Tasks{TaskSet: "parity", TaskNames: []string{"git-multibranch", "fix-permissions"}, Categories: []string{"software-engineering"}},
+		Execution: Execution{
+			AttemptsPerTask: 3, MaxConcurrentAttempts: 8, TimeoutMultiplier: 1.5, MaxRetries: 2,
+			PassThreshold: &half, JudgeModel: "openai/gpt-5.2", JudgeAPIKeySecret: "JUDGE_KEY",
+		},
+		Env:      map[string]string{"LOG_LEVEL": "info"},
+		Secrets:  Secrets{Required: []string{"GITHUB_TOKEN"}},
+		Verifier: Verifier{Required: []string{"VERIFIER_TOKEN"}, Env: map[string]string{"STRICT": "1"}},
+		Agents: []Agent{
+			{
+				Name: "codex-high", Harness: "codex", Secrets: []string{"NPM_TOKEN"},
+				Model: &Model{Type: Provider, Model: "openai/gpt-5.2", APIKeySecret: "OPENAI_API_KEY"},
+				Env:   map[string]string{"REASONING_EFFORT": "high"},
+			},
+			{
+				Harness: "cursor-cli", HarnessAPIKeySecret: "CURSOR_API_KEY",
+				Model: &Model{
+					Type: Endpoint, Model: "local/qwen", APIKeySecret: "ENDPOINT_KEY", BaseURL: "https://llm.example.com/v1",
+					ExtraHeaders: map[string]string{"X-Org": "research", "x-trace": "on"},
+				},
+			},
+			{Harness: "terminus-2", Model: &Model{Type: Hosted, BaseModel: "qwen3-8b", LoraModelName: "ckpt-42"}},
+			{Harness: "command", Command: "python3 /opt/solve.py --fast"},
+		},
+	}
+}
+
+const minimalTOML = `
+[experiment]
+benchmark = "example"
+
+[[agents]]
+harness = "oracle"
+`
+
+func minimalConfig() Config {
+	return Config{
+		Experiment: Experiment{Benchmark: "example"},
+		Execution:  Execution{AttemptsPerTask: 1, MaxConcurrentAttempts: 4, TimeoutMultiplier: 1.0, MaxRetries: 0},
+		Agents:     []Agent{{Harness: "oracle"}},
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want Config
+	}{
+		{"every key", fullTOML, fullConfig()},
+		{"defaults", minimalTOML, minimalConfig()},
+		{"integer for a float", minimalTOML + "[execution]\ntimeout_multiplier = 2\npass_threshold = 1\n", func() Config {
+			c := minimalConfig()
+			one := 1.0
+			c.Execution.TimeoutMultiplier, c.Execution.PassThreshold = 2, &one
+			return c
+		}()},
+		{"inline agents array", "agents = [{harness = \"nop\"}]\n[experiment]\nbenchmark = \"b\"\n", func() Config {
+			c := minimalConfig()
+			c.Experiment.Benchmark, c.Agents = "b", []Agent{{Harness: "nop"}}
+			return c
+		}()},
+		{"hosted with model", minimalTOML + "[agents.model]\ntype = \"hosted\"\nmodel = \"gauntlet/tiny\"\n", func() Config {
+			c := minimalConfig()
+			c.Agents[0].Model = &Model{Type: Hosted, Model: "gauntlet/tiny"}
+			return c
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse([]byte(tt.toml))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// wantErr is an expected FieldError: the exact field and a part of the message.
+type wantErr struct{ field, msg string }
+
+func checkErrors(t *testing.T, err error, want []wantErr) {
+	t.Helper()
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error = %v, want *ValidationError", err)
+	}
+	var got []wantErr
+	for _, fe := range ve.Errors {
+		got = append(got, wantErr{fe.Field, fe.Message})
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%s", len(got), len(want), formatErrs(got))
+	}
+	for i := range want {
+		if got[i].field != want[i].field || !strings.Contains(got[i].msg, want[i].msg) {
+			t.Errorf("error %d = %s: %q, want %s: …%q…", i, got[i].field, got[i].msg, want[i].field, want[i].msg)
+		}
+	}
+}
+
+func formatErrs(errs []wantErr) string {
+	var b strings.Builder
+	for _, e := range errs {
+		fmt.Fprintf(&b, "  %s: %s\n", e.field, e.msg)
+	}
+	return b.String()
+}
+
+const head = "[experiment]\nbenchmark = \"b\"\n"
+
+// agent is a valid [[agents]] table to append extra keys to.
+const agent = "[[agents]]\nharness = \"oracle\"\n"
+
+type errorCase struct {
+	name string
+	toml string
+	want []wantErr
+	// tomlOnly marks cases whose JSON form (via a generic conversion) differs:
+	// a TOML float like 2.0 becomes the JSON integer 2.
+	tomlOnly bool
+}
+
+func errorCases() []errorCase {
+	many := func(n int, f func(i int) string) string {
+		var parts []string
+		for i := range n {
+			parts = append(parts, f(i))
+		}
+		return strings.Join(parts, ", ")
+	}
+	var envLines strings.Builder
+	for i := range 65 {
+		fmt.Fprintf(&envLines, "V%d = \"x\"\n", i)
+	}
+	return []errorCase{
+		{"unknown top-level key", "extra = 1\n" + head + agent, []wantErr{{"extra", "unknown key; the top level allows experiment, tasks, execution, env, secrets, verifier, agents"}}, false},
+		{"unknown execution key", head + agent + "[execution]\nmax_retry = 1\n", []wantErr{{"execution.max_retry", "unknown key; [execution] allows attempts_per_task,"}}, false},
+		{"unknown agent key", head + agent + "temperature = 0.2\n", []wantErr{{"agents[0].temperature", "unknown key; [[agents]] allows name, harness"}}, false},
+		{"unknown model key", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"K\"\nseed = 1\n", []wantErr{{"agents[0].model.seed", "unknown key; [agents.model] allows type,"}}, false},
+		{"missing experiment", agent, []wantErr{{"experiment", "is required"}}, false},
+		{"missing benchmark", "[experiment]\n" + agent, []wantErr{{"experiment.benchmark", "is required"}}, false},
+		{"empty benchmark", "[experiment]\nbenchmark = \" \"\n" + agent, []wantErr{{"experiment.benchmark", "must not be empty"}}, false},
+		{"wrong type string", "[experiment]\nbenchmark = 3\n" + agent, []wantErr{{"experiment.benchmark", "must be a string, got integer"}}, false},
+		{"wrong type table", "experiment = \"b\"\n" + agent, []wantErr{{"experiment", "must be a table, got string"}}, false},
+		{"bad digest", head + "manifest_digest = \"md5:00\"\n" + agent, []wantErr{{"experiment.manifest_digest", "must be \"sha256:\" followed by 64"}}, false},
+		{"no agents", head, []wantErr{{"agents", "is required: 1 to 8 [[agents]] tables"}}, false},
+		{"empty agents", "agents = []\n" + head, []wantErr{{"agents", "must have 1 to 8 agents, got 0"}}, false},
+		{"nine agents", head + strings.Repeat(agent, 8) + "[[agents]]\nharness = \"nop\"\n", []wantErr{
+			{"agents", "must have 1 to 8 agents, got 9"},
+			{"agents[1]", "has the same harness, model and name as agents[0]"},
+			{"agents[2]", "agents[0]"}, {"agents[3]", "agents[0]"}, {"agents[4]", "agents[0]"},
+			{"agents[5]", "agents[0]"}, {"agents[6]", "agents[0]"}, {"agents[7]", "agents[0]"},
+		}, false},
+		{"agents not a list", "agents = \"codex\"\n" + head, []wantErr{{"agents", "must be an array of tables ([[agents]]), got string"}}, false},
+		{"agent not a table", "agents = [\"codex\"]\n" + head, []wantErr{{"agents[0]", "must be a table, got string"}}, false},
+		{"empty agent", head + "[[agents]]\n", []wantErr{{"agents[0]", "give a harness, a model, or both"}}, false},
+		{"duplicate agents", head + agent + agent, []wantErr{{"agents[1]", "has the same harness, model and name as agents[0]; give one of them a distinct name"}}, false},
+		{"bad agent name", head + agent + "name = \"has space\"\n", []wantErr{{"agents[0].name", "must be letters, digits"}}, false},
+		{"bad harness", head + "[[agents]]\nharness = \"Codex CLI\"\n", []wantErr{{"agents[0].harness", "is not a harness name"}}, false},
+		{"command without command harness", head + agent + "command = \"ls\"\n", []wantErr{{"agents[0].command", "is only allowed with harness = \"command\""}}, false},
+		{"command harness without command", head + "[[agents]]\nharness = \"command\"\n", []wantErr{{"agents[0].command", "is required for harness = \"command\""}}, false},
+		{"missing model type", head + agent + "[agents.model]\nmodel = \"m\"\n", []wantErr{{"agents[0].model.type", "is required: provider, endpoint or hosted"}}, false},
+		{"bad model type", head + agent + "[agents.model]\ntype = \"local\"\nmodel = \"m\"\n", []wantErr{{"agents[0].model.type", "\"local\" must be one of provider, endpoint, hosted"}}, false},
+		{"provider without key", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\n", []wantErr{{"agents[0].model.api_key_secret", "is required for type = \"provider\""}}, false},
+		{"provider with base_url", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x\"\n", []wantErr{{"agents[0].model.base_url", "is not allowed for type = \"provider\""}}, false},
+		{"endpoint without base_url", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\n", []wantErr{{"agents[0].model.base_url", "is required for type = \"endpoint\""}}, false},
+		{"endpoint bad base_url", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"ftp://x\"\n", []wantErr{{"agents[0].model.base_url", "must be an absolute http or https URL"}}, false},
+		{"endpoint base_url with credentials", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://u:p@x\"\n", []wantErr{{"agents[0].model.base_url", "must not contain credentials"}}, false},
+		{"authorization header", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x\"\nextra_headers = { AUTHORIZATION = \"Bearer x\" }\n", []wantErr{{"agents[0].model.extra_headers.AUTHORIZATION", "Authorization is not allowed in extra_headers"}}, false},
+		{"bad header name", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x\"\nextra_headers = { \"a b\" = \"x\" }\n", []wantErr{{"agents[0].model.extra_headers[\"a b\"]", "is not a valid HTTP header name"}}, false},
+		{"hosted without model", head + agent + "[agents.model]\ntype = \"hosted\"\n", []wantErr{{"agents[0].model.model", "is required for type = \"hosted\""}}, false},
+		{"hosted with both", head + agent + "[agents.model]\ntype = \"hosted\"\nmodel = \"a\"\nbase_model = \"b\"\n", []wantErr{{"agents[0].model.base_model", "give either model or base_model, not both"}}, false},
+		{"lora without base", head + agent + "[agents.model]\ntype = \"hosted\"\nmodel = \"a\"\nlora_model_name = \"b\"\n", []wantErr{{"agents[0].model.lora_model_name", "is only allowed with base_model"}}, false},
+		{"secret value instead of name", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"sk-live-abc123\"\n", []wantErr{{"agents[0].model.api_key_secret", "must be a secret record NAME matching ^[A-Z_][A-Z0-9_]*$"}}, false},
+		{"zero attempts", head + agent + "[execution]\nattempts_per_task = 0\n", []wantErr{{"execution.attempts_per_task", "must be an integer from 1 to 100, got 0"}}, false},
+		{"float attempts", head + agent + "[execution]\nattempts_per_task = 2.0\n", []wantErr{{"execution.attempts_per_task", "must be an integer, got float"}}, true},
+		{"zero concurrency", head + agent + "[execution]\nmax_concurrent_attempts = 0\n", []wantErr{{"execution.max_concurrent_attempts", "must be an integer from 1 to 1024, got 0"}}, false},
+		{"negative retries", head + agent + "[execution]\nmax_retries = -1\n", []wantErr{{"execution.max_retries", "must be an integer from 0 to 10, got -1"}}, false},
+		{"zero multiplier", head + agent + "[execution]\ntimeout_multiplier = 0\n", []wantErr{{"execution.timeout_multiplier", "must be greater than 0 and at most 100, got 0"}}, false},
+		{"negative multiplier", head + agent + "[execution]\ntimeout_multiplier = -1.5\n", []wantErr{{"execution.timeout_multiplier", "must be greater than 0"}}, false},
+		{"infinite multiplier", head + agent + "[execution]\ntimeout_multiplier = inf\n", []wantErr{{"execution.timeout_multiplier", "must be a finite number"}}, true},
+		{"threshold above one", head + agent + "[execution]\npass_threshold = 1.5\n", []wantErr{{"execution.pass_threshold", "must be greater than 0 and at most 1, got 1.5"}}, false},
+		{"bad env name", head + agent + "[env]\nlog_level = \"x\"\n", []wantErr{{"env.log_level", "env var names must match ^[A-Z_][A-Z0-9_]*$"}}, false},
+		{"bad agent env name", head + agent + "[agents.env]\n\"1BAD\" = \"x\"\n", []wantErr{{"agents[0].env.1BAD", "env var names must match"}}, false},
+		{"env value not a string", head + agent + "[env]\nN = 1\n", []wantErr{{"env.N", "must be a string, got integer"}}, false},
+		{"too many env entries", head + agent + "[env]\n" + envLines.String(), []wantErr{{"env", "must have at most 64 entries, got 65"}}, false},
+		{"too many secrets", head + agent + "[secrets]\nrequired = [" + many(17, func(i int) string { return fmt.Sprintf("\"S%d\"", i) }) + "]\n", []wantErr{{"secrets.required", "must list at most 16 names, got 17"}}, false},
+		{"too many verifier secrets", head + agent + "[verifier]\nrequired = [" + many(17, func(i int) string { return fmt.Sprintf("\"S%d\"", i) }) + "]\n", []wantErr{{"verifier.required", "must list at most 16 names, got 17"}}, false},
+		{"bad secret name", head + agent + "[secrets]\nrequired = [\"OK\", \"not-ok\"]\n", []wantErr{{"secrets.required[1]", "must be a secret record NAME"}}, false},
+		{"repeated secret", head + agent + "[secrets]\nrequired = [\"A\", \"A\"]\n", []wantErr{{"secrets.required[1]", "repeats secrets.required[0]"}}, false},
+		{"empty list", head + agent + "[tasks]\ntask_names = []\n", []wantErr{{"tasks.task_names", "must not be empty; omit the key instead"}}, false},
+		{"bad task set name", head + agent + "[tasks]\ntask_set = \"Parity Set\"\n", []wantErr{{"tasks.task_set", "is not a task set name"}}, false},
+		{"secret collides with global env", head + agent + "[env]\nOPENAI_API_KEY = \"x\"\n[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"OPENAI_API_KEY\"\n",
+			[]wantErr{{"env.OPENAI_API_KEY", "is also a secret name given to agents[0] (agents[0].model.api_key_secret)"}}, false},
+		{"secret collides with agent env", head + agent + "secrets = [\"TOKEN\"]\n[agents.env]\nTOKEN = \"x\"\n",
+			[]wantErr{{"agents[0].env.TOKEN", "is also a secret name given to this agent (agents[0].secrets[0])"}}, false},
+		{"judge secret collides with env", head + agent + "[execution]\njudge_api_key_secret = \"J\"\n[env]\nJ = \"x\"\n",
+			[]wantErr{{"env.J", "(execution.judge_api_key_secret)"}}, false},
+		{"verifier secret collides with verifier env", head + agent + "[verifier]\nrequired = [\"V\"]\nenv = { V = \"x\" }\n",
+			[]wantErr{{"verifier.env.V", "V is also listed in verifier.required[0]"}}, false},
+		{"string too long", "[experiment]\nbenchmark = \"" + strings.Repeat("b", 1025) + "\"\n" + agent, []wantErr{{"experiment.benchmark", "must be at most 1024 bytes, got 1025"}}, false},
+		{"config too large", head + agent + "# " + strings.Repeat("x", MaxConfigBytes) + "\n", []wantErr{{"", "at most 65536 are allowed"}}, true},
+		{"syntax error", "[experiment\nbenchmark = \"b\"\n", []wantErr{{"", "invalid TOML at line"}}, true},
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tt := range errorCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.toml))
+			checkErrors(t, err, tt.want)
+		})
+	}
+}
+
+func TestParseManyErrorsAtOnce(t *testing.T) {
+	const bad = `
+[experiment]
+benchmark = ""
+colour = "blue"
+
+[tasks]
+task_names = ["a", "a"]
+
+[execution]
+attempts_per_task = 0
+max_concurrent_attempts = -2
+timeout_multiplier = 0
+max_retries = -1
+pass_threshold = 0
+
+[env]
+lower = "x"
+
+[[agents]]
+harness = "codex"
+[agents.model]
+type = "endpoint"
+model = "m"
+api_key_secret = "KEY"
+base_url = "not a url"
+extra_headers = { Authorization = "Bearer secret-value" }
+
+[[agents]]
+harness = "codex"
+[agents.model]
+type = "warp"
+`
+	_, err := Parse([]byte(bad))
+	checkErrors(t, err, []wantErr{
+		{"experiment.colour", "unknown key"},
+		{"experiment.benchmark", "must not be empty"},
+		{"tasks.task_names[1]", "repeats tasks.task_names[0]"},
+		{"execution.attempts_per_task", "got 0"},
+		{"execution.max_concurrent_attempts", "got -2"},
+		{"execution.timeout_multiplier", "got 0"},
+		{"execution.max_retries", "got -1"},
+		{"execution.pass_threshold", "got 0"},
+		{"env.lower", "env var names must match"},
+		{"agents[0].model.base_url", "must be an absolute http or https URL"},
+		{"agents[0].model.extra_headers.Authorization", "Authorization is not allowed"},
+		{"agents[1].model.type", `"warp" must be one of provider, endpoint, hosted`},
+	})
+	if strings.Contains(err.Error(), "secret-value") || strings.Contains(err.Error(), "not a url") {
+		t.Errorf("error echoes a header value or URL: %v", err)
+	}
+}
+
+func TestParseErrorNeverEchoesSecretValues(t *testing.T) {
+	const value = "sk-live-ABCDEF123456"
+	inputs := []string{
+		head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"" + value + "\"\n",
+		head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = " + value + "\n",
+		head + agent + "[execution]\njudge_api_key_secret = \"" + value + "\"\n",
+		head + agent + "[secrets]\nrequired = [\"" + value + "\"]\n",
+		head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x?key=" + value + "&\"\nextra_headers = { \"X-Key\" = 5, Authorization = \"" + value + "\" }\n",
+	}
+	for _, in := range inputs {
+		_, err := Parse([]byte(in))
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded", in)
+			continue
+		}
+		if strings.Contains(err.Error(), "ABCDEF123456") {
+			t.Errorf("Parse error echoes the secret value: %v", err)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package runconfig
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+)
+
+// listLimit is how many names an error message lists before truncating.
+const listLimit = 10
+
+// Resolved is a config resolved against a benchmark manifest: what a run pins.
+type Resolved struct {
+	// Config is the submitted config with experiment.benchmark set to the
+	// manifest key and the manifest version and digest pinned; it renders
+	// (RenderResolved) to a config that re-submits the same run.
+	Config Config
+	// Tasks are the selected task names, in manifest order.
+	Tasks []string
+	// TaskSet is the task set the selection came from, "" for none.
+	TaskSet         string
+	ManifestVersion string
+	ManifestDigest  string
+	// PassThreshold is the run's override, else the benchmark's.
+	PassThreshold float64
+	// Harnesses holds each agent's effective harness (its own, else the
+	// benchmark's default), index-aligned with Config.Agents.
+	Harnesses []string
+	// JudgeModel is the judge model grading uses; "" when the benchmark
+	// needs no judge.
+	JudgeModel string
+	// SecretNames are every secret record name the run needs: the config's
+	// (Config.SecretNames) and the benchmark's own, deduplicated and sorted.
+	SecretNames []string
+	// Warnings note parts of the config that resolution ignored.
+	Warnings []string
+}
+
+// Resolve resolves cfg against the benchmark manifest m: selects the tasks,
+// checks the pinned manifest, the harness and judge requirements, and picks
+// the pass threshold. Every problem is reported at once in a
+// *ValidationError whose fields are config key paths.
+func Resolve(cfg Config, m benchmark.Manifest) (Resolved, error) {
+	var p problems
+	r := Resolved{
+		Config:          cloneConfig(cfg),
+		ManifestVersion: m.Version,
+		ManifestDigest:  m.Digest,
+		PassThreshold:   m.EffectivePassThreshold(),
+		SecretNames:     sortedUnique(append(cfg.SecretNames(), m.RequiredSecrets...)),
+	}
+	checkPins(&p, cfg.Experiment, m)
+	r.Tasks, r.TaskSet, r.Warnings = selectTasks(&p, cfg.Tasks, m)
+	if cfg.Execution.PassThreshold != nil {
+		r.PassThreshold = *cfg.Execution.PassThreshold
+	}
+	r.Harnesses = resolveHarnesses(&p, cfg.Agents, m)
+	var judgeWarning string
+	r.JudgeModel, judgeWarning = resolveJudge(&p, cfg.Execution, m)
+	if judgeWarning != "" {
+		r.Warnings = append(r.Warnings, judgeWarning)
+	}
+	if err := p.err(); err != nil {
+		return Resolved{}, err
+	}
+	r.Config.Experiment = Experiment{Benchmark: m.Key, ManifestVersion: m.Version, ManifestDigest: m.Digest}
+	return r, nil
+}
+
+// checkPins rejects a config pinned to another manifest than m.
+func checkPins(p *problems, e Experiment, m benchmark.Manifest) {
+	const fix = "remove manifest_version and manifest_digest to run the current manifest"
+	if e.ManifestVersion != "" && e.ManifestVersion != m.Version {
+		p.add("experiment.manifest_version", "this config is pinned to version %q but the benchmark is at version %q; %s", e.ManifestVersion, m.Version, fix)
+	}
+	if e.ManifestDigest != "" && e.ManifestDigest != m.Digest {
+		p.add("experiment.manifest_digest", "this config is pinned to manifest %s but the benchmark's manifest is %s (version %q); %s", e.ManifestDigest, m.Digest, m.Version, fix)
+	}
+}
+
+// selectTasks applies [tasks] to the manifest.
+func selectTasks(p *problems, sel Tasks, m benchmark.Manifest) (tasks []string, set string, warnings []string) {
+	if sel.TaskSet != "" {
+		if len(sel.TaskNames) > 0 || len(sel.Categories) > 0 {
+			warnings = append(warnings, "tasks.task_names and tasks.categories are ignored because tasks.task_set is set")
+		}
+		ts, ok := m.TaskSets[sel.TaskSet]
+		if !ok {
+			p.add("tasks.task_set", "unknown task set %q; %s", sel.TaskSet, describeTaskSets(m))
+			return nil, "", warnings
+		}
+		members := toSet(ts.Tasks)
+		tasks = filterTasks(m, func(t benchmark.Task) bool { return members[t.Name] })
+		if len(tasks) == 0 {
+			p.add("tasks.task_set", "task set %q selects no tasks of this manifest", sel.TaskSet)
+		}
+		return tasks, sel.TaskSet, warnings
+	}
+	if len(sel.TaskNames) == 0 && len(sel.Categories) == 0 {
+		tasks = m.TaskNames()
+		if len(tasks) == 0 {
+			p.add("tasks", "the benchmark has no tasks")
+		}
+		return tasks, "", nil
+	}
+	names, cats := toSet(sel.TaskNames), toSet(sel.Categories)
+	checkKnown(p, "tasks.task_names", "tasks", sel.TaskNames, m.TaskNames())
+	checkKnown(p, "tasks.categories", "categories", sel.Categories, categoryNames(m))
+	tasks = filterTasks(m, func(t benchmark.Task) bool { return names[t.Name] || (t.Category != "" && cats[t.Category]) })
+	if len(tasks) == 0 {
+		p.add("tasks", "the selection matches no tasks")
+	}
+	return tasks, "", nil
+}
+
+func describeTaskSets(m benchmark.Manifest) string {
+	if len(m.TaskSets) == 0 {
+		return "this benchmark has no task sets; omit task_set to run every task"
+	}
+	var names []string
+	for _, s := range m.TaskSetCounts() {
+		names = append(names, s.Name)
+	}
+	return "this benchmark's task sets are " + benchmark.QuoteList(names, listLimit)
+}
+
+// checkKnown reports the requested names that are not among known.
+func checkKnown(p *problems, field, what string, requested, known []string) {
+	knownSet := toSet(known)
+	var unknown []string
+	for _, n := range requested {
+		if !knownSet[n] {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	if len(known) == 0 {
+		p.add(field, "unknown %s %s; this benchmark has no %s", what, benchmark.QuoteList(unknown, listLimit), what)
+		return
+	}
+	p.add(field, "unknown %s %s; this benchmark's %s are %s", what, benchmark.QuoteList(unknown, listLimit), what, benchmark.QuoteList(known, listLimit))
+}
+
+func categoryNames(m benchmark.Manifest) []string {
+	var names []string
+	for _, c := range m.Categories() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func filterTasks(m benchmark.Manifest, keep func(benchmark.Task) bool) []string {
+	var out []string
+	for _, t := range m.Tasks {
+		if keep(t) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+func toSet(names []string) map[string]bool {
+	s := make(map[string]bool, len(names))
+	for _, n := range names {
+		s[n] = true
+	}
+	return s
+}
+
+// resolveHarnesses applies the benchmark's harness requirement to each agent
+// and checks that agents stay distinct once default harnesses are filled in.
+func resolveHarnesses(p *problems, agents []Agent, m benchmark.Manifest) []string {
+	harnesses := make([]string, len(agents))
+	for i, a := range agents {
+		field := index("agents", i) + ".harness"
+		h := a.Harness
+		switch m.HarnessRequirement {
+		case benchmark.HarnessRequired:
+			if h == "" {
+				p.add(field, "is required: this benchmark needs every agent to name its harness%s", defaultHint(m))
+			}
+		case benchmark.HarnessOfficialOnly:
+			if h != "" && h != m.DefaultHarness {
+				p.add(field, "this benchmark runs only its official harness %q; remove harness or set it to %q", m.DefaultHarness, m.DefaultHarness)
+			}
+			h = m.DefaultHarness
+		default:
+			if h == "" {
+				h = m.DefaultHarness
+			}
+			if h == "" {
+				p.add(field, "is required: this benchmark has no default harness")
+			}
+		}
+		harnesses[i] = h
+	}
+	checkDefaultedDuplicates(p, agents, harnesses)
+	return harnesses
+}
+
+// checkDefaultedDuplicates reports agents that only became identical because
+// one of them got the benchmark's default harness.
+func checkDefaultedDuplicates(p *problems, agents []Agent, harnesses []string) {
+	for i := range agents {
+		for j := range i {
+			if agents[i].Harness == agents[j].Harness || harnesses[i] == "" {
+				continue // identical as written: already reported by Parse
+			}
+			if agentIdentity(harnesses[i], agents[i]) == agentIdentity(harnesses[j], agents[j]) {
+				p.add(index("agents", i), "runs the same harness (%q), model and name as agents[%d] once the default harness is applied; give one of them a distinct name", harnesses[i], j)
+				break
+			}
+		}
+	}
+}
+
+func defaultHint(m benchmark.Manifest) string {
+	if m.DefaultHarness == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (its default harness is %q)", m.DefaultHarness)
+}
+
+// resolveJudge returns the judge model grading uses and a warning when the
+// config sets judge keys the benchmark does not use.
+func resolveJudge(p *problems, e Execution, m benchmark.Manifest) (string, string) {
+	if !m.Judge.Required {
+		if e.JudgeModel != "" || e.JudgeAPIKeySecret != "" {
+			return "", "execution.judge_model and execution.judge_api_key_secret are ignored: this benchmark grades without an LLM judge"
+		}
+		return "", ""
+	}
+	model := e.JudgeModel
+	if model == "" {
+		model = m.Judge.DefaultModel
+	}
+	if model == "" {
+		p.add("execution.judge_model", "is required: this benchmark grades with an LLM judge and has no default judge model")
+	}
+	if e.JudgeAPIKeySecret == "" {
+		p.add("execution.judge_api_key_secret", "is required: this benchmark grades with an LLM judge (%s); name the secret record holding its API key", describeModel(model))
+	}
+	return model, ""
+}
+
+func describeModel(model string) string {
+	if model == "" {
+		return "no model set"
+	}
+	return fmt.Sprintf("model %q", model)
+}
+
+// cloneConfig deep-copies cfg so that a Resolved never aliases the caller's slices and maps.
+func cloneConfig(c Config) Config {
+	out := c
+	out.Tasks.TaskNames = slices.Clone(c.Tasks.TaskNames)
+	out.Tasks.Categories = slices.Clone(c.Tasks.Categories)
+	if c.Execution.PassThreshold != nil {
+		v := *c.Execution.PassThreshold
+		out.Execution.PassThreshold = &v
+	}
+	out.Env = cloneMap(c.Env)
+	out.Secrets.Required = slices.Clone(c.Secrets.Required)
+	out.Verifier.Required = slices.Clone(c.Verifier.Required)
+	out.Verifier.Env = cloneMap(c.Verifier.Env)
+	out.Agents = make([]Agent, len(c.Agents))
+	for i, a := range c.Agents {
+		a.Env = cloneMap(a.Env)
+		a.Secrets = slices.Clone(a.Secrets)
+		if a.Model != nil {
+			mod := *a.Model
+			mod.ExtraHeaders = cloneMap(mod.ExtraHeaders)
+			a.Model = &mod
+		}
+		out.Agents[i] = a
+	}
+	if c.Agents == nil {
+		out.Agents = nil
+	}
+	return out
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
