@@ -178,7 +178,11 @@ func (d *decoder) integer(path string, v any, lo, hi int64) (int, bool) {
 		n = x
 	case json.Number:
 		i, err := x.Int64()
-		if err != nil {
+		switch {
+		case err != nil && typeName(v) == "integer":
+			d.add(path, "must be %s", describeRange(lo, hi))
+			return 0, false
+		case err != nil:
 			d.add(path, "must be an integer, got %s", typeName(v))
 			return 0, false
 		}

@@ -238,9 +238,11 @@ func errorCases() []errorCase {
 			{"agents[2]", "agents[0]"}, {"agents[3]", "agents[0]"}, {"agents[4]", "agents[0]"},
 			{"agents[5]", "agents[0]"}, {"agents[6]", "agents[0]"}, {"agents[7]", "agents[0]"},
 		}, false},
+		{"nine distinct agents", head + strings.ReplaceAll(many(9, func(i int) string { return fmt.Sprintf("[[agents]]\nname = \"a%d\"\n", i) }), ", ", ""), []wantErr{
+			{"agents", "must have 1 to 8 agents, got 9"},
+		}, false},
 		{"agents not a list", "agents = \"codex\"\n" + head, []wantErr{{"agents", "must be an array of tables ([[agents]]), got string"}}, false},
 		{"agent not a table", "agents = [\"codex\"]\n" + head, []wantErr{{"agents[0]", "must be a table, got string"}}, false},
-		{"empty agent", head + "[[agents]]\n", []wantErr{{"agents[0]", "give a harness, a model, or both"}}, false},
 		{"duplicate agents", head + agent + agent, []wantErr{{"agents[1]", "has the same harness, model and name as agents[0]; give one of them a distinct name"}}, false},
 		{"bad agent name", head + agent + "name = \"has space\"\n", []wantErr{{"agents[0].name", "must be letters, digits"}}, false},
 		{"bad harness", head + "[[agents]]\nharness = \"Codex CLI\"\n", []wantErr{{"agents[0].harness", "is not a harness name"}}, false},

@@ -354,9 +354,8 @@ func (d *decoder) headerKey(path, k string) bool {
 	return true
 }
 
-// crossChecks checks rules that span keys: what each agent must give, the
-// command harness, duplicates, and secret names that collide with literal
-// env vars.
+// crossChecks checks rules that span keys: the command harness, duplicate
+// agents, and secret names that collide with literal env vars.
 func (d *decoder) crossChecks(cfg Config) {
 	seen := map[string]int{}
 	for i, a := range cfg.Agents {
@@ -364,9 +363,6 @@ func (d *decoder) crossChecks(cfg Config) {
 			continue // already reported; its zero fields would only add noise
 		}
 		path := index("agents", i)
-		if a.Harness == "" && a.Model == nil && a.Command == "" {
-			d.add(path, "give a harness, a model, or both")
-		}
 		switch {
 		case a.Harness == CommandHarness && a.Command == "":
 			d.add(join(path, "command"), "is required for harness = %q: the command line to run", CommandHarness)

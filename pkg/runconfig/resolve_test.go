@@ -1,0 +1,263 @@
+package runconfig
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+)
+
+func testManifest(t *testing.T) benchmark.Manifest {
+	t.Helper()
+	tasks := []benchmark.Task{
+		{Name: "fix-git", Category: "software-engineering", Digest: "sha256:1"},
+		{Name: "sum-csv", Category: "data", Digest: "sha256:2"},
+		{Name: "reverse", Category: "software-engineering", Digest: "sha256:3"},
+		{Name: "plot", Category: "data", Digest: "sha256:4"},
+		{Name: "loose", Digest: "sha256:5"},
+	}
+	m, err := benchmark.HarborManifest("example", "1.0", "", tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.TaskSets = map[string]benchmark.TaskSet{
+		"parity": {Name: "parity", Recommended: true, Tasks: []string{"plot", "fix-git"}},
+		"smoke":  {Name: "smoke", Tasks: []string{"loose"}},
+	}
+	m.DefaultHarness = "oracle"
+	m.PassThreshold = 0.75
+	return m
+}
+
+func parse(t *testing.T, doc string) Config {
+	t.Helper()
+	cfg, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return cfg
+}
+
+func TestResolveSelection(t *testing.T) {
+	tests := []struct {
+		name         string
+		tasks        string
+		wantTasks    []string
+		wantSet      string
+		wantWarnings []string
+	}{
+		{"everything", "", []string{"fix-git", "sum-csv", "reverse", "plot", "loose"}, "", nil},
+		{"task set in manifest order", "[tasks]\ntask_set = \"parity\"\n", []string{"fix-git", "plot"}, "parity", nil},
+		{"task set wins", "[tasks]\ntask_set = \"smoke\"\ntask_names = [\"plot\"]\ncategories = [\"data\"]\n", []string{"loose"}, "smoke",
+			[]string{"tasks.task_names and tasks.categories are ignored because tasks.task_set is set"}},
+		{"names", "[tasks]\ntask_names = [\"plot\", \"fix-git\"]\n", []string{"fix-git", "plot"}, "", nil},
+		{"categories", "[tasks]\ncategories = [\"data\"]\n", []string{"sum-csv", "plot"}, "", nil},
+		{"names and categories select their union", "[tasks]\ntask_names = [\"loose\"]\ncategories = [\"data\"]\n", []string{"sum-csv", "plot", "loose"}, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Resolve(parse(t, head+agent+tt.tasks), testManifest(t))
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if diff := cmp.Diff(tt.wantTasks, r.Tasks); diff != "" {
+				t.Errorf("Tasks mismatch (-want +got):\n%s", diff)
+			}
+			if r.TaskSet != tt.wantSet {
+				t.Errorf("TaskSet = %q, want %q", r.TaskSet, tt.wantSet)
+			}
+			if diff := cmp.Diff(tt.wantWarnings, r.Warnings); diff != "" {
+				t.Errorf("Warnings mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestResolvePinsAndDefaults(t *testing.T) {
+	m := testManifest(t)
+	cfg := parse(t, head+agent+"[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"KEY\"\n[[agents]]\nname = \"second\"\n[agents.model]\ntype = \"hosted\"\nmodel = \"h\"\n")
+	m.RequiredSecrets = []string{"HF_TOKEN"}
+	r, err := Resolve(cfg, m)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if r.ManifestVersion != "1.0" || r.ManifestDigest != m.Digest {
+		t.Errorf("pinned %q %q, want 1.0 %q", r.ManifestVersion, r.ManifestDigest, m.Digest)
+	}
+	wantExp := Experiment{Benchmark: "example-1-0", ManifestVersion: "1.0", ManifestDigest: m.Digest}
+	if diff := cmp.Diff(wantExp, r.Config.Experiment); diff != "" {
+		t.Errorf("Config.Experiment mismatch (-want +got):\n%s", diff)
+	}
+	if cfg.Experiment.Benchmark != "b" {
+		t.Errorf("Resolve changed the caller's config: %+v", cfg.Experiment)
+	}
+	if r.PassThreshold != 0.75 {
+		t.Errorf("PassThreshold = %v, want the benchmark's 0.75", r.PassThreshold)
+	}
+	if diff := cmp.Diff([]string{"oracle", "oracle"}, r.Harnesses); diff != "" {
+		t.Errorf("Harnesses mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"HF_TOKEN", "KEY"}, r.SecretNames); diff != "" {
+		t.Errorf("SecretNames mismatch (-want +got):\n%s", diff)
+	}
+
+	override := parse(t, head+agent+"[execution]\npass_threshold = 0.25\n")
+	r, err = Resolve(override, m)
+	if err != nil || r.PassThreshold != 0.25 {
+		t.Errorf("Resolve with override: threshold %v, err %v; want 0.25", r.PassThreshold, err)
+	}
+	m.PassThreshold = 0
+	r, err = Resolve(parse(t, head+agent), m)
+	if err != nil || r.PassThreshold != 1.0 {
+		t.Errorf("Resolve against a manifest without threshold: %v, %v; want 1.0", r.PassThreshold, err)
+	}
+}
+
+func TestResolveHarnessAndJudge(t *testing.T) {
+	judged := func(m *benchmark.Manifest) { m.Judge = benchmark.Judge{Required: true, DefaultModel: "openai/gpt-5.2"} }
+	tests := []struct {
+		name          string
+		requirement   benchmark.HarnessRequirement
+		mutate        func(*benchmark.Manifest)
+		agents        string
+		wantHarnesses []string
+		wantJudge     string
+	}{
+		{"optional uses the agent's harness", benchmark.HarnessOptional, nil, "[[agents]]\nharness = \"codex\"\n", []string{"codex"}, ""},
+		{"optional falls back to the default", benchmark.HarnessOptional, nil, "[[agents]]\nname = \"x\"\n", []string{"oracle"}, ""},
+		{"required with harness", benchmark.HarnessRequired, nil, "[[agents]]\nharness = \"nop\"\n", []string{"nop"}, ""},
+		{"official-only applies the default", benchmark.HarnessOfficialOnly, nil, "[[agents]]\nname = \"x\"\n[[agents]]\nharness = \"oracle\"\nname = \"y\"\n", []string{"oracle", "oracle"}, ""},
+		{"judge default model", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "openai/gpt-5.2"},
+		{"judge run model wins", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_model = \"anthropic/x\"\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "anthropic/x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := testManifest(t)
+			m.HarnessRequirement = tt.requirement
+			if tt.mutate != nil {
+				tt.mutate(&m)
+			}
+			r, err := Resolve(parse(t, head+tt.agents), m)
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if diff := cmp.Diff(tt.wantHarnesses, r.Harnesses); diff != "" {
+				t.Errorf("Harnesses mismatch (-want +got):\n%s", diff)
+			}
+			if r.JudgeModel != tt.wantJudge {
+				t.Errorf("JudgeModel = %q, want %q", r.JudgeModel, tt.wantJudge)
+			}
+		})
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	many := make([]string, 15)
+	for i := range many {
+		many[i] = fmt.Sprintf("%q", fmt.Sprintf("ghost-%02d", i))
+	}
+	tests := []struct {
+		name   string
+		doc    string
+		mutate func(*benchmark.Manifest)
+		want   []wantErr
+	}{
+		{"unknown task set", head + agent + "[tasks]\ntask_set = \"full\"\n", nil,
+			[]wantErr{{"tasks.task_set", `unknown task set "full"; this benchmark's task sets are "parity", "smoke"`}}},
+		{"no task sets", head + agent + "[tasks]\ntask_set = \"parity\"\n", func(m *benchmark.Manifest) { m.TaskSets = nil },
+			[]wantErr{{"tasks.task_set", "this benchmark has no task sets; omit task_set to run every task"}}},
+		{"unknown task names", head + agent + "[tasks]\ntask_names = [\"plot\", \"nope\", \"nada\"]\n", nil,
+			[]wantErr{{"tasks.task_names", `unknown tasks "nope", "nada"; this benchmark's tasks are "fix-git", "sum-csv", "reverse", "plot", "loose"`}}},
+		{"long lists are truncated", head + agent + "[tasks]\ntask_names = [" + strings.Join(many, ", ") + "]\n", nil,
+			[]wantErr{{"tasks.task_names", `"ghost-09", … (5 more, 15 in all); this benchmark's tasks`}, {"tasks", "the selection matches no tasks"}}},
+		{"unknown categories", head + agent + "[tasks]\ncategories = [\"data\", \"math\"]\n", nil,
+			[]wantErr{{"tasks.categories", `unknown categories "math"; this benchmark's categories are "data", "software-engineering"`}}},
+		{"empty selection", head + agent + "[tasks]\ncategories = [\"math\"]\n", nil, []wantErr{
+			{"tasks.categories", `unknown categories "math"`},
+			{"tasks", "the selection matches no tasks"},
+		}},
+		{"pinned to another manifest", head + "manifest_version = \"0.9\"\nmanifest_digest = \"sha256:" + strings.Repeat("0", 64) + "\"\n" + agent, nil, []wantErr{
+			{"experiment.manifest_version", `this config is pinned to version "0.9" but the benchmark is at version "1.0"`},
+			{"experiment.manifest_digest", "this config is pinned to manifest sha256:000"},
+		}},
+		{"required harness missing", head + "[[agents]]\nname = \"x\"\n", func(m *benchmark.Manifest) { m.HarnessRequirement = benchmark.HarnessRequired },
+			[]wantErr{{"agents[0].harness", `is required: this benchmark needs every agent to name its harness (its default harness is "oracle")`}}},
+		{"official-only with another harness", head + "[[agents]]\nharness = \"codex\"\n", func(m *benchmark.Manifest) { m.HarnessRequirement = benchmark.HarnessOfficialOnly },
+			[]wantErr{{"agents[0].harness", `this benchmark runs only its official harness "oracle"`}}},
+		{"optional without any harness", head + "[[agents]]\nname = \"x\"\n", func(m *benchmark.Manifest) { m.DefaultHarness = "" },
+			[]wantErr{{"agents[0].harness", "is required: this benchmark has no default harness"}}},
+		{"duplicate once defaulted", head + "[[agents]]\nname = \"x\"\n[[agents]]\nharness = \"oracle\"\nname = \"x\"\n", nil,
+			[]wantErr{{"agents[1]", `runs the same harness ("oracle"), model and name as agents[0] once the default harness is applied`}}},
+		{"judge needs a model and a key", head + agent, func(m *benchmark.Manifest) { m.Judge = benchmark.Judge{Required: true} }, []wantErr{
+			{"execution.judge_model", "is required: this benchmark grades with an LLM judge and has no default judge model"},
+			{"execution.judge_api_key_secret", "is required: this benchmark grades with an LLM judge (no model set)"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := testManifest(t)
+			if tt.mutate != nil {
+				tt.mutate(&m)
+			}
+			_, err := Resolve(parse(t, tt.doc), m)
+			checkErrors(t, err, tt.want)
+		})
+	}
+}
+
+func TestResolveJudgeIgnored(t *testing.T) {
+	r, err := Resolve(parse(t, head+agent+"[execution]\njudge_model = \"x\"\n"), testManifest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"execution.judge_model and execution.judge_api_key_secret are ignored: this benchmark grades without an LLM judge"}
+	if diff := cmp.Diff(want, r.Warnings); diff != "" || r.JudgeModel != "" {
+		t.Errorf("Warnings mismatch (-want +got):\n%s (judge %q)", diff, r.JudgeModel)
+	}
+}
+
+// TestRenderResolvedRoundTrip checks that the resolved config renders to TOML
+// that parses to the resolved config and resolves to the same run again.
+func TestRenderResolvedRoundTrip(t *testing.T) {
+	m := testManifest(t)
+	cfg := fullConfig()
+	cfg.Experiment = Experiment{Benchmark: "example"}
+	cfg.Tasks = Tasks{TaskSet: "parity", TaskNames: []string{"plot"}}
+	cfg.Execution.JudgeModel, cfg.Execution.JudgeAPIKeySecret = "", ""
+	r, err := Resolve(cfg, m)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	out, err := RenderResolved(r)
+	if err != nil {
+		t.Fatalf("RenderResolved: %v", err)
+	}
+	for _, want := range []string{
+		"# Resolved run config for benchmark example-1-0.\n",
+		"# Manifest version 1.0, digest " + m.Digest + ".\n",
+		"# 2 tasks (task set parity), pass threshold 0.5.\n",
+		"# Note: tasks.task_names and tasks.categories are ignored because tasks.task_set is set\n",
+		"manifest_version = \"1.0\"\nmanifest_digest = \"" + m.Digest + "\"\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("rendered config lacks %q:\n%s", want, out)
+		}
+	}
+	parsed, err := Parse(out)
+	if err != nil {
+		t.Fatalf("Parse(RenderResolved): %v", err)
+	}
+	if diff := cmp.Diff(r.Config, parsed); diff != "" {
+		t.Errorf("rendered resolved config mismatch (-want +got):\n%s", diff)
+	}
+	again, err := Resolve(parsed, m)
+	if err != nil {
+		t.Fatalf("Resolve(parsed): %v", err)
+	}
+	if diff := cmp.Diff(r, again); diff != "" {
+		t.Errorf("resolving the rendered config differs (-first +second):\n%s", diff)
+	}
+}
