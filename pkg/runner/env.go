@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+// Environment variables the runner gives the agent.
+const (
+	EnvInstruction     = "GAUNTLET_INSTRUCTION"
+	EnvInstructionFile = "GAUNTLET_INSTRUCTION_FILE"
+	EnvModel           = "GAUNTLET_MODEL"
+	EnvTask            = "GAUNTLET_TASK"
+	EnvAppDir          = "GAUNTLET_APP_DIR"
+	EnvAgentLogsDir    = "GAUNTLET_AGENT_LOGS_DIR"
+	EnvVerifierLogsDir = "GAUNTLET_VERIFIER_LOGS_DIR"
+	EnvTestsDir        = "GAUNTLET_TESTS_DIR"
+	EnvAgentsDir       = "GAUNTLET_AGENTS_DIR"
+)
+
+// Prefixes of the runner's own environment that carry secrets from the
+// driver: GAUNTLET_SECRET_<NAME> reaches the agent as <NAME>,
+// GAUNTLET_VERIFIER_SECRET_<NAME> the verifier.
+const (
+	SecretEnvPrefix         = "GAUNTLET_SECRET_"
+	VerifierSecretEnvPrefix = "GAUNTLET_VERIFIER_SECRET_"
+)
+
+// maxInstructionEnv is the largest instruction passed in $GAUNTLET_INSTRUCTION;
+// Linux refuses a single environment string over 128 KiB. Longer instructions
+// are only in the instruction file.
+const maxInstructionEnv = 100 << 10
+
+// agentEnv builds the agent's environment from scratch. It never starts from
+// the runner's own environment, which may hold platform credentials: only the
+// task's and the agent config's literal variables, the agent's secrets and the
+// GAUNTLET_* variables reach the agent.
+func agentEnv(spec sandbox.Spec, task harbor.Task, h Harness, paths layout) []string {
+	env := baseEnv(paths)
+	maps.Copy(env, task.Config.Environment.Env)
+	if h.MountsSolution {
+		maps.Copy(env, task.Config.Solution.Env)
+	}
+	maps.Copy(env, spec.Env)
+	addSecrets(env, spec.Secrets)
+	env[EnvInstructionFile] = paths.AgentLogs + "/instruction.md"
+	if len(task.Instruction) <= maxInstructionEnv {
+		env[EnvInstruction] = task.Instruction
+	}
+	env[EnvModel] = spec.Model
+	env[EnvTask] = task.Name
+	env[EnvAgentLogsDir] = paths.AgentLogs
+	if paths.Agents != "" {
+		env[EnvAgentsDir] = paths.Agents
+	}
+	return envList(env)
+}
+
+// verifierEnv builds the verifier's environment from scratch: the task's and
+// the run's verifier variables and the verifier's secrets, never the agent's.
+func verifierEnv(spec sandbox.Spec, task harbor.Task, paths layout) []string {
+	env := baseEnv(paths)
+	maps.Copy(env, task.Config.Environment.Env)
+	maps.Copy(env, task.Config.Verifier.Env)
+	maps.Copy(env, spec.VerifierEnv)
+	addSecrets(env, spec.VerifierSecrets)
+	env[EnvTask] = task.Name
+	env[EnvVerifierLogsDir] = paths.VerifierLogs
+	env[EnvTestsDir] = paths.Tests
+	return envList(env)
+}
+
+func baseEnv(paths layout) map[string]string {
+	return map[string]string{
+		"PATH":    sandboxPath,
+		"HOME":    paths.Tmp,
+		"TMPDIR":  paths.Tmp,
+		"LANG":    sandboxLocale,
+		"TERM":    sandboxTerminal,
+		EnvAppDir: paths.App,
+	}
+}
+
+func addSecrets(env map[string]string, secrets map[string]secret.Value) {
+	for name, v := range secrets {
+		env[name] = v.Reveal()
+	}
+}
+
+func envList(env map[string]string) []string {
+	keys := slices.Sorted(maps.Keys(env))
+	list := make([]string, 0, len(keys))
+	for _, k := range keys {
+		list = append(list, k+"="+env[k])
+	}
+	return list
+}
+
+// takeSecrets extracts the secrets the driver passed in the runner's
+// environment (KEY=VALUE strings) and returns the names of the variables
+// that carried them, so the caller can unset them.
+func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, carriers []string) {
+	agent, verifier = map[string]secret.Value{}, map[string]secret.Value{}
+	for _, kv := range environ {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(key, VerifierSecretEnvPrefix) && len(key) > len(VerifierSecretEnvPrefix):
+			verifier[strings.TrimPrefix(key, VerifierSecretEnvPrefix)] = secret.Value(value)
+		case strings.HasPrefix(key, SecretEnvPrefix) && len(key) > len(SecretEnvPrefix):
+			agent[strings.TrimPrefix(key, SecretEnvPrefix)] = secret.Value(value)
+		default:
+			continue
+		}
+		carriers = append(carriers, key)
+	}
+	return agent, verifier, carriers
+}
+
+// SecretEnv returns the environment entries that pass spec's secrets to the
+// runner (the driver side of takeSecrets).
+func SecretEnv(spec sandbox.Spec) []string {
+	env := map[string]string{}
+	for name, v := range spec.Secrets {
+		env[SecretEnvPrefix+name] = v.Reveal()
+	}
+	for name, v := range spec.VerifierSecrets {
+		env[VerifierSecretEnvPrefix+name] = v.Reveal()
+	}
+	return envList(env)
+}
+
+// networkAllowed reports whether a Harbor network_mode grants network access.
+// Only "public" does; "no-network", "none", "" and "allowlist" (which a
+// bubblewrap sandbox cannot enforce host by host) deny it, failing closed.
+func networkAllowed(mode string) bool {
+	return mode == harbor.NetworkPublic
+}

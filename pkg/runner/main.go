@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+)
+
+// SpecEnv is the environment variable that may carry the slot spec as JSON
+// instead of --spec (the cloud driver passes it this way).
+const SpecEnv = "GAUNTLET_SLOT_SPEC"
+
+// Main is sandbox-runner's entry point: it parses args (without the program
+// name), takes the secrets out of env (the process environment) and unsets
+// them, runs the trial and returns the exit code: sandbox.ExitOK when
+// result.json was written, sandbox.ExitInfra when the runner could not do its job.
+func Main(args []string, env []string) int {
+	agentSecrets, verifierSecrets, carriers := takeSecrets(env)
+	for _, key := range carriers {
+		_ = os.Unsetenv(key)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "sandbox-runner")
+	cfg, err := parseFlags(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return sandbox.ExitOK
+	}
+	if err != nil {
+		logger.Error("bad arguments", "err", err)
+		return sandbox.ExitInfra
+	}
+	spec, err := loadSpec(cfg.specFile, lookupEnv(env, SpecEnv))
+	if err != nil {
+		logger.Error("bad spec", "err", err)
+		return sandbox.ExitInfra
+	}
+	spec.Secrets, spec.VerifierSecrets = agentSecrets, verifierSecrets
+	if cfg.opts.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "gauntlet-trial-")
+		if err != nil {
+			logger.Error("create work dir", "err", err)
+			return sandbox.ExitInfra
+		}
+		defer os.RemoveAll(dir)
+		cfg.opts.WorkDir = dir
+	}
+	cfg.opts.Logger = logger
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if _, err := Run(ctx, spec, cfg.opts); err != nil {
+		logger.Error("trial failed", "launch_id", spec.LaunchID, "err", err)
+		return sandbox.ExitInfra
+	}
+	return sandbox.ExitOK
+}
+
+type mainConfig struct {
+	specFile string
+	opts     Options
+}
+
+func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
+	var cfg mainConfig
+	fs := flag.NewFlagSet("sandbox-runner", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&cfg.specFile, "spec", "", "slot spec JSON file (default: $"+SpecEnv+")")
+	fs.StringVar(&cfg.opts.WorkDir, "work", "", "work directory for /app and /logs (default: a temporary directory)")
+	fs.StringVar(&cfg.opts.OutDir, "out", "", "output directory for result.json and artifacts/ (required)")
+	fs.StringVar(&cfg.opts.Isolation, "isolation", IsolationBwrap, "bwrap, or process (no isolation at all)")
+	fs.StringVar(&cfg.opts.AgentsDir, "agents-dir", "", "directory mounted read-only at /agent for command agents")
+	fs.StringVar(&cfg.opts.BwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.opts.OutDir == "" {
+		return cfg, errors.New("--out is required")
+	}
+	return cfg, nil
+}
+
+// loadSpec reads the spec from file, else from the JSON in fromEnv.
+func loadSpec(file, fromEnv string) (sandbox.Spec, error) {
+	var data []byte
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return sandbox.Spec{}, fmt.Errorf("read spec: %w", err)
+		}
+		data = b
+	case fromEnv != "":
+		data = []byte(fromEnv)
+	default:
+		return sandbox.Spec{}, fmt.Errorf("no spec: pass --spec FILE or set $%s", SpecEnv)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var spec sandbox.Spec
+	if err := dec.Decode(&spec); err != nil {
+		return sandbox.Spec{}, fmt.Errorf("decode spec: %w", err)
+	}
+	if spec.Harness == "" {
+		return sandbox.Spec{}, errors.New("spec: harness is empty")
+	}
+	return spec, nil
+}
+
+func lookupEnv(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,170 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// maxCapturedOutput bounds each captured stdout/stderr file of a phase.
+const maxCapturedOutput = 16 << 20
+
+// waitDelay is how long a phase's output pipes may stay open after its main
+// process ended (a background process holding them) before they are closed.
+const waitDelay = 2 * time.Second
+
+// phase is one sandboxed step of a trial: install, agent or verifier.
+type phase struct {
+	name    string
+	cmd     phaseCommand
+	timeout time.Duration // 0 = none
+	limits  resourceLimits
+	cgroup  string // cgroup name; "" = no resource limits
+	stdout  string // host path the phase's stdout is written to
+	stderr  string
+}
+
+// phaseOutcome is how a phase ended.
+type phaseOutcome struct {
+	StartedAt, FinishedAt time.Time
+	ExitCode              int // -1 when killed by a signal or not started
+	TimedOut              bool
+	// Canceled reports that the runner itself was asked to stop.
+	Canceled bool
+	// LimitNotes says which resource limits were applied.
+	LimitNotes []string
+}
+
+// runPhase runs p under iso and waits for it. The error reports only that the
+// phase could not be run at all; a non-zero exit or a timeout is an outcome.
+func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error) {
+	out := phaseOutcome{ExitCode: -1}
+	cmd, err := iso.command(p.cmd)
+	if err != nil {
+		return out, fmt.Errorf("%s phase: %w", p.name, err)
+	}
+	prepareProcess(cmd)
+	var cg *cgroup
+	if p.cgroup != "" {
+		cg, out.LimitNotes = newCgroup(cgroupRoot, p.cgroup, p.limits)
+		defer func() { _ = cg.remove() }()
+		cg.wrap(cmd)
+	}
+	stdout, err := newCappedFile(p.stdout, maxCapturedOutput)
+	if err != nil {
+		return out, fmt.Errorf("%s phase: %w", p.name, err)
+	}
+	defer stdout.Close()
+	stderr, err := newCappedFile(p.stderr, maxCapturedOutput)
+	if err != nil {
+		return out, fmt.Errorf("%s phase: %w", p.name, err)
+	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = waitDelay
+
+	phaseCtx, cancel := ctx, context.CancelFunc(func() {})
+	if p.timeout > 0 {
+		phaseCtx, cancel = context.WithTimeout(ctx, p.timeout)
+	}
+	defer cancel()
+
+	out.StartedAt = time.Now().UTC()
+	if err := cmd.Start(); err != nil {
+		out.FinishedAt = time.Now().UTC()
+		return out, fmt.Errorf("%s phase: start: %w", p.name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-phaseCtx.Done():
+		killGroup(cmd.Process.Pid)
+		cg.killAll()
+		waitErr = <-done
+		out.TimedOut = errors.Is(phaseCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		out.Canceled = ctx.Err() != nil
+	}
+	// Whatever the phase left behind in its process group goes too.
+	killGroup(cmd.Process.Pid)
+	out.FinishedAt = time.Now().UTC()
+	out.ExitCode = exitCode(waitErr)
+	if waitErr != nil && out.ExitCode == -1 && !out.TimedOut && !out.Canceled && !isSignaled(waitErr) {
+		return out, fmt.Errorf("%s phase: wait: %w", p.name, waitErr)
+	}
+	return out, nil
+}
+
+// killGroup sends SIGKILL to the process group led by pid.
+func killGroup(pid int) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return exitErr.ExitCode() // -1 when killed by a signal
+	}
+	return -1
+}
+
+func isSignaled(err error) bool {
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		return false
+	}
+	status, ok := exitErr.Sys().(syscall.WaitStatus)
+	return ok && status.Signaled()
+}
+
+// cappedFile writes at most limit bytes to a file and discards the rest, so a
+// chatty agent cannot fill the disk through its stdout.
+type cappedFile struct {
+	f         *os.File
+	remaining int64
+	truncated bool
+}
+
+func newCappedFile(path string, limit int64) (*cappedFile, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create output file: %w", err)
+	}
+	return &cappedFile{f: f, remaining: limit}, nil
+}
+
+func (c *cappedFile) Write(p []byte) (int, error) {
+	n := len(p)
+	if int64(len(p)) > c.remaining {
+		p = p[:c.remaining]
+		if !c.truncated {
+			c.truncated = true
+		}
+	}
+	if len(p) > 0 {
+		w, err := c.f.Write(p)
+		c.remaining -= int64(w)
+		if err != nil {
+			return w, err
+		}
+	}
+	return n, nil
+}
+
+func (c *cappedFile) Close() error {
+	if c.truncated {
+		_, _ = io.WriteString(c.f, "\n[output truncated by the runner]\n")
+	}
+	return c.f.Close()
+}

@@ -1,0 +1,195 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+)
+
+// Exception types the runner records in result.json's exception_info, named
+// as Harbor names them. The grader classifies a trial by these.
+const (
+	ExceptionAgentSetup        = "AgentSetupError"
+	ExceptionAgentSetupTimeout = "AgentSetupTimeoutError"
+	ExceptionAgentTimeout      = "AgentTimeoutError"
+	ExceptionAgentExit         = "NonZeroAgentExitCodeError"
+	ExceptionVerifierTimeout   = "VerifierTimeoutError"
+	ExceptionRewardMissing     = "RewardFileNotFoundError"
+	ExceptionRewardEmpty       = "RewardFileEmptyError"
+	ExceptionRewardMalformed   = "VerifierOutputParseError"
+)
+
+// trialNamespace derives result ids: the same launch always gets the same id.
+var trialNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://gauntlet-bench.dev/trial"))
+
+// ResultExtraKey is the result.json key under which the runner records what
+// Harbor's shape has no field for (slot identity, isolation, exit codes).
+const ResultExtraKey = "gauntlet"
+
+// ResultExtra is the value under ResultExtraKey.
+type ResultExtra struct {
+	LaunchID   string         `json:"launch_id,omitempty"`
+	RunID      string         `json:"run_id,omitempty"`
+	SlotID     string         `json:"slot_id,omitempty"`
+	Generation int            `json:"generation"`
+	Isolation  string         `json:"isolation"`
+	ExitCodes  map[string]int `json:"exit_codes"`
+}
+
+// readReward reads the verifier's reward, refusing reward files that are not
+// regular files (a symlink could make the runner read any host file).
+func readReward(dir string) (harbor.Reward, error) {
+	for _, name := range []string{harbor.RewardJSONFile, harbor.RewardTextFile} {
+		info, err := os.Lstat(filepath.Join(dir, name))
+		if err == nil && !info.Mode().IsRegular() {
+			return harbor.Reward{}, fmt.Errorf("%w: %s is not a regular file", harbor.ErrRewardMalformed, name)
+		}
+	}
+	return harbor.ReadReward(dir)
+}
+
+func rewardExceptionType(err error) string {
+	switch {
+	case errors.Is(err, harbor.ErrRewardMissing):
+		return ExceptionRewardMissing
+	case errors.Is(err, harbor.ErrRewardEmpty):
+		return ExceptionRewardEmpty
+	}
+	return ExceptionRewardMalformed
+}
+
+// stripDir shortens host paths in a message to paths relative to dir's parent
+// (logs/verifier/reward.txt → verifier/reward.txt), as the artifacts name them.
+func stripDir(err error, dir string) string {
+	return strings.ReplaceAll(err.Error(), filepath.Dir(dir)+string(filepath.Separator), "")
+}
+
+// finish collects artifacts and writes (and uploads) result.json.
+func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
+	for _, part := range []string{"agent", "verifier"} {
+		src := filepath.Join(t.work, "logs", part)
+		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes})
+		if err != nil {
+			return harbor.TrialResult{}, fmt.Errorf("collect artifacts: %w", err)
+		}
+		for _, s := range skipped {
+			t.log.Warn("artifact not collected", "file", part+"/"+s)
+		}
+	}
+	tr, err := t.result()
+	if err != nil {
+		return harbor.TrialResult{}, err
+	}
+	t.log.Info("trial finished", "exception", exceptionType(tr.ExceptionInfo), "has_reward", tr.VerifierResult != nil,
+		"duration", tr.FinishedAt.Sub(*tr.StartedAt).Round(time.Millisecond).String())
+	t.closeLog()
+	if err := harbor.WriteTrialResult(filepath.Join(t.out, harbor.TrialResultFile), tr); err != nil {
+		return harbor.TrialResult{}, err
+	}
+	if err := upload(ctx, t.httpClient(), t.spec.Output, t.out, t.work); err != nil {
+		return tr, err
+	}
+	return tr, nil
+}
+
+// result builds result.json in Harbor's TrialResult shape.
+func (t *trial) result() (harbor.TrialResult, error) {
+	finished := time.Now().UTC()
+	trialName := t.trialName()
+	extra, err := json.Marshal(ResultExtra{
+		LaunchID: t.spec.LaunchID, RunID: t.spec.RunID, SlotID: t.spec.SlotID, Generation: t.spec.Generation,
+		Isolation: isolationName(t.iso), ExitCodes: t.exitCodes,
+	})
+	if err != nil {
+		return harbor.TrialResult{}, fmt.Errorf("encode result extra: %w", err)
+	}
+	tr := harbor.TrialResult{
+		ID:               uuid.NewSHA1(trialNamespace, []byte(t.spec.LaunchID+"\x00"+trialName)).String(),
+		TaskName:         t.task.Name,
+		TrialName:        trialName,
+		TrialURI:         "file://" + t.out,
+		TaskID:           &harbor.TaskID{Path: t.task.Dir},
+		AgentInfo:        harbor.AgentInfo{Name: t.harness.Name, Version: t.harness.Version, ModelInfo: modelInfo(t.spec.Model)},
+		AgentResult:      t.agentResult(),
+		ExceptionInfo:    t.exceptionInfo(),
+		StartedAt:        &t.startedAt,
+		FinishedAt:       &finished,
+		EnvironmentSetup: t.timings["environment_setup"],
+		AgentSetup:       t.timings["agent_setup"],
+		AgentExecution:   t.timings["agent_execution"],
+		Verifier:         t.timings["verifier"],
+		Extra:            map[string]json.RawMessage{ResultExtraKey: extra},
+	}
+	if digest, err := harbor.TaskDigest(t.task.Dir); err == nil {
+		tr.TaskChecksum = digest
+	} else {
+		t.log.Warn("task checksum not computed", "err", err)
+	}
+	if t.reward != nil {
+		tr.VerifierResult = &harbor.VerifierResult{Rewards: t.reward.Values}
+	}
+	return tr, nil
+}
+
+// trialName is the slot id and generation, or the task name when the spec
+// names no slot (a trial run by hand).
+func (t *trial) trialName() string {
+	name := t.spec.SlotID
+	if name == "" {
+		name = strings.ReplaceAll(t.task.Name, "/", "-")
+	}
+	return name + "__g" + strconv.Itoa(t.spec.Generation)
+}
+
+func (t *trial) agentResult() *harbor.AgentResult {
+	if _, ran := t.timings["agent_execution"]; !ran {
+		return nil
+	}
+	ar := &harbor.AgentResult{}
+	if u := t.usage; u != nil {
+		in, cache, out, cost := int(u.InputTokens), int(u.CacheTokens), int(u.OutputTokens), u.CostUSD
+		ar.NInputTokens, ar.NCacheTokens, ar.NOutputTokens, ar.CostUSD = &in, &cache, &out, &cost
+	}
+	return ar
+}
+
+// exceptionInfo is the first exception of the trial; later ones are appended
+// to its message so none is lost.
+func (t *trial) exceptionInfo() *harbor.ExceptionInfo {
+	if len(t.exceptions) == 0 {
+		return nil
+	}
+	first := t.exceptions[0]
+	for _, e := range t.exceptions[1:] {
+		first.ExceptionMessage += "; then " + e.ExceptionType + ": " + e.ExceptionMessage
+	}
+	return &first
+}
+
+func exceptionType(e *harbor.ExceptionInfo) string {
+	if e == nil {
+		return ""
+	}
+	return e.ExceptionType
+}
+
+// modelInfo splits "provider/name"; a model without a provider keeps its name.
+func modelInfo(model string) *harbor.ModelInfo {
+	if model == "" {
+		return nil
+	}
+	if provider, name, ok := strings.Cut(model, "/"); ok {
+		return &harbor.ModelInfo{Name: name, Provider: provider}
+	}
+	return &harbor.ModelInfo{Name: model}
+}

@@ -1,0 +1,428 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+)
+
+// installTimeout bounds a harness's install step.
+const installTimeout = 15 * time.Minute
+
+// maxArtifactBytes bounds the logs copied into artifacts/.
+const maxArtifactBytes = 256 << 20
+
+// Names of the files the runner writes.
+const (
+	RunnerLogFile  = "runner.log"
+	ArtifactsDir   = "artifacts"
+	agentStdout    = "stdout.txt"
+	agentStderr    = "stderr.txt"
+	installStdout  = "install-stdout.txt"
+	installStderr  = "install-stderr.txt"
+	verifierStdout = "test-stdout.txt"
+	verifierStderr = "test-stderr.txt"
+)
+
+// Options configures Run.
+type Options struct {
+	// Isolation is IsolationBwrap (the default) or IsolationProcess.
+	Isolation string
+	// WorkDir is the trial's scratch directory (created if missing): the
+	// seeded /app, the /logs tree and the agent's /tmp live there.
+	WorkDir string
+	// OutDir receives result.json and artifacts/ (created if missing).
+	OutDir string
+	// AgentsDir, when set, is mounted read-only at /agent in the agent phase
+	// (scripts of command agents).
+	AgentsDir string
+	// BwrapPath is the bubblewrap binary; "" looks up bwrap on PATH.
+	BwrapPath string
+	// HTTPClient downloads task bundles and uploads outputs; nil uses a
+	// client with a 5-minute timeout.
+	HTTPClient *http.Client
+	// Logger receives the runner's log besides artifacts/runner.log; nil = none.
+	Logger *slog.Logger
+}
+
+// Run runs one trial of spec: it seeds the work dir from the task, runs the
+// harness's install step and the agent in the agent sandbox (killed at
+// spec.AgentTimeout), then always runs the verifier (tests/test.sh) in its own
+// sandbox, reads the reward, collects /logs as artifacts and writes
+// OutDir/result.json (uploading it when spec.Output has URLs). Agent and
+// verifier failures are recorded in the result's exception_info; an error
+// means the runner could not do its job and no trustworthy result exists.
+func Run(ctx context.Context, spec sandbox.Spec, opts Options) (harbor.TrialResult, error) {
+	return run(ctx, spec, opts, harnesses)
+}
+
+func run(ctx context.Context, spec sandbox.Spec, opts Options, table []Harness) (harbor.TrialResult, error) {
+	if opts.WorkDir == "" || opts.OutDir == "" {
+		return harbor.TrialResult{}, errors.New("runner options: work dir and out dir are required")
+	}
+	h, ok := lookupHarness(table, spec.Harness)
+	if !ok {
+		return harbor.TrialResult{}, fmt.Errorf("spec harness %q: unknown; known harnesses: %s", spec.Harness, harnessNames(table))
+	}
+	iso, err := newIsolation(opts.Isolation, opts.BwrapPath)
+	if err != nil {
+		return harbor.TrialResult{}, err
+	}
+	t, err := newTrial(spec, opts, h, iso)
+	if err != nil {
+		return harbor.TrialResult{}, err
+	}
+	defer t.closeLog()
+	if err := t.run(ctx); err != nil {
+		t.log.Error("trial aborted", "err", err)
+		return harbor.TrialResult{}, err
+	}
+	return t.finish(ctx)
+}
+
+// trial is the state of one Run.
+type trial struct {
+	spec    sandbox.Spec
+	opts    Options
+	harness Harness
+	iso     isolation
+	work    string
+	out     string
+	host    layout // work dir parts on the host
+	seen    layout // the same as the phases see them
+	task    harbor.Task
+	log     *slog.Logger
+	logFile *os.File
+
+	startedAt  time.Time
+	timings    map[string]*harbor.TimingInfo
+	exceptions []harbor.ExceptionInfo
+	usage      *Usage
+	reward     *harbor.Reward
+	exitCodes  map[string]int
+}
+
+func newTrial(spec sandbox.Spec, opts Options, h Harness, iso isolation) (*trial, error) {
+	work, err := filepath.Abs(opts.WorkDir)
+	if err != nil {
+		return nil, fmt.Errorf("work dir: %w", err)
+	}
+	out, err := filepath.Abs(opts.OutDir)
+	if err != nil {
+		return nil, fmt.Errorf("out dir: %w", err)
+	}
+	t := &trial{spec: spec, opts: opts, harness: h, iso: iso, work: work, out: out,
+		startedAt: time.Now().UTC(), timings: map[string]*harbor.TimingInfo{}, exitCodes: map[string]int{}}
+	for _, dir := range []string{
+		filepath.Join(work, "app"), filepath.Join(work, "logs", "agent"),
+		filepath.Join(work, "logs", "verifier"), filepath.Join(work, "agent-tmp"),
+		filepath.Join(out, ArtifactsDir),
+	} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	if err := t.openLog(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *trial) openLog() error {
+	f, err := os.OpenFile(filepath.Join(t.out, ArtifactsDir, RunnerLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open runner log: %w", err)
+	}
+	t.logFile = f
+	handlers := []slog.Handler{slog.NewTextHandler(f, nil)}
+	if t.opts.Logger != nil {
+		handlers = append(handlers, t.opts.Logger.Handler())
+	}
+	t.log = slog.New(slog.NewMultiHandler(handlers...)).With("launch_id", t.spec.LaunchID)
+	return nil
+}
+
+func (t *trial) closeLog() {
+	if t.logFile != nil {
+		_ = t.logFile.Close()
+		t.logFile = nil
+	}
+}
+
+// run executes the phases. Its error means the trial could not be run.
+func (t *trial) run(ctx context.Context) error {
+	t.log.Info("trial started", "harness", t.harness.Name, "model", t.spec.Model,
+		"isolation", isolationName(t.iso), "task", t.spec.Task.Name)
+	if _, ok := t.iso.(processIsolation); ok {
+		t.log.Warn(processWarningMsg)
+	}
+	if err := t.setUpEnvironment(ctx); err != nil {
+		return err
+	}
+	runCmd, err := t.harness.RunCommand(RunTemplateData{
+		Command: t.spec.Command, Model: t.spec.Model, InstructionFile: t.seen.AgentLogs + "/instruction.md",
+		SolutionDir: t.seen.Solution, AgentsDir: t.seen.Agents,
+	})
+	if err != nil {
+		return err
+	}
+	if err := t.runAgent(ctx, runCmd); err != nil {
+		return err
+	}
+	return t.runVerifier(ctx)
+}
+
+// setUpEnvironment fetches and loads the task and seeds /app.
+func (t *trial) setUpEnvironment(ctx context.Context) error {
+	timing := t.begin("environment_setup")
+	dir, err := taskDir(ctx, t.httpClient(), t.spec.Task, filepath.Join(t.work, "task"))
+	if err != nil {
+		return err
+	}
+	if t.task, err = harbor.LoadTask(dir); err != nil {
+		return fmt.Errorf("load task: %w", err)
+	}
+	t.host = hostLayout(t.work, dir, t.opts.AgentsDir)
+	t.seen = t.iso.paths(t.host)
+	notes, err := seedApp(dir, t.host.App)
+	if err != nil {
+		return fmt.Errorf("seed %s: %w", AppMount, err)
+	}
+	for _, n := range notes {
+		t.log.Warn("environment file not copied", "note", n)
+	}
+	instruction := filepath.Join(t.host.AgentLogs, "instruction.md")
+	if err := os.WriteFile(instruction, []byte(t.task.Instruction), 0o644); err != nil {
+		return fmt.Errorf("write instruction: %w", err)
+	}
+	t.end(timing, "environment_setup")
+	return nil
+}
+
+// runAgent runs the install step and the agent. Agent failures become
+// exceptions; the error reports only a phase that could not be started.
+func (t *trial) runAgent(ctx context.Context, runCmd string) error {
+	if t.harness.MountsSolution && !t.task.HasSolution {
+		t.except(ExceptionAgentSetup, fmt.Sprintf("harness %q needs the task's %s, which does not exist", t.harness.Name, harbor.SolutionScript))
+		return nil
+	}
+	base := phaseCommand{
+		env:     agentEnv(t.spec, t.task, t.harness, t.seen),
+		mounts:  t.agentMounts(),
+		tmpDir:  t.host.Tmp,
+		workDir: t.host.App,
+		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode)),
+	}
+	if t.harness.KeyEnv != "" && !t.hasSecret(t.harness.KeyEnv) {
+		t.log.Warn("the harness's model key variable is not among the agent's secrets", "key_env", t.harness.KeyEnv)
+	}
+	if t.harness.Install != "" {
+		install := base
+		install.script = t.harness.Install
+		out, err := t.phase(ctx, "agent_setup", install, installTimeout, installStdout, installStderr, t.host.AgentLogs)
+		if err != nil {
+			return err
+		}
+		switch {
+		case out.TimedOut:
+			t.except(ExceptionAgentSetupTimeout, fmt.Sprintf("the harness install step did not finish within %s", installTimeout))
+			return nil
+		case out.ExitCode != 0:
+			t.except(ExceptionAgentSetup, fmt.Sprintf("the harness install step exited with code %d (see agent/%s)", out.ExitCode, installStderr))
+			return nil
+		}
+	}
+	agent := base
+	agent.script = runCmd
+	out, err := t.phase(ctx, "agent_execution", agent, t.spec.AgentTimeout, agentStdout, agentStderr, t.host.AgentLogs)
+	if err != nil {
+		return err
+	}
+	switch {
+	case out.TimedOut:
+		t.except(ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
+	case out.ExitCode != 0:
+		t.except(ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)", out.ExitCode, agentStderr))
+	}
+	t.readUsage()
+	return nil
+}
+
+func (t *trial) readUsage() {
+	if t.harness.Usage == nil {
+		return
+	}
+	u, ok, err := t.harness.Usage(t.host.AgentLogs)
+	switch {
+	case err != nil:
+		t.log.Warn("agent usage report unreadable; tokens and cost left empty", "err", err)
+	case ok:
+		t.usage = &u
+	}
+}
+
+// runVerifier runs tests/test.sh and reads the reward.
+func (t *trial) runVerifier(ctx context.Context) error {
+	// Nothing but this verifier run may leave a reward behind.
+	if err := os.RemoveAll(t.host.VerifierLogs); err != nil {
+		return fmt.Errorf("clear verifier logs: %w", err)
+	}
+	if err := os.MkdirAll(t.host.VerifierLogs, 0o755); err != nil {
+		return fmt.Errorf("create verifier logs: %w", err)
+	}
+	pc := phaseCommand{
+		script:  "bash " + t.seen.Tests + "/test.sh",
+		env:     verifierEnv(t.spec, t.task, t.seen),
+		mounts:  t.verifierMounts(),
+		workDir: t.host.App,
+		network: networkAllowed(t.phaseNetwork(t.task.Config.Verifier.NetworkMode)),
+	}
+	out, err := t.phase(ctx, "verifier", pc, t.spec.VerifierTimeout, verifierStdout, verifierStderr, t.host.VerifierLogs)
+	if err != nil {
+		return err
+	}
+	if out.TimedOut {
+		t.except(ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
+		return nil
+	}
+	reward, err := readReward(t.host.VerifierLogs)
+	if err != nil {
+		t.except(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, t.host.VerifierLogs), out.ExitCode))
+		return nil
+	}
+	t.reward = &reward
+	t.log.Info("reward read", "reward", reward.Value, "source", reward.Source)
+	return nil
+}
+
+// phase runs one phase with the trial's limits and records its timing.
+func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout time.Duration,
+	stdout, stderr, captureDir string) (phaseOutcome, error) {
+	timing := t.begin(name)
+	t.log.Info("phase started", "phase", name, "timeout", timeout.String(), "network", pc.network)
+	out, err := runPhase(ctx, t.iso, phase{
+		name: name, cmd: pc, timeout: timeout, limits: t.limits(), cgroup: t.cgroupName(name),
+		stdout: filepath.Join(captureDir, stdout), stderr: filepath.Join(captureDir, stderr),
+	})
+	for _, n := range out.LimitNotes {
+		t.log.Info("resource limits", "phase", name, "note", n)
+	}
+	if err != nil {
+		return out, err
+	}
+	if out.Canceled {
+		return out, fmt.Errorf("%s phase: runner stopped: %w", name, context.Cause(ctx))
+	}
+	timing.StartedAt, timing.FinishedAt = &out.StartedAt, &out.FinishedAt
+	t.exitCodes[name] = out.ExitCode
+	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
+		"duration", out.FinishedAt.Sub(out.StartedAt).Round(time.Millisecond).String())
+	return out, nil
+}
+
+func (t *trial) agentMounts() []mount {
+	m := []mount{
+		{host: t.host.App, target: AppMount, writable: true},
+		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
+	}
+	if t.harness.MountsSolution {
+		m = append(m, mount{host: t.host.Solution, target: SolutionMount})
+	}
+	if t.host.Agents != "" {
+		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
+	}
+	return m
+}
+
+func (t *trial) verifierMounts() []mount {
+	return []mount{
+		{host: t.host.App, target: AppMount, writable: true},
+		{host: t.host.AgentLogs, target: AgentLogMount},
+		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
+		{host: t.host.Tests, target: TestsMount},
+	}
+}
+
+// phaseNetwork is a phase's network mode: the task's per-phase override, else
+// the spec's (the task environment's) mode.
+func (t *trial) phaseNetwork(override string) string {
+	if override != "" {
+		return override
+	}
+	return t.spec.Network
+}
+
+func (t *trial) limits() resourceLimits {
+	lim := resourceLimits{CPUs: t.spec.CPUs, MemoryMB: t.spec.MemoryMB}
+	if lim.CPUs == 0 {
+		lim.CPUs = t.task.Config.Environment.CPUs
+	}
+	if lim.MemoryMB == 0 {
+		lim.MemoryMB = t.task.Config.Environment.MemoryMB
+	}
+	return lim
+}
+
+// cgroupName is unique per trial and phase (launch id and work dir hashed).
+func (t *trial) cgroupName(phase string) string {
+	sum := sha256.Sum256([]byte(t.spec.LaunchID + "\x00" + t.work))
+	return "trial-" + hex.EncodeToString(sum[:8]) + "-" + strings.ReplaceAll(phase, "_", "-")
+}
+
+func (t *trial) hasSecret(name string) bool {
+	_, ok := t.spec.Secrets[name]
+	return ok
+}
+
+func (t *trial) begin(name string) *harbor.TimingInfo {
+	now := time.Now().UTC()
+	ti := &harbor.TimingInfo{StartedAt: &now}
+	t.timings[name] = ti
+	return ti
+}
+
+func (t *trial) end(ti *harbor.TimingInfo, name string) {
+	now := time.Now().UTC()
+	ti.FinishedAt = &now
+	t.log.Info("phase finished", "phase", name, "duration", now.Sub(*ti.StartedAt).Round(time.Millisecond).String())
+}
+
+func (t *trial) except(typ, msg string) {
+	t.log.Warn("trial exception", "type", typ, "message", msg)
+	t.exceptions = append(t.exceptions, harbor.ExceptionInfo{
+		ExceptionType: typ, ExceptionMessage: msg, OccurredAt: time.Now().UTC(),
+	})
+}
+
+func (t *trial) httpClient() *http.Client {
+	if t.opts.HTTPClient != nil {
+		return t.opts.HTTPClient
+	}
+	return &http.Client{Timeout: 5 * time.Minute}
+}
+
+func isolationName(iso isolation) string {
+	if _, ok := iso.(processIsolation); ok {
+		return IsolationProcess
+	}
+	return IsolationBwrap
+}
+
+func harnessNames(table []Harness) string {
+	names := make([]string, len(table))
+	for i, h := range table {
+		names[i] = h.Name
+	}
+	return strings.Join(names, ", ")
+}

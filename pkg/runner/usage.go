@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Usage is an agent's model usage for one trial.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	CacheTokens  int64   `json:"cache_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// usageFile is the name of the usage report in /logs/agent.
+const usageFile = "usage.json"
+
+// maxUsageBytes bounds how much of an agent-written usage report is read.
+const maxUsageBytes = 1 << 20
+
+// ReadUsageJSON is the UsageParser for agents that write
+// /logs/agent/usage.json: {"input_tokens", "cache_tokens", "output_tokens",
+// "cost_usd"}, every field optional and ≥ 0; other fields are ignored.
+func ReadUsageJSON(agentLogDir string) (Usage, bool, error) {
+	path := filepath.Join(agentLogDir, usageFile)
+	data, err := readAgentFile(path, maxUsageBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Usage{}, false, nil
+	}
+	if err != nil {
+		return Usage{}, false, err
+	}
+	var u Usage
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&u); err != nil {
+		return Usage{}, false, fmt.Errorf("%s: want a JSON object with input_tokens, cache_tokens, output_tokens, cost_usd: %w", usageFile, err)
+	}
+	if u.InputTokens < 0 || u.CacheTokens < 0 || u.OutputTokens < 0 {
+		return Usage{}, false, fmt.Errorf("%s: token counts must be ≥ 0", usageFile)
+	}
+	if u.CostUSD < 0 || math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
+		return Usage{}, false, fmt.Errorf("%s: cost_usd must be a finite number ≥ 0", usageFile)
+	}
+	return u, true, nil
+}
+
+// readAgentFile reads a file that code inside a sandbox wrote, from outside
+// it. It refuses to follow a symlink (which could point at any host file the
+// runner can read) and anything but a regular file (a FIFO would block), and
+// reads at most limit bytes.
+func readAgentFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symlink; refusing to follow it", filepath.Base(path))
+		}
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", filepath.Base(path), err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", filepath.Base(path), limit)
+	}
+	return data, nil
+}
