@@ -75,8 +75,10 @@ type Row struct {
 	// Best marks the row with the best value (the first in entrant order on
 	// an exact tie).
 	Best bool `json:"best"`
-	// TiedWithBest marks a row other than the best that the paired t-test
-	// cannot separate from it, so it shares rank 1.
+	// TiedWithBest marks a row with a worse value than the best that shares
+	// rank 1 only because the paired t-test cannot separate it from the best
+	// (a statistical tie). A row whose value equals the best's has rank 1
+	// outright and is not marked.
 	TiedWithBest bool `json:"tied_with_best"`
 	// Value is the row's value of the metric; nil when it has none.
 	Value   *float64 `json:"value,omitempty"`
@@ -180,7 +182,7 @@ func rankGroup(key boardKey, members []Summary, metric Metric) Group {
 			c, buf = compare(&members[i], &members[best], metric, g.K, buf)
 			row.VsBest = &c
 			tied[i] = !c.Tested || *c.P >= 1-stats.Confidence
-			row.TiedWithBest = tied[i]
+			row.TiedWithBest = tied[i] && dir.Better(values[best], values[i])
 		}
 		g.Rows[i] = row
 	}

@@ -74,7 +74,7 @@ func TestNewBoardRanks(t *testing.T) {
 			metric: MetricPass1,
 			want: []rowView{
 				{"a (h)", 1, true, false, ptr(0.9)},
-				{"b (h)", 1, false, true, ptr(0.9)},
+				{"b (h)", 1, false, false, ptr(0.9)},
 				{"c (h)", 3, false, false, ptr(0.2)},
 			},
 		},
