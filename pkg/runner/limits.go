@@ -47,6 +47,10 @@ func newCgroup(root, name string, lim resourceLimits) (cg *cgroup, notes []strin
 		} else {
 			cg.dirs = append(cg.dirs, dir)
 			notes = append(notes, fmt.Sprintf("memory limit %d MB applied (cgroup v1)", lim.MemoryMB))
+			// Memory+swap too, where the kernel accounts swap, so swapping
+			// does not get around the limit; without swap accounting there
+			// is nothing to get around.
+			_ = os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(bytes), 0o644)
 		}
 	}
 	if lim.CPUs > 0 {

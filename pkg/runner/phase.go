@@ -23,8 +23,7 @@ type phase struct {
 	name    string
 	cmd     phaseCommand
 	timeout time.Duration // 0 = none
-	limits  resourceLimits
-	cgroup  string // cgroup name; "" = no resource limits
+	cgroup  *cgroup // resource limits; nil = none
 	stdout  string // host path the phase's stdout is written to
 	stderr  string
 }
@@ -36,8 +35,6 @@ type phaseOutcome struct {
 	TimedOut              bool
 	// Canceled reports that the runner itself was asked to stop.
 	Canceled bool
-	// LimitNotes says which resource limits were applied.
-	LimitNotes []string
 }
 
 // runPhase runs p under iso and waits for it. The error reports only that the
@@ -49,12 +46,8 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 		return out, fmt.Errorf("%s phase: %w", p.name, err)
 	}
 	prepareProcess(cmd)
-	var cg *cgroup
-	if p.cgroup != "" {
-		cg, out.LimitNotes = newCgroup(cgroupRoot, p.cgroup, p.limits)
-		defer func() { _ = cg.remove() }()
-		cg.wrap(cmd)
-	}
+	cg := p.cgroup
+	cg.wrap(cmd)
 	stdout, err := newCappedFile(p.stdout, maxCapturedOutput)
 	if err != nil {
 		return out, fmt.Errorf("%s phase: %w", p.name, err)

@@ -310,14 +310,24 @@ func (t *trial) runVerifier(ctx context.Context) error {
 func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout time.Duration,
 	stdout, stderr, captureDir string) (phaseOutcome, error) {
 	timing := t.begin(name)
-	t.log.Info("phase started", "phase", name, "timeout", timeout.String(), "network", pc.network)
-	out, err := runPhase(ctx, t.iso, phase{
-		name: name, cmd: pc, timeout: timeout, limits: t.limits(), cgroup: t.cgroupName(name),
-		stdout: filepath.Join(captureDir, stdout), stderr: filepath.Join(captureDir, stderr),
-	})
-	for _, n := range out.LimitNotes {
+	limit := "none"
+	if timeout > 0 {
+		limit = timeout.String()
+	}
+	t.log.Info("phase started", "phase", name, "timeout", limit, "network", pc.network)
+	cg, notes := newCgroup(cgroupRoot, t.cgroupName(name), t.limits())
+	defer func() {
+		if err := cg.remove(); err != nil {
+			t.log.Warn("cgroup not removed", "phase", name, "err", err)
+		}
+	}()
+	for _, n := range notes {
 		t.log.Info("resource limits", "phase", name, "note", n)
 	}
+	out, err := runPhase(ctx, t.iso, phase{
+		name: name, cmd: pc, timeout: timeout, cgroup: cg,
+		stdout: filepath.Join(captureDir, stdout), stderr: filepath.Join(captureDir, stderr),
+	})
 	if err != nil {
 		return out, err
 	}

@@ -126,7 +126,7 @@ func TestRunHarnessesScoreTheFixture(t *testing.T) {
 		{
 			name:    "command agent reads the instruction and reports usage",
 			harness: "command",
-			command: `case "$GAUNTLET_INSTRUCTION" in *'word `+"`gauntlet`"+`'*) echo gauntlet > /app/answer.txt;; esac
+			command: `case "$GAUNTLET_INSTRUCTION" in *'word ` + "`gauntlet`" + `'*) echo gauntlet > /app/answer.txt;; esac
 grep -q gauntlet "$GAUNTLET_INSTRUCTION_FILE" || exit 9
 echo '{"input_tokens": 1200, "cache_tokens": 200, "output_tokens": 345, "cost_usd": 0.0125}' > /logs/agent/usage.json`,
 			wantReward: 1,
@@ -535,4 +535,3 @@ func TestRunRejectsAnEmptyCommand(t *testing.T) {
 		t.Errorf("Run(command harness without a command) error = %v, want one naming the command", err)
 	}
 }
-
