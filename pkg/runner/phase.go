@@ -23,8 +23,8 @@ type phase struct {
 	name    string
 	cmd     phaseCommand
 	timeout time.Duration // 0 = none
-	cgroup  *cgroup // resource limits; nil = none
-	stdout  string // host path the phase's stdout is written to
+	cgroup  *cgroup       // resource limits; nil = none
+	stdout  string        // host path the phase's stdout is written to
 	stderr  string
 }
 
