@@ -166,3 +166,20 @@ type Change struct {
 	New  *Item
 	At   time.Time
 }
+
+// Stream reads the table's change stream in commit order from an opaque
+// checkpoint ("" = from the beginning). It returns at most max changes and the
+// checkpoint to resume after them; with nothing new it returns no changes and
+// a checkpoint that resumes where this read started.
+type Stream interface {
+	Read(ctx context.Context, checkpoint string, max int) (changes []Change, next string, err error)
+}
+
+// Checkpoints persist a stream consumer's position, so a restarted consumer
+// resumes where it left off (at-least-once: it may see the last batch again).
+type Checkpoints interface {
+	// Load returns the consumer's saved checkpoint, or "" when none is saved.
+	Load(ctx context.Context, consumer string) (string, error)
+	// Save records the consumer's checkpoint, replacing the previous one.
+	Save(ctx context.Context, consumer, checkpoint string) error
+}

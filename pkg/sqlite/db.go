@@ -1,0 +1,206 @@
+// Package sqlite is the embedded adapter for the table, change-stream and queue
+// ports: items, their change log, stream checkpoints and queue messages all live
+// in one SQLite file (modernc.org/sqlite, pure Go) in WAL mode.
+//
+// Writes go through one connection, serialised by a mutex, so every write is
+// one short IMMEDIATE transaction and the change log's sequence follows commit
+// order. Reads use a separate pool and never wait for the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// DB is one SQLite database file holding a table, its change log, stream
+// checkpoints and any number of queues.
+type DB struct {
+	path   string
+	reader *sql.DB
+	writer *sql.DB
+
+	wmu   sync.Mutex // serialises writes on wconn
+	wconn *sql.Conn
+	stmts *statements
+
+	// now is the clock; tests replace it.
+	now func() time.Time
+
+	lastPurge time.Time // guarded by wmu
+	notify    notifier
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS items (
+	pk TEXT NOT NULL,
+	sk TEXT NOT NULL,
+	gsi1pk TEXT,
+	gsi1sk TEXT,
+	gsi2pk TEXT,
+	gsi2sk TEXT,
+	data BLOB,
+	counters TEXT,
+	version INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS items_gsi1 ON items (gsi1pk, gsi1sk, pk, sk) WHERE gsi1pk IS NOT NULL AND gsi1sk IS NOT NULL;
+CREATE INDEX IF NOT EXISTS items_gsi2 ON items (gsi2pk, gsi2sk, pk, sk) WHERE gsi2pk IS NOT NULL AND gsi2sk IS NOT NULL;
+CREATE INDEX IF NOT EXISTS items_expiry ON items (expires_at) WHERE expires_at > 0;
+CREATE TABLE IF NOT EXISTS changes (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	kind TEXT NOT NULL,
+	old BLOB,
+	new BLOB,
+	at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+	consumer TEXT PRIMARY KEY,
+	checkpoint TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS messages (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	id TEXT NOT NULL,
+	queue TEXT NOT NULL,
+	body BLOB NOT NULL,
+	visible_at INTEGER NOT NULL,
+	receive_count INTEGER NOT NULL DEFAULT 0,
+	sent_at INTEGER NOT NULL,
+	receipt TEXT
+);
+CREATE INDEX IF NOT EXISTS messages_visible ON messages (queue, visible_at, seq);
+`
+
+// readers is the size of the read pool.
+const readers = 4
+
+// Open opens (creating if needed) the database file at path and its schema.
+func Open(path string) (*DB, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open sqlite %q: path must be non-empty and contain no '?' or '#'", path)
+	}
+	params := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+		"&_pragma=foreign_keys(OFF)&_pragma=cache_size(-16000)"
+	writer, err := sql.Open("sqlite", path+params+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	db := &DB{path: path, writer: writer, now: time.Now}
+	if err := db.init(context.Background(), params); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) init(ctx context.Context, params string) error {
+	if _, err := db.writer.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("create schema in %q: %w", db.path, err)
+	}
+	conn, err := db.writer.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("open writer connection to %q: %w", db.path, err)
+	}
+	db.wconn = conn
+	if db.stmts, err = prepare(ctx, conn); err != nil {
+		return fmt.Errorf("prepare statements on %q: %w", db.path, err)
+	}
+	reader, err := sql.Open("sqlite", db.path+params+"&_pragma=query_only(1)")
+	if err != nil {
+		return fmt.Errorf("open sqlite reader %q: %w", db.path, err)
+	}
+	reader.SetMaxOpenConns(readers)
+	reader.SetMaxIdleConns(readers)
+	db.reader = reader
+	return nil
+}
+
+// Close closes the database. Pending writes finish first.
+func (db *DB) Close() error {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	var errs []error
+	if db.stmts != nil {
+		errs = append(errs, db.stmts.close())
+		db.stmts = nil
+	}
+	if db.wconn != nil {
+		errs = append(errs, db.wconn.Close())
+		db.wconn = nil
+	}
+	if db.reader != nil {
+		errs = append(errs, db.reader.Close())
+	}
+	if db.writer != nil {
+		errs = append(errs, db.writer.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close sqlite %q: %w", db.path, err)
+	}
+	return nil
+}
+
+// errClosed reports a use of a closed DB.
+var errClosed = errors.New("sqlite: database is closed")
+
+// write runs fn inside one IMMEDIATE transaction on the writer connection,
+// committing when fn returns nil and rolling back otherwise. Statements run
+// without the caller's cancellation (the transaction is short and must end
+// cleanly); a context already done is refused up front.
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, w *writeTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	if db.stmts == nil {
+		return errClosed
+	}
+	now := db.now()
+	w := &writeTx{db: db, s: db.stmts, now: now}
+	if err := db.inTx(ctx, w, fn); err != nil {
+		return err
+	}
+	for _, q := range w.sentTo {
+		db.notify.signal(q)
+	}
+	db.maybePurge(ctx, now)
+	return nil
+}
+
+// inTx runs fn in one transaction on the writer connection; wmu is held.
+func (db *DB) inTx(ctx context.Context, w *writeTx, fn func(ctx context.Context, w *writeTx) error) error {
+	if _, err := db.stmts.begin.ExecContext(ctx); err != nil {
+		return fmt.Errorf("begin write on %q: %w", db.path, err)
+	}
+	if err := fn(ctx, w); err != nil {
+		if _, rbErr := db.stmts.rollback.ExecContext(ctx); rbErr != nil {
+			return errors.Join(err, fmt.Errorf("roll back write on %q: %w", db.path, rbErr))
+		}
+		return err
+	}
+	if _, err := db.stmts.commit.ExecContext(ctx); err != nil {
+		_, _ = db.stmts.rollback.ExecContext(ctx)
+		return fmt.Errorf("commit write on %q: %w", db.path, err)
+	}
+	return nil
+}
+
+// writeTx is the state of one write transaction.
+type writeTx struct {
+	db     *DB
+	s      *statements
+	now    time.Time
+	sentTo []string // queues that got messages, signalled after commit
+}

@@ -1,0 +1,175 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
+)
+
+// Query page sizes.
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+// indexColumns names the key columns of an index.
+type indexColumns struct{ pk, sk string }
+
+var indexes = map[store.Index]indexColumns{
+	store.Primary: {"pk", "sk"},
+	store.GSI1:    {"gsi1pk", "gsi1sk"},
+	store.GSI2:    {"gsi2pk", "gsi2sk"},
+}
+
+// cursor is the decoded position after the last item of a page: the index
+// sort key plus, on a GSI, the base key that breaks ties.
+type cursor struct {
+	Index store.Index `json:"i,omitempty"`
+	SK    string      `json:"s"`
+	PK    string      `json:"p,omitempty"`
+	BSK   string      `json:"b,omitempty"`
+}
+
+// Query returns one page of items in index sort-key order. On a GSI, items with
+// equal index sort keys are ordered by pk then sk; items without both GSI key
+// attributes are not in the index. Expired items are left out.
+func (t *Table) Query(ctx context.Context, q store.Query) (store.Page, error) {
+	sqlText, args, limit, err := buildQuery(q, t.db.now().Unix())
+	if err != nil {
+		return store.Page{}, err
+	}
+	rows, err := t.db.reader.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return store.Page{}, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
+	}
+	defer rows.Close()
+	var page store.Page
+	for rows.Next() {
+		item, err := scanItem(rows)
+		if err != nil {
+			return store.Page{}, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
+		}
+		page.Items = append(page.Items, item)
+	}
+	if err := rows.Err(); err != nil {
+		return store.Page{}, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
+	}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		page.Cursor = encodeCursor(q.Index, page.Items[limit-1])
+	}
+	return page, nil
+}
+
+func buildQuery(q store.Query, nowUnix int64) (string, []any, int, error) {
+	cols, ok := indexes[q.Index]
+	if !ok {
+		return "", nil, 0, fmt.Errorf("query: unknown index %q", q.Index)
+	}
+	if q.PK == "" {
+		return "", nil, 0, fmt.Errorf("query %s: pk is empty", indexName(q.Index))
+	}
+	limit := q.Limit
+	switch {
+	case limit < 0:
+		return "", nil, 0, fmt.Errorf("query %s %q: limit %d is negative", indexName(q.Index), q.PK, limit)
+	case limit == 0:
+		limit = defaultLimit
+	case limit > maxLimit:
+		limit = maxLimit
+	}
+	var where strings.Builder
+	args := []any{q.PK}
+	fmt.Fprintf(&where, "%s = ? AND %s IS NOT NULL AND (expires_at = 0 OR expires_at >= ?)", cols.pk, cols.sk)
+	args = append(args, nowUnix)
+	if q.Prefix != "" {
+		fmt.Fprintf(&where, " AND %s >= ?", cols.sk)
+		args = append(args, q.Prefix)
+		if end, ok := prefixEnd(q.Prefix); ok {
+			fmt.Fprintf(&where, " AND %s < ?", cols.sk)
+			args = append(args, end)
+		}
+	}
+	if q.From != "" {
+		fmt.Fprintf(&where, " AND %s >= ?", cols.sk)
+		args = append(args, q.From)
+	}
+	if q.To != "" {
+		fmt.Fprintf(&where, " AND %s <= ?", cols.sk)
+		args = append(args, q.To)
+	}
+	order, op := "ASC", ">"
+	if q.Desc {
+		order, op = "DESC", "<"
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor, q.Index)
+		if err != nil {
+			return "", nil, 0, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
+		}
+		if q.Index == store.Primary {
+			fmt.Fprintf(&where, " AND sk %s ?", op)
+			args = append(args, c.SK)
+		} else {
+			fmt.Fprintf(&where, " AND (%s, pk, sk) %s (?, ?, ?)", cols.sk, op)
+			args = append(args, c.SK, c.PK, c.BSK)
+		}
+	}
+	orderBy := fmt.Sprintf("sk %s", order)
+	if q.Index != store.Primary {
+		orderBy = fmt.Sprintf("%s %s, pk %s, sk %s", cols.sk, order, order, order)
+	}
+	sqlText := fmt.Sprintf("SELECT %s FROM items WHERE %s ORDER BY %s LIMIT %d", itemColumns, where.String(), orderBy, limit+1)
+	return sqlText, args, limit, nil
+}
+
+// prefixEnd returns the smallest string greater than every string with the
+// prefix, or false when there is none (the prefix is all 0xff bytes).
+func prefixEnd(prefix string) (string, bool) {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+func encodeCursor(index store.Index, last store.Item) string {
+	c := cursor{Index: index, SK: last.SK}
+	switch index {
+	case store.GSI1:
+		c = cursor{Index: index, SK: last.GSI1SK, PK: last.PK, BSK: last.SK}
+	case store.GSI2:
+		c = cursor{Index: index, SK: last.GSI2SK, PK: last.PK, BSK: last.SK}
+	}
+	b, _ := json.Marshal(c) // strings only: always encodes
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string, index store.Index) (cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, fmt.Errorf("cursor is not from this table: %w", err)
+	}
+	var c cursor
+	if err := json.Unmarshal(b, &c); err != nil {
+		return cursor{}, fmt.Errorf("cursor is not from this table: %w", err)
+	}
+	if c.Index != index {
+		return cursor{}, fmt.Errorf("cursor is for index %s, not %s", indexName(c.Index), indexName(index))
+	}
+	return c, nil
+}
+
+func indexName(index store.Index) string {
+	if index == store.Primary {
+		return "primary"
+	}
+	return string(index)
+}
