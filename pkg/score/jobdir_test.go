@@ -1,0 +1,122 @@
+package score
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
+	"github.com/google/go-cmp/cmp"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// trial writes a trial result.json under dir/trialName.
+func trial(t *testing.T, dir, id, trialName, task string, model *harbor.ModelInfo, rewards map[string]float64, ar *harbor.AgentResult, seconds int) {
+	t.Helper()
+	start := time.Date(2026, 1, 28, 14, 0, 0, 0, time.UTC)
+	end := start.Add(time.Duration(seconds) * time.Second)
+	tr := harbor.TrialResult{ID: id, TaskName: task, TrialName: trialName,
+		AgentInfo: harbor.AgentInfo{Name: "codex", Version: "0.77.0", ModelInfo: model},
+		AgentResult: ar, StartedAt: &start, FinishedAt: &end}
+	if rewards != nil {
+		tr.VerifierResult = &harbor.VerifierResult{Rewards: rewards}
+	}
+	path := filepath.Join(dir, trialName, harbor.TrialResultFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := harbor.WriteTrialResult(path, tr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadJobDir(t *testing.T) {
+	job := filepath.Join(t.TempDir(), "2026-01-28__14-00-00")
+	gpt := &harbor.ModelInfo{Name: "gpt-5.2", Provider: "openai"}
+	in, out, cache, cost := 1000, 200, 800, 0.5
+	trial(t, job, "00000000-0000-4000-8000-000000000001", "lru-cache__aaa", "lru-cache", gpt,
+		map[string]float64{"reward": 1}, &harbor.AgentResult{NInputTokens: &in, NOutputTokens: &out, NCacheTokens: &cache, CostUSD: &cost}, 90)
+	trial(t, job, "00000000-0000-4000-8000-000000000002", "lru-cache__bbb", "lru-cache", gpt,
+		map[string]float64{"reward": 0.5}, nil, 30)
+	// No verifier result: a missing reward is errored.
+	trial(t, job, "00000000-0000-4000-8000-000000000003", "csv-summary__ccc", "csv-summary", gpt, nil, nil, 10)
+	// A model-less agent in a nested job.
+	trial(t, filepath.Join(job, "nested"), "00000000-0000-4000-8000-000000000004", "csv-summary__ddd", "csv-summary", nil,
+		map[string]float64{"only": 1}, nil, 5)
+	// The job-level result.json is not a trial.
+	writeFile(t, filepath.Join(job, harbor.TrialResultFile), `{"id":"x","n_total_trials":4,"stats":{}}`)
+
+	got, err := ReadJobDir(job, 1)
+	if err != nil {
+		t.Fatalf("ReadJobDir() error = %v", err)
+	}
+	want := []leaderboard.EntrantInput{
+		{Entrant: leaderboard.Entrant{Harness: "codex"}, Run: offlineRun("", ""),
+			Attempts: []leaderboard.Attempt{{Task: "csv-summary", Outcome: leaderboard.Passed, DurationSec: 5, HasDuration: true}}},
+		{Entrant: leaderboard.Entrant{Harness: "codex", Model: "openai/gpt-5.2"}, Run: offlineRun("", ""),
+			Attempts: []leaderboard.Attempt{
+				{Task: "csv-summary", Outcome: leaderboard.Errored, DurationSec: 10, HasDuration: true},
+				{Task: "lru-cache", Outcome: leaderboard.Passed, CostUSD: 0.5, HasCost: true, InputTokens: 1000, OutputTokens: 200, CacheTokens: 800, HasTokens: true, DurationSec: 90, HasDuration: true},
+				{Task: "lru-cache", Outcome: leaderboard.Failed, DurationSec: 30, HasDuration: true},
+			}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadJobDir() mismatch (-want +got):\n%s", diff)
+	}
+	// With threshold 0.5 the half-credit trial passes.
+	got, err = ReadJobDir(job, 0.5)
+	if err != nil || got[1].Attempts[2].Outcome != leaderboard.Passed {
+		t.Errorf("ReadJobDir(threshold 0.5) = %+v, %v, want the 0.5 reward passed", got, err)
+	}
+}
+
+func TestReadJobDirErrors(t *testing.T) {
+	emptyJob := t.TempDir()
+	writeFile(t, filepath.Join(emptyJob, harbor.TrialResultFile), `{"id":"x"}`)
+	badTrial := t.TempDir()
+	writeFile(t, filepath.Join(badTrial, "t1", harbor.TrialResultFile), `{"task_name":"a","trial_name":"t1"}`)
+	brokenJSON := t.TempDir()
+	writeFile(t, filepath.Join(brokenJSON, "t1", harbor.TrialResultFile), `{"task_name":`)
+	tests := []struct {
+		name string
+		dir  string
+		want []string // substrings of the error
+	}{
+		{"no trials", emptyJob, []string{"no trial result.json found"}},
+		{"trial without agent", badTrial, []string{filepath.Join(badTrial, "t1", "result.json"), "agent_info.name is required"}},
+		{"broken JSON", brokenJSON, []string{filepath.Join(brokenJSON, "t1", "result.json"), "invalid JSON"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ReadJobDir(tt.dir, 1)
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("ReadJobDir() error = %v, want it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestReadJobDirDuplicateTrial(t *testing.T) {
+	root := t.TempDir()
+	gpt := &harbor.ModelInfo{Name: "gpt-5.2", Provider: "openai"}
+	trial(t, filepath.Join(root, "job1"), "00000000-0000-4000-8000-000000000001", "a__x", "a", gpt, map[string]float64{"reward": 1}, nil, 1)
+	trial(t, filepath.Join(root, "job2"), "00000000-0000-4000-8000-000000000002", "a__x", "a", gpt, map[string]float64{"reward": 1}, nil, 1)
+	_, err := Read([]string{root}, 1)
+	if err == nil || !strings.Contains(err.Error(), `trial "a__x" of a is also in`) {
+		t.Errorf("Read(duplicate trial) error = %v, want a duplicate-trial error", err)
+	}
+}
