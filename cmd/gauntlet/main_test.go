@@ -164,12 +164,12 @@ func TestScoreJSON(t *testing.T) {
 		t.Fatalf("decode --json output: %v\n%s", err, stdout)
 	}
 	type rowView struct {
-		Model    string
-		Rank     int
-		Pass1    float64
-		Diff, P  float64
-		T        float64
-		DF       int
+		Model     string
+		Rank      int
+		Pass1     float64
+		Diff, P   float64
+		T         float64
+		DF        int
 		HasVsBest bool
 	}
 	var got []rowView
