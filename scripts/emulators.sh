@@ -79,7 +79,13 @@ status() {
 }
 
 case "${1:-}" in
-up) up ;;
+up)
+	# Test packages call `up` concurrently; one of them starts the emulators.
+	mkdir -p "$STATE"
+	exec 9>"$STATE/lock"
+	flock 9
+	up
+	;;
 down) down ;;
 status) status ;;
 *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
