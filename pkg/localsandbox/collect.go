@@ -1,0 +1,132 @@
+package localsandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+)
+
+// runnerOutputFile is the runner's own stdout/stderr in the sandbox dir; it
+// is stored as artifacts/runner-output.log.
+const runnerOutputFile = "runner-output.log"
+
+// collect copies the runner's out/ dir (result.json, artifacts/…) and its
+// output into the blob store under the spec's Output.Prefix. result.json goes
+// last, so whoever sees it also finds the artifacts.
+func (d *Driver) collect(ctx context.Context, p *proc) error {
+	prefix := strings.Trim(p.spec.Output.Prefix, "/")
+	if prefix == "" {
+		prefix = "sandboxes/" + p.handle.ID
+	}
+	outDir := filepath.Join(p.dir, "out")
+	var files []string
+	err := filepath.WalkDir(outDir, func(file string, e fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && file == outDir {
+			return filepath.SkipAll // the runner wrote nothing
+		}
+		if err != nil {
+			return err
+		}
+		if e.Type().IsRegular() {
+			files = append(files, file)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list outputs: %w", err)
+	}
+	var errs []error
+	if err := d.put(ctx, path.Join(prefix, runner.ArtifactsDir, runnerOutputFile), filepath.Join(p.dir, runnerOutputFile)); err != nil {
+		errs = append(errs, err)
+	}
+	result := ""
+	for _, file := range files {
+		rel, err := filepath.Rel(outDir, file)
+		if err != nil {
+			return err
+		}
+		if rel == harbor.TrialResultFile {
+			result = file
+			continue
+		}
+		if err := d.put(ctx, path.Join(prefix, filepath.ToSlash(rel)), file); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 && result != "" {
+		errs = append(errs, d.put(ctx, path.Join(prefix, harbor.TrialResultFile), result))
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) put(ctx context.Context, key, file string) error {
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := d.cfg.Blobs.Put(ctx, key, f); err != nil {
+		return fmt.Errorf("store %s: %w", key, err)
+	}
+	return nil
+}
+
+// exitStatus turns the runner's wait error into an exit code and message:
+// 128+N for a runner killed by signal N, as a shell reports it.
+func exitStatus(err error) (int, string) {
+	if err == nil {
+		return 0, ""
+	}
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), "sandbox-runner killed by " + ws.Signal().String()
+		}
+		return exitErr.ExitCode(), fmt.Sprintf("sandbox-runner exited with code %d", exitErr.ExitCode())
+	}
+	return -1, "sandbox-runner: " + err.Error()
+}
+
+// tail returns up to n bytes from the end of a file.
+func tail(file string, n int64) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	if info.Size() > n {
+		if _, err := f.Seek(info.Size()-n, io.SeekStart); err != nil {
+			return ""
+		}
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, n))
+	return strings.TrimSpace(string(data))
+}
+
+func joinMessage(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ": " + b
+}

@@ -1,0 +1,357 @@
+// Package localsandbox is the local sandbox driver: it runs sandbox-runner for
+// each slot as a child process of the platform (the runner then isolates the
+// agent and the verifier with bubblewrap), stops it with its process group,
+// copies its outputs into the blob store and reports each end as a
+// sandbox.Completion on a queue. It grades nothing and gates no concurrency;
+// the dispatcher does both.
+package localsandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/queue"
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+)
+
+// DefaultStopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const DefaultStopGrace = 2 * time.Second
+
+// Config configures the driver.
+type Config struct {
+	// DataDir holds the sandboxes' work dirs (DataDir/sandboxes/<id>/).
+	DataDir string
+	// RunnerPath is the sandbox-runner binary.
+	RunnerPath string
+	// Isolation is runner.IsolationBwrap (the default) or
+	// runner.IsolationProcess, an explicit opt-in to run agents unisolated.
+	Isolation string
+	// AgentsDir is mounted read-only at /agent for command agents ("" = none).
+	AgentsDir string
+	// BwrapPath is the bubblewrap binary; "" looks up bwrap on PATH.
+	BwrapPath string
+	// Blobs receives each sandbox's outputs under its spec's Output.Prefix.
+	Blobs blob.Store
+	// Completions receives one JSON sandbox.Completion per sandbox end.
+	Completions queue.Queue
+	// StopGrace is the SIGTERM → SIGKILL delay of Stop; 0 = DefaultStopGrace.
+	StopGrace time.Duration
+	Logger    *slog.Logger
+}
+
+// Driver runs sandboxes as local processes. It implements sandbox.Driver.
+type Driver struct {
+	cfg   Config
+	bwrap string // resolved bubblewrap path ("" under process isolation)
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	handles map[string]sandbox.Handle // every sandbox launched, by id
+	live    map[string]*proc          // running sandboxes, by id
+	wg      sync.WaitGroup            // sandbox goroutines
+}
+
+var _ sandbox.Driver = (*Driver)(nil)
+
+// proc is one running sandbox-runner process.
+type proc struct {
+	handle sandbox.Handle
+	spec   sandbox.Spec
+	dir    string
+	cmd    *exec.Cmd
+	done   chan struct{}
+
+	mu      sync.Mutex
+	exited  bool // the process has been reaped: its pid may be reused
+	stopped bool // Stop was called
+}
+
+// New checks the configuration and the isolation. When bubblewrap is needed
+// and missing it returns an error wrapping sandbox.ErrUnavailable that says
+// how to install it.
+func New(cfg Config) (*Driver, error) {
+	switch {
+	case cfg.DataDir == "":
+		return nil, errors.New("local sandbox config: DataDir is empty")
+	case cfg.RunnerPath == "":
+		return nil, errors.New("local sandbox config: RunnerPath is empty")
+	case cfg.Blobs == nil:
+		return nil, errors.New("local sandbox config: Blobs is nil")
+	case cfg.Completions == nil:
+		return nil, errors.New("local sandbox config: Completions is nil")
+	}
+	if cfg.StopGrace == 0 {
+		cfg.StopGrace = DefaultStopGrace
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Driver{cfg: cfg, log: cfg.Logger.With("component", "localsandbox"),
+		handles: map[string]sandbox.Handle{}, live: map[string]*proc{}}
+	if info, err := os.Stat(cfg.RunnerPath); err != nil || info.IsDir() || info.Mode().Perm()&0o111 == 0 {
+		return nil, fmt.Errorf("%w: sandbox-runner %q is not an executable file (build it: make build)", sandbox.ErrUnavailable, cfg.RunnerPath)
+	}
+	switch cfg.Isolation {
+	case "", runner.IsolationBwrap:
+		d.cfg.Isolation = runner.IsolationBwrap
+		name := cfg.BwrapPath
+		if name == "" {
+			name = "bwrap"
+		}
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bubblewrap (%s) is not installed; install it with `apt-get install bubblewrap` (or `make deps`), or pass --sandbox=process to run agents without isolation", sandbox.ErrUnavailable, name)
+		}
+		d.bwrap = path
+	case runner.IsolationProcess:
+		d.log.Warn("sandbox isolation is OFF (--sandbox=process): agents run as plain processes on this host with the platform's user rights and network")
+	default:
+		return nil, fmt.Errorf("local sandbox config: isolation %q: want %q or %q", cfg.Isolation, runner.IsolationBwrap, runner.IsolationProcess)
+	}
+	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("create sandboxes dir: %w", err)
+	}
+	return d, nil
+}
+
+// SandboxID is the sandbox id of a launch: derived from the launch id, so a
+// repeated launch names the same sandbox.
+func SandboxID(launchID string) string {
+	sum := sha256.Sum256([]byte(launchID))
+	return "local-" + hex.EncodeToString(sum[:10])
+}
+
+// Launch starts sandbox-runner for spec, or returns the sandbox already
+// launched for spec.LaunchID (running or ended; never a second process). When
+// the process cannot be started, Launch still returns the handle and a
+// FailedToStart completion is sent, so the slot is retried like any other.
+func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle, error) {
+	if spec.LaunchID == "" {
+		return sandbox.Handle{}, errors.New("launch: spec launch_id is empty")
+	}
+	id := SandboxID(spec.LaunchID)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return sandbox.Handle{}, errors.New("launch: driver closed")
+	}
+	if h, ok := d.handles[id]; ok {
+		return h, nil
+	}
+	h := sandbox.Handle{ID: id, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
+	d.handles[id] = h
+	log := d.log.With("sandbox_id", id, "launch_id", spec.LaunchID)
+	if d.cfg.Isolation == runner.IsolationProcess {
+		log.Warn("launching WITHOUT isolation (--sandbox=process): the agent runs as a plain process on this host")
+	}
+	p := &proc{handle: h, spec: spec, dir: filepath.Join(d.sandboxesDir(), id), done: make(chan struct{})}
+	d.live[id] = p
+	d.wg.Add(1)
+	if err := d.start(p); err != nil {
+		log.Error("sandbox failed to start", "err", err)
+		go d.finish(p, sandbox.FailedToStart, -1, "sandbox-runner failed to start: "+err.Error())
+		return h, nil
+	}
+	log.Info("sandbox launched", "pid", p.cmd.Process.Pid, "run_id", spec.RunID, "slot_id", spec.SlotID)
+	go d.wait(p)
+	return h, nil
+}
+
+// start materialises the sandbox dir and starts the runner in its own
+// process group, killed by the kernel if the platform dies. Secrets reach it
+// only through its environment, which holds nothing else of the platform's.
+func (d *Driver) start(p *proc) error {
+	if err := os.RemoveAll(p.dir); err != nil { // a stale dir of a crashed platform
+		return fmt.Errorf("clear sandbox dir: %w", err)
+	}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return fmt.Errorf("create sandbox dir: %w", err)
+	}
+	specJSON, err := json.Marshal(p.spec) // Secrets are json:"-"
+	if err != nil {
+		return fmt.Errorf("encode spec: %w", err)
+	}
+	specPath := filepath.Join(p.dir, "spec.json")
+	if err := os.WriteFile(specPath, specJSON, 0o600); err != nil {
+		return fmt.Errorf("write spec: %w", err)
+	}
+	output, err := os.OpenFile(filepath.Join(p.dir, runnerOutputFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create runner output: %w", err)
+	}
+	defer output.Close() // the child has its own copy
+	args := []string{"--spec", specPath, "--work", filepath.Join(p.dir, "work"), "--out", filepath.Join(p.dir, "out"),
+		"--isolation", d.cfg.Isolation}
+	if d.cfg.AgentsDir != "" {
+		args = append(args, "--agents-dir", d.cfg.AgentsDir)
+	}
+	if d.bwrap != "" {
+		args = append(args, "--bwrap", d.bwrap)
+	}
+	cmd := exec.Command(d.cfg.RunnerPath, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, runner.SecretEnv(p.spec)...)
+	cmd.Stdout, cmd.Stderr = output, output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p.cmd = cmd
+	return nil
+}
+
+// wait reaps the runner and finishes the sandbox.
+func (d *Driver) wait(p *proc) {
+	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.exited = true
+	stopped := p.stopped
+	p.mu.Unlock()
+	// Anything the runner left in its process group goes with it.
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	code, msg := exitStatus(err)
+	reason := sandbox.Exited
+	if stopped {
+		reason, msg = sandbox.UserStopped, "stopped"
+	} else if code != sandbox.ExitOK {
+		msg = joinMessage(msg, tail(filepath.Join(p.dir, runnerOutputFile), 600))
+	}
+	d.finish(p, reason, code, msg)
+}
+
+// finish collects outputs, sends the completion, removes the sandbox dir and
+// forgets the process.
+func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string) {
+	defer d.wg.Done()
+	defer close(p.done)
+	ctx := context.Background()
+	log := d.log.With("sandbox_id", p.handle.ID, "launch_id", p.spec.LaunchID)
+	if reason != sandbox.FailedToStart {
+		if err := d.collect(ctx, p); err != nil {
+			log.Error("sandbox outputs not stored", "err", err)
+			msg = joinMessage(msg, "outputs not stored: "+err.Error())
+		}
+	}
+	c := sandbox.Completion{
+		SandboxID: p.handle.ID, LaunchID: p.spec.LaunchID, Workspace: p.spec.Workspace, RunID: p.spec.RunID,
+		SlotID: p.spec.SlotID, Generation: p.spec.Generation, Reason: reason, ExitCode: code, Message: msg,
+		StartedAt: p.handle.StartedAt, StoppedAt: time.Now().UTC(),
+	}
+	if err := os.RemoveAll(p.dir); err != nil {
+		log.Warn("sandbox dir not removed", "err", err)
+	}
+	// Forget the process before announcing its end, so whoever handles the
+	// completion no longer sees it in List.
+	d.mu.Lock()
+	delete(d.live, p.handle.ID)
+	d.mu.Unlock()
+	if err := d.sendCompletion(ctx, c); err != nil {
+		log.Error("completion not sent; the watchdog will find the slot", "err", err)
+	}
+	log.Info("sandbox ended", "reason", reason, "exit_code", code)
+}
+
+func (d *Driver) sendCompletion(ctx context.Context, c sandbox.Completion) error {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode completion: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		err = d.cfg.Completions.Send(ctx, queue.Outgoing{Body: body})
+		if err == nil || attempt == 4 {
+			return err
+		}
+		time.Sleep(time.Duration(100<<attempt) * time.Millisecond)
+	}
+}
+
+// Stop ends the sandbox: SIGTERM to the runner's process group, SIGKILL after
+// the grace period. It returns once the sandbox has ended (its completion,
+// reason UserStopped, sent). Stopping an ended sandbox does nothing.
+func (d *Driver) Stop(ctx context.Context, id string) error {
+	d.mu.Lock()
+	p, live := d.live[id]
+	_, known := d.handles[id]
+	d.mu.Unlock()
+	if !live {
+		if known {
+			return nil
+		}
+		return fmt.Errorf("stop %s: %w", id, sandbox.ErrNotFound)
+	}
+	p.signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(d.cfg.StopGrace):
+	case <-ctx.Done():
+	}
+	p.signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop %s: %w", id, ctx.Err())
+	}
+}
+
+// signal marks the sandbox stopped and signals its process group, unless the
+// process has been reaped (its pid could then belong to someone else).
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	if p.cmd != nil && !p.exited {
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+}
+
+// List returns the run's live sandboxes, oldest first.
+func (d *Driver) List(ctx context.Context, runID string) ([]sandbox.Handle, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []sandbox.Handle
+	for _, p := range d.live {
+		if p.handle.RunID == runID {
+			out = append(out, p.handle)
+		}
+	}
+	slices.SortFunc(out, func(a, b sandbox.Handle) int { return a.StartedAt.Compare(b.StartedAt) })
+	return out, nil
+}
+
+// Close stops every live sandbox and waits until all have ended. Launch
+// fails afterwards.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	ids := make([]string, 0, len(d.live))
+	for id := range d.live {
+		ids = append(ids, id)
+	}
+	d.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Go(func() { errs[i] = d.Stop(context.Background(), id) })
+	}
+	wg.Wait()
+	d.wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (d *Driver) sandboxesDir() string { return filepath.Join(d.cfg.DataDir, "sandboxes") }
