@@ -1,0 +1,94 @@
+// Package stacks assembles one stage of gauntlet from the constructs in
+// infra/: a stateful stack (table, queues, artifacts bucket, secrets key)
+// that outlives redeployments, and a stateless stack (functions, their
+// triggers and permissions, API, sandboxes, schedules, console) that
+// references it.
+package stacks
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/gauntlet-bench/gauntlet/infra/artifacts"
+	"github.com/gauntlet-bench/gauntlet/infra/config"
+	"github.com/gauntlet-bench/gauntlet/infra/queues"
+	"github.com/gauntlet-bench/gauntlet/infra/secrets"
+	"github.com/gauntlet-bench/gauntlet/infra/table"
+)
+
+// Timeouts of the functions; the queues they consume derive their
+// visibility timeouts from these.
+var Timeouts = map[string]time.Duration{
+	"api":          29 * time.Second, // API Gateway's integration limit is 30 s
+	"planner":      2 * time.Minute,
+	"dispatcher":   time.Minute,
+	"grader":       2 * time.Minute,
+	"ingester":     time.Minute,
+	"leaderboard":  2 * time.Minute,
+	"registrysync": 10 * time.Minute,
+	"watchdog":     50 * time.Second, // shorter than its one-minute schedule
+}
+
+// Stateful is the stack of resources that hold data.
+type Stateful struct {
+	awscdk.Stack
+	Table   *table.Table
+	Plan    *queues.Queue
+	Slots   *queues.Queue
+	Results *queues.Queue
+	Sync    *queues.Queue
+	// StreamFailures receives the leaderboard's stream batches that failed every retry.
+	StreamFailures *queues.DeadLetter
+	Artifacts      *artifacts.Artifacts
+	Secrets        *secrets.Store
+}
+
+// StackName returns "Gauntlet-<Stage>-<kind>" with the stage's first letter capitalised.
+func StackName(stage, kind string) string {
+	return fmt.Sprintf("Gauntlet-%s-%s", strings.ToUpper(stage[:1])+stage[1:], kind)
+}
+
+// NewStateful creates the stateful stack of cfg's stage.
+func NewStateful(scope constructs.Construct, cfg config.Config, props *awscdk.StackProps) (*Stateful, error) {
+	p := *props
+	p.StackName = jsii.String(StackName(cfg.Stage, "Stateful"))
+	p.Description = jsii.String(fmt.Sprintf("gauntlet %s: table, queues, artifacts bucket, secrets key", cfg.Stage))
+	p.TerminationProtection = jsii.Bool(!cfg.IsDev())
+	stack := awscdk.NewStack(scope, jsii.String(StackName(cfg.Stage, "Stateful")), &p)
+	retain := !cfg.IsDev()
+	s := &Stateful{Stack: stack}
+	s.Table = table.New(stack, "Data", table.Props{Retain: retain})
+	var err error
+	queue := func(id, consumer string, maxReceives int) *queues.Queue {
+		if err != nil {
+			return nil
+		}
+		var q *queues.Queue
+		q, err = queues.New(stack, id, queues.Props{ConsumerTimeout: Timeouts[consumer], MaxReceiveCount: maxReceives, Retain: retain})
+		return q
+	}
+	s.Plan = queue("PlanQueue", "planner", 5)
+	// The dispatcher returns a slot to the queue while its run is at its
+	// concurrency limit, so slots get more receives before dead-lettering.
+	s.Slots = queue("SlotsQueue", "dispatcher", 20)
+	s.Results = queue("ResultsQueue", "ingester", 5)
+	s.Sync = queue("SyncQueue", "registrysync", 3)
+	if err != nil {
+		return nil, err
+	}
+	s.StreamFailures = queues.NewDeadLetter(stack, "LeaderboardStreamFailures", retain)
+	s.Artifacts = artifacts.New(stack, "Artifacts", artifacts.Props{Retain: retain})
+	s.Secrets = secrets.New(stack, "Secrets", secrets.Props{Stage: cfg.Stage, Retain: retain})
+	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
+		Value: s.Table.Table.TableName(), Description: jsii.String("GAUNTLET_TABLE"),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("BucketName"), &awscdk.CfnOutputProps{
+		Value: s.Artifacts.Bucket.BucketName(), Description: jsii.String("GAUNTLET_BUCKET"),
+	})
+	return s, nil
+}

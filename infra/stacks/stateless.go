@@ -1,0 +1,221 @@
+package stacks
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/gauntlet-bench/gauntlet/infra/api"
+	"github.com/gauntlet-bench/gauntlet/infra/config"
+	"github.com/gauntlet-bench/gauntlet/infra/console"
+	"github.com/gauntlet-bench/gauntlet/infra/functions"
+	"github.com/gauntlet-bench/gauntlet/infra/queues"
+	"github.com/gauntlet-bench/gauntlet/infra/sandbox"
+)
+
+// StatelessProps configures the stateless stack.
+type StatelessProps struct {
+	// StackProps carries the environment (account, region) of the stage.
+	StackProps awscdk.StackProps
+	// Stateful is the stage's stateful stack.
+	Stateful *Stateful
+	// RunnerContext is the Docker build context of the sandbox-runner image (the repository root).
+	RunnerContext string
+	// ConsoleSite is the built console to upload; empty uploads nothing.
+	ConsoleSite string
+}
+
+// Stateless is the stack of compute, triggers and edges.
+type Stateless struct {
+	awscdk.Stack
+	Functions map[string]*functions.Function
+	Sandbox   *sandbox.Sandbox
+	API       *api.API
+	Console   *console.Console
+	// EventFailures receives events that EventBridge, the Scheduler or an
+	// asynchronous invocation could not deliver or process.
+	EventFailures *queues.DeadLetter
+}
+
+// memoryMB of the functions that need more than the default.
+var memoryMB = map[string]int{"api": 512, "planner": 512, "grader": 512, "leaderboard": 1024, "registrysync": 1024}
+
+var descriptions = map[string]string{
+	"api":          "HTTP API (API Gateway payload v2)",
+	"planner":      "plan queue: fans a run out into slots",
+	"dispatcher":   "slots queue: launches sandboxes within the concurrency limits",
+	"grader":       "ECS task stopped: grades a sandbox's outcome onto the results queue",
+	"ingester":     "results queue: records slot results",
+	"leaderboard":  "table stream: recomputes leaderboards",
+	"registrysync": "sync queue and hourly schedule: syncs benchmark registries",
+	"watchdog":     "every minute: stops overdue sandboxes, re-queues stuck slots",
+}
+
+// NewStateless creates the stateless stack of cfg's stage.
+func NewStateless(scope constructs.Construct, cfg config.Config, props StatelessProps) (*Stateless, error) {
+	sp := props.StackProps
+	name := StackName(cfg.Stage, "Stateless")
+	sp.StackName = jsii.String(name)
+	sp.Description = jsii.String(fmt.Sprintf("gauntlet %s: functions, API, sandboxes, schedules, console", cfg.Stage))
+	stack := awscdk.NewStack(scope, jsii.String(name), &sp)
+	s := &Stateless{Stack: stack, Functions: map[string]*functions.Function{}}
+	retention, err := retentionDays(cfg.LogRetentionDays)
+	if err != nil {
+		return nil, err
+	}
+	s.Sandbox, err = sandbox.New(stack, "Sandbox", sandbox.Props{
+		Stage: cfg.Stage, NATGateways: cfg.NATGateways, LogRetention: retention, RunnerContext: props.RunnerContext,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Console = console.New(stack, "Console", console.Props{SiteDir: props.ConsoleSite})
+	s.EventFailures = queues.NewDeadLetter(stack, "EventFailures", false)
+
+	env := s.environment(cfg, props.Stateful)
+	for _, name := range functions.Names {
+		reserved := 0
+		if cfg.ReservedConcurrency && (name == "watchdog" || name == "registrysync") {
+			reserved = 1 // singletons: overlapping sweeps or syncs only contend
+		}
+		fn, err := functions.New(stack, titleCase(name)+"Function", functions.Props{
+			Name:                name,
+			AssetRoot:           cfg.LambdaAssets,
+			Description:         "gauntlet " + name + ": " + descriptions[name],
+			Timeout:             Timeouts[name],
+			MemoryMB:            memoryMB[name],
+			Environment:         env[name],
+			LogRetention:        retention,
+			ReservedConcurrency: reserved,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.Functions[name] = fn
+	}
+	s.API, err = api.New(stack, "Api", api.Props{
+		Handler:       s.Functions["api"].Function,
+		JWTIssuer:     cfg.JWTIssuer,
+		JWTAudience:   cfg.JWTAudience,
+		CORSOrigin:    s.consoleOrigin(cfg),
+		ThrottleRate:  cfg.ThrottleRate,
+		ThrottleBurst: cfg.ThrottleBurst,
+		LogRetention:  retention,
+		Retain:        !cfg.IsDev(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Functions["api"].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_ISSUER"), s.API.Issuer, nil)
+	s.Functions["api"].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_AUDIENCE"), s.API.Audience, nil)
+
+	s.grant(props.Stateful)
+	if err := s.trigger(cfg, props.Stateful); err != nil {
+		return nil, err
+	}
+	s.outputs()
+	return s, nil
+}
+
+// consoleOrigin is the configured origin or the console's CloudFront URL.
+func (s *Stateless) consoleOrigin(cfg config.Config) *string {
+	if cfg.ConsoleOrigin != "" {
+		return jsii.String(cfg.ConsoleOrigin)
+	}
+	return s.Console.URL()
+}
+
+// environment returns each function's variables: only those it uses.
+func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[string]*string {
+	common := func(extra map[string]*string) map[string]*string {
+		out := map[string]*string{
+			"GAUNTLET_STAGE": jsii.String(cfg.Stage),
+			"GAUNTLET_TABLE": st.Table.Table.TableName(),
+			"LOG_LEVEL":      jsii.String(cfg.LogLevel),
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	maxSandboxes := jsii.String(fmt.Sprint(cfg.MaxSandboxes))
+	bucket := st.Artifacts.Bucket.BucketName()
+	dispatcher := map[string]*string{
+		"GAUNTLET_SLOTS_QUEUE_URL": st.Slots.Queue.QueueUrl(),
+		"GAUNTLET_BUCKET":          bucket,
+		"GAUNTLET_SECRETS_PREFIX":  jsii.String(st.Secrets.Prefix),
+		"GAUNTLET_SECRETS_KMS_KEY": st.Secrets.Key.KeyArn(),
+		"GAUNTLET_MAX_SANDBOXES":   maxSandboxes,
+	}
+	for k, v := range s.Sandbox.Environment() {
+		dispatcher[k] = v
+	}
+	return map[string]map[string]*string{
+		"api": common(map[string]*string{
+			"GAUNTLET_PLAN_QUEUE_URL":  st.Plan.Queue.QueueUrl(),
+			"GAUNTLET_SYNC_QUEUE_URL":  st.Sync.Queue.QueueUrl(),
+			"GAUNTLET_BUCKET":          bucket,
+			"GAUNTLET_SECRETS_PREFIX":  jsii.String(st.Secrets.Prefix),
+			"GAUNTLET_SECRETS_KMS_KEY": st.Secrets.Key.KeyArn(),
+			"GAUNTLET_CONSOLE_ORIGIN":  s.consoleOrigin(cfg),
+			"GAUNTLET_MAX_SANDBOXES":   maxSandboxes,
+		}),
+		"planner":    common(map[string]*string{"GAUNTLET_SLOTS_QUEUE_URL": st.Slots.Queue.QueueUrl()}),
+		"dispatcher": common(dispatcher),
+		"grader": common(map[string]*string{
+			"GAUNTLET_RESULTS_QUEUE_URL": st.Results.Queue.QueueUrl(),
+			"GAUNTLET_BUCKET":            bucket,
+			"GAUNTLET_CLUSTER":           s.Sandbox.Cluster.ClusterArn(),
+		}),
+		"ingester":     common(nil),
+		"leaderboard":  common(nil),
+		"registrysync": common(map[string]*string{"GAUNTLET_BUCKET": bucket}),
+		"watchdog": common(map[string]*string{
+			"GAUNTLET_SLOTS_QUEUE_URL": st.Slots.Queue.QueueUrl(),
+			"GAUNTLET_CLUSTER":         s.Sandbox.Cluster.ClusterArn(),
+		}),
+	}
+}
+
+func (s *Stateless) outputs() {
+	out := func(id string, value *string, description string) {
+		awscdk.NewCfnOutput(s.Stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(description)})
+	}
+	out("ApiUrl", s.API.URL(), "Base URL of the gauntlet API (GAUNTLET_API_URL for the CLI)")
+	out("ConsoleUrl", s.Console.URL(), "URL of the web console")
+	if s.API.UserPool != nil {
+		out("UserPoolId", s.API.UserPool.UserPoolId(), "Cognito user pool that issues API tokens")
+		out("UserPoolClientId", s.API.UserPoolClient.UserPoolClientId(), "Cognito app client id (the JWT audience)")
+	}
+}
+
+// titleCase turns a function name into a construct id ("registrysync" → "Registrysync").
+func titleCase(name string) string {
+	if name == "" {
+		return name
+	}
+	return string(name[0]-'a'+'A') + name[1:]
+}
+
+// retentions maps the day counts config accepts to CloudWatch's retention settings.
+var retentions = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 120: awslogs.RetentionDays_FOUR_MONTHS,
+	150: awslogs.RetentionDays_FIVE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS, 731: awslogs.RetentionDays_TWO_YEARS,
+	1096: awslogs.RetentionDays_THREE_YEARS, 1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS, 3288: awslogs.RetentionDays_NINE_YEARS,
+	3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+func retentionDays(days int) (awslogs.RetentionDays, error) {
+	r, ok := retentions[days]
+	if !ok {
+		return "", fmt.Errorf("log retention of %d days is not a CloudWatch Logs setting", days)
+	}
+	return r, nil
+}

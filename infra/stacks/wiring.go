@@ -1,0 +1,131 @@
+package stacks
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/gauntlet-bench/gauntlet/infra/artifacts"
+	"github.com/gauntlet-bench/gauntlet/infra/config"
+	"github.com/gauntlet-bench/gauntlet/infra/queues"
+)
+
+// grant gives each function exactly the permissions its handler uses.
+func (s *Stateless) grant(st *Stateful) {
+	table := st.Table.Table
+	role := func(name string) awslambda.Function { return s.Functions[name].Function }
+
+	api := role("api")
+	table.GrantReadWriteData(api)
+	st.Plan.Queue.GrantSendMessages(api)
+	st.Sync.Queue.GrantSendMessages(api)
+	st.Secrets.GrantManage(api)
+	st.Artifacts.GrantGet(api, artifacts.RunsPrefix, artifacts.DownloadsPrefix)
+	st.Artifacts.GrantPut(api, artifacts.DownloadsPrefix)
+
+	planner := role("planner")
+	table.GrantReadWriteData(planner)
+	st.Slots.Queue.GrantSendMessages(planner)
+
+	dispatcher := role("dispatcher")
+	table.GrantReadWriteData(dispatcher)
+	st.Slots.Queue.GrantSendMessages(dispatcher) // re-queue with a delay
+	st.Secrets.GrantRead(dispatcher)
+	s.Sandbox.GrantLaunch(dispatcher)
+	st.Artifacts.GrantPut(dispatcher, artifacts.RunsPrefix)
+	st.Artifacts.GrantGet(dispatcher, artifacts.RunsPrefix, artifacts.TasksPrefix)
+
+	grader := role("grader")
+	table.GrantReadData(grader)
+	st.Results.Queue.GrantSendMessages(grader)
+	st.Artifacts.GrantGet(grader, artifacts.RunsPrefix)
+	s.Sandbox.GrantStop(grader)
+
+	table.GrantReadWriteData(role("ingester"))
+	table.GrantReadWriteData(role("leaderboard")) // stream read comes with its event source
+
+	registrysync := role("registrysync")
+	table.GrantReadWriteData(registrysync)
+	st.Artifacts.GrantPut(registrysync, artifacts.TasksPrefix)
+
+	watchdog := role("watchdog")
+	table.GrantReadWriteData(watchdog)
+	st.Slots.Queue.GrantSendMessages(watchdog)
+	s.Sandbox.GrantWatch(watchdog)
+}
+
+// sqsSource consumes a queue with partial batch responses and a concurrency cap.
+func sqsSource(q *queues.Queue, batch, maxConcurrency int) awslambda.IEventSource {
+	return awslambdaeventsources.NewSqsEventSource(q.Queue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(float64(batch)),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(float64(maxConcurrency)),
+	})
+}
+
+// trigger connects each function to what invokes it.
+func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
+	fn := func(name string) awslambda.Function { return s.Functions[name].Function }
+	fn("planner").AddEventSource(sqsSource(st.Plan, 1, 5))
+	fn("dispatcher").AddEventSource(sqsSource(st.Slots, 10, cfg.DispatcherConcurrency))
+	fn("ingester").AddEventSource(sqsSource(st.Results, 10, 10))
+	fn("registrysync").AddEventSource(sqsSource(st.Sync, 1, 2))
+	fn("leaderboard").AddEventSource(awslambdaeventsources.NewDynamoEventSource(st.Table.Table, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize:               jsii.Number(100),
+		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(5)),
+		BisectBatchOnError:      jsii.Bool(true),
+		RetryAttempts:           jsii.Number(5),
+		MaxRecordAge:            awscdk.Duration_Days(jsii.Number(1)),
+		ReportBatchItemFailures: jsii.Bool(true),
+		ParallelizationFactor:   jsii.Number(1),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(st.StreamFailures.Queue),
+	}))
+
+	// Asynchronous invocations (EventBridge, Scheduler) retry twice and then
+	// land in the event-failures queue.
+	for _, name := range []string{"grader", "watchdog", "registrysync"} {
+		fn(name).ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
+			OnFailure:     awslambdadestinations.NewSqsDestination(s.EventFailures.Queue),
+		})
+	}
+	awsevents.NewRule(s.Stack, jsii.String("SandboxStopped"), &awsevents.RuleProps{
+		Description: jsii.String("A gauntlet sandbox task stopped: grade it"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.ecs"),
+			DetailType: jsii.Strings("ECS Task State Change"),
+			Detail: &map[string]any{
+				"clusterArn": []*string{s.Sandbox.Cluster.ClusterArn()},
+				"lastStatus": []string{"STOPPED"},
+			},
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn("grader"), &awseventstargets.LambdaFunctionProps{
+			RetryAttempts:   jsii.Number(8),
+			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(6)),
+			DeadLetterQueue: s.EventFailures.Queue,
+		})},
+	})
+	schedule := func(id, expression, description string, target awslambda.Function, retries int) {
+		awsscheduler.NewSchedule(s.Stack, jsii.String(id), &awsscheduler.ScheduleProps{
+			Description: jsii.String(description),
+			Schedule:    awsscheduler.ScheduleExpression_Expression(jsii.String(expression), nil),
+			Target: awsschedulertargets.NewLambdaInvoke(target, &awsschedulertargets.ScheduleTargetBaseProps{
+				RetryAttempts:   jsii.Number(float64(retries)),
+				MaxEventAge:     awscdk.Duration_Hours(jsii.Number(1)),
+				DeadLetterQueue: s.EventFailures.Queue,
+			}),
+		})
+	}
+	schedule("RegistrySyncSchedule", cfg.SyncSchedule, "gauntlet: sync benchmark registries", fn("registrysync"), 2)
+	// A missed watchdog tick is covered by the next one a minute later.
+	schedule("WatchdogSchedule", cfg.WatchdogSchedule, "gauntlet: stop overdue sandboxes, re-queue stuck slots", fn("watchdog"), 0)
+	return nil
+}

@@ -1,0 +1,72 @@
+// Package table provisions gauntlet's single DynamoDB table: the pk/sk key
+// scheme with two overloaded global secondary indexes, a change stream for
+// the leaderboard, a TTL attribute for expiring items and point-in-time recovery.
+package table
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Attribute names of the key scheme; pkg/awsx/dynamo writes the same names.
+const (
+	PartitionKey = "pk"
+	SortKey      = "sk"
+	TTLAttribute = "expires_at"
+)
+
+// Index names a global secondary index and its key attributes.
+type Index struct{ Name, PartitionKey, SortKey string }
+
+// Indexes are the overloaded global secondary indexes of the data model.
+var Indexes = []Index{
+	{Name: "gsi1", PartitionKey: "gsi1pk", SortKey: "gsi1sk"},
+	{Name: "gsi2", PartitionKey: "gsi2pk", SortKey: "gsi2sk"},
+}
+
+// Props configures the table.
+type Props struct {
+	// Retain keeps the table (and turns on deletion protection) when the
+	// stack is deleted; every stage except dev sets it.
+	Retain bool
+}
+
+// Table is the platform's DynamoDB table.
+type Table struct {
+	constructs.Construct
+	// Table is the DynamoDB table; its stream carries NEW_AND_OLD_IMAGES.
+	Table awsdynamodb.Table
+}
+
+// New creates the table under scope.
+func New(scope constructs.Construct, id string, props Props) *Table {
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	removal := awscdk.RemovalPolicy_DESTROY
+	if props.Retain {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	t := awsdynamodb.NewTable(c, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String(SortKey), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
+		Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		TimeToLiveAttribute: jsii.String(TTLAttribute),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(props.Retain),
+		RemovalPolicy:      removal,
+	})
+	for _, ix := range Indexes {
+		t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(ix.Name),
+			PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(ix.PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+			SortKey:        &awsdynamodb.Attribute{Name: jsii.String(ix.SortKey), Type: awsdynamodb.AttributeType_STRING},
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		})
+	}
+	return &Table{Construct: c, Table: t}
+}
