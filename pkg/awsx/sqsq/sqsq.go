@@ -140,6 +140,12 @@ func (q *Queue) ChangeVisibility(ctx context.Context, receipt string, d time.Dur
 	_, err := q.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: &q.url, ReceiptHandle: &receipt, VisibilityTimeout: seconds(min(d, maxVisibility)),
 	})
+	var notInflight *types.MessageNotInflight
+	if errors.As(err, &notInflight) {
+		// The delivery is stale (its visibility already ran out); as for
+		// Delete, acting on a stale receipt changes nothing.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("change visibility on %s: %w", q.url, err)
 	}
