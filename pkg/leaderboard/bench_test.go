@@ -55,3 +55,13 @@ func BenchmarkRecompute(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRank is the ranking part of BenchmarkRecompute alone: every
+// metric's board, paired tests and ranks over 50 precomputed summaries.
+func BenchmarkRank(b *testing.B) {
+	summaries := LatestEligible(SummarizeAll(benchInputs(50, 2500, 10), Options{}))
+	b.ReportAllocs()
+	for b.Loop() {
+		Boards(summaries)
+	}
+}
