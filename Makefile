@@ -10,7 +10,9 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: all build test lint run deps tools bench clean
+.PHONY: all build test lint run deps tools bench clean lambdas synth emulators-up emulators-down
+
+FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
 all: build
 
@@ -37,9 +39,25 @@ lint: tools
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
 
-## test: everything — lint, then every test.
+## test: everything — lint, then every test (the AWS adapters' tests start
+## DynamoDB Local and fauxqs through scripts/emulators.sh; stopped afterwards).
 test: deps lint
-	$(GO) test -count=1 ./...
+	@status=0; $(GO) test -count=1 -timeout 25m ./... || status=$$?; \
+	scripts/emulators.sh down; exit $$status
+
+emulators-up:
+	scripts/emulators.sh up
+
+emulators-down:
+	scripts/emulators.sh down
+
+## lambdas: one bootstrap per function for the provided.al2023 arm64 runtime.
+lambdas:
+	@for f in $(FUNCTIONS); do \
+		echo "lambda $$f"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+			-o build/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
 
 ## run: the main job.
 run: deps build
