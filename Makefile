@@ -34,7 +34,7 @@ build:
 
 ## lint: gofmt, go vet, staticcheck.
 lint: tools
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; find . -name '*.go' -not -path './node_modules/*' -not -path './cdk.out/*' -newer go.mod 2>/dev/null) | sort -u); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './node_modules/*' -not -path './cdk.out/*' -not -path './build/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...

@@ -94,10 +94,10 @@ func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer) {
 func testSpec(launch string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: launch, Workspace: "ws1", RunID: "run1", SlotID: "0/hello/1", Generation: 0,
-		Task: sandbox.TaskRef{Name: "hello", BundleURL: "https://bucket.example/tasks/hello.tgz"},
+		Task:    sandbox.TaskRef{Name: "hello", BundleURL: "https://bucket.example/tasks/hello.tgz"},
 		Harness: "codex", Model: "openai/gpt-5.2", Image: "ghcr.io/example/task:1", CPUs: 1, MemoryMB: 2048,
 		AgentTimeout: 10 * time.Minute, VerifierTimeout: 5 * time.Minute,
-		Output: sandbox.Output{Prefix: "runs/run1/slots/x/g0/", ResultURL: "https://put/result", ArtifactsURL: "https://put/artifacts"},
+		Output:  sandbox.Output{Prefix: "runs/run1/slots/x/g0/", ResultURL: "https://put/result", ArtifactsURL: "https://put/artifacts"},
 		Secrets: map[string]secret.Value{"OPENAI_API_KEY": "sk-live-do-not-leak"},
 	}
 }

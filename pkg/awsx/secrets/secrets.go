@@ -36,7 +36,9 @@ var _ secret.Store = (*Store)(nil)
 
 // New returns a store naming secrets under prefix (e.g. "gauntlet/prod/")
 // and encrypting new ones with kmsKey (an ARN or alias; empty = AWS managed).
-func New(api API, prefix, kmsKey string) *Store { return &Store{api: api, prefix: prefix, kmsKey: kmsKey} }
+func New(api API, prefix, kmsKey string) *Store {
+	return &Store{api: api, prefix: prefix, kmsKey: kmsKey}
+}
 
 // Name returns the Secrets Manager name of a record. Workspace and owner ids
 // are path-escaped so no id can reach into another's namespace.
