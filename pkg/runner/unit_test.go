@@ -1,0 +1,270 @@
+package runner
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+func TestHarnessTable(t *testing.T) {
+	var names []string
+	for _, h := range Harnesses() {
+		names = append(names, h.Name)
+		if h.Description == "" || h.Version == "" || h.Run == "" {
+			t.Errorf("harness %q lacks a description, version or run command", h.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"command", "nop", "oracle"}, names); diff != "" {
+		t.Errorf("harness names (-want +got):\n%s", diff)
+	}
+	if _, ok := LookupHarness("codex"); ok {
+		t.Error(`LookupHarness("codex") found a row that does not exist yet`)
+	}
+	oracle, ok := LookupHarness("oracle")
+	if !ok || !oracle.MountsSolution {
+		t.Errorf("oracle = %+v, %v; want a row that mounts the solution", oracle, ok)
+	}
+	for _, h := range Harnesses() {
+		if h.MountsSolution && h.Name != "oracle" {
+			t.Errorf("harness %q mounts the solution; only the oracle may", h.Name)
+		}
+	}
+}
+
+func TestHarnessRunCommand(t *testing.T) {
+	data := RunTemplateData{Command: "/agent/run.sh --fast", Model: "m", SolutionDir: "/solution"}
+	tests := []struct {
+		harness string
+		data    RunTemplateData
+		want    string
+		wantErr bool
+	}{
+		{harness: "command", data: data, want: "/agent/run.sh --fast"},
+		{harness: "command", data: RunTemplateData{}, wantErr: true},
+		{harness: "oracle", data: data, want: "bash /solution/solve.sh"},
+		{harness: "nop", data: data, want: ":"},
+	}
+	for _, tc := range tests {
+		h, _ := LookupHarness(tc.harness)
+		got, err := h.RunCommand(tc.data)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%s.RunCommand(%+v) = %q, %v; want %q (error %v)", tc.harness, tc.data, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
+	spec := sandbox.Spec{
+		Secrets:         map[string]secret.Value{"OPENAI_API_KEY": "sk-1", "X": "a=b"},
+		VerifierSecrets: map[string]secret.Value{"JUDGE_KEY": "j-2"},
+	}
+	env := append(SecretEnv(spec), "PATH=/bin", "GAUNTLET_SECRET_=ignored", "AWS_SECRET_ACCESS_KEY=platform")
+	agent, verifier, carriers := takeSecrets(env)
+	if diff := cmp.Diff(spec.Secrets, agent); diff != "" {
+		t.Errorf("agent secrets (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(spec.VerifierSecrets, verifier); diff != "" {
+		t.Errorf("verifier secrets (-want +got):\n%s", diff)
+	}
+	slices.Sort(carriers)
+	want := []string{"GAUNTLET_SECRET_OPENAI_API_KEY", "GAUNTLET_SECRET_X", "GAUNTLET_VERIFIER_SECRET_JUDGE_KEY"}
+	if diff := cmp.Diff(want, carriers); diff != "" {
+		t.Errorf("carriers (-want +got):\n%s", diff)
+	}
+}
+
+func TestNetworkAllowed(t *testing.T) {
+	for mode, want := range map[string]bool{
+		"": false, "none": false, harbor.NetworkNone: false, harbor.NetworkAllowlist: false,
+		harbor.NetworkPublic: true, "bridge": false,
+	} {
+		if got := networkAllowed(mode); got != want {
+			t.Errorf("networkAllowed(%q) = %v, want %v", mode, got, want)
+		}
+	}
+}
+
+func TestReadUsageJSON(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string // "" = no file
+		want    Usage
+		wantOK  bool
+		wantErr bool
+	}{
+		{name: "absent"},
+		{name: "full", content: `{"input_tokens": 10, "cache_tokens": 2, "output_tokens": 3, "cost_usd": 0.5, "extra": true}`,
+			want: Usage{InputTokens: 10, CacheTokens: 2, OutputTokens: 3, CostUSD: 0.5}, wantOK: true},
+		{name: "partial", content: `{"output_tokens": 7}`, want: Usage{OutputTokens: 7}, wantOK: true},
+		{name: "negative", content: `{"input_tokens": -1}`, wantErr: true},
+		{name: "not json", content: `tokens: 3`, wantErr: true},
+		{name: "wrong type", content: `{"cost_usd": "free"}`, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.content != "" {
+				if err := os.WriteFile(filepath.Join(dir, "usage.json"), []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, ok, err := ReadUsageJSON(dir)
+			if (err != nil) != tc.wantErr || ok != tc.wantOK || got != tc.want {
+				t.Errorf("ReadUsageJSON = %+v, %v, %v; want %+v, %v, error %v", got, ok, err, tc.want, tc.wantOK, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestExtractTarGzStaysInside(t *testing.T) {
+	tests := []struct {
+		name    string
+		entries []tar.Header
+		wantErr bool
+	}{
+		{name: "parent escape", entries: []tar.Header{{Name: "../evil", Typeflag: tar.TypeReg}}, wantErr: true},
+		{name: "absolute", entries: []tar.Header{{Name: "/etc/evil", Typeflag: tar.TypeReg}}, wantErr: true},
+		{name: "through a symlink", entries: []tar.Header{
+			{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "/tmp"},
+			{Name: "link/evil", Typeflag: tar.TypeReg},
+		}, wantErr: true},
+		{name: "plain", entries: []tar.Header{{Name: "a/b.txt", Typeflag: tar.TypeReg}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dest := t.TempDir()
+			err := extractTarGz(bytes.NewReader(tarGz(t, tc.entries)), dest)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("extractTarGz error = %v, want error %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func tarGz(t *testing.T, entries []tar.Header) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, h := range entries {
+		body := []byte("x")
+		if h.Typeflag == tar.TypeReg {
+			h.Size = int64(len(body))
+		}
+		h.Mode = 0o644
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestRunCloudShape runs a trial the way the cloud driver does: the task
+// arrives as a bundle URL and the outputs leave by presigned PUTs.
+func TestRunCloudShape(t *testing.T) {
+	requireBwrap(t)
+	bundle := filepath.Join(t.TempDir(), "task.tar.gz")
+	if err := writeTarGz(fixtureDir(t), bundle); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	puts := map[string][]byte{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			http.ServeFile(w, r, bundle)
+		case http.MethodPut:
+			body, _ := io.ReadAll(r.Body)
+			if r.ContentLength != int64(len(body)) {
+				http.Error(w, "content length required", http.StatusLengthRequired)
+				return
+			}
+			mu.Lock()
+			puts[r.URL.Path] = body
+			mu.Unlock()
+		}
+	}))
+	defer srv.Close()
+	spec := baseSpec(t, "oracle")
+	spec.Task = sandbox.TaskRef{Name: "task", BundleURL: srv.URL + "/bundle?X-Amz-Signature=abc"}
+	spec.Output = sandbox.Output{ResultURL: srv.URL + "/result.json", ArtifactsURL: srv.URL + "/artifacts.tar.gz"}
+	r := runTrial(t, spec, Options{})
+	if got := rewardOf(t, r.result); got != 1 {
+		t.Errorf("reward = %v, want 1", got)
+	}
+	uploaded, err := harbor.DecodeTrialResult(bytes.NewReader(puts["/result.json"]))
+	if err != nil {
+		t.Fatalf("uploaded result.json: %v", err)
+	}
+	if uploaded.ID != r.result.ID {
+		t.Errorf("uploaded result id %s, want %s", uploaded.ID, r.result.ID)
+	}
+	names := tarNames(t, puts["/artifacts.tar.gz"])
+	for _, want := range []string{"runner.log", "agent/instruction.md", "verifier/reward.txt"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("artifacts.tar.gz lacks %s; has %v", want, names)
+		}
+	}
+}
+
+func tarNames(t *testing.T, data []byte) []string {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("artifacts archive: %v", err)
+	}
+	tr := tar.NewReader(gz)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, strings.TrimSuffix(h.Name, "/"))
+	}
+}
+
+func TestUploadFailureIsAnError(t *testing.T) {
+	requireBwrap(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "denied", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	spec := baseSpec(t, "nop")
+	spec.Output = sandbox.Output{ResultURL: srv.URL + "/result.json?X-Amz-Signature=secret-signature"}
+	_, err := Run(context.Background(), spec, Options{WorkDir: filepath.Join(dir, "w"), OutDir: filepath.Join(dir, "o")})
+	if err == nil || strings.Contains(err.Error(), "secret-signature") {
+		t.Errorf("Run with a failing upload: error %v, want one that does not show the presigned URL", err)
+	}
+}
