@@ -189,7 +189,7 @@ const (
 	purgeBatch = 500
 )
 
-// maybePurge runs a purge when one is due. It is called with wmu held, after
+// maybePurge runs a purge when one is due. It is called by writeLoop, after
 // a commit; a failed purge is logged and retried at the next interval.
 func (db *DB) maybePurge(ctx context.Context, now time.Time) {
 	if now.Sub(db.lastPurge) < purgeEvery {

@@ -26,14 +26,18 @@ type DB struct {
 	reader *sql.DB
 	writer *sql.DB
 
-	wmu   sync.Mutex // serialises writes on wconn
-	wconn *sql.Conn
-	stmts *statements
+	// Writes: writeLoop alone uses wconn and stmts, taking requests from reqs.
+	wconn    *sql.Conn
+	stmts    *statements
+	reqs     chan *writeReq
+	loopDone chan struct{}
+	cmu      sync.RWMutex // guards closed and sends on reqs
+	closed   bool
 
 	// now is the clock; tests replace it.
 	now func() time.Time
 
-	lastPurge time.Time // guarded by wmu
+	lastPurge time.Time // used by writeLoop only
 	notify    notifier
 }
 
@@ -55,7 +59,7 @@ CREATE INDEX IF NOT EXISTS items_gsi1 ON items (gsi1pk, gsi1sk, pk, sk) WHERE gs
 CREATE INDEX IF NOT EXISTS items_gsi2 ON items (gsi2pk, gsi2sk, pk, sk) WHERE gsi2pk IS NOT NULL AND gsi2sk IS NOT NULL;
 CREATE INDEX IF NOT EXISTS items_expiry ON items (expires_at) WHERE expires_at > 0;
 CREATE TABLE IF NOT EXISTS changes (
-	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	seq INTEGER PRIMARY KEY,
 	kind TEXT NOT NULL,
 	old BLOB,
 	new BLOB,
@@ -66,7 +70,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 	checkpoint TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS messages (
-	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	seq INTEGER PRIMARY KEY,
 	id TEXT NOT NULL,
 	queue TEXT NOT NULL,
 	body BLOB NOT NULL,
@@ -122,21 +126,33 @@ func (db *DB) init(ctx context.Context, params string) error {
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	db.reader = reader
+	db.reqs = make(chan *writeReq, maxGroup)
+	db.loopDone = make(chan struct{})
+	go db.writeLoop()
 	return nil
 }
 
-// Close closes the database. Pending writes finish first.
+// Close waits for queued writes, then closes the database.
 func (db *DB) Close() error {
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
+	db.cmu.Lock()
+	if db.closed {
+		db.cmu.Unlock()
+		return nil
+	}
+	db.closed = true
+	if db.reqs != nil {
+		close(db.reqs)
+	}
+	db.cmu.Unlock()
+	if db.loopDone != nil {
+		<-db.loopDone
+	}
 	var errs []error
 	if db.stmts != nil {
 		errs = append(errs, db.stmts.close())
-		db.stmts = nil
 	}
 	if db.wconn != nil {
 		errs = append(errs, db.wconn.Close())
-		db.wconn = nil
 	}
 	if db.reader != nil {
 		errs = append(errs, db.reader.Close())
@@ -153,33 +169,129 @@ func (db *DB) Close() error {
 // errClosed reports a use of a closed DB.
 var errClosed = errors.New("sqlite: database is closed")
 
-// write runs fn inside one IMMEDIATE transaction on the writer connection,
-// committing when fn returns nil and rolling back otherwise. Statements run
-// without the caller's cancellation (the transaction is short and must end
-// cleanly); a context already done is refused up front.
+// write runs fn inside an IMMEDIATE transaction on the writer connection:
+// its writes commit when it returns nil and are undone otherwise.
+//
+// Writes are group-committed: one goroutine owns the writer connection and
+// runs every write queued while it was busy in one transaction, each inside
+// its own savepoint, so concurrent writers share one commit. Statements run
+// without the caller's cancellation (a write is short and must end cleanly);
+// a context already done is refused up front.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, w *writeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ctx = context.WithoutCancel(ctx)
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	if db.stmts == nil {
+	req := &writeReq{ctx: context.WithoutCancel(ctx), fn: fn, done: make(chan struct{})}
+	db.cmu.RLock()
+	if db.closed {
+		db.cmu.RUnlock()
 		return errClosed
 	}
-	now := db.now()
-	w := &writeTx{db: db, s: db.stmts, now: now}
-	if err := db.inTx(ctx, w, fn); err != nil {
-		return err
-	}
-	for _, q := range w.sentTo {
-		db.notify.signal(q)
-	}
-	db.maybePurge(ctx, now)
-	return nil
+	db.reqs <- req
+	db.cmu.RUnlock()
+	<-req.done
+	return req.err
 }
 
-// inTx runs fn in one transaction on the writer connection; wmu is held.
+// writeReq is one queued write and, once done is closed, its outcome.
+type writeReq struct {
+	ctx    context.Context
+	fn     func(ctx context.Context, w *writeTx) error
+	done   chan struct{}
+	err    error
+	sentTo []string
+}
+
+// maxGroup bounds how many writes share one commit.
+const maxGroup = 256
+
+// writeLoop owns the writer connection: it runs queued writes in groups until
+// the request channel is closed and drained.
+func (db *DB) writeLoop() {
+	defer close(db.loopDone)
+	for req := range db.reqs {
+		batch := []*writeReq{req}
+	drain:
+		for len(batch) < maxGroup {
+			select {
+			case r, ok := <-db.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		db.runBatch(batch)
+	}
+}
+
+// runBatch runs the queued writes in one transaction.
+func (db *DB) runBatch(batch []*writeReq) {
+	defer func() {
+		for _, req := range batch {
+			if req.err == nil {
+				for _, q := range req.sentTo {
+					db.notify.signal(q)
+				}
+			}
+			close(req.done)
+		}
+	}()
+	now := db.now()
+	ctx := batch[0].ctx
+	if len(batch) == 1 {
+		w := &writeTx{db: db, s: db.stmts, now: now}
+		batch[0].err = db.inTx(ctx, w, batch[0].fn)
+		batch[0].sentTo = w.sentTo
+	} else {
+		db.runGroup(ctx, now, batch)
+	}
+	db.maybePurge(ctx, now)
+}
+
+// runGroup runs several writes in one transaction, each in a savepoint so a
+// failed one is undone alone.
+func (db *DB) runGroup(ctx context.Context, now time.Time, batch []*writeReq) {
+	if _, err := db.stmts.begin.ExecContext(ctx); err != nil {
+		for _, req := range batch {
+			req.err = fmt.Errorf("begin write on %q: %w", db.path, err)
+		}
+		return
+	}
+	for _, req := range batch {
+		req.err = db.inSavepoint(now, req)
+	}
+	if _, err := db.stmts.commit.ExecContext(ctx); err != nil {
+		_, _ = db.stmts.rollback.ExecContext(ctx)
+		for _, req := range batch {
+			if req.err == nil {
+				req.err = fmt.Errorf("commit write on %q: %w", db.path, err)
+			}
+		}
+	}
+}
+
+func (db *DB) inSavepoint(now time.Time, req *writeReq) error {
+	if _, err := db.stmts.savepoint.ExecContext(req.ctx); err != nil {
+		return fmt.Errorf("open savepoint on %q: %w", db.path, err)
+	}
+	w := &writeTx{db: db, s: db.stmts, now: now}
+	err := req.fn(req.ctx, w)
+	if err != nil {
+		if _, rbErr := db.stmts.rollbackTo.ExecContext(req.ctx); rbErr != nil {
+			err = errors.Join(err, fmt.Errorf("roll back savepoint on %q: %w", db.path, rbErr))
+		}
+	}
+	if _, relErr := db.stmts.release.ExecContext(req.ctx); relErr != nil && err == nil {
+		err = fmt.Errorf("release savepoint on %q: %w", db.path, relErr)
+	}
+	req.sentTo = w.sentTo
+	return err
+}
+
+// inTx runs fn in one transaction on the writer connection (from writeLoop).
 func (db *DB) inTx(ctx context.Context, w *writeTx, fn func(ctx context.Context, w *writeTx) error) error {
 	if _, err := db.stmts.begin.ExecContext(ctx); err != nil {
 		return fmt.Errorf("begin write on %q: %w", db.path, err)

@@ -12,7 +12,8 @@ const itemColumns = `pk, sk, gsi1pk, gsi1sk, gsi2pk, gsi2sk, data, counters, ver
 
 // statements are the writer connection's prepared statements.
 type statements struct {
-	begin, commit, rollback *sql.Stmt
+	begin, commit, rollback        *sql.Stmt
+	savepoint, rollbackTo, release *sql.Stmt
 
 	getItem, upsertItem, insertItem, deleteItem, expiredItems *sql.Stmt
 	insertChange, saveCheckpoint, pruneChanges                *sql.Stmt
@@ -32,6 +33,9 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		{&s.begin, `BEGIN IMMEDIATE`},
 		{&s.commit, `COMMIT`},
 		{&s.rollback, `ROLLBACK`},
+		{&s.savepoint, `SAVEPOINT write`},
+		{&s.rollbackTo, `ROLLBACK TO write`},
+		{&s.release, `RELEASE write`},
 		{&s.getItem, `SELECT ` + itemColumns + ` FROM items WHERE pk = ? AND sk = ?`},
 		{&s.upsertItem, `INSERT INTO items (` + itemColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (pk, sk) DO UPDATE SET gsi1pk = excluded.gsi1pk, gsi1sk = excluded.gsi1sk,
@@ -44,7 +48,8 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		{&s.insertChange, `INSERT INTO changes (kind, old, new, at) VALUES (?, ?, ?, ?)`},
 		{&s.saveCheckpoint, `INSERT INTO checkpoints (consumer, checkpoint) VALUES (?, ?)
 			ON CONFLICT (consumer) DO UPDATE SET checkpoint = excluded.checkpoint`},
-		{&s.pruneChanges, `DELETE FROM changes WHERE seq <= ?`},
+		// The newest change always stays, so sequence numbers never restart.
+		{&s.pruneChanges, `DELETE FROM changes WHERE seq <= ? AND seq < (SELECT max(seq) FROM changes)`},
 		{&s.insertMessage, `INSERT INTO messages (id, queue, body, visible_at, sent_at) VALUES (?, ?, ?, ?, ?)`},
 		{&s.visibleMessages, `SELECT seq, id, body, receive_count, sent_at FROM messages
 			WHERE queue = ? AND visible_at <= ? ORDER BY visible_at, seq LIMIT ?`},

@@ -68,7 +68,9 @@ func writeChanges(t *testing.T, tb store.Table, p string) []store.Change {
 	t.Helper()
 	ctx := t.Context()
 	var want []store.Change
-	record := func(kind store.ChangeKind, old, new *store.Item) { want = append(want, store.Change{Kind: kind, Old: old, New: new}) }
+	record := func(kind store.ChangeKind, old, new *store.Item) {
+		want = append(want, store.Change{Kind: kind, Old: old, New: new})
+	}
 
 	a1 := mustPut(t, tb, store.Item{PK: p + "a", SK: "a", GSI1PK: p + "g", GSI1SK: "1", Data: data(t, "one")}, store.Cond{Kind: store.IfNotExists})
 	record(store.Insert, nil, &a1)
