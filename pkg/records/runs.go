@@ -315,3 +315,48 @@ func (s *Store) PutRunMetrics(ctx context.Context, runID string, metrics any) er
 func (s *Store) RunMetrics(ctx context.Context, runID string, out any) error {
 	return s.getJSON(ctx, runPK(runID), "METRICS", out)
 }
+
+// ChangeEvent is what a change-stream record means to the data model.
+type ChangeEvent struct {
+	// RunID is the run the changed item belongs to.
+	RunID string
+	// ResultInserted is set when an attempt result was created.
+	ResultInserted bool
+	// Run is the run's new image when the changed item is a run.
+	Run *run.Run
+	// OldStatus is the run's status before the change ("" for an insert).
+	OldStatus run.Status
+}
+
+// DescribeChange interprets a change record; ok is false for changes that
+// concern neither a run nor an attempt result.
+func DescribeChange(c store.Change) (ev ChangeEvent, ok bool, err error) {
+	img := c.New
+	if img == nil {
+		img = c.Old
+	}
+	if img == nil || !strings.HasPrefix(img.PK, "RUN#") {
+		return ev, false, nil
+	}
+	ev.RunID = strings.TrimPrefix(img.PK, "RUN#")
+	switch {
+	case img.SK == "RUN" && c.New != nil:
+		r, err := decode(runCodec, *c.New)
+		if err != nil {
+			return ev, false, err
+		}
+		ev.Run = &r
+		if c.Old != nil {
+			old, err := decode(runCodec, *c.Old)
+			if err != nil {
+				return ev, false, err
+			}
+			ev.OldStatus = old.Status
+		}
+		return ev, true, nil
+	case strings.HasPrefix(img.SK, "RESULT#") && c.Kind == store.Insert:
+		ev.ResultInserted = true
+		return ev, true, nil
+	}
+	return ev, false, nil
+}

@@ -20,10 +20,13 @@ type Run struct {
 	SubmittedBy    string `json:"submitted_by,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 
-	Benchmark       string `json:"benchmark"` // benchmark key
-	BenchmarkName   string `json:"benchmark_name,omitempty"`
-	ManifestVersion string `json:"manifest_version"`
-	ManifestDigest  string `json:"manifest_digest"`
+	Benchmark string `json:"benchmark"` // benchmark key
+	// ManifestWorkspace is the workspace whose records hold the pinned
+	// manifest (the run's own, or the platform's for managed benchmarks).
+	ManifestWorkspace string `json:"manifest_workspace"`
+	BenchmarkName     string `json:"benchmark_name,omitempty"`
+	ManifestVersion   string `json:"manifest_version"`
+	ManifestDigest    string `json:"manifest_digest"`
 	// TaskSet is the task set the run selected ("" when it did not name one).
 	TaskSet string `json:"task_set,omitempty"`
 	// FullTaskList is true when Tasks is the benchmark's whole task list.
@@ -41,6 +44,9 @@ type Run struct {
 	Reason string `json:"reason,omitempty"`
 	// Planned is set once every slot exists.
 	Planned bool `json:"planned,omitempty"`
+	// SentBatches counts the planner's slot-message batches already sent,
+	// so a redelivered plan message re-sends only what is missing.
+	SentBatches int `json:"sent_batches,omitempty"`
 	// Agents is the number of run agents.
 	Agents int `json:"agents"`
 
@@ -69,6 +75,8 @@ type Settings struct {
 	SecretNames []string `json:"secret_names,omitempty"`
 	// VerifierSecretNames are secret records the verifier receives.
 	VerifierSecretNames []string `json:"verifier_secret_names,omitempty"`
+	// VerifierEnv holds literal variables for the verifier only.
+	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
 }
 
 // TotalSlots returns agents × tasks × attempts.
@@ -108,6 +116,11 @@ type Agent struct {
 	// Command is the agent command of the `command` harness.
 	Command string            `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Name tells apart agents with the same harness and model.
+	Name string `json:"name,omitempty"`
+	// APIKeySecret is the secret record holding the model API key; the
+	// sandbox also receives it under the harness's key variable.
+	APIKeySecret string `json:"api_key_secret,omitempty"`
 	// SecretNames are the secret records this agent's sandbox receives, as
 	// environment variables of the same name.
 	SecretNames []string `json:"secret_names,omitempty"`
@@ -166,6 +179,9 @@ type Slot struct {
 	// StopReason is recorded before the platform stops the current launch's
 	// sandbox, so the grader knows why it ended.
 	StopReason StopReason `json:"stop_reason,omitempty"`
+	// MissingSince is when the watchdog first found the slot running while
+	// the driver no longer listed its sandbox.
+	MissingSince time.Time `json:"missing_since,omitzero"`
 	// Outcome is the final outcome once the slot is done.
 	Outcome Outcome `json:"outcome,omitempty"`
 

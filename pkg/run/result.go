@@ -60,11 +60,15 @@ type Result struct {
 	Reward  *float64           `json:"reward,omitempty"`
 	Rewards map[string]float64 `json:"rewards,omitempty"`
 
-	InputTokens  int64   `json:"input_tokens,omitempty"`
-	CacheTokens  int64   `json:"cache_tokens,omitempty"`
-	OutputTokens int64   `json:"output_tokens,omitempty"`
-	CostUSD      float64 `json:"cost_usd,omitempty"`
-	DurationMS   int64   `json:"duration_ms,omitempty"`
+	// UsageReported and CostReported say whether the harness reported token
+	// counts and cost (a zero is then a real zero).
+	UsageReported bool    `json:"usage_reported,omitempty"`
+	CostReported  bool    `json:"cost_reported,omitempty"`
+	InputTokens   int64   `json:"input_tokens,omitempty"`
+	CacheTokens   int64   `json:"cache_tokens,omitempty"`
+	OutputTokens  int64   `json:"output_tokens,omitempty"`
+	CostUSD       float64 `json:"cost_usd,omitempty"`
+	DurationMS    int64   `json:"duration_ms,omitempty"`
 
 	// ArtifactsPrefix is the blob key prefix of result.json and artifacts/.
 	ArtifactsPrefix string    `json:"artifacts_prefix,omitempty"`

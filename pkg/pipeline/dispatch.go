@@ -1,0 +1,400 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+// dispatchAttempts bounds how often Dispatch re-reads a slot that changed
+// under it.
+const dispatchAttempts = 8
+
+// Dispatch launches one generation of a slot. It passes the run's
+// max_concurrent_attempts gate and the global sandbox cap — a guarded
+// counter each, taken in the same transaction that records the launch intent
+// (slot launching, launch id = hash(run, slot, generation)) — and only then
+// calls the driver. Over a cap the message is re-sent with a delay (the slot
+// waits; it is never dropped). A redelivered message for a slot already
+// launching adopts the launch (the driver returns the sandbox of the same
+// launch id); one for a running, done or older-generation slot changes
+// nothing. A stopping run launches nothing: its queued slots are cancelled.
+func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
+	for range dispatchAttempts {
+		slot, err := s.recs.Slot(ctx, m.RunID, m.SlotID)
+		if err != nil {
+			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
+		}
+		if slot.Generation != m.Generation || slot.Status == run.SlotDone || slot.Status == run.SlotRunning {
+			return nil
+		}
+		r, err := s.recs.Run(ctx, m.RunID)
+		if err != nil {
+			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
+		}
+		switch {
+		case r.Status == run.Stopping || r.Status.Terminal():
+			if slot.Status == run.SlotQueued {
+				return s.cancelSlot(ctx, slot)
+			}
+			return nil // a launching slot of a stopping run is settled by the stop path and the watchdog
+		case r.Status == run.Pending:
+			return s.resendSlot(ctx, m, s.opts.GateDelay)
+		}
+		if slot.Status == run.SlotQueued {
+			acquired, changed, err := s.acquire(ctx, r, &slot)
+			switch {
+			case err != nil:
+				return err
+			case changed:
+				continue
+			case !acquired:
+				return s.resendSlot(ctx, m, s.opts.GateDelay)
+			}
+		}
+		return s.launch(ctx, r, slot)
+	}
+	return fmt.Errorf("dispatch %s/%s: slot kept changing: %w", m.RunID, m.SlotID, records.ErrContention)
+}
+
+// acquire takes a run gate and a global gate unit and records the launch
+// intent, atomically. changed reports that the slot was written by someone
+// else meanwhile; !acquired && !changed means a cap is full.
+func (s *Service) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acquired, changed bool, err error) {
+	next := *slot
+	if err := next.SetStatus(run.SlotLaunching); err != nil {
+		return false, false, err
+	}
+	next.LaunchID = run.LaunchID(r.ID, slot.ID, slot.Generation)
+	next.LaunchedAt = s.now()
+	next.SandboxID, next.StopReason, next.MissingSince = "", "", time.Time{}
+	var ops records.Ops
+	ops.Append(records.RunGateOp(r.ID, 1, int64(r.Settings.MaxConcurrentAttempts)),
+		records.GlobalGateOp(1, int64(s.opts.MaxSandboxes)))
+	ops.Add(records.SlotOp(next))
+	err = ops.Transact(ctx, s.recs)
+	if err == nil {
+		stored, gerr := s.recs.Slot(ctx, r.ID, slot.ID)
+		if gerr != nil {
+			return false, false, fmt.Errorf("dispatch %s/%s: %w", r.ID, slot.ID, gerr)
+		}
+		*slot = stored
+		return true, false, nil
+	}
+	if !records.IsConditionFailed(err) {
+		return false, false, fmt.Errorf("dispatch %s/%s: record launch intent: %w", r.ID, slot.ID, err)
+	}
+	now, gerr := s.recs.Slot(ctx, r.ID, slot.ID)
+	if gerr != nil {
+		return false, false, fmt.Errorf("dispatch %s/%s: %w", r.ID, slot.ID, gerr)
+	}
+	return false, now.Version != slot.Version, nil
+}
+
+func (s *Service) resendSlot(ctx context.Context, m SlotMessage, delay time.Duration) error {
+	body, err := encodeMessage(m)
+	if err != nil {
+		return err
+	}
+	if err := s.ports.Slots.Send(ctx, outgoing(body, delay)); err != nil {
+		return fmt.Errorf("re-send slot %s/%s: %w", m.RunID, m.SlotID, err)
+	}
+	return nil
+}
+
+// launch starts (or adopts) the sandbox of a launching slot.
+func (s *Service) launch(ctx context.Context, r run.Run, slot run.Slot) error {
+	spec, deadline, err := s.buildSpec(ctx, r, slot)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return s.failedToStart(ctx, slot, err)
+	}
+	h, err := s.ports.Sandboxes.Launch(ctx, spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("launch %s/%s: %w", r.ID, slot.ID, err)
+		}
+		return s.failedToStart(ctx, slot, err)
+	}
+	var stop bool
+	_, err = s.recs.UpdateSlot(ctx, r.ID, slot.ID, func(sl *run.Slot) error {
+		if sl.Generation != slot.Generation || sl.Status != run.SlotLaunching {
+			return records.ErrNoChange // already completed, re-queued or cancelled
+		}
+		stop = sl.StopReason != ""
+		sl.SandboxID, sl.Deadline = h.ID, deadline
+		return sl.SetStatus(run.SlotRunning)
+	})
+	if err != nil {
+		return fmt.Errorf("launch %s/%s: record sandbox %s: %w", r.ID, slot.ID, h.ID, err)
+	}
+	if stop {
+		if err := s.ports.Sandboxes.Stop(ctx, h.ID); err != nil {
+			return fmt.Errorf("stop sandbox %s of %s/%s: %w", h.ID, r.ID, slot.ID, err)
+		}
+	}
+	if err := s.markRunning(ctx, r, slot.Agent); err != nil {
+		return err
+	}
+	s.appendLog(ctx, r.ID, slot.ID, records.LevelInfo, "launched",
+		fmt.Sprintf("slot %s generation %d launched in sandbox %s", slot.ID, slot.Generation, h.ID))
+	return nil
+}
+
+// failedToStart reports a launch the driver refused as a completion, so the
+// grader classifies it (infrastructure error, retried if retries are left).
+func (s *Service) failedToStart(ctx context.Context, slot run.Slot, cause error) error {
+	now := s.now()
+	s.log.WarnContext(ctx, "sandbox failed to start", "run_id", slot.RunID, "slot", slot.ID, "err", cause)
+	return s.sendCompletion(ctx, sandbox.Completion{
+		LaunchID: slot.LaunchID, RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation,
+		Reason: sandbox.FailedToStart, Message: cause.Error(), StartedAt: now, StoppedAt: now,
+	})
+}
+
+func (s *Service) sendCompletion(ctx context.Context, c sandbox.Completion) error {
+	body, err := encodeMessage(c)
+	if err != nil {
+		return err
+	}
+	if err := s.ports.Completions.Send(ctx, outgoing(body, 0)); err != nil {
+		return fmt.Errorf("send completion of %s/%s: %w", c.RunID, c.SlotID, err)
+	}
+	return nil
+}
+
+// markRunning moves the run and the slot's agent from queued to running on
+// their first launch.
+func (s *Service) markRunning(ctx context.Context, r run.Run, agent int) error {
+	now := s.now()
+	if r.Status == run.Queued {
+		if _, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
+			if r.Status != run.Queued {
+				return records.ErrNoChange
+			}
+			return r.SetStatus(run.Running, now)
+		}); err != nil {
+			return fmt.Errorf("mark run %s running: %w", r.ID, err)
+		}
+	}
+	key := fmt.Sprintf("%s/%d", r.ID, agent)
+	if s.seen(key) {
+		return nil
+	}
+	if _, err := s.recs.UpdateAgent(ctx, r.ID, agent, func(a *run.Agent) error {
+		if a.Status != run.Queued {
+			return records.ErrNoChange
+		}
+		return a.SetStatus(run.Running, now)
+	}); err != nil {
+		return fmt.Errorf("mark run %s agent %d running: %w", r.ID, agent, err)
+	}
+	s.remember(key)
+	return nil
+}
+
+// buildSpec assembles the sandbox spec of a slot: task files, harness,
+// model, literal env, the agent's and the verifier's secret values (only the
+// ones they name), timeouts × multiplier and the output prefix. It returns
+// the deadline the watchdog enforces.
+func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sandbox.Spec, time.Time, error) {
+	agents, err := s.agents(ctx, r.ID)
+	if err != nil {
+		return sandbox.Spec{}, time.Time{}, err
+	}
+	if slot.Agent < 0 || slot.Agent >= len(agents) {
+		return sandbox.Spec{}, time.Time{}, fmt.Errorf("slot %s: agent index %d out of range", slot.ID, slot.Agent)
+	}
+	a := agents[slot.Agent]
+	task, err := s.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, slot.Task)
+	if err != nil {
+		return sandbox.Spec{}, time.Time{}, err
+	}
+	ref, err := s.taskRef(ctx, task)
+	if err != nil {
+		return sandbox.Spec{}, time.Time{}, err
+	}
+	mult := r.Settings.TimeoutMultiplier
+	if mult <= 0 {
+		mult = 1
+	}
+	spec := sandbox.Spec{
+		LaunchID: slot.LaunchID, Workspace: r.Workspace, RunID: r.ID, SlotID: slot.ID, Generation: slot.Generation,
+		Task: ref, Harness: a.Harness, Command: a.Command, Model: a.Model,
+		Env: mergeEnv(r.Settings.Env, a.Env), VerifierEnv: r.Settings.VerifierEnv,
+		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),
+		Image:           task.DockerImage, Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
+		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
+	}
+	if task.AgentTimeoutSec != nil {
+		spec.AgentTimeout = scaled(*task.AgentTimeoutSec, mult)
+	}
+	if spec.Secrets, err = s.secretValues(ctx, r, a.SecretNames); err != nil {
+		return spec, time.Time{}, err
+	}
+	if h, ok := runner.LookupHarness(a.Harness); ok && h.KeyEnv != "" && a.APIKeySecret != "" {
+		if v, ok := spec.Secrets[a.APIKeySecret]; ok {
+			spec.Secrets[h.KeyEnv] = v
+		}
+	}
+	if spec.VerifierSecrets, err = s.secretValues(ctx, r, r.Settings.VerifierSecretNames); err != nil {
+		return spec, time.Time{}, err
+	}
+	if err := s.presignOutput(ctx, &spec.Output); err != nil {
+		return spec, time.Time{}, err
+	}
+	return spec, s.now().Add(s.lifetime(task, r.Settings.TimeoutMultiplier)), nil
+}
+
+// OutputPrefix is the blob key prefix of one generation of a slot:
+// result.json and artifacts/ live under it.
+func OutputPrefix(runID, slotID string, gen int) string {
+	return fmt.Sprintf("runs/%s/slots/%s/g%d/", runID, slotID, gen)
+}
+
+func scaled(sec, mult float64) time.Duration {
+	return time.Duration(sec * mult * float64(time.Second))
+}
+
+func mergeEnv(layers ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, l := range layers {
+		for k, v := range l {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// secretValues fetches the values of the named secret records (personal
+// records of the submitter first, then the workspace's).
+func (s *Service) secretValues(ctx context.Context, r run.Run, names []string) (map[string]secret.Value, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]secret.Value, len(names))
+	for _, name := range names {
+		ref, err := s.recs.ResolveSecret(ctx, r.Workspace, r.SubmittedBy, name)
+		if err != nil {
+			return nil, fmt.Errorf("secret record %s of run %s: %w", name, r.ID, err)
+		}
+		v, err := s.ports.Secrets.Get(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("secret record %s of run %s: read value: %w", name, r.ID, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func (s *Service) taskRef(ctx context.Context, t *records.Task) (sandbox.TaskRef, error) {
+	ref := sandbox.TaskRef{Name: t.Name}
+	switch {
+	case t.Files.Dir != "":
+		ref.Dir = t.Files.Dir
+	case t.Files.BundleKey != "":
+		p, ok := s.ports.Blobs.(blob.Presigner)
+		if !ok {
+			return ref, fmt.Errorf("task %s: its bundle %s needs a blob store that presigns URLs", t.Name, t.Files.BundleKey)
+		}
+		url, err := p.PresignGet(ctx, t.Files.BundleKey, 2*time.Hour)
+		if err != nil {
+			return ref, fmt.Errorf("task %s: presign bundle: %w", t.Name, err)
+		}
+		ref.BundleURL = url
+	default:
+		return ref, fmt.Errorf("task %s: no task files recorded", t.Name)
+	}
+	return ref, nil
+}
+
+// presignOutput adds upload URLs when the blob store hands them out (cloud);
+// the local driver copies the runner's output itself.
+func (s *Service) presignOutput(ctx context.Context, out *sandbox.Output) error {
+	p, ok := s.ports.Blobs.(blob.Presigner)
+	if !ok {
+		return nil
+	}
+	var err error
+	if out.ResultURL, err = p.PresignPut(ctx, out.Prefix+"result.json", 24*time.Hour); err != nil {
+		return fmt.Errorf("presign result upload: %w", err)
+	}
+	if out.ArtifactsURL, err = p.PresignPut(ctx, out.Prefix+"artifacts.tar.gz", 24*time.Hour); err != nil {
+		return fmt.Errorf("presign artifacts upload: %w", err)
+	}
+	return nil
+}
+
+// agents returns the run's agents (immutable after submission; cached).
+func (s *Service) agents(ctx context.Context, runID string) ([]run.Agent, error) {
+	s.cacheMu.Lock()
+	cached, ok := s.agentCache[runID]
+	s.cacheMu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	agents, err := s.recs.Agents(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("agents of run %s: %w", runID, err)
+	}
+	s.cacheMu.Lock()
+	if len(s.agentCache) >= maxCached {
+		clear(s.agentCache)
+	}
+	s.agentCache[runID] = agents
+	s.cacheMu.Unlock()
+	return agents, nil
+}
+
+// task returns one task of a pinned manifest (immutable; cached).
+func (s *Service) task(ctx context.Context, ws, key, version, name string) (*records.Task, error) {
+	ck := ws + "\x00" + key + "\x00" + version + "\x00" + name
+	s.cacheMu.Lock()
+	cached, ok := s.tasks[ck]
+	s.cacheMu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	t, err := s.recs.Task(ctx, ws, key, version, name)
+	if err != nil {
+		return nil, fmt.Errorf("task %s of %s@%s: %w", name, key, version, err)
+	}
+	s.cacheMu.Lock()
+	if len(s.tasks) >= maxCached {
+		clear(s.tasks)
+	}
+	s.tasks[ck] = &t
+	s.cacheMu.Unlock()
+	return &t, nil
+}
+
+// seen and remember keep a bounded set of facts already written (an agent
+// known to be running), to skip redundant reads.
+func (s *Service) seen(key string) bool {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	_, ok := s.known[key]
+	return ok
+}
+
+func (s *Service) remember(key string) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if len(s.known) >= maxCached {
+		clear(s.known)
+	}
+	s.known[key] = struct{}{}
+}
+

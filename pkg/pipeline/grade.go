@@ -1,0 +1,202 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+)
+
+// agentPhaseExceptions are the runner exception types that mean the agent
+// phase itself failed (the agent's fault).
+var agentPhaseExceptions = []string{
+	runner.ExceptionAgentSetup, runner.ExceptionAgentSetupTimeout, runner.ExceptionAgentTimeout, runner.ExceptionAgentExit,
+}
+
+// Grade turns a sandbox completion into an attempt result and sends it to
+// the results queue. Classification:
+//
+//   - infra (retried while the slot's generation < max_retries): the sandbox
+//     failed to start, the platform lost it, the watchdog stopped it past its
+//     deadline (platform timeout), the runner exited non-zero (crash or
+//     ExitInfra), or result.json is missing or unreadable;
+//   - cancelled: the sandbox was stopped because its run is stopping;
+//   - otherwise the verifier decides: reward ≥ the pass threshold passes,
+//     below fails. An agent failure (timeout, non-zero exit, setup failure)
+//     is final and keeps error class agent with its message, but the reward
+//     still scores it;
+//   - no reward at all (verifier timeout, reward file missing or malformed)
+//     is errored and scores 0. Its class is agent when the agent phase failed
+//     (the agent most likely broke what the verifier needed), infra when the
+//     agent phase was clean (the verifier or the platform failed; a retry
+//     may succeed).
+//
+// A completion for another generation or launch than the slot's current one,
+// or for a slot that is no longer active, is a duplicate and is ignored.
+func (s *Service) Grade(ctx context.Context, c sandbox.Completion) error {
+	slot, err := s.recs.Slot(ctx, c.RunID, c.SlotID)
+	if errors.Is(err, records.ErrNotFound) {
+		s.log.WarnContext(ctx, "completion for an unknown slot ignored", "run_id", c.RunID, "slot", c.SlotID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
+	}
+	if slot.Generation != c.Generation || slot.LaunchID != c.LaunchID || !slot.Status.Active() {
+		return nil
+	}
+	r, err := s.recs.Run(ctx, c.RunID)
+	if err != nil {
+		return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
+	}
+	res := s.classify(ctx, r, slot, c)
+	res.Retried = res.Outcome == run.Errored && res.ErrorClass == run.Infra &&
+		slot.Generation < r.Settings.MaxRetries && r.Status.Launchable()
+	body, err := encodeMessage(ResultMessage{SchemaVersion: SchemaVersion, Result: res})
+	if err != nil {
+		return err
+	}
+	if err := s.ports.Results.Send(ctx, outgoing(body, 0)); err != nil {
+		return fmt.Errorf("grade %s/%s: send result: %w", c.RunID, c.SlotID, err)
+	}
+	return nil
+}
+
+// classify builds the attempt result of a completion (Retried not yet set).
+func (s *Service) classify(ctx context.Context, r run.Run, slot run.Slot, c sandbox.Completion) run.Result {
+	res := run.Result{
+		RunID: r.ID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent, Task: slot.Task,
+		Attempt: slot.Attempt, LaunchID: slot.LaunchID, ArtifactsPrefix: OutputPrefix(r.ID, slot.ID, slot.Generation),
+		StartedAt: c.StartedAt, EndedAt: c.StoppedAt, RecordedAt: s.now(),
+	}
+	if !c.StartedAt.IsZero() && c.StoppedAt.After(c.StartedAt) {
+		res.DurationMS = c.StoppedAt.Sub(c.StartedAt).Milliseconds()
+	}
+	infra := func(format string, args ...any) run.Result {
+		res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, fmt.Sprintf(format, args...)
+		return res
+	}
+	switch c.Reason {
+	case sandbox.FailedToStart:
+		return infra("sandbox failed to start: %s", c.Message)
+	case sandbox.Lost:
+		return infra("the platform lost the sandbox: %s", c.Message)
+	case sandbox.UserStopped:
+		switch slot.StopReason {
+		case run.StopCancel:
+			res.Outcome, res.Message = run.Cancelled, "the run was stopped"
+			return res
+		case run.StopDeadline:
+			return infra("platform timeout: the sandbox ran past its deadline and was stopped")
+		}
+		return infra("the sandbox was stopped by the platform: %s", c.Message)
+	case sandbox.Exited:
+	default:
+		return infra("unknown sandbox stop reason %q", c.Reason)
+	}
+	if c.ExitCode != sandbox.ExitOK {
+		if slot.StopReason == run.StopCancel {
+			res.Outcome, res.Message = run.Cancelled, "the run was stopped"
+			return res
+		}
+		return infra("the sandbox runner crashed (exit code %d)%s", c.ExitCode, suffix(c.Message))
+	}
+	tr, err := s.readResult(ctx, res.ArtifactsPrefix)
+	if err != nil {
+		return infra("%v", err)
+	}
+	return scoreTrial(res, tr, r.Settings.PassThreshold)
+}
+
+func suffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+// readResult reads and decodes the result.json under prefix.
+func (s *Service) readResult(ctx context.Context, prefix string) (harbor.TrialResult, error) {
+	rc, err := s.ports.Blobs.Get(ctx, prefix+harbor.TrialResultFile)
+	if errors.Is(err, blob.ErrNotFound) {
+		return harbor.TrialResult{}, errors.New("the runner exited cleanly but left no result.json")
+	}
+	if err != nil {
+		return harbor.TrialResult{}, fmt.Errorf("read result.json: %w", err)
+	}
+	defer rc.Close()
+	tr, err := harbor.DecodeTrialResult(rc)
+	if err != nil {
+		return harbor.TrialResult{}, fmt.Errorf("unreadable result.json: %w", err)
+	}
+	return tr, nil
+}
+
+// scoreTrial applies the pass threshold and the error classes to a trial.
+func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Result {
+	if tr.StartedAt != nil && tr.FinishedAt != nil && tr.FinishedAt.After(*tr.StartedAt) {
+		res.StartedAt, res.EndedAt = tr.StartedAt.UTC(), tr.FinishedAt.UTC()
+		res.DurationMS = tr.FinishedAt.Sub(*tr.StartedAt).Milliseconds()
+	}
+	if ar := tr.AgentResult; ar != nil {
+		res.UsageReported = ar.NInputTokens != nil || ar.NOutputTokens != nil
+		res.InputTokens, res.CacheTokens, res.OutputTokens = intOf(ar.NInputTokens), intOf(ar.NCacheTokens), intOf(ar.NOutputTokens)
+		if ar.CostUSD != nil {
+			res.CostUSD, res.CostReported = *ar.CostUSD, true
+		}
+	}
+	agentFailed := tr.ExceptionInfo != nil && slices.Contains(agentPhaseExceptions, tr.ExceptionInfo.ExceptionType)
+	if tr.ExceptionInfo != nil {
+		res.Message = tr.ExceptionInfo.ExceptionType + ": " + tr.ExceptionInfo.ExceptionMessage
+	}
+	reward, ok := tr.Reward()
+	if !ok {
+		res.Outcome, res.ErrorClass = run.Errored, run.Infra
+		if agentFailed {
+			res.ErrorClass = run.AgentError
+		}
+		if res.Message == "" {
+			res.Message = "the verifier produced no reward"
+		}
+		return res
+	}
+	res.Reward = &reward
+	if tr.VerifierResult != nil && len(tr.VerifierResult.Rewards) > 0 {
+		res.Rewards = tr.VerifierResult.Rewards
+	}
+	res.Outcome = run.FailedOut
+	if reward >= threshold {
+		res.Outcome = run.Passed
+	}
+	if agentFailed {
+		res.ErrorClass = run.AgentError
+	}
+	return res
+}
+
+func intOf(p *int) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(*p)
+}
+
+// retryDelay is the backoff before retry number gen+1 of a slot.
+func (s *Service) retryDelay(gen int) time.Duration {
+	d := s.opts.RetryBackoff
+	for range gen {
+		d *= 2
+		if d >= maxQueueDelay {
+			return maxQueueDelay
+		}
+	}
+	return d
+}

@@ -1,0 +1,232 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+// ingestAttempts bounds how often Ingest re-reads a slot that changed under it.
+const ingestAttempts = 16
+
+// Ingest records an attempt result exactly once. In one transaction it
+// creates the result (conditional on no result for the same run, slot and
+// generation), moves the slot (done, or back to queued as the next
+// generation when the grader decided on a retry), adds the result to the run
+// and agent counters, releases the concurrency gates the launch held, and
+// writes a run log line. A redelivered or stale result changes nothing. After
+// the transaction it sends the retry's slot message and, when the last slot
+// has finished, ends the agent and the run.
+func (s *Service) Ingest(ctx context.Context, m ResultMessage) error {
+	res := m.Result
+	for range ingestAttempts {
+		slot, err := s.recs.Slot(ctx, res.RunID, res.SlotID)
+		if err != nil {
+			return fmt.Errorf("ingest %s/%s: %w", res.RunID, res.SlotID, err)
+		}
+		if slot.Generation != res.Generation || slot.Status == run.SlotDone || slot.Status == run.SlotQueued {
+			// Applied before, or stale. Finish what a crash may have cut short.
+			if res.Retried && slot.Generation == res.Generation+1 && slot.Status == run.SlotQueued {
+				if err := s.sendRetry(ctx, slot); err != nil {
+					return err
+				}
+			}
+			return s.settle(ctx, res.RunID, res.Agent)
+		}
+		err = s.applyResult(ctx, slot, res)
+		if records.IsConditionFailed(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if res.Retried {
+			slot.Generation++
+			if err := s.sendRetry(ctx, slot); err != nil {
+				return err
+			}
+		}
+		return s.settle(ctx, res.RunID, res.Agent)
+	}
+	return fmt.Errorf("ingest %s/%s: slot kept changing: %w", res.RunID, res.SlotID, records.ErrContention)
+}
+
+// applyResult is the ingestion transaction (see Ingest).
+func (s *Service) applyResult(ctx context.Context, slot run.Slot, res run.Result) error {
+	next := slot
+	if res.Retried {
+		if err := next.SetStatus(run.SlotQueued); err != nil {
+			return err
+		}
+		next.Generation++
+		next.LaunchID, next.SandboxID, next.StopReason = "", "", ""
+		next.LaunchedAt, next.Deadline, next.MissingSince = time.Time{}, time.Time{}, time.Time{}
+	} else {
+		if err := next.SetStatus(run.SlotDone); err != nil {
+			return err
+		}
+		next.Outcome = res.Outcome
+	}
+	deltas := res.Deltas()
+	var ops records.Ops
+	ops.Add(records.ResultOp(res))
+	ops.Add(records.SlotOp(next))
+	ops.Append(records.RunTallyOp(res.RunID, deltas), records.AgentTallyOp(res.RunID, res.Agent, deltas))
+	if slot.Status.Active() {
+		ops.Append(records.RunGateOp(res.RunID, -1, 0), records.GlobalGateOp(-1, 0))
+	}
+	ops.Add(records.LogOp(resultLog(res, s.now())))
+	if err := ops.Transact(ctx, s.recs); err != nil {
+		return fmt.Errorf("ingest %s/%s generation %d: %w", res.RunID, res.SlotID, res.Generation, err)
+	}
+	return nil
+}
+
+func resultLog(res run.Result, at time.Time) records.LogLine {
+	l := records.LogLine{RunID: res.RunID, At: at, Level: records.LevelInfo, Step: "result", Slot: res.SlotID}
+	switch {
+	case res.Retried:
+		l.Level, l.Step = records.LevelWarn, "retry"
+		l.Message = fmt.Sprintf("slot %s generation %d: infrastructure error, retrying: %s", res.SlotID, res.Generation, res.Message)
+		return l
+	case res.Outcome == run.Errored:
+		l.Level = records.LevelWarn
+	}
+	l.Message = fmt.Sprintf("slot %s generation %d: %s", res.SlotID, res.Generation, res.Outcome)
+	if res.Reward != nil {
+		l.Message += fmt.Sprintf(" (reward %g)", *res.Reward)
+	}
+	if res.ErrorClass != "" {
+		l.Message += fmt.Sprintf(" [%s] %s", res.ErrorClass, res.Message)
+	}
+	return l
+}
+
+func (s *Service) sendRetry(ctx context.Context, slot run.Slot) error {
+	body, err := encodeMessage(SlotMessage{SchemaVersion: SchemaVersion, RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation})
+	if err != nil {
+		return err
+	}
+	if err := s.ports.Slots.Send(ctx, outgoing(body, s.retryDelay(slot.Generation-1))); err != nil {
+		return fmt.Errorf("send retry of %s/%s: %w", slot.RunID, slot.ID, err)
+	}
+	return nil
+}
+
+// cancelSlot records a queued slot of a stopping run as cancelled.
+func (s *Service) cancelSlot(ctx context.Context, slot run.Slot) error {
+	for range ingestAttempts {
+		if slot.Status != run.SlotQueued {
+			return nil
+		}
+		res := run.Result{RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent,
+			Task: slot.Task, Attempt: slot.Attempt, Outcome: run.Cancelled, Message: "the run was stopped", RecordedAt: s.now()}
+		err := s.applyResult(ctx, slot, res)
+		if err == nil {
+			return s.settle(ctx, slot.RunID, slot.Agent)
+		}
+		if !records.IsConditionFailed(err) {
+			return err
+		}
+		if slot, err = s.recs.Slot(ctx, slot.RunID, slot.ID); err != nil {
+			return fmt.Errorf("cancel %s/%s: %w", slot.RunID, slot.ID, err)
+		}
+	}
+	return fmt.Errorf("cancel %s/%s: %w", slot.RunID, slot.ID, records.ErrContention)
+}
+
+// settle ends the agent and the run once all their slots have a final
+// result: stopped when the run is stopping, failed when every scored attempt
+// errored for infrastructure reasons, finished otherwise. It is idempotent.
+func (s *Service) settle(ctx context.Context, runID string, agent int) error {
+	r, err := s.recs.Run(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("settle run %s: %w", runID, err)
+	}
+	if r.Status.Terminal() {
+		return s.recs.ClearActiveRun(ctx, runID)
+	}
+	if !r.Planned {
+		return nil
+	}
+	if err := s.settleAgent(ctx, r, agent); err != nil {
+		return err
+	}
+	t, err := s.recs.RunTally(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if t.Done < int64(r.TotalSlots()) {
+		return nil
+	}
+	return s.endRun(ctx, r.ID, t)
+}
+
+func (s *Service) settleAgent(ctx context.Context, r run.Run, idx int) error {
+	t, err := s.recs.AgentTally(ctx, r.ID, idx)
+	if err != nil {
+		return err
+	}
+	if t.Done < int64(len(r.Tasks)*r.Settings.AttemptsPerTask) {
+		return nil
+	}
+	now := s.now()
+	_, err = s.recs.UpdateAgent(ctx, r.ID, idx, func(a *run.Agent) error {
+		return endStatus(&a.Status, t, now, a.SetStatus)
+	})
+	if err != nil {
+		return fmt.Errorf("end run %s agent %d: %w", r.ID, idx, err)
+	}
+	return nil
+}
+
+func (s *Service) endRun(ctx context.Context, runID string, t run.Tally) error {
+	now := s.now()
+	var ended bool
+	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+		if err := endStatus(&r.Status, t, now, r.SetStatus); err != nil {
+			return err
+		}
+		ended = true
+		if r.Status == run.Failed {
+			r.Reason = "every attempt errored for infrastructure reasons"
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("end run %s: %w", runID, err)
+	}
+	if ended {
+		s.appendLog(ctx, runID, "", records.LevelInfo, string(r.Status),
+			fmt.Sprintf("run %s: %d passed, %d failed, %d errored, %d cancelled, %d retries", r.Status, t.Passed, t.Failed, t.Errored, t.Cancelled, t.Retries))
+		s.log.InfoContext(ctx, "run ended", "run_id", runID, "status", r.Status)
+	}
+	return s.recs.ClearActiveRun(ctx, runID)
+}
+
+// endStatus applies the end transition for a run or an agent whose slots all
+// have final results; it returns records.ErrNoChange when already terminal.
+func endStatus(status *run.Status, t run.Tally, now time.Time, set func(run.Status, time.Time) error) error {
+	switch *status {
+	case run.Finished, run.Failed, run.Stopped:
+		return records.ErrNoChange
+	case run.Stopping:
+		return set(run.Stopped, now)
+	case run.Pending:
+		if err := set(run.Queued, now); err != nil {
+			return err
+		}
+	}
+	end := t.EndStatus()
+	if *status == run.Queued && end == run.Finished {
+		// A sandbox ran (some attempt was scored by a verifier) even though
+		// the dispatcher did not get to record the run as running.
+		if err := set(run.Running, now); err != nil {
+			return err
+		}
+	}
+	return set(end, now)
+}

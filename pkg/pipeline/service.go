@@ -1,0 +1,125 @@
+// Package pipeline holds the execution handlers of gauntlet — Submit, Plan,
+// Dispatch, Grade, Ingest, Recompute, Stop and Watch — as plain methods of a
+// Service built from ports. The cloud Lambdas and the local loops call the
+// same methods; only the adapters behind the ports differ.
+//
+// Every handler tolerates at-least-once, out-of-order delivery: state
+// changes are conditional writes keyed by run, slot and generation, launch
+// intent is recorded before a sandbox starts, and counters move in the same
+// transaction as the result that changes them.
+package pipeline
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/queue"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
+)
+
+// Ports are the adapters a Service runs on.
+type Ports struct {
+	Table store.Table
+	// Plan carries PlanMessage, Slots SlotMessage, Completions
+	// sandbox.Completion and Results ResultMessage bodies.
+	Plan        queue.Queue
+	Slots       queue.Queue
+	Completions queue.Queue
+	Results     queue.Queue
+	Blobs       blob.Store
+	Secrets     secret.Store
+	Sandboxes   sandbox.Driver
+}
+
+// Options tune a Service; zero values take the defaults below.
+type Options struct {
+	// MaxSandboxes caps the sandboxes running at once across every run;
+	// 0 means no global cap.
+	MaxSandboxes int
+	// GateDelay is how long a slot held back by a concurrency cap waits
+	// before it is tried again (default 2 s).
+	GateDelay time.Duration
+	// RetryBackoff is the delay before the first retry of an infrastructure
+	// error; each further retry doubles it, up to 15 minutes (default 5 s).
+	RetryBackoff time.Duration
+	// LaunchTimeout is how long a slot may stay launching before the
+	// watchdog re-queues it (default 2 min); a pending run whose plan message
+	// was lost is re-planned after the same time.
+	LaunchTimeout time.Duration
+	// DeadlineGrace is added to a sandbox's agent + verifier timeouts to
+	// give its deadline (default 5 min).
+	DeadlineGrace time.Duration
+	// MaxSandboxLifetime bounds a sandbox whose task sets no agent timeout
+	// (default 24 h).
+	MaxSandboxLifetime time.Duration
+	// LostGrace is how long a running slot's sandbox may be missing from the
+	// driver's list before the slot is declared lost (default 2 min).
+	LostGrace time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives operational logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.GateDelay, 2*time.Second)
+	def(&o.RetryBackoff, 5*time.Second)
+	def(&o.LaunchTimeout, 2*time.Minute)
+	def(&o.DeadlineGrace, 5*time.Minute)
+	def(&o.MaxSandboxLifetime, 24*time.Hour)
+	def(&o.LostGrace, 2*time.Minute)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Service runs the pipeline's handlers on its ports.
+type Service struct {
+	ports Ports
+	opts  Options
+	recs  *records.Store
+	log   *slog.Logger
+
+	cacheMu    sync.Mutex
+	agentCache map[string][]run.Agent   // agents of runs (immutable), by run id
+	tasks      map[string]*records.Task // tasks of pinned manifests, by ws/key/version/name
+	known      map[string]struct{}      // facts already written (agent running)
+}
+
+// maxCached bounds each in-process cache; a full cache is emptied.
+const maxCached = 4096
+
+// New returns a Service on the ports. Every port must be set.
+func New(p Ports, opts Options) (*Service, error) {
+	if p.Table == nil || p.Plan == nil || p.Slots == nil || p.Completions == nil || p.Results == nil ||
+		p.Blobs == nil || p.Secrets == nil || p.Sandboxes == nil {
+		return nil, errors.New("pipeline: every port (table, plan/slots/completions/results queues, blobs, secrets, sandboxes) is required")
+	}
+	opts = opts.withDefaults()
+	return &Service{
+		ports: p, opts: opts, recs: records.New(p.Table), log: opts.Logger,
+		agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{},
+	}, nil
+}
+
+// Records returns the data model the service writes (for read paths such as
+// the API).
+func (s *Service) Records() *records.Store { return s.recs }
+
+func (s *Service) now() time.Time { return s.opts.Now().UTC() }

@@ -1,0 +1,479 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+)
+
+// PlatformWorkspace holds the records of managed benchmarks, which every
+// workspace sees. A benchmark key is looked up in the caller's workspace
+// first, then here.
+const PlatformWorkspace = "platform"
+
+// SubmitRequest is a run submission.
+type SubmitRequest struct {
+	Workspace string
+	// User is the submitter; personal secret records resolve against it.
+	User string
+	// Config is the parsed run config. When Document is set instead, Submit
+	// parses it (Format "json", else TOML) and reports its parse problems
+	// together with every other problem of the submission.
+	Config   runconfig.Config
+	Document []byte
+	Format   string
+	// IdempotencyKey, when set, makes the submission idempotent: the same
+	// key with the same request returns the run it created; with another
+	// request it is a conflict.
+	IdempotencyKey string
+	// Name overrides the generated run name.
+	Name string
+}
+
+// Problem codes of a rejected submission.
+const (
+	CodeInvalidConfig      = "invalid_config"
+	CodeUnknownBenchmark   = "unknown_benchmark"
+	CodeBenchmarkNotReady  = "benchmark_not_ready"
+	CodeMissingSecret      = "missing_secret"
+	CodeBillingRequired    = "billing_required"
+	CodeInvalidIdempotency = "invalid_idempotency_key"
+)
+
+// Problem is one reason a submission was rejected.
+type Problem struct {
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// ErrRejected is wrapped by every *RejectedError.
+var ErrRejected = errors.New("submission rejected")
+
+// ErrBillingRequired matches a RejectedError with a billing problem.
+var ErrBillingRequired = records.ErrBillingRequired
+
+// ErrUnknownBenchmark matches a RejectedError whose benchmark does not exist.
+var ErrUnknownBenchmark = errors.New("unknown benchmark")
+
+// RejectedError lists every problem of a rejected submission; nothing was
+// written.
+type RejectedError struct {
+	Problems []Problem
+}
+
+// Error implements error.
+func (e *RejectedError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Message
+		if p.Field != "" {
+			parts[i] = p.Field + ": " + p.Message
+		}
+	}
+	return fmt.Sprintf("submission rejected (%d problems): %s", len(e.Problems), strings.Join(parts, "; "))
+}
+
+// Has reports whether any problem has the code.
+func (e *RejectedError) Has(code string) bool {
+	return slices.ContainsFunc(e.Problems, func(p Problem) bool { return p.Code == code })
+}
+
+// Is matches ErrRejected, and ErrBillingRequired / ErrUnknownBenchmark when
+// the submission has that problem.
+func (e *RejectedError) Is(target error) bool {
+	switch target {
+	case ErrRejected:
+		return true
+	case ErrBillingRequired:
+		return e.Has(CodeBillingRequired)
+	case ErrUnknownBenchmark:
+		return e.Has(CodeUnknownBenchmark)
+	}
+	return false
+}
+
+// Validation is what a submission would create, without creating it.
+type Validation struct {
+	Benchmark       records.Benchmark
+	Resolved        runconfig.Resolved
+	TaskCount       int
+	SlotCount       int
+	MissingSecrets  []string
+	BillingProblem  string
+	ManifestVersion string
+
+	manifest benchmark.Manifest
+}
+
+// SubmitResult is the outcome of an accepted submission.
+type SubmitResult struct {
+	Run    run.Run
+	Agents []run.Agent
+	// Replayed is true when an earlier submission with the same
+	// Idempotency-Key created the run.
+	Replayed bool
+	Warnings []string
+}
+
+// Validate checks a submission exactly as Submit does and reports what it
+// would create; a rejected submission returns a *RejectedError.
+func (s *Service) Validate(ctx context.Context, req SubmitRequest) (Validation, error) {
+	v, problems, err := s.check(ctx, &req)
+	if err != nil {
+		return Validation{}, err
+	}
+	if len(problems) > 0 {
+		return v, &RejectedError{Problems: problems}
+	}
+	return v, nil
+}
+
+// Submit validates the config, resolves its tasks against the benchmark's
+// ready manifest (pinning version and digest), checks that every named
+// secret record exists and that billing is valid, then writes the run
+// (pending), its agents and a log line in one transaction and sends a plan
+// message. Every problem is reported at once in a *RejectedError, and a
+// rejected submission writes nothing.
+func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	v, problems, err := s.check(ctx, &req)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if len(problems) > 0 {
+		return SubmitResult{}, &RejectedError{Problems: problems}
+	}
+	r, agents, err := s.newRun(req, v)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if err := s.createRun(ctx, req, r, agents); err != nil {
+		if req.IdempotencyKey != "" && records.IsConditionFailed(err) {
+			return s.replay(ctx, req)
+		}
+		return SubmitResult{}, err
+	}
+	if err := s.sendPlan(ctx, r.ID); err != nil {
+		// The run exists; the watchdog re-sends the plan message of a run left pending.
+		s.log.ErrorContext(ctx, "send plan message", "run_id", r.ID, "err", err)
+	}
+	s.log.InfoContext(ctx, "run submitted", "run_id", r.ID, "workspace", r.Workspace, "slots", r.TotalSlots())
+	return SubmitResult{Run: r, Agents: agents, Warnings: v.Resolved.Warnings}, nil
+}
+
+// check gathers every problem of a submission. An error is a failure to
+// check (storage), not a problem of the submission.
+func (s *Service) check(ctx context.Context, req *SubmitRequest) (Validation, []Problem, error) {
+	var problems []Problem
+	var v Validation
+	parseProblems := parseDocument(req)
+	if req.IdempotencyKey != "" && !validIdempotencyKey(req.IdempotencyKey) {
+		problems = append(problems, Problem{Code: CodeInvalidIdempotency, Field: "Idempotency-Key",
+			Message: "must be 1 to 128 printable ASCII characters without spaces"})
+	}
+	billing, err := s.recs.Billing(ctx, req.Workspace)
+	if err != nil {
+		return v, nil, fmt.Errorf("check billing of workspace %s: %w", req.Workspace, err)
+	}
+	if err := billing.Check(); err != nil {
+		v.BillingProblem = err.Error()
+		problems = append(problems, Problem{Code: CodeBillingRequired, Message: err.Error()})
+	}
+	if len(parseProblems) > 0 {
+		return v, append(problems, parseProblems...), nil
+	}
+	b, manifest, benchProblem, err := s.readyBenchmark(ctx, req.Workspace, req.Config.Experiment.Benchmark)
+	if err != nil {
+		return v, nil, err
+	}
+	if benchProblem != nil {
+		return v, append(problems, *benchProblem), nil
+	}
+	v.Benchmark, v.ManifestVersion, v.manifest = b, manifest.Version, manifest
+	resolved, rerr := runconfig.Resolve(req.Config, manifest)
+	if rerr != nil {
+		return v, append(problems, configProblems(rerr)...), nil
+	}
+	v.Resolved = resolved
+	v.TaskCount = len(resolved.Tasks)
+	v.SlotCount = len(resolved.Tasks) * len(resolved.Config.Agents) * resolved.Config.Execution.AttemptsPerTask
+	for _, name := range append(slices.Clone(resolved.SecretNames), manifest.RequiredSecrets...) {
+		if slices.Contains(v.MissingSecrets, name) {
+			continue
+		}
+		_, err := s.recs.ResolveSecret(ctx, req.Workspace, req.User, name)
+		switch {
+		case errors.Is(err, records.ErrNotFound):
+			v.MissingSecrets = append(v.MissingSecrets, name)
+			problems = append(problems, Problem{Code: CodeMissingSecret, Field: secretField(req.Config, name),
+				Message: fmt.Sprintf("secret record %q does not exist in the workspace or among your personal records; create it with `gauntlet secret set %s`", name, name)})
+		case err != nil:
+			return v, nil, err
+		}
+	}
+	return v, problems, nil
+}
+
+// parseDocument parses req.Document into req.Config when it is set and
+// returns its problems.
+func parseDocument(req *SubmitRequest) []Problem {
+	if req.Document == nil {
+		return nil
+	}
+	parse := runconfig.Parse
+	if req.Format == "json" {
+		parse = runconfig.ParseJSON
+	}
+	cfg, err := parse(req.Document)
+	if err != nil {
+		return configProblems(err)
+	}
+	req.Config = cfg
+	return nil
+}
+
+// configProblems turns a config parse or resolution error into problems.
+func configProblems(rerr error) []Problem {
+	var ve *runconfig.ValidationError
+	if errors.As(rerr, &ve) {
+		out := make([]Problem, len(ve.Errors))
+		for i, fe := range ve.Errors {
+			out[i] = Problem{Code: CodeInvalidConfig, Field: fe.Field, Message: fe.Message}
+		}
+		return out
+	}
+	return []Problem{{Code: CodeInvalidConfig, Message: rerr.Error()}}
+}
+
+// readyBenchmark finds the benchmark by key or exact name, in the workspace
+// and then among the managed ones, and loads its ready manifest.
+func (s *Service) readyBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, benchmark.Manifest, *Problem, error) {
+	field := "experiment.benchmark"
+	if ref == "" {
+		return records.Benchmark{}, benchmark.Manifest{}, &Problem{Code: CodeUnknownBenchmark, Field: field, Message: "is empty; name a benchmark key or name"}, nil
+	}
+	for _, space := range []string{ws, PlatformWorkspace} {
+		b, err := s.findBenchmark(ctx, space, ref)
+		if errors.Is(err, records.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return b, benchmark.Manifest{}, nil, err
+		}
+		if b.Status != records.SyncReady || b.ReadyVersion == "" {
+			msg := fmt.Sprintf("benchmark %q is %s, not ready; wait for its task list to sync (or retry a failed sync) and submit again", b.Key, b.Status)
+			return b, benchmark.Manifest{}, &Problem{Code: CodeBenchmarkNotReady, Field: field, Message: msg}, nil
+		}
+		m, _, err := s.recs.Manifest(ctx, space, b.Key, b.ReadyVersion)
+		if err != nil {
+			return b, m, nil, fmt.Errorf("load ready manifest of benchmark %s: %w", b.Key, err)
+		}
+		return b, m, nil, nil
+	}
+	return records.Benchmark{}, benchmark.Manifest{}, &Problem{Code: CodeUnknownBenchmark, Field: field,
+		Message: fmt.Sprintf("no benchmark has key or name %q; list them with `gauntlet benchmark list`", ref)}, nil
+}
+
+func (s *Service) findBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, error) {
+	b, err := s.recs.Benchmark(ctx, ws, ref)
+	if !errors.Is(err, records.ErrNotFound) {
+		return b, err
+	}
+	all, err := s.recs.Benchmarks(ctx, ws)
+	if err != nil {
+		return records.Benchmark{}, err
+	}
+	for _, b := range all {
+		if b.Name == ref {
+			return b, nil
+		}
+	}
+	return records.Benchmark{}, fmt.Errorf("benchmark %q: %w", ref, records.ErrNotFound)
+}
+
+// secretField names the config key that references a secret record.
+func secretField(cfg runconfig.Config, name string) string {
+	for i, a := range cfg.Agents {
+		switch {
+		case a.Model != nil && a.Model.APIKeySecret == name:
+			return fmt.Sprintf("agents[%d].model.api_key_secret", i)
+		case a.HarnessAPIKeySecret == name:
+			return fmt.Sprintf("agents[%d].harness_api_key_secret", i)
+		case slices.Contains(a.Secrets, name):
+			return fmt.Sprintf("agents[%d].secrets", i)
+		}
+	}
+	switch {
+	case slices.Contains(cfg.Secrets.Required, name):
+		return "secrets.required"
+	case slices.Contains(cfg.Verifier.Required, name):
+		return "verifier.required"
+	case cfg.Execution.JudgeAPIKeySecret == name:
+		return "execution.judge_api_key_secret"
+	}
+	return "benchmark.required_secrets"
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 128 {
+		return false
+	}
+	for _, c := range k {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// newRun builds the run and its agents from a checked submission.
+func (s *Service) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent, error) {
+	res := v.Resolved
+	cfg := res.Config
+	id, err := runID(req)
+	if err != nil {
+		return run.Run{}, nil, err
+	}
+	rendered, err := runconfig.RenderResolved(res)
+	if err != nil {
+		return run.Run{}, nil, fmt.Errorf("render resolved config: %w", err)
+	}
+	m := v.manifest
+	now := s.now()
+	r := run.Run{
+		ID: id, Workspace: req.Workspace, SubmittedBy: req.User, IdempotencyKey: req.IdempotencyKey,
+		Benchmark: v.Benchmark.Key, BenchmarkName: v.Benchmark.Name, ManifestWorkspace: v.Benchmark.Workspace,
+		ManifestVersion: res.ManifestVersion, ManifestDigest: res.ManifestDigest,
+		TaskSet: res.TaskSet, FullTaskList: len(res.Tasks) == len(m.Tasks), ParitySet: isParitySet(m, res.TaskSet),
+		Tasks: res.Tasks, Agents: len(cfg.Agents), Config: string(rendered), Status: run.Pending, CreatedAt: now,
+		Settings: run.Settings{
+			AttemptsPerTask: cfg.Execution.AttemptsPerTask, MaxConcurrentAttempts: cfg.Execution.MaxConcurrentAttempts,
+			TimeoutMultiplier: cfg.Execution.TimeoutMultiplier, MaxRetries: cfg.Execution.MaxRetries,
+			PassThreshold: res.PassThreshold, JudgeModel: res.JudgeModel, Env: cfg.Env,
+			SecretNames: cfg.Secrets.Required, VerifierSecretNames: verifierSecrets(cfg, m), VerifierEnv: cfg.Verifier.Env,
+		},
+	}
+	r.Name = req.Name
+	if r.Name == "" {
+		r.Name = runName(r.Benchmark, id)
+	}
+	agents := make([]run.Agent, len(cfg.Agents))
+	for i, a := range cfg.Agents {
+		agents[i] = run.Agent{RunID: id, Index: i, Name: a.Name, Harness: res.Harnesses[i], Model: a.ModelLabel(),
+			Command: a.Command, Env: a.Env, SecretNames: cfg.AgentSecretNames(i), Status: run.Pending}
+		if a.Model != nil {
+			agents[i].ModelType, agents[i].BaseURL, agents[i].ExtraHeaders = string(a.Model.Type), a.Model.BaseURL, a.Model.ExtraHeaders
+			agents[i].APIKeySecret = a.Model.APIKeySecret
+		}
+	}
+	return r, agents, nil
+}
+
+// isParitySet reports whether the task set is a published one: named
+// "parity" or marked recommended by the benchmark.
+func isParitySet(m benchmark.Manifest, name string) bool {
+	if name == "" {
+		return false
+	}
+	set, ok := m.TaskSets[name]
+	return ok && (name == "parity" || set.Recommended)
+}
+
+func verifierSecrets(cfg runconfig.Config, m benchmark.Manifest) []string {
+	names := slices.Concat(cfg.Verifier.Required, m.RequiredSecrets)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// runID derives the id from the Idempotency-Key when there is one (so a
+// retried request maps to the same run), else draws a random one.
+func runID(req SubmitRequest) (string, error) {
+	if req.IdempotencyKey != "" {
+		sum := sha256.Sum256([]byte(req.Workspace + "\x00" + req.IdempotencyKey))
+		return "r-" + hex.EncodeToString(sum[:10]), nil
+	}
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("draw run id: %w", err)
+	}
+	return "r-" + hex.EncodeToString(b[:]), nil
+}
+
+// requestDigest identifies a submission's content for idempotency checks.
+func requestDigest(req SubmitRequest) (string, error) {
+	b, err := json.Marshal(struct {
+		User   string           `json:"user"`
+		Name   string           `json:"name"`
+		Config runconfig.Config `json:"config"`
+	}{req.User, req.Name, req.Config})
+	if err != nil {
+		return "", fmt.Errorf("digest submission: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func (s *Service) createRun(ctx context.Context, req SubmitRequest, r run.Run, agents []run.Agent) error {
+	var ops records.Ops
+	ops.AddAll(records.CreateRunOp(r))
+	for _, a := range agents {
+		ops.Add(records.CreateAgentOp(a))
+	}
+	ops.Add(records.LogOp(records.LogLine{RunID: r.ID, At: r.CreatedAt, Level: records.LevelInfo, Step: "submitted",
+		Message: fmt.Sprintf("run submitted: %d agents × %d tasks × %d attempts = %d slots on %s@%s",
+			len(agents), len(r.Tasks), r.Settings.AttemptsPerTask, r.TotalSlots(), r.Benchmark, r.ManifestVersion)}))
+	if req.IdempotencyKey != "" {
+		digest, err := requestDigest(req)
+		if err != nil {
+			return err
+		}
+		ops.Add(records.CreateIdempotencyOp(req.Workspace, records.Idempotency{Key: req.IdempotencyKey, RunID: r.ID, RequestDigest: digest, CreatedAt: r.CreatedAt}))
+	}
+	if err := ops.Transact(ctx, s.recs); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// replay answers a submission whose Idempotency-Key was seen before.
+func (s *Service) replay(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+	idem, err := s.recs.Idempotency(ctx, req.Workspace, req.IdempotencyKey)
+	if err != nil {
+		return SubmitResult{}, fmt.Errorf("replay idempotency key: %w", err)
+	}
+	digest, err := requestDigest(req)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if idem.RequestDigest != digest {
+		return SubmitResult{}, fmt.Errorf("idempotency key %q was used for a different submission: %w", req.IdempotencyKey, records.ErrConflict)
+	}
+	r, err := s.recs.Run(ctx, idem.RunID)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	agents, err := s.recs.Agents(ctx, r.ID)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return SubmitResult{Run: r, Agents: agents, Replayed: true}, nil
+}
+
+func (s *Service) sendPlan(ctx context.Context, runID string) error {
+	body, err := encodeMessage(PlanMessage{SchemaVersion: SchemaVersion, RunID: runID})
+	if err != nil {
+		return err
+	}
+	return s.ports.Plan.Send(ctx, outgoing(body, 0))
+}

@@ -1,0 +1,211 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+)
+
+// Watch is the watchdog, run on a schedule. For every run not yet ended it:
+//   - re-sends the plan message of a run left pending (or half-sent) longer
+//     than LaunchTimeout;
+//   - carries on stopping a stopping run;
+//   - stops a sandbox past its deadline after recording the deadline as the
+//     stop reason (the grader then errors the slot as infra: retried if
+//     retries are left);
+//   - re-queues a slot stuck launching longer than LaunchTimeout (same
+//     generation and launch id, so a sandbox that did start is adopted), or
+//     records the sandbox when the driver does list it;
+//   - declares lost a running slot whose sandbox the driver has not listed
+//     for LostGrace (the platform crashed under it): a Lost completion,
+//     graded as infra.
+//
+// Errors of one run do not stop the others; they are returned joined.
+func (s *Service) Watch(ctx context.Context) error {
+	ids, err := s.recs.ActiveRuns(ctx)
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := s.watchRun(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("watch run %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) watchRun(ctx context.Context, id string) error {
+	r, err := s.recs.Run(ctx, id)
+	if errors.Is(err, records.ErrNotFound) {
+		return s.recs.ClearActiveRun(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	switch {
+	case r.Status.Terminal():
+		return s.recs.ClearActiveRun(ctx, id)
+	case r.Status == run.Pending && now.Sub(r.CreatedAt) > s.opts.LaunchTimeout,
+		r.Status == run.Queued && r.SentBatches*planBatch < r.TotalSlots() && now.Sub(r.QueuedAt) > s.opts.LaunchTimeout:
+		s.appendLog(ctx, r.ID, "", records.LevelWarn, "planned", "planning did not complete in time; planning again")
+		if err := s.sendPlan(ctx, r.ID); err != nil {
+			return err
+		}
+	case r.Status == run.Stopping:
+		if err := s.drainStopping(ctx, r.ID); err != nil {
+			return err
+		}
+	}
+	if !r.Planned {
+		return nil
+	}
+	return s.watchSlots(ctx, r, now)
+}
+
+func (s *Service) watchSlots(ctx context.Context, r run.Run, now time.Time) error {
+	handles, err := s.ports.Sandboxes.List(ctx, r.ID)
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	live := make(map[string]sandbox.Handle, len(handles))
+	for _, h := range handles {
+		live[h.LaunchID] = h
+	}
+	cursor := ""
+	for {
+		slots, next, err := s.recs.Slots(ctx, r.ID, records.ActiveSlots, cursor, 500)
+		if err != nil {
+			return err
+		}
+		for _, sl := range slots {
+			if err := s.watchSlot(ctx, r, sl, live, now); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+func (s *Service) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live map[string]sandbox.Handle, now time.Time) error {
+	h, listed := live[sl.LaunchID]
+	switch sl.Status {
+	case run.SlotLaunching:
+		if now.Sub(sl.LaunchedAt) <= s.opts.LaunchTimeout {
+			return nil
+		}
+		if listed {
+			return s.adopt(ctx, r, sl, h)
+		}
+		return s.requeue(ctx, sl)
+	case run.SlotRunning:
+		if !listed {
+			return s.watchMissing(ctx, sl, now)
+		}
+		if !sl.Deadline.IsZero() && now.After(sl.Deadline) {
+			s.appendLog(ctx, r.ID, sl.ID, records.LevelWarn, "watchdog", fmt.Sprintf("slot %s passed its deadline; stopping sandbox %s", sl.ID, sl.SandboxID))
+			return s.stopSlot(ctx, sl, run.StopDeadline)
+		}
+		if sl.StopReason != "" {
+			return s.stopSlot(ctx, sl, sl.StopReason) // stop again: the first request may have been lost
+		}
+	}
+	return nil
+}
+
+// adopt records a sandbox the driver lists for a slot whose dispatcher did
+// not get to record it.
+func (s *Service) adopt(ctx context.Context, r run.Run, sl run.Slot, h sandbox.Handle) error {
+	deadline, err := s.deadline(ctx, r, sl, h.StartedAt)
+	if err != nil {
+		return err
+	}
+	_, err = s.recs.UpdateSlot(ctx, r.ID, sl.ID, func(cur *run.Slot) error {
+		if cur.Generation != sl.Generation || cur.Status != run.SlotLaunching {
+			return records.ErrNoChange
+		}
+		cur.SandboxID, cur.Deadline = h.ID, deadline
+		return cur.SetStatus(run.SlotRunning)
+	})
+	if err != nil {
+		return fmt.Errorf("adopt sandbox %s for %s/%s: %w", h.ID, r.ID, sl.ID, err)
+	}
+	return s.markRunning(ctx, r, sl.Agent)
+}
+
+// requeue puts a slot stuck launching back to queued (same generation),
+// releasing its gates, and sends its slot message again.
+func (s *Service) requeue(ctx context.Context, sl run.Slot) error {
+	next := sl
+	if err := next.SetStatus(run.SlotQueued); err != nil {
+		return err
+	}
+	next.LaunchedAt, next.StopReason = time.Time{}, ""
+	var ops records.Ops
+	ops.Add(records.SlotOp(next))
+	ops.Append(records.RunGateOp(sl.RunID, -1, 0), records.GlobalGateOp(-1, 0))
+	ops.Add(records.LogOp(records.LogLine{RunID: sl.RunID, At: s.now(), Level: records.LevelWarn, Step: "watchdog", Slot: sl.ID,
+		Message: fmt.Sprintf("slot %s was stuck launching; queued again", sl.ID)}))
+	err := ops.Transact(ctx, s.recs)
+	if records.IsConditionFailed(err) {
+		return nil // the slot moved on meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("re-queue %s/%s: %w", sl.RunID, sl.ID, err)
+	}
+	return s.resendSlot(ctx, SlotMessage{SchemaVersion: SchemaVersion, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation}, 0)
+}
+
+// watchMissing handles a running slot whose sandbox the driver does not list:
+// the first sighting is recorded; after LostGrace it is declared lost.
+func (s *Service) watchMissing(ctx context.Context, sl run.Slot, now time.Time) error {
+	if sl.MissingSince.IsZero() {
+		_, err := s.recs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
+			if cur.Generation != sl.Generation || cur.Status != run.SlotRunning || !cur.MissingSince.IsZero() {
+				return records.ErrNoChange
+			}
+			cur.MissingSince = now
+			return nil
+		})
+		return err
+	}
+	if now.Sub(sl.MissingSince) <= s.opts.LostGrace {
+		return nil
+	}
+	s.appendLog(ctx, sl.RunID, sl.ID, records.LevelWarn, "watchdog", fmt.Sprintf("sandbox %s of slot %s is gone; declaring it lost", sl.SandboxID, sl.ID))
+	return s.sendCompletion(ctx, sandbox.Completion{
+		SandboxID: sl.SandboxID, LaunchID: sl.LaunchID, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation,
+		Reason: sandbox.Lost, Message: fmt.Sprintf("the sandbox driver has not listed sandbox %s since %s", sl.SandboxID, sl.MissingSince.Format(time.RFC3339)),
+		StartedAt: sl.LaunchedAt, StoppedAt: now,
+	})
+}
+
+// deadline is when the sandbox of a slot started at start must be stopped.
+func (s *Service) deadline(ctx context.Context, r run.Run, sl run.Slot, start time.Time) (time.Time, error) {
+	task, err := s.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, sl.Task)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return start.Add(s.lifetime(task, r.Settings.TimeoutMultiplier)), nil
+}
+
+// lifetime is a sandbox's allowed lifetime: (agent + verifier timeout) ×
+// multiplier + grace, or MaxSandboxLifetime when the task sets no agent timeout.
+func (s *Service) lifetime(task *records.Task, mult float64) time.Duration {
+	if mult <= 0 {
+		mult = 1
+	}
+	if task.AgentTimeoutSec == nil {
+		return s.opts.MaxSandboxLifetime
+	}
+	return scaled(*task.AgentTimeoutSec+task.VerifierTimeoutSec, mult) + s.opts.DeadlineGrace
+}

@@ -1,0 +1,81 @@
+package records
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
+)
+
+// Items of the registry sync (added to the key scheme above):
+//
+//	WS#<ws>                     | SYNCSRC#<key>            where a benchmark syncs from (registry location, spec, catalog policy)
+
+func syncSourceSK(key string) string { return "SYNCSRC#" + key }
+
+// PutSyncSource stores where the workspace's benchmark key syncs its task
+// list from (any JSON value; the sync service owns its shape), replacing
+// what was there.
+func (s *Store) PutSyncSource(ctx context.Context, ws, key string, src any) error {
+	return s.putJSON(ctx, wsPK(ws), syncSourceSK(key), src)
+}
+
+// SyncSource decodes the benchmark's sync source into out; ErrNotFound when
+// none is stored.
+func (s *Store) SyncSource(ctx context.Context, ws, key string, out any) error {
+	return s.getJSON(ctx, wsPK(ws), syncSourceSK(key), out)
+}
+
+// DeleteSyncSource removes the benchmark's sync source; a missing one is not
+// an error.
+func (s *Store) DeleteSyncSource(ctx context.Context, ws, key string) error {
+	if err := s.tbl.Delete(ctx, wsPK(ws), syncSourceSK(key), store.Cond{}); err != nil {
+		return fmt.Errorf("delete sync source of %s: %w", key, err)
+	}
+	return nil
+}
+
+// ManifestVersions returns the versions of the benchmark's stored
+// manifests, in sort-key order.
+func (s *Store) ManifestVersions(ctx context.Context, ws, key string) ([]string, error) {
+	q := store.Query{PK: benchPK(ws, key), Prefix: "VER#"}
+	var versions []string
+	for {
+		page, err := s.tbl.Query(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("query manifest versions of %s: %w", key, err)
+		}
+		for _, it := range page.Items {
+			versions = append(versions, it.SK[len("VER#"):])
+		}
+		if page.Cursor == "" {
+			return versions, nil
+		}
+		q.Cursor = page.Cursor
+	}
+}
+
+// DeleteManifest removes one manifest version: its header first (so no
+// reader finds a partial version), then its tasks. Deleting a missing
+// version is not an error.
+func (s *Store) DeleteManifest(ctx context.Context, ws, key, version string) error {
+	if err := s.tbl.Delete(ctx, benchPK(ws, key), "VER#"+version, store.Cond{}); err != nil {
+		return fmt.Errorf("delete manifest %s@%s: %w", key, version, err)
+	}
+	q := store.Query{PK: tasksPK(ws, key, version), Prefix: "TASK#"}
+	for {
+		page, err := s.tbl.Query(ctx, q)
+		if err != nil {
+			return fmt.Errorf("query tasks of %s@%s: %w", key, version, err)
+		}
+		for _, it := range page.Items {
+			if err := s.tbl.Delete(ctx, it.PK, it.SK, store.Cond{}); err != nil {
+				return fmt.Errorf("delete task %s of %s@%s: %w", it.SK, key, version, err)
+			}
+		}
+		if page.Cursor == "" {
+			return nil
+		}
+		q.Cursor = page.Cursor
+	}
+}
