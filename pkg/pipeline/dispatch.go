@@ -397,4 +397,3 @@ func (s *Service) remember(key string) {
 	}
 	s.known[key] = struct{}{}
 }
-
