@@ -176,7 +176,7 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 // process group, killed by the kernel if the platform dies. Secrets reach it
 // only through its environment, which holds nothing else of the platform's.
 func (d *Driver) start(p *proc) error {
-	if err := os.RemoveAll(p.dir); err != nil { // a stale dir of a crashed platform
+	if err := removeAll(p.dir); err != nil { // a stale dir of a crashed platform
 		return fmt.Errorf("clear sandbox dir: %w", err)
 	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
@@ -251,7 +251,7 @@ func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string
 		SlotID: p.spec.SlotID, Generation: p.spec.Generation, Reason: reason, ExitCode: code, Message: msg,
 		StartedAt: p.handle.StartedAt, StoppedAt: time.Now().UTC(),
 	}
-	if err := os.RemoveAll(p.dir); err != nil {
+	if err := removeAll(p.dir); err != nil {
 		log.Warn("sandbox dir not removed", "err", err)
 	}
 	// Forget the process before announcing its end, so whoever handles the
