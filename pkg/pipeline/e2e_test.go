@@ -1,0 +1,134 @@
+package pipeline_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+const oracleNopConfig = `
+[experiment]
+benchmark = "demo-bench"
+
+[tasks]
+task_set = "parity"
+
+[execution]
+attempts_per_task = 3
+max_concurrent_attempts = 2
+max_retries = 0
+
+[[agents]]
+harness = "oracle"
+[agents.model]
+type = "hosted"
+model = "oracle"
+
+[[agents]]
+harness = "nop"
+[agents.model]
+type = "hosted"
+model = "nop"
+`
+
+func TestEndToEndOracleAndNop(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	r := e.submit(oracleNopConfig)
+	if r.Status != run.Pending || r.TotalSlots() != 2*8*3 {
+		t.Fatalf("submitted run: status %s, %d slots; want pending, 48", r.Status, r.TotalSlots())
+	}
+	r = e.pumpUntil(r.ID, 5*time.Minute)
+	if r.Status != run.Finished {
+		t.Fatalf("run ended %s (%s), want finished", r.Status, r.Reason)
+	}
+
+	tally := e.tally(r.ID)
+	want := run.Tally{Done: 48, Passed: 24, Failed: 24}
+	if diff := cmp.Diff(want, tally, cmpCounts); diff != "" {
+		t.Errorf("run tally (-want +got):\n%s", diff)
+	}
+	if tally.DurationMS <= 0 {
+		t.Errorf("run tally duration = %d ms, want > 0", tally.DurationMS)
+	}
+	agents, err := e.recs.Agents(e.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range agents {
+		if a.Status != run.Finished {
+			t.Errorf("agent %d (%s) status %s, want finished", a.Index, a.Harness, a.Status)
+		}
+	}
+
+	results := e.results(r.ID)
+	if len(results) != 48 {
+		t.Fatalf("%d attempt results, want 48 (one per slot)", len(results))
+	}
+	for _, res := range results {
+		wantOutcome := run.Passed
+		if res.Agent == 1 {
+			wantOutcome = run.FailedOut
+		}
+		if res.Outcome != wantOutcome || res.Reward == nil || res.DurationMS <= 0 || res.Retried {
+			t.Errorf("result %s: outcome %s reward %v duration %d retried %v; want %s with a reward and a duration",
+				res.SlotID, res.Outcome, res.Reward, res.DurationMS, res.Retried, wantOutcome)
+		}
+		objs, err := e.blobs.List(e.ctx, res.ArtifactsPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasKey(objs, res.ArtifactsPrefix+"result.json") || !hasPrefix(objs, res.ArtifactsPrefix+"artifacts/") {
+			t.Errorf("result %s: blobs under %s = %v, want result.json and artifacts/", res.SlotID, res.ArtifactsPrefix, objs)
+		}
+	}
+
+	steps := e.logSteps(r.ID)
+	for step, min := range map[string]int{"submitted": 1, "planned": 1, "launched": 48, "result": 48, "finished": 1} {
+		if steps[step] < min {
+			t.Errorf("run log has %d %q lines, want ≥ %d (all: %v)", steps[step], step, min, steps)
+		}
+	}
+	if g, _ := e.recs.RunGate(e.ctx, r.ID); g != 0 {
+		t.Errorf("run gate after the run = %d, want 0 (every launch released)", g)
+	}
+	if g, _ := e.recs.GlobalGate(e.ctx); g != 0 {
+		t.Errorf("global gate after the run = %d, want 0", g)
+	}
+
+	var metrics pipeline.RunMetrics
+	if err := e.recs.RunMetrics(e.ctx, r.ID, &metrics); err != nil {
+		t.Fatalf("run metrics: %v", err)
+	}
+	if metrics.Results != 48 || len(metrics.Agents) != 2 || metrics.Agents[0].Summary.Pass1 == nil || metrics.Agents[0].Summary.Pass1.Mean != 1 {
+		t.Errorf("run metrics = %+v, want 48 results and oracle pass@1 = 1", metrics)
+	}
+
+	var board pipeline.Leaderboard
+	if err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench", &board); err != nil {
+		t.Fatalf("leaderboard: %v", err)
+	}
+	b, ok := board.Board(leaderboard.MetricPass1)
+	if !ok || len(b.Groups) != 1 {
+		t.Fatalf("pass@1 board = %+v, want one group", b)
+	}
+	type row struct {
+		Harness string
+		Rank    int
+		Value   float64
+	}
+	var got []row
+	for _, rw := range b.Groups[0].Rows {
+		got = append(got, row{rw.Summary.Entrant.Harness, rw.Rank, *rw.Value})
+	}
+	if diff := cmp.Diff([]row{{"oracle", 1, 1}, {"nop", 2, 0}}, got); diff != "" {
+		t.Errorf("pass@1 leaderboard rows (-want +got):\n%s", diff)
+	}
+	if b.Groups[0].TaskSet != "parity" || b.Groups[0].ManifestVersion != r.ManifestVersion {
+		t.Errorf("board group = %s@%s, want parity@%s", b.Groups[0].TaskSet, b.Groups[0].ManifestVersion, r.ManifestVersion)
+	}
+}

@@ -1,0 +1,127 @@
+// Package pipelinetest holds test doubles for exercising the pipeline without
+// real sandboxes: InstantDriver, a sandbox driver that runs nothing and
+// completes every launch at once with a valid result.json, used ONLY to
+// measure the platform's own overhead per attempt; and Secrets, an in-memory
+// secret store.
+package pipelinetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/queue"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+// InstantDriver is a sandbox.Driver that executes nothing: Launch writes a
+// result.json with the reward Reward returns (1 when Reward is nil) under the
+// spec's output prefix and sends an Exited completion right away. It never
+// lists a live sandbox. It exists to benchmark the pipeline's overhead and
+// must not be wired into a platform.
+type InstantDriver struct {
+	Blobs       blob.Store
+	Completions queue.Queue
+	// Reward decides each launch's reward; nil means 1.
+	Reward func(spec sandbox.Spec) float64
+
+	mu       sync.Mutex
+	launched map[string]bool
+}
+
+var _ sandbox.Driver = (*InstantDriver)(nil)
+
+// Launch implements sandbox.Driver.
+func (d *InstantDriver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle, error) {
+	h := sandbox.Handle{ID: "instant-" + spec.LaunchID, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
+	d.mu.Lock()
+	if d.launched == nil {
+		d.launched = map[string]bool{}
+	}
+	again := d.launched[spec.LaunchID]
+	d.launched[spec.LaunchID] = true
+	d.mu.Unlock()
+	if again {
+		return h, nil
+	}
+	reward := 1.0
+	if d.Reward != nil {
+		reward = d.Reward(spec)
+	}
+	now := time.Now().UTC()
+	in, out := 100, 20
+	tr := harbor.TrialResult{
+		ID: spec.LaunchID, TaskName: spec.Task.Name, TrialName: spec.SlotID, Config: json.RawMessage("{}"),
+		AgentInfo:      harbor.AgentInfo{Name: spec.Harness, Version: "instant"},
+		AgentResult:    &harbor.AgentResult{NInputTokens: &in, NOutputTokens: &out},
+		VerifierResult: &harbor.VerifierResult{Rewards: map[string]float64{"reward": reward}},
+		StartedAt:      &h.StartedAt, FinishedAt: &now,
+	}
+	body, err := json.Marshal(tr)
+	if err != nil {
+		return h, fmt.Errorf("instant driver: encode result: %w", err)
+	}
+	if err := d.Blobs.Put(ctx, spec.Output.Prefix+harbor.TrialResultFile, bytes.NewReader(body)); err != nil {
+		return h, fmt.Errorf("instant driver: store result: %w", err)
+	}
+	c, err := json.Marshal(sandbox.Completion{SandboxID: h.ID, LaunchID: spec.LaunchID, Workspace: spec.Workspace,
+		RunID: spec.RunID, SlotID: spec.SlotID, Generation: spec.Generation, Reason: sandbox.Exited,
+		ExitCode: sandbox.ExitOK, StartedAt: h.StartedAt, StoppedAt: now})
+	if err != nil {
+		return h, err
+	}
+	return h, d.Completions.Send(ctx, queue.Outgoing{Body: c})
+}
+
+// Stop implements sandbox.Driver; every sandbox has already ended.
+func (d *InstantDriver) Stop(context.Context, string) error { return nil }
+
+// List implements sandbox.Driver; no sandbox is ever live.
+func (d *InstantDriver) List(context.Context, string) ([]sandbox.Handle, error) { return nil, nil }
+
+// Secrets is an in-memory secret.Store for tests.
+type Secrets struct {
+	mu     sync.Mutex
+	values map[secret.Ref]secret.Value
+}
+
+var _ secret.Store = (*Secrets)(nil)
+
+// Put implements secret.Store.
+func (s *Secrets) Put(_ context.Context, ref secret.Ref, v secret.Value) error {
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.values == nil {
+		s.values = map[secret.Ref]secret.Value{}
+	}
+	s.values[ref] = v
+	return nil
+}
+
+// Get implements secret.Store.
+func (s *Secrets) Get(_ context.Context, ref secret.Ref) (secret.Value, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.values[ref]
+	if !ok {
+		return "", fmt.Errorf("secret %s: %w", ref.Name, secret.ErrNotFound)
+	}
+	return v, nil
+}
+
+// Delete implements secret.Store.
+func (s *Secrets) Delete(_ context.Context, ref secret.Ref) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.values, ref)
+	return nil
+}
