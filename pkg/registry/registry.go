@@ -122,6 +122,44 @@ func OpenWith(location string, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// DirVersion is the version of the one dataset OpenDir lists.
+const DirVersion = "local"
+
+// OpenDir returns a Source for a local Harbor dataset directory: its registry
+// lists one dataset, named after the directory, at version DirVersion, whose
+// tasks are the subdirectories holding a task.toml, in name order.
+func OpenDir(dir string, opts Options) (*Client, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dataset directory %s: %w", dir, err)
+	}
+	c, err := OpenWith(filepath.Join(abs, "registry.json"), opts)
+	if err != nil {
+		return nil, err
+	}
+	c.location = abs
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return nil, fmt.Errorf("dataset directory %s %w: %w", abs, ErrUnreachable, err)
+	}
+	d := harbor.Dataset{Name: filepath.Base(abs), Version: DirVersion, Tasks: []harbor.TaskRef{}}
+	for _, e := range entries {
+		if e.IsDir() && isFile(filepath.Join(abs, e.Name(), harbor.TaskConfigFile)) {
+			d.Tasks = append(d.Tasks, harbor.TaskRef{Name: e.Name(), Path: e.Name()})
+		}
+	}
+	if len(d.Tasks) == 0 {
+		return nil, fmt.Errorf("dataset directory %s: no subdirectory holds a %s", abs, harbor.TaskConfigFile)
+	}
+	c.registry = harbor.Registry{d}
+	return c, nil
+}
+
+func isFile(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
+}
+
 // localRegistryPath returns the file path of a local location, or "" for
 // an http(s) URL.
 func localRegistryPath(location string) (string, error) {

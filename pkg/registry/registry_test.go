@@ -254,3 +254,29 @@ func gitRun(t *testing.T, dir string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+func TestOpenDir(t *testing.T) {
+	c, err := OpenDir("../../examples/demo-bench", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reg, err := c.Registry(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := reg.Resolve("demo-bench", DirVersion)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if len(d.Tasks) != 15 || d.Tasks[0] != (harbor.TaskRef{Name: "build-order", Path: "build-order"}) {
+		t.Errorf("tasks = %d, first %+v", len(d.Tasks), d.Tasks[0])
+	}
+	got, err := c.FetchTask(context.Background(), d.Tasks[0], filepath.Join(t.TempDir(), "t"))
+	if err != nil || got.LocalDir != mustAbs(t, "../../examples/demo-bench/build-order") {
+		t.Errorf("FetchTask = %+v, %v", got, err)
+	}
+	if _, err := OpenDir(t.TempDir(), Options{}); err == nil || !strings.Contains(err.Error(), "no subdirectory holds a task.toml") {
+		t.Errorf("OpenDir(empty) error = %v", err)
+	}
+}

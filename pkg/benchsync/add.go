@@ -1,0 +1,202 @@
+package benchsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+)
+
+// maxListedNames bounds how many dataset names an UnknownDatasetError lists.
+const maxListedNames = 20
+
+// UnknownDatasetError reports a spec the registry does not hold. It wraps
+// harbor.ErrDatasetNotFound (Version == "") or harbor.ErrVersionNotFound.
+type UnknownDatasetError struct {
+	Registry string
+	Name     string
+	// Version is the version asked for; "" when the dataset itself is unknown.
+	Version string
+	// Known lists what exists: the dataset's versions, or (when the dataset
+	// is unknown) up to 20 dataset names, with More counting the rest.
+	Known []string
+	More  int
+}
+
+// Error implements error.
+func (e *UnknownDatasetError) Error() string {
+	list := strings.Join(e.Known, ", ")
+	if e.More > 0 {
+		list += fmt.Sprintf(" and %d more", e.More)
+	}
+	if e.Version == "" {
+		return fmt.Sprintf("dataset %q is not in registry %s; datasets: %s", e.Name, e.Registry, list)
+	}
+	return fmt.Sprintf("dataset %s has no version %q in registry %s; versions: %s", e.Name, e.Version, e.Registry, list)
+}
+
+// Unwrap returns the harbor sentinel the error corresponds to.
+func (e *UnknownDatasetError) Unwrap() error {
+	if e.Version == "" {
+		return harbor.ErrDatasetNotFound
+	}
+	return harbor.ErrVersionNotFound
+}
+
+// syncSource is where a benchmark syncs from, stored beside its record so a
+// sync needs only the workspace and key.
+type syncSource struct {
+	// Registry is the registry location; "" means the service's configured
+	// registry.
+	Registry string `json:"registry,omitempty"`
+	// Dir is a local dataset directory (managed benchmarks only), used
+	// instead of a registry.
+	Dir string `json:"dir,omitempty"`
+	// Spec is the resolved "name@version".
+	Spec string `json:"spec"`
+	// Managed holds the catalog policy of a managed benchmark; nil for
+	// benchmarks added from the registry.
+	Managed *managedPolicy `json:"managed,omitempty"`
+}
+
+// resolve reads the registry at location and resolves name@version
+// (version "" = the one Harbor picks).
+func (s *Service) resolve(ctx context.Context, location, name, version string) (harbor.Dataset, error) {
+	src, err := s.open(location)
+	if err != nil {
+		return harbor.Dataset{}, fmt.Errorf("%w: %w", ErrRegistryUnavailable, err)
+	}
+	defer src.Close()
+	reg, err := src.Registry(ctx)
+	if err != nil {
+		return harbor.Dataset{}, fmt.Errorf("%w: %w", ErrRegistryUnavailable, err)
+	}
+	return resolveIn(reg, location, name, version)
+}
+
+func resolveIn(reg harbor.Registry, location, name, version string) (harbor.Dataset, error) {
+	d, err := reg.Resolve(name, version)
+	switch {
+	case errors.Is(err, harbor.ErrDatasetNotFound):
+		names := reg.Names()
+		e := &UnknownDatasetError{Registry: location, Name: name, Known: names}
+		if len(names) > maxListedNames {
+			e.Known, e.More = names[:maxListedNames], len(names)-maxListedNames
+		}
+		return harbor.Dataset{}, e
+	case errors.Is(err, harbor.ErrVersionNotFound):
+		return harbor.Dataset{}, &UnknownDatasetError{Registry: location, Name: name, Version: version, Known: reg.Versions(name)}
+	case err != nil:
+		return harbor.Dataset{}, err
+	}
+	return d, nil
+}
+
+// Add adds dataset spec ("name" or "name@version") from the configured
+// registry to the workspace as a harbor benchmark in status pending, keyed
+// benchmark.KeyFor(name, resolved version). Adding the same dataset version
+// again returns the stored record; a key held by anything else is a
+// conflict. The caller enqueues NewSyncMessage(ws, key) afterwards.
+func (s *Service) Add(ctx context.Context, ws, spec string) (records.Benchmark, error) {
+	name, version, err := harbor.ParseSpec(spec)
+	if err != nil {
+		return records.Benchmark{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	d, err := s.resolve(ctx, s.registry, name, version)
+	if err != nil {
+		return records.Benchmark{}, err
+	}
+	key := benchmark.KeyFor(d.Name, d.Version)
+	if !benchmark.ValidKey(key) {
+		return records.Benchmark{}, fmt.Errorf("%w: %s gives no usable benchmark key", ErrInvalidSpec, d.Spec())
+	}
+	now := s.now().UTC()
+	b := records.Benchmark{
+		Workspace: ws, Key: key, Name: d.Name, Description: d.Description,
+		Source: benchmark.Source{Type: benchmark.Harbor, Ref: d.Spec()},
+		Status: records.SyncPending, Total: len(d.Tasks), CreatedAt: now, UpdatedAt: now,
+	}
+	if existing, err := s.records.Benchmark(ctx, ws, key); err == nil {
+		return sameHarbor(existing, b)
+	} else if !errors.Is(err, records.ErrNotFound) {
+		return records.Benchmark{}, err
+	}
+	created, err := s.records.CreateBenchmark(ctx, b)
+	if records.IsConditionFailed(err) {
+		existing, gerr := s.records.Benchmark(ctx, ws, key)
+		if gerr != nil {
+			return records.Benchmark{}, gerr
+		}
+		return sameHarbor(existing, b)
+	}
+	if err != nil {
+		return records.Benchmark{}, err
+	}
+	if err := s.records.PutSyncSource(ctx, ws, key, syncSource{Spec: d.Spec()}); err != nil {
+		return records.Benchmark{}, err
+	}
+	s.log.InfoContext(ctx, "benchmark added", "workspace", ws, "key", key, "spec", d.Spec(), "tasks", len(d.Tasks))
+	return created, nil
+}
+
+// sameHarbor returns existing when it is the harbor benchmark want
+// describes, else a conflict.
+func sameHarbor(existing, want records.Benchmark) (records.Benchmark, error) {
+	if existing.Source.Type == benchmark.Harbor && existing.Source.Ref == want.Source.Ref {
+		return existing, nil
+	}
+	return records.Benchmark{}, fmt.Errorf("%w: benchmark key %q is already used by %s benchmark %s", ErrConflict, want.Key, existing.Source.Type, existing.Source.Ref)
+}
+
+// Retry moves a failed sync back to pending (the caller then enqueues
+// NewSyncMessage). A pending benchmark, or one whose sync lease has
+// expired, is returned as pending too; a ready or actively syncing one is a
+// conflict.
+func (s *Service) Retry(ctx context.Context, ws, key string) (records.Benchmark, error) {
+	now := s.now().UTC()
+	return s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+		switch {
+		case b.Status == records.SyncReady:
+			return fmt.Errorf("%w: benchmark %s is already synced (version %s); nothing to retry", ErrConflict, key, b.ReadyVersion)
+		case b.Status == records.SyncPending:
+			return records.ErrNoChange
+		case b.Status == records.SyncSyncing && !s.leaseExpired(*b, now):
+			return fmt.Errorf("%w: benchmark %s is syncing (%d/%d tasks)", ErrConflict, key, b.Synced, b.Total)
+		}
+		b.Status, b.SyncError, b.Synced, b.UpdatedAt = records.SyncPending, "", 0, now
+		return nil
+	})
+}
+
+// Delete removes a harbor benchmark with its sync source and stored
+// manifests; managed benchmarks cannot be deleted (a conflict).
+func (s *Service) Delete(ctx context.Context, ws, key string) error {
+	b, err := s.records.Benchmark(ctx, ws, key)
+	if err != nil {
+		return err
+	}
+	if b.Source.Type == benchmark.Managed {
+		return fmt.Errorf("%w: benchmark %s is managed by the platform catalog and cannot be removed", ErrConflict, key)
+	}
+	versions, err := s.records.ManifestVersions(ctx, ws, key)
+	if err != nil {
+		return err
+	}
+	for _, v := range versions {
+		if err := s.records.DeleteManifest(ctx, ws, key, v); err != nil {
+			return err
+		}
+	}
+	if err := s.records.DeleteSyncSource(ctx, ws, key); err != nil {
+		return err
+	}
+	if err := s.records.DeleteBenchmark(ctx, ws, key); err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "benchmark deleted", "workspace", ws, "key", key)
+	return nil
+}

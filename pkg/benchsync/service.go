@@ -1,0 +1,105 @@
+// Package benchsync owns how benchmarks get into a workspace and how their
+// task lists are synced: adding a Harbor dataset by name[@version],
+// installing the operator's managed catalog, and the Sync handler that pages
+// a dataset's tasks in (pending → syncing (N/M) → ready | failed), bundles
+// each task directory into the blob store and stores the pinned manifest.
+package benchsync
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/registry"
+)
+
+// DefaultLease is how long a sync may go without recording progress before
+// another delivery of its message may take it over.
+const DefaultLease = 15 * time.Minute
+
+// Errors the service returns; API handlers map them with errors.Is.
+var (
+	// ErrConflict wraps records.ErrConflict: the request contradicts what
+	// is stored (a key taken by another source, deleting a managed
+	// benchmark, retrying a ready one).
+	ErrConflict = records.ErrConflict
+	// ErrNotFound wraps records.ErrNotFound: no such benchmark.
+	ErrNotFound = records.ErrNotFound
+	// ErrInvalidSpec reports a malformed name[@version].
+	ErrInvalidSpec = errors.New("invalid dataset spec")
+	// ErrRegistryUnavailable reports a registry that could not be read.
+	ErrRegistryUnavailable = errors.New("registry unavailable")
+	// ErrSyncInProgress reports a sync another worker holds the lease of;
+	// the message should be delivered again later.
+	ErrSyncInProgress = errors.New("sync in progress elsewhere")
+	// ErrPoison marks a sync message that can never be processed.
+	ErrPoison = errors.New("poison message")
+)
+
+// Opener opens a registry location (see registry.Open).
+type Opener func(location string) (registry.Source, error)
+
+// Config wires a Service.
+type Config struct {
+	Records *records.Store
+	Blobs   blob.Store
+	// Open opens registry locations; default registry.Open.
+	Open Opener
+	// Registry is the platform's registry location (URL or path) that
+	// Add resolves specs against.
+	Registry string
+	// WorkDir holds task directories while they are fetched; default
+	// os.TempDir().
+	WorkDir string
+	// Now is the clock; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Lease is DefaultLease when zero.
+	Lease time.Duration
+}
+
+// Service adds benchmarks to workspaces and syncs their task lists.
+type Service struct {
+	records  *records.Store
+	blobs    blob.Store
+	open     Opener
+	registry string
+	workDir  string
+	now      func() time.Time
+	log      *slog.Logger
+	lease    time.Duration
+}
+
+// New returns a Service; Records and Blobs are required.
+func New(cfg Config) (*Service, error) {
+	if cfg.Records == nil || cfg.Blobs == nil {
+		return nil, errors.New("benchsync: Records and Blobs are required")
+	}
+	s := &Service{
+		records: cfg.Records, blobs: cfg.Blobs, open: cfg.Open, registry: cfg.Registry,
+		workDir: cfg.WorkDir, now: cfg.Now, log: cfg.Logger, lease: cfg.Lease,
+	}
+	if s.open == nil {
+		s.open = registry.Open
+	}
+	if s.workDir == "" {
+		s.workDir = os.TempDir()
+	}
+	if err := os.MkdirAll(s.workDir, 0o755); err != nil {
+		return nil, fmt.Errorf("benchsync: work dir: %w", err)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.lease <= 0 {
+		s.lease = DefaultLease
+	}
+	return s, nil
+}

@@ -1,0 +1,329 @@
+package benchsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/registry"
+)
+
+// Progress is recorded after this many tasks or this much time, whichever
+// comes first, so a large dataset is not one write per task.
+const (
+	progressEveryTasks = 10
+	progressEvery      = 2 * time.Second
+)
+
+// failure is a sync problem the user has to act on (an unreachable
+// registry, a broken task): the benchmark becomes failed with its message,
+// and the message is not retried.
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+func failf(format string, args ...any) error { return &failure{msg: fmt.Sprintf(format, args...)} }
+
+// errSuperseded ends a sync whose benchmark changed under it (deleted,
+// reset to pending, taken over); the newer state's own sync wins.
+var errSuperseded = errors.New("sync superseded")
+
+// Sync pages the task list of the benchmark msg names in: it takes the
+// benchmark from pending or failed (or from a syncing whose lease expired)
+// to syncing, fetches, loads and bundles every task, stores the manifest
+// and marks the benchmark ready with its version and digest. Problems the
+// user must fix leave it failed with the reason, and Sync returns nil; a
+// ready benchmark makes Sync a no-op, so redeliveries change nothing. An
+// error return means "deliver again later" (ErrSyncInProgress, store or
+// blob trouble, cancellation) or, wrapping ErrPoison, "never".
+func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
+	if msg.SchemaVersion != SchemaVersion || msg.Workspace == "" || msg.Key == "" {
+		return fmt.Errorf("sync message %+v: %w", msg, ErrPoison)
+	}
+	ws, key := msg.Workspace, msg.Key
+	b, claimed, err := s.claim(ctx, ws, key)
+	if errors.Is(err, records.ErrNotFound) {
+		s.log.InfoContext(ctx, "sync of a deleted benchmark skipped", "workspace", ws, "key", key)
+		return nil
+	}
+	if err != nil || !claimed {
+		return err
+	}
+	s.log.InfoContext(ctx, "benchmark sync started", "workspace", ws, "key", key, "source", b.Source.Ref)
+	err = s.syncClaimed(ctx, b)
+	var f *failure
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errSuperseded):
+		s.log.InfoContext(ctx, "benchmark sync superseded", "workspace", ws, "key", key)
+		return nil
+	case errors.As(err, &f):
+		return s.fail(ctx, ws, key, f.msg)
+	case ctx.Err() != nil:
+		return err // the lease lets a later delivery take over
+	}
+	s.release(ctx, ws, key)
+	return fmt.Errorf("sync %s/%s: %w", ws, key, err)
+}
+
+// claim moves the benchmark to syncing; claimed is false when it is
+// already ready.
+func (s *Service) claim(ctx context.Context, ws, key string) (records.Benchmark, bool, error) {
+	now := s.now().UTC()
+	claimed := false
+	b, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+		claimed = false
+		switch {
+		case b.Status == records.SyncReady:
+			return records.ErrNoChange
+		case b.Status == records.SyncSyncing && !s.leaseExpired(*b, now):
+			return fmt.Errorf("benchmark %s/%s: %w (%d/%d tasks, last progress %s)", ws, key, ErrSyncInProgress, b.Synced, b.Total, b.UpdatedAt.Format(time.RFC3339))
+		}
+		b.Status, b.Synced, b.SyncError, b.UpdatedAt = records.SyncSyncing, 0, "", now
+		claimed = true
+		return nil
+	})
+	return b, claimed, err
+}
+
+func (s *Service) leaseExpired(b records.Benchmark, now time.Time) bool {
+	return now.Sub(b.UpdatedAt) > s.lease
+}
+
+func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark) error {
+	src, err := s.loadSource(ctx, b)
+	if err != nil {
+		return err
+	}
+	m, files, err := s.collect(ctx, b, src)
+	if err != nil {
+		return err
+	}
+	if err := s.storeManifest(ctx, b.Workspace, m, files); err != nil {
+		return err
+	}
+	return s.markReady(ctx, b.Workspace, m)
+}
+
+// loadSource returns where the benchmark syncs from.
+func (s *Service) loadSource(ctx context.Context, b records.Benchmark) (syncSource, error) {
+	var src syncSource
+	err := s.records.SyncSource(ctx, b.Workspace, b.Key, &src)
+	switch {
+	case err == nil:
+		return src, nil
+	case !errors.Is(err, records.ErrNotFound):
+		return syncSource{}, err
+	case b.Source.Type == benchmark.Harbor:
+		return syncSource{Spec: b.Source.Ref}, nil
+	}
+	return syncSource{}, failf("managed benchmark %s has no stored catalog entry; restart the platform to reinstall the catalog", b.Key)
+}
+
+// openSource opens the dataset's registry (or directory).
+func (s *Service) openSource(src syncSource) (registry.Source, string, error) {
+	if src.Dir != "" {
+		c, err := registry.OpenDir(src.Dir, registry.Options{TempDir: s.workDir, Logger: s.log})
+		if err != nil {
+			return nil, src.Dir, failf("%v", err)
+		}
+		return c, src.Dir, nil
+	}
+	location := src.Registry
+	if location == "" {
+		location = s.registry
+	}
+	reg, err := s.open(location)
+	if err != nil {
+		return nil, location, failf("registry %s: %v", location, err)
+	}
+	return reg, location, nil
+}
+
+// collect resolves the dataset and fetches, loads and bundles its tasks.
+func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource) (benchmark.Manifest, map[string]records.TaskFiles, error) {
+	source, location, err := s.openSource(src)
+	if err != nil {
+		return benchmark.Manifest{}, nil, err
+	}
+	defer source.Close()
+	reg, err := source.Registry(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return benchmark.Manifest{}, nil, ctx.Err()
+		}
+		return benchmark.Manifest{}, nil, failf("%v", err)
+	}
+	name, version := benchmark.SplitRef(src.Spec)
+	d, err := resolveIn(reg, location, name, version)
+	if err != nil {
+		return benchmark.Manifest{}, nil, failf("%v", err)
+	}
+	tmp, err := os.MkdirTemp(s.workDir, "sync-")
+	if err != nil {
+		return benchmark.Manifest{}, nil, fmt.Errorf("sync work dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	p := s.newProgress(b.Workspace, b.Key, len(d.Tasks))
+	if err := p.record(ctx, 0, true); err != nil {
+		return benchmark.Manifest{}, nil, err
+	}
+	tasks := make([]benchmark.Task, 0, len(d.Tasks))
+	files := make(map[string]records.TaskFiles, len(d.Tasks))
+	for i, ref := range d.Tasks {
+		t, tf, err := s.syncTask(ctx, source, ref, filepath.Join(tmp, fmt.Sprintf("task-%d", i)))
+		if err != nil {
+			return benchmark.Manifest{}, nil, err
+		}
+		tasks = append(tasks, t)
+		files[t.Name] = tf
+		if err := p.record(ctx, i+1, false); err != nil {
+			return benchmark.Manifest{}, nil, err
+		}
+	}
+	m, err := buildManifest(b, src, d, tasks)
+	if err != nil {
+		return benchmark.Manifest{}, nil, err
+	}
+	return m, files, nil
+}
+
+// buildManifest applies the catalog policy (managed) or the registry
+// defaults (harbor) to the task list.
+func buildManifest(b records.Benchmark, src syncSource, d harbor.Dataset, tasks []benchmark.Task) (benchmark.Manifest, error) {
+	var (
+		m   benchmark.Manifest
+		err error
+	)
+	if src.Managed != nil {
+		m, err = src.Managed.entry(b.Key, src).Manifest(d.Version, tasks)
+	} else {
+		m, err = benchmark.HarborManifest(d.Name, d.Version, d.Description, tasks)
+		m.Key = b.Key
+	}
+	if err != nil {
+		return benchmark.Manifest{}, failf("%s: %v", d.Spec(), err)
+	}
+	return m, nil
+}
+
+// storeManifest writes the manifest version. Rewriting the same content is
+// harmless (tasks are created once, the header replaced); a version whose
+// content changed upstream (a moving "head") replaces the stored one.
+func (s *Service) storeManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]records.TaskFiles) error {
+	old, _, err := s.records.Manifest(ctx, ws, m.Key, m.Version)
+	switch {
+	case errors.Is(err, records.ErrNotFound):
+	case err != nil:
+		return err
+	case old.Digest != m.Digest:
+		s.log.InfoContext(ctx, "manifest version changed upstream; replacing it", "workspace", ws, "key", m.Key, "version", m.Version, "old_digest", old.Digest, "digest", m.Digest)
+		if err := s.records.DeleteManifest(ctx, ws, m.Key, m.Version); err != nil {
+			return err
+		}
+	}
+	return s.records.PutManifest(ctx, ws, m, files)
+}
+
+func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest) error {
+	now := s.now().UTC()
+	_, err := s.records.UpdateBenchmark(ctx, ws, m.Key, func(b *records.Benchmark) error {
+		if b.Status != records.SyncSyncing {
+			return errSuperseded
+		}
+		b.Status, b.SyncError, b.UpdatedAt = records.SyncReady, "", now
+		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
+		b.ReadyVersion, b.ReadyDigest = m.Version, m.Digest
+		return nil
+	})
+	if errors.Is(err, records.ErrNotFound) {
+		return errSuperseded
+	}
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "benchmark ready", "workspace", ws, "key", m.Key, "version", m.Version, "digest", m.Digest, "tasks", len(m.Tasks))
+	return nil
+}
+
+// fail records reason on a syncing benchmark.
+func (s *Service) fail(ctx context.Context, ws, key, reason string) error {
+	now := s.now().UTC()
+	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+		if b.Status != records.SyncSyncing {
+			return records.ErrNoChange
+		}
+		b.Status, b.SyncError, b.UpdatedAt = records.SyncFailed, reason, now
+		return nil
+	})
+	if errors.Is(err, records.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("record sync failure of %s/%s: %w", ws, key, err)
+	}
+	s.log.WarnContext(ctx, "benchmark sync failed", "workspace", ws, "key", key, "reason", reason)
+	return nil
+}
+
+// release hands a sync that hit infrastructure trouble back to pending so
+// the message's redelivery can run it at once (best effort: if this write
+// fails too, the lease expires).
+func (s *Service) release(ctx context.Context, ws, key string) {
+	now := s.now().UTC()
+	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+		if b.Status != records.SyncSyncing {
+			return records.ErrNoChange
+		}
+		b.Status, b.UpdatedAt = records.SyncPending, now
+		return nil
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "release sync claim", "workspace", ws, "key", key, "err", err)
+	}
+}
+
+// progress batches the synced/total updates of one sync.
+type progress struct {
+	s          *Service
+	ws, key    string
+	total      int
+	lastCount  int
+	lastRecord time.Time
+}
+
+func (s *Service) newProgress(ws, key string, total int) *progress {
+	return &progress{s: s, ws: ws, key: key, total: total}
+}
+
+// record stores n/total when forced or when enough has happened since the
+// last write; each write also renews the sync's lease.
+func (p *progress) record(ctx context.Context, n int, force bool) error {
+	now := p.s.now().UTC()
+	if !force && n-p.lastCount < progressEveryTasks && now.Sub(p.lastRecord) < progressEvery {
+		return nil
+	}
+	_, err := p.s.records.UpdateBenchmark(ctx, p.ws, p.key, func(b *records.Benchmark) error {
+		if b.Status != records.SyncSyncing {
+			return errSuperseded
+		}
+		b.Synced, b.Total, b.UpdatedAt = n, p.total, now
+		return nil
+	})
+	if errors.Is(err, records.ErrNotFound) {
+		return errSuperseded
+	}
+	if err != nil {
+		return err
+	}
+	p.lastCount, p.lastRecord = n, now
+	return nil
+}
