@@ -137,8 +137,9 @@ func parseCheckpoint(checkpoint string) (int64, error) {
 	return seq, nil
 }
 
-// PruneChanges drops every change up to and including checkpoint; call it
-// with a checkpoint all consumers have passed.
+// PruneChanges drops every change up to and including checkpoint, except the
+// newest change of all, which stays so that sequence numbers never restart.
+// Call it with a checkpoint every consumer has passed.
 func (db *DB) PruneChanges(ctx context.Context, before string) error {
 	seq, err := parseCheckpoint(before)
 	if err != nil {
