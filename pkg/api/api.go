@@ -1,0 +1,208 @@
+// Package api is gauntlet's HTTP API: the /v1 JSON routes every client (the
+// CLI, the console, curl) uses, as one http.Handler. `gauntlet local` serves
+// it on loopback; the API Lambda wraps the same handler behind API Gateway.
+//
+// Handlers are thin: they authenticate the bearer token, decode and check the
+// request, call one service method or record read, and encode the answer.
+// Every read and write is scoped to the caller's workspace; another
+// workspace's ids answer 404. One function, writeError, maps domain errors to
+// status codes and the error shape {code, message, details}; a 5xx body never
+// carries an internal error text.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+// OpenAPI is the OpenAPI 3.1 document of the API, served at /v1/openapi.json.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Runs is the part of the run pipeline the API drives.
+type Runs interface {
+	// Submit accepts a run (see pipeline.Service.Submit).
+	Submit(ctx context.Context, req pipeline.SubmitRequest) (pipeline.SubmitResult, error)
+	// Validate checks a submission without writing anything.
+	Validate(ctx context.Context, req pipeline.SubmitRequest) (pipeline.Validation, error)
+	// Stop asks a pending, queued or running run to stop on behalf of the
+	// user by and returns it; a run that already ended gives an error
+	// wrapping pipeline.ErrNotStoppable.
+	Stop(ctx context.Context, runID, by string) (run.Run, error)
+}
+
+// Benchmarks adds, re-syncs and removes the benchmarks of a workspace.
+type Benchmarks interface {
+	// Add starts adding the registry dataset spec ("name[@version]") to the
+	// workspace and returns its record (status pending or syncing).
+	Add(ctx context.Context, ws, spec string) (records.Benchmark, error)
+	// Sync retries the sync of a benchmark and returns its record.
+	Sync(ctx context.Context, ws, key string) (records.Benchmark, error)
+	// Delete removes a benchmark added from the registry; a managed one
+	// gives an error wrapping records.ErrConflict.
+	Delete(ctx context.Context, ws, key string) error
+}
+
+// Config is what a Handler is built from.
+type Config struct {
+	Records    *records.Store
+	Runs       Runs
+	Benchmarks Benchmarks
+	Blobs      blob.Store
+	Secrets    secret.Store
+	// ManagedWorkspace holds the managed benchmarks every workspace sees
+	// (default pipeline.PlatformWorkspace).
+	ManagedWorkspace string
+	// Logger receives one line per failed request (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Body limits.
+const (
+	// MaxRunBody bounds a run config body (TOML or JSON).
+	MaxRunBody = 256 << 10
+	// MaxSmallBody bounds every other request body.
+	MaxSmallBody = 64 << 10
+)
+
+// Handler serves the API.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+	log *slog.Logger
+
+	manifestMu sync.Mutex
+	manifests  map[string]*manifestInfo // immutable manifest versions, by ws/key/version
+}
+
+// New returns the API handler.
+func New(cfg Config) *Handler {
+	if cfg.ManagedWorkspace == "" {
+		cfg.ManagedWorkspace = pipeline.PlatformWorkspace
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, manifests: map[string]*manifestInfo{}}
+	for _, rt := range h.routes() {
+		handle := rt.handle
+		if !rt.public {
+			handle = h.authenticated(handle)
+		}
+		h.mux.Handle(rt.method+" "+rt.pattern, h.handler(handle))
+	}
+	h.mux.Handle("/", h.handler(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusNotFound, CodeNotFound, "no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path)
+	}))
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// route is one registered route. The OpenAPI test checks every route
+// against openapi.json and back.
+type route struct {
+	method, pattern string
+	public          bool
+	handle          handlerFunc
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (h *Handler) routes() []route {
+	return []route{
+		{method: "GET", pattern: "/healthz", public: true, handle: h.health},
+		{method: "GET", pattern: "/v1/openapi.json", public: true, handle: h.openAPI},
+		{method: "GET", pattern: "/v1/workspace", handle: h.workspace},
+		{method: "GET", pattern: "/v1/secrets", handle: h.listSecrets},
+		{method: "PUT", pattern: "/v1/secrets/{name}", handle: h.putSecret},
+		{method: "DELETE", pattern: "/v1/secrets/{name}", handle: h.deleteSecret},
+		{method: "GET", pattern: "/v1/benchmarks", handle: h.listBenchmarks},
+		{method: "POST", pattern: "/v1/benchmarks", handle: h.addBenchmark},
+		{method: "GET", pattern: "/v1/benchmarks/{key}", handle: h.getBenchmark},
+		{method: "DELETE", pattern: "/v1/benchmarks/{key}", handle: h.deleteBenchmark},
+		{method: "POST", pattern: "/v1/benchmarks/{key}/sync", handle: h.syncBenchmark},
+		{method: "GET", pattern: "/v1/benchmarks/{key}/leaderboard", handle: h.leaderboard},
+		{method: "POST", pattern: "/v1/runs", handle: h.createRun},
+		{method: "POST", pattern: "/v1/runs/validate", handle: h.validateRun},
+		{method: "GET", pattern: "/v1/runs", handle: h.listRuns},
+		{method: "GET", pattern: "/v1/runs/{id}", handle: h.getRun},
+		{method: "GET", pattern: "/v1/runs/{id}/config", handle: h.runConfig},
+		{method: "GET", pattern: "/v1/runs/{id}/logs", handle: h.runLogs},
+		{method: "POST", pattern: "/v1/runs/{id}/stop", handle: h.stopRun},
+		{method: "GET", pattern: "/v1/runs/{id}/results", handle: h.listResults},
+		{method: "GET", pattern: "/v1/runs/{id}/results/{result}", handle: h.getResult},
+		{method: "GET", pattern: "/v1/runs/{id}/results/{result}/artifacts/{path...}", handle: h.getArtifact},
+		{method: "GET", pattern: "/v1/runs/{id}/download", handle: h.download},
+	}
+}
+
+// handler adapts a handlerFunc: it gives the request an id and writes a
+// returned error with writeError.
+func (h *Handler) handler(fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *Handler) health(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, err := w.Write(OpenAPI)
+	return err
+}

@@ -1,0 +1,314 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+)
+
+// BenchmarkView is a benchmark as the list shows it.
+type BenchmarkView struct {
+	Key         string           `json:"key"`
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+	Source      benchmark.Source `json:"source"`
+	// Status is the sync status: pending, syncing, ready or failed.
+	Status        string       `json:"status"`
+	Progress      SyncProgress `json:"progress"`
+	SyncError     string       `json:"sync_error,omitempty"`
+	TaskCount     int          `json:"task_count"`
+	CategoryCount int          `json:"category_count"`
+	// Version and Digest name the ready manifest version runs pin.
+	Version  string    `json:"version,omitempty"`
+	Digest   string    `json:"digest,omitempty"`
+	RunCount int       `json:"run_count"`
+	LastRun  *RunBrief `json:"last_run"`
+	// Removable is false for managed benchmarks.
+	Removable bool      `json:"removable"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SyncProgress counts the tasks of a sync.
+type SyncProgress struct {
+	Synced int `json:"synced"`
+	Total  int `json:"total"`
+}
+
+// RunBrief names a run.
+type RunBrief struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// BenchmarkList is the answer of GET /v1/benchmarks.
+type BenchmarkList struct {
+	Benchmarks []BenchmarkView `json:"benchmarks"`
+}
+
+// BenchmarkDetail is the answer of GET /v1/benchmarks/{key}: the list view
+// plus the ready manifest (null until a sync succeeded).
+type BenchmarkDetail struct {
+	BenchmarkView
+	Manifest *ManifestView `json:"manifest"`
+}
+
+// ManifestView is a manifest version as the API shows it.
+type ManifestView struct {
+	Version         string              `json:"version"`
+	Digest          string              `json:"digest"`
+	Tasks           []TaskView          `json:"tasks"`
+	Categories      []CategoryView      `json:"categories"`
+	TaskSets        []TaskSetView       `json:"task_sets"`
+	Harness         HarnessView         `json:"harness"`
+	Judge           benchmark.Judge     `json:"judge"`
+	PassThreshold   float64             `json:"pass_threshold"`
+	RequiredSecrets []string            `json:"required_secrets"`
+	Difficulties    map[string]int      `json:"difficulties"`
+	TaskSetTasks    map[string][]string `json:"task_set_tasks"`
+}
+
+// TaskView is one task; category and difficulty are null when the source
+// gives none.
+type TaskView struct {
+	Name       string   `json:"name"`
+	Category   *string  `json:"category"`
+	Difficulty *string  `json:"difficulty"`
+	Tags       []string `json:"tags"`
+}
+
+// CategoryView is a category with its task count.
+type CategoryView struct {
+	Name  string `json:"name"`
+	Tasks int    `json:"tasks"`
+}
+
+// TaskSetView is a named task set.
+type TaskSetView struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Recommended bool   `json:"recommended"`
+	Tasks       int    `json:"tasks"`
+}
+
+// HarnessView is a benchmark's harness requirement.
+type HarnessView struct {
+	Requirement string `json:"requirement"`
+	Default     string `json:"default,omitempty"`
+}
+
+// AddBenchmarkRequest is the body of POST /v1/benchmarks.
+type AddBenchmarkRequest struct {
+	// Source is a Harbor registry dataset, "name" or "name@version".
+	Source string `json:"source"`
+}
+
+// visibleBenchmark returns the workspace's benchmark, or the managed one
+// with the key; another workspace's benchmark is not found.
+func (h *Handler) visibleBenchmark(ctx context.Context, ws, key string) (records.Benchmark, error) {
+	if !benchmark.ValidKey(key) {
+		return records.Benchmark{}, errorf(http.StatusNotFound, CodeNotFound, "benchmark %q not found: keys are lowercase letters, digits and dashes", key)
+	}
+	b, err := h.cfg.Records.Benchmark(ctx, ws, key)
+	if errors.Is(err, records.ErrNotFound) && ws != h.cfg.ManagedWorkspace {
+		b, err = h.cfg.Records.Benchmark(ctx, h.cfg.ManagedWorkspace, key)
+	}
+	if errors.Is(err, records.ErrNotFound) {
+		return b, notFound("benchmark", key)
+	}
+	if err != nil {
+		return b, fmt.Errorf("load benchmark %s: %w", key, err)
+	}
+	return b, nil
+}
+
+// visibleBenchmarks lists the workspace's benchmarks and the managed ones,
+// by key; a workspace record wins over a managed one with the same key.
+func (h *Handler) visibleBenchmarks(ctx context.Context, ws string) ([]records.Benchmark, error) {
+	own, err := h.cfg.Records.Benchmarks(ctx, ws)
+	if err != nil {
+		return nil, fmt.Errorf("list benchmarks: %w", err)
+	}
+	if ws == h.cfg.ManagedWorkspace {
+		return own, nil
+	}
+	managed, err := h.cfg.Records.Benchmarks(ctx, h.cfg.ManagedWorkspace)
+	if err != nil {
+		return nil, fmt.Errorf("list managed benchmarks: %w", err)
+	}
+	for _, m := range managed {
+		if !slices.ContainsFunc(own, func(b records.Benchmark) bool { return b.Key == m.Key }) {
+			own = append(own, m)
+		}
+	}
+	slices.SortFunc(own, func(a, b records.Benchmark) int { return strings.Compare(a.Key, b.Key) })
+	return own, nil
+}
+
+func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchmark) (BenchmarkView, error) {
+	v := BenchmarkView{
+		Key: b.Key, Name: b.Name, Description: b.Description, Source: b.Source, Status: string(b.Status),
+		Progress: SyncProgress{Synced: b.Synced, Total: b.Total}, SyncError: b.SyncError, TaskCount: b.TaskCount,
+		Version: b.ReadyVersion, Digest: b.ReadyDigest, Removable: b.Source.Type != benchmark.Managed, UpdatedAt: b.UpdatedAt,
+	}
+	if b.ReadyVersion != "" {
+		info, err := h.manifest(ctx, b.Workspace, b.Key, b.ReadyVersion)
+		if err != nil {
+			return v, err
+		}
+		v.CategoryCount = info.categoryCount
+		v.TaskCount = len(info.m.Tasks)
+	}
+	runs, err := h.cfg.Records.RunsByBenchmark(ctx, ws, b.Key)
+	if err != nil {
+		return v, fmt.Errorf("list runs of benchmark %s: %w", b.Key, err)
+	}
+	v.RunCount = len(runs)
+	if n := len(runs); n > 0 {
+		last := runs[n-1]
+		v.LastRun = &RunBrief{ID: last.ID, Name: last.Name, Status: string(last.Status), CreatedAt: last.CreatedAt}
+	}
+	return v, nil
+}
+
+func (h *Handler) listBenchmarks(w http.ResponseWriter, r *http.Request) error {
+	ws := identity(r.Context()).Workspace
+	all, err := h.visibleBenchmarks(r.Context(), ws)
+	if err != nil {
+		return err
+	}
+	out := BenchmarkList{Benchmarks: make([]BenchmarkView, 0, len(all))}
+	for _, b := range all {
+		v, err := h.benchmarkView(r.Context(), ws, b)
+		if err != nil {
+			return err
+		}
+		out.Benchmarks = append(out.Benchmarks, v)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
+	ws := identity(r.Context()).Workspace
+	b, err := h.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	v, err := h.benchmarkView(r.Context(), ws, b)
+	if err != nil {
+		return err
+	}
+	out := BenchmarkDetail{BenchmarkView: v}
+	if b.ReadyVersion != "" {
+		info, err := h.manifest(r.Context(), b.Workspace, b.Key, b.ReadyVersion)
+		if err != nil {
+			return err
+		}
+		out.Manifest = manifestView(info.m)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func manifestView(m benchmark.Manifest) *ManifestView {
+	v := &ManifestView{
+		Version: m.Version, Digest: m.Digest, Tasks: make([]TaskView, len(m.Tasks)),
+		Categories: []CategoryView{}, TaskSets: []TaskSetView{},
+		Harness:       HarnessView{Requirement: string(m.HarnessRequirement), Default: m.DefaultHarness},
+		Judge:         m.Judge,
+		PassThreshold: m.EffectivePassThreshold(), RequiredSecrets: nonNil(m.RequiredSecrets),
+		Difficulties: map[string]int{}, TaskSetTasks: map[string][]string{},
+	}
+	for i, t := range m.Tasks {
+		v.Tasks[i] = TaskView{Name: t.Name, Category: optional(t.Category), Difficulty: optional(t.Difficulty), Tags: nonNil(t.Tags)}
+		if t.Difficulty != "" {
+			v.Difficulties[t.Difficulty]++
+		}
+	}
+	for _, c := range m.Categories() {
+		v.Categories = append(v.Categories, CategoryView{Name: c.Name, Tasks: c.Tasks})
+	}
+	for _, s := range m.TaskSetCounts() {
+		v.TaskSets = append(v.TaskSets, TaskSetView{Name: s.Name, Description: s.Description, Recommended: s.Recommended, Tasks: s.Tasks})
+		v.TaskSetTasks[s.Name] = nonNil(m.TaskSets[s.Name].Tasks)
+	}
+	return v
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
+	var req AddBenchmarkRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	spec := strings.TrimSpace(req.Source)
+	if spec == "" || len(spec) > 256 {
+		return errorf(http.StatusBadRequest, CodeBadRequest, "source must name a registry dataset as name or name@version (at most 256 bytes)")
+	}
+	ws := identity(r.Context()).Workspace
+	b, err := h.cfg.Benchmarks.Add(r.Context(), ws, spec)
+	if err != nil {
+		return err
+	}
+	v, err := h.benchmarkView(r.Context(), ws, b)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, v)
+}
+
+func (h *Handler) syncBenchmark(w http.ResponseWriter, r *http.Request) error {
+	ws := identity(r.Context()).Workspace
+	b, err := h.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	if b.Workspace != ws {
+		return errorf(http.StatusConflict, CodeConflict, "benchmark %q is managed by the platform; its operator syncs it", b.Key)
+	}
+	b, err = h.cfg.Benchmarks.Sync(r.Context(), ws, b.Key)
+	if err != nil {
+		return err
+	}
+	v, err := h.benchmarkView(r.Context(), ws, b)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, v)
+}
+
+func (h *Handler) deleteBenchmark(w http.ResponseWriter, r *http.Request) error {
+	ws := identity(r.Context()).Workspace
+	b, err := h.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
+	if err != nil {
+		return err
+	}
+	if b.Source.Type == benchmark.Managed || b.Workspace != ws {
+		return errorf(http.StatusConflict, CodeConflict, "benchmark %q is managed: it belongs to every workspace and cannot be removed", b.Key)
+	}
+	if err := h.cfg.Benchmarks.Delete(r.Context(), ws, b.Key); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,169 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+// Error codes of the error shape.
+const (
+	CodeBadRequest       = "BAD_REQUEST"
+	CodeValidation       = "VALIDATION_FAILED"
+	CodeUnauthorized     = "UNAUTHORIZED"
+	CodeBillingRequired  = "BILLING_REQUIRED"
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeConflict         = "CONFLICT"
+	CodeTooLarge         = "BODY_TOO_LARGE"
+	CodeUnsupportedType  = "UNSUPPORTED_MEDIA_TYPE"
+	CodeUnavailable      = "UNAVAILABLE"
+	CodeInternal         = "INTERNAL"
+)
+
+// Error is the one error shape of every non-2xx answer.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Details carries structured context, e.g. {"problems": […]} for a
+	// rejected submission; omitted when there is none.
+	Details any `json:"details,omitempty"`
+}
+
+// Error implements error.
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+func errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// notFound is the answer for a missing entity and for another workspace's.
+func notFound(what, id string) *Error {
+	return errorf(http.StatusNotFound, CodeNotFound, "%s %q not found", what, id)
+}
+
+// writeError maps an error to its status code and writes the error shape.
+// It is the only place that decides status codes for errors.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := h.classify(err)
+	if e.Status >= 500 {
+		h.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	_ = writeJSON(w, e.Status, e)
+}
+
+func (h *Handler) classify(err error) *Error {
+	var apiErr *Error
+	var rejected *pipeline.RejectedError
+	var tooLarge *http.MaxBytesError
+	var unknownDataset *benchsync.UnknownDatasetError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.As(err, &rejected):
+		return rejectedError(rejected)
+	case errors.As(err, &tooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
+	case errors.Is(err, benchsync.ErrInvalidSpec):
+		return errorf(http.StatusBadRequest, CodeBadRequest, "%s", clientMessage(err))
+	case errors.As(err, &unknownDataset):
+		return errorf(http.StatusNotFound, CodeNotFound, "%s", unknownDataset.Error())
+	case errors.Is(err, benchsync.ErrRegistryUnavailable):
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the benchmark registry could not be read; check the registry location and try again")
+	case errors.Is(err, records.ErrNotFound):
+		return errorf(http.StatusNotFound, CodeNotFound, "not found")
+	case errors.Is(err, records.ErrConflict), errors.Is(err, run.ErrIllegalTransition), errors.Is(err, pipeline.ErrNotStoppable):
+		return errorf(http.StatusConflict, CodeConflict, "%s", clientMessage(err))
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+		Message: "internal error; the server log has the details"}
+}
+
+// clientMessage is the text of a 4xx domain error: the error without the
+// package prefixes sentinels carry.
+func clientMessage(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"records: ", "store: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+// problemsDetails is the details of a rejected submission.
+type problemsDetails struct {
+	Problems []pipeline.Problem `json:"problems"`
+}
+
+func rejectedError(rej *pipeline.RejectedError) *Error {
+	details := problemsDetails{Problems: rej.Problems}
+	if rej.Has(pipeline.CodeBillingRequired) {
+		msg := "billing required"
+		for _, p := range rej.Problems {
+			if p.Code == pipeline.CodeBillingRequired {
+				msg = p.Message
+			}
+		}
+		return &Error{Status: http.StatusPaymentRequired, Code: CodeBillingRequired, Message: msg, Details: details}
+	}
+	parts := make([]string, len(rej.Problems))
+	for i, p := range rej.Problems {
+		parts[i] = p.Message
+		if p.Field != "" {
+			parts[i] = p.Field + ": " + p.Message
+		}
+	}
+	return &Error{Status: http.StatusUnprocessableEntity, Code: CodeValidation,
+		Message: fmt.Sprintf("the submission has %d problems: %s", len(parts), strings.Join(parts, "; ")), Details: details}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// decodeJSON decodes a bounded JSON body strictly: unknown fields and
+// trailing data are errors.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := mediaType(r); ct != "application/json" && ct != "" {
+		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedType, "send Content-Type: application/json, not %q", ct)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSmallBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty; send a JSON object")
+		}
+		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: data after the object")
+	}
+	return nil
+}
+
+// readBody reads a bounded body.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}
+
+func mediaType(r *http.Request) string {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.ToLower(strings.TrimSpace(ct))
+}

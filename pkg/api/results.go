@@ -1,0 +1,357 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+// maxInlineArtifact bounds the artifact text a result detail inlines.
+const maxInlineArtifact = 64 << 10
+
+// ResultView is one row of a run's results: the final attempt result of one
+// agent × task × attempt.
+type ResultView struct {
+	// ID is "<agent>-<attempt>-<task>".
+	ID         string             `json:"id"`
+	Agent      int                `json:"agent"`
+	AgentLabel string             `json:"agent_label"`
+	Task       string             `json:"task"`
+	Attempt    int                `json:"attempt"`
+	Generation int                `json:"generation"`
+	Outcome    string             `json:"outcome"`
+	ErrorClass string             `json:"error_class,omitempty"`
+	Message    string             `json:"message,omitempty"`
+	Reward     *float64           `json:"reward"`
+	Rewards    map[string]float64 `json:"rewards,omitempty"`
+	Tokens     Tokens             `json:"tokens"`
+	CostUSD    float64            `json:"cost_usd"`
+	// DurationSec is the attempt's wall time.
+	DurationSec float64    `json:"duration_sec"`
+	StartedAt   *time.Time `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+}
+
+// ResultList is one page of results.
+type ResultList struct {
+	Results    []ResultView `json:"results"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// ResultDetail is the answer of GET /v1/runs/{id}/results/{result}.
+type ResultDetail struct {
+	ResultView
+	// Output is the verifier's graded output (stdout and stderr of tests).
+	Output PhaseOutput `json:"output"`
+	// Agent is the agent's transcript: its stdout and stderr.
+	AgentOutput PhaseOutput `json:"agent_output"`
+	// Trajectory is the agent's trajectory file (agent/trajectory.json)
+	// when the harness wrote one; null otherwise.
+	Trajectory json.RawMessage `json:"trajectory"`
+	// Artifacts lists every stored file of the attempt with a download URL
+	// served by this API.
+	Artifacts []ArtifactView `json:"artifacts"`
+	// EarlierAttempts are the generations retried after infrastructure
+	// errors, oldest first.
+	EarlierAttempts []ResultView `json:"earlier_attempts"`
+}
+
+// PhaseOutput is the captured output of one phase; Truncated is set when a
+// stream was longer than the inline limit (the artifact has it all).
+type PhaseOutput struct {
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+// ArtifactView is one stored file of an attempt.
+type ArtifactView struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	URL  string `json:"url"`
+}
+
+// ResultID names the final result of agent × attempt × task.
+func ResultID(agent, attempt int, task string) string {
+	return strconv.Itoa(agent) + "-" + strconv.Itoa(attempt) + "-" + task
+}
+
+// parseResultID splits a ResultID into its slot id.
+func parseResultID(id string) (string, bool) {
+	parts := strings.SplitN(id, "-", 3)
+	if len(parts) != 3 || parts[2] == "" {
+		return "", false
+	}
+	agent, err1 := strconv.Atoi(parts[0])
+	attempt, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || agent < 0 || attempt < 1 {
+		return "", false
+	}
+	return run.SlotID(agent, parts[2], attempt), true
+}
+
+func resultView(res run.Result, agents []run.Agent) ResultView {
+	v := ResultView{
+		ID: ResultID(res.Agent, res.Attempt, res.Task), Agent: res.Agent, Task: res.Task, Attempt: res.Attempt,
+		Generation: res.Generation, Outcome: string(res.Outcome), ErrorClass: string(res.ErrorClass), Message: res.Message,
+		Reward: res.Reward, Rewards: res.Rewards, CostUSD: res.CostUSD, DurationSec: float64(res.DurationMS) / 1000,
+		Tokens:    Tokens{Input: res.InputTokens, Cache: res.CacheTokens, Output: res.OutputTokens},
+		StartedAt: timePtr(res.StartedAt), EndedAt: timePtr(res.EndedAt),
+	}
+	if res.Agent >= 0 && res.Agent < len(agents) {
+		v.AgentLabel = agents[res.Agent].Label()
+	}
+	return v
+}
+
+// resultFilter is the ?agent=&task=&outcome=&q= of a results listing.
+type resultFilter struct {
+	agent   int // -1 = any
+	task    string
+	outcome run.Outcome
+	q       string
+}
+
+func parseResultFilter(q url.Values) (resultFilter, error) {
+	f := resultFilter{agent: -1, task: q.Get("task"), outcome: run.Outcome(q.Get("outcome")), q: strings.ToLower(q.Get("q"))}
+	if s := q.Get("agent"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return f, errorf(http.StatusBadRequest, CodeBadRequest, "agent %q must be an agent index (0, 1, …)", s)
+		}
+		f.agent = n
+	}
+	if f.outcome != "" && !f.outcome.Valid() {
+		return f, errorf(http.StatusBadRequest, CodeBadRequest, "outcome %q must be passed, failed, errored or cancelled", f.outcome)
+	}
+	return f, nil
+}
+
+func (f resultFilter) keep(res run.Result) bool {
+	switch {
+	case !res.Final():
+		return false
+	case f.agent >= 0 && res.Agent != f.agent:
+		return false
+	case f.task != "" && res.Task != f.task:
+		return false
+	case f.outcome != "" && res.Outcome != f.outcome:
+		return false
+	case f.q != "" && !strings.Contains(strings.ToLower(res.Task+"\x00"+res.Message), f.q):
+		return false
+	}
+	return true
+}
+
+func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	rn, err := h.ownRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	filter, err := parseResultFilter(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
+	if err != nil {
+		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
+	}
+	out := ResultList{Results: []ResultView{}}
+	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
+		page, next, err := h.cfg.Records.Results(ctx, rn.ID, cursor, n)
+		if err != nil {
+			return 0, "", fmt.Errorf("list results of run %s: %w", rn.ID, err)
+		}
+		for _, res := range page {
+			if filter.keep(res) {
+				out.Results = append(out.Results, resultView(res, agents))
+			}
+		}
+		return len(page), next, nil
+	}, func() int { return len(out.Results) }, &out.NextCursor)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// finalResult loads the final result behind a result id and the run's
+// earlier generations of the same slot.
+func (h *Handler) finalResult(ctx context.Context, rn run.Run, id string) (run.Result, []run.Result, error) {
+	slotID, ok := parseResultID(id)
+	if !ok {
+		return run.Result{}, nil, notFound("result", id)
+	}
+	slot, err := h.cfg.Records.Slot(ctx, rn.ID, slotID)
+	if errors.Is(err, records.ErrNotFound) {
+		return run.Result{}, nil, notFound("result", id)
+	}
+	if err != nil {
+		return run.Result{}, nil, fmt.Errorf("load slot %s: %w", slotID, err)
+	}
+	res, err := h.cfg.Records.Result(ctx, rn.ID, slotID, slot.Generation)
+	if errors.Is(err, records.ErrNotFound) {
+		return run.Result{}, nil, errorf(http.StatusNotFound, CodeNotFound, "result %q has no final outcome yet (slot is %s)", id, slot.Status)
+	}
+	if err != nil {
+		return run.Result{}, nil, fmt.Errorf("load result %s: %w", id, err)
+	}
+	var earlier []run.Result
+	for gen := range slot.Generation {
+		prev, err := h.cfg.Records.Result(ctx, rn.ID, slotID, gen)
+		if err == nil {
+			earlier = append(earlier, prev)
+		} else if !errors.Is(err, records.ErrNotFound) {
+			return run.Result{}, nil, fmt.Errorf("load result %s generation %d: %w", id, gen, err)
+		}
+	}
+	return res, earlier, nil
+}
+
+func (h *Handler) getResult(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	rn, err := h.ownRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	res, earlier, err := h.finalResult(ctx, rn, r.PathValue("result"))
+	if err != nil {
+		return err
+	}
+	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
+	if err != nil {
+		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
+	}
+	out := ResultDetail{ResultView: resultView(res, agents), Artifacts: []ArtifactView{}, EarlierAttempts: []ResultView{}}
+	for _, e := range earlier {
+		out.EarlierAttempts = append(out.EarlierAttempts, resultView(e, agents))
+	}
+	if res.ArtifactsPrefix != "" {
+		if err := h.fillArtifacts(ctx, rn.ID, res, &out); err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// fillArtifacts lists the attempt's stored files and inlines the verifier
+// and agent output and the trajectory.
+func (h *Handler) fillArtifacts(ctx context.Context, runID string, res run.Result, out *ResultDetail) error {
+	infos, err := h.cfg.Blobs.List(ctx, res.ArtifactsPrefix)
+	if err != nil {
+		return fmt.Errorf("list artifacts of %s: %w", res.SlotID, err)
+	}
+	base := "/v1/runs/" + url.PathEscape(runID) + "/results/" + url.PathEscape(out.ID) + "/artifacts/"
+	for _, info := range infos {
+		rel := strings.TrimPrefix(info.Key, res.ArtifactsPrefix)
+		out.Artifacts = append(out.Artifacts, ArtifactView{Path: rel, Size: info.Size, URL: base + escapePath(rel)})
+	}
+	read := func(rel string) (string, bool, error) { return h.readText(ctx, res.ArtifactsPrefix+rel) }
+	var t1, t2, t3, t4 bool
+	if out.Output.Stdout, t1, err = read("artifacts/verifier/test-stdout.txt"); err != nil {
+		return err
+	}
+	if out.Output.Stderr, t2, err = read("artifacts/verifier/test-stderr.txt"); err != nil {
+		return err
+	}
+	if out.AgentOutput.Stdout, t3, err = read("artifacts/agent/stdout.txt"); err != nil {
+		return err
+	}
+	if out.AgentOutput.Stderr, t4, err = read("artifacts/agent/stderr.txt"); err != nil {
+		return err
+	}
+	out.Output.Truncated, out.AgentOutput.Truncated = t1 || t2, t3 || t4
+	traj, truncated, err := read("artifacts/agent/trajectory.json")
+	if err != nil {
+		return err
+	}
+	if traj != "" && !truncated && json.Valid([]byte(traj)) {
+		out.Trajectory = json.RawMessage(traj)
+	}
+	return nil
+}
+
+// readText reads up to maxInlineArtifact bytes of a blob; a missing blob is
+// empty.
+func (h *Handler) readText(ctx context.Context, key string) (string, bool, error) {
+	rc, err := h.cfg.Blobs.Get(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read artifact %s: %w", key, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxInlineArtifact+1))
+	if err != nil {
+		return "", false, fmt.Errorf("read artifact %s: %w", key, err)
+	}
+	if len(data) > maxInlineArtifact {
+		return string(data[:maxInlineArtifact]), true, nil
+	}
+	return string(data), false, nil
+}
+
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+func (h *Handler) getArtifact(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	rn, err := h.ownRun(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	res, _, err := h.finalResult(ctx, rn, r.PathValue("result"))
+	if err != nil {
+		return err
+	}
+	rel := r.PathValue("path")
+	if rel == "" || path.Clean("/"+rel) != "/"+rel || res.ArtifactsPrefix == "" {
+		return notFound("artifact", rel)
+	}
+	rc, err := h.cfg.Blobs.Get(ctx, res.ArtifactsPrefix+rel)
+	if errors.Is(err, blob.ErrNotFound) {
+		return notFound("artifact", rel)
+	}
+	if err != nil {
+		return fmt.Errorf("open artifact %s: %w", rel, err)
+	}
+	defer rc.Close()
+	ct := mime.TypeByExtension(path.Ext(rel))
+	if ct == "" || strings.HasPrefix(ct, "text/html") {
+		ct = "application/octet-stream"
+	}
+	if strings.HasSuffix(rel, ".txt") || strings.HasSuffix(rel, ".log") {
+		ct = "text/plain; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Disposition", "attachment; filename="+strconv.Quote(path.Base(rel)))
+	if _, err := io.Copy(w, rc); err != nil {
+		h.log.WarnContext(ctx, "artifact download cut short", "request_id", requestID(ctx), "run_id", rn.ID, "err", err)
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+// Page sizes of list routes.
+const (
+	defaultLimit = 50
+	maxLimit     = 500
+	// maxScan bounds the stored items one filtered list request reads; a
+	// page may come back short (with a cursor) when filters skip many.
+	maxScan = 2000
+)
+
+// CreatedRun is the answer of POST /v1/runs.
+type CreatedRun struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Status    string   `json:"status"`
+	TaskCount int      `json:"task_count"`
+	SlotCount int      `json:"slot_count"`
+	Replayed  bool     `json:"replayed"`
+	Warnings  []string `json:"warnings"`
+}
+
+// ValidationReport is the answer of POST /v1/runs/validate: what the
+// submission would create and every problem that would reject it.
+type ValidationReport struct {
+	Valid           bool               `json:"valid"`
+	Benchmark       string             `json:"benchmark,omitempty"`
+	ManifestVersion string             `json:"manifest_version,omitempty"`
+	TaskCount       int                `json:"task_count"`
+	SlotCount       int                `json:"slot_count"`
+	MissingSecrets  []string           `json:"missing_secrets"`
+	BillingProblem  string             `json:"billing_problem,omitempty"`
+	Problems        []pipeline.Problem `json:"problems"`
+	Warnings        []string           `json:"warnings"`
+}
+
+// RunList is one page of runs.
+type RunList struct {
+	Runs       []RunView `json:"runs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// LogList is one page of run log lines.
+type LogList struct {
+	Logs       []records.LogLine `json:"logs"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+// submitRequest builds a submission from a run config body: TOML
+// (application/toml, the default) or JSON (application/json).
+func submitRequest(w http.ResponseWriter, r *http.Request) (pipeline.SubmitRequest, error) {
+	id := identity(r.Context())
+	req := pipeline.SubmitRequest{Workspace: id.Workspace, User: id.User, Format: "toml",
+		IdempotencyKey: r.Header.Get("Idempotency-Key"), Name: r.URL.Query().Get("name")}
+	switch ct := mediaType(r); ct {
+	case "application/toml", "text/toml", "text/plain", "":
+	case "application/json":
+		req.Format = "json"
+	default:
+		return req, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedType,
+			"send the run config as Content-Type: application/toml or application/json, not %q", ct)
+	}
+	if len(req.Name) > 128 {
+		return req, errorf(http.StatusBadRequest, CodeBadRequest, "name is longer than 128 bytes")
+	}
+	body, err := readBody(w, r, MaxRunBody)
+	if err != nil {
+		return req, err
+	}
+	if len(body) == 0 {
+		return req, errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty; send a run config")
+	}
+	req.Document = body
+	return req, nil
+}
+
+func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) error {
+	req, err := submitRequest(w, r)
+	if err != nil {
+		return err
+	}
+	res, err := h.cfg.Runs.Submit(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	out := CreatedRun{ID: res.Run.ID, Name: res.Run.Name, Status: string(res.Run.Status), TaskCount: len(res.Run.Tasks),
+		SlotCount: res.Run.TotalSlots(), Replayed: res.Replayed, Warnings: nonNil(res.Warnings)}
+	w.Header().Set("Location", "/v1/runs/"+res.Run.ID)
+	status := http.StatusCreated
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+		status = http.StatusOK
+	}
+	return writeJSON(w, status, out)
+}
+
+func (h *Handler) validateRun(w http.ResponseWriter, r *http.Request) error {
+	req, err := submitRequest(w, r)
+	if err != nil {
+		return err
+	}
+	v, err := h.cfg.Runs.Validate(r.Context(), req)
+	var rejected *pipeline.RejectedError
+	if err != nil && !errors.As(err, &rejected) {
+		return err
+	}
+	out := ValidationReport{Valid: err == nil, Benchmark: v.Benchmark.Key, ManifestVersion: v.ManifestVersion,
+		TaskCount: v.TaskCount, SlotCount: v.SlotCount, MissingSecrets: nonNil(v.MissingSecrets),
+		BillingProblem: v.BillingProblem, Problems: []pipeline.Problem{}, Warnings: nonNil(v.Resolved.Warnings)}
+	if rejected != nil {
+		out.Problems = rejected.Problems
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// ownRun loads a run of the caller's workspace; any other is not found.
+func (h *Handler) ownRun(ctx context.Context, id string) (run.Run, error) {
+	if id == "" || len(id) > 128 {
+		return run.Run{}, notFound("run", id)
+	}
+	r, err := h.cfg.Records.Run(ctx, id)
+	if errors.Is(err, records.ErrNotFound) || (err == nil && r.Workspace != identity(ctx).Workspace) {
+		return run.Run{}, notFound("run", id)
+	}
+	if err != nil {
+		return run.Run{}, fmt.Errorf("load run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// pageParams reads ?limit= and ?cursor=.
+func pageParams(r *http.Request) (limit int, cursor string, err error) {
+	q := r.URL.Query()
+	limit = defaultLimit
+	if s := q.Get("limit"); s != "" {
+		n, perr := strconv.Atoi(s)
+		if perr != nil || n < 1 || n > maxLimit {
+			return 0, "", errorf(http.StatusBadRequest, CodeBadRequest, "limit %q must be a whole number from 1 to %d", s, maxLimit)
+		}
+		limit = n
+	}
+	cursor = q.Get("cursor")
+	if len(cursor) > 1024 {
+		return 0, "", errorf(http.StatusBadRequest, CodeBadRequest, "cursor is not one this API returned")
+	}
+	return limit, cursor, nil
+}
+
+func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	bench, status := q.Get("benchmark"), run.Status(q.Get("status"))
+	if status != "" && !status.Valid() {
+		return errorf(http.StatusBadRequest, CodeBadRequest, "status %q must be one of pending, queued, running, finished, failed, stopping, stopped", status)
+	}
+	keep := func(rn run.Run) bool {
+		return (bench == "" || rn.Benchmark == bench || rn.BenchmarkName == bench) && (status == "" || rn.Status == status)
+	}
+	ws := identity(r.Context()).Workspace
+	out := RunList{Runs: []RunView{}}
+	now := h.cfg.Now()
+	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
+		runs, next, err := h.cfg.Records.RunsByWorkspace(r.Context(), ws, cursor, n)
+		if err != nil {
+			return 0, "", fmt.Errorf("list runs: %w", err)
+		}
+		for _, rn := range runs {
+			if !keep(rn) {
+				continue
+			}
+			t, err := h.cfg.Records.RunTally(r.Context(), rn.ID)
+			if err != nil {
+				return 0, "", fmt.Errorf("load tally of run %s: %w", rn.ID, err)
+			}
+			out.Runs = append(out.Runs, runView(rn, t, now))
+		}
+		return len(runs), next, nil
+	}, func() int { return len(out.Runs) }, &out.NextCursor)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// scanPages drives a filtered listing over a store query: it asks fetch for
+// at most the rows still missing (so every fetched item is consumed and
+// the store cursor stays exact), until limit rows were kept, the query
+// ends, or maxScan items were read. fetch returns how many items it read
+// and the next store cursor; kept reports the rows kept so far.
+func scanPages(limit int, cursor string, fetch func(cursor string, n int) (int, string, error), kept func() int, next *string) error {
+	scanned := 0
+	for {
+		want := limit - kept()
+		n, c, err := fetch(cursor, want)
+		if err != nil {
+			return err
+		}
+		scanned += n
+		cursor = c
+		if cursor == "" || kept() >= limit || scanned >= maxScan {
+			*next = cursor
+			return nil
+		}
+	}
+}
+
+func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
+	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	t, err := h.cfg.Records.RunTally(ctx, rn.ID)
+	if err != nil {
+		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)
+	}
+	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
+	if err != nil {
+		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
+	}
+	summaries, covered, err := h.runSummaries(ctx, rn, agents)
+	if err != nil {
+		return err
+	}
+	now := h.cfg.Now()
+	out := RunDetail{RunView: runView(rn, t, now), AgentsDetail: make([]AgentView, len(agents)),
+		MetricsResults: covered, MetricsCurrent: int64(covered) >= t.Done}
+	perAgent := len(rn.Tasks) * rn.Settings.AttemptsPerTask
+	for i, a := range agents {
+		at, err := h.cfg.Records.AgentTally(ctx, rn.ID, a.Index)
+		if err != nil {
+			return fmt.Errorf("load tally of run %s agent %d: %w", rn.ID, a.Index, err)
+		}
+		out.AgentsDetail[i] = AgentView{Index: a.Index, Name: a.Name, Label: a.Label(), Harness: a.Harness, Model: a.Model,
+			Status: string(a.Status), Progress: Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
+			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, Metrics: metricsOf(summaries[i])}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) runConfig(w http.ResponseWriter, r *http.Request) error {
+	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/toml; charset=utf-8")
+	_, err = w.Write([]byte(rn.Config))
+	return err
+}
+
+func (h *Handler) runLogs(w http.ResponseWriter, r *http.Request) error {
+	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	lines, next, err := h.cfg.Records.Logs(r.Context(), rn.ID, cursor, limit)
+	if err != nil {
+		return fmt.Errorf("list logs of run %s: %w", rn.ID, err)
+	}
+	return writeJSON(w, http.StatusOK, LogList{Logs: nonNil(lines), NextCursor: next})
+}
+
+func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
+	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if !rn.Status.Stoppable() {
+		return errorf(http.StatusConflict, CodeConflict, "run %s is %s; only pending, queued or running runs can be stopped", rn.ID, rn.Status)
+	}
+	rn, err = h.cfg.Runs.Stop(r.Context(), rn.ID, identity(r.Context()).User)
+	if err != nil {
+		return err
+	}
+	t, err := h.cfg.Records.RunTally(r.Context(), rn.ID)
+	if err != nil {
+		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)
+	}
+	return writeJSON(w, http.StatusAccepted, runView(rn, t, h.cfg.Now()))
+}
