@@ -166,6 +166,10 @@ func (a *API) newUserPool(retain bool) {
 		DeletionProtection: jsii.Bool(retain),
 		RemovalPolicy:      removal,
 	})
+	cdknag.NagSuppressions_AddResourceSuppressions(a.UserPool, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-COG8"),
+		Reason: jsii.String("The Plus feature plan is billed per active user; this pool has self sign-up off and TOTP MFA required. Deployments that need threat protection bring their own identity provider (context jwtIssuer) or upgrade the plan."),
+	}}, jsii.Bool(false))
 	a.UserPoolClient = a.UserPool.AddClient(jsii.String("Client"), &awscognito.UserPoolClientOptions{
 		GenerateSecret:             jsii.Bool(false),
 		AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true), UserPassword: jsii.Bool(true)},

@@ -99,10 +99,10 @@ func New(scope constructs.Construct, id string, props Props) *Console {
 			{HttpStatus: jsii.Number(403), ResponseHttpStatus: jsii.Number(200), ResponsePagePath: jsii.String("/index.html"), Ttl: awscdk.Duration_Seconds(jsii.Number(0))},
 			{HttpStatus: jsii.Number(404), ResponseHttpStatus: jsii.Number(200), ResponsePagePath: jsii.String("/index.html"), Ttl: awscdk.Duration_Seconds(jsii.Number(0))},
 		},
-		PriceClass:             awscloudfront.PriceClass_PRICE_CLASS_100,
-		EnableLogging:          jsii.Bool(true),
-		LogBucket:              k.Logs,
-		LogFilePrefix:          jsii.String("cloudfront/"),
+		PriceClass:    awscloudfront.PriceClass_PRICE_CLASS_100,
+		EnableLogging: jsii.Bool(true),
+		LogBucket:     k.Logs,
+		LogFilePrefix: jsii.String("cloudfront/"),
 	})
 	cdknag.NagSuppressions_AddResourceSuppressions(k.Distribution, &[]*cdknag.NagPackSuppression{
 		{Id: jsii.String("AwsSolutions-CFR1"), Reason: jsii.String("The console is static assets for a global audience; authorization happens at the API, so geo restriction adds nothing.")},

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // VisibilityFactor is how many consumer timeouts a message stays invisible
@@ -86,6 +87,10 @@ func NewDeadLetter(scope constructs.Construct, id string, retain bool) *DeadLett
 		EnforceSSL:      jsii.Bool(true),
 		RemovalPolicy:   removalPolicy(retain),
 	})
+	cdknag.NagSuppressions_AddResourceSuppressions(q, &[]*cdknag.NagPackSuppression{{
+		Id:     jsii.String("AwsSolutions-SQS3"),
+		Reason: jsii.String("This queue is itself a dead-letter destination (of a queue, an event source mapping, EventBridge, the Scheduler or asynchronous invocations); operators drain it after the alarm fires."),
+	}}, jsii.Bool(false))
 	alarm := q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 		Period:    awscdk.Duration_Minutes(jsii.Number(1)),
 		Statistic: jsii.String("Maximum"),

@@ -170,8 +170,8 @@ func (s *Sandbox) clusterCondition() *map[string]any {
 	return &map[string]any{"ArnEquals": map[string]any{"ecs:cluster": s.Cluster.ClusterArn()}}
 }
 
-func (s *Sandbox) allow(grantee awsiam.IGrantable, actions []string, resources []*string, conditions *map[string]any) {
-	grantee.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+func (s *Sandbox) allow(grantee awsiam.IRole, actions []string, resources []*string, conditions *map[string]any) {
+	grantee.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:    jsii.Strings(actions...),
 		Resources:  &resources,
 		Conditions: conditions,
@@ -181,7 +181,7 @@ func (s *Sandbox) allow(grantee awsiam.IGrantable, actions []string, resources [
 // GrantLaunch lets grantee register per-image task definitions in the
 // sandbox family, run them in the sandbox cluster with the sandbox roles
 // (and no others), tag them, and stop, list and describe them.
-func (s *Sandbox) GrantLaunch(grantee awsiam.IGrantable) {
+func (s *Sandbox) GrantLaunch(grantee awsiam.IRole) {
 	s.allow(grantee, []string{"ecs:RegisterTaskDefinition"}, []*string{s.familiesARN()}, nil)
 	s.allow(grantee, []string{"ecs:DescribeTaskDefinition"}, []*string{jsii.String("*")}, nil)
 	s.allow(grantee, []string{"ecs:RunTask"}, []*string{s.familiesARN()}, s.clusterCondition())
@@ -196,13 +196,13 @@ func (s *Sandbox) GrantLaunch(grantee awsiam.IGrantable) {
 }
 
 // GrantStop lets grantee stop tasks of the sandbox cluster.
-func (s *Sandbox) GrantStop(grantee awsiam.IGrantable) {
+func (s *Sandbox) GrantStop(grantee awsiam.IRole) {
 	s.allow(grantee, []string{"ecs:StopTask"}, []*string{s.tasksARN()}, s.clusterCondition())
 	suppress(grantee, "Task ARNs end in a wildcard because task ids are minted at run time; the statement is limited to the sandbox cluster.")
 }
 
 // GrantWatch lets grantee list, describe and stop tasks of the sandbox cluster.
-func (s *Sandbox) GrantWatch(grantee awsiam.IGrantable) {
+func (s *Sandbox) GrantWatch(grantee awsiam.IRole) {
 	s.allow(grantee, []string{"ecs:StopTask", "ecs:DescribeTasks"}, []*string{s.tasksARN()}, s.clusterCondition())
 	s.allow(grantee, []string{"ecs:ListTasks"}, []*string{jsii.String("*")}, s.clusterCondition())
 	suppress(grantee, "ecs:ListTasks supports no resource-level permissions and is conditioned on the sandbox cluster; task ARNs end in a wildcard because task ids are minted at run time.")
@@ -224,11 +224,7 @@ func (s *Sandbox) Environment() map[string]*string {
 
 // suppress records why the wildcard resources of the ECS statements are
 // needed on the grantee's policy (cdk-nag AwsSolutions-IAM5).
-func suppress(grantee awsiam.IGrantable, reason string) {
-	role, ok := grantee.(awsiam.IRole)
-	if !ok {
-		return
-	}
+func suppress(role awsiam.IRole, reason string) {
 	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-IAM5"),
 		Reason: jsii.String(reason),

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // Props configures the secret store.
@@ -64,30 +65,39 @@ func (s *Store) SecretsARN() *string {
 
 // GrantManage lets grantee create, overwrite, describe and delete secrets
 // under the prefix, encrypting with the key, but never read a value.
-func (s *Store) GrantManage(grantee awsiam.IGrantable) {
-	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee: grantee,
+func (s *Store) GrantManage(grantee awsiam.IRole) {
+	grantee.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings("secretsmanager:CreateSecret", "secretsmanager:PutSecretValue",
 			"secretsmanager:DeleteSecret", "secretsmanager:DescribeSecret"),
-		ResourceArns: &[]*string{s.SecretsARN()},
-	})
+		Resources: &[]*string{s.SecretsARN()},
+	}))
 	s.grantKey(grantee, "kms:GenerateDataKey", "kms:Encrypt")
+	s.suppressPrefix(grantee)
 }
 
 // GrantRead lets grantee read secret values under the prefix, decrypting with the key.
-func (s *Store) GrantRead(grantee awsiam.IGrantable) {
-	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings("secretsmanager:GetSecretValue"),
-		ResourceArns: &[]*string{s.SecretsARN()},
-	})
+func (s *Store) GrantRead(grantee awsiam.IRole) {
+	grantee.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("secretsmanager:GetSecretValue"),
+		Resources: &[]*string{s.SecretsARN()},
+	}))
 	s.grantKey(grantee, "kms:Decrypt")
+	s.suppressPrefix(grantee)
+}
+
+// suppressPrefix records why the secret ARN ends in a wildcard (cdk-nag AwsSolutions-IAM5).
+func (s *Store) suppressPrefix(grantee awsiam.IRole) {
+	cdknag.NagSuppressions_AddResourceSuppressions(grantee, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("Workspace secrets are created at run time under the stage prefix, and Secrets Manager appends a random suffix to every name; the grant covers only that prefix."),
+		AppliesTo: &[]any{fmt.Sprintf("Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:%s*", s.Prefix)},
+	}}, jsii.Bool(true))
 }
 
 // grantKey allows key actions only when Secrets Manager makes the call.
-func (s *Store) grantKey(grantee awsiam.IGrantable, actions ...string) {
+func (s *Store) grantKey(grantee awsiam.IRole, actions ...string) {
 	stack := awscdk.Stack_Of(s.Construct)
-	grantee.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	grantee.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(actions...),
 		Resources: &[]*string{s.Key.KeyArn()},
 		Conditions: &map[string]any{

@@ -6,8 +6,10 @@ package table
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // Attribute names of the key scheme; pkg/awsx/dynamo writes the same names.
@@ -69,4 +71,25 @@ func New(scope constructs.Construct, id string, props Props) *Table {
 		})
 	}
 	return &Table{Construct: c, Table: t}
+}
+
+// GrantReadWrite lets role read and write items, in the table and its indexes.
+func (t *Table) GrantReadWrite(role awsiam.IRole) {
+	t.Table.GrantReadWriteData(role)
+	suppressIndexes(role)
+}
+
+// GrantRead lets role read items, in the table and its indexes.
+func (t *Table) GrantRead(role awsiam.IRole) {
+	t.Table.GrantReadData(role)
+	suppressIndexes(role)
+}
+
+// suppressIndexes records why grants end in "/index/*" (cdk-nag AwsSolutions-IAM5).
+func suppressIndexes(role awsiam.IRole) {
+	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("Queries use the table's own global secondary indexes (gsi1, gsi2); CDK's table grant names them as <table ARN>/index/*, which covers no other table."),
+		AppliesTo: &[]any{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::.*Table.*\/index\/\*$/`)}},
+	}}, jsii.Bool(true))
 }

@@ -1,0 +1,171 @@
+package stacks_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/infra/functions"
+	"github.com/gauntlet-bench/gauntlet/infra/infratest"
+)
+
+var (
+	logActions   = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	xrayActions  = []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+	tableRead    = []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:Query", "dynamodb:Scan"}
+	tableWrite   = []string{"dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	sqsSend      = []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
+	sqsConsume   = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+	streamRead   = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
+	secretManage = []string{"secretsmanager:CreateSecret", "secretsmanager:DeleteSecret", "secretsmanager:DescribeSecret", "secretsmanager:PutSecretValue", "kms:Encrypt", "kms:GenerateDataKey"}
+	secretRead   = []string{"secretsmanager:GetSecretValue", "kms:Decrypt"}
+	ecsLaunch    = []string{"ecs:DescribeTaskDefinition", "ecs:DescribeTasks", "ecs:ListTasks", "ecs:RegisterTaskDefinition", "ecs:RunTask", "ecs:StopTask", "ecs:TagResource", "iam:PassRole"}
+	ecsWatch     = []string{"ecs:DescribeTasks", "ecs:ListTasks", "ecs:StopTask"}
+)
+
+func union(lists ...[]string) []string {
+	var all []infratest.Statement
+	for _, l := range lists {
+		all = append(all, infratest.Statement{Actions: l})
+	}
+	return infratest.Actions(all)
+}
+
+// TestFunctionPermissions pins every action each function role may take.
+func TestFunctionPermissions(t *testing.T) {
+	synthesized(t)
+	base := union(logActions, xrayActions)
+	want := map[string][]string{
+		"api":          union(base, tableRead, tableWrite, sqsSend, secretManage, []string{"s3:GetObject", "s3:PutObject"}),
+		"planner":      union(base, tableRead, tableWrite, sqsSend, sqsConsume),
+		"dispatcher":   union(base, tableRead, tableWrite, sqsSend, sqsConsume, secretRead, ecsLaunch, []string{"s3:GetObject", "s3:PutObject"}),
+		"grader":       union(base, tableRead, sqsSend, []string{"s3:GetObject", "ecs:StopTask"}),
+		"ingester":     union(base, tableRead, tableWrite, sqsConsume),
+		"leaderboard":  union(base, tableRead, tableWrite, streamRead, sqsSend),
+		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, []string{"s3:PutObject"}),
+		"watchdog":     union(base, tableRead, tableWrite, sqsSend, ecsWatch),
+	}
+	for _, name := range functions.Names {
+		got := infratest.Actions(infratest.RoleStatements(statelessJSON, title(name)+"FunctionRole"))
+		if diff := cmp.Diff(want[name], got); diff != "" {
+			t.Errorf("%s role actions (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestNoWildcardActions: no statement of any role grants "*" or "service:*".
+func TestNoWildcardActions(t *testing.T) {
+	synthesized(t)
+	for id := range infratest.Resources(statelessJSON, "AWS::IAM::Role") {
+		for _, s := range infratest.RoleStatements(statelessJSON, id) {
+			for _, a := range s.Actions {
+				if a == "*" || strings.HasSuffix(a, ":*") {
+					t.Errorf("role %s grants wildcard action %q on %v", id, a, s.Resources)
+				}
+			}
+		}
+	}
+}
+
+// TestScopedResources checks where the sensitive actions point.
+func TestScopedResources(t *testing.T) {
+	synthesized(t)
+	type check struct {
+		function, action string
+		resource         func(string) bool
+		condition        string
+	}
+	contains := func(sub string) func(string) bool { return func(r string) bool { return strings.Contains(r, sub) } }
+	checks := []check{
+		{"api", "secretsmanager:CreateSecret", contains(":secret:gauntlet/dev/*"), ""},
+		{"api", "kms:GenerateDataKey", contains("SecretsKey"), "kms:ViaService"},
+		{"api", "s3:PutObject", contains("/downloads/*"), ""},
+		{"dispatcher", "secretsmanager:GetSecretValue", contains(":secret:gauntlet/dev/*"), ""},
+		{"dispatcher", "kms:Decrypt", contains("SecretsKey"), "kms:ViaService"},
+		{"dispatcher", "ecs:RunTask", contains(":task-definition/gauntlet-dev-sandbox*:*"), "ecs:cluster"},
+		{"dispatcher", "ecs:RegisterTaskDefinition", contains(":task-definition/gauntlet-dev-sandbox*:*"), ""},
+		{"dispatcher", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
+		{"dispatcher", "ecs:ListTasks", func(r string) bool { return r == "*" }, "ecs:cluster"},
+		{"dispatcher", "s3:PutObject", contains("/runs/*"), ""},
+		{"grader", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
+		{"registrysync", "s3:PutObject", contains("/tasks/*"), ""},
+		{"watchdog", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
+	}
+	for _, c := range checks {
+		for _, s := range infratest.RoleStatements(statelessJSON, title(c.function)+"FunctionRole") {
+			if !containsString(s.Actions, c.action) {
+				continue
+			}
+			for _, r := range s.Resources {
+				if !c.resource(r) {
+					t.Errorf("%s: %s on unexpected resource %s", c.function, c.action, r)
+				}
+			}
+			if !strings.Contains(s.Condition, c.condition) {
+				t.Errorf("%s: %s condition %q lacks %q", c.function, c.action, s.Condition, c.condition)
+			}
+		}
+	}
+	for _, s := range infratest.RoleStatements(statelessJSON, "DispatcherFunctionRole") {
+		if !containsString(s.Actions, "iam:PassRole") {
+			continue
+		}
+		if len(s.Resources) != 2 || !strings.Contains(strings.Join(s.Resources, " "), "SandboxTaskRole") ||
+			!strings.Contains(strings.Join(s.Resources, " "), "SandboxExecutionRole") {
+			t.Errorf("dispatcher may pass %v, want exactly the sandbox task and execution roles", s.Resources)
+		}
+		if !strings.Contains(s.Condition, `"iam:PassedToService":"ecs-tasks.amazonaws.com"`) {
+			t.Errorf("dispatcher iam:PassRole condition = %s, want iam:PassedToService ecs-tasks", s.Condition)
+		}
+	}
+	for _, s := range infratest.RoleStatements(statelessJSON, "ApiFunctionRole") {
+		if containsString(s.Actions, "secretsmanager:GetSecretValue") || containsString(s.Actions, "kms:Decrypt") {
+			t.Errorf("api can read secret values: %v", s.Actions)
+		}
+	}
+}
+
+// TestSandboxTaskRoleHasNoAccess: code inside a sandbox holds no platform
+// credentials: its task role has no policy at all, and in particular none
+// that names the table, the queues, the bucket or the secrets.
+func TestSandboxTaskRoleHasNoAccess(t *testing.T) {
+	synthesized(t)
+	statements := infratest.RoleStatements(statelessJSON, "SandboxTaskRole")
+	if len(statements) != 0 {
+		t.Errorf("sandbox task role has statements %v, want none", statements)
+	}
+	forbiddenActions := []string{"dynamodb:", "sqs:", "secretsmanager:", "s3:", "kms:"}
+	forbiddenResources := []string{"DataTable", "Queue", "ArtifactsBucket", "SecretsKey", ":secret:"}
+	for _, s := range statements {
+		for _, a := range s.Actions {
+			for _, f := range forbiddenActions {
+				if strings.HasPrefix(a, f) {
+					t.Errorf("sandbox task role may %s", a)
+				}
+			}
+		}
+		for _, r := range s.Resources {
+			for _, f := range forbiddenResources {
+				if strings.Contains(r, f) {
+					t.Errorf("sandbox task role names %s", r)
+				}
+			}
+		}
+	}
+	// The execution role pulls images and writes logs, nothing else.
+	for _, a := range infratest.Actions(infratest.RoleStatements(statelessJSON, "SandboxExecutionRole")) {
+		if !strings.HasPrefix(a, "ecr:") && !strings.HasPrefix(a, "logs:") {
+			t.Errorf("sandbox execution role may %s, want only ecr: and logs: actions", a)
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
