@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/registry"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
@@ -316,7 +318,7 @@ func TestBrokenTaskFailsWithReason(t *testing.T) {
 	dir := t.TempDir()
 	copyExample(t, "word-frequency", filepath.Join(dir, "tasks", "good"))
 	copyExample(t, "csv-summary", filepath.Join(dir, "tasks", "broken"))
-	appendFile(t, filepath.Join(dir, "tasks", "broken", "task.toml"), "\n[verifier]\ntimeout_sec = \"soon\"\n")
+	writeRegistry(t, filepath.Join(dir, "tasks", "broken", "task.toml"), "[metadata]\ncategory = \"data\"\n[verifier]\ntimeout_sec = \"soon\"\n")
 	writeRegistry(t, filepath.Join(dir, "registry.json"), `[{"name": "mixed", "version": "1", "description": "", "tasks": [
 		{"name": "good", "path": "tasks/good"}, {"name": "broken", "path": "tasks/broken"}]}]`)
 	e := newEnv(t, filepath.Join(dir, "registry.json"))
@@ -329,7 +331,8 @@ func TestBrokenTaskFailsWithReason(t *testing.T) {
 	if got.Status != records.SyncFailed || got.SyncError == "" {
 		t.Fatalf("after Sync: %+v, want failed", got)
 	}
-	if !strings.HasPrefix(got.SyncError, "task broken: ") || strings.Contains(got.SyncError, dir) {
+	t.Logf("sync error: %s", got.SyncError)
+	if !strings.HasPrefix(got.SyncError, "task broken: task.toml: verifier.timeout_sec: ") || strings.Contains(got.SyncError, dir) {
 		t.Errorf("SyncError = %q, want it to name the task and no temp path", got.SyncError)
 	}
 }
@@ -341,18 +344,6 @@ func copyExample(t *testing.T, name, dst string) {
 	}
 	if out, err := exec.Command("cp", "-r", filepath.Join(exampleTasks, name), dst).CombinedOutput(); err != nil {
 		t.Fatalf("cp %s: %v\n%s", name, err, out)
-	}
-}
-
-func appendFile(t *testing.T, path, text string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(text); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -418,5 +409,44 @@ func unpack(t *testing.T, e *env, key string) string {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// observingSource records the benchmark's progress each time a task is
+// fetched.
+type observingSource struct {
+	registry.Source
+	t    *testing.T
+	e    *env
+	key  string
+	seen []string
+}
+
+func (o *observingSource) FetchTask(ctx context.Context, ref harbor.TaskRef, dst string) (registry.Fetched, error) {
+	b := o.e.benchmark(o.t, o.key)
+	o.seen = append(o.seen, fmt.Sprintf("%s %d/%d", b.Status, b.Synced, b.Total))
+	return o.Source.FetchTask(ctx, ref, dst)
+}
+
+func TestSyncProgressIsBatched(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, exampleRegistry)
+	obs := &observingSource{t: t, e: e, key: "demo-bench-1-0"}
+	e.svc.open = func(location string) (registry.Source, error) {
+		src, err := registry.Open(location)
+		obs.Source = src
+		return obs, err
+	}
+	if _, err := e.svc.Add(ctx, ws, "demo-bench"); err != nil {
+		t.Fatal(err)
+	}
+	obs.seen = nil
+	e.sync(t, "demo-bench-1-0")
+	var want []string
+	for i := range 15 {
+		want = append(want, fmt.Sprintf("syncing %d/15", i/10*10))
+	}
+	if diff := cmp.Diff(want, obs.seen); diff != "" {
+		t.Errorf("progress seen at each fetch (-want +got):\n%s", diff)
 	}
 }

@@ -234,9 +234,16 @@ func gitEnv() []string {
 	return env
 }
 
-// lastLines returns the tail of git's stderr, at most max bytes, trimmed.
+// lastLines returns the tail of git's stderr, at most max bytes, on one
+// line ("; " between git's lines).
 func lastLines(s string, max int) string {
-	s = strings.TrimSpace(s)
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	s = strings.Join(lines, "; ")
 	if len(s) > max {
 		s = "…" + s[len(s)-max:]
 	}
