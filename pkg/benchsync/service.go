@@ -47,7 +47,8 @@ type Opener func(location string) (registry.Source, error)
 type Config struct {
 	Records *records.Store
 	Blobs   blob.Store
-	// Open opens registry locations; default registry.Open.
+	// Open opens registry locations; default registry.OpenWith with the
+	// work dir for git checkouts.
 	Open Opener
 	// Registry is the platform's registry location (URL or path) that
 	// Add resolves specs against.
@@ -83,9 +84,6 @@ func New(cfg Config) (*Service, error) {
 		records: cfg.Records, blobs: cfg.Blobs, open: cfg.Open, registry: cfg.Registry,
 		workDir: cfg.WorkDir, now: cfg.Now, log: cfg.Logger, lease: cfg.Lease,
 	}
-	if s.open == nil {
-		s.open = registry.Open
-	}
 	if s.workDir == "" {
 		s.workDir = os.TempDir()
 	}
@@ -97,6 +95,10 @@ func New(cfg Config) (*Service, error) {
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.open == nil {
+		opts := registry.Options{TempDir: s.workDir, Logger: s.log}
+		s.open = func(location string) (registry.Source, error) { return registry.OpenWith(location, opts) }
 	}
 	if s.lease <= 0 {
 		s.lease = DefaultLease

@@ -62,7 +62,7 @@ type env struct {
 
 // newEnv builds a Service on a real SQLite table and file blob store,
 // resolving Add specs against registryLocation.
-func newEnv(t *testing.T, registryLocation string) *env {
+func newEnv(t testing.TB, registryLocation string) *env {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := sqlite.Open(filepath.Join(dir, "gauntlet.db"))

@@ -142,7 +142,7 @@ func (s *Service) openSource(src syncSource) (registry.Source, string, error) {
 	}
 	reg, err := s.open(location)
 	if err != nil {
-		return nil, location, failf("registry %s: %v", location, err)
+		return nil, location, failf("%v", err)
 	}
 	return reg, location, nil
 }
