@@ -82,42 +82,34 @@ func buildQuery(q store.Query, nowUnix int64) (string, []any, int, error) {
 	case limit > maxLimit:
 		limit = maxLimit
 	}
-	var where strings.Builder
-	args := []any{q.PK}
-	fmt.Fprintf(&where, "%s = ? AND %s IS NOT NULL AND (expires_at = 0 OR expires_at >= ?)", cols.pk, cols.sk)
-	args = append(args, nowUnix)
-	if q.Prefix != "" {
-		fmt.Fprintf(&where, " AND %s >= ?", cols.sk)
-		args = append(args, q.Prefix)
-		if end, ok := prefixEnd(q.Prefix); ok {
-			fmt.Fprintf(&where, " AND %s < ?", cols.sk)
-			args = append(args, end)
+	var c *cursor
+	if q.Cursor != "" {
+		decoded, err := decodeCursor(q.Cursor, q.Index)
+		if err != nil {
+			return "", nil, 0, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
 		}
+		c = &decoded
 	}
-	if q.From != "" {
-		fmt.Fprintf(&where, " AND %s >= ?", cols.sk)
-		args = append(args, q.From)
+	lo, hi := sortKeyBounds(q, c)
+	var where strings.Builder
+	args := []any{q.PK, nowUnix}
+	fmt.Fprintf(&where, "%s = ? AND %s IS NOT NULL AND (expires_at = 0 OR expires_at >= ?)", cols.pk, cols.sk)
+	if lo.set {
+		fmt.Fprintf(&where, " AND %s %s ?", cols.sk, map[bool]string{false: ">=", true: ">"}[lo.strict])
+		args = append(args, lo.value)
 	}
-	if q.To != "" {
-		fmt.Fprintf(&where, " AND %s <= ?", cols.sk)
-		args = append(args, q.To)
+	if hi.set {
+		fmt.Fprintf(&where, " AND %s %s ?", cols.sk, map[bool]string{false: "<=", true: "<"}[hi.strict])
+		args = append(args, hi.value)
 	}
 	order, op := "ASC", ">"
 	if q.Desc {
 		order, op = "DESC", "<"
 	}
-	if q.Cursor != "" {
-		c, err := decodeCursor(q.Cursor, q.Index)
-		if err != nil {
-			return "", nil, 0, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
-		}
-		if q.Index == store.Primary {
-			fmt.Fprintf(&where, " AND sk %s ?", op)
-			args = append(args, c.SK)
-		} else {
-			fmt.Fprintf(&where, " AND (%s, pk, sk) %s (?, ?, ?)", cols.sk, op)
-			args = append(args, c.SK, c.PK, c.BSK)
-		}
+	if c != nil && q.Index != store.Primary {
+		// Items sharing the cursor's index sort key continue in base-key order.
+		fmt.Fprintf(&where, " AND (%s, pk, sk) %s (?, ?, ?)", cols.sk, op)
+		args = append(args, c.SK, c.PK, c.BSK)
 	}
 	orderBy := fmt.Sprintf("sk %s", order)
 	if q.Index != store.Primary {
@@ -125,6 +117,56 @@ func buildQuery(q store.Query, nowUnix int64) (string, []any, int, error) {
 	}
 	sqlText := fmt.Sprintf("SELECT %s FROM items WHERE %s ORDER BY %s LIMIT %d", itemColumns, where.String(), orderBy, limit+1)
 	return sqlText, args, limit, nil
+}
+
+// bound is one end of a sort-key range.
+type bound struct {
+	value       string
+	strict, set bool
+}
+
+// sortKeyBounds folds the prefix, From/To and the cursor into one lower and
+// one upper bound, so the index range starts at the cursor however deep the
+// page is.
+func sortKeyBounds(q store.Query, c *cursor) (lo, hi bound) {
+	if q.Prefix != "" {
+		lo = bound{value: q.Prefix, set: true}
+		if end, ok := prefixEnd(q.Prefix); ok {
+			hi = bound{value: end, strict: true, set: true}
+		}
+	}
+	if q.From != "" {
+		lo = tighter(lo, bound{value: q.From, set: true}, 1)
+	}
+	if q.To != "" {
+		hi = tighter(hi, bound{value: q.To, set: true}, -1)
+	}
+	if c != nil {
+		// On the primary index the cursor's key itself is excluded; on a GSI,
+		// items tied with it are filtered by base key instead.
+		at := bound{value: c.SK, strict: q.Index == store.Primary, set: true}
+		if q.Desc {
+			hi = tighter(hi, at, -1)
+		} else {
+			lo = tighter(lo, at, 1)
+		}
+	}
+	return lo, hi
+}
+
+// tighter returns the narrower of two bounds: the larger for a lower bound
+// (dir 1), the smaller for an upper bound (dir -1); on a tie, the strict one.
+func tighter(a, b bound, dir int) bound {
+	switch {
+	case !a.set:
+		return b
+	case a.value == b.value:
+		a.strict = a.strict || b.strict
+		return a
+	case strings.Compare(b.value, a.value) == dir:
+		return b
+	}
+	return a
 }
 
 // prefixEnd returns the smallest string greater than every string with the
