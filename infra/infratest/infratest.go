@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
@@ -53,9 +52,24 @@ func NagFindings(stack awscdk.Stack) (out []string) {
 	}()
 	a := assertions.Annotations_FromStack(stack)
 	pattern := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
-	for _, found := range []*[]*cxapi.SynthesisMessage{a.FindError(jsii.String("*"), pattern), a.FindWarning(jsii.String("*"), pattern)} {
-		for _, m := range *found {
-			out = append(out, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
+	for _, found := range []any{a.FindError(jsii.String("*"), pattern), a.FindWarning(jsii.String("*"), pattern)} {
+		// Decoded through JSON: the Go binding's message type is deprecated.
+		var msgs []struct {
+			ID    string `json:"id"`
+			Entry struct {
+				Data any `json:"data"`
+			} `json:"entry"`
+		}
+		b, err := json.Marshal(found)
+		if err == nil {
+			err = json.Unmarshal(b, &msgs)
+		}
+		if err != nil {
+			out = append(out, fmt.Sprintf("decode annotations: %v", err))
+			continue
+		}
+		for _, m := range msgs {
+			out = append(out, fmt.Sprintf("%s: %v", m.ID, m.Entry.Data))
 		}
 	}
 	sort.Strings(out)
