@@ -95,7 +95,13 @@ func (s *Store) putMultipart(ctx context.Context, key string, first []byte, r io
 		if err != nil {
 			return fmt.Errorf("put %s: part %d: %w", key, number, err)
 		}
-		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(number)})
+		// The SDK checksums every part by default; completing the upload must
+		// repeat each part's checksum or S3 rejects the part list.
+		parts = append(parts, types.CompletedPart{
+			ETag: out.ETag, PartNumber: aws.Int32(number),
+			ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C, ChecksumCRC64NVME: out.ChecksumCRC64NVME,
+			ChecksumSHA1: out.ChecksumSHA1, ChecksumSHA256: out.ChecksumSHA256,
+		})
 		next := make([]byte, s.partSz)
 		n, rerr := io.ReadFull(r, next)
 		if n == 0 && (errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF)) {

@@ -1,0 +1,118 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/auth/jwtauth"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/queue"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+)
+
+// BenchSync returns the registry-sync service on the platform's table and
+// blob store.
+func (p *Platform) BenchSync() (*benchsync.Service, error) {
+	if p.Blobs == nil {
+		return nil, notWired("blob store", EnvBucket)
+	}
+	return benchsync.New(benchsync.Config{
+		Records: records.New(p.Ports.Table), Blobs: p.Blobs, Registry: p.Config.Registry, Logger: p.Logger,
+	})
+}
+
+// API returns the HTTP API handler: runs go through the pipeline,
+// benchmarks through benchsync (sync messages on the sync queue), and every
+// caller is authenticated by the JWT of the configured issuer.
+func (p *Platform) API() (*api.Handler, error) {
+	svc, err := p.Pipeline()
+	if err != nil {
+		return nil, err
+	}
+	sync, err := p.BenchSync()
+	if err != nil {
+		return nil, err
+	}
+	if p.SyncQueue == nil {
+		return nil, notWired("sync queue", EnvSyncQueueURL)
+	}
+	verifier, err := jwtauth.New(jwtauth.Config{Issuer: p.Config.JWTIssuer, Audience: p.Config.JWTAudience, JWKSURL: p.Config.JWKSURL})
+	if err != nil {
+		return nil, err
+	}
+	return api.NewWithAuthenticator(api.Config{
+		Records: svc.Records(), Runs: svc, Benchmarks: Benchmarks{Service: sync, Queue: p.SyncQueue},
+		Blobs: p.Ports.Blobs, Secrets: p.Ports.Secrets, Logger: p.Logger,
+	}, JWTAuthenticator{Verifier: verifier}), nil
+}
+
+// JWTAuthenticator is api.Authenticator on a JWT verifier.
+type JWTAuthenticator struct{ Verifier *jwtauth.Verifier }
+
+var _ api.Authenticator = JWTAuthenticator{}
+
+// Authenticate implements api.Authenticator.
+func (a JWTAuthenticator) Authenticate(ctx context.Context, token string) (api.Identity, error) {
+	id, err := a.Verifier.Verify(ctx, token)
+	switch {
+	case errors.Is(err, jwtauth.ErrKeysUnavailable):
+		return api.Identity{}, fmt.Errorf("%w: %w", api.ErrAuthUnavailable, err)
+	case err != nil:
+		return api.Identity{}, fmt.Errorf("%w: %w", api.ErrInvalidCredentials, err)
+	}
+	return api.Identity{Workspace: id.Workspace, User: id.User}, nil
+}
+
+// Benchmarks is api.Benchmarks on benchsync: adding a benchmark or
+// retrying its sync records it pending and sends its sync message.
+type Benchmarks struct {
+	Service *benchsync.Service
+	Queue   queue.Queue
+}
+
+var _ api.Benchmarks = Benchmarks{}
+
+// Add implements api.Benchmarks.
+func (b Benchmarks) Add(ctx context.Context, ws, spec string) (records.Benchmark, error) {
+	rec, err := b.Service.Add(ctx, ws, spec)
+	if err != nil {
+		return rec, err
+	}
+	return rec, b.enqueue(ctx, rec)
+}
+
+// Sync implements api.Benchmarks.
+func (b Benchmarks) Sync(ctx context.Context, ws, key string) (records.Benchmark, error) {
+	rec, err := b.Service.Retry(ctx, ws, key)
+	if err != nil {
+		return rec, err
+	}
+	return rec, b.enqueue(ctx, rec)
+}
+
+// Delete implements api.Benchmarks.
+func (b Benchmarks) Delete(ctx context.Context, ws, key string) error {
+	return b.Service.Delete(ctx, ws, key)
+}
+
+// enqueue sends the sync message of a pending benchmark; a redelivered or
+// duplicate message is harmless (Sync claims the benchmark under a lease).
+func (b Benchmarks) enqueue(ctx context.Context, rec records.Benchmark) error {
+	if rec.Status != records.SyncPending {
+		return nil
+	}
+	body, err := benchsync.NewSyncMessage(rec.Workspace, rec.Key).Encode()
+	if err != nil {
+		return err
+	}
+	if err := b.Queue.Send(ctx, queue.Outgoing{Body: body}); err != nil {
+		return fmt.Errorf("enqueue sync of %s/%s: %w", rec.Workspace, rec.Key, err)
+	}
+	return nil
+}
+
+// ensure the pipeline service satisfies the API's run port.
+var _ api.Runs = (*pipeline.Service)(nil)

@@ -1,0 +1,208 @@
+package cloud
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+)
+
+// Environment variables the CDK stack sets (infra/stacks).
+const (
+	EnvStage                = "GAUNTLET_STAGE"
+	EnvTable                = "GAUNTLET_TABLE"
+	EnvPlanQueueURL         = "GAUNTLET_PLAN_QUEUE_URL"
+	EnvSlotsQueueURL        = "GAUNTLET_SLOTS_QUEUE_URL"
+	EnvResultsQueueURL      = "GAUNTLET_RESULTS_QUEUE_URL"
+	EnvSyncQueueURL         = "GAUNTLET_SYNC_QUEUE_URL"
+	EnvCompletionsQueueURL  = "GAUNTLET_COMPLETIONS_QUEUE_URL"
+	EnvBucket               = "GAUNTLET_BUCKET"
+	EnvSecretsPrefix        = "GAUNTLET_SECRETS_PREFIX"
+	EnvSecretsKMSKey        = "GAUNTLET_SECRETS_KMS_KEY"
+	EnvCluster              = "GAUNTLET_CLUSTER"
+	EnvSubnets              = "GAUNTLET_SUBNETS"
+	EnvSecurityGroups       = "GAUNTLET_SECURITY_GROUPS"
+	EnvSandboxTaskRoleARN   = "GAUNTLET_SANDBOX_TASK_ROLE_ARN"
+	EnvSandboxExecutionRole = "GAUNTLET_SANDBOX_EXECUTION_ROLE_ARN"
+	EnvSandboxLogGroup      = "GAUNTLET_SANDBOX_LOG_GROUP"
+	EnvSandboxTaskFamily    = "GAUNTLET_SANDBOX_TASK_FAMILY"
+	EnvSandboxDefaultImage  = "GAUNTLET_SANDBOX_DEFAULT_IMAGE"
+	EnvRunnerImage          = "GAUNTLET_RUNNER_IMAGE"
+	EnvJWTIssuer            = "GAUNTLET_JWT_ISSUER"
+	EnvJWTAudience          = "GAUNTLET_JWT_AUDIENCE"
+	EnvJWKSURL              = "GAUNTLET_JWKS_URL"
+	EnvConsoleOrigin        = "GAUNTLET_CONSOLE_ORIGIN"
+	EnvMaxSandboxes         = "GAUNTLET_MAX_SANDBOXES"
+	EnvRegistry             = "GAUNTLET_REGISTRY"
+	EnvLogLevel             = "LOG_LEVEL"
+)
+
+// Needs lists the ports a function wires. The table is always wired; a port
+// left out is not configured, and the service answers any use of it with
+// an error wrapping ErrNotWired that names the variable to set.
+type Needs struct {
+	Plan, Slots, Completions, Results, Sync bool // queues
+	Blobs, Secrets, Sandboxes               bool
+	// JWT reads the issuer and audience of the API's tokens.
+	JWT bool
+	// MaxSandboxes reads the global sandbox cap (the dispatcher's gate).
+	MaxSandboxes bool
+	// Registry reads the registry location benchmarks are added from.
+	Registry bool
+}
+
+// The ports each function's handlers reach, read from pkg/pipeline:
+// Stop and a stopping run's drain stop sandboxes (api, planner, watchdog);
+// Ingest sends retries to the slots queue; Watch re-sends plan and slot
+// messages and sends lost-sandbox completions.
+var (
+	API          = Needs{Plan: true, Sync: true, Blobs: true, Secrets: true, Sandboxes: true, JWT: true, Registry: true}
+	Planner      = Needs{Slots: true, Sandboxes: true}
+	Dispatcher   = Needs{Slots: true, Completions: true, Blobs: true, Secrets: true, Sandboxes: true, MaxSandboxes: true}
+	Grader       = Needs{Results: true, Blobs: true}
+	Ingester     = Needs{Slots: true}
+	Leaderboard  = Needs{}
+	RegistrySync = Needs{Sync: true, Blobs: true, Registry: true}
+	Watchdog     = Needs{Plan: true, Slots: true, Completions: true, Sandboxes: true}
+)
+
+// Config is what a function read from its environment.
+type Config struct {
+	Stage string
+	Table string
+	// Queue URLs; "" when the function does not wire the queue.
+	PlanQueueURL, SlotsQueueURL, CompletionsQueueURL, ResultsQueueURL, SyncQueueURL string
+	Bucket                                                                          string
+	SecretsPrefix, SecretsKMSKey                                                    string
+	// Sandbox configures the ECS driver (Region is filled from the AWS config).
+	Sandbox      ecssandbox.Config
+	JWTIssuer    string
+	JWTAudience  string
+	JWKSURL      string
+	MaxSandboxes int
+	Registry     string
+	LogLevel     slog.Level
+}
+
+// Load reads the variables the needs call for from getenv (os.Getenv in a
+// Lambda). Every missing or malformed variable is reported in one error.
+func Load(n Needs, getenv func(string) string) (Config, error) {
+	e := env{get: getenv}
+	c := Config{
+		Stage:    e.required(EnvStage),
+		Table:    e.required(EnvTable),
+		LogLevel: e.logLevel(),
+	}
+	e.queue(n.Plan, EnvPlanQueueURL, &c.PlanQueueURL)
+	e.queue(n.Slots, EnvSlotsQueueURL, &c.SlotsQueueURL)
+	e.queue(n.Completions, EnvCompletionsQueueURL, &c.CompletionsQueueURL)
+	e.queue(n.Results, EnvResultsQueueURL, &c.ResultsQueueURL)
+	e.queue(n.Sync, EnvSyncQueueURL, &c.SyncQueueURL)
+	if n.Blobs {
+		c.Bucket = e.required(EnvBucket)
+	}
+	if n.Secrets {
+		c.SecretsPrefix = e.required(EnvSecretsPrefix)
+		c.SecretsKMSKey = getenv(EnvSecretsKMSKey) // empty: the AWS managed key
+	}
+	if n.Sandboxes {
+		c.Sandbox = ecssandbox.Config{
+			Cluster:          e.required(EnvCluster),
+			Subnets:          e.list(EnvSubnets, true),
+			SecurityGroups:   e.list(EnvSecurityGroups, false),
+			TaskRoleARN:      e.required(EnvSandboxTaskRoleARN),
+			ExecutionRoleARN: e.required(EnvSandboxExecutionRole),
+			LogGroup:         e.required(EnvSandboxLogGroup),
+			RunnerImage:      e.required(EnvRunnerImage),
+			Family:           getenv(EnvSandboxTaskFamily),
+			DefaultImage:     getenv(EnvSandboxDefaultImage),
+		}
+	}
+	if n.JWT {
+		c.JWTIssuer = e.required(EnvJWTIssuer)
+		c.JWTAudience = e.required(EnvJWTAudience)
+		c.JWKSURL = getenv(EnvJWKSURL)
+	}
+	if n.MaxSandboxes {
+		c.MaxSandboxes = e.count(EnvMaxSandboxes)
+	}
+	if n.Registry {
+		c.Registry = getenv(EnvRegistry)
+	}
+	return c, e.err()
+}
+
+// env reads variables and collects every problem.
+type env struct {
+	get      func(string) string
+	problems []string
+}
+
+func (e *env) required(name string) string {
+	v := strings.TrimSpace(e.get(name))
+	if v == "" {
+		e.problems = append(e.problems, name+" is not set")
+	}
+	return v
+}
+
+func (e *env) queue(need bool, name string, dst *string) {
+	if !need {
+		return
+	}
+	v := e.required(name)
+	if v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a queue URL", name, v))
+	}
+	*dst = v
+}
+
+// list reads a comma-separated list (the CDK stack joins subnet ids so).
+func (e *env) list(name string, required bool) []string {
+	raw := e.get(name)
+	if required {
+		raw = e.required(name)
+	}
+	var out []string
+	for _, s := range strings.Split(raw, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// count reads a non-negative integer; unset means 0.
+func (e *env) count(name string) int {
+	raw := strings.TrimSpace(e.get(name))
+	if raw == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a whole number ≥ 0", name, raw))
+	}
+	return n
+}
+
+func (e *env) logLevel() slog.Level {
+	raw := strings.TrimSpace(e.get(EnvLogLevel))
+	if raw == "" {
+		return slog.LevelInfo
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(raw)); err != nil {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not debug, info, warn or error", EnvLogLevel, raw))
+	}
+	return l
+}
+
+func (e *env) err() error {
+	if len(e.problems) == 0 {
+		return nil
+	}
+	return errors.New("environment: " + strings.Join(e.problems, "; "))
+}
