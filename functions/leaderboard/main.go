@@ -1,0 +1,23 @@
+// Command leaderboard is the gauntlet Lambda function on the table's
+// DynamoDB stream: it recomputes run metrics and benchmark leaderboards from
+// the changed items (pipeline.Service.Recompute).
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
+)
+
+func main() {
+	logger := cloud.Logger(os.Stdout, os.Getenv)
+	svc, err := cloud.StartPipeline(context.Background(), cloud.Leaderboard, logger)
+	if err != nil {
+		logger.Error("leaderboard: cold start failed", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(cloud.NewStreamHandler(svc.Recompute, logger).Handle)
+}

@@ -1,0 +1,24 @@
+// Command watchdog is the gauntlet Lambda function EventBridge Scheduler
+// invokes every minute: it stops sandboxes past their deadline, re-queues
+// slots stuck launching and re-sends lost plan messages
+// (pipeline.Service.Watch).
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
+)
+
+func main() {
+	logger := cloud.Logger(os.Stdout, os.Getenv)
+	svc, err := cloud.StartPipeline(context.Background(), cloud.Watchdog, logger)
+	if err != nil {
+		logger.Error("watchdog: cold start failed", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(cloud.Scheduled(svc.Watch, logger))
+}

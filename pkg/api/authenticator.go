@@ -1,0 +1,69 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Authenticator maps a bearer token to the caller. The default (New) looks
+// API tokens up by hash in the records; the cloud API wires a JWT verifier
+// (pkg/auth/jwtauth) with NewWithAuthenticator.
+type Authenticator interface {
+	// Authenticate returns the caller the token names. A token it rejects
+	// gives an error wrapping ErrInvalidCredentials (401); when the token
+	// cannot be checked at all (the identity provider's keys are
+	// unreachable) the error wraps ErrAuthUnavailable (503).
+	Authenticate(ctx context.Context, token string) (Identity, error)
+}
+
+// Errors an Authenticator returns.
+var (
+	ErrInvalidCredentials = errors.New("invalid credentials")
+	ErrAuthUnavailable    = errors.New("authentication unavailable")
+)
+
+// NewWithAuthenticator returns the API handler authenticating every
+// non-public route with a instead of API-token lookup.
+func NewWithAuthenticator(cfg Config, a Authenticator) *Handler {
+	h := New(cfg)
+	h.mux = http.NewServeMux()
+	for _, rt := range h.routes() {
+		handle := rt.handle
+		if !rt.public {
+			handle = h.authenticatedBy(a, handle)
+		}
+		h.mux.Handle(rt.method+" "+rt.pattern, h.handler(handle))
+	}
+	h.mux.Handle("/", h.handler(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusNotFound, CodeNotFound, "no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path)
+	}))
+	return h
+}
+
+// authenticatedBy requires a bearer token a accepts and puts the caller's
+// identity into the request context.
+func (h *Handler) authenticatedBy(a Authenticator, next handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		token, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet"`)
+			return errorf(http.StatusUnauthorized, CodeUnauthorized, "send a token as `Authorization: Bearer <token>`")
+		}
+		id, err := a.Authenticate(r.Context(), token)
+		switch {
+		case errors.Is(err, ErrInvalidCredentials):
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet", error="invalid_token"`)
+			return errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not valid: %s", clientMessage(err))
+		case errors.Is(err, ErrAuthUnavailable):
+			h.log.ErrorContext(r.Context(), "authentication unavailable", "request_id", requestID(r.Context()), "err", err)
+			return errorf(http.StatusServiceUnavailable, CodeUnavailable, "tokens cannot be checked right now; try again shortly")
+		case err != nil:
+			return fmt.Errorf("authenticate: %w", err)
+		case id.Workspace == "" || id.User == "":
+			return fmt.Errorf("authenticate: authenticator returned no workspace or user")
+		}
+		return next(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+	}
+}
