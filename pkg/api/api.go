@@ -82,16 +82,19 @@ const (
 
 // Handler serves the API.
 type Handler struct {
-	cfg Config
-	mux *http.ServeMux
-	log *slog.Logger
+	cfg  Config
+	auth Authenticator
+	mux  *http.ServeMux
+	log  *slog.Logger
 
 	manifestMu sync.Mutex
 	manifests  map[string]*manifestInfo // immutable manifest versions, by ws/key/version
 }
 
-// New returns the API handler.
-func New(cfg Config) *Handler {
+// New returns the API handler; it authenticates gauntlet API tokens.
+func New(cfg Config) *Handler { return newHandler(cfg, tokenAuthenticator{recs: cfg.Records}) }
+
+func newHandler(cfg Config, auth Authenticator) *Handler {
 	if cfg.ManagedWorkspace == "" {
 		cfg.ManagedWorkspace = pipeline.PlatformWorkspace
 	}
@@ -101,7 +104,7 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, manifests: map[string]*manifestInfo{}}
+	h := &Handler{cfg: cfg, auth: auth, mux: http.NewServeMux(), log: cfg.Logger, manifests: map[string]*manifestInfo{}}
 	for _, rt := range h.routes() {
 		handle := rt.handle
 		if !rt.public {

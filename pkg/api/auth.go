@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -45,26 +44,19 @@ func identity(ctx context.Context) Identity {
 	return id
 }
 
-// authenticated requires a valid bearer token and puts the caller's
-// identity into the request context.
-func (h *Handler) authenticated(next handlerFunc) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		token, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet"`)
-			return errorf(http.StatusUnauthorized, CodeUnauthorized, "send an API token as `Authorization: Bearer <token>`")
-		}
-		rec, err := h.cfg.Records.TokenByHash(r.Context(), HashToken(token))
-		if errors.Is(err, records.ErrNotFound) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet", error="invalid_token"`)
-			return errorf(http.StatusUnauthorized, CodeUnauthorized, "the API token is not valid")
-		}
-		if err != nil {
-			return fmt.Errorf("look up token: %w", err)
-		}
-		ctx := context.WithValue(r.Context(), identityKey{}, Identity{Workspace: rec.Workspace, User: rec.User})
-		return next(w, r.WithContext(ctx))
+// tokenAuthenticator authenticates gauntlet's own API tokens by their
+// stored hash.
+type tokenAuthenticator struct{ recs *records.Store }
+
+func (a tokenAuthenticator) Authenticate(ctx context.Context, token string) (Identity, error) {
+	rec, err := a.recs.TokenByHash(ctx, HashToken(token))
+	if errors.Is(err, records.ErrNotFound) {
+		return Identity{}, fmt.Errorf("unknown API token: %w", ErrInvalidCredentials)
 	}
+	if err != nil {
+		return Identity{}, fmt.Errorf("look up token: %w", err)
+	}
+	return Identity{Workspace: rec.Workspace, User: rec.User}, nil
 }
 
 func bearer(header string) (string, bool) {

@@ -26,32 +26,18 @@ var (
 
 // NewWithAuthenticator returns the API handler authenticating every
 // non-public route with a instead of API-token lookup.
-func NewWithAuthenticator(cfg Config, a Authenticator) *Handler {
-	h := New(cfg)
-	h.mux = http.NewServeMux()
-	for _, rt := range h.routes() {
-		handle := rt.handle
-		if !rt.public {
-			handle = h.authenticatedBy(a, handle)
-		}
-		h.mux.Handle(rt.method+" "+rt.pattern, h.handler(handle))
-	}
-	h.mux.Handle("/", h.handler(func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusNotFound, CodeNotFound, "no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path)
-	}))
-	return h
-}
+func NewWithAuthenticator(cfg Config, a Authenticator) *Handler { return newHandler(cfg, a) }
 
-// authenticatedBy requires a bearer token a accepts and puts the caller's
-// identity into the request context.
-func (h *Handler) authenticatedBy(a Authenticator, next handlerFunc) handlerFunc {
+// authenticated requires a bearer token the handler's Authenticator
+// accepts and puts the caller's identity into the request context.
+func (h *Handler) authenticated(next handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		token, ok := bearer(r.Header.Get("Authorization"))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet"`)
 			return errorf(http.StatusUnauthorized, CodeUnauthorized, "send a token as `Authorization: Bearer <token>`")
 		}
-		id, err := a.Authenticate(r.Context(), token)
+		id, err := h.auth.Authenticate(r.Context(), token)
 		switch {
 		case errors.Is(err, ErrInvalidCredentials):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet", error="invalid_token"`)

@@ -1,0 +1,212 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+)
+
+// Benchmarks lists the workspace's benchmarks.
+func (c *Client) Benchmarks(ctx context.Context) ([]api.BenchmarkView, error) {
+	var out api.BenchmarkList
+	err := c.call(ctx, request{method: http.MethodGet, path: path("v1", "benchmarks")}, &out)
+	return out.Benchmarks, err
+}
+
+// Benchmark returns one benchmark with its manifest.
+func (c *Client) Benchmark(ctx context.Context, key string) (api.BenchmarkDetail, error) {
+	var out api.BenchmarkDetail
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "benchmarks", key)}, &out)
+}
+
+// AddBenchmark adds a registry dataset ("name[@version]").
+func (c *Client) AddBenchmark(ctx context.Context, source string) (api.BenchmarkView, error) {
+	var out api.BenchmarkView
+	body, err := jsonBody(api.AddBenchmarkRequest{Source: source})
+	if err != nil {
+		return out, err
+	}
+	return out, c.call(ctx, request{method: http.MethodPost, path: path("v1", "benchmarks"), body: body, contentType: "application/json"}, &out)
+}
+
+// SyncBenchmark retries a benchmark's sync.
+func (c *Client) SyncBenchmark(ctx context.Context, key string) (api.BenchmarkView, error) {
+	var out api.BenchmarkView
+	return out, c.call(ctx, request{method: http.MethodPost, path: path("v1", "benchmarks", key, "sync")}, &out)
+}
+
+// DeleteBenchmark removes a benchmark added from the registry.
+func (c *Client) DeleteBenchmark(ctx context.Context, key string) error {
+	return c.call(ctx, request{method: http.MethodDelete, path: path("v1", "benchmarks", key)}, nil)
+}
+
+// Leaderboard returns the benchmark's leaderboard ranked by metric ("" =
+// pass@1).
+func (c *Client) Leaderboard(ctx context.Context, key, metric string) (api.LeaderboardView, error) {
+	var out api.LeaderboardView
+	q := url.Values{}
+	if metric != "" {
+		q.Set("metric", metric)
+	}
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "benchmarks", key, "leaderboard"), query: q}, &out)
+}
+
+// Submission is a run config to submit or validate.
+type Submission struct {
+	Config []byte
+	// JSON says Config is the JSON form (default TOML).
+	JSON bool
+	// IdempotencyKey makes a submission safe to retry.
+	IdempotencyKey string
+	// Name overrides the generated run name.
+	Name string
+}
+
+func (s Submission) request(p string) request {
+	rq := request{method: http.MethodPost, path: p, body: bytes.NewReader(s.Config), contentType: "application/toml", header: http.Header{}}
+	if s.JSON {
+		rq.contentType = "application/json"
+	}
+	if s.IdempotencyKey != "" {
+		rq.header.Set("Idempotency-Key", s.IdempotencyKey)
+	}
+	if s.Name != "" {
+		rq.query = url.Values{"name": {s.Name}}
+	}
+	return rq
+}
+
+// SubmitRun submits a run.
+func (c *Client) SubmitRun(ctx context.Context, s Submission) (api.CreatedRun, error) {
+	var out api.CreatedRun
+	return out, c.call(ctx, s.request(path("v1", "runs")), &out)
+}
+
+// ValidateRun checks a submission without creating anything.
+func (c *Client) ValidateRun(ctx context.Context, s Submission) (api.ValidationReport, error) {
+	var out api.ValidationReport
+	return out, c.call(ctx, s.request(path("v1", "runs", "validate")), &out)
+}
+
+// RunFilter selects runs.
+type RunFilter struct {
+	Benchmark, Status, Cursor string
+	Limit                     int
+}
+
+// Runs returns one page of runs, newest first.
+func (c *Client) Runs(ctx context.Context, f RunFilter) (api.RunList, error) {
+	q := url.Values{}
+	setNonEmpty(q, "benchmark", f.Benchmark)
+	setNonEmpty(q, "status", f.Status)
+	setNonEmpty(q, "cursor", f.Cursor)
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out api.RunList
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs"), query: q}, &out)
+}
+
+func setNonEmpty(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
+
+// Run returns one run with its agents and metrics.
+func (c *Client) Run(ctx context.Context, id string) (api.RunDetail, error) {
+	var out api.RunDetail
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", id)}, &out)
+}
+
+// RunConfig returns the run's resolved config as TOML.
+func (c *Client) RunConfig(ctx context.Context, id string) (string, error) {
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: path("v1", "runs", id, "config")})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// RunLogs returns one page of the run's log lines.
+func (c *Client) RunLogs(ctx context.Context, id, cursor string, limit int) (api.LogList, error) {
+	q := url.Values{}
+	setNonEmpty(q, "cursor", cursor)
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out api.LogList
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", id, "logs"), query: q}, &out)
+}
+
+// StopRun asks the run to stop.
+func (c *Client) StopRun(ctx context.Context, id string) (api.RunView, error) {
+	var out api.RunView
+	return out, c.call(ctx, request{method: http.MethodPost, path: path("v1", "runs", id, "stop")}, &out)
+}
+
+// ResultFilter selects results.
+type ResultFilter struct {
+	// Agent is an agent index; nil means every agent.
+	Agent                    *int
+	Task, Outcome, Q, Cursor string
+	Limit                    int
+}
+
+// Results returns one page of the run's results.
+func (c *Client) Results(ctx context.Context, id string, f ResultFilter) (api.ResultList, error) {
+	q := url.Values{}
+	if f.Agent != nil {
+		q.Set("agent", strconv.Itoa(*f.Agent))
+	}
+	setNonEmpty(q, "task", f.Task)
+	setNonEmpty(q, "outcome", f.Outcome)
+	setNonEmpty(q, "q", f.Q)
+	setNonEmpty(q, "cursor", f.Cursor)
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out api.ResultList
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", id, "results"), query: q}, &out)
+}
+
+// Result returns one result in detail.
+func (c *Client) Result(ctx context.Context, runID, resultID string) (api.ResultDetail, error) {
+	var out api.ResultDetail
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", runID, "results", resultID)}, &out)
+}
+
+// Download opens the run's zip export of kind (summary, results,
+// artifacts, logs or all); the caller closes it.
+func (c *Client) Download(ctx context.Context, runID, kind string) (io.ReadCloser, error) {
+	q := url.Values{}
+	setNonEmpty(q, "type", kind)
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: path("v1", "runs", runID, "download"), query: q})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Artifact opens one artifact of a result; the caller closes it.
+func (c *Client) Artifact(ctx context.Context, runID, resultID, artifact string) (io.ReadCloser, error) {
+	resp, err := c.do(ctx, request{method: http.MethodGet, path: path("v1", "runs", runID, "results", resultID, "artifacts") + artifactPath(artifact)})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// artifactPath escapes an artifact path segment by segment, keeping its
+// slashes.
+func artifactPath(p string) string {
+	return path(strings.Split(p, "/")...)
+}
