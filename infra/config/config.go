@@ -31,6 +31,7 @@ const (
 	KeyDispatcherConcurrency = "dispatcherConcurrency"
 	KeyReservedConcurrency   = "reservedConcurrency"
 	KeyLogLevel              = "logLevel"
+	KeyRegistry              = "registry"
 )
 
 // Config is the validated configuration of one stage of the platform.
@@ -71,6 +72,9 @@ type Config struct {
 	ReservedConcurrency bool
 	// LogLevel is passed to every function as LOG_LEVEL.
 	LogLevel string
+	// Registry is the benchmark registry the API and the registry sync read
+	// (GAUNTLET_REGISTRY); empty leaves the functions' built-in default.
+	Registry string
 }
 
 // Defaults returns the configuration used for every key the context leaves unset.
@@ -127,6 +131,7 @@ func Load(lookup Lookup) (Config, error) {
 	r.integer(KeyDispatcherConcurrency, &c.DispatcherConcurrency)
 	r.boolean(KeyReservedConcurrency, &c.ReservedConcurrency)
 	r.str(KeyLogLevel, &c.LogLevel)
+	r.str(KeyRegistry, &c.Registry)
 	if r.err != nil {
 		return Config{}, r.err
 	}

@@ -89,7 +89,7 @@ func TestCDKJSONMatchesDefaults(t *testing.T) {
 	}
 	for _, key := range []string{KeyStage, KeyLambdaAssets, KeyNATGateways, KeySyncSchedule, KeyWatchdogSchedule,
 		KeyJWTIssuer, KeyJWTAudience, KeyConsoleOrigin, KeyConsoleDir, KeyLogRetentionDays, KeyThrottleRate,
-		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel} {
+		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry} {
 		if _, ok := ctx[key]; !ok {
 			t.Errorf("cdk.json context lacks %q; document every key there", key)
 		}

@@ -91,7 +91,7 @@ func New(scope constructs.Construct, id string, props Props) (*Sandbox, error) {
 	s.RunnerImage = awsecrassets.NewDockerImageAsset(c, jsii.String("RunnerImage"), &awsecrassets.DockerImageAssetProps{
 		Directory:  jsii.String(props.RunnerContext),
 		File:       jsii.String(RunnerDockerfile),
-		Platform:   awsecrassets.Platform_LINUX_ARM64(),
+		Platform:   awsecrassets.Platform_LINUX_AMD64(),
 		IgnoreMode: awscdk.IgnoreMode_DOCKER,
 		Exclude:    jsii.Strings(runnerContextExcludes...),
 	})
@@ -100,12 +100,15 @@ func New(scope constructs.Construct, id string, props Props) (*Sandbox, error) {
 		Cpu:            jsii.Number(1024),
 		MemoryLimitMiB: jsii.Number(2048),
 		RuntimePlatform: &awsecs.RuntimePlatform{
-			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
+			CpuArchitecture:       awsecs.CpuArchitecture_X86_64(),
 			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
 		},
 		ExecutionRole: s.ExecutionRole,
 		TaskRole:      s.TaskRole,
 	})
+	// The base task definition runs the runner alone; the dispatcher registers
+	// one per task image (runner as init container, X86_64 like this one).
+	// Binding the image here also grants the execution role its ECR pull.
 	s.TaskDefinition.AddContainer(jsii.String("runner"), &awsecs.ContainerDefinitionOptions{
 		Image:     awsecs.ContainerImage_FromDockerImageAsset(s.RunnerImage),
 		Essential: jsii.Bool(true),

@@ -37,11 +37,11 @@ func TestFunctionPermissions(t *testing.T) {
 	synthesized(t)
 	base := union(logActions, xrayActions)
 	want := map[string][]string{
-		"api":          union(base, tableRead, tableWrite, sqsSend, secretManage, []string{"s3:GetObject", "s3:PutObject"}),
-		"planner":      union(base, tableRead, tableWrite, sqsSend, sqsConsume),
+		"api":          union(base, tableRead, tableWrite, sqsSend, secretManage, ecsWatch, []string{"s3:GetObject", "s3:PutObject"}),
+		"planner":      union(base, tableRead, tableWrite, sqsSend, sqsConsume, ecsWatch),
 		"dispatcher":   union(base, tableRead, tableWrite, sqsSend, sqsConsume, secretRead, ecsLaunch, []string{"s3:GetObject", "s3:PutObject"}),
-		"grader":       union(base, tableRead, sqsSend, []string{"s3:GetObject", "ecs:StopTask"}),
-		"ingester":     union(base, tableRead, tableWrite, sqsConsume),
+		"grader":       union(base, tableRead, sqsSend, sqsConsume, []string{"s3:GetObject"}),
+		"ingester":     union(base, tableRead, tableWrite, sqsSend, sqsConsume),
 		"leaderboard":  union(base, tableRead, tableWrite, streamRead, sqsSend),
 		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, []string{"s3:PutObject"}),
 		"watchdog":     union(base, tableRead, tableWrite, sqsSend, ecsWatch),
@@ -88,7 +88,8 @@ func TestScopedResources(t *testing.T) {
 		{"dispatcher", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 		{"dispatcher", "ecs:ListTasks", func(r string) bool { return r == "*" }, "ecs:cluster"},
 		{"dispatcher", "s3:PutObject", contains("/runs/*"), ""},
-		{"grader", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
+		{"api", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
+		{"planner", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 		{"registrysync", "s3:PutObject", contains("/tasks/*"), ""},
 		{"watchdog", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -42,6 +43,9 @@ type Stateful struct {
 	Slots   *queues.Queue
 	Results *queues.Queue
 	Sync    *queues.Queue
+	// Completions carries stopped-sandbox events (from EventBridge) and
+	// launch or loss completions (from the dispatcher and the watchdog) to the grader.
+	Completions *queues.Queue
 	// StreamFailures receives the leaderboard's stream batches that failed every retry.
 	StreamFailures *queues.DeadLetter
 	Artifacts      *artifacts.Artifacts
@@ -78,9 +82,11 @@ func NewStateful(scope constructs.Construct, cfg config.Config, props *awscdk.St
 	s.Slots = queue("SlotsQueue", "dispatcher", 20)
 	s.Results = queue("ResultsQueue", "ingester", 5)
 	s.Sync = queue("SyncQueue", "registrysync", 3)
+	s.Completions = queue("CompletionsQueue", "grader", 5)
 	if err != nil {
 		return nil, err
 	}
+	allowSandboxEvents(s.Completions, StackName(cfg.Stage, "Stateless"))
 	s.StreamFailures = queues.NewDeadLetter(stack, "LeaderboardStreamFailures", retain)
 	s.Artifacts = artifacts.New(stack, "Artifacts", artifacts.Props{Retain: retain})
 	s.Secrets = secrets.New(stack, "Secrets", secrets.Props{Stage: cfg.Stage, Retain: retain})
@@ -91,4 +97,23 @@ func NewStateful(scope constructs.Construct, cfg config.Config, props *awscdk.St
 		Value: s.Artifacts.Bucket.BucketName(), Description: jsii.String("GAUNTLET_BUCKET"),
 	})
 	return s, nil
+}
+
+// allowSandboxEvents lets EventBridge rules of the stage's stateless stack
+// deliver to q. The rule is named by prefix rather than referenced, so the
+// stateful stack does not depend on the stateless one.
+func allowSandboxEvents(q *queues.Queue, statelessStack string) {
+	stack := awscdk.Stack_Of(q.Construct)
+	q.Queue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("SandboxStateChanges"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("events.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  &[]*string{q.Queue.QueueArn()},
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+			"ArnLike": map[string]any{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("events"), Resource: jsii.String("rule"), ResourceName: jsii.String(statelessStack + "-*"),
+			})},
+		},
+	}))
 }

@@ -82,7 +82,7 @@ func TestTable(t *testing.T) {
 func TestQueues(t *testing.T) {
 	synthesized(t)
 	defer infratest.Recover(t)
-	consumers := map[string]string{"PlanQueue": "planner", "SlotsQueue": "dispatcher", "ResultsQueue": "ingester", "SyncQueue": "registrysync"}
+	consumers := map[string]string{"PlanQueue": "planner", "SlotsQueue": "dispatcher", "ResultsQueue": "ingester", "SyncQueue": "registrysync", "CompletionsQueue": "grader"}
 	qs := infratest.Resources(statefulJSON, "AWS::SQS::Queue")
 	for prefix, consumer := range consumers {
 		var found bool
@@ -104,14 +104,29 @@ func TestQueues(t *testing.T) {
 			t.Errorf("no queue %s in the stateful template", prefix)
 		}
 	}
-	// 4 work queues + 4 DLQs + the leaderboard stream's failure queue.
-	statefulTemplate.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(9))
+	// 5 work queues + 5 DLQs + the leaderboard stream's failure queue.
+	statefulTemplate.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(11))
 	for _, q := range qs {
 		if infratest.Props(q)["SqsManagedSseEnabled"] != true {
 			t.Errorf("queue %v is not encrypted", infratest.Props(q))
 		}
 	}
-	statefulTemplate.ResourceCountIs(jsii.String("AWS::SQS::QueuePolicy"), jsii.Number(9))
+	statefulTemplate.ResourceCountIs(jsii.String("AWS::SQS::QueuePolicy"), jsii.Number(11))
+	// EventBridge rules of the stateless stack (named by prefix) may feed the completions queue.
+	statefulTemplate.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
+		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+			"Sid":       "SandboxStateChanges",
+			"Effect":    "Allow",
+			"Principal": map[string]any{"Service": "events.amazonaws.com"},
+			"Action":    "sqs:SendMessage",
+			"Condition": map[string]any{
+				"StringEquals": map[string]any{"aws:SourceAccount": map[string]any{"Ref": "AWS::AccountId"}},
+				"ArnLike": map[string]any{"aws:SourceArn": map[string]any{"Fn::Join": []any{"",
+					assertions.Match_ArrayWith(&[]any{":rule/Gauntlet-Dev-Stateless-*"})}}},
+			},
+		})})},
+		"Queues": []any{map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^CompletionsQueue[0-9A-F]{8}$"))}},
+	})
 	statefulTemplate.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
 		"PolicyDocument": map[string]any{"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
 			"Effect":    "Deny",
@@ -121,8 +136,8 @@ func TestQueues(t *testing.T) {
 	statefulTemplate.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]any{
 		"RedrivePolicy": map[string]any{"maxReceiveCount": 20},
 	})
-	// One alarm per dead-letter queue (five here, the event-failures one in the stateless stack).
-	statefulTemplate.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(5))
+	// One alarm per dead-letter queue (six here, the event-failures one in the stateless stack).
+	statefulTemplate.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(6))
 	statefulTemplate.AllResourcesProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]any{
 		"MetricName":         "ApproximateNumberOfMessagesVisible",
 		"Namespace":          "AWS/SQS",

@@ -47,7 +47,7 @@ var descriptions = map[string]string{
 	"api":          "HTTP API (API Gateway payload v2)",
 	"planner":      "plan queue: fans a run out into slots",
 	"dispatcher":   "slots queue: launches sandboxes within the concurrency limits",
-	"grader":       "ECS task stopped: grades a sandbox's outcome onto the results queue",
+	"grader":       "completions queue (ECS task stopped, failed launches, lost sandboxes): grades onto the results queue",
 	"ingester":     "results queue: records slot results",
 	"leaderboard":  "table stream: recomputes leaderboards",
 	"registrysync": "sync queue and hourly schedule: syncs benchmark registries",
@@ -128,55 +128,49 @@ func (s *Stateless) consoleOrigin(cfg config.Config) *string {
 	return s.Console.URL()
 }
 
-// environment returns each function's variables: only those it uses.
+// environment returns each function's variables: only those its handlers
+// read (pkg/awsx/cloud's Needs of each function).
 func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[string]*string {
 	common := func(extra map[string]*string) map[string]*string {
-		out := map[string]*string{
-			"GAUNTLET_STAGE": jsii.String(cfg.Stage),
-			"GAUNTLET_TABLE": st.Table.Table.TableName(),
-			"LOG_LEVEL":      jsii.String(cfg.LogLevel),
-		}
-		for k, v := range extra {
-			out[k] = v
-		}
-		return out
+		extra["GAUNTLET_STAGE"] = jsii.String(cfg.Stage)
+		extra["GAUNTLET_TABLE"] = st.Table.Table.TableName()
+		extra["LOG_LEVEL"] = jsii.String(cfg.LogLevel)
+		return extra
 	}
-	maxSandboxes := jsii.String(fmt.Sprint(cfg.MaxSandboxes))
 	bucket := st.Artifacts.Bucket.BucketName()
-	dispatcher := map[string]*string{
-		"GAUNTLET_SLOTS_QUEUE_URL": st.Slots.Queue.QueueUrl(),
-		"GAUNTLET_BUCKET":          bucket,
+	with := func(sets ...map[string]*string) map[string]*string {
+		out := map[string]*string{}
+		for _, set := range sets {
+			for k, v := range set {
+				out[k] = v
+			}
+		}
+		return common(out)
+	}
+	sandboxes := s.Sandbox.Environment()
+	queueURL := func(name string, q *queues.Queue) map[string]*string {
+		return map[string]*string{"GAUNTLET_" + name + "_QUEUE_URL": q.Queue.QueueUrl()}
+	}
+	blobs := map[string]*string{"GAUNTLET_BUCKET": bucket}
+	secrets := map[string]*string{
 		"GAUNTLET_SECRETS_PREFIX":  jsii.String(st.Secrets.Prefix),
 		"GAUNTLET_SECRETS_KMS_KEY": st.Secrets.Key.KeyArn(),
-		"GAUNTLET_MAX_SANDBOXES":   maxSandboxes,
 	}
-	for k, v := range s.Sandbox.Environment() {
-		dispatcher[k] = v
+	registry := map[string]*string{}
+	if cfg.Registry != "" {
+		registry["GAUNTLET_REGISTRY"] = jsii.String(cfg.Registry)
 	}
 	return map[string]map[string]*string{
-		"api": common(map[string]*string{
-			"GAUNTLET_PLAN_QUEUE_URL":  st.Plan.Queue.QueueUrl(),
-			"GAUNTLET_SYNC_QUEUE_URL":  st.Sync.Queue.QueueUrl(),
-			"GAUNTLET_BUCKET":          bucket,
-			"GAUNTLET_SECRETS_PREFIX":  jsii.String(st.Secrets.Prefix),
-			"GAUNTLET_SECRETS_KMS_KEY": st.Secrets.Key.KeyArn(),
-			"GAUNTLET_CONSOLE_ORIGIN":  s.consoleOrigin(cfg),
-			"GAUNTLET_MAX_SANDBOXES":   maxSandboxes,
-		}),
-		"planner":    common(map[string]*string{"GAUNTLET_SLOTS_QUEUE_URL": st.Slots.Queue.QueueUrl()}),
-		"dispatcher": common(dispatcher),
-		"grader": common(map[string]*string{
-			"GAUNTLET_RESULTS_QUEUE_URL": st.Results.Queue.QueueUrl(),
-			"GAUNTLET_BUCKET":            bucket,
-			"GAUNTLET_CLUSTER":           s.Sandbox.Cluster.ClusterArn(),
-		}),
-		"ingester":     common(nil),
-		"leaderboard":  common(nil),
-		"registrysync": common(map[string]*string{"GAUNTLET_BUCKET": bucket}),
-		"watchdog": common(map[string]*string{
-			"GAUNTLET_SLOTS_QUEUE_URL": st.Slots.Queue.QueueUrl(),
-			"GAUNTLET_CLUSTER":         s.Sandbox.Cluster.ClusterArn(),
-		}),
+		"api": with(queueURL("PLAN", st.Plan), queueURL("SYNC", st.Sync), blobs, secrets, sandboxes, registry,
+			map[string]*string{"GAUNTLET_CONSOLE_ORIGIN": s.consoleOrigin(cfg)}),
+		"planner": with(queueURL("SLOTS", st.Slots), sandboxes),
+		"dispatcher": with(queueURL("SLOTS", st.Slots), queueURL("COMPLETIONS", st.Completions), blobs, secrets, sandboxes,
+			map[string]*string{"GAUNTLET_MAX_SANDBOXES": jsii.String(fmt.Sprint(cfg.MaxSandboxes))}),
+		"grader":       with(queueURL("RESULTS", st.Results), blobs),
+		"ingester":     with(queueURL("SLOTS", st.Slots)),
+		"leaderboard":  with(),
+		"registrysync": with(queueURL("SYNC", st.Sync), blobs, registry),
+		"watchdog":     with(queueURL("PLAN", st.Plan), queueURL("SLOTS", st.Slots), queueURL("COMPLETIONS", st.Completions), sandboxes),
 	}
 }
 

@@ -75,16 +75,16 @@ func TestEnvironment(t *testing.T) {
 	sandbox := []string{"GAUNTLET_CLUSTER", "GAUNTLET_SUBNETS", "GAUNTLET_SECURITY_GROUPS", "GAUNTLET_SANDBOX_TASK_ROLE_ARN",
 		"GAUNTLET_SANDBOX_EXECUTION_ROLE_ARN", "GAUNTLET_SANDBOX_LOG_GROUP", "GAUNTLET_RUNNER_IMAGE", "GAUNTLET_SANDBOX_TASK_FAMILY"}
 	want := map[string][]string{
-		"api": {"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_SECRETS_PREFIX",
-			"GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_CONSOLE_ORIGIN", "GAUNTLET_MAX_SANDBOXES", "GAUNTLET_JWT_ISSUER", "GAUNTLET_JWT_AUDIENCE"},
-		"planner": {"GAUNTLET_SLOTS_QUEUE_URL"},
-		"dispatcher": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_SECRETS_PREFIX",
-			"GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_MAX_SANDBOXES"}, sandbox...),
-		"grader":       {"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_CLUSTER"},
-		"ingester":     nil,
+		"api": append([]string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_SECRETS_PREFIX",
+			"GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_CONSOLE_ORIGIN", "GAUNTLET_JWT_ISSUER", "GAUNTLET_JWT_AUDIENCE"}, sandbox...),
+		"planner": append([]string{"GAUNTLET_SLOTS_QUEUE_URL"}, sandbox...),
+		"dispatcher": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL", "GAUNTLET_BUCKET",
+			"GAUNTLET_SECRETS_PREFIX", "GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_MAX_SANDBOXES"}, sandbox...),
+		"grader":       {"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET"},
+		"ingester":     {"GAUNTLET_SLOTS_QUEUE_URL"},
 		"leaderboard":  nil,
-		"registrysync": {"GAUNTLET_BUCKET"},
-		"watchdog":     {"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_CLUSTER"},
+		"registrysync": {"GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET"},
+		"watchdog":     append([]string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL"}, sandbox...),
 	}
 	for _, name := range functions.Names {
 		_, fn := function(t, name)
@@ -119,6 +119,7 @@ func TestEventSources(t *testing.T) {
 		{"dispatcher", "SlotsQueue", 10, float64(cfg.DispatcherConcurrency)},
 		{"ingester", "ResultsQueue", 10, 10},
 		{"registrysync", "SyncQueue", 1, 2},
+		{"grader", "CompletionsQueue", 10, 10},
 	}
 	for _, s := range sources {
 		id, _ := function(t, s.function)
@@ -141,13 +142,12 @@ func TestEventSources(t *testing.T) {
 			"Destination": stackOutput("LeaderboardStreamFailures"),
 		}},
 	})
-	statelessTemplate.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(5))
+	statelessTemplate.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(6))
 }
 
 func TestTriggers(t *testing.T) {
 	synthesized(t)
 	defer infratest.Recover(t)
-	grader, _ := function(t, "grader")
 	statelessTemplate.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]any{
 		"EventPattern": map[string]any{
 			"source":      []any{"aws.ecs"},
@@ -158,7 +158,7 @@ func TestTriggers(t *testing.T) {
 			},
 		},
 		"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
-			"Arn":              map[string]any{"Fn::GetAtt": []any{grader, "Arn"}},
+			"Arn":              stackOutput("CompletionsQueue"),
 			"DeadLetterConfig": assertions.Match_AnyValue(),
 			"RetryPolicy":      assertions.Match_AnyValue(),
 		})},
@@ -178,7 +178,7 @@ func TestTriggers(t *testing.T) {
 		})
 	}
 	// Asynchronous failures of the event-driven functions land in a queue.
-	statelessTemplate.ResourceCountIs(jsii.String("AWS::Lambda::EventInvokeConfig"), jsii.Number(3))
+	statelessTemplate.ResourceCountIs(jsii.String("AWS::Lambda::EventInvokeConfig"), jsii.Number(2))
 	statelessTemplate.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(1))
 }
 
@@ -250,7 +250,7 @@ func TestSandboxNetworkAndCluster(t *testing.T) {
 		"Family":                  "gauntlet-dev-sandbox",
 		"RequiresCompatibilities": []any{"FARGATE"},
 		"NetworkMode":             "awsvpc",
-		"RuntimePlatform":         map[string]any{"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"},
+		"RuntimePlatform":         map[string]any{"CpuArchitecture": "X86_64", "OperatingSystemFamily": "LINUX"},
 		"TaskRoleArn":             map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^SandboxTaskRole")), "Arn"}},
 		"ExecutionRoleArn":        map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^SandboxExecutionRole")), "Arn"}},
 		"ContainerDefinitions": []any{assertions.Match_ObjectLike(&map[string]any{

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
@@ -29,14 +30,17 @@ func (s *Stateless) grant(st *Stateful) {
 	st.Secrets.GrantManage(api)
 	st.Artifacts.GrantGet(api, artifacts.RunsPrefix, artifacts.DownloadsPrefix)
 	st.Artifacts.GrantPut(api, artifacts.DownloadsPrefix)
+	s.Sandbox.GrantWatch(api) // stopping a run stops its sandboxes
 
 	planner := role("planner")
 	st.Table.GrantReadWrite(planner)
 	st.Slots.Queue.GrantSendMessages(planner)
+	s.Sandbox.GrantWatch(planner) // draining a stopping run
 
 	dispatcher := role("dispatcher")
 	st.Table.GrantReadWrite(dispatcher)
-	st.Slots.Queue.GrantSendMessages(dispatcher) // re-queue with a delay
+	st.Slots.Queue.GrantSendMessages(dispatcher)       // re-queue with a delay
+	st.Completions.Queue.GrantSendMessages(dispatcher) // a sandbox that failed to start
 	st.Secrets.GrantRead(dispatcher)
 	s.Sandbox.GrantLaunch(dispatcher)
 	st.Artifacts.GrantPut(dispatcher, artifacts.RunsPrefix)
@@ -46,18 +50,23 @@ func (s *Stateless) grant(st *Stateful) {
 	st.Table.GrantRead(grader)
 	st.Results.Queue.GrantSendMessages(grader)
 	st.Artifacts.GrantGet(grader, artifacts.RunsPrefix)
-	s.Sandbox.GrantStop(grader)
 
-	st.Table.GrantReadWrite(role("ingester"))
+	ingester := role("ingester")
+	st.Table.GrantReadWrite(ingester)
+	st.Slots.Queue.GrantSendMessages(ingester) // retries of infrastructure errors
+
 	st.Table.GrantReadWrite(role("leaderboard")) // stream read comes with its event source
 
 	registrysync := role("registrysync")
 	st.Table.GrantReadWrite(registrysync)
+	st.Sync.Queue.GrantSendMessages(registrysync)
 	st.Artifacts.GrantPut(registrysync, artifacts.TasksPrefix)
 
 	watchdog := role("watchdog")
 	st.Table.GrantReadWrite(watchdog)
+	st.Plan.Queue.GrantSendMessages(watchdog)
 	st.Slots.Queue.GrantSendMessages(watchdog)
+	st.Completions.Queue.GrantSendMessages(watchdog) // a lost sandbox
 	s.Sandbox.GrantWatch(watchdog)
 }
 
@@ -77,6 +86,7 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 	fn("dispatcher").AddEventSource(sqsSource(st.Slots, 10, cfg.DispatcherConcurrency))
 	fn("ingester").AddEventSource(sqsSource(st.Results, 10, 10))
 	fn("registrysync").AddEventSource(sqsSource(st.Sync, 1, 2))
+	fn("grader").AddEventSource(sqsSource(st.Completions, 10, 10))
 	fn("leaderboard").AddEventSource(awslambdaeventsources.NewDynamoEventSource(st.Table.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(100),
@@ -91,7 +101,7 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 
 	// Asynchronous invocations (EventBridge, Scheduler) retry twice and then
 	// land in the event-failures queue.
-	for _, name := range []string{"grader", "watchdog", "registrysync"} {
+	for _, name := range []string{"watchdog", "registrysync"} {
 		fn(name).ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 			RetryAttempts: jsii.Number(2),
 			MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
@@ -99,7 +109,7 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 		})
 	}
 	awsevents.NewRule(s.Stack, jsii.String("SandboxStopped"), &awsevents.RuleProps{
-		Description: jsii.String("A gauntlet sandbox task stopped: grade it"),
+		Description: jsii.String("A gauntlet sandbox task stopped: queue it for the grader"),
 		EventPattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.ecs"),
 			DetailType: jsii.Strings("ECS Task State Change"),
@@ -108,11 +118,15 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 				"lastStatus": []string{"STOPPED"},
 			},
 		},
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn("grader"), &awseventstargets.LambdaFunctionProps{
-			RetryAttempts:   jsii.Number(8),
-			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(6)),
-			DeadLetterQueue: s.EventFailures.Queue,
-		})},
+		// The queue is imported by ARN so that the target adds no policy to
+		// the stateful stack; that stack's queue policy admits this stack's rules.
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(
+			awssqs.Queue_FromQueueArn(s.Stack, jsii.String("CompletionsTarget"), st.Completions.Queue.QueueArn()),
+			&awseventstargets.SqsQueueProps{
+				RetryAttempts:   jsii.Number(8),
+				MaxEventAge:     awscdk.Duration_Hours(jsii.Number(6)),
+				DeadLetterQueue: s.EventFailures.Queue,
+			})},
 	})
 	schedule := func(id, expression, description string, target awslambda.Function, retries int) {
 		role := awsiam.NewRole(s.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
