@@ -1,0 +1,222 @@
+// Package cloudtest gives tests of the cloud shape what no emulator on this
+// machine provides: an ECS and a Secrets Manager that speak their JSON 1.1
+// protocols to the real SDK clients (httptest servers), a fresh set of
+// emulator resources (table with stream, queues with dead-letter queues,
+// bucket) per environment, and the Lambda runtime interface emulator.
+package cloudtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Request is one recorded API call.
+type Request struct {
+	Op   string
+	Body map[string]any
+}
+
+// ECS is an httptest server speaking enough of ECS's JSON 1.1 protocol for
+// the sandbox driver: RegisterTaskDefinition, RunTask (idempotent by
+// clientToken), StopTask, ListTasks (by startedBy) and DescribeTasks (with
+// the launch tags).
+type ECS struct {
+	URL string
+
+	mu       sync.Mutex
+	requests []Request
+	tasks    map[string]*ecsTask // by task ARN
+	byToken  map[string]string   // clientToken → task ARN
+}
+
+type ecsTask struct {
+	arn, startedBy, status string
+	created                time.Time
+	tags                   []any
+	overrides              any
+}
+
+// NewECS starts the server; it stops when the test ends.
+func NewECS(t testing.TB) *ECS {
+	e := &ECS{tasks: map[string]*ecsTask{}, byToken: map[string]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(e.serve))
+	t.Cleanup(srv.Close)
+	e.URL = srv.URL
+	return e
+}
+
+// Requests returns the recorded calls of op ("" = all).
+func (e *ECS) Requests(op string) []Request {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Request
+	for _, r := range e.requests {
+		if op == "" || r.Op == op {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonEC2ContainerServiceV20141113.")
+	req, ok := readJSON(w, r)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.requests = append(e.requests, Request{Op: op, Body: req})
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	switch op {
+	case "RegisterTaskDefinition":
+		family, _ := req["family"].(string)
+		writeJSON(w, map[string]any{"taskDefinition": map[string]any{
+			"taskDefinitionArn": fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task-definition/%s:1", family)}})
+	case "RunTask":
+		token, _ := req["clientToken"].(string)
+		arn, ok := e.byToken[token]
+		if !ok {
+			arn = fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task/gauntlet-test/%032d", len(e.tasks)+1)
+			startedBy, _ := req["startedBy"].(string)
+			tags, _ := req["tags"].([]any)
+			e.tasks[arn] = &ecsTask{arn: arn, startedBy: startedBy, status: "RUNNING", created: time.Now().UTC(), tags: tags, overrides: req["overrides"]}
+			e.byToken[token] = arn
+		}
+		writeJSON(w, map[string]any{"tasks": []any{e.describe(e.tasks[arn])}, "failures": []any{}})
+	case "StopTask":
+		arn, _ := req["task"].(string)
+		if t, ok := e.tasks[arn]; ok {
+			t.status = "STOPPED"
+		}
+		writeJSON(w, map[string]any{"task": map[string]any{"taskArn": arn, "lastStatus": "STOPPED"}})
+	case "ListTasks":
+		startedBy, _ := req["startedBy"].(string)
+		arns := []string{}
+		for _, t := range e.tasks {
+			if t.status == "RUNNING" && (startedBy == "" || t.startedBy == startedBy) {
+				arns = append(arns, t.arn)
+			}
+		}
+		writeJSON(w, map[string]any{"taskArns": arns})
+	case "DescribeTasks":
+		arns, _ := req["tasks"].([]any)
+		out := []any{}
+		for _, a := range arns {
+			if t, ok := e.tasks[fmt.Sprint(a)]; ok {
+				out = append(out, e.describe(t))
+			}
+		}
+		writeJSON(w, map[string]any{"tasks": out, "failures": []any{}})
+	default:
+		w.WriteHeader(http.StatusBadRequest)
+		writeJSON(w, map[string]any{"__type": "InvalidParameterException", "message": "unsupported operation " + op})
+	}
+}
+
+func (e *ECS) describe(t *ecsTask) map[string]any {
+	return map[string]any{"taskArn": t.arn, "lastStatus": t.status, "startedBy": t.startedBy,
+		"createdAt": float64(t.created.UnixMilli()) / 1000, "tags": t.tags, "overrides": t.overrides}
+}
+
+// SecretsManager is an httptest server speaking enough of Secrets
+// Manager's JSON 1.1 protocol for the secret store: CreateSecret,
+// PutSecretValue, GetSecretValue and DeleteSecret, holding values by name.
+type SecretsManager struct {
+	URL string
+
+	mu       sync.Mutex
+	values   map[string]string
+	requests []Request
+}
+
+// NewSecretsManager starts the server; it stops when the test ends.
+func NewSecretsManager(t testing.TB) *SecretsManager {
+	s := &SecretsManager{values: map[string]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+// Ops returns the operations called, in order.
+func (s *SecretsManager) Ops() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.requests))
+	for i, r := range s.requests {
+		out[i] = r.Op
+	}
+	return out
+}
+
+func (s *SecretsManager) serve(w http.ResponseWriter, r *http.Request) {
+	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "secretsmanager.")
+	req, ok := readJSON(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, Request{Op: op, Body: req})
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	fail := func(kind, msg string) {
+		w.WriteHeader(http.StatusBadRequest)
+		writeJSON(w, map[string]any{"__type": kind, "message": msg})
+	}
+	id, _ := req["SecretId"].(string)
+	arn := func(name string) string { return "arn:aws:secretsmanager:us-east-1:111122223333:secret:" + name }
+	switch op {
+	case "CreateSecret":
+		name, _ := req["Name"].(string)
+		if _, ok := s.values[name]; ok {
+			fail("ResourceExistsException", "the secret already exists")
+			return
+		}
+		s.values[name], _ = req["SecretString"].(string)
+		writeJSON(w, map[string]any{"ARN": arn(name), "Name": name})
+	case "PutSecretValue", "GetSecretValue", "DeleteSecret":
+		v, ok := s.values[id]
+		if !ok {
+			fail("ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
+			return
+		}
+		switch op {
+		case "PutSecretValue":
+			s.values[id], _ = req["SecretString"].(string)
+			writeJSON(w, map[string]any{"ARN": arn(id), "Name": id})
+		case "GetSecretValue":
+			writeJSON(w, map[string]any{"ARN": arn(id), "Name": id, "SecretString": v})
+		default:
+			delete(s.values, id)
+			writeJSON(w, map[string]any{"ARN": arn(id), "Name": id})
+		}
+	default:
+		fail("InvalidRequestException", "unsupported operation "+op)
+	}
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request) (map[string]any, bool) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return req, true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	_ = json.NewEncoder(w).Encode(v)
+}
