@@ -1,0 +1,176 @@
+// Benchmark detail: identity and sync status, the leaderboard, and the
+// manifest (requirements, categories, task sets, tasks).
+
+import { api } from '../api.js';
+import { h, replace, link, qs } from '../dom.js';
+import { errorBox, loading, sourceBadge, statusBadge, syncProgress, table } from '../components.js';
+import { count, pct, shortDigest } from '../format.js';
+import { renderLeaderboard } from './leaderboard.js';
+import { poll } from '../poll.js';
+
+/** renderBenchmark renders /benchmarks/:key. */
+export async function renderBenchmark(ctx) {
+  const key = ctx.params.key;
+  document.title = `${key} · gauntlet`;
+  replace(ctx.main, loading(`Loading ${key}`));
+  let b;
+  try {
+    b = await api.benchmark(key, { signal: ctx.signal });
+  } catch (err) {
+    if (err.name === 'AbortError') throw err;
+    replace(ctx.main, crumbs(), errorBox(err, `Could not load benchmark ${key}`));
+    return;
+  }
+  document.title = `${b.name || b.key} · gauntlet`;
+  const head = h('div', {});
+  const board = h('section', { class: 'section', 'aria-labelledby': 'leaderboard-title' });
+  const manifest = h('section', { class: 'section', 'aria-labelledby': 'manifest-title' });
+  replace(ctx.main, head, board, manifest);
+  replace(head, header(b));
+  renderManifest(manifest, b);
+  if (b.status !== 'ready' && !b.manifest) {
+    // Follow the sync until the manifest is ready, then show everything.
+    poll(ctx, async () => {
+      const next = await api.benchmark(key, { signal: ctx.signal });
+      replace(head, header(next));
+      if (next.manifest) {
+        renderManifest(manifest, next);
+        await renderLeaderboard(ctx, board, key, ctx.query.get('metric'));
+        return false;
+      }
+      return next.status === 'pending' || next.status === 'syncing';
+    });
+    if (b.status === 'failed' || !b.manifest) return;
+  }
+  await renderLeaderboard(ctx, board, key, ctx.query.get('metric'));
+}
+
+function crumbs() {
+  return h('div', { class: 'crumbs' }, link('/benchmarks', 'Benchmarks'), ' /');
+}
+
+function header(b) {
+  const m = b.manifest;
+  return h('div', {},
+    crumbs(),
+    h('div', { class: 'page-head' },
+      h('div', { class: 'titles' },
+        h('h1', {}, b.name || b.key),
+        h('div', { class: 'sub' },
+          h('span', { class: 'mono' }, b.key),
+          sourceBadge(b.source?.type),
+          b.source?.ref ? h('span', { class: 'mono' }, b.source.ref) : null,
+          b.source?.url ? h('a', { href: b.source.url, target: '_blank', rel: 'noopener noreferrer' }, 'upstream ↗') : null,
+          statusBadge(b.status),
+          b.status === 'syncing' ? syncProgress(b.progress) : null,
+          m ? h('span', {}, 'version ', h('strong', {}, m.version)) : null,
+          m ? h('span', { class: 'mono', title: m.digest }, shortDigest(m.digest)) : null),
+        b.description ? h('p', { class: 'muted' }, b.description) : null,
+        b.status === 'failed' ? h('div', { class: 'alert bad' }, h('div', { class: 'title' }, 'Sync failed'), b.sync_error || '') : null),
+      h('div', { class: 'actions' },
+        h('a', { class: 'button', href: `/runs${qs({ benchmark: b.key })}` }, `Runs (${count(b.run_count)})`),
+        b.status === 'ready'
+          ? h('a', { class: 'button primary', href: `/runs/new${qs({ benchmark: b.key })}` }, 'Submit a run')
+          : null)));
+}
+
+function renderManifest(box, b) {
+  const m = b.manifest;
+  if (!m) {
+    replace(box, h('h2', { id: 'manifest-title' }, 'Manifest'),
+      h('div', { class: 'empty' }, b.status === 'failed' ? 'No manifest: the sync failed.' : 'The task list is still syncing.'));
+    return;
+  }
+  replace(box,
+    h('div', { class: 'section-head' }, h('h2', { id: 'manifest-title' }, 'Manifest'),
+      h('span', { class: 'muted' }, `${count(m.tasks.length)} tasks · ${count(m.categories.length)} categories`)),
+    h('div', { class: 'grid-3' },
+      requirementsCard(m),
+      categoriesCard(m),
+      taskSetsCard(m)),
+    h('div', { class: 'section' }, tasksTable(m)));
+}
+
+function requirementsCard(m) {
+  const harness = m.harness || {};
+  const judge = m.judge || {};
+  return h('div', { class: 'card', id: 'requirements' },
+    h('div', { class: 'card-head' }, h('h3', {}, 'Requirements')),
+    h('div', { class: 'card-body' }, h('dl', { class: 'kv' },
+      h('dt', {}, 'Harness'), h('dd', {}, harnessText(harness)),
+      h('dt', {}, 'Judge'), h('dd', {}, judge.required ? ['LLM judge required', judge.default_model ? [' · default ', h('code', {}, judge.default_model)] : ' · no default model'] : 'not needed'),
+      h('dt', {}, 'Pass threshold'), h('dd', {}, `reward ≥ ${m.pass_threshold}`),
+      h('dt', {}, 'Secrets'), h('dd', {}, m.required_secrets?.length ? m.required_secrets.map((s) => [h('code', {}, s), ' ']) : 'none'),
+      h('dt', {}, 'Version'), h('dd', {}, m.version),
+      h('dt', {}, 'Digest'), h('dd', { class: 'mono small' }, m.digest))));
+}
+
+function harnessText(harness) {
+  const req = harness.requirement || 'optional';
+  const def = harness.default ? [' · default ', h('code', {}, harness.default)] : null;
+  const words = {
+    required: 'every agent names its harness',
+    optional: 'agents may omit the harness',
+    'official-only': 'only the official harness runs',
+  };
+  return [h('span', { class: 'tag' }, req), ' ', h('span', { class: 'muted' }, words[req] || ''), def];
+}
+
+function categoriesCard(m) {
+  const total = m.tasks.length || 1;
+  return h('div', { class: 'card', id: 'categories' },
+    h('div', { class: 'card-head' }, h('h3', {}, 'Categories')),
+    h('div', { class: 'card-body' }, m.categories.length
+      ? h('div', { class: 'bars' }, m.categories.map((c) => [
+        h('span', { class: 'name' }, c.name),
+        h('div', { class: 'bar-line' },
+          h('div', { class: 'bar-track' }, h('div', { class: 'bar-fill', style: { width: pct(c.tasks / total), background: 'var(--chart-1)' } })),
+          h('span', { class: 'bar-value' }, count(c.tasks))),
+      ]))
+      : h('span', { class: 'muted' }, 'The source gives no categories.'),
+    difficultyLine(m)));
+}
+
+function difficultyLine(m) {
+  const entries = Object.entries(m.difficulties || {});
+  if (!entries.length) return null;
+  const order = ['easy', 'medium', 'hard'];
+  const rank = (d) => (order.includes(d) ? order.indexOf(d) : order.length);
+  entries.sort((a, b) => rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
+  return h('p', { class: 'small muted' }, 'Difficulty: ', entries.map(([d, n], i) => [i ? ' · ' : '', `${d} ${n}`]));
+}
+
+function taskSetsCard(m) {
+  return h('div', { class: 'card', id: 'task-sets' },
+    h('div', { class: 'card-head' }, h('h3', {}, 'Task sets')),
+    h('div', { class: 'card-body' }, m.task_sets.length
+      ? h('dl', { class: 'kv' }, m.task_sets.map((s) => [
+        h('dt', {}, h('code', {}, s.name)),
+        h('dd', {}, `${count(s.tasks)} tasks`, s.recommended ? [' ', h('span', { class: 'badge ok plain' }, 'recommended')] : null,
+          s.description ? h('div', { class: 'small muted' }, s.description) : null),
+      ]))
+      : h('span', { class: 'muted' }, 'No named task sets: runs use the full task list or a selection.')));
+}
+
+function tasksTable(m) {
+  const search = h('input', { type: 'search', placeholder: 'Filter tasks', 'aria-label': 'Filter tasks by name, category or difficulty' });
+  const inSet = {};
+  for (const [set, tasks] of Object.entries(m.task_set_tasks || {})) {
+    for (const t of tasks) (inSet[t] ||= []).push(set);
+  }
+  const render = () => {
+    const q = search.value.trim().toLowerCase();
+    const rows = m.tasks.filter((t) => !q || [t.name, t.category, t.difficulty, ...(t.tags || [])].some((v) => v && v.toLowerCase().includes(q)));
+    return table([
+      { label: 'Task', cell: (t) => h('code', {}, t.name) },
+      { label: 'Category', cell: (t) => t.category || h('span', { class: 'muted' }, '—') },
+      { label: 'Difficulty', cell: (t) => t.difficulty || h('span', { class: 'muted' }, '—') },
+      { label: 'Task sets', cell: (t) => (inSet[t.name] || []).map((s) => [h('span', { class: 'tag' }, s), ' ']) },
+      { label: 'Tags', class: 'wrap', cell: (t) => (t.tags || []).join(', ') },
+    ], rows, { empty: 'No task matches the filter.' });
+  };
+  const box = h('div', {}, render());
+  search.addEventListener('input', () => replace(box, render()));
+  return h('div', { id: 'tasks' },
+    h('div', { class: 'toolbar' }, h('h3', { class: 'grow' }, 'Tasks'), search), box);
+}

@@ -1,0 +1,170 @@
+// The leaderboard of a benchmark: a metric switcher and one ranked table
+// per (task set, manifest version) group; hovering or focusing a row shows
+// its paired comparison with the best row.
+
+import { api } from '../api.js';
+import { h, replace } from '../dom.js';
+import { attachTooltip, errorBox, loading, numCell, table } from '../components.js';
+import { estimateParts, pct, pValue, seconds, shortDigest, signedPP, tokens, usd, dateTime } from '../format.js';
+import { setQuery } from '../router.js';
+
+/** METRICS are the leaderboard's metrics in display order. */
+export const METRICS = [
+  { id: 'pass@1', label: 'pass@1', better: 'higher' },
+  { id: 'pass@k', label: 'pass@k', better: 'higher' },
+  { id: 'cost', label: 'cost', better: 'lower' },
+  { id: 'time', label: 'time', better: 'lower' },
+  { id: 'tokens', label: 'tokens', better: 'lower' },
+];
+
+const ALPHA = 0.05;
+
+/** renderLeaderboard fills box with the leaderboard of key, starting at metric. */
+export async function renderLeaderboard(ctx, box, key, initialMetric) {
+  let metric = METRICS.some((m) => m.id === initialMetric) ? initialMetric : 'pass@1';
+  const body = h('div', { id: 'leaderboard-body' });
+  const buttons = METRICS.map((m) => h('button', {
+    type: 'button', 'aria-pressed': String(m.id === metric), dataset: { metric: m.id },
+    title: `Rank by ${m.label} (${m.better} is better)`,
+    onclick: () => { metric = m.id; setQuery({ metric: m.id === 'pass@1' ? '' : m.id }); load(); },
+  }, m.label));
+  replace(box,
+    h('div', { class: 'section-head' },
+      h('h2', { id: 'leaderboard-title' }, 'Leaderboard'),
+      h('div', { class: 'segmented', role: 'group', 'aria-label': 'Rank by metric' }, buttons)),
+    body);
+
+  async function load() {
+    for (const b of buttons) b.setAttribute('aria-pressed', String(b.dataset.metric === metric));
+    replace(body, loading('Ranking entrants'));
+    try {
+      const board = await api.leaderboard(key, metric, { signal: ctx.signal });
+      replace(body, boardView(board));
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      replace(body, errorBox(err, 'Could not load the leaderboard'));
+    }
+  }
+  await load();
+}
+
+function boardView(board) {
+  const groups = board.groups || [];
+  if (!groups.length) {
+    return h('div', { class: 'table-wrap' }, h('div', { class: 'empty' },
+      'No eligible runs yet. A run agent enters the leaderboard once its run finished on the full task list or a published task set and every attempt produced a result.'));
+  }
+  return h('div', {},
+    groups.map((g) => groupView(board.metric, g)),
+    h('p', { class: 'small muted' },
+      h('strong', {}, '1*'), ' marks a statistical tie with the best row: a two-sided paired t-test over the tasks both ran cannot tell them apart (α = 0.05). ',
+      'Intervals are 95% confidence intervals over tasks. Hover or focus a row to compare it with the best.'));
+}
+
+function groupView(metric, group) {
+  const k = group.k || 0;
+  const best = (group.rows || []).find((r) => r.best);
+  const active = (id) => (metric === id ? 'num active-metric' : 'num');
+  const columns = [
+    { label: 'Rank', cell: rankCell },
+    { label: 'Agent', class: 'wrap', cell: (r) => h('strong', {}, agentLabel(r)) },
+    { label: 'pass@1', class: active('pass@1'), cell: (r) => numCell(estimateParts(r.pass1)) },
+    { label: k ? `pass@${k}` : 'pass@k', class: active('pass@k'), title: 'The deepest k every row of this group reached', cell: (r) => numCell(estimateParts(r.pass_at_k)) },
+    { label: 'Cost/task', class: active('cost'), cell: (r) => numCell(estimateParts(r.cost_per_task, usd)) },
+    { label: 'Time/task', class: active('time'), cell: (r) => numCell(estimateParts(r.time_per_task, seconds)) },
+    { label: 'Tokens/task', class: active('tokens'), cell: (r) => numCell(estimateParts(r.tokens_per_task, tokens)) },
+    { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, shortID(r.run_id)),
+      h('div', { class: 'sub' }, dateTime(r.finished_at))] : '—') },
+  ];
+  const wrap = table(columns, group.rows || [], {
+    caption: null,
+    rowAttrs: (r) => ({
+      class: ['leader-row', r.rank === 0 && 'ineligible'], tabindex: '0',
+      dataset: { rank: String(r.rank), tied: String(!!r.tied), best: String(!!r.best) },
+      'aria-label': `${rankText(r)}: ${agentLabel(r)}`,
+    }),
+  });
+  const rows = wrap.querySelectorAll('tbody tr');
+  (group.rows || []).forEach((r, i) => attachTooltip(rows[i], () => comparisonView(metric, r, best, k)));
+  const heading = h('div', { class: 'group-head' },
+    h('h3', {}, group.task_set ? `Task set ${group.task_set}` : 'Full task list'),
+    h('span', { class: 'muted small' }, `manifest version ${group.manifest_version || '—'} · `,
+      h('span', { class: 'mono', title: group.manifest_digest }, shortDigest(group.manifest_digest))));
+  return h('div', { class: 'board-group', dataset: { taskSet: group.task_set || '' } }, heading, wrap);
+}
+
+function rankText(r) {
+  if (!r.rank) return 'unranked';
+  return r.tied ? `${r.rank}*` : String(r.rank);
+}
+
+function rankCell(r) {
+  return h('span', {
+    class: ['rank', r.tied && 'tied'],
+    title: r.tied ? 'Statistically tied with the best (paired t-test, p ≥ 0.05)' : r.best ? 'Best value' : null,
+  }, rankText(r));
+}
+
+/** agentLabel is "model (harness)" or the harness alone. */
+export function agentLabel(r) {
+  if (r.label) return r.label;
+  return r.model ? `${r.model} (${r.harness})` : r.harness;
+}
+
+function shortID(id) {
+  return id.length > 14 ? `${id.slice(0, 12)}…` : id;
+}
+
+// diffFormat formats a difference and interval in the metric's unit.
+function diffFormat(metric) {
+  switch (metric) {
+    case 'cost': return { one: (v) => signed(v, usd), range: (lo, hi) => `${usd(lo)} to ${usd(hi)}` };
+    case 'time': return { one: (v) => signed(v, seconds), range: (lo, hi) => `${signed(lo, seconds)} to ${signed(hi, seconds)}` };
+    case 'tokens': return { one: (v) => signed(v, tokens), range: (lo, hi) => `${signed(lo, tokens)} to ${signed(hi, tokens)}` };
+    default: return { one: (v) => signedPP(v), range: (lo, hi) => `${signedPP(lo)} to ${signedPP(hi)}` };
+  }
+}
+
+function signed(v, fmt) {
+  if (v === 0) return fmt(0);
+  return v > 0 ? `+${fmt(v)}` : `−${fmt(-v)}`;
+}
+
+function metricValue(metric, r) {
+  if (r.value === null || r.value === undefined) return '—';
+  switch (metric) {
+    case 'cost': return usd(r.value);
+    case 'time': return seconds(r.value);
+    case 'tokens': return tokens(r.value);
+    default: return pct(r.value);
+  }
+}
+
+function comparisonView(metric, r, best, k) {
+  const name = metric === 'pass@k' && k ? `pass@${k}` : metric;
+  if (r.best) {
+    return h('div', {}, h('h4', {}, agentLabel(r)),
+      h('div', {}, `Best ${name}: `, h('strong', {}, metricValue(metric, r))),
+      h('div', { class: 'muted' }, 'Every other row is compared with this one.'));
+  }
+  if (!r.vs_best || r.rank === 0) {
+    return h('div', {}, h('h4', {}, agentLabel(r)), h('div', { class: 'muted' }, `No ${name} value, so this row is not ranked.`));
+  }
+  const c = r.vs_best;
+  const fmt = diffFormat(metric);
+  const ci = c.ci_low !== null && c.ci_low !== undefined ? fmt.range(c.ci_low, c.ci_high) : '—';
+  let verdict;
+  if (!c.tested) verdict = 'Fewer than two shared tasks: no test can separate it from the best, so it counts as tied.';
+  else if (r.tied) verdict = `Statistical tie with the best (p = ${pValue(c.p_value)} ≥ ${ALPHA}).`;
+  else if (r.rank === 1) verdict = 'Same value as the best.';
+  else verdict = `Significantly different from the best (p = ${pValue(c.p_value)} < ${ALPHA}).`;
+  return h('div', { class: 'comparison' },
+    h('h4', {}, `${agentLabel(r)} vs ${best ? agentLabel(best) : 'the best'}`),
+    h('dl', { class: 'kv' },
+      h('dt', {}, name), h('dd', {}, metricValue(metric, r), best ? ` vs ${metricValue(metric, best)}` : ''),
+      h('dt', {}, 'Difference'), h('dd', { class: 'diff' }, fmt.one(c.diff)),
+      h('dt', {}, '95% CI'), h('dd', { class: 'diff-ci' }, ci),
+      h('dt', {}, 'p-value'), h('dd', { class: 'p-value' }, pValue(c.p_value)),
+      h('dt', {}, 'Paired tasks'), h('dd', {}, String(c.tasks))),
+    h('div', { class: 'verdict' }, verdict));
+}

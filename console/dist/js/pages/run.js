@@ -1,0 +1,258 @@
+// Run detail: status, progress (live while the run is active), metrics per
+// agent, per-category pass@1 and pass@k curves, and the Results, Logs and
+// Configuration tabs; Stop and Download.
+
+import { api, download } from '../api.js';
+import { h, replace, link } from '../dom.js';
+import {
+  ACTIVE_RUN, STOPPABLE, confirmDialog, errorBox, loading, menu, numCell, outcomeBar, outcomeLegend, statusBadge, table, toast,
+} from '../components.js';
+import { bytes, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens, usd } from '../format.js';
+import { lineChart, seriesColor } from '../chart.js';
+import { setQuery } from '../router.js';
+import { poll } from '../poll.js';
+import { renderResults } from './results.js';
+import { renderLogs } from './logs.js';
+
+const TABS = [
+  ['overview', 'Overview'],
+  ['results', 'Results'],
+  ['logs', 'Logs'],
+  ['config', 'Configuration'],
+];
+
+/** renderRun renders /runs/:id. */
+export async function renderRun(ctx) {
+  const id = ctx.params.id;
+  document.title = `Run ${id} · gauntlet`;
+  replace(ctx.main, loading('Loading run'));
+  let run;
+  try {
+    run = await api.run(id, { signal: ctx.signal });
+  } catch (err) {
+    if (err.name === 'AbortError') throw err;
+    replace(ctx.main, crumbs(), errorBox(err, `Could not load run ${id}`));
+    return;
+  }
+  document.title = `${run.name || id} · gauntlet`;
+  const head = h('div', {});
+  const stats = h('div', {});
+  const tabBar = h('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Run sections' });
+  const panel = h('div', { role: 'tabpanel', id: 'run-panel' });
+  replace(ctx.main, head, stats, tabBar, panel);
+
+  let tab = TABS.some(([t]) => t === ctx.query.get('tab')) ? ctx.query.get('tab') : 'overview';
+  const state = { run, refreshPanel: null };
+
+  const paint = () => {
+    replace(head, header(state.run, () => changed()));
+    replace(stats, statStrip(state.run));
+  };
+  const showTab = (next) => {
+    tab = next;
+    setQuery({ tab: tab === 'overview' ? '' : tab });
+    replace(tabBar, TABS.map(([t, label]) => h('a', {
+      href: `?tab=${t}`, role: 'tab', id: `tab-${t}`, 'aria-selected': String(t === tab), 'aria-controls': 'run-panel',
+      onclick: (e) => { e.preventDefault(); showTab(t); },
+    }, label)));
+    panel.setAttribute('aria-labelledby', `tab-${tab}`);
+    state.refreshPanel = null;
+    if (tab === 'overview') {
+      replace(panel, overview(state.run));
+      state.refreshPanel = () => replace(panel, overview(state.run));
+    } else if (tab === 'results') {
+      renderResults(ctx, panel, state.run);
+    } else if (tab === 'logs') {
+      renderLogs(ctx, panel, state.run);
+    } else {
+      renderConfig(ctx, panel, state.run);
+    }
+  };
+  const reload = async () => {
+    state.run = await api.run(id, { signal: ctx.signal });
+    paint();
+    if (state.refreshPanel) state.refreshPanel();
+    return ACTIVE_RUN.has(state.run.status);
+  };
+  paint();
+  showTab(tab);
+  const poller = poll(ctx, reload, 2000);
+  // changed follows a run the user just stopped until it settles.
+  const changed = async () => {
+    await reload().catch(() => {});
+    poller.kick();
+  };
+}
+
+function crumbs() {
+  return h('div', { class: 'crumbs' }, link('/runs', 'Runs'), ' /');
+}
+
+function header(run, changed) {
+  const head = h('div', {},
+    crumbs(),
+    h('div', { class: 'page-head' },
+      h('div', { class: 'titles' },
+        h('h1', { id: 'run-name' }, run.name || run.id),
+        h('div', { class: 'sub' },
+          statusBadge(run.status),
+          h('span', { class: 'mono', title: 'run id' }, run.id),
+          h('span', {}, 'on ', link(`/benchmarks/${encodeURIComponent(run.benchmark)}`, run.benchmark_name || run.benchmark)),
+          h('span', {}, run.task_set ? ['task set ', h('code', {}, run.task_set)] : `${run.coverage} task list`),
+          h('span', { title: run.manifest_digest }, 'pinned version ', h('strong', {}, run.manifest_version), ' ',
+            h('span', { class: 'mono' }, shortDigest(run.manifest_digest))))),
+      h('div', { class: 'actions' },
+        STOPPABLE.has(run.status) ? stopButton(run, changed) : null,
+        downloadMenu(run))),
+    run.reason ? h('div', { class: `alert ${run.status === 'failed' ? 'bad' : 'warn'}`, id: 'run-reason' }, run.reason) : null);
+  return head;
+}
+
+function stopButton(run, changed) {
+  return h('button', {
+    type: 'button', class: 'danger', id: 'stop-run', onclick: async (e) => {
+      const ok = await confirmDialog({
+        title: `Stop ${run.name || run.id}?`,
+        body: 'No new attempts start, running sandboxes are stopped and queued attempts are cancelled. Results already in stay.',
+        confirmLabel: 'Stop run', danger: true,
+      });
+      if (!ok) return;
+      const btn = e.currentTarget;
+      btn.disabled = true;
+      try {
+        await api.stopRun(run.id);
+        toast(`Stopping ${run.name || run.id}.`);
+      } catch (err) {
+        toast(`Could not stop the run: ${err.message}`, 'bad');
+      }
+      await changed();
+    },
+  }, 'Stop');
+}
+
+const DOWNLOADS = [
+  ['summary', 'Summary', 'summary.csv: one row per agent'],
+  ['results', 'Results', 'results.csv: one row per task × attempt'],
+  ['artifacts', 'Artifacts', 'every stored file, per result'],
+  ['logs', 'Logs', 'logs.txt: the run log'],
+  ['all', 'Everything', 'all of the above in one zip'],
+];
+
+function downloadMenu(run) {
+  if (run.status === 'pending' || run.status === 'queued') {
+    return h('button', { type: 'button', disabled: true, title: 'Downloads open once the run is running.' }, 'Download ▾');
+  }
+  return menu('Download', DOWNLOADS.map(([type, label, sub]) => ({
+    label, sub, onSelect: async () => {
+      toast(`Preparing ${label.toLowerCase()} of ${run.name || run.id}…`);
+      try {
+        const saved = await download(api.downloadPath(run.id, type), `${run.name || run.id}-${type}.zip`);
+        toast(`Saved ${saved.name} (${bytes(saved.size)}).`, 'ok');
+      } catch (err) {
+        toast(`Download failed: ${err.message}`, 'bad');
+      }
+    },
+  })), { id: 'download-menu' });
+}
+
+function statStrip(run) {
+  const tok = run.tokens || {};
+  const s = run.submission?.settings || {};
+  const stat = (label, value, hint, id) => h('div', { class: 'stat', id: id || null },
+    h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), hint ? h('div', { class: 'hint' }, hint) : null);
+  return h('div', { class: 'run-stats' },
+    h('div', { class: 'card run-progress' }, h('div', { class: 'card-body' },
+      h('div', { class: 'label muted small' }, 'Progress'),
+      outcomeBar(run.progress, run.outcomes, { large: true }),
+      outcomeLegend(run.outcomes))),
+    h('div', { class: 'stats' },
+      stat('Duration', run.started_at ? seconds(run.duration_sec) : '—',
+        run.ended_at ? `ended ${dateTime(run.ended_at)}` : run.started_at ? 'live' : 'not started', 'stat-duration'),
+      stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
+      stat('LLM cost', usd(run.cost_usd)),
+      stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
+      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by}` : null)));
+}
+
+function overview(run) {
+  const agents = run.agents || [];
+  return h('div', {},
+    h('section', { class: 'section', 'aria-labelledby': 'agents-title' },
+      h('div', { class: 'section-head' }, h('h2', { id: 'agents-title' }, 'Agents')),
+      agentsTable(agents)),
+    h('div', { class: 'grid-2 section' },
+      h('section', { class: 'card', 'aria-labelledby': 'categories-title' },
+        h('div', { class: 'card-head' }, h('h3', { id: 'categories-title' }, 'pass@1 by category')),
+        h('div', { class: 'card-body' }, categoryBars(agents))),
+      h('section', { class: 'card', 'aria-labelledby': 'curve-title' },
+        h('div', { class: 'card-head' }, h('h3', { id: 'curve-title' }, 'pass@k curve')),
+        h('div', { class: 'card-body', id: 'pass-at-k' }, passAtKChart(run, agents)))));
+}
+
+function agentsTable(agents) {
+  const k = agents.reduce((max, a) => Math.max(max, a.metrics?.pass_at_k?.k || 0), 0);
+  return table([
+    { label: 'Agent', class: 'wrap', cell: (a, i) => [
+      h('span', { class: 'swatch-dot', style: { background: seriesColor(i) } }),
+      h('strong', {}, a.label), a.name && !a.label.includes(a.name) ? h('div', { class: 'sub' }, a.name) : null] },
+    { label: 'Status', cell: (a) => statusBadge(a.status) },
+    { label: 'Progress', cell: (a) => outcomeBar(a.progress, a.outcomes) },
+    { label: 'pass@1', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.pass1)) },
+    { label: k ? `pass@k (k≤${k})` : 'pass@k', class: 'num', cell: (a) => (a.metrics?.pass_at_k
+      ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_at_k.k} `), numCell(estimateParts(a.metrics.pass_at_k))] : '—') },
+    { label: 'Cost/task', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.cost_per_task, usd)) },
+    { label: 'Time/task', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.time_per_task, seconds)) },
+    { label: 'Tokens/task', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.tokens_per_task, tokens)) },
+    { label: 'Passed / failed / errored', class: 'num', cell: (a) => `${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}` },
+    { label: 'Cost', class: 'num', cell: (a) => usd(a.cost_usd) },
+  ], agents, { empty: 'This run has no agents.', rowAttrs: (a) => ({ dataset: { agent: String(a.index) } }) });
+}
+
+function categoryBars(agents) {
+  const categories = [...new Set(agents.flatMap((a) => (a.metrics?.categories || []).map((c) => c.category)))].sort();
+  if (!categories.length) return h('p', { class: 'muted' }, 'No scored attempts with a category yet.');
+  return h('div', { class: 'bars', id: 'category-bars' }, categories.map((cat) => [
+    h('span', { class: 'name' }, cat),
+    h('div', { class: 'row' }, agents.map((a, i) => {
+      const e = (a.metrics?.categories || []).find((c) => c.category === cat)?.pass1;
+      return h('div', { class: 'bar-line', title: `${a.label}: ${estimateParts(e).value} ${estimateParts(e).ci}` },
+        h('div', { class: 'bar-track' },
+          e ? h('div', { class: 'bar-fill', style: { width: pct(e.value), background: seriesColor(i) } }) : null,
+          e && e.ci_low !== null && e.ci_low !== undefined
+            ? h('div', { class: 'bar-ci', style: { left: pct(e.ci_low), width: pct(e.ci_high - e.ci_low) } }) : null),
+        h('span', { class: 'bar-value' }, e ? pct(e.value, 0) : '—'));
+    })),
+  ]));
+}
+
+function passAtKChart(run, agents) {
+  const attempts = run.submission?.settings?.attempts_per_task || 1;
+  const series = agents.map((a, i) => ({
+    label: a.label, colorIndex: i,
+    points: (a.metrics?.pass_at_k_curve || []).map((p) => ({ x: p.k, y: p.value, lo: p.ci_low, hi: p.ci_high })),
+  }));
+  if (!series.some((s) => s.points.length)) {
+    return h('p', { class: 'muted' }, 'The curve appears once every task has a scored attempt.');
+  }
+  const described = series.map((s) => `${s.label}: ${s.points.map((p) => `pass@${p.x} ${pct(p.y)}`).join(', ')}`).join('; ');
+  return h('div', {},
+    lineChart({ series, xLabel: 'k (attempts)', yLabel: 'pass@k', title: `pass@k for k = 1 to ${attempts}`, description: described }),
+    attempts === 1 ? h('p', { class: 'small muted' }, 'One attempt per task: pass@k needs more attempts to show a curve.') : null);
+}
+
+async function renderConfig(ctx, panel, run) {
+  replace(panel, loading('Loading configuration'));
+  try {
+    const text = await api.runConfig(run.id, { signal: ctx.signal });
+    const copy = h('button', { type: 'button', class: 'small', onclick: async () => {
+      try { await navigator.clipboard.writeText(text); toast('Copied the configuration.', 'ok'); } catch { toast('Copying needs clipboard permission.', 'bad'); }
+    } }, 'Copy');
+    replace(panel,
+      h('div', { class: 'toolbar' }, h('span', { class: 'grow muted' },
+        'The resolved configuration, with the pinned manifest version: submit it again to repeat this run exactly.'), copy),
+      h('pre', { class: 'block tall', id: 'run-config' }, text));
+  } catch (err) {
+    if (err.name === 'AbortError') return;
+    replace(panel, errorBox(err, 'Could not load the configuration'));
+  }
+}
