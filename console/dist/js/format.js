@@ -31,12 +31,13 @@ export function estimateText(e, fmt = pct) {
   return p.ci ? `${p.value} ${p.ci}` : p.value;
 }
 
-/** usd formats dollars: 4 significant decimals under a cent. */
+/** usd formats dollars: 4 decimals under a cent, 3 under a dollar, whole dollars from $100. */
 export function usd(v) {
   if (v === null || v === undefined || Number.isNaN(v)) return DASH;
   if (v === 0) return '$0';
   const abs = Math.abs(v);
   if (abs < 0.01) return `$${v.toFixed(4)}`;
+  if (abs < 1) return `$${v.toFixed(3)}`;
   if (abs < 100) return `$${v.toFixed(2)}`;
   return `$${Math.round(v).toLocaleString('en-US')}`;
 }
@@ -70,11 +71,12 @@ export function seconds(s) {
   return `${m}m ${String(sec).padStart(2, '0')}s`;
 }
 
-/** signedPct formats a difference of fractions in percentage points. */
+/** signedPP formats a difference of fractions in percentage points, with a sign (− is U+2212). */
 export function signedPP(v, digits = 1) {
   if (v === null || v === undefined || Number.isNaN(v)) return DASH;
-  const s = (v * 100).toFixed(digits);
-  return `${v > 0 ? '+' : v < 0 ? '' : '±'}${s} pp`;
+  const s = Math.abs(v * 100).toFixed(digits);
+  if (Number(s) === 0) return `±${s} pp`;
+  return `${v > 0 ? '+' : '−'}${s} pp`;
 }
 
 /** pValue formats a p-value: "< 0.001", "0.034", "1". */

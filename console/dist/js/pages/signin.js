@@ -53,10 +53,10 @@ export async function renderSignIn({ main, query }) {
     } catch (err) {
       auth.clear();
       input.setAttribute('aria-invalid', 'true');
-      const msg = err instanceof ApiError && err.status === 401
-        ? 'This token is not valid for this gauntlet server.'
-        : null;
-      status.append(msg ? h('div', { class: 'alert bad', role: 'alert' }, h('div', { class: 'title' }, 'Token rejected'), msg, ' ', err.message)
+      const rejected = err instanceof ApiError && err.status === 401;
+      status.append(rejected
+        ? h('div', { class: 'alert bad', role: 'alert' }, h('div', { class: 'title' }, 'Token rejected'),
+          `${sentence(err.message)} Paste the token this server printed when it started.`)
         : errorBox(err, 'Could not sign in'));
       submit.disabled = false;
       input.focus();
@@ -70,4 +70,10 @@ export async function renderSignIn({ main, query }) {
 function safeNext(next) {
   if (!next || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/signin')) return '/benchmarks';
   return next;
+}
+
+// sentence capitalizes a message and ends it with a full stop.
+function sentence(msg) {
+  const s = msg.charAt(0).toUpperCase() + msg.slice(1);
+  return /[.!?]$/.test(s) ? s : `${s}.`;
 }

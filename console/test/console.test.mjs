@@ -1,0 +1,280 @@
+// Browser test of the gauntlet console against a real `gauntlet local`
+// platform. console/browser_test.go starts the platform, seeds a finished
+// run and runs this file with node's test runner:
+//
+//   GAUNTLET_URL=http://127.0.0.1:PORT GAUNTLET_TOKEN=gt_… GAUNTLET_RUN_ID=… \
+//   GAUNTLET_SCREENSHOTS=/tmp/shots node --test console/test/console.test.mjs
+//
+// It drives Debian's chromium through npm playwright-core (no browser
+// download), takes a screenshot of every page into GAUNTLET_SCREENSHOTS and
+// asserts what each page shows. The tests run in order and share one page.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set; run this file through console/browser_test.go`);
+  return v;
+};
+const BASE = env('GAUNTLET_URL');
+const TOKEN = env('GAUNTLET_TOKEN');
+const RUN_ID = env('GAUNTLET_RUN_ID');
+const SHOTS = env('GAUNTLET_SCREENSHOTS');
+const CHROMIUM = process.env.GAUNTLET_CHROMIUM || '/usr/bin/chromium';
+
+let browser;
+let page;
+const problems = []; // console errors, CSP violations, uncaught exceptions
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  context.setDefaultTimeout(10_000);
+  page = await context.newPage();
+  page.on('console', (m) => {
+    // A 401 the test provokes on purpose is logged by the browser as a failed resource.
+    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 401/.test(m.text())) {
+      problems.push(`console: ${m.text()}`);
+    }
+  });
+  page.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+async function shot(name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+function noProblems() {
+  assert.deepEqual(problems, [], 'the page logged errors');
+}
+
+test('an unauthenticated visit goes to sign-in, which rejects a wrong token', async () => {
+  await page.goto(`${BASE}/benchmarks`);
+  await page.waitForURL(/\/signin\?next=%2Fbenchmarks/);
+  await assert.doesNotReject(page.locator('#token').waitFor());
+  await page.fill('#token', 'gt_not-a-real-token');
+  await page.click('button[type="submit"]');
+  const alert = page.locator('[role="alert"]');
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /Token rejected/);
+  assert.match(await alert.innerText(), /not valid/);
+  await shot('01-signin-rejected');
+});
+
+test('signing in with the token shows the benchmarks with the workspace and billing', async () => {
+  await page.fill('#token', TOKEN);
+  await page.click('button[type="submit"]');
+  await page.waitForURL(`${BASE}/benchmarks`);
+  const row = page.locator('#benchmark-list tr[data-key="demo-bench"]');
+  await row.waitFor();
+  const text = await row.innerText();
+  assert.match(text, /demo-bench/);
+  assert.match(text, /managed/);
+  assert.match(text, /ready/);
+  assert.match(text, /cannot be removed/);
+  const cells = await row.locator('td').allInnerTexts();
+  assert.equal(cells[3], '15', 'task count');
+  assert.equal(cells[4], '4', 'category count');
+  assert.match(cells[5], /finished/, 'last run');
+  await page.locator('#ws-name').waitFor();
+  assert.match(await page.locator('#billing').innerText(), /billing: active/);
+  assert.equal(await page.evaluate(() => localStorage.getItem('gauntlet.token')), TOKEN);
+  await shot('02-benchmarks');
+  noProblems();
+});
+
+test('the demo-bench page ranks the run agents with intervals, ties and a comparison on hover', async () => {
+  await page.click('#benchmark-list a[href="/benchmarks/demo-bench"]');
+  await page.waitForURL(`${BASE}/benchmarks/demo-bench`);
+  const rows = page.locator('#leaderboard-body tbody tr');
+  await rows.first().waitFor();
+  assert.equal(await rows.count(), 2);
+  const first = await rows.nth(0).locator('td').allInnerTexts();
+  const second = await rows.nth(1).locator('td').allInnerTexts();
+  assert.equal(first[0], '1');
+  assert.equal(first[1], 'oracle (oracle)');
+  assert.match(first[2], /^100\.0% \(100\.0–100\.0\)$/, 'pass@1 with its interval');
+  assert.equal(second[1], 'nop (nop)');
+  assert.match(second[2], /^0\.0%/);
+  assert.equal(second[0], '2', 'nop is significantly worse than oracle: no tie');
+  assert.match(first[7], new RegExp(RUN_ID.slice(0, 12)), 'the run behind the row');
+
+  await rows.nth(1).hover();
+  const tip = page.locator('#tooltip');
+  await tip.waitFor({ state: 'visible' });
+  const tipText = await tip.innerText();
+  assert.match(tipText, /nop \(nop\) vs oracle \(oracle\)/);
+  assert.match(tipText, /Difference\s+−100\.0 pp/);
+  assert.match(tipText, /p-value/);
+  await shot('03-leaderboard-hover');
+
+  // Keyboard users get the same comparison on focus.
+  await page.mouse.move(0, 0);
+  await rows.nth(1).focus();
+  await tip.waitFor({ state: 'visible' });
+
+  await page.click('button[data-metric="time"]');
+  assert.equal(await page.locator('button[data-metric="time"]').getAttribute('aria-pressed'), 'true');
+  await page.waitForURL(/metric=time/);
+  await rows.first().waitFor();
+  assert.equal(await rows.count(), 2);
+
+  const tasks = page.locator('#tasks tbody tr');
+  assert.equal(await tasks.count(), 15);
+  assert.match(await page.locator('#task-sets').innerText(), /parity[\s\S]*recommended/);
+  assert.match(await page.locator('#requirements').innerText(), /reward ≥ 1/);
+  await shot('04-benchmark-manifest');
+  noProblems();
+});
+
+test('the submit page validates a config and shows each field error next to its key', async () => {
+  await page.click('nav a[href="/runs/new"]');
+  await page.waitForURL(`${BASE}/runs/new`);
+  const editor = page.locator('#config');
+  assert.match(await editor.inputValue(), /\[experiment\]/, 'prefilled from an example');
+  const invalid = [
+    '[experiment]',
+    'benchmark = "demo-bench"',
+    '',
+    '[execution]',
+    'attempts_per_task = 0',
+    'max_retry = 1',
+    '',
+    '[[agents]]',
+    'harness = "oracle"',
+    '',
+  ].join('\n');
+  await editor.fill(invalid);
+  await page.click('#validate');
+  const list = page.locator('#config-problems');
+  await list.waitFor();
+  const items = await list.locator('li').allInnerTexts();
+  const attempts = items.find((t) => t.includes('execution.attempts_per_task'));
+  assert.ok(attempts, `a problem names execution.attempts_per_task: ${items.join(' | ')}`);
+  assert.match(attempts, /line 5/);
+  const unknown = items.find((t) => t.includes('execution.max_retry'));
+  assert.ok(unknown, `a problem names the unknown key: ${items.join(' | ')}`);
+  assert.match(unknown, /line 6/);
+  assert.match(await page.locator('#validation-failed').innerText(), /problem/);
+  const marked = await page.locator('.editor .gutter .has-error').allInnerTexts();
+  assert.deepEqual(marked, ['5', '6'], 'the gutter marks the lines of both keys');
+  await shot('05-submit-invalid');
+
+  await editor.fill([
+    '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "smoke"', '',
+    '[[agents]]', 'harness = "codex"', '[agents.model]', 'type = "provider"', 'model = "openai/gpt-5.2"',
+    'api_key_secret = "CONSOLE_TEST_KEY"', '',
+  ].join('\n'));
+  await page.click('#validate');
+  await page.locator('#missing-secrets').waitFor();
+  assert.match(await page.locator('#missing-secrets').innerText(), /CONSOLE_TEST_KEY/);
+  assert.equal(await page.locator('#resolved-tasks').innerText(), '3');
+  await shot('06-submit-missing-secret');
+  noProblems();
+});
+
+test('the run page shows status, metrics, charts, results with a drawer, logs and config', async () => {
+  await page.goto(`${BASE}/runs/${RUN_ID}`);
+  await page.locator('#run-name').waitFor();
+  assert.match(await page.locator('.page-head .sub').first().innerText(), /finished/);
+  assert.equal(await page.locator('#stop-run').count(), 0, 'no Stop button on a finished run');
+  const agents = page.locator('section[aria-labelledby="agents-title"] tbody tr');
+  assert.equal(await agents.count(), 2);
+  assert.match(await agents.nth(0).innerText(), /oracle \(oracle\)[\s\S]*100\.0%/);
+  assert.equal(await page.locator('#pass-at-k svg circle').count(), 4, 'two agents × k = 1..2');
+  assert.ok(await page.locator('#category-bars .bar-line').count() >= 2);
+  const bar = page.locator('.run-progress [role="progressbar"]');
+  assert.equal(await bar.getAttribute('aria-valuenow'), await bar.getAttribute('aria-valuemax'));
+  await shot('07-run-overview');
+
+  await page.click('#tab-results');
+  const results = page.locator('#results-list tbody tr');
+  await results.first().waitFor();
+  assert.equal(await results.count(), 32, '2 agents × 8 parity tasks × 2 attempts');
+  await page.selectOption('#results-outcome', 'failed');
+  await page.waitForURL(/outcome=failed/);
+  await page.waitForFunction(() => [...document.querySelectorAll('#results-list tbody tr')].every((r) => r.dataset.outcome === 'failed')
+    && document.querySelectorAll('#results-list tbody tr').length === 16);
+  await results.first().click();
+  const drawer = page.locator('#result-drawer');
+  await drawer.waitFor();
+  await page.locator('#result-reward').waitFor();
+  assert.match(await page.locator('#result-reward').innerText(), /^0/);
+  assert.match(await drawer.innerText(), /Graded output/);
+  assert.ok(await page.locator('#artifact-list li').count() >= 1, 'artifact download links');
+  await shot('08-run-result-drawer');
+  await page.keyboard.press('Escape');
+  await drawer.waitFor({ state: 'detached' });
+
+  await page.click('#tab-logs');
+  const lines = page.locator('#run-logs .line');
+  await lines.first().waitFor();
+  assert.ok(await lines.count() > 5);
+  assert.ok(await page.locator('#run-logs .lvl.info').count() > 0, 'levels are marked');
+  await shot('09-run-logs');
+
+  await page.click('#tab-config');
+  await page.locator('#run-config').waitFor();
+  const config = await page.locator('#run-config').innerText();
+  assert.match(config, /\[experiment\]/);
+  assert.match(config, /demo-bench/);
+  await shot('10-run-config');
+
+  await page.click('#download-menu');
+  assert.equal(await page.locator('.menu [role="menuitem"]').count(), 5);
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.click('.menu [role="menuitem"]:has-text("Summary")'),
+  ]);
+  assert.match(download.suggestedFilename(), /\.zip$/);
+  noProblems();
+});
+
+test('the runs list filters by status and links to the run', async () => {
+  await page.goto(`${BASE}/runs`);
+  const row = page.locator(`#run-list tr[data-id="${RUN_ID}"]`);
+  await row.waitFor();
+  assert.match(await row.innerText(), /finished/);
+  await page.selectOption('#filter-status', 'running');
+  await page.waitForURL(/status=running/);
+  await page.locator('#run-list .empty').waitFor();
+  await page.selectOption('#filter-status', 'finished');
+  await row.waitFor();
+  await shot('11-runs');
+  noProblems();
+});
+
+test('secrets are set write-only and listed by name', async () => {
+  await page.click('nav a[href="/secrets"]');
+  await page.fill('#secret-name', 'CONSOLE_TEST_KEY');
+  await page.fill('#secret-value', 'sk-console-test-value');
+  await page.click('#secret-form button[type="submit"]');
+  const row = page.locator('#secret-list tr[data-name="CONSOLE_TEST_KEY"]');
+  await row.waitFor();
+  assert.match(await row.innerText(), /workspace/);
+  assert.equal(await page.locator('#secret-value').inputValue(), '', 'the value field is cleared');
+  assert.ok(!(await page.content()).includes('sk-console-test-value'), 'the value never shows');
+  await shot('12-secrets');
+  noProblems();
+});
+
+test('a token the API rejects returns to sign-in', async () => {
+  await page.evaluate(() => localStorage.setItem('gauntlet.token', 'gt_revoked'));
+  await page.goto(`${BASE}/runs`);
+  await page.waitForURL(/\/signin\?expired=1/);
+  assert.match(await page.locator('.alert.warn').innerText(), /did not accept/);
+  assert.equal(await page.evaluate(() => localStorage.getItem('gauntlet.token')), null);
+  noProblems();
+});

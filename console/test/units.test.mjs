@@ -1,0 +1,93 @@
+// Unit tests of the console's DOM-free modules (TOML key lines, number
+// formatting). console/units_test.go runs them with node's test runner:
+//
+//   node --test console/test/units.test.mjs
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { lineOf, splitPath } from '../dist/js/toml.js';
+import { estimateText, pct, pValue, seconds, signedPP, tokens, usd } from '../dist/js/format.js';
+
+const CONFIG = `[experiment]
+benchmark = "demo-bench"   # a comment with = in it
+
+[execution]
+attempts_per_task = 0
+max_retry = 1
+
+[[agents]]
+harness = "oracle"
+[agents.model]
+type = "local"
+
+[[agents]]
+name = "x"
+[agents.model]
+type = "endpoint"
+extra_headers = { "a b" = "x", AUTHORIZATION = "y" }
+`;
+
+test('lineOf finds the line that sets each field the API names', () => {
+  const cases = [
+    { field: 'experiment', want: 1 },
+    { field: 'experiment.benchmark', want: 2 },
+    { field: 'execution.attempts_per_task', want: 5 },
+    { field: 'execution.max_retry', want: 6 },
+    { field: 'agents', want: 8, why: 'the first [[agents]]' },
+    { field: 'agents[0].harness', want: 9 },
+    { field: 'agents[0].model.type', want: 11 },
+    { field: 'agents[1]', want: 13 },
+    { field: 'agents[1].name', want: 14 },
+    { field: 'agents[1].model.type', want: 16 },
+    { field: 'agents[1].model.base_url', want: 15, why: 'a missing key points at its table' },
+    { field: 'agents[1].model.extra_headers["a b"]', want: 17, why: 'a quoted key in an inline table' },
+    { field: 'agents[1].model.extra_headers.AUTHORIZATION', want: 17 },
+    { field: 'agents[5]', want: 8, why: 'an agent past the last one points at the first' },
+    { field: 'tasks.task_set', want: null, why: 'no [tasks] table' },
+    { field: 'extra', want: null },
+    { field: '', message: 'invalid TOML at line 3, column 2: expected a key', want: 3, why: 'a syntax error names its line' },
+    { field: '', message: 'the selection matches no tasks', want: null },
+  ];
+  for (const c of cases) {
+    assert.equal(lineOf(CONFIG, c.field, c.message || ''), c.want, `lineOf(${JSON.stringify(c.field)}) ${c.why || ''}`);
+  }
+});
+
+test('splitPath splits dotted paths, keeping indices and unquoting keys', () => {
+  const cases = [
+    ['execution.attempts_per_task', ['execution', 'attempts_per_task']],
+    ['agents[1].model.type', ['agents[1]', 'model', 'type']],
+    ['agents[0].model.extra_headers["a b"]', ['agents[0]', 'model', 'extra_headers', 'a b']],
+    ['secrets.required', ['secrets', 'required']],
+  ];
+  for (const [path, want] of cases) assert.deepEqual(splitPath(path), want, `splitPath(${path})`);
+});
+
+test('scores, money, time and tokens format as the pages show them', () => {
+  const cases = [
+    [pct(0.625), '62.5%'],
+    [pct(null), '—'],
+    [estimateText({ value: 0.625, ci_low: 0.412, ci_high: 0.838, n: 8 }), '62.5% (41.2–83.8)'],
+    [estimateText({ value: 1, ci_low: null, ci_high: null, n: 1 }), '100.0%'],
+    [estimateText(null), '—'],
+    [estimateText({ value: 0.0123, ci_low: 0.01, ci_high: 0.0146, n: 8 }, usd), '$0.012 ($0.010–$0.015)'],
+    [usd(0.00123), '$0.0012'],
+    [usd(0), '$0'],
+    [usd(1.234), '$1.23'],
+    [usd(1234.5), '$1,235'],
+    [seconds(0.85), '850ms'],
+    [seconds(12.34), '12.3s'],
+    [seconds(245), '4m 05s'],
+    [seconds(7380), '2h 03m'],
+    [tokens(950), '950'],
+    [tokens(12345), '12.3k'],
+    [tokens(4_560_000), '4.56M'],
+    [signedPP(-1), '−100.0 pp'],
+    [signedPP(0), '±0.0 pp'],
+    [signedPP(0.052), '+5.2 pp'],
+    [pValue(0.0004), '< 0.001'],
+    [pValue(0.0342), '0.034'],
+    [pValue(1), '1'],
+  ];
+  for (const [got, want] of cases) assert.equal(got, want);
+});
