@@ -6,6 +6,7 @@
 // Usage:
 //
 //	sandbox-runner --spec slot.json --out OUT [--work DIR] [--isolation bwrap|process] [--agents-dir DIR]
+//	sandbox-runner install DEST   (copy this binary to DEST; the cloud init container uses it)
 package main
 
 import (

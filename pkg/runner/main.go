@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 )
 
 // SpecEnv is the environment variable that may carry the slot spec as JSON
@@ -26,11 +27,19 @@ const SpecEnv = "GAUNTLET_SLOT_SPEC"
 // them, runs the trial and returns the exit code: sandbox.ExitOK when
 // result.json was written, sandbox.ExitInfra when the runner could not do its job.
 func Main(args []string, env []string) int {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "sandbox-runner")
+	if len(args) == 2 && args[0] == "install" {
+		if err := Install(args[1]); err != nil {
+			logger.Error("install failed", "err", err)
+			return sandbox.ExitInfra
+		}
+		return sandbox.ExitOK
+	}
 	agentSecrets, verifierSecrets, carriers := takeSecrets(env)
-	for _, key := range carriers {
+	sealedURL, sealedKey := lookupEnv(env, sealed.URLEnv), lookupEnv(env, sealed.KeyEnv)
+	for _, key := range append(carriers, sealed.URLEnv, sealed.KeyEnv) {
 		_ = os.Unsetenv(key)
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "sandbox-runner")
 	cfg, err := parseFlags(args, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return sandbox.ExitOK
@@ -45,6 +54,10 @@ func Main(args []string, env []string) int {
 		return sandbox.ExitInfra
 	}
 	spec.Secrets, spec.VerifierSecrets = agentSecrets, verifierSecrets
+	if err := openSealedSecrets(context.Background(), &spec, sealedURL, sealedKey, nil); err != nil {
+		logger.Error("bad sealed secrets", "launch_id", spec.LaunchID, "err", err)
+		return sandbox.ExitInfra
+	}
 	if cfg.opts.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "gauntlet-trial-")
 		if err != nil {

@@ -17,20 +17,24 @@
 package ecssandbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 )
 
 // API is the part of the ECS client the driver uses.
@@ -55,6 +59,20 @@ type Config struct {
 	Family           string // task definition family prefix, default "gauntlet-sandbox"
 	// DefaultImage runs tasks whose environment names no docker_image.
 	DefaultImage string
+	// Sealed stores a launch's sealed secrets; the runner fetches them once
+	// through a presigned URL. Required when a launch carries secrets.
+	Sealed SealedStore
+	// SealedTTL bounds the presigned URL (default 30 minutes: a Fargate task
+	// starts well within it).
+	SealedTTL time.Duration
+}
+
+// SealedStore is the blob store (and presigner) that holds sealed secrets,
+// under launches/<launch id>/<key fingerprint>.sealed. A lifecycle rule
+// expires them.
+type SealedStore interface {
+	Put(ctx context.Context, key string, r io.Reader) error
+	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
 }
 
 // Container names in every sandbox task definition.
@@ -109,6 +127,12 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if err != nil {
 		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: encode spec: %w", spec.LaunchID, err)
 	}
+	env := []types.KeyValuePair{{Name: aws.String(SpecEnv), Value: aws.String(string(specJSON))}}
+	sealedEnv, err := d.sealSecrets(ctx, spec)
+	if err != nil {
+		return sandbox.Handle{}, err
+	}
+	env = append(env, sealedEnv...)
 	out, err := d.api.RunTask(ctx, &ecs.RunTaskInput{
 		Cluster:        &d.cfg.Cluster,
 		TaskDefinition: &def,
@@ -121,7 +145,7 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 		}},
 		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{
 			Name:        aws.String(TaskContainer),
-			Environment: []types.KeyValuePair{{Name: aws.String(SpecEnv), Value: aws.String(string(specJSON))}},
+			Environment: env,
 		}}},
 		Tags: []types.Tag{
 			{Key: aws.String("gauntlet:launch"), Value: aws.String(spec.LaunchID)},
@@ -144,6 +168,48 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	}
 	t := out.Tasks[0]
 	return sandbox.Handle{ID: aws.ToString(t.TaskArn), LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: aws.ToTime(t.CreatedAt)}, nil
+}
+
+// sealSecrets stores the launch's secret values sealed and returns the two
+// variables that let the runner open them. The values never reach ECS.
+func (d *Driver) sealSecrets(ctx context.Context, spec sandbox.Spec) ([]types.KeyValuePair, error) {
+	if len(spec.Secrets) == 0 && len(spec.VerifierSecrets) == 0 {
+		return nil, nil
+	}
+	if d.cfg.Sealed == nil {
+		return nil, fmt.Errorf("ecs launch %s: the launch carries secrets but no sealed-secrets store is configured", spec.LaunchID)
+	}
+	plain := sealed.Secrets{Agent: map[string]string{}, Verifier: map[string]string{}}
+	for name, v := range spec.Secrets {
+		plain.Agent[name] = v.Reveal()
+	}
+	for name, v := range spec.VerifierSecrets {
+		plain.Verifier[name] = v.Reveal()
+	}
+	ct, key, err := sealed.Seal(plain, spec.LaunchID)
+	if err != nil {
+		return nil, fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
+	// One object per attempt: a retried Launch that ECS answers with the task
+	// of the first attempt (same clientToken) must not overwrite the object
+	// that task's key opens.
+	fp := sha256.Sum256([]byte(key))
+	blobKey := "launches/" + clientToken(spec.LaunchID) + "/" + hex.EncodeToString(fp[:8]) + ".sealed"
+	if err := d.cfg.Sealed.Put(ctx, blobKey, bytes.NewReader(ct)); err != nil {
+		return nil, fmt.Errorf("ecs launch %s: store sealed secrets: %w", spec.LaunchID, err)
+	}
+	ttl := d.cfg.SealedTTL
+	if ttl <= 0 {
+		ttl = 30 * time.Minute
+	}
+	url, err := d.cfg.Sealed.PresignGet(ctx, blobKey, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("ecs launch %s: presign sealed secrets: %w", spec.LaunchID, err)
+	}
+	return []types.KeyValuePair{
+		{Name: aws.String(sealed.URLEnv), Value: aws.String(url)},
+		{Name: aws.String(sealed.KeyEnv), Value: aws.String(key)},
+	}, nil
 }
 
 // clientToken fits a launch id into RunTask's 64-character token.

@@ -16,10 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/s3blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
@@ -70,6 +75,21 @@ func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// newSealedStore is an S3 blob store on gofakes3, where sealed secrets go.
+func newSealedStore(t *testing.T) *s3blob.Store {
+	t.Helper()
+	fake := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(fake.Close)
+	client := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(fake.URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("artifacts")}); err != nil {
+		t.Fatal(err)
+	}
+	return s3blob.New(client, "artifacts")
+}
+
 func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer) {
 	t.Helper()
 	srv := &ecsServer{requests: map[string][]map[string]any{}, tasks: map[string]string{}}
@@ -84,6 +104,7 @@ func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer) {
 		SecurityGroups: []string{"sg-egress"}, TaskRoleARN: "arn:aws:iam::111122223333:role/sandbox-task",
 		ExecutionRoleARN: "arn:aws:iam::111122223333:role/sandbox-exec", LogGroup: "/gauntlet/sandboxes",
 		Region: "us-east-1", RunnerImage: "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
+		Sealed: newSealedStore(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -163,10 +184,29 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 		t.Errorf("tags (-want +got):\n%s", diff)
 	}
 	override := run["overrides"].(map[string]any)["containerOverrides"].([]any)[0].(map[string]any)
-	env := override["environment"].([]any)[0].(map[string]any)
+	env := map[string]string{}
+	for _, kv := range override["environment"].([]any) {
+		m := kv.(map[string]any)
+		env[m["name"].(string)] = m["value"].(string)
+	}
 	var spec sandbox.Spec
-	if err := json.Unmarshal([]byte(env["value"].(string)), &spec); err != nil {
+	if err := json.Unmarshal([]byte(env[ecssandbox.SpecEnv]), &spec); err != nil {
 		t.Fatal(err)
+	}
+	// The secret travels sealed: the runner fetches it by presigned URL and
+	// opens it with the key, bound to this launch.
+	resp, err := http.Get(env[sealed.URLEnv])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	opened, err := sealed.Open(ct, env[sealed.KeyEnv], "launch-1")
+	if err != nil {
+		t.Fatalf("open sealed secrets from %s: %v", env[sealed.URLEnv], err)
+	}
+	if opened.Agent["OPENAI_API_KEY"] != "sk-live-do-not-leak" {
+		t.Errorf("sealed agent secrets = %v", opened.Agent)
 	}
 	if spec.SlotID != "0/hello/1" || spec.AgentTimeout != 10*time.Minute || spec.Harness != "codex" {
 		t.Errorf("spec override = %+v", spec)
