@@ -65,5 +65,9 @@ func bearer(header string) (string, bool) {
 		return "", false
 	}
 	token = strings.TrimSpace(token)
-	return token, token != "" && len(token) <= 512
+	return token, token != "" && len(token) <= maxToken
 }
+
+// maxToken bounds a bearer token: API tokens are 67 bytes, but the JWTs of
+// identity providers (NewWithAuthenticator) run to a few kilobytes.
+const maxToken = 8 << 10
