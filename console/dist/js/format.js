@@ -96,12 +96,12 @@ export function dateTime(iso) {
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
-/** timeOfDay formats an ISO time as "20:26:03.120". */
+/** timeOfDay formats an ISO time as local "20:26:03.120". */
 export function timeOfDay(iso) {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return '';
   const p = (n, w = 2) => String(n).padStart(w, '0');
-  return `${dateTime(iso).slice(0, 10)} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
 }
 
 /** ago formats an ISO time relative to now: "just now", "5 min ago", "3 d ago". */

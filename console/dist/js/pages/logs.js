@@ -4,7 +4,7 @@
 import { api } from '../api.js';
 import { h, replace, append } from '../dom.js';
 import { errorBox, loading } from '../components.js';
-import { timeOfDay } from '../format.js';
+import { dateTime, timeOfDay } from '../format.js';
 
 const PAGE = 200;
 
@@ -62,7 +62,7 @@ export function renderLogs(ctx, panel, run) {
 
 function lineView(l) {
   return h('div', { class: `line ${l.level}`, dataset: { level: l.level } },
-    h('span', { class: 'at' }, timeOfDay(l.at)),
+    h('span', { class: 'at', title: dateTime(l.at) }, timeOfDay(l.at)),
     h('span', { class: `lvl ${l.level}` }, l.level),
     h('span', { class: 'step', title: l.slot ? `slot ${l.slot}` : null }, l.step),
     h('span', { class: 'msg' }, l.message, l.slot ? h('span', { class: 'subtle' }, `  [${l.slot}]`) : null));

@@ -97,7 +97,7 @@ function runTable(runs, state) {
     ] },
     { label: 'Benchmark', cell: (r) => [link(`/benchmarks/${encodeURIComponent(r.benchmark)}`, r.benchmark_name || r.benchmark),
       h('div', { class: 'sub' }, r.task_set ? `task set ${r.task_set}` : r.coverage, ` · v${r.manifest_version}`)] },
-    { label: 'Status', cell: (r) => [statusBadge(r.status), r.reason ? h('div', { class: 'sub ellipsis', title: r.reason }, r.reason) : null] },
+    { label: 'Status', cell: (r) => [statusBadge(r.status), r.reason ? h('div', { class: 'sub' }, h('span', { class: 'ellipsis', title: r.reason }, r.reason)) : null] },
     { label: 'Progress', cell: (r) => outcomeBar(r.progress, r.outcomes) },
     { label: 'Agents', class: 'num', cell: (r) => count(r.agent_count) },
     { label: 'Tasks', class: 'num', cell: (r) => count(r.task_count) },
