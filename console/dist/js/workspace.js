@@ -30,6 +30,11 @@ export const workspace = {
       .finally(() => { pending = null; });
     return pending;
   },
+  /** set stores a workspace the caller fetched (sign-in). */
+  set(ws) {
+    value = ws;
+    publish();
+  },
   /** clear forgets the workspace (sign-out). */
   clear() {
     value = null;

@@ -13,7 +13,7 @@ const PAGE = 50;
 
 /** renderResults fills panel with the results of run. */
 export function renderResults(ctx, panel, run) {
-  const q = ctx.query;
+  const q = new URLSearchParams(window.location.search);
   const state = {
     agent: q.get('agent') || '', task: q.get('task') || '', outcome: q.get('outcome') || '', q: q.get('q') || '',
     cursor: '', previous: [],

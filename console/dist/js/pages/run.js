@@ -48,9 +48,11 @@ export async function renderRun(ctx) {
     replace(head, header(state.run, () => changed()));
     replace(stats, statStrip(state.run));
   };
-  const showTab = (next) => {
+  const showTab = (next, { initial = false } = {}) => {
     tab = next;
-    setQuery({ tab: tab === 'overview' ? '' : tab });
+    // The results filters in the URL belong to the Results tab only.
+    const filters = initial ? {} : { agent: '', task: '', outcome: '', q: '' };
+    setQuery({ tab: tab === 'overview' ? '' : tab, ...filters });
     replace(tabBar, TABS.map(([t, label]) => h('a', {
       href: `?tab=${t}`, role: 'tab', id: `tab-${t}`, 'aria-selected': String(t === tab), 'aria-controls': 'run-panel',
       onclick: (e) => { e.preventDefault(); showTab(t); },
@@ -75,7 +77,7 @@ export async function renderRun(ctx) {
     return ACTIVE_RUN.has(state.run.status);
   };
   paint();
-  showTab(tab);
+  showTab(tab, { initial: true });
   const poller = poll(ctx, reload, 2000);
   // changed follows a run the user just stopped until it settles.
   const changed = async () => {

@@ -47,8 +47,7 @@ export async function renderSignIn({ main, query }) {
     submit.disabled = true;
     auth.set(token);
     try {
-      await api.workspace();
-      await workspace.load({ refresh: true });
+      workspace.set(await api.workspace());
       navigate(next, { replace: true });
     } catch (err) {
       auth.clear();
