@@ -16,7 +16,13 @@ const (
 	RunsPrefix      = "runs/"
 	TasksPrefix     = "tasks/"
 	DownloadsPrefix = "downloads/"
+	// LaunchesPrefix holds each sandbox launch's sealed secrets, read once by
+	// the runner through a presigned URL and expired after a day.
+	LaunchesPrefix = "launches/"
 )
+
+// LaunchesExpireDays is how long sealed secrets stay in the bucket.
+const LaunchesExpireDays = 1
 
 // DownloadsExpireDays is how long a generated download stays in the bucket.
 const DownloadsExpireDays = 7
@@ -73,6 +79,11 @@ func New(scope constructs.Construct, id string, props Props) *Artifacts {
 				Expiration: awscdk.Duration_Days(jsii.Number(DownloadsExpireDays)),
 			},
 			{
+				Id:         jsii.String("expire-sealed-secrets"),
+				Prefix:     jsii.String(LaunchesPrefix),
+				Expiration: awscdk.Duration_Days(jsii.Number(LaunchesExpireDays)),
+			},
+			{
 				Id:                                  jsii.String("abort-incomplete-uploads"),
 				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 			},
@@ -108,9 +119,9 @@ func (a *Artifacts) grant(grantee awsiam.IRole, action string, prefixes []string
 	}))
 	cdknag.NagSuppressions_AddResourceSuppressions(grantee, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-IAM5"),
-		Reason: jsii.String("Object keys contain run, task and download ids minted at run time; the grant names one action and ends the wildcard inside the runs/, tasks/ or downloads/ prefix."),
+		Reason: jsii.String("Object keys contain run, task and download ids minted at run time; the grant names one action and ends the wildcard inside the runs/, tasks/, downloads/ or launches/ prefix."),
 		AppliesTo: &[]any{&cdknag.RegexAppliesTo{
-			Regex: jsii.String(`/^Resource::.*Bucket.*\/(runs|tasks|downloads)\/\*$/`),
+			Regex: jsii.String(`/^Resource::.*Bucket.*\/(runs|tasks|downloads|launches)\/\*$/`),
 		}},
 	}}, jsii.Bool(true))
 }

@@ -87,7 +87,9 @@ func TestScopedResources(t *testing.T) {
 		{"dispatcher", "ecs:RegisterTaskDefinition", contains(":task-definition/gauntlet-dev-sandbox*:*"), ""},
 		{"dispatcher", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 		{"dispatcher", "ecs:ListTasks", func(r string) bool { return r == "*" }, "ecs:cluster"},
-		{"dispatcher", "s3:PutObject", contains("/runs/*"), ""},
+		{"dispatcher", "s3:PutObject", func(r string) bool {
+			return strings.Contains(r, "/runs/*") || strings.Contains(r, "/launches/*")
+		}, ""},
 		{"api", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 		{"planner", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 		{"registrysync", "s3:PutObject", contains("/tasks/*"), ""},

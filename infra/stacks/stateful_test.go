@@ -162,6 +162,7 @@ func TestArtifactsBucket(t *testing.T) {
 		"LoggingConfiguration": map[string]any{"DestinationBucketName": map[string]any{"Ref": logs}, "LogFilePrefix": "artifacts/"},
 		"LifecycleConfiguration": map[string]any{"Rules": assertions.Match_ArrayWith(&[]any{
 			map[string]any{"Id": "expire-downloads", "Prefix": "downloads/", "ExpirationInDays": 7, "Status": "Enabled"},
+			map[string]any{"Id": "expire-sealed-secrets", "Prefix": "launches/", "ExpirationInDays": 1, "Status": "Enabled"},
 			map[string]any{"Id": "abort-incomplete-uploads", "AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"},
 		})},
 	})

@@ -43,8 +43,8 @@ func (s *Stateless) grant(st *Stateful) {
 	st.Completions.Queue.GrantSendMessages(dispatcher) // a sandbox that failed to start
 	st.Secrets.GrantRead(dispatcher)
 	s.Sandbox.GrantLaunch(dispatcher)
-	st.Artifacts.GrantPut(dispatcher, artifacts.RunsPrefix)
-	st.Artifacts.GrantGet(dispatcher, artifacts.RunsPrefix, artifacts.TasksPrefix)
+	st.Artifacts.GrantPut(dispatcher, artifacts.RunsPrefix, artifacts.LaunchesPrefix)
+	st.Artifacts.GrantGet(dispatcher, artifacts.RunsPrefix, artifacts.TasksPrefix, artifacts.LaunchesPrefix)
 
 	grader := role("grader")
 	st.Table.GrantRead(grader)
