@@ -63,6 +63,11 @@ lambdas:
 run: deps build
 	$(BIN)/gauntlet score examples/results/demo.jsonl
 
+## synth: the CloudFormation templates into cdk.out/ (CDK CLI pinned in package.json).
+synth: lambdas
+	@[ -x node_modules/.bin/cdk ] || npm ci --no-audit --no-fund --loglevel=error
+	npx --no-install cdk synth --quiet
+
 ## bench: the performance measurements reported in docs/BENCHMARKS.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
