@@ -30,6 +30,11 @@ type command struct {
 
 // commands is the dispatch table, in help order.
 var commands = []command{
+	{name: "benchmark", summary: "list, inspect, add, remove and sync benchmarks", run: benchmarkGroup.run},
+	{name: "submit", summary: "submit a run config (--watch to follow it)", run: runSubmit},
+	{name: "runs", summary: "list, inspect, follow, stop and download runs", run: runsGroup.run},
+	{name: "leaderboard", summary: "show a benchmark's leaderboard", run: runLeaderboard},
+	{name: "secret", summary: "set, list and delete secret records (values are write-only)", run: secretGroup.run},
 	{name: "score", summary: "rank agents from attempt results (JSONL files or Harbor job directories)", run: runScore},
 }
 
@@ -65,7 +70,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "gauntlet <command> -h" for a command's flags.`)

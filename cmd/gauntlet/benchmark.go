@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/client"
+)
+
+var benchmarkGroup = group{name: "benchmark", subs: []subcommand{
+	{name: "list", usage: "benchmark list", summary: "list the workspace's benchmarks", run: benchmarkList},
+	{name: "info", usage: "benchmark info KEY [--wait]", summary: "show a benchmark's manifest", run: benchmarkInfo},
+	{name: "add", usage: "benchmark add NAME[@VERSION] [--wait]", summary: "add a dataset from the registry", run: benchmarkAdd},
+	{name: "remove", usage: "benchmark remove KEY", summary: "remove a benchmark added from the registry", run: benchmarkRemove},
+	{name: "sync", usage: "benchmark sync KEY [--wait]", summary: "retry a failed sync", run: benchmarkSync},
+}}
+
+func benchmarkList(ctx context.Context, e env, args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("benchmark list", "benchmark list [--json]", e.stderr)
+	cf.register(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageError("takes no arguments")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	list, err := c.Benchmarks(ctx)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, api.BenchmarkList{Benchmarks: list})
+	}
+	t := newTable(e.stdout, "KEY", "NAME", "SOURCE", "STATUS", "TASKS", "CATEGORIES", "RUNS", "LAST RUN")
+	for _, b := range list {
+		last := "–"
+		if b.LastRun != nil {
+			last = b.LastRun.Name + " (" + b.LastRun.Status + ")"
+		}
+		t.row(b.Key, b.Name, string(b.Source.Type)+" "+b.Source.Ref, syncStatus(b), strconv.Itoa(b.TaskCount),
+			strconv.Itoa(b.CategoryCount), strconv.Itoa(b.RunCount), last)
+	}
+	return t.flush()
+}
+
+func syncStatus(b api.BenchmarkView) string {
+	switch b.Status {
+	case "syncing":
+		return fmt.Sprintf("syncing %d/%d", b.Progress.Synced, b.Progress.Total)
+	case "failed":
+		return "failed: " + b.SyncError
+	}
+	return b.Status
+}
+
+func benchmarkInfo(ctx context.Context, e env, args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("benchmark info", "benchmark info KEY [--wait] [--json]", e.stderr)
+	cf.register(fs)
+	wait := fs.Bool("wait", false, "first wait until its sync ends (ready or failed)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError("want one benchmark key")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	if *wait {
+		if _, err := waitSynced(ctx, e, c, pos[0], true); err != nil {
+			return err
+		}
+	}
+	b, err := c.Benchmark(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, b)
+	}
+	fmt.Fprintf(e.stdout, "%s (%s)\n%s\nsource:  %s %s\nstatus:  %s\n", b.Name, b.Key, b.Description, b.Source.Type, b.Source.Ref, syncStatus(b.BenchmarkView))
+	m := b.Manifest
+	if m == nil {
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "version: %s (%s)\nharness: %s", m.Version, m.Digest, m.Harness.Requirement)
+	if m.Harness.Default != "" {
+		fmt.Fprintf(e.stdout, ", default %s", m.Harness.Default)
+	}
+	fmt.Fprintf(e.stdout, "\njudge:   %v\npass threshold: %g\n\n", judge(m.Judge.Required, m.Judge.DefaultModel), m.PassThreshold)
+	cats := make([]string, len(m.Categories))
+	for i, c := range m.Categories {
+		cats[i] = fmt.Sprintf("%s (%d)", c.Name, c.Tasks)
+	}
+	fmt.Fprintf(e.stdout, "categories: %s\n", strings.Join(cats, ", "))
+	for _, s := range m.TaskSets {
+		rec := ""
+		if s.Recommended {
+			rec = ", recommended"
+		}
+		fmt.Fprintf(e.stdout, "task set %s: %d tasks%s. %s\n", s.Name, s.Tasks, rec, s.Description)
+	}
+	fmt.Fprintln(e.stdout)
+	t := newTable(e.stdout, "TASK", "CATEGORY", "DIFFICULTY")
+	for _, task := range m.Tasks {
+		t.row(task.Name, orDash(task.Category), orDash(task.Difficulty))
+	}
+	return t.flush()
+}
+
+func judge(required bool, model string) string {
+	if !required {
+		return "none"
+	}
+	return "required, default " + model
+}
+
+func orDash(s *string) string {
+	if s == nil {
+		return "–"
+	}
+	return *s
+}
+
+func benchmarkAdd(ctx context.Context, e env, args []string) error {
+	return benchmarkChange(ctx, e, args, "add", "benchmark add NAME[@VERSION] [--wait] [--json]",
+		func(c *client.Client, arg string) (api.BenchmarkView, error) { return c.AddBenchmark(ctx, arg) })
+}
+
+func benchmarkSync(ctx context.Context, e env, args []string) error {
+	return benchmarkChange(ctx, e, args, "sync", "benchmark sync KEY [--wait] [--json]",
+		func(c *client.Client, arg string) (api.BenchmarkView, error) { return c.SyncBenchmark(ctx, arg) })
+}
+
+// benchmarkChange runs add or sync, then optionally waits for the sync.
+func benchmarkChange(ctx context.Context, e env, args []string, name, usage string, change func(*client.Client, string) (api.BenchmarkView, error)) error {
+	var cf clientFlags
+	fs := newFlagSet("benchmark "+name, usage, e.stderr)
+	cf.register(fs)
+	wait := fs.Bool("wait", false, "wait until the task list is synced (ready or failed)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError("want one argument: %s", usage)
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	b, err := change(c, pos[0])
+	if err != nil {
+		return err
+	}
+	if !cf.json {
+		fmt.Fprintf(e.stdout, "benchmark %s (%s): %s\n", b.Key, b.Source.Ref, syncStatus(b))
+	}
+	if *wait {
+		if b, err = waitSynced(ctx, e, c, b.Key, cf.json); err != nil {
+			return err
+		}
+	}
+	if cf.json {
+		return printJSON(e.stdout, b)
+	}
+	if b.Status == "failed" {
+		return fmt.Errorf("sync of %s failed: %s", b.Key, b.SyncError)
+	}
+	return nil
+}
+
+// waitSynced polls a benchmark until its sync ends.
+func waitSynced(ctx context.Context, e env, c *client.Client, key string, quiet bool) (api.BenchmarkView, error) {
+	last := ""
+	for {
+		d, err := c.Benchmark(ctx, key)
+		if err != nil {
+			return api.BenchmarkView{}, err
+		}
+		b := d.BenchmarkView
+		if s := syncStatus(b); s != last && !quiet {
+			fmt.Fprintf(e.stdout, "benchmark %s: %s\n", key, s)
+			last = s
+		}
+		if b.Status == "ready" || b.Status == "failed" {
+			return b, nil
+		}
+		select {
+		case <-ctx.Done():
+			return b, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func benchmarkRemove(ctx context.Context, e env, args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("benchmark remove", "benchmark remove KEY", e.stderr)
+	cf.register(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError("want one benchmark key")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	if err := c.DeleteBenchmark(ctx, pos[0]); err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, map[string]string{"removed": pos[0]})
+	}
+	fmt.Fprintf(e.stdout, "benchmark %s removed\n", pos[0])
+	return nil
+}

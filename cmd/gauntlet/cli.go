@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/term"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/client"
+)
+
+// errUsage marks a usage error (exit code 2); its text is printed as is.
+var errUsage = errors.New("usage")
+
+// usageError returns an error wrapping errUsage.
+func usageError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// env is what a client subcommand runs with.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	url, token, credentials string
+	json                    bool
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "url", "", "API URL (default $GAUNTLET_URL, else the credentials file)")
+	fs.StringVar(&c.token, "token", "", "API token (default $GAUNTLET_TOKEN, else the credentials file)")
+	fs.StringVar(&c.credentials, "credentials", "", "credentials file (default ~/.config/gauntlet/credentials)")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
+}
+
+// client resolves the API URL and token: flags, then GAUNTLET_URL and
+// GAUNTLET_TOKEN, then the credentials file `gauntlet local` writes.
+func (c *clientFlags) client() (*client.Client, error) {
+	url, token := first(c.url, os.Getenv("GAUNTLET_URL")), first(c.token, os.Getenv("GAUNTLET_TOKEN"))
+	if url == "" || token == "" {
+		path := c.credentials
+		if path == "" {
+			var err error
+			if path, err = client.DefaultCredentialsPath(); err != nil {
+				return nil, err
+			}
+		}
+		creds, err := client.LoadCredentials(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no API configured: start `gauntlet local`, or pass --url and --token (or set GAUNTLET_URL and GAUNTLET_TOKEN)")
+		}
+		if err != nil {
+			return nil, err
+		}
+		url, token = first(url, creds.URL), first(token, creds.Token)
+	}
+	return client.New(url, token, nil)
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// parseArgs parses flags that may come before, between or after the
+// positional arguments and returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// newFlagSet returns a flag set that prints its usage to stderr.
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gauntlet %s\n\nflags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// exitCode maps a command's error to an exit code, printing it.
+func exitCode(err error, name string, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "gauntlet %s: %s\n", name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return exitUsage
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "gauntlet %s: interrupted\n", name)
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "gauntlet %s: %v\n", name, err)
+	return exitFailure
+}
+
+// group is a command with subcommands (gauntlet benchmark list, …).
+type group struct {
+	name string
+	subs []subcommand
+}
+
+type subcommand struct {
+	name, usage, summary string
+	run                  func(ctx context.Context, e env, args []string) error
+}
+
+func (g group) run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	e := env{stdin: os.Stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		g.usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, s := range g.subs {
+		if s.name == args[0] {
+			return exitCode(s.run(ctx, e, args[1:]), g.name+" "+s.name, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "gauntlet %s: unknown subcommand %q\n\n", g.name, args[0])
+	g.usage(stderr)
+	return exitUsage
+}
+
+func (g group) usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: gauntlet %s <subcommand> [flags]\n\nsubcommands:\n", g.name)
+	for _, s := range g.subs {
+		fmt.Fprintf(w, "  %-40s %s\n", s.usage, s.summary)
+	}
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// tableWriter writes aligned columns.
+type tableWriter struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *tableWriter {
+	t := &tableWriter{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
+
+func (t *tableWriter) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
+
+func (t *tableWriter) flush() error { return t.tw.Flush() }
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// flagSet is flag.FlagSet, named for the extra-flags hooks of subcommands.
+type flagSet = flag.FlagSet

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/client"
+)
+
+var runsGroup = group{name: "runs", subs: []subcommand{
+	{name: "list", usage: "runs list [--benchmark KEY] [--status S] [--limit N]", summary: "list runs, newest first", run: runsList},
+	{name: "info", usage: "runs info RUN", summary: "show a run: progress, agents, metrics", run: runsInfo},
+	{name: "logs", usage: "runs logs RUN [--follow]", summary: "print a run's log", run: runsLogs},
+	{name: "stop", usage: "runs stop RUN", summary: "stop a pending, queued or running run", run: runsStop},
+	{name: "download", usage: "runs download RUN [--type T] [-o DIR]", summary: "download a run's results as a zip", run: runsDownload},
+}}
+
+// oneRun parses a subcommand taking one run id and returns the id and a client.
+func oneRun(e env, name, usage string, args []string, extra func(fs *flagSet)) (string, *client.Client, *clientFlags, error) {
+	var cf clientFlags
+	fs := newFlagSet("runs "+name, usage, e.stderr)
+	cf.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if len(pos) != 1 {
+		return "", nil, nil, usageError("want one run id: %s", usage)
+	}
+	c, err := cf.client()
+	return pos[0], c, &cf, err
+}
+
+func runsList(ctx context.Context, e env, args []string) error {
+	var cf clientFlags
+	var f client.RunFilter
+	fs := newFlagSet("runs list", "runs list [--benchmark KEY] [--status S] [--limit N] [--cursor C] [--json]", e.stderr)
+	cf.register(fs)
+	fs.StringVar(&f.Benchmark, "benchmark", "", "only runs of this benchmark")
+	fs.StringVar(&f.Status, "status", "", "only runs in this status")
+	fs.IntVar(&f.Limit, "limit", 20, "page size")
+	fs.StringVar(&f.Cursor, "cursor", "", "continue after a previous page")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageError("takes no arguments")
+	}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	list, err := c.Runs(ctx, f)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, list)
+	}
+	t := newTable(e.stdout, "ID", "NAME", "BENCHMARK", "STATUS", "PROGRESS", "PASSED", "CREATED")
+	for _, r := range list.Runs {
+		t.row(r.ID, r.Name, r.Benchmark, r.Status, fmt.Sprintf("%d/%d", r.Progress.Completed, r.Progress.Total),
+			strconv.FormatInt(r.Outcomes.Passed, 10), when(&r.CreatedAt))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if list.NextCursor != "" {
+		fmt.Fprintf(e.stdout, "more: gauntlet runs list --cursor %s\n", list.NextCursor)
+	}
+	return nil
+}
+
+func runsInfo(ctx context.Context, e env, args []string) error {
+	id, c, cf, err := oneRun(e, "info", "runs info RUN [--json]", args, nil)
+	if err != nil {
+		return err
+	}
+	d, err := c.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, d)
+	}
+	return printRunSummary(e.stdout, d)
+}
+
+func runsLogs(ctx context.Context, e env, args []string) error {
+	var follow *bool
+	id, c, cf, err := oneRun(e, "logs", "runs logs RUN [--follow] [--json]", args, func(fs *flagSet) {
+		follow = fs.Bool("follow", false, "keep printing new lines until the run ends")
+	})
+	if err != nil {
+		return err
+	}
+	cursor := ""
+	for {
+		page, err := c.RunLogs(ctx, id, cursor, 500)
+		if err != nil {
+			return err
+		}
+		for _, l := range page.Logs {
+			if cf.json {
+				if err := printJSON(e.stdout, l); err != nil {
+					return err
+				}
+				continue
+			}
+			fmt.Fprintln(e.stdout, api.FormatLogLine(l.At, l.Level, l.Step, l.Slot, l.Message))
+		}
+		if page.NextCursor != "" {
+			cursor = page.NextCursor
+			continue
+		}
+		if !*follow {
+			return nil
+		}
+		d, err := c.Run(ctx, id)
+		if err != nil {
+			return err
+		}
+		if d.Status == "finished" || d.Status == "failed" || d.Status == "stopped" {
+			if len(page.Logs) == 0 {
+				return nil
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func runsStop(ctx context.Context, e env, args []string) error {
+	id, c, cf, err := oneRun(e, "stop", "runs stop RUN [--json]", args, nil)
+	if err != nil {
+		return err
+	}
+	r, err := c.StopRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, r)
+	}
+	fmt.Fprintf(e.stdout, "run %s (%s): %s\n", r.Name, r.ID, r.Status)
+	return nil
+}
+
+func runsDownload(ctx context.Context, e env, args []string) error {
+	var kind, dir *string
+	id, c, cf, err := oneRun(e, "download", "runs download RUN [--type summary|results|artifacts|logs|all] [-o DIR] [--json]", args, func(fs *flagSet) {
+		kind = fs.String("type", "all", "what to download: summary, results, artifacts, logs or all")
+		dir = fs.String("o", ".", "directory to write the zip into")
+	})
+	if err != nil {
+		return err
+	}
+	body, err := c.Download(ctx, id, *kind)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", *dir, err)
+	}
+	path := filepath.Join(*dir, id+"-"+*kind+".zip")
+	n, err := writeDownload(e, body, path, cf.json)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, map[string]any{"path": path, "bytes": n})
+	}
+	fmt.Fprintf(e.stdout, "wrote %s (%d bytes)\n", path, n)
+	return nil
+}
+
+// writeDownload copies body to path with a byte counter on a terminal.
+func writeDownload(e env, body io.Reader, path string, quiet bool) (int64, error) {
+	tmp := path + ".part"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return 0, fmt.Errorf("create %s: %w", tmp, err)
+	}
+	defer os.Remove(tmp)
+	var w io.Writer = f
+	if !quiet && isTerminal(e.stdout) {
+		bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(e.stdout), progressbar.OptionSetDescription("downloading"),
+			progressbar.OptionShowBytes(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		defer bar.Finish()
+		w = io.MultiWriter(f, bar)
+	} else if !quiet {
+		fmt.Fprintf(e.stdout, "downloading to %s\n", path)
+	}
+	n, err := io.Copy(w, body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("download to %s: %w", path, err)
+	}
+	return n, os.Rename(tmp, path)
+}

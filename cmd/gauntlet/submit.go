@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/client"
+)
+
+// runSubmit is `gauntlet submit CONFIG.toml [--yes] [--watch]`.
+func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return exitCode(submit(ctx, env{stdin: os.Stdin, stdout: stdout, stderr: stderr}, args), "submit", stderr)
+}
+
+func submit(ctx context.Context, e env, args []string) error {
+	var cf clientFlags
+	fs := newFlagSet("submit", "submit CONFIG.toml|CONFIG.json [--yes] [--watch] [--name NAME] [--idempotency-key KEY] [--json]", e.stderr)
+	cf.register(fs)
+	yes := fs.Bool("yes", false, "submit without asking for confirmation")
+	watch := fs.Bool("watch", false, "follow the run until it ends, then print its summary")
+	name := fs.String("name", "", "run name (default: generated)")
+	idem := fs.String("idempotency-key", "", "Idempotency-Key: resubmitting with the same key returns the same run")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError("want one run config file")
+	}
+	config, err := os.ReadFile(pos[0])
+	if err != nil {
+		return fmt.Errorf("read run config: %w", err)
+	}
+	sub := client.Submission{Config: config, JSON: strings.EqualFold(filepath.Ext(pos[0]), ".json"), Name: *name, IdempotencyKey: *idem}
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	report, err := c.ValidateRun(ctx, sub)
+	if err != nil {
+		return err
+	}
+	if !report.Valid {
+		if cf.json {
+			_ = printJSON(e.stdout, report)
+		}
+		return rejected(report)
+	}
+	if !cf.json {
+		fmt.Fprintf(e.stdout, "%s@%s: %d tasks, %d attempts in all\n", report.Benchmark, report.ManifestVersion, report.TaskCount, report.SlotCount)
+		for _, w := range report.Warnings {
+			fmt.Fprintf(e.stdout, "warning: %s\n", w)
+		}
+	}
+	if !*yes && isTerminal(e.stdin) {
+		ok, err := confirm(e, "Submit this run?")
+		if err != nil || !ok {
+			return errors.Join(err, errors.New("not submitted"))
+		}
+	}
+	created, err := c.SubmitRun(ctx, sub)
+	if err != nil {
+		return err
+	}
+	if !*watch {
+		if cf.json {
+			return printJSON(e.stdout, created)
+		}
+		fmt.Fprintf(e.stdout, "run %s (%s) %s: %d tasks, %d attempts\nfollow it with: gauntlet runs info %s\n",
+			created.Name, created.ID, created.Status, created.TaskCount, created.SlotCount, created.ID)
+		return nil
+	}
+	if !cf.json {
+		fmt.Fprintf(e.stdout, "run %s (%s) submitted\n", created.Name, created.ID)
+	}
+	detail, err := watchRun(ctx, e, c, created.ID, cf.json)
+	if err != nil {
+		return err
+	}
+	if cf.json {
+		return printJSON(e.stdout, detail)
+	}
+	if err := printRunSummary(e.stdout, detail); err != nil {
+		return err
+	}
+	if detail.Status != "finished" {
+		return fmt.Errorf("run %s ended %s: %s", detail.ID, detail.Status, detail.Reason)
+	}
+	return nil
+}
+
+// rejected turns a failed validation into an error listing every problem.
+func rejected(r api.ValidationReport) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the run config has %d problems:", len(r.Problems))
+	for _, p := range r.Problems {
+		b.WriteString("\n  - ")
+		if p.Field != "" {
+			b.WriteString(p.Field + ": ")
+		}
+		b.WriteString(p.Message)
+	}
+	return errors.New(b.String())
+}
+
+func confirm(e env, question string) (bool, error) {
+	fmt.Fprintf(e.stderr, "%s [y/N] ", question)
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
+
+// watchInterval is how often --watch polls the run.
+const watchInterval = 500 * time.Millisecond
+
+// watchRun follows a run until it ends and its metrics cover every
+// result: a progress bar on a terminal, a line per change otherwise.
+func watchRun(ctx context.Context, e env, c *client.Client, id string, quiet bool) (api.RunDetail, error) {
+	var bar *progressbar.ProgressBar
+	lastLine := ""
+	for {
+		d, err := c.Run(ctx, id)
+		if err != nil {
+			return d, err
+		}
+		ended := d.Status == "finished" || d.Status == "failed" || d.Status == "stopped"
+		switch {
+		case quiet:
+		case isTerminal(e.stdout):
+			if bar == nil {
+				bar = progressbar.NewOptions64(int64(d.Progress.Total), progressbar.OptionSetWriter(e.stdout),
+					progressbar.OptionShowCount(), progressbar.OptionSetWidth(30), progressbar.OptionSetPredictTime(true),
+					progressbar.OptionThrottle(100*time.Millisecond))
+			}
+			bar.Describe(fmt.Sprintf("%-8s %s", d.Status, outcomeLine(d.Outcomes)))
+			_ = bar.Set64(int64(d.Progress.Completed))
+		default:
+			if line := progressLine(d); line != lastLine {
+				fmt.Fprintln(e.stdout, line)
+				lastLine = line
+			}
+		}
+		if ended && (d.MetricsCurrent || d.Progress.Completed == 0) {
+			if bar != nil {
+				_ = bar.Finish()
+				fmt.Fprintln(e.stdout)
+			}
+			return d, nil
+		}
+		select {
+		case <-ctx.Done():
+			return d, ctx.Err()
+		case <-time.After(watchInterval):
+		}
+	}
+}
+
+func progressLine(d api.RunDetail) string {
+	return fmt.Sprintf("%s: %s %d/%d (%s)", d.Name, d.Status, d.Progress.Completed, d.Progress.Total, outcomeLine(d.Outcomes))
+}
+
+func outcomeLine(o api.Outcomes) string {
+	s := fmt.Sprintf("passed %d, failed %d, errored %d", o.Passed, o.Failed, o.Errored)
+	if o.Cancelled > 0 {
+		s += fmt.Sprintf(", cancelled %d", o.Cancelled)
+	}
+	return s
+}
+
+// printRunSummary prints a run's header and one line per agent.
+func printRunSummary(w io.Writer, d api.RunDetail) error {
+	fmt.Fprintf(w, "run %s (%s): %s", d.Name, d.ID, d.Status)
+	if d.Reason != "" {
+		fmt.Fprintf(w, " (%s)", d.Reason)
+	}
+	fmt.Fprintf(w, "\nbenchmark %s@%s, %d tasks, %d/%d attempts done, %s, duration %s, cost $%.4f, tokens %s in / %s out\n\n",
+		d.Benchmark, d.ManifestVersion, d.TaskCount, d.Progress.Completed, d.Progress.Total, outcomeLine(d.Outcomes),
+		span(d.DurationSec), d.CostUSD, humanCount(d.Tokens.Input), humanCount(d.Tokens.Output))
+	t := newTable(w, "#", "AGENT", "STATUS", "DONE", "PASS@1", "PASS@K", "COST/TASK", "TIME/TASK", "TOKENS/TASK")
+	for _, a := range d.AgentsDetail {
+		m := a.Metrics
+		t.row(strconv.Itoa(a.Index), a.Label, a.Status, fmt.Sprintf("%d/%d", a.Progress.Completed, a.Progress.Total),
+			percent(m.Pass1), passAtK(m.PassAtK), dollars(m.CostPerTask), seconds(m.TimePerTask), count(m.TokensPerTask))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	for _, a := range d.AgentsDetail {
+		if len(a.Metrics.Categories) == 0 {
+			continue
+		}
+		parts := make([]string, len(a.Metrics.Categories))
+		for i, c := range a.Metrics.Categories {
+			parts[i] = fmt.Sprintf("%s %.0f%%", c.Category, 100*c.Pass1.Value)
+		}
+		fmt.Fprintf(w, "  %s by category: %s\n", a.Label, strings.Join(parts, ", "))
+	}
+	return nil
+}
