@@ -79,5 +79,5 @@ func when(t *time.Time) string {
 }
 
 func span(sec float64) string {
-	return (time.Duration(sec*float64(time.Second))).Round(time.Second).String()
+	return (time.Duration(sec * float64(time.Second))).Round(time.Second).String()
 }
