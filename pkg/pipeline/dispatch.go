@@ -32,7 +32,8 @@ func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
 		if err != nil {
 			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
 		}
-		if slot.Generation != m.Generation || slot.Status == run.SlotDone || slot.Status == run.SlotRunning {
+		if slot.Generation != m.Generation || slot.Status == run.SlotDone || slot.Status == run.SlotRunning ||
+			m.Deferrals < slot.Deferrals {
 			return nil
 		}
 		r, err := s.recs.Run(ctx, m.RunID)
@@ -56,7 +57,7 @@ func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
 			case changed:
 				continue
 			case !acquired:
-				return s.resendSlot(ctx, m, s.opts.GateDelay)
+				return s.defer_(ctx, m, slot)
 			}
 		}
 		return s.launch(ctx, r, slot)
@@ -96,6 +97,43 @@ func (s *Service) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acqui
 		return false, false, fmt.Errorf("dispatch %s/%s: %w", r.ID, slot.ID, gerr)
 	}
 	return false, now.Version != slot.Version, nil
+}
+
+// defer_ puts a slot off while a concurrency cap is full: it sends the next
+// message (deferral count + 1, growing delay) first and records the count on
+// the slot second, so duplicates of the old message are recognised and
+// dropped, and a crash in between loses nothing.
+func (s *Service) defer_(ctx context.Context, m SlotMessage, slot run.Slot) error {
+	next := m
+	next.Deferrals = m.Deferrals + 1
+	if err := s.resendSlot(ctx, next, s.gateDelay(m.Deferrals)); err != nil {
+		return err
+	}
+	_, err := s.recs.UpdateSlot(ctx, slot.RunID, slot.ID, func(cur *run.Slot) error {
+		if cur.Generation != m.Generation || cur.Status != run.SlotQueued || cur.Deferrals >= next.Deferrals {
+			return records.ErrNoChange
+		}
+		cur.Deferrals = next.Deferrals
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("defer %s/%s: %w", slot.RunID, slot.ID, err)
+	}
+	return nil
+}
+
+// gateDelay is the wait before the dispatcher looks again at a slot put off
+// n times: GateDelay doubling up to MaxGateDelay. Released gates wake waiting
+// slots sooner (see wakeQueued).
+func (s *Service) gateDelay(n int) time.Duration {
+	d := s.opts.GateDelay
+	for range min(n, 16) {
+		d *= 2
+		if d >= s.opts.MaxGateDelay {
+			return s.opts.MaxGateDelay
+		}
+	}
+	return d
 }
 
 func (s *Service) resendSlot(ctx context.Context, m SlotMessage, delay time.Duration) error {

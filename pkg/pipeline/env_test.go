@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
@@ -21,6 +25,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
 // runnerBin is the sandbox-runner built once for the package's tests.
@@ -57,10 +62,14 @@ type env struct {
 	svc     *pipeline.Service
 	recs    *records.Store
 	blobs   *fsblob.Store
-	secrets *pipelinetest.Secrets
+	secrets *localsecret.Store
 	driver  sandbox.Driver
 	queues  map[string]*sqlite.Queue
 	cp      string // change-stream checkpoint of pump
+	dataDir string
+	// chaos, when set, makes pumpOnce deliver every message and every change
+	// record twice, in a shuffled order.
+	chaos *rand.Rand
 }
 
 type envOptions struct {
@@ -79,7 +88,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
-	e := &env{t: t, ctx: context.Background(), db: db, queues: map[string]*sqlite.Queue{}, secrets: &pipelinetest.Secrets{}}
+	e := &env{t: t, ctx: context.Background(), db: db, queues: map[string]*sqlite.Queue{}, dataDir: dir}
 	for _, name := range queueNames {
 		if e.queues[name], err = db.Queue(name, sqlite.QueueOptions{}); err != nil {
 			t.Fatal(err)
@@ -88,11 +97,14 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if e.blobs, err = fsblob.New(filepath.Join(dir, "blobs")); err != nil {
 		t.Fatal(err)
 	}
+	if e.secrets, err = localsecret.Open(filepath.Join(dir, "secrets.json")); err != nil {
+		t.Fatal(err)
+	}
 	if o.instant {
 		e.driver = &pipelinetest.InstantDriver{Blobs: e.blobs, Completions: e.queues["completions"]}
 	} else {
 		d, err := localsandbox.New(localsandbox.Config{DataDir: dir, RunnerPath: runnerBin, Isolation: o.isolation,
-			AgentsDir: o.agentsDir, Blobs: e.blobs, Completions: e.queues["completions"], StopGrace: 500 * time.Millisecond})
+			AgentsDir: o.agentsDir, Blobs: e.blobs, Completions: e.queues["completions"], StopGrace: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {
 			t.Fatalf("localsandbox.New: %v", err)
 		}
@@ -169,6 +181,9 @@ func (e *env) handler(name string) func(context.Context, []byte) error {
 // change records to Recompute; it reports whether anything happened.
 func (e *env) pumpOnce() bool {
 	e.t.Helper()
+	if e.chaos != nil {
+		return e.chaosPumpOnce()
+	}
 	progressed := false
 	for _, name := range queueNames {
 		q := e.queues[name]
@@ -187,6 +202,60 @@ func (e *env) pumpOnce() bool {
 		}
 	}
 	return e.recompute() || progressed
+}
+
+type delivery struct {
+	queue string
+	msg   queue.Message
+}
+
+// chaosPumpOnce receives every visible message of every queue, delivers each
+// twice in a shuffled order across queues, then acknowledges them; change
+// records likewise go to Recompute twice, shuffled.
+func (e *env) chaosPumpOnce() bool {
+	e.t.Helper()
+	var got []delivery
+	for _, name := range queueNames {
+		for {
+			msgs, err := e.queues[name].Receive(e.ctx, queue.MaxBatch, time.Minute, 0)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if len(msgs) == 0 {
+				break
+			}
+			for _, m := range msgs {
+				got = append(got, delivery{name, m})
+			}
+		}
+	}
+	twice := append(slices.Clone(got), got...)
+	e.chaos.Shuffle(len(twice), func(i, j int) { twice[i], twice[j] = twice[j], twice[i] })
+	for _, d := range twice {
+		if err := e.handler(d.queue)(e.ctx, d.msg.Body); err != nil {
+			e.t.Fatalf("handle %s message %s: %v", d.queue, d.msg.Body, err)
+		}
+	}
+	for _, d := range got {
+		if err := e.queues[d.queue].Delete(e.ctx, d.msg.Receipt); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	changes, next, err := e.db.Stream().Read(e.ctx, e.cp, 1000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(changes) > 0 {
+		twice := append(slices.Clone(changes), changes...)
+		e.chaos.Shuffle(len(twice), func(i, j int) { twice[i], twice[j] = twice[j], twice[i] })
+		for _, part := range [][]store.Change{twice[:len(twice)/2], twice[len(twice)/2:]} {
+			if err := e.svc.Recompute(e.ctx, part); err != nil {
+				e.t.Fatalf("Recompute: %v", err)
+			}
+		}
+		e.cp = next
+	}
+	return len(got) > 0 || len(changes) > 0
 }
 
 func (e *env) recompute() bool {
@@ -230,6 +299,16 @@ func (e *env) pumpUntil(runID string, timeout time.Duration) run.Run {
 		}
 	}
 	r, _ := e.recs.Run(e.ctx, runID)
+	slots, _, _ := e.recs.Slots(e.ctx, runID, records.AllSlots, "", 1000)
+	for _, sl := range slots {
+		if sl.Status != run.SlotDone {
+			e.t.Logf("slot %s: %s gen %d launch %s sandbox %s stop %q", sl.ID, sl.Status, sl.Generation, sl.LaunchID, sl.SandboxID, sl.StopReason)
+			objs, _ := e.blobs.List(e.ctx, pipeline.OutputPrefix(runID, sl.ID, sl.Generation))
+			e.t.Logf("   %d blobs", len(objs))
+		}
+	}
+	live, _ := e.driver.List(e.ctx, runID)
+	e.t.Logf("driver lists %d sandboxes; tally %+v", len(live), e.tally(runID))
 	e.t.Fatalf("run %s still %s after %v", runID, r.Status, timeout)
 	return r
 }

@@ -48,6 +48,10 @@ func (s *Service) Ingest(ctx context.Context, m ResultMessage) error {
 			if err := s.sendRetry(ctx, slot); err != nil {
 				return err
 			}
+		} else if slot.Status.Active() {
+			if err := s.wakeQueued(ctx, res.RunID); err != nil {
+				return err
+			}
 		}
 		return s.settle(ctx, res.RunID, res.Agent)
 	}
@@ -62,6 +66,7 @@ func (s *Service) applyResult(ctx context.Context, slot run.Slot, res run.Result
 			return err
 		}
 		next.Generation++
+		next.Deferrals = 0
 		next.LaunchID, next.SandboxID, next.StopReason = "", "", ""
 		next.LaunchedAt, next.Deadline, next.MissingSince = time.Time{}, time.Time{}, time.Time{}
 	} else {
@@ -114,6 +119,17 @@ func (s *Service) sendRetry(ctx context.Context, slot run.Slot) error {
 		return fmt.Errorf("send retry of %s/%s: %w", slot.RunID, slot.ID, err)
 	}
 	return nil
+}
+
+// wakeQueued sends a message for one waiting slot of the run right away,
+// after a result released a gate, so waiting slots need not poll fast.
+func (s *Service) wakeQueued(ctx context.Context, runID string) error {
+	slots, _, err := s.recs.Slots(ctx, runID, records.QueuedSlots, "", 1)
+	if err != nil || len(slots) == 0 {
+		return err
+	}
+	sl := slots[0]
+	return s.resendSlot(ctx, SlotMessage{SchemaVersion: SchemaVersion, RunID: runID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
 }
 
 // cancelSlot records a queued slot of a stopping run as cancelled.

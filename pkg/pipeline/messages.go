@@ -31,6 +31,9 @@ type SlotMessage struct {
 	RunID         string `json:"run_id"`
 	SlotID        string `json:"slot_id"`
 	Generation    int    `json:"generation"`
+	// Deferrals is the slot's deferral count when the message was sent; a
+	// message older than the slot's count is a superseded duplicate.
+	Deferrals int `json:"deferrals,omitempty"`
 }
 
 // ResultMessage carries a graded attempt result from the grader to the

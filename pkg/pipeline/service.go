@@ -46,6 +46,9 @@ type Options struct {
 	// GateDelay is how long a slot held back by a concurrency cap waits
 	// before it is tried again (default 2 s).
 	GateDelay time.Duration
+	// MaxGateDelay bounds the growing wait of a slot put off again and
+	// again (default 30 s).
+	MaxGateDelay time.Duration
 	// RetryBackoff is the delay before the first retry of an infrastructure
 	// error; each further retry doubles it, up to 15 minutes (default 5 s).
 	RetryBackoff time.Duration
@@ -75,6 +78,7 @@ func (o Options) withDefaults() Options {
 		}
 	}
 	def(&o.GateDelay, 2*time.Second)
+	def(&o.MaxGateDelay, 30*time.Second)
 	def(&o.RetryBackoff, 5*time.Second)
 	def(&o.LaunchTimeout, 2*time.Minute)
 	def(&o.DeadlineGrace, 5*time.Minute)

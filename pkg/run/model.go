@@ -179,6 +179,10 @@ type Slot struct {
 	// StopReason is recorded before the platform stops the current launch's
 	// sandbox, so the grader knows why it ended.
 	StopReason StopReason `json:"stop_reason,omitempty"`
+	// Deferrals counts how often the dispatcher put this generation off
+	// because a concurrency cap was full; a slot message carrying a smaller
+	// count is a superseded duplicate.
+	Deferrals int `json:"deferrals,omitempty"`
 	// MissingSince is when the watchdog first found the slot running while
 	// the driver no longer listed its sandbox.
 	MissingSince time.Time `json:"missing_since,omitzero"`

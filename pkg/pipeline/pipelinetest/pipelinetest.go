@@ -1,8 +1,7 @@
-// Package pipelinetest holds test doubles for exercising the pipeline without
-// real sandboxes: InstantDriver, a sandbox driver that runs nothing and
-// completes every launch at once with a valid result.json, used ONLY to
-// measure the platform's own overhead per attempt; and Secrets, an in-memory
-// secret store.
+// Package pipelinetest holds InstantDriver, a sandbox driver that runs
+// nothing and completes every launch at once with a valid result.json. It is
+// used ONLY to measure the platform's own overhead per attempt (go test
+// -bench); every functional test runs real sandboxes.
 package pipelinetest
 
 import (
@@ -17,7 +16,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
-	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 // InstantDriver is a sandbox.Driver that executes nothing: Launch writes a
@@ -84,44 +82,3 @@ func (d *InstantDriver) Stop(context.Context, string) error { return nil }
 
 // List implements sandbox.Driver; no sandbox is ever live.
 func (d *InstantDriver) List(context.Context, string) ([]sandbox.Handle, error) { return nil, nil }
-
-// Secrets is an in-memory secret.Store for tests.
-type Secrets struct {
-	mu     sync.Mutex
-	values map[secret.Ref]secret.Value
-}
-
-var _ secret.Store = (*Secrets)(nil)
-
-// Put implements secret.Store.
-func (s *Secrets) Put(_ context.Context, ref secret.Ref, v secret.Value) error {
-	if err := ref.Validate(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.values == nil {
-		s.values = map[secret.Ref]secret.Value{}
-	}
-	s.values[ref] = v
-	return nil
-}
-
-// Get implements secret.Store.
-func (s *Secrets) Get(_ context.Context, ref secret.Ref) (secret.Value, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.values[ref]
-	if !ok {
-		return "", fmt.Errorf("secret %s: %w", ref.Name, secret.ErrNotFound)
-	}
-	return v, nil
-}
-
-// Delete implements secret.Store.
-func (s *Secrets) Delete(_ context.Context, ref secret.Ref) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.values, ref)
-	return nil
-}
