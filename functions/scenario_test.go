@@ -113,7 +113,7 @@ func (w *world) seed() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := benchmark.ParseCatalog(data, "../examples/catalog.toml")
+	cat, err := benchmark.ParseCatalog(data, filepath.Join(dirOf(t, "../examples"), "catalog.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +123,20 @@ func (w *world) seed() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := sync.InstallCatalog(w.ctx, pipeline.PlatformWorkspace, cat, "../examples")
+	examples, err := filepath.Abs("../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := sync.InstallCatalog(w.ctx, pipeline.PlatformWorkspace, cat, examples)
 	if err != nil {
 		t.Fatalf("install the managed catalog: %v", err)
 	}
 	for _, m := range msgs {
 		if err := sync.Sync(w.ctx, m); err != nil {
 			t.Fatalf("sync %s: %v", m.Key, err)
+		}
+		if b, err := w.recs.Benchmark(w.ctx, m.Workspace, m.Key); err != nil || b.Status != records.SyncReady {
+			t.Fatalf("benchmark %s after sync: %+v, %v; want ready", m.Key, b, err)
 		}
 	}
 	if err := w.recs.PutBilling(w.ctx, sampleWS, records.Billing{Status: records.BillingActive, Plan: "team"}); err != nil {
@@ -322,4 +329,14 @@ func must(t *testing.T, err error, what string, args ...any) {
 	if err != nil {
 		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
 	}
+}
+
+// dirOf returns the absolute path of a directory relative to the test's.
+func dirOf(t *testing.T, rel string) string {
+	t.Helper()
+	abs, err := filepath.Abs(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }

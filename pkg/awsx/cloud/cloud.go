@@ -110,6 +110,9 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 	if cfg.Sandbox.Cluster != "" {
 		sc := cfg.Sandbox
 		sc.Region = awsCfg.Region
+		if p.Blobs != nil {
+			sc.Sealed = p.Blobs // sealed per-launch secrets, fetched by the runner via a presigned URL
+		}
 		d, err := ecssandbox.New(ecs.NewFromConfig(awsCfg), sc)
 		if err != nil {
 			return nil, err

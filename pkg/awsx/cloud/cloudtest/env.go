@@ -84,15 +84,16 @@ func (e *Env) Vars() map[string]string {
 		cloud.EnvMaxSandboxes:         "50",
 		cloud.EnvLogLevel:             "debug",
 
-		"AWS_REGION":                       awstest.Region,
-		"AWS_ACCESS_KEY_ID":                "test",
-		"AWS_SECRET_ACCESS_KEY":            "test",
-		"AWS_EC2_METADATA_DISABLED":        "true",
-		"AWS_ENDPOINT_URL_DYNAMODB":        e.Endpoints.DynamoDB,
-		"AWS_ENDPOINT_URL_SQS":             e.Endpoints.SQS,
-		"AWS_ENDPOINT_URL_S3":              e.Endpoints.S3,
-		"AWS_ENDPOINT_URL_ECS":             e.ECS.URL,
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER": e.Secrets.URL,
+		"AWS_REGION":                        awstest.Region,
+		"AWS_ACCESS_KEY_ID":                 "test",
+		"AWS_SECRET_ACCESS_KEY":             "test",
+		"AWS_EC2_METADATA_DISABLED":         "true",
+		"AWS_ENDPOINT_URL_DYNAMODB":         e.Endpoints.DynamoDB,
+		"AWS_ENDPOINT_URL_DYNAMODB_STREAMS": e.Endpoints.DynamoDB,
+		"AWS_ENDPOINT_URL_SQS":              e.Endpoints.SQS,
+		"AWS_ENDPOINT_URL_S3":               e.Endpoints.S3,
+		"AWS_ENDPOINT_URL_ECS":              e.ECS.URL,
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER":  e.Secrets.URL,
 	}
 }
 
