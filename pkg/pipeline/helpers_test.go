@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,3 +31,7 @@ func hasPrefix(objs []blob.Info, prefix string) bool {
 	}
 	return false
 }
+
+var cmpNoDuration = cmp.Options{cmpopts.IgnoreFields(run.Tally{}, "DurationMS")}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
