@@ -55,7 +55,7 @@ func reportCost(t *testing.T, u cloudUsage) {
 	for _, label := range functionLabels {
 		us := u.counter.Usage(label)
 		rru += us.RRU
-		wru += us.WRU + float64(us.FailedWrites)
+		wru += us.WRU + us.TxWRU + float64(us.FailedWrites) // transactional units billed twice
 		for op, c := range us.Calls {
 			calls += float64(c)
 			switch {
@@ -82,7 +82,7 @@ func reportCost(t *testing.T, u cloudUsage) {
 		{"SQS receives with messages (event source)", receives / n, sqsPerRequest},
 		{"SQS batch deletes (event source)", deletes / n, sqsPerRequest},
 		{"SQS message from EventBridge (ECS event)", sandboxSQSSent, sqsPerRequest},
-		{"DynamoDB write request units", wru / n, dynamoPerWRU},
+		{"DynamoDB write request units (transactions ×2)", wru / n, dynamoPerWRU},
 		{"DynamoDB read request units", rru / n, dynamoPerRRU},
 		{"Lambda invocations", invokes / n, lambdaPerInvoke},
 		{"Lambda GB-seconds (256 MB, modelled)", gbs / n, lambdaPerGBs},

@@ -34,6 +34,10 @@ type Usage struct {
 	// WRU each for those, which no ConsumedCapacity reports).
 	RRU, WRU     float64
 	FailedWrites int
+	// TxWRU is the part of WRU that TransactWriteItems reported. DynamoDB
+	// bills transactional writes at twice the units; DynamoDB Local reports
+	// them at the plain rate, so a cost model adds TxWRU once more.
+	TxWRU float64
 }
 
 // Counter counts the AWS requests of SDK clients that carry its API
@@ -47,23 +51,31 @@ type Counter struct {
 func NewCounter() *Counter { return &Counter{usage: map[string]*Usage{}} }
 
 // Option is the middleware to add to aws.Config.APIOptions (or a client's
-// options); def labels calls whose context carries no label.
+// options); def labels calls whose context carries no label. Calls are
+// counted where responses are deserialized, so each HTTP attempt counts
+// (as AWS bills them) and presigning, which sends nothing, does not.
 func (c *Counter) Option(def string) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("gauntletCount",
+		err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("gauntletConsumedCapacity",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				service, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
-				if service == "DynamoDB" {
+				if awsmiddleware.GetServiceID(ctx) == "DynamoDB" {
 					setField(in.Parameters, "ReturnConsumedCapacity", reflect.ValueOf(types.ReturnConsumedCapacityTotal))
 				}
-				out, md, err := next.HandleInitialize(ctx, in)
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+		if err != nil {
+			return err
+		}
+		return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("gauntletCount",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleDeserialize(ctx, in)
 				label, _ := ctx.Value(labelKey{}).(string)
 				if label == "" {
 					label = def
 				}
-				c.record(label, service, op, out.Result, err)
+				c.record(label, awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx), out.Result, err)
 				return out, md, err
-			}), middleware.After)
+			}), middleware.Before)
 	}
 }
 
@@ -91,9 +103,13 @@ func (c *Counter) record(label, service, op string, result any, err error) {
 	read := op == "GetItem" || op == "Query" || op == "Scan" || op == "BatchGetItem" || op == "TransactGetItems"
 	for _, cc := range consumed(result) {
 		units := deref(cc.CapacityUnits)
-		if read {
+		switch {
+		case read:
 			u.RRU += units
-		} else {
+		case op == "TransactWriteItems":
+			u.WRU += units
+			u.TxWRU += units
+		default:
 			u.WRU += units
 		}
 	}
@@ -139,7 +155,8 @@ func (c *Counter) String() string {
 			ops = append(ops, fmt.Sprintf("%s=%d", op, n))
 		}
 		sort.Strings(ops)
-		fmt.Fprintf(&b, "%s: %s; empty receives %d; RRU %.1f WRU %.1f failed writes %d\n", l, strings.Join(ops, " "), u.EmptyReceives, u.RRU, u.WRU, u.FailedWrites)
+		fmt.Fprintf(&b, "%s: %s; empty receives %d; RRU %.1f WRU %.1f (transactional %.1f) failed writes %d\n",
+			l, strings.Join(ops, " "), u.EmptyReceives, u.RRU, u.WRU, u.TxWRU, u.FailedWrites)
 	}
 	return b.String()
 }
