@@ -1,0 +1,260 @@
+// Package local is the embedded runtime of `gauntlet local`: it builds the
+// pipeline Service on the local adapters — one SQLite file for the table,
+// change log and queues, blobs and encrypted secrets under the data dir, and
+// the bubblewrap sandbox driver — and runs every loop the cloud runs as
+// Lambdas: pollers for the plan, slots, completions and results queues, the
+// change-stream tailer feeding Recompute from a saved checkpoint, and the
+// watchdog ticker. A crash at any point recovers on restart: undeleted
+// messages reappear after their visibility timeout, the tailer resumes from
+// its checkpoint, and the watchdog finds slots whose sandboxes died.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
+	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
+)
+
+// Options configure a Platform.
+type Options struct {
+	// DataDir holds everything: gauntlet.db, blobs/, secrets, sandboxes/.
+	DataDir string
+	// RunnerPath is the sandbox-runner binary.
+	RunnerPath string
+	// Isolation is "bwrap" (default) or "process" (no isolation; opt-in).
+	Isolation string
+	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
+	AgentsDir string
+	// Catalog is the managed-benchmark catalog file; its benchmarks whose
+	// tasks are on this machine are imported into the platform workspace
+	// when missing. "" imports nothing.
+	Catalog string
+	// MaxSandboxes caps concurrent sandboxes across runs (0 = no cap).
+	MaxSandboxes int
+	// Workers is how many messages each queue poller handles at once
+	// (default 4; the plan poller always uses 1).
+	Workers int
+	// WatchInterval is the watchdog period (default 30 s).
+	WatchInterval time.Duration
+	// Visibility, when set, is the visibility timeout of every queue instead
+	// of the per-queue defaults (a received message that is not deleted
+	// reappears after it).
+	Visibility time.Duration
+	// Pipeline tunes the handlers (timeouts, backoffs); MaxSandboxes and
+	// Logger are filled from these Options.
+	Pipeline pipeline.Options
+	Logger   *slog.Logger
+}
+
+// Queue names; each has a dead-letter queue named <name>-dlq.
+const (
+	PlanQueue        = "plan"
+	SlotsQueue       = "slots"
+	CompletionsQueue = "completions"
+	ResultsQueue     = "results"
+)
+
+// maxReceives is how often a failing message is delivered before it is
+// dead-lettered.
+const maxReceives = 10
+
+// Platform is the embedded platform on one data dir.
+type Platform struct {
+	opts    Options
+	log     *slog.Logger
+	db      *sqlite.DB
+	blobs   *fsblob.Store
+	secrets *localsecret.Store
+	driver  *localsandbox.Driver
+	svc     *pipeline.Service
+	queues  map[string]*sqlite.Queue
+	dlqs    map[string]*sqlite.Queue
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
+	closed  bool
+}
+
+// Open opens (creating when needed) the platform's state in opts.DataDir and
+// builds the service. It starts no loop; call Start.
+func Open(ctx context.Context, opts Options) (*Platform, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("local platform: data dir is empty")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.WatchInterval <= 0 {
+		opts.WatchInterval = 30 * time.Second
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("local platform: create data dir: %w", err)
+	}
+	p := &Platform{opts: opts, log: opts.Logger, queues: map[string]*sqlite.Queue{}, dlqs: map[string]*sqlite.Queue{}}
+	if err := p.open(); err != nil {
+		_ = p.closeAdapters()
+		return nil, err
+	}
+	if opts.Catalog != "" {
+		if err := p.importCatalog(ctx); err != nil {
+			_ = p.closeAdapters()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *Platform) open() error {
+	var err error
+	if p.db, err = sqlite.Open(filepath.Join(p.opts.DataDir, "gauntlet.db")); err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
+	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {
+		if p.dlqs[name], err = p.db.Queue(name+"-dlq", sqlite.QueueOptions{}); err != nil {
+			return err
+		}
+		if p.queues[name], err = p.db.Queue(name, sqlite.QueueOptions{MaxReceives: maxReceives, DeadLetter: name + "-dlq"}); err != nil {
+			return err
+		}
+	}
+	if p.blobs, err = fsblob.New(filepath.Join(p.opts.DataDir, "blobs")); err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
+	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
+	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
+		Isolation: p.opts.Isolation, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Logger: p.log})
+	if err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
+	popts := p.opts.Pipeline
+	popts.MaxSandboxes, popts.Logger = p.opts.MaxSandboxes, p.log
+	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
+		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,
+		Sandboxes: p.driver}, popts)
+	return err
+}
+
+// importCatalog imports the catalog's local benchmarks that are not ready yet.
+func (p *Platform) importCatalog(ctx context.Context) error {
+	data, err := os.ReadFile(p.opts.Catalog)
+	if err != nil {
+		return fmt.Errorf("local platform: read catalog: %w", err)
+	}
+	cat, err := benchmark.ParseCatalog(data, p.opts.Catalog)
+	if err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
+	recs := p.svc.Records()
+	for _, entry := range cat.Benchmarks {
+		b, err := recs.Benchmark(ctx, pipeline.PlatformWorkspace, entry.Key)
+		if err == nil && b.Status == records.SyncReady {
+			continue
+		}
+		if err != nil && !errors.Is(err, records.ErrNotFound) {
+			return err
+		}
+		if _, err := pipeline.ImportCatalogEntry(ctx, recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
+			p.log.WarnContext(ctx, "managed benchmark not imported; its tasks are not on this machine", "benchmark", entry.Key, "err", err)
+		}
+	}
+	return nil
+}
+
+// Service returns the pipeline service (for the API).
+func (p *Platform) Service() *pipeline.Service { return p.svc }
+
+// Records returns the data model.
+func (p *Platform) Records() *records.Store { return p.svc.Records() }
+
+// Blobs returns the blob store.
+func (p *Platform) Blobs() *fsblob.Store { return p.blobs }
+
+// Secrets returns the secret store.
+func (p *Platform) Secrets() *localsecret.Store { return p.secrets }
+
+// DB returns the SQLite database (queues and change stream, for tools and tests).
+func (p *Platform) DB() *sqlite.DB { return p.db }
+
+// Start runs every loop in the background until ctx ends or Close is called.
+func (p *Platform) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.started {
+		return errors.New("local platform: already started or closed")
+	}
+	p.started = true
+	ctx, p.cancel = context.WithCancel(ctx)
+	vis := func(d time.Duration) time.Duration {
+		if p.opts.Visibility > 0 {
+			return p.opts.Visibility
+		}
+		return d
+	}
+	loops := []func(context.Context){
+		p.poller(PlanQueue, 1, vis(5*time.Minute), p.svc.HandlePlan),
+		p.poller(SlotsQueue, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
+		p.poller(CompletionsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
+		p.poller(ResultsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
+		p.tailChanges,
+		p.watchdog,
+	}
+	for _, loop := range loops {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			loop(ctx)
+		}()
+	}
+	return nil
+}
+
+// Close stops the loops (waiting for in-flight messages), stops the sandbox
+// driver (its running sandboxes end; the watchdog of the next start retries
+// their slots) and closes the database.
+func (p *Platform) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	cancel := p.cancel
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	p.wg.Wait()
+	return p.closeAdapters()
+}
+
+func (p *Platform) closeAdapters() error {
+	var errs []error
+	if p.driver != nil {
+		errs = append(errs, p.driver.Close())
+	}
+	if p.db != nil {
+		errs = append(errs, p.db.Close())
+	}
+	return errors.Join(errs...)
+}

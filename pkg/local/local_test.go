@@ -1,0 +1,253 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
+	"github.com/gauntlet-bench/gauntlet/pkg/local"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
+)
+
+var runnerBin string
+
+// helperEnv, when set in the environment, turns the test binary into the
+// crash test's platform process: it runs the platform on that data dir
+// until killed.
+const helperEnv = "GAUNTLET_LOCAL_HELPER_DATA_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		os.Exit(runHelper(dir, os.Getenv("GAUNTLET_LOCAL_HELPER_RUNNER")))
+	}
+	tmp, err := os.MkdirTemp("", "gauntlet-local-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	runnerBin = filepath.Join(tmp, "sandbox-runner")
+	if out, err := exec.Command("go", "build", "-o", runnerBin, "../../cmd/sandbox-runner").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build sandbox-runner: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+func testOptions(dataDir, runner string) local.Options {
+	return local.Options{
+		DataDir: dataDir, RunnerPath: runner, Catalog: "../../examples/catalog.toml",
+		WatchInterval: 300 * time.Millisecond, Visibility: 3 * time.Second,
+		Pipeline: pipeline.Options{GateDelay: 50 * time.Millisecond, RetryBackoff: 50 * time.Millisecond,
+			LaunchTimeout: 3 * time.Second, LostGrace: time.Second},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+}
+
+func runHelper(dataDir, runner string) int {
+	ctx := context.Background()
+	p, err := local.Open(ctx, testOptions(dataDir, runner))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := p.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	select {} // until killed
+}
+
+const ws = "ws1"
+
+// submit opens the platform without starting it, sets billing, submits cfg
+// and closes it again.
+func submit(t *testing.T, dataDir, cfg string) run.Run {
+	t.Helper()
+	ctx := context.Background()
+	p, err := local.Open(ctx, testOptions(dataDir, runnerBin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Records().PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: ws, User: "u1", Document: []byte(cfg)})
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return res.Run
+}
+
+const e2eConfig = `
+[experiment]
+benchmark = "demo-bench"
+[tasks]
+task_set = "parity"
+[execution]
+attempts_per_task = 3
+max_concurrent_attempts = 2
+[[agents]]
+harness = "oracle"
+[agents.model]
+type = "hosted"
+model = "oracle"
+[[agents]]
+harness = "nop"
+[agents.model]
+type = "hosted"
+model = "nop"
+`
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestPlatformRunsToLeaderboard(t *testing.T) {
+	dir := t.TempDir()
+	r := submit(t, dir, e2eConfig)
+	ctx := context.Background()
+	p, err := local.Open(ctx, testOptions(dir, runnerBin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := p.Records()
+	var board pipeline.Leaderboard
+	waitFor(t, 3*time.Minute, "the leaderboard", func() bool {
+		return recs.Leaderboard(ctx, ws, "demo-bench", &board) == nil
+	})
+	got, err := recs.Run(ctx, r.ID)
+	if err != nil || got.Status != run.Finished {
+		t.Fatalf("run = %s, %v; want finished", got.Status, err)
+	}
+	b, _ := board.Board(leaderboard.MetricPass1)
+	if len(b.Groups) != 1 || len(b.Groups[0].Rows) != 2 {
+		t.Fatalf("pass@1 board = %+v, want one group of two rows", b)
+	}
+	for _, row := range b.Groups[0].Rows {
+		want := map[string]struct {
+			rank  int
+			value float64
+		}{"oracle": {1, 1}, "nop": {2, 0}}[row.Summary.Entrant.Harness]
+		if row.Rank != want.rank || row.Value == nil || *row.Value != want.value {
+			t.Errorf("row %s: rank %d value %v, want rank %d value %v", row.Summary.Entrant.Harness, row.Rank, row.Value, want.rank, want.value)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+const crashConfig = `
+[experiment]
+benchmark = "demo-bench"
+[tasks]
+task_set = "smoke"
+[execution]
+attempts_per_task = 3
+max_concurrent_attempts = 2
+max_retries = 3
+[[agents]]
+harness = "oracle"
+[[agents]]
+harness = "command"
+command = "sleep 1"
+`
+
+func startHelper(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir, "GAUNTLET_LOCAL_HELPER_RUNNER="+runnerBin)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+func TestCrashAndRestartFinishesEverySlotOnce(t *testing.T) {
+	dir := t.TempDir()
+	r := submit(t, dir, crashConfig)
+	db, err := sqlite.Open(filepath.Join(dir, "gauntlet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	recs := records.New(db.Table())
+	ctx := context.Background()
+
+	first := startHelper(t, dir)
+	waitFor(t, 2*time.Minute, "a few results and a running sandbox", func() bool {
+		tally, _ := recs.RunTally(ctx, r.ID)
+		active, _, _ := recs.Slots(ctx, r.ID, records.ActiveSlots, "", 10)
+		return tally.Done >= 3 && len(active) > 0
+	})
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	before, _ := recs.RunTally(ctx, r.ID)
+	t.Logf("killed the platform with %d of %d slots done", before.Done, r.TotalSlots())
+
+	second := startHelper(t, dir)
+	defer func() {
+		_ = second.Process.Signal(syscall.SIGKILL)
+		_ = second.Wait()
+	}()
+	waitFor(t, 3*time.Minute, "the run to end", func() bool {
+		got, _ := recs.Run(ctx, r.ID)
+		return got.Status.Terminal()
+	})
+	got, _ := recs.Run(ctx, r.ID)
+	if got.Status != run.Finished {
+		t.Fatalf("run ended %s (%s), want finished", got.Status, got.Reason)
+	}
+	results, err := recs.AllResults(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finals := map[string]int{}
+	for _, res := range results {
+		if res.Final() {
+			finals[res.SlotID]++
+		}
+	}
+	if len(finals) != r.TotalSlots() {
+		t.Errorf("%d slots have a final result, want %d", len(finals), r.TotalSlots())
+	}
+	for slot, n := range finals {
+		if n != 1 {
+			t.Errorf("slot %s has %d final results, want exactly 1", slot, n)
+		}
+	}
+	tally, _ := recs.RunTally(ctx, r.ID)
+	if tally.Done != int64(r.TotalSlots()) || tally.Passed+tally.Failed+tally.Errored != int64(r.TotalSlots()) {
+		t.Errorf("tally = %+v, want %d done", tally, r.TotalSlots())
+	}
+	if tally.Passed < 9 {
+		t.Errorf("oracle passes = %d, want all 9 oracle slots passing after retries", tally.Passed)
+	}
+}
