@@ -65,7 +65,7 @@ var (
 	Grader       = Needs{Results: true, Blobs: true}
 	Ingester     = Needs{Slots: true}
 	Leaderboard  = Needs{}
-	RegistrySync = Needs{Sync: true, Blobs: true, Registry: true}
+	RegistrySync = Needs{Blobs: true, Registry: true}
 	Watchdog     = Needs{Plan: true, Slots: true, Completions: true, Sandboxes: true}
 )
 
