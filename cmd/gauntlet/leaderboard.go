@@ -47,6 +47,7 @@ func printLeaderboard(w io.Writer, b api.LeaderboardView) error {
 		fmt.Fprintf(w, "%s: no eligible runs yet (a run must finish on the full task list or a published task set)\n", b.Benchmark)
 		return nil
 	}
+	tied := false
 	for i, g := range b.Groups {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -66,12 +67,15 @@ func printLeaderboard(w io.Writer, b api.LeaderboardView) error {
 			if r.PassAtK != nil {
 				pk = percent(&r.PassAtK.Estimate)
 			}
+			tied = tied || r.Tied
 			t.row(rank(r), r.Label, percent(r.Pass1), pk, dollars(r.CostPerTask), seconds(r.TimePerTask), count(r.TokensPerTask), vs, r.RunID)
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintln(w, "* tied with the best: a paired t-test (α = 0.05) cannot separate them")
+	if tied {
+		fmt.Fprintln(w, "* tied with the best: a paired t-test (α = 0.05) cannot separate them")
+	}
 	return nil
 }

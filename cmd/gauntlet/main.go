@@ -30,6 +30,7 @@ type command struct {
 
 // commands is the dispatch table, in help order.
 var commands = []command{
+	{name: "local", summary: "serve the whole platform on this machine (embedded SQLite, local sandboxes)", run: runLocal},
 	{name: "benchmark", summary: "list, inspect, add, remove and sync benchmarks", run: benchmarkGroup.run},
 	{name: "submit", summary: "submit a run config (--watch to follow it)", run: runSubmit},
 	{name: "runs", summary: "list, inspect, follow, stop and download runs", run: runsGroup.run},

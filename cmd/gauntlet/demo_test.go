@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMakeRunFlow runs scripts/demo.sh, the `make run` flow, end to end on
+// a temp data dir and a free loopback port: build, start `gauntlet local`,
+// add demo-bench@1.0, submit examples/runs/demo.toml with --watch, print the
+// leaderboard, and (GAUNTLET_DEMO_STOP=1) stop the server.
+func TestMakeRunFlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the make-run flow runs 135 sandboxes; skipped with -short")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatal("bubblewrap is not installed; run `make deps`")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../../scripts/demo.sh")
+	cmd.Env = append(os.Environ(), "GAUNTLET_DATA="+data, "GAUNTLET_ADDR="+addr, "GAUNTLET_DEMO_STOP=1",
+		"GAUNTLET_CREDENTIALS="+filepath.Join(t.TempDir(), "credentials"))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(data, "server.log"))
+		t.Fatalf("scripts/demo.sh: %v\n%s\nserver log:\n%s", err, out.String(), log)
+	}
+	t.Logf("make-run flow took %s", time.Since(start).Round(time.Second))
+	got := out.String()
+	for _, want := range []string{
+		"gauntlet local is up on http://" + addr,
+		"benchmark demo-bench-1-0: ready",
+		"demo-bench-1-0@1.0: 15 tasks, 135 attempts in all",
+		": finished 135/135",
+		"oracle (oracle)", "nop (nop)", "demo/heuristic-v1 (command)",
+		"demo-bench-1-0 — all tasks, version 1.0, ranked by pass@1",
+		"console:  http://" + addr + "/",
+		"token:    " + data + "/token",
+		"the server stops now",
+		"gauntlet local (pid",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "server.pid")); !os.IsNotExist(err) {
+		t.Errorf("server.pid left behind (err %v): the server was not stopped", err)
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/local"
+	"github.com/gauntlet-bench/gauntlet/pkg/server"
+)
+
+// runLocal is `gauntlet local`: the whole platform in this process.
+func runLocal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return exitCode(serveLocal(ctx, stdout, stderr, args), "local", stderr)
+}
+
+func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|process] [--registry PATH|URL]", stderr)
+	data := fs.String("data", defaultDataDir(), "data directory (database, blobs, secrets, token)")
+	addr := fs.String("addr", server.DefaultAddr, "listen address; keep it on loopback unless you know why not")
+	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap) or process (NO isolation: trusted agents only)")
+	registry := fs.String("registry", existing("examples/registry.json"), "Harbor registry (path or URL) benchmarks are added from")
+	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
+	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
+	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
+	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
+	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageError("takes no arguments")
+	}
+	if *isolation != "bwrap" && *isolation != "process" {
+		return usageError("--sandbox %q: want bwrap or process", *isolation)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError("--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *isolation == "process" {
+		logger.Warn("SANDBOX ISOLATION IS OFF (--sandbox=process): agents run as plain processes with your user's rights; run only agents you trust")
+	}
+	if host, _, err := net.SplitHostPort(*addr); err == nil && !isLoopback(host) {
+		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
+	}
+	srv, err := server.Open(ctx, server.Options{
+		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger,
+		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes},
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	printBanner(stdout, srv)
+	if err := srv.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	fmt.Fprintln(stdout, "gauntlet local stopped")
+	return nil
+}
+
+func printBanner(w io.Writer, srv *server.Server) {
+	t := srv.Tenant()
+	state := "existing workspace"
+	if srv.Created() {
+		state = "new workspace"
+	}
+	fmt.Fprintf(w, "gauntlet local is serving on %s (%s %s)\n", srv.URL(), state, t.Workspace)
+	fmt.Fprintf(w, "  console: %s/\n  API:     %s/v1   (OpenAPI: %s/v1/openapi.json)\n", srv.URL(), srv.URL(), srv.URL())
+	fmt.Fprintf(w, "  token:   %s\n           saved in %s", t.Token, srv.TokenPath())
+	if p := srv.CredentialsPath(); p != "-" {
+		fmt.Fprintf(w, " and %s (the CLI reads it)", p)
+	}
+	fmt.Fprintln(w, "\n  stop with Ctrl-C (or SIGTERM)")
+}
+
+func defaultDataDir() string {
+	if dir := os.Getenv("XDG_DATA_HOME"); dir != "" {
+		return filepath.Join(dir, "gauntlet")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "gauntlet")
+	}
+	return ".gauntlet"
+}
+
+// existing returns path when it exists (relative to the working directory),
+// else "".
+func existing(path string) string {
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	return ""
+}
+
+func abs(path string) string {
+	if path == "" || strings.Contains(path, "://") || !filepath.IsLocal(path) {
+		return path
+	}
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
+}
+
+// defaultRunner is the sandbox-runner next to this binary, else on PATH.
+func defaultRunner() string {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "sandbox-runner")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("sandbox-runner"); err == nil {
+		return p
+	}
+	return "sandbox-runner"
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

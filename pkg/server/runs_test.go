@@ -1,0 +1,481 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+// parityConfig runs oracle, nop and the heuristic command agent on the
+// parity set (8 tasks), 2 attempts each: 48 sandboxes. RUN_TOKEN reaches
+// every sandbox, so the secret-leak scan has something to find if it leaks.
+const parityConfig = `
+[experiment]
+benchmark = "demo-bench"
+
+[tasks]
+task_set = "parity"
+
+[execution]
+attempts_per_task = 2
+max_concurrent_attempts = 4
+max_retries = 1
+
+[secrets]
+required = ["RUN_TOKEN"]
+
+[[agents]]
+harness = "oracle"
+[agents.model]
+type = "hosted"
+model = "oracle"
+
+[[agents]]
+harness = "nop"
+[agents.model]
+type = "hosted"
+model = "nop"
+
+[[agents]]
+name = "heuristic"
+harness = "command"
+command = "/agent/heuristic-agent.sh"
+[agents.model]
+type = "hosted"
+model = "demo/heuristic-v1"
+`
+
+// badConfig has four problems: an unknown key, attempts 0, a missing
+// secret record and an unknown task set.
+const badConfig = `
+[experiment]
+benchmark = "demo-bench"
+colour = "red"
+
+[tasks]
+task_set = "no-such-set"
+
+[execution]
+attempts_per_task = 0
+
+[[agents]]
+harness = "oracle"
+[agents.model]
+type = "provider"
+model = "openai/gpt-5.2"
+api_key_secret = "NOPE_SECRET"
+`
+
+func toml(path, body string) request {
+	return request{method: "POST", path: path, body: []byte(body), contentType: "application/toml"}
+}
+
+func TestRunLifecycle(t *testing.T) {
+	readyBenchmark(t, alice(), "demo-bench")
+	alice().call(t, request{method: "PUT", path: "/v1/secrets/RUN_TOKEN", body: []byte(secretValue)}, http.StatusCreated, nil)
+
+	var report api.ValidationReport
+	alice().call(t, toml("/v1/runs/validate", parityConfig), http.StatusOK, &report)
+	if !report.Valid || report.TaskCount != 8 || report.SlotCount != 48 || len(report.Problems) != 0 || report.ManifestVersion != "1.0" {
+		t.Fatalf("validate = %+v, want valid, 8 tasks, 48 slots on 1.0", report)
+	}
+	checkRejections(t)
+
+	key := map[string]string{"Idempotency-Key": "lifecycle-1"}
+	submit := toml("/v1/runs", parityConfig)
+	submit.header = key
+	var created api.CreatedRun
+	alice().call(t, submit, http.StatusCreated, &created)
+	if created.ID == "" || created.Name == "" || created.TaskCount != 8 || created.SlotCount != 48 || created.Replayed {
+		t.Fatalf("created = %+v, want an id, a name, 8 tasks, 48 slots", created)
+	}
+	var replay api.CreatedRun
+	alice().call(t, submit, http.StatusOK, &replay)
+	if replay.ID != created.ID || !replay.Replayed {
+		t.Errorf("replay = %+v, want the same run %s, replayed", replay, created.ID)
+	}
+	conflicting := toml("/v1/runs", strings.Replace(parityConfig, "attempts_per_task = 2", "attempts_per_task = 3", 1))
+	conflicting.header = key
+	wantError(t, alice(), conflicting, http.StatusConflict, api.CodeConflict)
+
+	var live api.RunDetail
+	alice().get(t, "/v1/runs/"+created.ID, http.StatusOK, &live)
+	if live.Progress.Total != 48 || len(live.AgentsDetail) != 3 || live.Status == "" {
+		t.Errorf("live run = %+v, want 48 slots and 3 agents", live.RunView)
+	}
+
+	d := finishedRun(t, alice(), created.ID)
+	t.Run("detail", func(t *testing.T) { checkFinishedRun(t, d) })
+	t.Run("config", func(t *testing.T) { checkConfig(t, d) })
+	t.Run("logs", func(t *testing.T) { checkLogs(t, d.ID) })
+	t.Run("results", func(t *testing.T) { checkResults(t, d.ID) })
+	t.Run("result detail", func(t *testing.T) { checkResultDetail(t, d.ID) })
+	t.Run("download", func(t *testing.T) { checkDownload(t, d.ID) })
+	t.Run("leaderboard", func(t *testing.T) { checkLeaderboard(t) })
+	t.Run("list", func(t *testing.T) { checkRunList(t, d.ID) })
+	t.Run("isolation", func(t *testing.T) { checkRunIsolation(t, d.ID) })
+	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + d.ID + "/stop"}, http.StatusConflict, api.CodeConflict)
+}
+
+func checkRejections(t *testing.T) {
+	var report api.ValidationReport
+	alice().call(t, toml("/v1/runs/validate", badConfig), http.StatusOK, &report)
+	if report.Valid || len(report.Problems) < 2 {
+		t.Errorf("validate bad config = %+v, want invalid with every problem", report)
+	}
+	e := wantError(t, alice(), toml("/v1/runs", badConfig), http.StatusUnprocessableEntity, api.CodeValidation)
+	for _, want := range []string{"experiment.colour", "execution.attempts_per_task"} {
+		if !strings.Contains(e.Message, want) {
+			t.Errorf("rejection %q does not name %s", e.Message, want)
+		}
+	}
+	missing := strings.Replace(parityConfig, `required = ["RUN_TOKEN"]`, `required = ["RUN_TOKEN", "NOPE_SECRET"]`, 1)
+	alice().call(t, toml("/v1/runs/validate", missing), http.StatusOK, &report)
+	if report.Valid || !slices.Equal(report.MissingSecrets, []string{"NOPE_SECRET"}) {
+		t.Errorf("validate with a missing secret = %+v, want missing_secrets [NOPE_SECRET]", report)
+	}
+	cases := []struct {
+		name   string
+		rq     request
+		status int
+		code   string
+	}{
+		{"html", request{method: "POST", path: "/v1/runs", body: []byte("x"), contentType: "text/html"}, 415, api.CodeUnsupportedType},
+		{"empty", toml("/v1/runs", ""), 400, api.CodeBadRequest},
+		{"too large", toml("/v1/runs", strings.Repeat("#", api.MaxRunBody+1)), 413, api.CodeTooLarge},
+		{"bad json", request{method: "POST", path: "/v1/runs", body: []byte(`{"experiment":`), contentType: "application/json"}, 422, api.CodeValidation},
+		{"bad idempotency key", request{method: "POST", path: "/v1/runs", body: []byte(parityConfig), contentType: "application/toml",
+			header: map[string]string{"Idempotency-Key": strings.Repeat("k", 200)}}, 422, api.CodeValidation},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) { wantError(t, alice(), tt.rq, tt.status, tt.code) })
+	}
+}
+
+func checkFinishedRun(t *testing.T, d api.RunDetail) {
+	if d.Status != "finished" || d.Progress != (api.Progress{Completed: 48, Total: 48}) || d.DurationSec <= 0 || d.EndedAt == nil {
+		t.Errorf("run = %s %+v duration %v; want finished 48/48 with a duration", d.Status, d.Progress, d.DurationSec)
+	}
+	if d.ManifestVersion != "1.0" || d.TaskSet != "parity" || d.Coverage != "parity" || d.Submission.Settings.AttemptsPerTask != 2 {
+		t.Errorf("run pins %s set %s coverage %s settings %+v; want 1.0, parity", d.ManifestVersion, d.TaskSet, d.Coverage, d.Submission.Settings)
+	}
+	want := map[string]float64{"oracle": 1, "nop": 0}
+	for _, a := range d.AgentsDetail {
+		m := a.Metrics
+		if a.Status != "finished" || a.Progress.Completed != 16 || m.Pass1 == nil || m.Pass1.N != 8 || len(m.PassAtKCurve) != 2 || len(m.Categories) == 0 {
+			t.Errorf("agent %s: %s %+v metrics %+v; want finished 16/16, pass@1 over 8 tasks, pass@k for k=1,2, categories", a.Label, a.Status, a.Progress, m)
+			continue
+		}
+		if v, ok := want[a.Harness]; ok && m.Pass1.Value != v {
+			t.Errorf("agent %s pass@1 = %v, want %v", a.Label, m.Pass1.Value, v)
+		}
+		if m.PassAtK == nil || m.PassAtK.K != 2 {
+			t.Errorf("agent %s pass@k = %+v, want k = 2", a.Label, m.PassAtK)
+		}
+	}
+	if h := d.AgentsDetail[2]; h.Tokens.Input == 0 || d.Tokens.Input < h.Tokens.Input {
+		t.Errorf("heuristic tokens %+v, run tokens %+v; want the usage the agent reported", h.Tokens, d.Tokens)
+	}
+}
+
+func checkConfig(t *testing.T, d api.RunDetail) {
+	status, hdr, body := alice().do(t, request{method: "GET", path: "/v1/runs/" + d.ID + "/config"})
+	if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "application/toml") {
+		t.Fatalf("GET config = %d %s", status, hdr.Get("Content-Type"))
+	}
+	for _, want := range []string{`benchmark = "demo-bench"`, `"1.0"`, d.ManifestDigest, `task_set = "parity"`, "heuristic-agent.sh"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("config does not contain %q:\n%s", want, body)
+		}
+	}
+}
+
+func checkLogs(t *testing.T, id string) {
+	var all api.LogList
+	alice().get(t, "/v1/runs/"+id+"/logs?limit=500", http.StatusOK, &all)
+	var paged []records.LogLine
+	cursor := ""
+	for pages := 0; ; pages++ {
+		var page api.LogList
+		alice().get(t, "/v1/runs/"+id+"/logs?limit=7&cursor="+url.QueryEscape(cursor), http.StatusOK, &page)
+		if len(page.Logs) > 7 || pages > 100 {
+			t.Fatalf("log page of %d lines after %d pages", len(page.Logs), pages)
+		}
+		paged = append(paged, page.Logs...)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if diff := cmp.Diff(all.Logs, paged); diff != "" {
+		t.Errorf("logs paged by 7 differ from one page (-one +paged):\n%s", diff)
+	}
+	steps := map[string]int{}
+	for _, l := range all.Logs {
+		steps[l.Step]++
+	}
+	if steps["submitted"] != 1 || steps["result"] < 48 || steps["finished"] < 1 {
+		t.Errorf("log steps = %v, want submitted, 48 results, finished", steps)
+	}
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/logs?limit=0"}, 400, api.CodeBadRequest)
+}
+
+func listResults(t *testing.T, id, query string, limit int) []api.ResultView {
+	t.Helper()
+	var out []api.ResultView
+	cursor := ""
+	for pages := 0; ; pages++ {
+		var page api.ResultList
+		q := query + "&limit=" + strconv.Itoa(limit) + "&cursor=" + url.QueryEscape(cursor)
+		alice().get(t, "/v1/runs/"+id+"/results?"+q, http.StatusOK, &page)
+		if len(page.Results) > limit || pages > 200 {
+			t.Fatalf("results page of %d rows (limit %d) after %d pages", len(page.Results), limit, pages)
+		}
+		out = append(out, page.Results...)
+		if cursor = page.NextCursor; cursor == "" {
+			return out
+		}
+	}
+}
+
+func checkResults(t *testing.T, id string) {
+	all := listResults(t, id, "", 500)
+	paged := listResults(t, id, "", 7)
+	if len(all) != 48 {
+		t.Fatalf("%d results, want 48", len(all))
+	}
+	if diff := cmp.Diff(all, paged); diff != "" {
+		t.Errorf("results paged by 7 differ (-one page +paged):\n%s", diff)
+	}
+	ids := map[string]bool{}
+	for _, r := range all {
+		ids[r.ID] = true
+	}
+	if len(ids) != 48 {
+		t.Errorf("%d distinct result ids, want 48", len(ids))
+	}
+	filters := []struct {
+		query string
+		want  func(api.ResultView) bool
+		n     int
+	}{
+		{"agent=1", func(r api.ResultView) bool { return r.Agent == 1 && r.Outcome == "failed" }, 16},
+		{"agent=0&outcome=passed", func(r api.ResultView) bool { return r.Agent == 0 && r.Outcome == "passed" }, 16},
+		{"task=csv-summary", func(r api.ResultView) bool { return r.Task == "csv-summary" }, 6},
+		{"q=CSV", func(r api.ResultView) bool { return strings.Contains(r.Task, "csv") }, 6},
+		{"outcome=cancelled", func(api.ResultView) bool { return false }, 0},
+	}
+	for _, f := range filters {
+		got := listResults(t, id, f.query, 5)
+		if len(got) != f.n {
+			t.Errorf("results?%s: %d rows, want %d", f.query, len(got), f.n)
+		}
+		for _, r := range got {
+			if !f.want(r) {
+				t.Errorf("results?%s returned %+v", f.query, r)
+			}
+		}
+	}
+	for _, q := range []string{"agent=x", "outcome=bogus", "limit=501"} {
+		wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/results?" + q}, 400, api.CodeBadRequest)
+	}
+}
+
+func checkResultDetail(t *testing.T, id string) {
+	rid := api.ResultID(0, 1, "csv-summary")
+	var d api.ResultDetail
+	alice().get(t, "/v1/runs/"+id+"/results/"+rid, http.StatusOK, &d)
+	if d.ID != rid || d.Outcome != "passed" || d.Reward == nil || *d.Reward != 1 || d.AgentLabel != "oracle (oracle)" {
+		t.Errorf("result %s = %+v, want the oracle's pass with reward 1", rid, d.ResultView)
+	}
+	paths := map[string]api.ArtifactView{}
+	for _, a := range d.Artifacts {
+		paths[a.Path] = a
+	}
+	for _, want := range []string{"result.json", "artifacts/runner.log"} {
+		if _, ok := paths[want]; !ok {
+			t.Errorf("artifacts %v lack %s", d.Artifacts, want)
+		}
+	}
+	a := paths["result.json"]
+	status, _, body := alice().do(t, request{method: "GET", path: a.URL})
+	if status != http.StatusOK || int64(len(body)) != a.Size || !strings.Contains(string(body), "csv-summary") {
+		t.Errorf("GET %s = %d, %d bytes; want 200 and %d bytes of result.json", a.URL, status, len(body), a.Size)
+	}
+	for _, path := range []string{
+		"/v1/runs/" + id + "/results/9-1-csv-summary",
+		"/v1/runs/" + id + "/results/not-a-result",
+		"/v1/runs/" + id + "/results/" + rid + "/artifacts/nope.txt",
+		"/v1/runs/" + id + "/results/" + rid + "/artifacts/..%2F..%2Fsecrets",
+	} {
+		wantError(t, alice(), request{method: "GET", path: path}, http.StatusNotFound, api.CodeNotFound)
+	}
+}
+
+func checkLeaderboard(t *testing.T) {
+	var board api.LeaderboardView
+	waitFor(t, "the leaderboard to list the run", time.Minute, func() bool {
+		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard", http.StatusOK, &board)
+		return len(board.Groups) == 1 && len(board.Groups[0].Rows) == 3
+	})
+	g := board.Groups[0]
+	if g.TaskSet != "parity" || g.ManifestVersion != "1.0" || g.K != 2 || board.Metric != "pass@1" {
+		t.Errorf("group = %+v, want parity on 1.0 with k = 2, by pass@1", g)
+	}
+	first, last := g.Rows[0], g.Rows[2]
+	if first.Harness != "oracle" || first.Rank != 1 || !first.Best || first.Pass1 == nil || first.Pass1.Value != 1 || first.VsBest != nil {
+		t.Errorf("first row = %+v, want the oracle, rank 1, best, pass@1 1", first)
+	}
+	if last.Harness != "nop" || last.Rank != 3 || last.VsBest == nil || last.VsBest.PValue == nil || last.VsBest.Diff != -1 || last.PassAtK == nil {
+		t.Errorf("last row = %+v, want nop ranked 3 with a comparison to the best", last)
+	}
+	for _, m := range []string{"pass@k", "cost", "time", "tokens"} {
+		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard?metric="+url.QueryEscape(m), http.StatusOK, &board)
+		if board.Metric != m || len(board.Groups) != 1 {
+			t.Errorf("leaderboard by %s = %+v", m, board)
+		}
+	}
+	wantError(t, alice(), request{method: "GET", path: "/v1/benchmarks/demo-bench/leaderboard?metric=elo"}, 400, api.CodeBadRequest)
+	bob().get(t, "/v1/benchmarks/demo-bench/leaderboard", http.StatusOK, &board)
+	if len(board.Groups) != 0 {
+		t.Errorf("bob's demo-bench leaderboard = %+v, want empty (alice's runs are hers)", board)
+	}
+}
+
+func checkRunList(t *testing.T, id string) {
+	var ids []string
+	cursor := ""
+	for {
+		var page api.RunList
+		alice().get(t, "/v1/runs?limit=1&cursor="+url.QueryEscape(cursor), http.StatusOK, &page)
+		for _, r := range page.Runs {
+			ids = append(ids, r.ID)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if !slices.Contains(ids, id) || len(ids) != len(slices.Compact(slices.Clone(ids))) {
+		t.Errorf("runs paged by 1 = %v, want %s once", ids, id)
+	}
+	for _, q := range []string{"status=finished", "benchmark=demo-bench", "benchmark=demo-bench&status=finished"} {
+		var page api.RunList
+		alice().get(t, "/v1/runs?"+q, http.StatusOK, &page)
+		if !slices.ContainsFunc(page.Runs, func(r api.RunView) bool { return r.ID == id }) {
+			t.Errorf("runs?%s lacks %s", q, id)
+		}
+	}
+	var none api.RunList
+	alice().get(t, "/v1/runs?status=stopped&benchmark=demo-bench-9", http.StatusOK, &none)
+	if len(none.Runs) != 0 {
+		t.Errorf("runs of a benchmark without runs = %+v", none.Runs)
+	}
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs?status=bogus"}, 400, api.CodeBadRequest)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/r-nope"}, 404, api.CodeNotFound)
+}
+
+func checkRunIsolation(t *testing.T, id string) {
+	rid := api.ResultID(0, 1, "csv-summary")
+	for _, rq := range []request{
+		{method: "GET", path: "/v1/runs/" + id},
+		{method: "GET", path: "/v1/runs/" + id + "/config"},
+		{method: "GET", path: "/v1/runs/" + id + "/logs"},
+		{method: "GET", path: "/v1/runs/" + id + "/results"},
+		{method: "GET", path: "/v1/runs/" + id + "/results/" + rid},
+		{method: "GET", path: "/v1/runs/" + id + "/results/" + rid + "/artifacts/result.json"},
+		{method: "GET", path: "/v1/runs/" + id + "/download"},
+		{method: "POST", path: "/v1/runs/" + id + "/stop"},
+	} {
+		wantError(t, bob(), rq, http.StatusNotFound, api.CodeNotFound)
+	}
+	var list api.RunList
+	bob().get(t, "/v1/runs", http.StatusOK, &list)
+	if len(list.Runs) != 0 {
+		t.Errorf("bob sees runs %+v, want none", list.Runs)
+	}
+}
+
+// smokeConfig keeps a run busy long enough to stop it.
+const smokeConfig = `
+[experiment]
+benchmark = "demo-bench"
+
+[execution]
+attempts_per_task = 5
+max_concurrent_attempts = 1
+
+[[agents]]
+harness = "oracle"
+[agents.model]
+type = "hosted"
+model = "oracle"
+`
+
+func TestStopRun(t *testing.T) {
+	readyBenchmark(t, alice(), "demo-bench")
+	var created api.CreatedRun
+	alice().call(t, toml("/v1/runs", smokeConfig), http.StatusCreated, &created)
+	var stopping api.RunView
+	alice().call(t, request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusAccepted, &stopping)
+	if stopping.Status != "stopping" && stopping.Status != "stopped" {
+		t.Errorf("stop answer status %s, want stopping", stopping.Status)
+	}
+	d := finishedRun(t, alice(), created.ID)
+	if d.Status != "stopped" || d.Outcomes.Cancelled == 0 || d.Progress.Completed != d.Progress.Total {
+		t.Errorf("stopped run = %s %+v %+v, want stopped with cancelled slots", d.Status, d.Progress, d.Outcomes)
+	}
+	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusConflict, api.CodeConflict)
+}
+
+func TestDownloadPendingRun(t *testing.T) {
+	// A run that never left pending: stored directly, without the active
+	// marker, so no loop picks it up.
+	r := run.Run{ID: "r-pending-download", Workspace: env.Tenant.Workspace, Name: "pending", Benchmark: "demo-bench",
+		Status: run.Pending, Agents: 1, Tasks: []string{"csv-summary"}, Settings: run.Settings{AttemptsPerTask: 1}, CreatedAt: time.Now().UTC()}
+	ops, err := records.CreateRunOp(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Server.Records().Transact(context.Background(), ops[:1]); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + r.ID + "/download"}, http.StatusConflict, api.CodeConflict)
+	wantError(t, bob(), request{method: "GET", path: "/v1/runs/" + r.ID + "/download"}, http.StatusNotFound, api.CodeNotFound)
+}
+
+func TestBillingRequired(t *testing.T) {
+	ctx := context.Background()
+	c, err := env.Server.CreateWorkspace(ctx, "unpaid", "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Server.Records().PutBilling(ctx, c.Workspace, records.Billing{Status: records.BillingPastDue, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	carol := caller{token: c.Token}
+	readyBenchmark(t, carol, "demo-bench")
+	e := wantError(t, carol, toml("/v1/runs", smokeConfig), http.StatusPaymentRequired, api.CodeBillingRequired)
+	if !strings.Contains(e.Message, "past_due") {
+		t.Errorf("402 message %q does not say what is wrong", e.Message)
+	}
+	var report api.ValidationReport
+	carol.call(t, toml("/v1/runs/validate", smokeConfig), http.StatusOK, &report)
+	if report.Valid || report.BillingProblem == "" {
+		t.Errorf("validate without billing = %+v, want the billing problem", report)
+	}
+	var ws api.WorkspaceView
+	carol.get(t, "/v1/workspace", http.StatusOK, &ws)
+	if ws.Billing.Status != "past_due" || ws.Billing.CanSubmit {
+		t.Errorf("workspace billing = %+v, want past_due, cannot submit", ws.Billing)
+	}
+}

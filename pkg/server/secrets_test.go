@@ -1,0 +1,129 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+)
+
+func TestPublicRoutesAndAuth(t *testing.T) {
+	var health map[string]string
+	anon.get(t, "/healthz", http.StatusOK, &health)
+	if health["status"] != "ok" {
+		t.Errorf("/healthz = %v, want status ok", health)
+	}
+	status, hdr, body := anon.do(t, request{method: "GET", path: "/v1/openapi.json"})
+	if status != http.StatusOK || !json.Valid(body) || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+		t.Errorf("GET /v1/openapi.json = %d %s, want 200 JSON", status, hdr.Get("Content-Type"))
+	}
+	for _, tt := range []struct {
+		name   string
+		caller caller
+		header map[string]string
+	}{
+		{name: "no token", caller: anon},
+		{name: "unknown token", caller: caller{token: "gt_0000"}},
+		{name: "wrong scheme", caller: anon, header: map[string]string{"Authorization": "Basic YTpi"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, path := range []string{"/v1/workspace", "/v1/benchmarks", "/v1/runs", "/v1/secrets"} {
+				wantError(t, tt.caller, request{method: "GET", path: path, header: tt.header}, http.StatusUnauthorized, api.CodeUnauthorized)
+			}
+		})
+	}
+	wantError(t, alice(), request{method: "GET", path: "/v1/nothing-here"}, http.StatusNotFound, api.CodeNotFound)
+}
+
+func TestWorkspace(t *testing.T) {
+	var got api.WorkspaceView
+	alice().get(t, "/v1/workspace", http.StatusOK, &got)
+	want := api.WorkspaceView{ID: env.Tenant.Workspace, Name: "local", User: api.UserView{ID: env.Tenant.User, Name: got.User.Name},
+		Billing: api.BillingView{Status: "active", Plan: "local", CanSubmit: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GET /v1/workspace (-want +got):\n%s", diff)
+	}
+	bob().get(t, "/v1/workspace", http.StatusOK, &got)
+	if got.ID != tenantB.Workspace || got.Name != "tenant-b" || got.User.Name != "bob" {
+		t.Errorf("bob's workspace = %+v, want tenant-b", got)
+	}
+}
+
+// secretValue is the value every secret test stores; TestSecretValuesNeverLeak
+// scans every response and log line for it.
+const secretValue = "s3cr3t-value-7f1d2c9a-never-shown"
+
+func secretNames(t *testing.T, c caller) []string {
+	t.Helper()
+	var list api.SecretList
+	c.get(t, "/v1/secrets", http.StatusOK, &list)
+	var names []string
+	for _, s := range list.Secrets {
+		if s.Name != "RUN_TOKEN" { // TestRunLifecycle's
+			names = append(names, s.Scope+":"+s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestSecrets(t *testing.T) {
+	put := func(c caller, name, query, contentType string, body []byte) (int, []byte) {
+		status, _, b := c.do(t, request{method: "PUT", path: "/v1/secrets/" + name + query, body: body, contentType: contentType})
+		return status, b
+	}
+	if status, b := put(alice(), "API_KEY_ONE", "", "text/plain", []byte(secretValue)); status != http.StatusCreated {
+		t.Fatalf("first PUT = %d %s, want 201", status, b)
+	}
+	if status, b := put(alice(), "API_KEY_ONE", "", "application/octet-stream", []byte(secretValue)); status != http.StatusOK {
+		t.Fatalf("second PUT = %d %s, want 200", status, b)
+	}
+	if status, b := put(alice(), "API_KEY_TWO", "?scope=personal", "application/json", jsonBody(t, map[string]string{"value": secretValue})); status != http.StatusCreated {
+		t.Fatalf("personal JSON PUT = %d %s, want 201", status, b)
+	}
+	if status, b := put(bob(), "BOB_KEY", "?scope=workspace", "", []byte(secretValue)); status != http.StatusCreated {
+		t.Fatalf("bob PUT = %d %s, want 201", status, b)
+	}
+	var rec api.SecretView
+	if _, b := put(alice(), "API_KEY_ONE", "", "", []byte(secretValue)); json.Unmarshal(b, &rec) != nil || rec.SetBy != env.Tenant.User || rec.Scope != "workspace" {
+		t.Errorf("PUT answer = %s, want the record set by %s", b, env.Tenant.User)
+	}
+
+	if diff := cmp.Diff([]string{"personal:API_KEY_TWO", "workspace:API_KEY_ONE"}, secretNames(t, alice())); diff != "" {
+		t.Errorf("alice's secrets (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"workspace:BOB_KEY"}, secretNames(t, bob())); diff != "" {
+		t.Errorf("bob's secrets (-want +got):\n%s", diff)
+	}
+
+	bad := []struct {
+		name   string
+		rq     request
+		status int
+		code   string
+	}{
+		{"lowercase name", request{method: "PUT", path: "/v1/secrets/lower", body: []byte("x")}, 400, api.CodeBadRequest},
+		{"bad scope", request{method: "PUT", path: "/v1/secrets/OK_NAME?scope=team", body: []byte("x")}, 400, api.CodeBadRequest},
+		{"empty value", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: nil}, 400, api.CodeBadRequest},
+		{"json unknown field", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(`{"valeu":"x"}`), contentType: "application/json"}, 400, api.CodeBadRequest},
+		{"too large", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(strings.Repeat("x", api.MaxSecretValue+1))}, 413, api.CodeTooLarge},
+		{"too large json", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(`{"value":"` + strings.Repeat("x", api.MaxSmallBody) + `"}`), contentType: "application/json"}, 413, api.CodeTooLarge},
+		{"delete missing", request{method: "DELETE", path: "/v1/secrets/NOPE"}, 404, api.CodeNotFound},
+		{"delete other tenant's", request{method: "DELETE", path: "/v1/secrets/BOB_KEY"}, 404, api.CodeNotFound},
+		{"delete workspace scope of a personal record", request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO"}, 404, api.CodeNotFound},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) { wantError(t, alice(), tt.rq, tt.status, tt.code) })
+	}
+	wantError(t, bob(), request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO?scope=personal"}, 404, api.CodeNotFound)
+
+	alice().call(t, request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO?scope=personal"}, http.StatusNoContent, nil)
+	if diff := cmp.Diff([]string{"workspace:API_KEY_ONE"}, secretNames(t, alice())); diff != "" {
+		t.Errorf("alice's secrets after delete (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,234 @@
+// Package server composes `gauntlet local`: the embedded platform
+// (pkg/local: SQLite, local queues, blobs, secrets, sandboxes and the
+// pipeline loops), the benchmark sync service with its queue loop, the HTTP
+// API and the web console, served on loopback. On first start it creates a
+// workspace, a user and an API token, and writes the token where the CLI
+// finds it.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/console"
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	"github.com/gauntlet-bench/gauntlet/pkg/local"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
+)
+
+// DefaultAddr is where `gauntlet local` listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8080"
+
+// SyncQueue is the local queue of benchmark sync messages (dead letters go
+// to SyncQueue-dlq).
+const SyncQueue = "sync"
+
+// syncMaxReceives is how often a failing sync message is delivered before
+// it is dead-lettered.
+const syncMaxReceives = 10
+
+// Options configure a Server.
+type Options struct {
+	// DataDir holds the database, blobs, secrets and the token file.
+	DataDir string
+	// Addr is the listen address (default DefaultAddr; port 0 picks one).
+	Addr string
+	// Registry is the Harbor registry location benchmarks are added from.
+	Registry string
+	// Local configures the embedded platform; its DataDir and Logger are
+	// taken from these Options. Local.Catalog is the managed-benchmark
+	// catalog: its benchmarks are imported once into the platform
+	// workspace, and every workspace sees them.
+	Local local.Options
+	// CredentialsPath is where the CLI credentials are written (default
+	// client.DefaultCredentialsPath()); "-" writes none.
+	CredentialsPath string
+	// Logger receives the server's logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Server is a running `gauntlet local`.
+type Server struct {
+	opts       Options
+	log        *slog.Logger
+	platform   *local.Platform
+	records    *records.Store
+	sync       *benchsync.Service
+	benchmarks *benchmarks
+	api        *api.Handler
+	listener   net.Listener
+	http       *http.Server
+	now        func() time.Time
+
+	tenant   Tenant
+	created  bool
+	stopOnce sync.Once
+	done     chan struct{}
+	loops    sync.WaitGroup
+}
+
+// Open opens the platform on the data dir, bootstraps the first workspace
+// and listens. Nothing runs until Serve.
+func Open(ctx context.Context, opts Options) (*Server, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("server: a data dir is required")
+	}
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	s := &Server{opts: opts, log: opts.Logger, now: time.Now, done: make(chan struct{})}
+	if err := s.open(ctx); err != nil {
+		s.closePlatform()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) open(ctx context.Context) error {
+	lo := s.opts.Local
+	lo.DataDir, lo.Logger = s.opts.DataDir, s.opts.Logger
+	p, err := local.Open(ctx, lo)
+	if err != nil {
+		return err
+	}
+	s.platform = p
+	s.records = p.Records()
+	if _, err := p.DB().Queue(SyncQueue+"-dlq", sqlite.QueueOptions{}); err != nil {
+		return err
+	}
+	syncQueue, err := p.DB().Queue(SyncQueue, sqlite.QueueOptions{MaxReceives: syncMaxReceives, DeadLetter: SyncQueue + "-dlq"})
+	if err != nil {
+		return err
+	}
+	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
+		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.benchmarks = &benchmarks{sync: s.sync, queue: syncQueue}
+	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Benchmarks: s.benchmarks,
+		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log})
+	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
+		return err
+	}
+	if s.listener, err = net.Listen("tcp", s.opts.Addr); err != nil {
+		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
+	}
+	return s.writeCredentials()
+}
+
+// writeCredentials points the CLI at this server.
+func (s *Server) writeCredentials() error {
+	path := s.opts.CredentialsPath
+	if path == "-" {
+		return nil
+	}
+	if path == "" {
+		var err error
+		if path, err = client.DefaultCredentialsPath(); err != nil {
+			return err
+		}
+	}
+	s.opts.CredentialsPath = path
+	return client.SaveCredentials(path, client.Credentials{URL: s.URL(), Token: s.tenant.Token})
+}
+
+// URL is the server's base URL.
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// Tenant is the data dir's first workspace and its token.
+func (s *Server) Tenant() Tenant { return s.tenant }
+
+// Created reports whether Open created the first workspace (a fresh data dir).
+func (s *Server) Created() bool { return s.created }
+
+// TokenPath is the file holding the first workspace's token.
+func (s *Server) TokenPath() string { return filepath.Join(s.opts.DataDir, TokenFile) }
+
+// CredentialsPath is where the CLI credentials were written ("-" for none).
+func (s *Server) CredentialsPath() string { return s.opts.CredentialsPath }
+
+// Platform is the embedded platform (tests and seeding use it).
+func (s *Server) Platform() *local.Platform { return s.platform }
+
+// Records is the platform's data model (tests and seeding use it).
+func (s *Server) Records() *records.Store { return s.records }
+
+// Handler serves the API at /v1 and /healthz and the console elsewhere.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", s.api)
+	mux.Handle("/healthz", s.api)
+	mux.Handle("/", console.Handler())
+	return mux
+}
+
+// Serve starts the platform's loops and the sync loop and serves HTTP until
+// ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.platform.Start(ctx); err != nil {
+		return err
+	}
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		s.benchmarks.consume(ctx, s.log)
+	}()
+	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(s.listener) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			cancel()
+			s.loops.Wait()
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	shutdown, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stop()
+	err := s.http.Shutdown(shutdown)
+	cancel()
+	s.loops.Wait()
+	return err
+}
+
+// Close stops the platform and releases the data dir; call it after Serve
+// returned (or instead of Serve).
+func (s *Server) Close() error {
+	if s.listener != nil {
+		_ = s.listener.Close()
+	}
+	return s.closePlatform()
+}
+
+func (s *Server) closePlatform() error {
+	var err error
+	s.stopOnce.Do(func() {
+		if s.platform != nil {
+			err = s.platform.Close()
+		}
+		close(s.done)
+	})
+	return err
+}
