@@ -40,8 +40,9 @@ before(async () => {
   context.setDefaultTimeout(10_000);
   page = await context.newPage();
   page.on('console', (m) => {
-    // A 401 the test provokes on purpose is logged by the browser as a failed resource.
-    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 401/.test(m.text())) {
+    // The browser logs every 4xx answer as a failed resource; the tests
+    // provoke 401, 404 and 422 on purpose and check what the page shows.
+    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) {
       problems.push(`console: ${m.text()}`);
     }
   });
@@ -57,7 +58,7 @@ async function shot(name) {
 }
 
 function noProblems() {
-  assert.deepEqual(problems, [], 'the page logged errors');
+  assert.deepEqual(problems.splice(0), [], 'the page logged errors');
 }
 
 test('an unauthenticated visit goes to sign-in, which rejects a wrong token', async () => {
@@ -92,6 +93,33 @@ test('signing in with the token shows the benchmarks with the workspace and bill
   assert.match(await page.locator('#billing').innerText(), /billing: active/);
   assert.equal(await page.evaluate(() => localStorage.getItem('gauntlet.token')), TOKEN);
   await shot('02-benchmarks');
+  noProblems();
+});
+
+test('adding a registry dataset syncs it; a harbor benchmark can be removed', async () => {
+  await page.fill('#add-source', 'no-such-dataset');
+  await page.click('form[aria-label="Add a benchmark from the registry"] button[type="submit"]');
+  const alert = page.locator('.page-head + div [role="alert"]');
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /no-such-dataset/);
+  assert.equal(await page.locator('#add-source').getAttribute('aria-invalid'), 'true');
+
+  await page.fill('#add-source', 'demo-bench@1.0');
+  await page.click('form[aria-label="Add a benchmark from the registry"] button[type="submit"]');
+  const row = page.locator('#benchmark-list tr[data-key="demo-bench-1-0"]');
+  await row.waitFor();
+  assert.match(await row.innerText(), /harbor/);
+  // The list follows the sync until the benchmark is ready.
+  await page.waitForFunction(() => document.querySelector('#benchmark-list tr[data-key="demo-bench-1-0"] [data-status="ready"]'), null, { timeout: 20_000 });
+  assert.equal((await row.locator('td').allInnerTexts())[3], '15');
+  await shot('02b-benchmark-added');
+
+  await row.locator('button', { hasText: 'Remove' }).click();
+  const dialog = page.locator('dialog[open]');
+  await dialog.waitFor();
+  assert.match(await dialog.innerText(), /Remove demo-bench/);
+  await dialog.locator('button[value="ok"]').click();
+  await row.waitFor({ state: 'detached' });
   noProblems();
 });
 

@@ -41,3 +41,10 @@ export const workspace = {
     publish();
   },
 };
+
+/** userLabel names a user id: the signed-in user by name, others by id. */
+export function userLabel(id) {
+  const me = value?.user;
+  if (me && id === me.id) return me.name ? `${me.name} (you)` : 'you';
+  return id;
+}

@@ -11,6 +11,7 @@ import { bytes, count, dateTime, estimateParts, pct, seconds, shortDigest, token
 import { lineChart, seriesColor } from '../chart.js';
 import { setQuery } from '../router.js';
 import { poll } from '../poll.js';
+import { userLabel } from '../workspace.js';
 import { renderResults } from './results.js';
 import { renderLogs } from './logs.js';
 
@@ -173,7 +174,7 @@ function statStrip(run) {
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
       stat('LLM cost', usd(run.cost_usd)),
       stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
-      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by}` : null)));
+      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${userLabel(run.submission.submitted_by)}` : null)));
 }
 
 function overview(run) {

@@ -7,6 +7,7 @@ import { ACTIVE_RUN, errorBox, loading, outcomeBar, statusBadge, table } from '.
 import { ago, count, dateTime, seconds, tokens, usd } from '../format.js';
 import { setQuery } from '../router.js';
 import { poll } from '../poll.js';
+import { userLabel } from '../workspace.js';
 
 const STATUSES = ['pending', 'queued', 'running', 'stopping', 'finished', 'failed', 'stopped'];
 const PAGE = 25;
@@ -105,7 +106,7 @@ function runTable(runs, state) {
     { label: 'Tokens', class: 'num', cell: (r) => tokens((r.tokens?.input || 0) + (r.tokens?.output || 0)) },
     { label: 'Cost', class: 'num', cell: (r) => usd(r.cost_usd) },
     { label: 'Submitted', cell: (r) => [h('span', { title: dateTime(r.created_at) }, ago(r.created_at)),
-      r.submission?.submitted_by ? h('div', { class: 'sub' }, `by ${r.submission.submitted_by}`) : null] },
+      r.submission?.submitted_by ? h('div', { class: 'sub' }, `by ${userLabel(r.submission.submitted_by)}`) : null] },
   ], runs, {
     empty: filtered ? 'No run matches these filters.' : 'No runs yet. Submit one to put agents on a leaderboard.',
     rowAttrs: (r) => ({ dataset: { id: r.id, status: r.status } }),
