@@ -284,6 +284,33 @@ test('the runs list filters by status and links to the run', async () => {
   noProblems();
 });
 
+test('a submitted run opens live, and Stop stops it', async () => {
+  await page.click('nav a[href="/runs/new"]');
+  await page.locator('#config').fill([
+    '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "parity"', '',
+    '[execution]', 'attempts_per_task = 3', 'max_concurrent_attempts = 1', '',
+    '[[agents]]', 'harness = "oracle"', '[agents.model]', 'type = "hosted"', 'model = "oracle"', '',
+  ].join('\n'));
+  await page.click('#submit');
+  await page.waitForURL(/\/runs\/(?!new)[^/?]+$/);
+  const stop = page.locator('#stop-run');
+  await stop.waitFor();
+  // Live polling moves the progress bar while the run goes.
+  await page.waitForFunction(() => Number(document.querySelector('.run-progress [role="progressbar"]')?.getAttribute('aria-valuenow')) > 0,
+    null, { timeout: 20_000 });
+  assert.equal(await page.locator('.run-progress [role="progressbar"]').getAttribute('aria-valuemax'), '24');
+  await shot('12-run-live');
+  await stop.click();
+  await page.locator('dialog[open] button[value="ok"]').click();
+  await page.waitForFunction(() => document.querySelector('.page-head .badge')?.dataset.status === 'stopped', null, { timeout: 20_000 });
+  assert.equal(await page.locator('#stop-run').count(), 0, 'no Stop button once stopped');
+  const legend = await page.locator('.run-progress .legend').innerText();
+  const cancelled = Number(/cancelled (\d+)/.exec(legend)?.[1]);
+  assert.ok(cancelled > 0, `a stopped run cancels the attempts it did not start: ${legend}`);
+  await shot('13-run-stopped');
+  noProblems();
+});
+
 test('secrets are set write-only and listed by name', async () => {
   await page.click('nav a[href="/secrets"]');
   await page.fill('#secret-name', 'CONSOLE_TEST_KEY');
@@ -294,7 +321,7 @@ test('secrets are set write-only and listed by name', async () => {
   assert.match(await row.innerText(), /workspace/);
   assert.equal(await page.locator('#secret-value').inputValue(), '', 'the value field is cleared');
   assert.ok(!(await page.content()).includes('sk-console-test-value'), 'the value never shows');
-  await shot('12-secrets');
+  await shot('14-secrets');
   noProblems();
 });
 

@@ -114,13 +114,13 @@ function header(run, changed) {
 function stopButton(run, changed) {
   return h('button', {
     type: 'button', class: 'danger', id: 'stop-run', onclick: async (e) => {
+      const btn = e.currentTarget; // read before awaiting: it is null once the event is dispatched
       const ok = await confirmDialog({
         title: `Stop ${run.name || run.id}?`,
         body: 'No new attempts start, running sandboxes are stopped and queued attempts are cancelled. Results already in stay.',
         confirmLabel: 'Stop run', danger: true,
       });
       if (!ok) return;
-      const btn = e.currentTarget;
       btn.disabled = true;
       try {
         await api.stopRun(run.id);
@@ -213,7 +213,7 @@ function agentsTable(agents) {
 
 function categoryBars(agents) {
   const categories = [...new Set(agents.flatMap((a) => (a.metrics?.categories || []).map((c) => c.category)))].sort();
-  if (!categories.length) return h('p', { class: 'muted' }, 'No scored attempts with a category yet.');
+  if (!categories.length) return h('p', { class: 'muted' }, 'No per-category pass@1 yet: it needs scored attempts of tasks with a category.');
   return h('div', { class: 'bars', id: 'category-bars' }, categories.map((cat) => [
     h('span', { class: 'name' }, cat),
     h('div', { class: 'row' }, agents.map((a, i) => {
