@@ -16,11 +16,18 @@ FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync wat
 
 all: build
 
-## deps: system packages the platform and its tests use (bubblewrap for sandboxes).
+## deps: system and npm packages the platform and its tests use — bubblewrap
+## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test),
+## and the project-local npm packages pinned in package-lock.json.
+APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git
 deps:
-	@if ! command -v bwrap >/dev/null 2>&1; then \
-		echo "installing bubblewrap (sandbox isolation)"; \
-		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	@missing=""; for p in $(APT_PACKAGES); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing (apt-get)"; \
+		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+		echo "installing npm packages (package-lock.json)"; npm ci --no-audit --no-fund --loglevel=error; \
 	fi
 
 tools: $(BIN)/staticcheck
