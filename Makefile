@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: all build test lint run deps tools bench clean lambdas synth emulators-up emulators-down
+.PHONY: all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -66,9 +66,13 @@ lambdas:
 			-o build/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-## run: the main job.
+## run: the main job — `gauntlet local` running a real demo run (scripts/demo.sh);
+## `make stop` stops the server it leaves running.
 run: deps build
-	$(BIN)/gauntlet score examples/results/demo.jsonl
+	scripts/demo.sh
+
+stop:
+	scripts/demo.sh stop
 
 ## synth: the CloudFormation templates into cdk.out/ (CDK CLI pinned in package.json).
 synth: lambdas
