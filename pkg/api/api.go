@@ -89,10 +89,18 @@ type Handler struct {
 
 	manifestMu sync.Mutex
 	manifests  map[string]*manifestInfo // immutable manifest versions, by ws/key/version
+
+	answers answerCache // rendered leaderboards and runs
 }
 
 // New returns the API handler; it authenticates gauntlet API tokens.
-func New(cfg Config) *Handler { return newHandler(cfg, tokenAuthenticator{recs: cfg.Records}) }
+func New(cfg Config) *Handler {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return newHandler(cfg, &tokenAuthenticator{recs: cfg.Records, now: now})
+}
 
 func newHandler(cfg Config, auth Authenticator) *Handler {
 	if cfg.ManagedWorkspace == "" {

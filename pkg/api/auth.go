@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
@@ -44,19 +46,48 @@ func identity(ctx context.Context) Identity {
 	return id
 }
 
-// tokenAuthenticator authenticates gauntlet's own API tokens by their
-// stored hash.
-type tokenAuthenticator struct{ recs *records.Store }
+// tokenTTL is how long a looked-up API token is trusted without asking
+// the store again.
+const tokenTTL = 10 * time.Second
 
-func (a tokenAuthenticator) Authenticate(ctx context.Context, token string) (Identity, error) {
-	rec, err := a.recs.TokenByHash(ctx, HashToken(token))
+// tokenAuthenticator authenticates gauntlet's own API tokens by their
+// stored hash, remembering each for tokenTTL.
+type tokenAuthenticator struct {
+	recs *records.Store
+	now  func() time.Time
+
+	mu    sync.Mutex
+	known map[string]knownToken // by hash
+}
+
+type knownToken struct {
+	id      Identity
+	expires time.Time
+}
+
+func (a *tokenAuthenticator) Authenticate(ctx context.Context, token string) (Identity, error) {
+	hash, now := HashToken(token), a.now()
+	a.mu.Lock()
+	k, ok := a.known[hash]
+	a.mu.Unlock()
+	if ok && now.Before(k.expires) {
+		return k.id, nil
+	}
+	rec, err := a.recs.TokenByHash(ctx, hash)
 	if errors.Is(err, records.ErrNotFound) {
 		return Identity{}, fmt.Errorf("unknown API token: %w", ErrInvalidCredentials)
 	}
 	if err != nil {
 		return Identity{}, fmt.Errorf("look up token: %w", err)
 	}
-	return Identity{Workspace: rec.Workspace, User: rec.User}, nil
+	id := Identity{Workspace: rec.Workspace, User: rec.User}
+	a.mu.Lock()
+	if a.known == nil || len(a.known) >= maxCachedAnswers {
+		a.known = map[string]knownToken{}
+	}
+	a.known[hash] = knownToken{id: id, expires: now.Add(tokenTTL)}
+	a.mu.Unlock()
+	return id, nil
 }
 
 func bearer(header string) (string, bool) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -68,19 +69,32 @@ type Comparison struct {
 func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	ws := identity(ctx).Workspace
-	b, err := h.visibleBenchmark(ctx, ws, r.PathValue("key"))
-	if err != nil {
-		return err
-	}
 	metric := leaderboard.MetricPass1
 	if s := r.URL.Query().Get("metric"); s != "" {
+		var err error
 		if metric, err = leaderboard.ParseMetric(s); err != nil {
 			return errorf(http.StatusBadRequest, CodeBadRequest, "%s", err.Error())
 		}
 	}
+	key := r.PathValue("key")
+	body, err := h.answers.answer("leaderboard\x00"+key+"\x00"+string(metric), ws, h.cfg.Now(), func() ([]byte, time.Time, error) {
+		body, err := h.renderLeaderboard(context.WithoutCancel(ctx), ws, key, metric)
+		return body, h.cfg.Now().Add(liveTTL), err
+	})
+	if err != nil {
+		return err
+	}
+	return writeCached(w, body)
+}
+
+func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric leaderboard.Metric) ([]byte, error) {
+	b, err := h.visibleBenchmark(ctx, ws, key)
+	if err != nil {
+		return nil, err
+	}
 	var stored pipeline.Leaderboard
 	if err := h.cfg.Records.Leaderboard(ctx, ws, b.Key, &stored); err != nil && !errors.Is(err, records.ErrNotFound) {
-		return fmt.Errorf("load leaderboard of %s: %w", b.Key, err)
+		return nil, fmt.Errorf("load leaderboard of %s: %w", b.Key, err)
 	}
 	out := LeaderboardView{Benchmark: b.Key, Metric: string(metric), Groups: []BoardGroup{}}
 	if board, ok := stored.Board(metric); ok {
@@ -88,7 +102,7 @@ func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {
 			out.Groups = append(out.Groups, boardGroup(g))
 		}
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return render(out)
 }
 
 func boardGroup(g leaderboard.Group) BoardGroup {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -220,22 +221,34 @@ func scanPages(limit int, cursor string, fetch func(cursor string, n int) (int, 
 }
 
 func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
-	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+	ctx := r.Context()
+	body, err := h.answers.answer("run\x00"+r.PathValue("id"), identity(ctx).Workspace, h.cfg.Now(), func() ([]byte, time.Time, error) {
+		return h.renderRun(context.WithoutCancel(ctx), r.PathValue("id"))
+	})
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	return writeCached(w, body)
+}
+
+// renderRun renders a run's detail and says until when it holds: a second
+// while the run may change, for ever once it ended with current metrics.
+func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, error) {
+	rn, err := h.ownRun(ctx, id)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
 	t, err := h.cfg.Records.RunTally(ctx, rn.ID)
 	if err != nil {
-		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)
+		return nil, time.Time{}, fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 	}
 	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
 	if err != nil {
-		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
+		return nil, time.Time{}, fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
 	summaries, covered, err := h.runSummaries(ctx, rn, agents)
 	if err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
 	now := h.cfg.Now()
 	out := RunDetail{RunView: runView(rn, t, now), AgentsDetail: make([]AgentView, len(agents)),
@@ -244,13 +257,18 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 	for i, a := range agents {
 		at, err := h.cfg.Records.AgentTally(ctx, rn.ID, a.Index)
 		if err != nil {
-			return fmt.Errorf("load tally of run %s agent %d: %w", rn.ID, a.Index, err)
+			return nil, time.Time{}, fmt.Errorf("load tally of run %s agent %d: %w", rn.ID, a.Index, err)
 		}
 		out.AgentsDetail[i] = AgentView{Index: a.Index, Name: a.Name, Label: a.Label(), Harness: a.Harness, Model: a.Model,
 			Status: string(a.Status), Progress: Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
 			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, Metrics: metricsOf(summaries[i])}
 	}
-	return writeJSON(w, http.StatusOK, out)
+	body, err := render(out)
+	expires := now.Add(liveTTL)
+	if rn.Status.Terminal() && out.MetricsCurrent && t.Done >= int64(rn.TotalSlots()) {
+		expires = time.Time{} // an ended run with current metrics never changes
+	}
+	return body, expires, err
 }
 
 func (h *Handler) runConfig(w http.ResponseWriter, r *http.Request) error {

@@ -23,10 +23,14 @@ import (
 // Shape is the size of the seeded benchmark.
 type Shape struct {
 	Entrants, Tasks, Attempts int
+	// Categories spreads the tasks over this many categories (0: tasks
+	// without a category, as many Harbor datasets have).
+	Categories int
 }
 
-// Key is the seeded benchmark's key.
-const Key = "api-bench"
+// Name is the seeded benchmark's dataset name (its key is
+// benchmark.KeyFor(Name, "1.0")).
+const Name = "api-bench"
 
 // Seeded names what Seed wrote.
 type Seeded struct {
@@ -39,7 +43,7 @@ type Seeded struct {
 // recomputes every run's metrics and the leaderboard with the pipeline.
 func Seed(ctx context.Context, svc *pipeline.Service, ws string, shape Shape) (Seeded, error) {
 	recs := svc.Records()
-	m, err := manifest(shape.Tasks)
+	m, err := manifest(shape.Tasks, shape.Categories)
 	if err != nil {
 		return Seeded{}, err
 	}
@@ -68,15 +72,17 @@ func Seed(ctx context.Context, svc *pipeline.Service, ws string, shape Shape) (S
 	return out, svc.RecomputeLeaderboard(ctx, ws, m.Key)
 }
 
-func manifest(n int) (benchmark.Manifest, error) {
+func manifest(n, categories int) (benchmark.Manifest, error) {
 	tasks := make([]benchmark.Task, n)
 	for i := range tasks {
 		name := fmt.Sprintf("task-%04d", i)
 		sum := sha256.Sum256([]byte(name))
-		tasks[i] = benchmark.Task{Name: name, Category: fmt.Sprintf("category-%d", i%8),
-			Difficulty: []string{"easy", "medium", "hard"}[i%3], Digest: "sha256:" + hex.EncodeToString(sum[:])}
+		tasks[i] = benchmark.Task{Name: name, Difficulty: []string{"easy", "medium", "hard"}[i%3], Digest: "sha256:" + hex.EncodeToString(sum[:])}
+		if categories > 0 {
+			tasks[i].Category = fmt.Sprintf("category-%d", i%categories)
+		}
 	}
-	return benchmark.HarborManifest(Key, "1.0", "synthetic benchmark of the API load test", tasks)
+	return benchmark.HarborManifest(Name, "1.0", "synthetic benchmark of the API load test", tasks)
 }
 
 // seedRun writes one finished single-agent run with every result and its

@@ -19,7 +19,7 @@ import (
 func TestSeed(t *testing.T) {
 	dir, shape := os.Getenv("GAUNTLET_SEED_DIR"), benchseed.Shape{Entrants: 50, Tasks: 500, Attempts: 5}
 	if dir == "" {
-		dir, shape = t.TempDir(), benchseed.Shape{Entrants: 4, Tasks: 12, Attempts: 3}
+		dir, shape = t.TempDir(), benchseed.Shape{Entrants: 4, Tasks: 12, Attempts: 3, Categories: 3}
 	}
 	ctx := context.Background()
 	srv, err := server.Open(ctx, server.Options{DataDir: dir, Addr: "127.0.0.1:0", CredentialsPath: "-",
