@@ -171,32 +171,3 @@ func (s *Service) Retry(ctx context.Context, ws, key string) (records.Benchmark,
 		return nil
 	})
 }
-
-// Delete removes a harbor benchmark with its sync source and stored
-// manifests; managed benchmarks cannot be deleted (a conflict).
-func (s *Service) Delete(ctx context.Context, ws, key string) error {
-	b, err := s.records.Benchmark(ctx, ws, key)
-	if err != nil {
-		return err
-	}
-	if b.Source.Type == benchmark.Managed {
-		return fmt.Errorf("%w: benchmark %s is managed by the platform catalog and cannot be removed", ErrConflict, key)
-	}
-	versions, err := s.records.ManifestVersions(ctx, ws, key)
-	if err != nil {
-		return err
-	}
-	for _, v := range versions {
-		if err := s.records.DeleteManifest(ctx, ws, key, v); err != nil {
-			return err
-		}
-	}
-	if err := s.records.DeleteSyncSource(ctx, ws, key); err != nil {
-		return err
-	}
-	if err := s.records.DeleteBenchmark(ctx, ws, key); err != nil {
-		return err
-	}
-	s.log.InfoContext(ctx, "benchmark deleted", "workspace", ws, "key", key)
-	return nil
-}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
@@ -37,14 +38,19 @@ var errSuperseded = errors.New("sync superseded")
 // Sync pages the task list of the benchmark msg names in: it takes the
 // benchmark from pending or failed (or from a syncing whose lease expired)
 // to syncing, fetches, loads and bundles every task, stores the manifest
-// and marks the benchmark ready with its version and digest. Problems the
-// user must fix leave it failed with the reason, and Sync returns nil; a
-// ready benchmark makes Sync a no-op, so redeliveries change nothing. An
-// error return means "deliver again later" (ErrSyncInProgress, store or
-// blob trouble, cancellation) or, wrapping ErrPoison, "never".
+// and marks the benchmark ready with its version and digest (and enters it
+// in the refresh index). Problems the user must fix leave it failed with
+// the reason, and Sync returns nil; a ready benchmark makes Sync a no-op,
+// so redeliveries change nothing. A refresh message (msg.Refresh) is
+// handled as refresh.go describes. An error return means "deliver again
+// later" (ErrSyncInProgress, store or blob trouble, cancellation) or,
+// wrapping ErrPoison, "never".
 func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
-	if msg.SchemaVersion != SchemaVersion || msg.Workspace == "" || msg.Key == "" {
-		return fmt.Errorf("sync message %+v: %w", msg, ErrPoison)
+	if err := msg.check(); err != nil {
+		return fmt.Errorf("sync message %+v: %w", msg, err)
+	}
+	if msg.Refresh {
+		return s.refresh(ctx, msg)
 	}
 	ws, key := msg.Workspace, msg.Key
 	b, claimed, err := s.claim(ctx, ws, key)
@@ -102,11 +108,11 @@ func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark) error {
 	if err != nil {
 		return err
 	}
-	m, files, err := s.collect(ctx, b, src)
+	m, files, err := s.collect(ctx, b, src, s.syncProgress(b.Workspace, b.Key))
 	if err != nil {
 		return err
 	}
-	if err := s.storeManifest(ctx, b.Workspace, m, files); err != nil {
+	if m, err = s.storeManifest(ctx, b.Workspace, m, files); err != nil {
 		return err
 	}
 	return s.markReady(ctx, b.Workspace, m)
@@ -147,8 +153,9 @@ func (s *Service) openSource(src syncSource) (registry.Source, string, error) {
 	return reg, location, nil
 }
 
-// collect resolves the dataset and fetches, loads and bundles its tasks.
-func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource) (benchmark.Manifest, map[string]records.TaskFiles, error) {
+// collect resolves the dataset and fetches, loads and bundles its tasks,
+// recording progress through write.
+func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter) (benchmark.Manifest, map[string]records.TaskFiles, error) {
 	source, location, err := s.openSource(src)
 	if err != nil {
 		return benchmark.Manifest{}, nil, err
@@ -172,7 +179,7 @@ func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSour
 	}
 	defer os.RemoveAll(tmp)
 
-	p := s.newProgress(b.Workspace, b.Key, len(d.Tasks))
+	p := &progress{now: s.now, write: write, total: len(d.Tasks)}
 	if err := p.record(ctx, 0, true); err != nil {
 		return benchmark.Manifest{}, nil, err
 	}
@@ -215,33 +222,53 @@ func buildManifest(b records.Benchmark, src syncSource, d harbor.Dataset, tasks 
 	return m, nil
 }
 
-// storeManifest writes the manifest version. Rewriting the same content is
-// harmless (tasks are created once, the header replaced); a version whose
-// content changed upstream (a moving "head") replaces the stored one.
-func (s *Service) storeManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]records.TaskFiles) error {
-	old, _, err := s.records.Manifest(ctx, ws, m.Key, m.Version)
-	switch {
-	case errors.Is(err, records.ErrNotFound):
-	case err != nil:
-		return err
-	case old.Digest != m.Digest:
-		s.log.InfoContext(ctx, "manifest version changed upstream; replacing it", "workspace", ws, "key", m.Key, "version", m.Version, "old_digest", old.Digest, "digest", m.Digest)
-		if err := s.records.DeleteManifest(ctx, ws, m.Key, m.Version); err != nil {
-			return err
+// storeManifest writes the manifest and returns it with the version it is
+// stored under. Stored versions are never replaced with other content,
+// because runs pin them: a version whose content changed upstream (a moving
+// "head", a HEAD-pinned task repository) is stored as
+// "<version>+<first 12 hex digits of its digest>". Rewriting the same
+// content is harmless (tasks are created once, the header replaced).
+func (s *Service) storeManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]records.TaskFiles) (benchmark.Manifest, error) {
+	resolved := m.Version
+	for _, v := range []string{resolved, contentVersion(resolved, m.Digest)} {
+		digest, err := s.records.ManifestDigest(ctx, ws, m.Key, v)
+		switch {
+		case errors.Is(err, records.ErrNotFound):
+			// Task items a crashed attempt left without a header go
+			// first, so the version holds exactly this task list.
+			if err := s.records.DeleteManifest(ctx, ws, m.Key, v); err != nil {
+				return benchmark.Manifest{}, err
+			}
+		case err != nil:
+			return benchmark.Manifest{}, err
+		case digest != m.Digest:
+			s.log.InfoContext(ctx, "manifest version changed upstream; storing it under a content version", "workspace", ws, "key", m.Key, "version", v, "stored_digest", digest, "digest", m.Digest)
+			continue
 		}
+		m.Version = v
+		return m, s.records.PutManifest(ctx, ws, m, files)
 	}
-	return s.records.PutManifest(ctx, ws, m, files)
+	return benchmark.Manifest{}, failf("%s@%s: versions %s and %s are stored with other content", m.Key, resolved, resolved, contentVersion(resolved, m.Digest))
 }
 
+// contentVersion names a version by its resolved name and its content.
+func contentVersion(version, digest string) string {
+	hex := strings.TrimPrefix(digest, "sha256:")
+	return version + "+" + hex[:min(12, len(hex))]
+}
+
+// markReady switches a syncing benchmark to ready at m and records the
+// sync in its sync state (the refresh index), in one transaction.
 func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest) error {
 	now := s.now().UTC()
-	_, err := s.records.UpdateBenchmark(ctx, ws, m.Key, func(b *records.Benchmark) error {
+	_, _, err := s.records.UpdateBenchmarkSynced(ctx, ws, m.Key, func(b *records.Benchmark, st *records.SyncState) error {
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
 		b.Status, b.SyncError, b.UpdatedAt = records.SyncReady, "", now
 		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
 		b.ReadyVersion, b.ReadyDigest = m.Version, m.Digest
+		*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
 		return nil
 	})
 	if errors.Is(err, records.ErrNotFound) {
@@ -291,39 +318,46 @@ func (s *Service) release(ctx context.Context, ws, key string) {
 	}
 }
 
-// progress batches the synced/total updates of one sync.
+// progressWriter stores n of total tasks done at time now; each write also
+// renews the lease of the sync or refresh it belongs to.
+type progressWriter func(ctx context.Context, n, total int, now time.Time) error
+
+// progress batches the progress writes of one sync or refresh.
 type progress struct {
-	s          *Service
-	ws, key    string
+	now        func() time.Time
+	write      progressWriter
 	total      int
 	lastCount  int
 	lastRecord time.Time
 }
 
-func (s *Service) newProgress(ws, key string, total int) *progress {
-	return &progress{s: s, ws: ws, key: key, total: total}
-}
-
 // record stores n/total when forced or when enough has happened since the
-// last write; each write also renews the sync's lease.
+// last write.
 func (p *progress) record(ctx context.Context, n int, force bool) error {
-	now := p.s.now().UTC()
+	now := p.now().UTC()
 	if !force && n-p.lastCount < progressEveryTasks && now.Sub(p.lastRecord) < progressEvery {
 		return nil
 	}
-	_, err := p.s.records.UpdateBenchmark(ctx, p.ws, p.key, func(b *records.Benchmark) error {
-		if b.Status != records.SyncSyncing {
-			return errSuperseded
-		}
-		b.Synced, b.Total, b.UpdatedAt = n, p.total, now
-		return nil
-	})
-	if errors.Is(err, records.ErrNotFound) {
-		return errSuperseded
-	}
-	if err != nil {
+	if err := p.write(ctx, n, p.total, now); err != nil {
 		return err
 	}
 	p.lastCount, p.lastRecord = n, now
 	return nil
+}
+
+// syncProgress records a sync's progress on the syncing benchmark.
+func (s *Service) syncProgress(ws, key string) progressWriter {
+	return func(ctx context.Context, n, total int, now time.Time) error {
+		_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+			if b.Status != records.SyncSyncing {
+				return errSuperseded
+			}
+			b.Synced, b.Total, b.UpdatedAt = n, total, now
+			return nil
+		})
+		if errors.Is(err, records.ErrNotFound) {
+			return errSuperseded
+		}
+		return err
+	}
 }

@@ -12,6 +12,7 @@
 //	WS#<ws>                     | SECRET#workspace#<NAME>  secret record metadata (never a value)
 //	WS#<ws>                     | SECRET#personal#<user>#<NAME>
 //	WS#<ws>                     | BENCH#<key>              benchmark (sync status, ready version)
+//	WS#<ws>                     | SYNCSTATE#<key>          last sync + refresh state; gsi1 BENCHMARKS | <last synced>#<ws>#<key> (benchindex.go)
 //	WS#<ws>                     | IDEM#<key>               idempotency key → run id (TTL)
 //	TOKEN#<sha256 hex>          | TOKEN                    API token → user, workspace
 //	BENCH#<ws>#<key>            | VER#<version>            manifest version (header, no tasks)

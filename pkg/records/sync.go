@@ -79,3 +79,22 @@ func (s *Store) DeleteManifest(ctx context.Context, ws, key, version string) err
 		q.Cursor = page.Cursor
 	}
 }
+
+// DeleteLeaderboard removes the benchmark's leaderboard item; a missing one
+// is not an error.
+func (s *Store) DeleteLeaderboard(ctx context.Context, ws, key string) error {
+	if err := s.tbl.Delete(ctx, benchPK(ws, key), "BOARD", store.Cond{}); err != nil {
+		return fmt.Errorf("delete leaderboard of %s: %w", key, err)
+	}
+	return nil
+}
+
+// ManifestDigest returns the digest of a stored manifest version, reading
+// only its header; ErrNotFound when the version is not stored.
+func (s *Store) ManifestDigest(ctx context.Context, ws, key, version string) (string, error) {
+	var h manifestHeader
+	if err := s.getJSON(ctx, benchPK(ws, key), "VER#"+version, &h); err != nil {
+		return "", fmt.Errorf("manifest %s@%s: %w", key, version, err)
+	}
+	return h.Digest, nil
+}

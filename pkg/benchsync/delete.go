@@ -1,0 +1,157 @@
+package benchsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+// maxListedRuns bounds how many run ids a delete conflict names.
+const maxListedRuns = 5
+
+// Delete removes a harbor benchmark without breaking any run of it:
+//
+//   - While a run of it is not terminal (pending, queued, running or
+//     stopping) Delete refuses with ErrConflict naming the runs: they still
+//     read its tasks.
+//   - Otherwise it removes the benchmark record first (no new run can pin
+//     it, no sync or refresh can touch it), then its sync state, sync
+//     source and leaderboard, and last every manifest version that no run
+//     pinned. Versions some run pinned stay, so those runs' pages,
+//     configuration, results and downloads keep working.
+//
+// Managed benchmarks cannot be deleted (a conflict). Runs are found through
+// the benchmark's run index and, because that index is eventually
+// consistent on DynamoDB, also through the strongly read active-run
+// markers, so a run submitted just before the delete is seen.
+func (s *Service) Delete(ctx context.Context, ws, key string) error {
+	b, err := s.records.Benchmark(ctx, ws, key)
+	if err != nil {
+		return err
+	}
+	if b.Source.Type == benchmark.Managed {
+		return fmt.Errorf("%w: benchmark %s is managed by the platform catalog and cannot be removed", ErrConflict, key)
+	}
+	runs, err := s.runsOf(ctx, ws, key)
+	if err != nil {
+		return err
+	}
+	if active := activeRunIDs(runs); len(active) > 0 {
+		return fmt.Errorf("%w: benchmark %s has %d run(s) in progress (%s); stop them or wait for them to finish, then remove it",
+			ErrConflict, key, len(active), benchmark.QuoteList(active, maxListedRuns))
+	}
+	if err := s.records.DeleteBenchmark(ctx, ws, key); err != nil {
+		return err
+	}
+	if err := s.records.DeleteSyncState(ctx, ws, key); err != nil {
+		return err
+	}
+	if err := s.records.DeleteSyncSource(ctx, ws, key); err != nil {
+		return err
+	}
+	if err := s.records.DeleteLeaderboard(ctx, ws, key); err != nil {
+		return err
+	}
+	kept, err := s.deleteUnpinnedVersions(ctx, ws, key)
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "benchmark deleted", "workspace", ws, "key", key, "runs", len(runs), "kept_versions", kept)
+	return nil
+}
+
+// deleteUnpinnedVersions deletes every stored manifest version of the
+// benchmark that no run pins and returns the versions it kept. It reads
+// the runs again after the benchmark record is gone, so a run submitted
+// while Delete ran keeps its version too.
+func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([]string, error) {
+	runs, err := s.runsOf(ctx, ws, key)
+	if err != nil {
+		return nil, err
+	}
+	pinned := map[string]bool{}
+	for _, r := range runs {
+		pinned[r.ManifestVersion] = true
+	}
+	versions, err := s.records.ManifestVersions(ctx, ws, key)
+	if err != nil {
+		return nil, err
+	}
+	var kept []string
+	for _, v := range versions {
+		if pinned[v] {
+			kept = append(kept, v)
+			continue
+		}
+		if err := s.records.DeleteManifest(ctx, ws, key, v); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
+}
+
+// runsOf returns the runs whose pinned manifest is one of the workspace's
+// benchmark key: those of the benchmark's run index, plus any active run
+// the index does not show yet.
+func (s *Service) runsOf(ctx context.Context, ws, key string) ([]run.Run, error) {
+	indexed, err := s.records.RunsByBenchmark(ctx, ws, key)
+	if err != nil {
+		return nil, fmt.Errorf("runs of benchmark %s: %w", key, err)
+	}
+	seen := map[string]bool{}
+	var runs []run.Run
+	for _, r := range indexed {
+		if pinsManifestOf(r, ws, key) {
+			runs = append(runs, r)
+			seen[r.ID] = true
+		}
+	}
+	active, err := s.records.ActiveRuns(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runs of benchmark %s: %w", key, err)
+	}
+	for _, id := range active {
+		if seen[id] {
+			continue
+		}
+		r, err := s.records.Run(ctx, id)
+		if errors.Is(err, records.ErrNotFound) {
+			continue // marker of a run being created or already cleaned up
+		}
+		if err != nil {
+			return nil, fmt.Errorf("runs of benchmark %s: %w", key, err)
+		}
+		if pinsManifestOf(r, ws, key) {
+			runs = append(runs, r)
+		}
+	}
+	return runs, nil
+}
+
+// pinsManifestOf reports whether the run pinned a manifest of the
+// workspace's benchmark key.
+func pinsManifestOf(r run.Run, ws, key string) bool {
+	mws := r.ManifestWorkspace
+	if mws == "" {
+		mws = r.Workspace
+	}
+	return mws == ws && r.Benchmark == key
+}
+
+// activeRunIDs returns the ids of the runs that are not terminal, sorted.
+func activeRunIDs(runs []run.Run) []string {
+	var ids []string
+	for _, r := range runs {
+		if !r.Status.Terminal() {
+			ids = append(ids, r.ID)
+		}
+	}
+	slices.SortFunc(ids, strings.Compare)
+	return ids
+}

@@ -1,0 +1,258 @@
+package benchsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+)
+
+// A refresh re-resolves a ready benchmark's dataset in its registry, so a
+// moving version ("head", tasks pinned at a repository's HEAD) picks up new
+// content. The benchmark stays ready throughout: runs keep pinning the
+// ready version until the refresh switches it, and a run already submitted
+// keeps the version it pinned (stored versions are never replaced). The
+// refresh's lease, progress and error live in the benchmark's
+// records.SyncState, never in its sync status, so a failed refresh leaves
+// a ready benchmark ready with a refresh_error.
+
+// errNotReady ends a refresh of a benchmark that is not ready: its own
+// sync owns it.
+var errNotReady = errors.New("benchmark is not ready")
+
+// Refresh returns one refresh message for every benchmark, harbor or
+// managed, in every workspace, whose last successful sync is older than
+// olderThan at now, oldest first. It reads the refresh index (a range of
+// one partition; no scan) and skips benchmarks a live refresh holds. The
+// caller enqueues the messages; Sync handles them, and a message whose
+// benchmark synced after it was listed changes nothing, so listing twice
+// or delivering twice is harmless.
+func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Duration) ([]SyncMessage, error) {
+	if olderThan < 0 {
+		return nil, fmt.Errorf("refresh: olderThan %s is negative", olderThan)
+	}
+	due, err := s.records.SyncedBefore(ctx, now.Add(-olderThan))
+	if err != nil {
+		return nil, fmt.Errorf("refresh: %w", err)
+	}
+	msgs := make([]SyncMessage, 0, len(due))
+	for _, st := range due {
+		if st.Refreshing() && !s.refreshLeaseExpired(st, now) {
+			continue
+		}
+		msgs = append(msgs, NewRefreshMessage(st.Workspace, st.Key, st.LastSynced))
+	}
+	return msgs, nil
+}
+
+func (s *Service) refreshLeaseExpired(st records.SyncState, now time.Time) bool {
+	return now.Sub(st.RefreshUpdatedAt) > s.lease
+}
+
+// refresh handles a refresh message: claim the refresh lease, resolve and
+// fetch the dataset again, then either only move the last-synced time (same
+// digest) or store the new manifest version and switch the ready version
+// to it.
+func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
+	ws, key := msg.Workspace, msg.Key
+	b, token, err := s.claimRefresh(ctx, msg)
+	switch {
+	case errors.Is(err, records.ErrNotFound):
+		s.log.InfoContext(ctx, "refresh of a deleted benchmark skipped", "workspace", ws, "key", key)
+		return nil
+	case errors.Is(err, errNotReady):
+		s.log.InfoContext(ctx, "refresh of a benchmark that is not ready skipped; its sync owns it", "workspace", ws, "key", key, "status", b.Status)
+		return nil
+	case err != nil || token.IsZero():
+		return err
+	}
+	s.log.InfoContext(ctx, "benchmark refresh started", "workspace", ws, "key", key, "source", b.Source.Ref, "ready_version", b.ReadyVersion)
+	err = s.refreshClaimed(ctx, b, token)
+	var f *failure
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errSuperseded):
+		s.log.InfoContext(ctx, "benchmark refresh superseded", "workspace", ws, "key", key)
+		return nil
+	case errors.As(err, &f):
+		return s.refreshFailed(ctx, ws, key, token, f.msg)
+	case ctx.Err() != nil:
+		return err // the lease lets a later delivery take over
+	}
+	s.releaseRefresh(ctx, ws, key, token)
+	return fmt.Errorf("refresh %s/%s: %w", ws, key, err)
+}
+
+// claimRefresh takes the refresh lease of a ready benchmark and returns it
+// with the lease's token (its start time); a zero token means there is
+// nothing to do (refreshed since the message was scheduled).
+func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Benchmark, time.Time, error) {
+	ws, key := msg.Workspace, msg.Key
+	b, err := s.records.Benchmark(ctx, ws, key)
+	if err != nil {
+		return b, time.Time{}, err
+	}
+	if b.Status != records.SyncReady {
+		return b, time.Time{}, errNotReady
+	}
+	now := s.now().UTC()
+	var token time.Time
+	claim := func(st *records.SyncState) error {
+		token = time.Time{}
+		switch {
+		case !msg.LastSynced.IsZero() && st.LastSynced.After(msg.LastSynced):
+			return records.ErrNoChange
+		case st.Refreshing() && !s.refreshLeaseExpired(*st, now):
+			return fmt.Errorf("benchmark %s/%s: %w (refresh at %d/%d tasks, last progress %s)", ws, key, ErrSyncInProgress, st.RefreshSynced, st.RefreshTotal, st.RefreshUpdatedAt.Format(time.RFC3339))
+		}
+		st.RefreshStarted, st.RefreshUpdatedAt, st.RefreshSynced, st.RefreshTotal = now, now, 0, 0
+		token = now
+		return nil
+	}
+	_, err = s.records.UpdateSyncState(ctx, ws, key, claim)
+	if errors.Is(err, records.ErrNotFound) {
+		// Ready before the refresh index existed: enter it now.
+		b, _, err = s.records.UpdateBenchmarkSynced(ctx, ws, key, func(b *records.Benchmark, st *records.SyncState) error {
+			if b.Status != records.SyncReady {
+				return errNotReady
+			}
+			if st.LastSynced.IsZero() {
+				st.LastSynced = b.UpdatedAt
+			}
+			return claim(st)
+		})
+	}
+	return b, token, err
+}
+
+// refreshClaimed resolves and fetches the dataset and applies the outcome.
+func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token time.Time) error {
+	src, err := s.loadSource(ctx, b)
+	if err != nil {
+		return err
+	}
+	m, files, err := s.collect(ctx, b, src, s.refreshProgress(b.Workspace, b.Key, token))
+	if err != nil {
+		return err
+	}
+	if m.Digest == b.ReadyDigest {
+		return s.refreshUnchanged(ctx, b, token)
+	}
+	if m, err = s.storeManifest(ctx, b.Workspace, m, files); err != nil {
+		return err
+	}
+	return s.switchReady(ctx, b, m, token)
+}
+
+// ownsRefresh reports whether st is still held by the refresh with token.
+func ownsRefresh(st records.SyncState, token time.Time) bool {
+	return st.RefreshStarted.Equal(token)
+}
+
+// finishRefresh records a successful refresh on st.
+func finishRefresh(st *records.SyncState, now time.Time) {
+	*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
+}
+
+// refreshUnchanged moves only the last-synced time.
+func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, token time.Time) error {
+	now := s.now().UTC()
+	_, err := s.records.UpdateSyncState(ctx, b.Workspace, b.Key, func(st *records.SyncState) error {
+		if !ownsRefresh(*st, token) {
+			return errSuperseded
+		}
+		finishRefresh(st, now)
+		return nil
+	})
+	if errors.Is(err, records.ErrNotFound) {
+		return errSuperseded
+	}
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "benchmark refreshed; content unchanged", "workspace", b.Workspace, "key", b.Key, "version", b.ReadyVersion, "digest", b.ReadyDigest)
+	return nil
+}
+
+// switchReady points the still-ready benchmark at the new manifest version
+// and records the refresh, in one transaction.
+func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, token time.Time) error {
+	now := s.now().UTC()
+	_, _, err := s.records.UpdateBenchmarkSynced(ctx, old.Workspace, old.Key, func(b *records.Benchmark, st *records.SyncState) error {
+		if !ownsRefresh(*st, token) || b.Status != records.SyncReady {
+			return errSuperseded
+		}
+		b.ReadyVersion, b.ReadyDigest, b.UpdatedAt = m.Version, m.Digest, now
+		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
+		finishRefresh(st, now)
+		return nil
+	})
+	if errors.Is(err, records.ErrNotFound) {
+		return errSuperseded
+	}
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "benchmark refreshed; ready version switched", "workspace", old.Workspace, "key", old.Key,
+		"old_version", old.ReadyVersion, "old_digest", old.ReadyDigest, "version", m.Version, "digest", m.Digest, "tasks", len(m.Tasks))
+	return nil
+}
+
+// refreshProgress records a refresh's progress on its sync state.
+func (s *Service) refreshProgress(ws, key string, token time.Time) progressWriter {
+	return func(ctx context.Context, n, total int, now time.Time) error {
+		_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+			if !ownsRefresh(*st, token) {
+				return errSuperseded
+			}
+			st.RefreshSynced, st.RefreshTotal, st.RefreshUpdatedAt = n, total, now
+			return nil
+		})
+		if errors.Is(err, records.ErrNotFound) {
+			return errSuperseded
+		}
+		return err
+	}
+}
+
+// refreshFailed records why the refresh failed; the benchmark stays ready
+// at its version, and the next schedule tries again.
+func (s *Service) refreshFailed(ctx context.Context, ws, key string, token time.Time, reason string) error {
+	now := s.now().UTC()
+	_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+		if !ownsRefresh(*st, token) {
+			return records.ErrNoChange
+		}
+		st.RefreshStarted, st.RefreshUpdatedAt, st.RefreshSynced, st.RefreshTotal = time.Time{}, time.Time{}, 0, 0
+		st.RefreshError, st.RefreshFailedAt = reason, now
+		return nil
+	})
+	if errors.Is(err, records.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("record refresh failure of %s/%s: %w", ws, key, err)
+	}
+	s.log.WarnContext(ctx, "benchmark refresh failed; it stays ready at its version", "workspace", ws, "key", key, "reason", reason)
+	return nil
+}
+
+// releaseRefresh gives up a refresh that hit infrastructure trouble so the
+// message's redelivery can run it at once (best effort: if this write
+// fails too, the lease expires).
+func (s *Service) releaseRefresh(ctx context.Context, ws, key string, token time.Time) {
+	_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+		if !ownsRefresh(*st, token) {
+			return records.ErrNoChange
+		}
+		st.RefreshStarted, st.RefreshUpdatedAt, st.RefreshSynced, st.RefreshTotal = time.Time{}, time.Time{}, 0, 0
+		return nil
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "release refresh claim", "workspace", ws, "key", key, "err", err)
+	}
+}
