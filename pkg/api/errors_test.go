@@ -1,0 +1,124 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+func TestClassify(t *testing.T) {
+	h := &Handler{log: slog.New(slog.DiscardHandler)}
+	tests := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantCode   string
+	}{
+		{"api error", errorf(http.StatusTeapot, "TEAPOT", "short and stout"), http.StatusTeapot, "TEAPOT"},
+		{"billing first", &pipeline.RejectedError{Problems: []pipeline.Problem{
+			{Code: pipeline.CodeInvalidConfig, Field: "a", Message: "bad"},
+			{Code: pipeline.CodeBillingRequired, Message: "billing required: set one up"}}}, http.StatusPaymentRequired, CodeBillingRequired},
+		{"rejected", fmt.Errorf("submit: %w", &pipeline.RejectedError{Problems: []pipeline.Problem{{Code: pipeline.CodeMissingSecret, Message: "m"}}}),
+			http.StatusUnprocessableEntity, CodeValidation},
+		{"body too large", fmt.Errorf("read: %w", &http.MaxBytesError{Limit: 10}), http.StatusRequestEntityTooLarge, CodeTooLarge},
+		{"invalid spec", fmt.Errorf("%w: no name", benchsync.ErrInvalidSpec), http.StatusBadRequest, CodeBadRequest},
+		{"unknown dataset", &benchsync.UnknownDatasetError{Registry: "r", Name: "x"}, http.StatusNotFound, CodeNotFound},
+		{"registry down", fmt.Errorf("%w: dial", benchsync.ErrRegistryUnavailable), http.StatusServiceUnavailable, CodeUnavailable},
+		{"not found", fmt.Errorf("get run: %w", records.ErrNotFound), http.StatusNotFound, CodeNotFound},
+		{"conflict", fmt.Errorf("key reused: %w", records.ErrConflict), http.StatusConflict, CodeConflict},
+		{"illegal transition", fmt.Errorf("run: %w", run.ErrIllegalTransition), http.StatusConflict, CodeConflict},
+		{"not stoppable", fmt.Errorf("stop: %w", pipeline.ErrNotStoppable), http.StatusConflict, CodeConflict},
+		{"anything else", errors.New("disk on fire at /var/lib/secret-path"), http.StatusInternalServerError, CodeInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := h.classify(tt.err)
+			if got.Status != tt.wantStatus || got.Code != tt.wantCode || got.Message == "" {
+				t.Errorf("classify(%v) = %d %s %q, want %d %s with a message", tt.err, got.Status, got.Code, got.Message, tt.wantStatus, tt.wantCode)
+			}
+			if got.Status >= 500 && strings.Contains(got.Message, "fire") {
+				t.Errorf("a 5xx message carries the internal error: %q", got.Message)
+			}
+		})
+	}
+}
+
+func TestParseResultID(t *testing.T) {
+	tests := []struct {
+		id     string
+		want   string
+		wantOK bool
+	}{
+		{ResultID(0, 1, "csv-summary"), "0/csv-summary/1", true},
+		{ResultID(12, 3, "org/task-name"), "12/org/task-name/3", true},
+		{"0-0-task", "", false},
+		{"x-1-task", "", false},
+		{"1-2-", "", false},
+		{"1-2", "", false},
+		{"-1-2-task", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := parseResultID(tt.id)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("parseResultID(%q) = %q, %v; want %q, %v", tt.id, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestCellsNeutralizeFormulas(t *testing.T) {
+	got := cells([]string{"=HYPERLINK(\"x\")", "+1+2", "-0.5", "-rm", "@SUM(A1)", "plain", "", "1e-3"})
+	want := []string{"'=HYPERLINK(\"x\")", "'+1+2", "-0.5", "'-rm", "'@SUM(A1)", "plain", "", "1e-3"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("cells (-want +got):\n%s", diff)
+	}
+}
+
+func TestAnswerCache(t *testing.T) {
+	var c answerCache
+	now := time.Unix(1000, 0)
+	renders := 0
+	render := func(body string, ttl time.Duration) func() ([]byte, time.Time, error) {
+		return func() ([]byte, time.Time, error) {
+			renders++
+			return []byte(body), now.Add(ttl), nil
+		}
+	}
+	get := func(ws string, at time.Time, r func() ([]byte, time.Time, error)) string {
+		b, err := c.answer("k", ws, at, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := get("ws1", now, render("v1", time.Second)); got != "v1" || renders != 1 {
+		t.Fatalf("first answer = %q after %d renders, want v1 after 1", got, renders)
+	}
+	if got := get("ws1", now.Add(500*time.Millisecond), render("v2", time.Second)); got != "v1" || renders != 1 {
+		t.Errorf("fresh answer = %q after %d renders, want cached v1", got, renders)
+	}
+	if got := get("ws2", now, render("other", time.Second)); got != "other" {
+		t.Errorf("another workspace got %q, want its own answer", got)
+	}
+	// Expired: the stale answer is served while the successor renders.
+	if got := get("ws1", now.Add(2*time.Second), render("v3", time.Hour)); got != "v1" {
+		t.Errorf("expired answer = %q, want stale v1 while refreshing", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for get("ws1", now.Add(3*time.Second), render("v4", time.Hour)) != "v3" {
+		if time.Now().After(deadline) {
+			t.Fatal("the refreshed answer v3 never replaced the stale one")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
