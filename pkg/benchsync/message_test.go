@@ -28,9 +28,55 @@ func TestSyncMessageRoundTrip(t *testing.T) {
 	}
 }
 
+func TestRefreshMessageRoundTrip(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 5, time.UTC)
+	body, err := NewRefreshMessage("ws-1", "demo-bench", at).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"schema_version":2,"workspace":"ws-1","key":"demo-bench","refresh":true,"last_synced":"2026-03-01T12:00:00.000000005Z"}`; string(body) != want {
+		t.Errorf("Encode = %s, want %s", body, want)
+	}
+	got, err := DecodeSyncMessage(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(NewRefreshMessage("ws-1", "demo-bench", at), got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeSyncMessageVersions: version 1 bodies written before refresh
+// existed still decode as plain syncs; version 2 carries a refresh.
+func TestDecodeSyncMessageVersions(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       SyncMessage
+	}{
+		{"version 1", `{"schema_version":1,"workspace":"w","key":"k"}`, NewSyncMessage("w", "k")},
+		{"version 2 refresh", `{"schema_version":2,"workspace":"w","key":"k","refresh":true,"last_synced":"2026-03-01T12:00:00Z"}`,
+			NewRefreshMessage("w", "k", time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))},
+		{"version 2 unconditional refresh", `{"schema_version":2,"workspace":"w","key":"k","refresh":true}`, NewRefreshMessage("w", "k", time.Time{})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeSyncMessage([]byte(tt.body))
+			if err != nil {
+				t.Fatalf("DecodeSyncMessage(%s): %v", tt.body, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("DecodeSyncMessage(%s) (-want +got):\n%s", tt.body, diff)
+			}
+		})
+	}
+}
+
 func TestDecodeSyncMessagePoison(t *testing.T) {
 	tests := []struct{ name, body string }{
-		{"unknown version", `{"schema_version":2,"workspace":"w","key":"k"}`},
+		{"unknown version", `{"schema_version":3,"workspace":"w","key":"k"}`},
+		{"version 1 with refresh", `{"schema_version":1,"workspace":"w","key":"k","refresh":true}`},
+		{"version 1 with last_synced", `{"schema_version":1,"workspace":"w","key":"k","last_synced":"2026-03-01T12:00:00Z"}`},
+		{"version 2 without refresh", `{"schema_version":2,"workspace":"w","key":"k"}`},
 		{"no version", `{"workspace":"w","key":"k"}`},
 		{"unknown field", `{"schema_version":1,"workspace":"w","key":"k","extra":1}`},
 		{"no key", `{"schema_version":1,"workspace":"w"}`},
