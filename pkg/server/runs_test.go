@@ -421,10 +421,19 @@ type = "hosted"
 model = "oracle"
 `
 
+// smokeJSON is smokeConfig in the JSON form.
+const smokeJSON = `{"experiment": {"benchmark": "demo-bench"},
+ "execution": {"attempts_per_task": 5, "max_concurrent_attempts": 1},
+ "agents": [{"harness": "oracle", "model": {"type": "hosted", "model": "oracle"}}]}`
+
 func TestStopRun(t *testing.T) {
 	readyBenchmark(t, alice(), "demo-bench")
 	var created api.CreatedRun
-	alice().call(t, toml("/v1/runs", smokeConfig), http.StatusCreated, &created)
+	alice().call(t, request{method: "POST", path: "/v1/runs?name=to-stop", body: []byte(smokeJSON), contentType: "application/json"},
+		http.StatusCreated, &created)
+	if created.Name != "to-stop" || created.TaskCount != 15 || created.SlotCount != 75 {
+		t.Errorf("JSON submission = %+v, want run to-stop with 15 tasks, 75 slots", created)
+	}
 	var stopping api.RunView
 	alice().call(t, request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusAccepted, &stopping)
 	if stopping.Status != "stopping" && stopping.Status != "stopped" {

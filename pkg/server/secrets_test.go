@@ -38,6 +38,10 @@ func TestPublicRoutesAndAuth(t *testing.T) {
 		})
 	}
 	wantError(t, alice(), request{method: "GET", path: "/v1/nothing-here"}, http.StatusNotFound, api.CodeNotFound)
+	if status, hdr, body := anon.do(t, request{method: "GET", path: "/"}); status != http.StatusOK ||
+		!strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !strings.Contains(string(body), "<html") {
+		t.Errorf("GET / = %d %s, want the console's index.html", status, hdr.Get("Content-Type"))
+	}
 }
 
 func TestWorkspace(t *testing.T) {
