@@ -11,8 +11,6 @@ import (
 // it. Manifest versions are immutable, so they are cached.
 type manifestInfo struct {
 	m benchmark.Manifest
-	// categories maps a task to its category (tasks without one are absent).
-	categories map[string]string
 	// categoryCount is the number of distinct categories.
 	categoryCount int
 }
@@ -34,13 +32,7 @@ func (h *Handler) manifest(ctx context.Context, ws, key, version string) (*manif
 	if err != nil {
 		return nil, fmt.Errorf("load manifest %s@%s: %w", key, version, err)
 	}
-	info = &manifestInfo{m: m, categories: map[string]string{}}
-	for _, t := range m.Tasks {
-		if t.Category != "" {
-			info.categories[t.Name] = t.Category
-		}
-	}
-	info.categoryCount = len(m.Categories())
+	info = &manifestInfo{m: m, categoryCount: len(m.Categories())}
 	h.manifestMu.Lock()
 	if len(h.manifests) >= maxCachedManifests {
 		clear(h.manifests)
