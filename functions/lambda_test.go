@@ -2,7 +2,6 @@ package functions_test
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -30,7 +29,7 @@ func functionEnv(w *world, name string) map[string]string {
 		"grader":       {cloud.EnvResultsQueueURL, cloud.EnvBucket},
 		"ingester":     {cloud.EnvSlotsQueueURL},
 		"leaderboard":  {},
-		"registrysync": {cloud.EnvBucket, cloud.EnvRegistry},
+		"registrysync": {cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvRegistry},
 		"watchdog":     {cloud.EnvPlanQueueURL, cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL},
 	}[name]
 	sandboxVars := []string{cloud.EnvCluster, cloud.EnvSubnets, cloud.EnvSecurityGroups, cloud.EnvSandboxTaskRoleARN,
@@ -47,6 +46,11 @@ func functionEnv(w *world, name string) map[string]string {
 	}
 	for _, k := range keep {
 		env[k] = w.vars[k]
+	}
+	if name == "registrysync" {
+		// Every benchmark synced before the scheduled event is due, so the
+		// sample event enqueues refreshes the test can follow.
+		env[cloud.EnvSyncRefreshAfter] = "0s"
 	}
 	return env
 }
@@ -162,10 +166,38 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		if b.Status != records.SyncReady || b.Synced != 15 || m.Key != benchmark.KeyFor("demo-bench", "1.0") {
 			t.Errorf("benchmark %s after sync: %s %d/%d, want ready 15/15", m.Key, b.Status, b.Synced, b.Total)
 		}
-		_, err = fn["registrysync"].Invoke(readEvent(t, "registrysync-schedule.json"))
-		var fe *cloudtest.InvokeError
-		if !errors.As(err, &fe) || !strings.Contains(fe.Message, "refresh is not supported") {
-			t.Errorf("scheduled refresh: error = %v, want the unsupported-refresh error", err)
+		// The scheduled event enqueues a refresh of every synced benchmark
+		// (the managed catalog's and the one just synced); the SQS path
+		// carries them out, and the unchanged examples keep their versions.
+		var enqueued struct {
+			Enqueued int `json:"enqueued"`
+		}
+		out := invoke(t, "registrysync", readEvent(t, "registrysync-schedule.json"))
+		if err := json.Unmarshal(out, &enqueued); err != nil || enqueued.Enqueued != 2 {
+			t.Fatalf("scheduled refresh answered %s, want 2 enqueued\nlogs:\n%s", out, fn["registrysync"].Logs())
+		}
+		refreshes := w.receive("sync")
+		if len(refreshes) != 2 {
+			t.Fatalf("sync queue after the scheduled refresh = %+v, want 2 refresh messages", refreshes)
+		}
+		for _, r := range refreshes {
+			rm := decodeSyncMessage(t, r.Body)
+			before, err := w.recs.Benchmark(w.ctx, rm.Workspace, rm.Key)
+			must(t, err, "read benchmark")
+			synced, err := w.recs.SyncState(w.ctx, rm.Workspace, rm.Key)
+			must(t, err, "read sync state")
+			event, err := json.Marshal(sqsEvent("sync", r))
+			must(t, err, "encode refresh event")
+			noFailures(t, "registrysync", invoke(t, "registrysync", event))
+			after, err := w.recs.Benchmark(w.ctx, rm.Workspace, rm.Key)
+			must(t, err, "read benchmark")
+			st, err := w.recs.SyncState(w.ctx, rm.Workspace, rm.Key)
+			must(t, err, "read sync state")
+			if !rm.Refresh || after.Status != records.SyncReady || after.ReadyVersion != before.ReadyVersion ||
+				after.ReadyDigest != before.ReadyDigest || !st.LastSynced.After(synced.LastSynced) || st.RefreshError != "" {
+				t.Errorf("refresh of %s/%s: %+v then %+v, sync state %+v; want ready at the same version with a later last sync",
+					rm.Workspace, rm.Key, before, after, st)
+			}
 		}
 	}) && t.Run("api", func(t *testing.T) {
 		sample := readEvent(t, "api.json")

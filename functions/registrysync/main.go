@@ -1,6 +1,8 @@
 // Command registrysync is the gauntlet Lambda function that syncs benchmark
 // task lists from their registries: it consumes the sync queue
-// (benchsync.Service.Sync) and is invoked hourly by EventBridge Scheduler.
+// (benchsync.Service.Sync) and, invoked hourly by EventBridge Scheduler,
+// enqueues a refresh of every benchmark whose last sync is older than
+// GAUNTLET_SYNC_REFRESH_AFTER (benchsync.Service.Refresh).
 package main
 
 import (
@@ -19,10 +21,10 @@ func main() {
 		logger.Error("registrysync: cold start failed", "err", err)
 		os.Exit(1)
 	}
-	svc, err := p.BenchSync()
+	h, err := p.SyncHandler()
 	if err != nil {
 		logger.Error("registrysync: cold start failed", "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(cloud.NewSyncHandler(svc, logger).Handle)
+	lambda.Start(h.Handle)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
 )
@@ -37,6 +38,7 @@ const (
 	EnvConsoleOrigin        = "GAUNTLET_CONSOLE_ORIGIN"
 	EnvMaxSandboxes         = "GAUNTLET_MAX_SANDBOXES"
 	EnvRegistry             = "GAUNTLET_REGISTRY"
+	EnvSyncRefreshAfter     = "GAUNTLET_SYNC_REFRESH_AFTER"
 	EnvLogLevel             = "LOG_LEVEL"
 )
 
@@ -52,6 +54,9 @@ type Needs struct {
 	MaxSandboxes bool
 	// Registry reads the registry location benchmarks are added from.
 	Registry bool
+	// Refresh reads how old a benchmark's last sync must be for the
+	// scheduled refresh to re-sync it.
+	Refresh bool
 }
 
 // The ports each function's handlers reach, read from pkg/pipeline:
@@ -65,7 +70,7 @@ var (
 	Grader       = Needs{Results: true, Blobs: true}
 	Ingester     = Needs{Slots: true}
 	Leaderboard  = Needs{}
-	RegistrySync = Needs{Blobs: true, Registry: true}
+	RegistrySync = Needs{Sync: true, Blobs: true, Registry: true, Refresh: true}
 	Watchdog     = Needs{Plan: true, Slots: true, Completions: true, Sandboxes: true}
 )
 
@@ -84,8 +89,15 @@ type Config struct {
 	JWKSURL      string
 	MaxSandboxes int
 	Registry     string
-	LogLevel     slog.Level
+	// SyncRefreshAfter is the age of a last sync that makes the scheduled
+	// refresh re-sync a benchmark (DefaultSyncRefreshAfter when unset).
+	SyncRefreshAfter time.Duration
+	LogLevel         slog.Level
 }
+
+// DefaultSyncRefreshAfter is a little under the hourly refresh schedule, so
+// a benchmark synced a few minutes after one tick is due at the next.
+const DefaultSyncRefreshAfter = 50 * time.Minute
 
 // Load reads the variables the needs call for from getenv (os.Getenv in a
 // Lambda). Every missing or malformed variable is reported in one error.
@@ -131,6 +143,9 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 	}
 	if n.Registry {
 		c.Registry = getenv(EnvRegistry)
+	}
+	if n.Refresh {
+		c.SyncRefreshAfter = e.duration(EnvSyncRefreshAfter, DefaultSyncRefreshAfter)
 	}
 	return c, e.err()
 }
@@ -186,6 +201,19 @@ func (e *env) count(name string) int {
 		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a whole number ≥ 0", name, raw))
 	}
 	return n
+}
+
+// duration reads a Go duration ≥ 0 ("50m", "1h30m"); unset means def.
+func (e *env) duration(name string, def time.Duration) time.Duration {
+	raw := strings.TrimSpace(e.get(name))
+	if raw == "" {
+		return def
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a duration ≥ 0 such as 50m or 2h", name, raw))
+	}
+	return d
 }
 
 func (e *env) logLevel() slog.Level {
