@@ -2,7 +2,10 @@
 // task lists are synced: adding a Harbor dataset by name[@version],
 // installing the operator's managed catalog, and the Sync handler that pages
 // a dataset's tasks in (pending → syncing (N/M) → ready | failed), bundles
-// each task directory into the blob store and stores the pinned manifest.
+// each task directory into the blob store and stores the pinned manifest;
+// the scheduled Refresh that re-resolves ready benchmarks (switching their
+// ready version when the content moved, never their status); and Delete,
+// which never removes a manifest version a run pinned.
 package benchsync
 
 import (
