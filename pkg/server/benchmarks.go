@@ -111,6 +111,30 @@ func (b *benchmarks) handle(ctx context.Context, log *slog.Logger, m queue.Messa
 	}
 }
 
+// refresh enqueues a refresh of every benchmark last synced more than
+// olderThan ago, at once and then every interval, until ctx ends — the local
+// counterpart of the cloud's scheduled registrysync.
+func (b *benchmarks) refresh(ctx context.Context, log *slog.Logger, now func() time.Time, interval, olderThan time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		msgs, err := b.sync.Refresh(ctx, now(), olderThan)
+		if err == nil {
+			err = b.enqueue(ctx, msgs...)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "benchmark refresh", "err", err)
+		} else if len(msgs) > 0 {
+			log.InfoContext(ctx, "benchmark refresh queued", "benchmarks", len(msgs))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():

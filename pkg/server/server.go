@@ -56,7 +56,20 @@ type Options struct {
 	CredentialsPath string
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
+	// RefreshEvery is how often benchmarks are checked for a registry
+	// refresh (default DefaultRefreshEvery; negative turns refreshes off).
+	RefreshEvery time.Duration
+	// RefreshAfter is how long after its last sync a benchmark is refreshed
+	// (default DefaultRefreshAfter).
+	RefreshAfter time.Duration
 }
+
+// Refresh defaults: as in the cloud, a benchmark is re-resolved against its
+// registry about hourly, so `head` datasets pick up new commits.
+const (
+	DefaultRefreshEvery = 10 * time.Minute
+	DefaultRefreshAfter = 50 * time.Minute
+)
 
 // Server is a running `gauntlet local`.
 type Server struct {
@@ -193,6 +206,20 @@ func (s *Server) Serve(ctx context.Context) error {
 		defer s.loops.Done()
 		s.benchmarks.consume(ctx, s.log)
 	}()
+	if every := s.opts.RefreshEvery; every >= 0 {
+		if every == 0 {
+			every = DefaultRefreshEvery
+		}
+		after := s.opts.RefreshAfter
+		if after <= 0 {
+			after = DefaultRefreshAfter
+		}
+		s.loops.Add(1)
+		go func() {
+			defer s.loops.Done()
+			s.benchmarks.refresh(ctx, s.log, s.now, every, after)
+		}()
+	}
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(s.listener) }()
