@@ -82,11 +82,7 @@ func (s *Service) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acqui
 	ops.Add(records.SlotOp(next))
 	err = ops.Transact(ctx, s.recs)
 	if err == nil {
-		stored, gerr := s.recs.Slot(ctx, r.ID, slot.ID)
-		if gerr != nil {
-			return false, false, fmt.Errorf("dispatch %s/%s: %w", r.ID, slot.ID, gerr)
-		}
-		*slot = stored
+		*slot = next // its stored version is unknown here; later writes use UpdateSlot
 		return true, false, nil
 	}
 	if !records.IsConditionFailed(err) {
@@ -373,6 +369,29 @@ func (s *Service) presignOutput(ctx context.Context, out *sandbox.Output) error 
 		return fmt.Errorf("presign artifacts upload: %w", err)
 	}
 	return nil
+}
+
+// runInfo returns the run as first read by this process: use it only for
+// the fields fixed at submission (settings, tasks, agents count, manifest
+// pins), never for the status.
+func (s *Service) runInfo(ctx context.Context, runID string) (*run.Run, error) {
+	s.cacheMu.Lock()
+	cached, ok := s.runs[runID]
+	s.cacheMu.Unlock()
+	if ok {
+		return cached, nil
+	}
+	r, err := s.recs.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	s.cacheMu.Lock()
+	if len(s.runs) >= maxCached {
+		clear(s.runs)
+	}
+	s.runs[runID] = &r
+	s.cacheMu.Unlock()
+	return &r, nil
 }
 
 // agents returns the run's agents (immutable after submission; cached).

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,6 +71,8 @@ type env struct {
 	// chaos, when set, makes pumpOnce deliver every message and every change
 	// record twice, in a shuffled order.
 	chaos *rand.Rand
+	// workers > 1 makes pumpOnce handle up to that many messages at once.
+	workers int
 }
 
 type envOptions struct {
@@ -187,21 +190,48 @@ func (e *env) pumpOnce() bool {
 	progressed := false
 	for _, name := range queueNames {
 		q := e.queues[name]
-		msgs, err := q.Receive(e.ctx, queue.MaxBatch, time.Minute, 0)
-		if err != nil {
-			e.t.Fatalf("receive %s: %v", name, err)
-		}
-		for _, m := range msgs {
-			if err := e.handler(name)(e.ctx, m.Body); err != nil {
-				e.t.Fatalf("handle %s message %s: %v", name, m.Body, err)
+		var msgs []queue.Message
+		for len(msgs) < 10*max(1, e.workers) {
+			got, err := q.Receive(e.ctx, queue.MaxBatch, time.Minute, 0)
+			if err != nil {
+				e.t.Fatalf("receive %s: %v", name, err)
 			}
-			if err := q.Delete(e.ctx, m.Receipt); err != nil {
-				e.t.Fatal(err)
+			if len(got) == 0 {
+				break
 			}
-			progressed = true
+			msgs = append(msgs, got...)
 		}
+		progressed = progressed || len(msgs) > 0
+		e.handleAll(name, q, msgs)
 	}
 	return e.recompute() || progressed
+}
+
+// handleAll handles and deletes msgs, on up to e.workers goroutines.
+func (e *env) handleAll(name string, q *sqlite.Queue, msgs []queue.Message) {
+	e.t.Helper()
+	errs := make(chan error, len(msgs))
+	sem := make(chan struct{}, max(1, e.workers))
+	var wg sync.WaitGroup
+	for _, m := range msgs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := e.handler(name)(e.ctx, m.Body); err != nil {
+				errs <- fmt.Errorf("handle %s message %s: %w", name, m.Body, err)
+				return
+			}
+			if err := q.Delete(e.ctx, m.Receipt); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Fatal(err)
+	}
 }
 
 type delivery struct {

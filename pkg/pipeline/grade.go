@@ -53,13 +53,18 @@ func (s *Service) Grade(ctx context.Context, c sandbox.Completion) error {
 	if slot.Generation != c.Generation || slot.LaunchID != c.LaunchID || !slot.Status.Active() {
 		return nil
 	}
-	r, err := s.recs.Run(ctx, c.RunID)
+	info, err := s.runInfo(ctx, c.RunID)
 	if err != nil {
 		return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
 	}
-	res := s.classify(ctx, r, slot, c)
-	res.Retried = res.Outcome == run.Errored && res.ErrorClass == run.Infra &&
-		slot.Generation < r.Settings.MaxRetries && r.Status.Launchable()
+	res := s.classify(ctx, *info, slot, c)
+	if res.Outcome == run.Errored && res.ErrorClass == run.Infra && slot.Generation < info.Settings.MaxRetries {
+		r, err := s.recs.Run(ctx, c.RunID) // a stopping run retries nothing
+		if err != nil {
+			return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
+		}
+		res.Retried = r.Status.Launchable()
+	}
 	body, err := encodeMessage(ResultMessage{SchemaVersion: SchemaVersion, Result: res})
 	if err != nil {
 		return err

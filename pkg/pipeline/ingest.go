@@ -129,6 +129,9 @@ func (s *Service) wakeQueued(ctx context.Context, runID string) error {
 		return err
 	}
 	sl := slots[0]
+	if sl.Deferrals == 0 {
+		return nil // no slot of the run is waiting for a gate: every queued one has its message pending
+	}
 	return s.resendSlot(ctx, SlotMessage{SchemaVersion: SchemaVersion, RunID: runID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
 }
 
@@ -158,25 +161,26 @@ func (s *Service) cancelSlot(ctx context.Context, slot run.Slot) error {
 // result: stopped when the run is stopping, failed when every scored attempt
 // errored for infrastructure reasons, finished otherwise. It is idempotent.
 func (s *Service) settle(ctx context.Context, runID string, agent int) error {
-	r, err := s.recs.Run(ctx, runID)
+	shape, err := s.runInfo(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("settle run %s: %w", runID, err)
 	}
-	if r.Status.Terminal() {
-		return s.recs.ClearActiveRun(ctx, runID)
-	}
-	if !r.Planned {
-		return nil
-	}
-	if err := s.settleAgent(ctx, r, agent); err != nil {
+	if err := s.settleAgent(ctx, *shape, agent); err != nil {
 		return err
 	}
 	t, err := s.recs.RunTally(ctx, runID)
 	if err != nil {
 		return err
 	}
-	if t.Done < int64(r.TotalSlots()) {
+	if t.Done < int64(shape.TotalSlots()) {
 		return nil
+	}
+	r, err := s.recs.Run(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("settle run %s: %w", runID, err)
+	}
+	if r.Status.Terminal() {
+		return s.recs.ClearActiveRun(ctx, runID)
 	}
 	return s.endRun(ctx, r.ID, t)
 }

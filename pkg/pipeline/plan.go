@@ -12,7 +12,7 @@ import (
 
 // planBatch is how many slots the planner creates, and sends messages for,
 // at a time.
-const planBatch = 2500
+const planBatch = 5000
 
 // Plan fans a run out into agents × tasks × attempts slots with
 // deterministic ids, created idempotently in batches, moves the run (and its

@@ -50,13 +50,15 @@ func (l Leaderboard) Board(metric leaderboard.Metric) (leaderboard.Board, bool) 
 }
 
 // Recompute consumes change-stream records: a created attempt result
-// refreshes its run's metrics; a run that became finished refreshes its
-// metrics and its benchmark's leaderboard. Both are recomputed from the
-// stored state, never incrementally, so redelivered and out-of-order changes
-// give the same result. Each run and board is recomputed once per batch.
+// refreshes its run's metrics (while the run is going, at most once per
+// MetricsInterval per process); a run that ended refreshes its metrics, and
+// a run that finished its benchmark's leaderboard too. Both are recomputed
+// from the stored state, never incrementally, so redelivered and
+// out-of-order changes give the same result. Each run and board is
+// recomputed at most once per batch.
 func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 	type boardKey struct{ ws, key string }
-	metrics := map[string]bool{}
+	metrics := map[string]bool{} // run id → forced (the run ended)
 	boards := map[boardKey]bool{}
 	for _, c := range changes {
 		ev, ok, err := records.DescribeChange(c)
@@ -67,16 +69,21 @@ func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 		if !ok {
 			continue
 		}
-		if ev.ResultInserted {
-			metrics[ev.RunID] = true
+		if ev.ResultInserted && !metrics[ev.RunID] {
+			metrics[ev.RunID] = false
 		}
-		if ev.Run != nil && ev.Run.Status == run.Finished && ev.OldStatus != run.Finished {
+		if ev.Run != nil && ev.Run.Status.Terminal() && ev.OldStatus != ev.Run.Status {
 			metrics[ev.RunID] = true
-			boards[boardKey{ev.Run.Workspace, ev.Run.Benchmark}] = true
+			if ev.Run.Status == run.Finished {
+				boards[boardKey{ev.Run.Workspace, ev.Run.Benchmark}] = true
+			}
 		}
 	}
 	var errs []error
 	for _, id := range sortedKeys(metrics) {
+		if !metrics[id] && !s.metricsDue(id) {
+			continue
+		}
 		if err := s.RecomputeRun(ctx, id); err != nil {
 			errs = append(errs, err)
 		}
@@ -87,6 +94,22 @@ func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// metricsDue reports whether a running run's metrics were last recomputed
+// (by this process) at least MetricsInterval ago, and if so notes now.
+func (s *Service) metricsDue(runID string) bool {
+	now := s.now()
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if last, ok := s.metricsAt[runID]; ok && now.Sub(last) < s.opts.MetricsInterval {
+		return false
+	}
+	if len(s.metricsAt) >= maxCached {
+		clear(s.metricsAt)
+	}
+	s.metricsAt[runID] = now
+	return true
 }
 
 func sortedKeys(m map[string]bool) []string {

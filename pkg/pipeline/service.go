@@ -65,6 +65,9 @@ type Options struct {
 	// LostGrace is how long a running slot's sandbox may be missing from the
 	// driver's list before the slot is declared lost (default 2 min).
 	LostGrace time.Duration
+	// MetricsInterval is how often a running run's metrics are recomputed at
+	// most (default 2 s); an ended run's always are.
+	MetricsInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives operational logs (default slog.Default()).
@@ -84,6 +87,7 @@ func (o Options) withDefaults() Options {
 	def(&o.DeadlineGrace, 5*time.Minute)
 	def(&o.MaxSandboxLifetime, 24*time.Hour)
 	def(&o.LostGrace, 2*time.Minute)
+	def(&o.MetricsInterval, 2*time.Second)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -101,9 +105,11 @@ type Service struct {
 	log   *slog.Logger
 
 	cacheMu    sync.Mutex
+	runs       map[string]*run.Run      // runs as first read (immutable fields only), by id
 	agentCache map[string][]run.Agent   // agents of runs (immutable), by run id
 	tasks      map[string]*records.Task // tasks of pinned manifests, by ws/key/version/name
 	known      map[string]struct{}      // facts already written (agent running)
+	metricsAt  map[string]time.Time     // last metrics recompute of running runs
 }
 
 // maxCached bounds each in-process cache; a full cache is emptied.
@@ -118,7 +124,7 @@ func New(p Ports, opts Options) (*Service, error) {
 	opts = opts.withDefaults()
 	return &Service{
 		ports: p, opts: opts, recs: records.New(p.Table), log: opts.Logger,
-		agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{},
+		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]time.Time{},
 	}, nil
 }
 

@@ -76,7 +76,13 @@ var slotCodec = codec[run.Slot]{
 		case s.Status.Active():
 			it.GSI1PK, it.GSI1SK = runPK(s.RunID)+"#ACTIVE", s.ID
 		case s.Status == run.SlotQueued:
-			it.GSI2PK, it.GSI2SK = runPK(s.RunID)+"#QUEUED", s.ID
+			// Slots put off by a full concurrency gate sort first, so the
+			// ingester can wake one with a single-item query.
+			rank := "1#"
+			if s.Deferrals > 0 {
+				rank = "0#"
+			}
+			it.GSI2PK, it.GSI2SK = runPK(s.RunID)+"#QUEUED", rank+s.ID
 		}
 		return it, nil
 	},
@@ -221,7 +227,7 @@ type SlotFilter int
 // Slot filters.
 const (
 	AllSlots    SlotFilter = iota // every slot, by id
-	QueuedSlots                   // slots waiting for dispatch (gsi2)
+	QueuedSlots                   // slots waiting for dispatch (gsi2), put-off ones first
 	ActiveSlots                   // slots launching or running (gsi1)
 )
 

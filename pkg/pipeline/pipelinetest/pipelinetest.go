@@ -31,12 +31,28 @@ type InstantDriver struct {
 
 	mu       sync.Mutex
 	launched map[string]bool
+	busy     time.Duration
+}
+
+// Busy returns the total time spent inside Launch (writing result.json and
+// sending the completion): the stand-in sandbox's own cost, which a
+// measurement of the platform's overhead subtracts.
+func (d *InstantDriver) Busy() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.busy
 }
 
 var _ sandbox.Driver = (*InstantDriver)(nil)
 
 // Launch implements sandbox.Driver.
 func (d *InstantDriver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle, error) {
+	start := time.Now()
+	defer func() {
+		d.mu.Lock()
+		d.busy += time.Since(start)
+		d.mu.Unlock()
+	}()
 	h := sandbox.Handle{ID: "instant-" + spec.LaunchID, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
 	d.mu.Lock()
 	if d.launched == nil {
