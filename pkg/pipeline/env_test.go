@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -379,5 +378,3 @@ func (e *env) logSteps(runID string) map[string]int {
 		cursor = next
 	}
 }
-
-func isNotFound(err error) bool { return errors.Is(err, records.ErrNotFound) }
