@@ -20,8 +20,8 @@ const dispatchAttempts = 8
 // Dispatch launches one generation of a slot. It passes the run's
 // max_concurrent_attempts gate and the global sandbox cap — a guarded
 // counter each, taken in the same transaction that records the launch intent
-// (slot launching, launch id = hash(run, slot, generation)) — and only then
-// calls the driver. Over a cap the message is re-sent with a delay (the slot
+// (slot launching, launch id = hash(run, slot, generation)) and its run log
+// line — and only then calls the driver. Over a cap the message is re-sent with a delay (the slot
 // waits; it is never dropped). A redelivered message for a slot already
 // launching adopts the launch (the driver returns the sandbox of the same
 // launch id); one for a running, done or older-generation slot changes
@@ -80,6 +80,8 @@ func (s *Service) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acqui
 	ops.Append(records.RunGateOp(r.ID, 1, int64(r.Settings.MaxConcurrentAttempts)),
 		records.GlobalGateOp(1, int64(s.opts.MaxSandboxes)))
 	ops.Add(records.SlotOp(next))
+	ops.Add(records.LogOp(records.LogLine{RunID: r.ID, At: next.LaunchedAt, Level: records.LevelInfo, Step: "launched", Slot: slot.ID,
+		Message: fmt.Sprintf("slot %s generation %d launching (launch %s)", slot.ID, slot.Generation, next.LaunchID)}))
 	err = ops.Transact(ctx, s.recs)
 	if err == nil {
 		*slot = next // its stored version is unknown here; later writes use UpdateSlot
@@ -176,12 +178,7 @@ func (s *Service) launch(ctx context.Context, r run.Run, slot run.Slot) error {
 			return fmt.Errorf("stop sandbox %s of %s/%s: %w", h.ID, r.ID, slot.ID, err)
 		}
 	}
-	if err := s.markRunning(ctx, r, slot.Agent); err != nil {
-		return err
-	}
-	s.appendLog(ctx, r.ID, slot.ID, records.LevelInfo, "launched",
-		fmt.Sprintf("slot %s generation %d launched in sandbox %s", slot.ID, slot.Generation, h.ID))
-	return nil
+	return s.markRunning(ctx, r, slot.Agent)
 }
 
 // failedToStart reports a launch the driver refused as a completion, so the
