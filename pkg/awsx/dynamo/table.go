@@ -90,7 +90,10 @@ func (t *Table) Put(ctx context.Context, item store.Item, cond store.Cond) (stor
 	case store.IfVersion:
 		return t.putVersion(ctx, item, cond, cond.Version+1)
 	}
-	for range t.retry {
+	for attempt := range t.retry {
+		if err := backoff(ctx, attempt); err != nil {
+			return store.Item{}, fmt.Errorf("put %s/%s: %w", item.PK, item.SK, err)
+		}
 		cur, err := t.Get(ctx, item.PK, item.SK)
 		switch {
 		case errors.Is(err, store.ErrNotFound) && cond.Kind == store.IfExists:

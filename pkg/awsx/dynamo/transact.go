@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -24,7 +26,10 @@ func (t *Table) Transact(ctx context.Context, ops []store.Op) error {
 	if len(ops) > store.MaxTransactOps {
 		return fmt.Errorf("transact %d ops: %w", len(ops), store.ErrTooManyOps)
 	}
-	for range t.retry {
+	for attempt := range t.retry {
+		if err := backoff(ctx, attempt); err != nil {
+			return fmt.Errorf("transact %d ops: %w", len(ops), err)
+		}
 		items, implicit, err := t.transactItems(ctx, ops)
 		if err != nil {
 			return err
@@ -42,6 +47,23 @@ func (t *Table) Transact(ctx context.Context, ops []store.Op) error {
 		}
 	}
 	return fmt.Errorf("transact %d ops: too much contention after %d attempts: %w", len(ops), t.retry, store.ErrConditionFailed)
+}
+
+// backoff waits before a retry: nothing before the first attempt, then a
+// jittered, doubling delay (5 ms … 320 ms), so writers contending for the
+// same hot items (run tallies, gates) spread out instead of colliding again.
+func backoff(ctx context.Context, attempt int) error {
+	if attempt == 0 {
+		return nil
+	}
+	limit := 5 * time.Millisecond << min(attempt-1, 6)
+	d := limit/2 + time.Duration(rand.Int64N(int64(limit/2)+1))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // callerConditionFailed reports whether a cancellation was caused by a

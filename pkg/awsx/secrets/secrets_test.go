@@ -19,6 +19,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/secrets"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret/secrettest"
 )
 
 // smServer speaks Secrets Manager's JSON 1.1 protocol to the real SDK client:
@@ -163,4 +164,13 @@ func TestValuesNeverInErrorsOrLogs(t *testing.T) {
 	if strings.Contains(buf.String(), "sk-top-secret") {
 		t.Fatalf("log line %s shows the value", buf.String())
 	}
+}
+
+// TestContract runs the secret-store contract suite the local adapter also
+// passes, against the JSON-protocol server above.
+func TestContract(t *testing.T) {
+	secrettest.Run(t, func(t *testing.T) secret.Store {
+		s, _ := newStore(t)
+		return s
+	})
 }
