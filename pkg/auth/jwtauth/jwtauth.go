@@ -7,10 +7,15 @@
 //
 // A verified token maps to a workspace (claim "custom:workspace", as a
 // Cognito custom attribute, or "gauntlet:workspace") and a user ("sub").
+// With Cognito that is the ID token: its "aud" is the app client id, and
+// unlike the access token it carries the user's custom attributes. A
+// platform operator is a caller whose admin claim (default
+// "cognito:groups") lists the admin group (default "gauntlet-admins").
 package jwtauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,14 +41,22 @@ const (
 	ClaimGauntletWorkspace = "gauntlet:workspace"
 )
 
+// Admin defaults: Cognito lists a user's groups in "cognito:groups" (in
+// both its ID and access tokens); the stack's user pool has this group.
+const (
+	DefaultAdminClaim = "cognito:groups"
+	DefaultAdminGroup = "gauntlet-admins"
+)
+
 // Config configures a Verifier.
 type Config struct {
 	// Issuer is the exact "iss" every token must carry (e.g.
 	// https://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbCdEf).
 	Issuer string
-	// Audience must be one of the token's "aud" values; a token without
-	// "aud" (a Cognito access token) passes when its "client_id" equals it,
-	// as API Gateway's JWT authorizer does.
+	// Audience must be one of the token's "aud" values (a Cognito ID
+	// token's "aud" is the app client id); a token without "aud" (a Cognito
+	// access token) passes when its "client_id" equals it, as API Gateway's
+	// JWT authorizer does.
 	Audience string
 	// JWKSURL is the key set's URL; empty = discovered from the issuer.
 	JWKSURL string
@@ -58,12 +71,20 @@ type Config struct {
 	MinRefresh time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AdminClaim names the claim that lists the caller's groups or roles
+	// (default DefaultAdminClaim); AdminGroup is the value in it that makes
+	// the caller a platform operator (default DefaultAdminGroup). The claim
+	// may be a list of strings or one string of space-separated values.
+	AdminClaim string
+	AdminGroup string
 }
 
 // Identity is the caller a token names.
 type Identity struct {
 	Workspace string
 	User      string
+	// Admin reports a platform operator: the admin claim lists the admin group.
+	Admin bool
 }
 
 // Verifier checks tokens of one issuer and audience.
@@ -95,6 +116,12 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.AdminClaim == "" {
+		cfg.AdminClaim = DefaultAdminClaim
+	}
+	if cfg.AdminGroup == "" {
+		cfg.AdminGroup = DefaultAdminGroup
+	}
 	v := &Verifier{
 		cfg: cfg,
 		keys: &keySet{client: cfg.HTTPClient, issuer: cfg.Issuer, jwksURL: cfg.JWKSURL,
@@ -114,8 +141,39 @@ func New(cfg Config) (*Verifier, error) {
 type claims struct {
 	jwt.RegisteredClaims
 	ClientID          string `json:"client_id"`
+	TokenUse          string `json:"token_use"` // Cognito: "id" or "access"
 	Workspace         string `json:"custom:workspace"`
 	GauntletWorkspace string `json:"gauntlet:workspace"`
+
+	all map[string]json.RawMessage // every claim, for the configurable admin claim
+}
+
+// UnmarshalJSON decodes the named claims and keeps every claim raw.
+func (c *claims) UnmarshalJSON(b []byte) error {
+	type named claims // without this method
+	if err := json.Unmarshal(b, (*named)(c)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &c.all)
+}
+
+// hasGroup reports whether the claim name lists group: a JSON list of
+// strings holding it, or a string equal to it or holding it among
+// space-separated values.
+func (c *claims) hasGroup(name, group string) bool {
+	raw, ok := c.all[name]
+	if !ok {
+		return false
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return slices.Contains(list, group)
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return slices.Contains(strings.Fields(one), group)
+	}
+	return false
 }
 
 var (
@@ -154,6 +212,8 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: claims %s and %s disagree", ErrInvalidToken, ClaimWorkspace, ClaimGauntletWorkspace)
 	}
 	switch {
+	case ws == "" && c.TokenUse == "access":
+		return Identity{}, fmt.Errorf("%w: no workspace claim (%s or %s): a Cognito access token carries no custom attributes; send the ID token", ErrInvalidToken, ClaimWorkspace, ClaimGauntletWorkspace)
 	case ws == "":
 		return Identity{}, fmt.Errorf("%w: no workspace claim (%s or %s)", ErrInvalidToken, ClaimWorkspace, ClaimGauntletWorkspace)
 	case !workspacePattern.MatchString(ws):
@@ -161,7 +221,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	case !userPattern.MatchString(c.Subject):
 		return Identity{}, fmt.Errorf("%w: sub claim is missing or not a user id", ErrInvalidToken)
 	}
-	return Identity{Workspace: ws, User: c.Subject}, nil
+	return Identity{Workspace: ws, User: c.Subject, Admin: c.hasGroup(v.cfg.AdminClaim, v.cfg.AdminGroup)}, nil
 }
 
 // reason names what was wrong with a token in words safe to log and to
