@@ -91,6 +91,10 @@ type Handler struct {
 	manifests  map[string]*manifestInfo // immutable manifest versions, by ws/key/version
 
 	answers answerCache // rendered leaderboards and runs
+
+	// mintsTokens is set when the handler authenticates its own API tokens
+	// (New): adding a user then issues one.
+	mintsTokens bool
 }
 
 // New returns the API handler; it authenticates gauntlet API tokens.
@@ -99,7 +103,9 @@ func New(cfg Config) *Handler {
 	if now == nil {
 		now = time.Now
 	}
-	return newHandler(cfg, &tokenAuthenticator{recs: cfg.Records, now: now})
+	h := newHandler(cfg, &tokenAuthenticator{recs: cfg.Records, now: now})
+	h.mintsTokens = true
+	return h
 }
 
 func newHandler(cfg Config, auth Authenticator) *Handler {
@@ -115,6 +121,9 @@ func newHandler(cfg Config, auth Authenticator) *Handler {
 	h := &Handler{cfg: cfg, auth: auth, mux: http.NewServeMux(), log: cfg.Logger, manifests: map[string]*manifestInfo{}}
 	for _, rt := range h.routes() {
 		handle := rt.handle
+		if rt.admin {
+			handle = h.adminOnly(handle)
+		}
 		if !rt.public {
 			handle = h.authenticated(handle)
 		}
@@ -134,13 +143,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 type route struct {
 	method, pattern string
 	public          bool
+	admin           bool // platform operators only (403 for everyone else)
 	handle          handlerFunc
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (h *Handler) routes() []route {
-	return []route{
+	return append([]route{
 		{method: "GET", pattern: "/healthz", public: true, handle: h.health},
 		{method: "GET", pattern: "/v1/openapi.json", public: true, handle: h.openAPI},
 		{method: "GET", pattern: "/v1/workspace", handle: h.workspace},
@@ -164,7 +174,7 @@ func (h *Handler) routes() []route {
 		{method: "GET", pattern: "/v1/runs/{id}/results/{result}", handle: h.getResult},
 		{method: "GET", pattern: "/v1/runs/{id}/results/{result}/artifacts/{path...}", handle: h.getArtifact},
 		{method: "GET", pattern: "/v1/runs/{id}/download", handle: h.download},
-	}
+	}, h.adminRoutes()...)
 }
 
 // handler adapts a handlerFunc: it gives the request an id and writes a

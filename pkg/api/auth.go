@@ -37,6 +37,8 @@ func HashToken(token string) string {
 type Identity struct {
 	Workspace string
 	User      string
+	// Admin marks a platform operator, who may use the /v1/admin routes.
+	Admin bool
 }
 
 type identityKey struct{}
@@ -80,7 +82,11 @@ func (a *tokenAuthenticator) Authenticate(ctx context.Context, token string) (Id
 	if err != nil {
 		return Identity{}, fmt.Errorf("look up token: %w", err)
 	}
-	id := Identity{Workspace: rec.Workspace, User: rec.User}
+	admin, err := a.recs.IsAdmin(ctx, rec.Workspace, rec.User)
+	if err != nil {
+		return Identity{}, fmt.Errorf("look up token: %w", err)
+	}
+	id := Identity{Workspace: rec.Workspace, User: rec.User, Admin: admin}
 	a.mu.Lock()
 	if a.known == nil || len(a.known) >= maxCachedAnswers {
 		a.known = map[string]knownToken{}
