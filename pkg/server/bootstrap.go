@@ -44,7 +44,10 @@ func (s *Server) CreateWorkspace(ctx context.Context, name, userName string) (Te
 	recs := s.records
 	now := s.now().UTC()
 	steps := []func() error{
-		func() error { return recs.PutWorkspace(ctx, records.Workspace{ID: ws, Name: name, CreatedAt: now}) },
+		func() error {
+			_, _, err := recs.CreateWorkspace(ctx, records.Workspace{ID: ws, Name: name, CreatedAt: now})
+			return err
+		},
 		func() error {
 			return recs.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local", UpdatedAt: now})
 		},
@@ -65,9 +68,27 @@ func (s *Server) CreateWorkspace(ctx context.Context, name, userName string) (Te
 	return t, nil
 }
 
-// bootstrap returns the data dir's first tenant: the one whose token is in
-// the token file, or a new workspace whose token it writes there.
+// bootstrap returns the data dir's first tenant, a platform operator: the
+// one whose token is in the token file, or a new workspace whose token it
+// writes there.
 func (s *Server) bootstrap(ctx context.Context) (Tenant, bool, error) {
+	t, created, err := s.firstTenant(ctx)
+	if err != nil {
+		return Tenant{}, false, err
+	}
+	if err := s.records.PutAdmin(ctx, records.Admin{Workspace: t.Workspace, User: t.User, GrantedAt: s.now().UTC()}); err != nil {
+		return Tenant{}, false, fmt.Errorf("make the first user an admin: %w", err)
+	}
+	if !created {
+		// Data dirs from before the workspace index: list the first workspace.
+		if _, err := s.records.IndexWorkspace(ctx, t.Workspace); err != nil {
+			return Tenant{}, false, fmt.Errorf("index the first workspace: %w", err)
+		}
+	}
+	return t, created, nil
+}
+
+func (s *Server) firstTenant(ctx context.Context) (Tenant, bool, error) {
 	path := filepath.Join(s.opts.DataDir, TokenFile)
 	data, err := os.ReadFile(path)
 	switch {

@@ -39,7 +39,8 @@ func (p *Platform) API() (*api.Handler, error) {
 	if p.SyncQueue == nil {
 		return nil, notWired("sync queue", EnvSyncQueueURL)
 	}
-	verifier, err := jwtauth.New(jwtauth.Config{Issuer: p.Config.JWTIssuer, Audience: p.Config.JWTAudience, JWKSURL: p.Config.JWKSURL})
+	verifier, err := jwtauth.New(jwtauth.Config{Issuer: p.Config.JWTIssuer, Audience: p.Config.JWTAudience, JWKSURL: p.Config.JWKSURL,
+		AdminClaim: p.Config.AdminClaim, AdminGroup: p.Config.AdminGroup})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +64,7 @@ func (a JWTAuthenticator) Authenticate(ctx context.Context, token string) (api.I
 	case err != nil:
 		return api.Identity{}, fmt.Errorf("%w: %w", api.ErrInvalidCredentials, err)
 	}
-	return api.Identity{Workspace: id.Workspace, User: id.User}, nil
+	return api.Identity{Workspace: id.Workspace, User: id.User, Admin: id.Admin}, nil
 }
 
 // Benchmarks is api.Benchmarks on benchsync: adding a benchmark or

@@ -35,6 +35,8 @@ const (
 	EnvJWTIssuer            = "GAUNTLET_JWT_ISSUER"
 	EnvJWTAudience          = "GAUNTLET_JWT_AUDIENCE"
 	EnvJWKSURL              = "GAUNTLET_JWKS_URL"
+	EnvAdminClaim           = "GAUNTLET_ADMIN_CLAIM"
+	EnvAdminGroup           = "GAUNTLET_ADMIN_GROUP"
 	EnvConsoleOrigin        = "GAUNTLET_CONSOLE_ORIGIN"
 	EnvMaxSandboxes         = "GAUNTLET_MAX_SANDBOXES"
 	EnvRegistry             = "GAUNTLET_REGISTRY"
@@ -93,6 +95,10 @@ type Config struct {
 	// refresh re-sync a benchmark (DefaultSyncRefreshAfter when unset).
 	SyncRefreshAfter time.Duration
 	LogLevel         slog.Level
+	// AdminClaim and AdminGroup say which token claim value makes a caller
+	// a platform operator; empty = jwtauth's defaults (cognito:groups,
+	// gauntlet-admins).
+	AdminClaim, AdminGroup string
 }
 
 // DefaultSyncRefreshAfter is a little under the hourly refresh schedule, so
@@ -137,6 +143,7 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 		c.JWTIssuer = e.required(EnvJWTIssuer)
 		c.JWTAudience = e.required(EnvJWTAudience)
 		c.JWKSURL = getenv(EnvJWKSURL)
+		c.AdminClaim, c.AdminGroup = strings.TrimSpace(getenv(EnvAdminClaim)), strings.TrimSpace(getenv(EnvAdminGroup))
 	}
 	if n.MaxSandboxes {
 		c.MaxSandboxes = e.count(EnvMaxSandboxes)

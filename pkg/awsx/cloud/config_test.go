@@ -72,6 +72,16 @@ func TestLoad(t *testing.T) {
 			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"], Sandbox: sandboxCfg,
 			JWTIssuer: full["GAUNTLET_JWT_ISSUER"], JWTAudience: "client-1", Registry: full["GAUNTLET_REGISTRY"],
 			LogLevel: slog.LevelWarn}},
+		{name: "api with another identity provider's admin role", needs: cloud.API, env: func() map[string]string {
+			e := without(full)
+			e["GAUNTLET_ADMIN_CLAIM"], e["GAUNTLET_ADMIN_GROUP"] = "roles", "platform-operator"
+			return e
+		}(), want: cloud.Config{
+			Stage: "dev", Table: "gauntlet-dev-Table", PlanQueueURL: full["GAUNTLET_PLAN_QUEUE_URL"],
+			SyncQueueURL: full["GAUNTLET_SYNC_QUEUE_URL"], Bucket: "gauntlet-dev-artifacts",
+			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"], Sandbox: sandboxCfg,
+			JWTIssuer: full["GAUNTLET_JWT_ISSUER"], JWTAudience: "client-1", AdminClaim: "roles", AdminGroup: "platform-operator",
+			Registry: full["GAUNTLET_REGISTRY"], LogLevel: slog.LevelWarn}},
 		{name: "grader", needs: cloud.Grader, env: full, want: cloud.Config{
 			Stage: "dev", Table: "gauntlet-dev-Table", ResultsQueueURL: full["GAUNTLET_RESULTS_QUEUE_URL"],
 			Bucket: "gauntlet-dev-artifacts", LogLevel: slog.LevelWarn}},
