@@ -37,6 +37,7 @@ var commands = []command{
 	{name: "leaderboard", summary: "show a benchmark's leaderboard", run: runLeaderboard},
 	{name: "secret", summary: "set, list and delete secret records (values are write-only)", run: secretGroup.run},
 	{name: "score", summary: "rank agents from attempt results (JSONL files or Harbor job directories)", run: runScore},
+	{name: "admin", summary: "platform operators: create workspaces, set billing, add users", run: runAdmin},
 }
 
 func main() {
