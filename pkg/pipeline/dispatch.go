@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -149,8 +150,11 @@ func (s *Service) resendSlot(ctx context.Context, m SlotMessage, delay time.Dura
 func (s *Service) launch(ctx context.Context, r run.Run, slot run.Slot) error {
 	spec, deadline, err := s.buildSpec(ctx, r, slot)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return err
+		case errors.Is(err, records.ErrNotFound) || errors.Is(err, secret.ErrNotFound):
+			return s.unlaunchable(ctx, slot, err)
 		}
 		return s.failedToStart(ctx, slot, err)
 	}
@@ -181,8 +185,21 @@ func (s *Service) launch(ctx context.Context, r run.Run, slot run.Slot) error {
 	return s.markRunning(ctx, r, slot.Agent)
 }
 
-// failedToStart reports a launch the driver refused as a completion, so the
-// grader classifies it (infrastructure error, retried if retries are left).
+// unlaunchable records a slot whose sandbox cannot be prepared because
+// something the run names is gone (a deleted secret record, a missing task):
+// an infrastructure error the platform did not cause, so it is retried only
+// within the run's max_retries.
+func (s *Service) unlaunchable(ctx context.Context, slot run.Slot, cause error) error {
+	now := s.now()
+	s.log.WarnContext(ctx, "sandbox cannot be prepared", "run_id", slot.RunID, "slot", slot.ID, "err", cause)
+	res := s.newResult(slot, now, now)
+	res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, "the sandbox could not be prepared: "+cause.Error()
+	return s.sendGraded(ctx, slot, res, false)
+}
+
+// failedToStart reports a launch the platform could not make (the driver
+// refused it, or reading what the spec needs failed) as a completion, so the
+// grader classifies it: a platform loss, re-run without touching max_retries.
 func (s *Service) failedToStart(ctx context.Context, slot run.Slot, cause error) error {
 	now := s.now()
 	s.log.WarnContext(ctx, "sandbox failed to start", "run_id", slot.RunID, "slot", slot.ID, "err", cause)

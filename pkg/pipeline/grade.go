@@ -24,10 +24,14 @@ var agentPhaseExceptions = []string{
 // Grade turns a sandbox completion into an attempt result and sends it to
 // the results queue. Classification:
 //
-//   - infra (retried while the slot's generation < max_retries): the sandbox
-//     failed to start, the platform lost it, the watchdog stopped it past its
-//     deadline (platform timeout), the runner exited non-zero (crash or
-//     ExitInfra), or result.json is missing or unreadable;
+//   - platform loss (infra, re-run without touching max_retries, at most
+//     PlatformRetryLimit times, then errored): the sandbox failed to start,
+//     the platform lost it (a crash under it), or the platform stopped it
+//     without asking for a stop (the driver shut down);
+//   - infra (retried while the slot's infrastructure retries < max_retries):
+//     the watchdog stopped it past its deadline (platform timeout), the
+//     runner exited non-zero (crash or ExitInfra), or result.json is missing
+//     or unreadable;
 //   - cancelled: the sandbox was stopped because its run is stopping;
 //   - otherwise the verifier decides: reward ≥ the pass threshold passes,
 //     below fails. An agent failure (timeout, non-zero exit, setup failure)
@@ -57,68 +61,111 @@ func (s *Service) Grade(ctx context.Context, c sandbox.Completion) error {
 	if err != nil {
 		return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
 	}
-	res := s.classify(ctx, *info, slot, c)
-	if res.Outcome == run.Errored && res.ErrorClass == run.Infra && slot.Generation < info.Settings.MaxRetries {
-		r, err := s.recs.Run(ctx, c.RunID) // a stopping run retries nothing
-		if err != nil {
-			return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
+	res, platform := s.classify(ctx, *info, slot, c)
+	return s.sendGraded(ctx, slot, res, platform)
+}
+
+// PlatformRetryLimit is how often one attempt (slot) is re-run after the
+// platform lost it before it is recorded as errored (infra): a platform
+// that keeps failing must still let the run end.
+const PlatformRetryLimit = 5
+
+// sendGraded decides whether an infrastructure error is retried and sends
+// the result to the results queue. A platform loss (platform) is re-run
+// without touching the run's max_retries budget, up to PlatformRetryLimit
+// times; any other infrastructure error is retried while the slot has
+// retries of that budget left. A stopping run retries nothing.
+func (s *Service) sendGraded(ctx context.Context, slot run.Slot, res run.Result, platform bool) error {
+	if res.Outcome == run.Errored && res.ErrorClass == run.Infra {
+		if err := s.decideRetry(ctx, slot, &res, platform); err != nil {
+			return fmt.Errorf("grade %s/%s: %w", slot.RunID, slot.ID, err)
 		}
-		res.Retried = r.Status.Launchable()
 	}
 	body, err := encodeMessage(ResultMessage{SchemaVersion: SchemaVersion, Result: res})
 	if err != nil {
 		return err
 	}
 	if err := s.ports.Results.Send(ctx, outgoing(body, 0)); err != nil {
-		return fmt.Errorf("grade %s/%s: send result: %w", c.RunID, c.SlotID, err)
+		return fmt.Errorf("grade %s/%s: send result: %w", slot.RunID, slot.ID, err)
 	}
 	return nil
 }
 
-// classify builds the attempt result of a completion (Retried not yet set).
-func (s *Service) classify(ctx context.Context, r run.Run, slot run.Slot, c sandbox.Completion) run.Result {
+func (s *Service) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, platform bool) error {
+	info, err := s.runInfo(ctx, slot.RunID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case platform && slot.PlatformRetries >= PlatformRetryLimit:
+		res.Message = fmt.Sprintf("%s (given up after the platform re-ran this attempt %d times)", res.Message, slot.PlatformRetries)
+		return nil
+	case !platform && slot.InfraRetries() >= info.Settings.MaxRetries:
+		return nil
+	}
+	r, err := s.recs.Run(ctx, slot.RunID) // a stopping run retries nothing
+	if err != nil {
+		return err
+	}
+	res.Retried = r.Status.Launchable()
+	res.PlatformRetry = res.Retried && platform
+	return nil
+}
+
+// newResult is the attempt result of the slot's current generation before
+// it is graded.
+func (s *Service) newResult(slot run.Slot, started, ended time.Time) run.Result {
 	res := run.Result{
-		RunID: r.ID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent, Task: slot.Task,
-		Attempt: slot.Attempt, LaunchID: slot.LaunchID, ArtifactsPrefix: OutputPrefix(r.ID, slot.ID, slot.Generation),
-		StartedAt: c.StartedAt, EndedAt: c.StoppedAt, RecordedAt: s.now(),
+		RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent, Task: slot.Task,
+		Attempt: slot.Attempt, LaunchID: slot.LaunchID, ArtifactsPrefix: OutputPrefix(slot.RunID, slot.ID, slot.Generation),
+		StartedAt: started, EndedAt: ended, RecordedAt: s.now(),
 	}
-	if !c.StartedAt.IsZero() && c.StoppedAt.After(c.StartedAt) {
-		res.DurationMS = c.StoppedAt.Sub(c.StartedAt).Milliseconds()
+	if !started.IsZero() && ended.After(started) {
+		res.DurationMS = ended.Sub(started).Milliseconds()
 	}
+	return res
+}
+
+// classify builds the attempt result of a completion (Retried not yet set)
+// and reports whether an infrastructure error was the platform's own loss.
+func (s *Service) classify(ctx context.Context, r run.Run, slot run.Slot, c sandbox.Completion) (run.Result, bool) {
+	res := s.newResult(slot, c.StartedAt, c.StoppedAt)
 	infra := func(format string, args ...any) run.Result {
 		res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, fmt.Sprintf(format, args...)
 		return res
 	}
 	switch c.Reason {
 	case sandbox.FailedToStart:
-		return infra("sandbox failed to start: %s", c.Message)
+		return infra("sandbox failed to start: %s", c.Message), true
 	case sandbox.Lost:
-		return infra("the platform lost the sandbox: %s", c.Message)
+		return infra("the platform lost the sandbox: %s", c.Message), true
 	case sandbox.UserStopped:
 		switch slot.StopReason {
 		case run.StopCancel:
 			res.Outcome, res.Message = run.Cancelled, "the run was stopped"
-			return res
+			return res, false
 		case run.StopDeadline:
-			return infra("platform timeout: the sandbox ran past its deadline and was stopped")
+			return infra("platform timeout: the sandbox ran past its deadline and was stopped"), false
 		}
-		return infra("the sandbox was stopped by the platform: %s", c.Message)
+		// Nobody in the pipeline asked for this stop: the sandbox driver
+		// shut down under it.
+		return infra("the sandbox was stopped by the platform: %s", c.Message), true
 	case sandbox.Exited:
 	default:
-		return infra("unknown sandbox stop reason %q", c.Reason)
+		return infra("unknown sandbox stop reason %q", c.Reason), false
 	}
 	if c.ExitCode != sandbox.ExitOK {
 		if slot.StopReason == run.StopCancel {
 			res.Outcome, res.Message = run.Cancelled, "the run was stopped"
-			return res
+			return res, false
 		}
-		return infra("the sandbox runner crashed (exit code %d)%s", c.ExitCode, suffix(c.Message))
+		return infra("the sandbox runner crashed (exit code %d)%s", c.ExitCode, suffix(c.Message)), false
 	}
 	tr, err := s.readResult(ctx, res.ArtifactsPrefix)
 	if err != nil {
-		return infra("%v", err)
+		return infra("%v", err), false
 	}
-	return scoreTrial(res, tr, r.Settings.PassThreshold)
+	return scoreTrial(res, tr, r.Settings.PassThreshold), false
 }
 
 func suffix(msg string) string {

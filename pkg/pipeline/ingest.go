@@ -66,6 +66,9 @@ func (s *Service) applyResult(ctx context.Context, slot run.Slot, res run.Result
 			return err
 		}
 		next.Generation++
+		if res.PlatformRetry {
+			next.PlatformRetries++
+		}
 		next.Deferrals = 0
 		next.LaunchID, next.SandboxID, next.StopReason = "", "", ""
 		next.LaunchedAt, next.Deadline, next.MissingSince = time.Time{}, time.Time{}, time.Time{}
@@ -93,6 +96,10 @@ func (s *Service) applyResult(ctx context.Context, slot run.Slot, res run.Result
 func resultLog(res run.Result, at time.Time) records.LogLine {
 	l := records.LogLine{RunID: res.RunID, At: at, Level: records.LevelInfo, Step: "result", Slot: res.SlotID}
 	switch {
+	case res.PlatformRetry:
+		l.Level, l.Step = records.LevelWarn, "retry"
+		l.Message = fmt.Sprintf("slot %s generation %d: the platform lost this attempt; running it again (not counted against max_retries): %s", res.SlotID, res.Generation, res.Message)
+		return l
 	case res.Retried:
 		l.Level, l.Step = records.LevelWarn, "retry"
 		l.Message = fmt.Sprintf("slot %s generation %d: infrastructure error, retrying: %s", res.SlotID, res.Generation, res.Message)
@@ -135,17 +142,25 @@ func (s *Service) wakeQueued(ctx context.Context, runID string) error {
 	return s.resendSlot(ctx, SlotMessage{SchemaVersion: SchemaVersion, RunID: runID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
 }
 
-// cancelSlot records a queued slot of a stopping run as cancelled.
+// cancelSlot records a queued slot of a stopping run as cancelled and ends
+// the agent and the run when it was their last slot.
 func (s *Service) cancelSlot(ctx context.Context, slot run.Slot) error {
+	if err := s.cancelSlotOnly(ctx, slot); err != nil {
+		return err
+	}
+	return s.settle(ctx, slot.RunID, slot.Agent)
+}
+
+// cancelSlotOnly records a queued slot of a stopping run as cancelled; a
+// slot no longer queued is left alone.
+func (s *Service) cancelSlotOnly(ctx context.Context, slot run.Slot) error {
 	for range ingestAttempts {
 		if slot.Status != run.SlotQueued {
 			return nil
 		}
-		res := run.Result{RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent,
-			Task: slot.Task, Attempt: slot.Attempt, Outcome: run.Cancelled, Message: "the run was stopped", RecordedAt: s.now()}
-		err := s.applyResult(ctx, slot, res)
+		err := s.applyResult(ctx, slot, s.cancelledResult(slot))
 		if err == nil {
-			return s.settle(ctx, slot.RunID, slot.Agent)
+			return nil
 		}
 		if !records.IsConditionFailed(err) {
 			return err

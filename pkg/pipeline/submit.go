@@ -49,6 +49,10 @@ const (
 	CodeMissingSecret      = "missing_secret"
 	CodeBillingRequired    = "billing_required"
 	CodeInvalidIdempotency = "invalid_idempotency_key"
+	// CodeJudgeUnsupported rejects a run of a benchmark that grades with an
+	// LLM judge: this platform version has no judge grader, and grading on
+	// the reward alone would score the run wrongly.
+	CodeJudgeUnsupported = "judge_not_supported"
 )
 
 // Problem is one reason a submission was rejected.
@@ -130,7 +134,7 @@ type SubmitResult struct {
 // Validate checks a submission exactly as Submit does and reports what it
 // would create; a rejected submission returns a *RejectedError.
 func (s *Service) Validate(ctx context.Context, req SubmitRequest) (Validation, error) {
-	v, problems, err := s.check(ctx, &req)
+	v, problems, err := s.check(ctx, &req, parseDocument(&req))
 	if err != nil {
 		return Validation{}, err
 	}
@@ -143,11 +147,20 @@ func (s *Service) Validate(ctx context.Context, req SubmitRequest) (Validation, 
 // Submit validates the config, resolves its tasks against the benchmark's
 // ready manifest (pinning version and digest), checks that every named
 // secret record exists and that billing is valid, then writes the run
-// (pending), its agents and a log line in one transaction and sends a plan
-// message. Every problem is reported at once in a *RejectedError, and a
-// rejected submission writes nothing.
+// (pending), its agents and a log line in one transaction — on condition
+// that the benchmark still exists — and sends a plan message. Every problem
+// is reported at once in a *RejectedError, and a rejected submission writes
+// nothing. A request whose Idempotency-Key was seen before answers with the
+// run it created, whatever changed since (billing included).
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
-	v, problems, err := s.check(ctx, &req)
+	parseProblems := parseDocument(&req)
+	if len(parseProblems) == 0 && validIdempotencyKey(req.IdempotencyKey) {
+		res, found, err := s.replay(ctx, req)
+		if found || err != nil {
+			return res, err
+		}
+	}
+	v, problems, err := s.check(ctx, &req, parseProblems)
 	if err != nil {
 		return SubmitResult{}, err
 	}
@@ -158,9 +171,9 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	if err := s.createRun(ctx, req, r, agents); err != nil {
-		if req.IdempotencyKey != "" && records.IsConditionFailed(err) {
-			return s.replay(ctx, req)
+	if err := s.createRun(ctx, req, v.Benchmark, r, agents); err != nil {
+		if records.IsConditionFailed(err) {
+			return s.afterConflict(ctx, req, v.Benchmark, err)
 		}
 		return SubmitResult{}, err
 	}
@@ -172,12 +185,31 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 	return SubmitResult{Run: r, Agents: agents, Warnings: v.Resolved.Warnings}, nil
 }
 
-// check gathers every problem of a submission. An error is a failure to
-// check (storage), not a problem of the submission.
-func (s *Service) check(ctx context.Context, req *SubmitRequest) (Validation, []Problem, error) {
+// afterConflict explains a run creation whose condition failed: the
+// benchmark was deleted meanwhile (rejected), or the Idempotency-Key was
+// used by a concurrent submission (replayed).
+func (s *Service) afterConflict(ctx context.Context, req SubmitRequest, b records.Benchmark, cause error) (SubmitResult, error) {
+	if _, err := s.recs.Benchmark(ctx, b.Workspace, b.Key); errors.Is(err, records.ErrNotFound) {
+		return SubmitResult{}, &RejectedError{Problems: []Problem{{Code: CodeUnknownBenchmark, Field: "experiment.benchmark",
+			Message: fmt.Sprintf("benchmark %q was deleted while the run was being submitted", b.Key)}}}
+	} else if err != nil {
+		return SubmitResult{}, err
+	}
+	if req.IdempotencyKey != "" {
+		res, found, err := s.replay(ctx, req)
+		if found || err != nil {
+			return res, err
+		}
+	}
+	return SubmitResult{}, cause
+}
+
+// check gathers every problem of a submission (parseProblems are those of
+// its document). An error is a failure to check (storage), not a problem of
+// the submission.
+func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems []Problem) (Validation, []Problem, error) {
 	var problems []Problem
 	var v Validation
-	parseProblems := parseDocument(req)
 	if req.IdempotencyKey != "" && !validIdempotencyKey(req.IdempotencyKey) {
 		problems = append(problems, Problem{Code: CodeInvalidIdempotency, Field: "Idempotency-Key",
 			Message: "must be 1 to 128 printable ASCII characters without spaces"})
@@ -201,11 +233,16 @@ func (s *Service) check(ctx context.Context, req *SubmitRequest) (Validation, []
 		return v, append(problems, *benchProblem), nil
 	}
 	v.Benchmark, v.ManifestVersion, v.manifest = b, manifest.Version, manifest
+	if manifest.Judge.Required {
+		problems = append(problems, Problem{Code: CodeJudgeUnsupported, Field: "execution.judge_model",
+			Message: fmt.Sprintf("benchmark %q grades with an LLM judge, and judge grading is not supported by this platform version; runs of it cannot be submitted yet", b.Key)})
+	}
 	resolved, rerr := runconfig.Resolve(req.Config, manifest)
 	if rerr != nil {
 		return v, append(problems, configProblems(rerr)...), nil
 	}
 	v.Resolved = resolved
+	problems = append(problems, envCollisions(resolved.Config, resolved.Harnesses, verifierSecrets(resolved.Config, manifest), harnessKeyEnv)...)
 	v.TaskCount = len(resolved.Tasks)
 	v.SlotCount = len(resolved.Tasks) * len(resolved.Config.Agents) * resolved.Config.Execution.AttemptsPerTask
 	for _, name := range append(slices.Clone(resolved.SecretNames), manifest.RequiredSecrets...) {
@@ -256,47 +293,55 @@ func configProblems(rerr error) []Problem {
 	return []Problem{{Code: CodeInvalidConfig, Message: rerr.Error()}}
 }
 
-// readyBenchmark finds the benchmark by key or exact name, in the workspace
-// and then among the managed ones, and loads its ready manifest.
+// readyBenchmark finds the benchmark by key or exact name (see
+// findBenchmark) and loads its ready manifest.
 func (s *Service) readyBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, benchmark.Manifest, *Problem, error) {
 	field := "experiment.benchmark"
 	if ref == "" {
 		return records.Benchmark{}, benchmark.Manifest{}, &Problem{Code: CodeUnknownBenchmark, Field: field, Message: "is empty; name a benchmark key or name"}, nil
 	}
-	for _, space := range []string{ws, PlatformWorkspace} {
-		b, err := s.findBenchmark(ctx, space, ref)
-		if errors.Is(err, records.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return b, benchmark.Manifest{}, nil, err
-		}
-		if b.Status != records.SyncReady || b.ReadyVersion == "" {
-			msg := fmt.Sprintf("benchmark %q is %s, not ready; wait for its task list to sync (or retry a failed sync) and submit again", b.Key, b.Status)
-			return b, benchmark.Manifest{}, &Problem{Code: CodeBenchmarkNotReady, Field: field, Message: msg}, nil
-		}
-		m, _, err := s.recs.Manifest(ctx, space, b.Key, b.ReadyVersion)
-		if err != nil {
-			return b, m, nil, fmt.Errorf("load ready manifest of benchmark %s: %w", b.Key, err)
-		}
-		return b, m, nil, nil
+	b, err := s.findBenchmark(ctx, ws, ref)
+	if errors.Is(err, records.ErrNotFound) {
+		return records.Benchmark{}, benchmark.Manifest{}, &Problem{Code: CodeUnknownBenchmark, Field: field,
+			Message: fmt.Sprintf("no benchmark has key or name %q; list them with `gauntlet benchmark list`", ref)}, nil
 	}
-	return records.Benchmark{}, benchmark.Manifest{}, &Problem{Code: CodeUnknownBenchmark, Field: field,
-		Message: fmt.Sprintf("no benchmark has key or name %q; list them with `gauntlet benchmark list`", ref)}, nil
+	if err != nil {
+		return b, benchmark.Manifest{}, nil, err
+	}
+	if b.Status != records.SyncReady || b.ReadyVersion == "" {
+		msg := fmt.Sprintf("benchmark %q is %s, not ready; wait for its task list to sync (or retry a failed sync) and submit again", b.Key, b.Status)
+		return b, benchmark.Manifest{}, &Problem{Code: CodeBenchmarkNotReady, Field: field, Message: msg}, nil
+	}
+	m, _, err := s.recs.Manifest(ctx, b.Workspace, b.Key, b.ReadyVersion)
+	if err != nil {
+		return b, m, nil, fmt.Errorf("load ready manifest of benchmark %s: %w", b.Key, err)
+	}
+	return b, m, nil, nil
 }
 
+// findBenchmark resolves a benchmark reference: an exact key in the
+// workspace, then an exact key among the managed benchmarks, then an exact
+// name in the workspace, then among the managed ones. A key always wins over
+// a name, so a workspace benchmark named like a managed key never shadows it.
 func (s *Service) findBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, error) {
-	b, err := s.recs.Benchmark(ctx, ws, ref)
-	if !errors.Is(err, records.ErrNotFound) {
-		return b, err
+	spaces := []string{ws, PlatformWorkspace}
+	for _, space := range spaces {
+		b, err := s.recs.Benchmark(ctx, space, ref)
+		if !errors.Is(err, records.ErrNotFound) {
+			b.Workspace = space
+			return b, err
+		}
 	}
-	all, err := s.recs.Benchmarks(ctx, ws)
-	if err != nil {
-		return records.Benchmark{}, err
-	}
-	for _, b := range all {
-		if b.Name == ref {
-			return b, nil
+	for _, space := range spaces {
+		all, err := s.recs.Benchmarks(ctx, space)
+		if err != nil {
+			return records.Benchmark{}, err
+		}
+		for _, b := range all {
+			if b.Name == ref {
+				b.Workspace = space
+				return b, nil
+			}
 		}
 	}
 	return records.Benchmark{}, fmt.Errorf("benchmark %q: %w", ref, records.ErrNotFound)
@@ -424,8 +469,9 @@ func requestDigest(req SubmitRequest) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func (s *Service) createRun(ctx context.Context, req SubmitRequest, r run.Run, agents []run.Agent) error {
+func (s *Service) createRun(ctx context.Context, req SubmitRequest, b records.Benchmark, r run.Run, agents []run.Agent) error {
 	var ops records.Ops
+	ops.Append(records.BenchmarkExistsOp(b.Workspace, b.Key))
 	ops.AddAll(records.CreateRunOp(r))
 	for _, a := range agents {
 		ops.Add(records.CreateAgentOp(a))
@@ -446,28 +492,32 @@ func (s *Service) createRun(ctx context.Context, req SubmitRequest, r run.Run, a
 	return nil
 }
 
-// replay answers a submission whose Idempotency-Key was seen before.
-func (s *Service) replay(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+// replay answers a submission whose Idempotency-Key was seen before with
+// the run it created; found is false when the key is new.
+func (s *Service) replay(ctx context.Context, req SubmitRequest) (res SubmitResult, found bool, err error) {
 	idem, err := s.recs.Idempotency(ctx, req.Workspace, req.IdempotencyKey)
+	if errors.Is(err, records.ErrNotFound) {
+		return SubmitResult{}, false, nil
+	}
 	if err != nil {
-		return SubmitResult{}, fmt.Errorf("replay idempotency key: %w", err)
+		return SubmitResult{}, false, fmt.Errorf("replay idempotency key: %w", err)
 	}
 	digest, err := requestDigest(req)
 	if err != nil {
-		return SubmitResult{}, err
+		return SubmitResult{}, true, err
 	}
 	if idem.RequestDigest != digest {
-		return SubmitResult{}, fmt.Errorf("idempotency key %q was used for a different submission: %w", req.IdempotencyKey, records.ErrConflict)
+		return SubmitResult{}, true, fmt.Errorf("idempotency key %q was used for a different submission: %w", req.IdempotencyKey, records.ErrConflict)
 	}
 	r, err := s.recs.Run(ctx, idem.RunID)
 	if err != nil {
-		return SubmitResult{}, err
+		return SubmitResult{}, true, err
 	}
 	agents, err := s.recs.Agents(ctx, r.ID)
 	if err != nil {
-		return SubmitResult{}, err
+		return SubmitResult{}, true, err
 	}
-	return SubmitResult{Run: r, Agents: agents, Replayed: true}, nil
+	return SubmitResult{Run: r, Agents: agents, Replayed: true}, true, nil
 }
 
 func (s *Service) sendPlan(ctx context.Context, runID string) error {

@@ -13,7 +13,8 @@ import (
 
 // Watch is the watchdog, run on a schedule. For every run not yet ended it:
 //   - re-sends the plan message of a run left pending (or half-sent) longer
-//     than LaunchTimeout;
+//     than LaunchTimeout, at most once per LaunchTimeout, and fails the run
+//     after run.MaxPlanAttempts planning attempts;
 //   - carries on stopping a stopping run;
 //   - stops a sandbox past its deadline after recording the deadline as the
 //     stop reason (the grader then errors the slot as infra: retried if
@@ -52,14 +53,12 @@ func (s *Service) watchRun(ctx context.Context, id string) error {
 	switch {
 	case r.Status.Terminal():
 		return s.recs.ClearActiveRun(ctx, id)
-	case r.Status == run.Pending && now.Sub(r.CreatedAt) > s.opts.LaunchTimeout,
-		r.Status == run.Queued && r.SentBatches*planBatch < r.TotalSlots() && now.Sub(r.QueuedAt) > s.opts.LaunchTimeout:
-		s.appendLog(ctx, r.ID, "", records.LevelWarn, "planned", "planning did not complete in time; planning again")
-		if err := s.sendPlan(ctx, r.ID); err != nil {
+	case r.Status == run.Pending, r.Status == run.Queued && r.SentBatches*planBatch < r.TotalSlots():
+		if err := s.retryPlanning(ctx, r, now); err != nil {
 			return err
 		}
 	case r.Status == run.Stopping:
-		if err := s.drainStopping(ctx, r.ID); err != nil {
+		if err := s.drain(ctx, r.ID, false); err != nil {
 			return err
 		}
 	}

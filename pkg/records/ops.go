@@ -23,6 +23,13 @@ func CreateRunOp(r run.Run) ([]store.Op, error) {
 	return []store.Op{op, marker}, nil
 }
 
+// BenchmarkExistsOp checks, inside a transaction, that the workspace's
+// benchmark record still exists: a run created against it must not outlive
+// a concurrent delete.
+func BenchmarkExistsOp(ws, key string) store.Op {
+	return store.Op{Kind: store.OpCheck, Item: store.Item{PK: wsPK(ws), SK: "BENCH#" + key}, Cond: store.Cond{Kind: store.IfExists}}
+}
+
 // RunOp writes the run if its stored version is still r.Version.
 func RunOp(r run.Run) (store.Op, error) {
 	return putOp(runCodec, r, store.Cond{Kind: store.IfVersion, Version: r.Version})

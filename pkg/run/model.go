@@ -49,6 +49,11 @@ type Run struct {
 	SentBatches int `json:"sent_batches,omitempty"`
 	// Agents is the number of run agents.
 	Agents int `json:"agents"`
+	// PlanAttempts counts planning attempts that failed for a transient
+	// reason or did not complete in time; after MaxPlanAttempts the run
+	// fails. PlanRetriedAt is when the watchdog last retried planning.
+	PlanAttempts  int       `json:"plan_attempts,omitempty"`
+	PlanRetriedAt time.Time `json:"plan_retried_at,omitzero"`
 
 	CreatedAt  time.Time `json:"created_at"`
 	QueuedAt   time.Time `json:"queued_at,omitzero"`
@@ -78,6 +83,9 @@ type Settings struct {
 	// VerifierEnv holds literal variables for the verifier only.
 	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
 }
+
+// MaxPlanAttempts bounds the planning attempts of a run (see PlanAttempts).
+const MaxPlanAttempts = 5
 
 // TotalSlots returns agents × tasks × attempts.
 func (r Run) TotalSlots() int { return r.Agents * len(r.Tasks) * r.Settings.AttemptsPerTask }
@@ -188,9 +196,17 @@ type Slot struct {
 	MissingSince time.Time `json:"missing_since,omitzero"`
 	// Outcome is the final outcome once the slot is done.
 	Outcome Outcome `json:"outcome,omitempty"`
+	// PlatformRetries counts the generations re-run because the platform
+	// lost them (its sandbox vanished, or it could not be launched); they do
+	// not count against the run's max_retries.
+	PlatformRetries int `json:"platform_retries,omitempty"`
 
 	Version int64 `json:"-"`
 }
+
+// InfraRetries is how many of the slot's earlier generations were retried
+// for infrastructure errors the run's max_retries budget pays for.
+func (s Slot) InfraRetries() int { return s.Generation - s.PlatformRetries }
 
 // SetStatus moves the slot to status to, or returns an error wrapping
 // ErrIllegalTransition.

@@ -55,6 +55,10 @@ type Result struct {
 	// Retried is set on an infrastructure error that was retried as the next
 	// generation; such a result is history, not a score.
 	Retried bool `json:"retried,omitempty"`
+	// PlatformRetry marks a Retried result whose attempt the platform lost
+	// (a vanished sandbox, a launch it could not make): its retry does not
+	// count against the run's max_retries.
+	PlatformRetry bool `json:"platform_retry,omitempty"`
 
 	// Reward is the verifier's reward; nil when none was produced.
 	Reward  *float64           `json:"reward,omitempty"`
@@ -91,6 +95,8 @@ func (r Result) Validate() error {
 		return fmt.Errorf("result %s/%s: errored needs error class infra or agent, got %q", r.RunID, r.SlotID, r.ErrorClass)
 	case r.Retried && (r.Outcome != Errored || r.ErrorClass != Infra):
 		return fmt.Errorf("result %s/%s: only infrastructure errors are retried", r.RunID, r.SlotID)
+	case r.PlatformRetry && !r.Retried:
+		return fmt.Errorf("result %s/%s: platform_retry is set but the result was not retried", r.RunID, r.SlotID)
 	}
 	return nil
 }
