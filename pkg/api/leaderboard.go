@@ -2,14 +2,12 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
-	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
 // LeaderboardView is the answer of GET /v1/benchmarks/{key}/leaderboard:
@@ -92,32 +90,28 @@ func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric 
 	if err != nil {
 		return nil, err
 	}
-	var stored pipeline.Leaderboard
-	if err := h.cfg.Records.Leaderboard(ctx, ws, b.Key, &stored); err != nil && !errors.Is(err, records.ErrNotFound) {
+	board, err := pipeline.ReadBoard(ctx, h.cfg.Records, ws, b.Key, metric)
+	if err != nil {
 		return nil, fmt.Errorf("load leaderboard of %s: %w", b.Key, err)
 	}
-	out := LeaderboardView{Benchmark: b.Key, Metric: string(metric), Groups: []BoardGroup{}}
-	if board, ok := stored.Board(metric); ok {
-		for _, g := range board.Groups {
-			out.Groups = append(out.Groups, boardGroup(g))
-		}
+	out := LeaderboardView{Benchmark: b.Key, Metric: string(metric), Groups: make([]BoardGroup, len(board.Groups))}
+	for i, g := range board.Groups {
+		out.Groups[i] = boardGroup(g)
 	}
 	return render(out)
 }
 
-func boardGroup(g leaderboard.Group) BoardGroup {
+func boardGroup(g pipeline.BoardGroup) BoardGroup {
 	out := BoardGroup{TaskSet: g.TaskSet, ManifestVersion: g.ManifestVersion, ManifestDigest: g.ManifestDigest, K: g.K,
 		Rows: make([]BoardRow, len(g.Rows))}
 	for i, row := range g.Rows {
-		s := row.Summary
 		br := BoardRow{
-			Rank: row.Rank, Tied: row.TiedWithBest, Best: row.Best, Label: s.Entrant.String(), Harness: s.Entrant.Harness,
-			Model: s.Entrant.Model, TaskSet: s.Run.TaskSet, Value: row.Value, Pass1: estimatePtr(s.Pass1),
-			CostPerTask: estimatePtr(s.CostPerTask), TimePerTask: estimatePtr(s.TimePerTask),
-			TokensPerTask: estimatePtr(s.TokensPerTask), RunID: s.Run.ID, FinishedAt: s.Run.FinishedAt,
+			Rank: row.Rank, Tied: row.TiedWithBest, Best: row.Best, Label: row.Entrant.String(), Harness: row.Entrant.Harness,
+			Model: row.Entrant.Model, TaskSet: row.TaskSet, Value: row.Value, Pass1: estimatePtr(row.Pass1),
+			CostPerTask: estimatePtr(row.CostPerTask), TimePerTask: estimatePtr(row.TimePerTask),
+			TokensPerTask: estimatePtr(row.TokensPerTask), RunID: row.RunID, FinishedAt: row.FinishedAt,
 		}
-		if g.K > 0 && g.K <= len(s.PassAtK) {
-			p := s.PassAtK[g.K-1]
+		if p := row.PassAtK; p != nil {
 			br.PassAtK = &PassAtKPoint{K: p.K, Estimate: estimate(p.Estimate)}
 		}
 		if c := row.VsBest; c != nil {

@@ -15,8 +15,7 @@ import (
 // agents, as the pipeline last recomputed them, and how many final results
 // they cover. Before the first recompute every summary is empty.
 func (h *Handler) runSummaries(ctx context.Context, r run.Run, agents []run.Agent) ([]leaderboard.Summary, int, error) {
-	var m pipeline.RunMetrics
-	err := h.cfg.Records.RunMetrics(ctx, r.ID, &m)
+	m, err := pipeline.ReadRunMetrics(ctx, h.cfg.Records, r.ID)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
 		return nil, 0, fmt.Errorf("load metrics of run %s: %w", r.ID, err)
 	}

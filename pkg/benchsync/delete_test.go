@@ -64,7 +64,7 @@ func TestDeleteKeepsPinnedVersions(t *testing.T) {
 	if err != nil || len(versions) != 3 || third.ReadyVersion == second.ReadyVersion {
 		t.Fatalf("versions %v (%v), ready %s then %s; want three", versions, err, second.ReadyVersion, third.ReadyVersion)
 	}
-	if err := e.rec.PutLeaderboard(ctx, ws, key, map[string]int{"rows": 1}); err != nil {
+	if _, err := e.rec.SwapLeaderboardHead(ctx, records.LeaderboardHead{Workspace: ws, Benchmark: key, Generation: 1}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -95,8 +95,7 @@ func TestDeleteKeepsPinnedVersions(t *testing.T) {
 	if err := e.rec.SyncSource(ctx, ws, key, &src); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("SyncSource after Delete: %v", err)
 	}
-	var board map[string]int
-	if err := e.rec.Leaderboard(ctx, ws, key, &board); !errors.Is(err, records.ErrNotFound) {
+	if _, err := e.rec.LeaderboardHead(ctx, ws, key); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("Leaderboard after Delete: %v", err)
 	}
 	kept, err := e.rec.ManifestVersions(ctx, ws, key)

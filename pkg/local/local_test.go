@@ -137,7 +137,9 @@ func TestPlatformRunsToLeaderboard(t *testing.T) {
 	recs := p.Records()
 	var board pipeline.Leaderboard
 	waitFor(t, 3*time.Minute, "the leaderboard", func() bool {
-		return recs.Leaderboard(ctx, ws, "demo-bench", &board) == nil
+		var err error
+		board, err = pipeline.ReadLeaderboard(ctx, recs, ws, "demo-bench")
+		return err == nil
 	})
 	got, err := recs.Run(ctx, r.ID)
 	if err != nil || got.Status != run.Finished {
@@ -151,9 +153,9 @@ func TestPlatformRunsToLeaderboard(t *testing.T) {
 		want := map[string]struct {
 			rank  int
 			value float64
-		}{"oracle": {1, 1}, "nop": {2, 0}}[row.Summary.Entrant.Harness]
+		}{"oracle": {1, 1}, "nop": {2, 0}}[row.Entrant.Harness]
 		if row.Rank != want.rank || row.Value == nil || *row.Value != want.value {
-			t.Errorf("row %s: rank %d value %v, want rank %d value %v", row.Summary.Entrant.Harness, row.Rank, row.Value, want.rank, want.value)
+			t.Errorf("row %s: rank %d value %v, want rank %d value %v", row.Entrant.Harness, row.Rank, row.Value, want.rank, want.value)
 		}
 	}
 	if err := p.Close(); err != nil {

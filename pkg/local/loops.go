@@ -1,13 +1,19 @@
 package local
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
+	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
 // handlerGrace is how long an in-flight message may finish after shutdown
@@ -80,33 +86,168 @@ func (p *Platform) deliver(ctx context.Context, name string, q, dlq queue.Queue,
 // recomputeConsumer names the change-stream checkpoint of Recompute.
 const recomputeConsumer = "recompute"
 
-// tailChanges feeds change records to Recompute from the saved checkpoint,
-// saving the next checkpoint only after a batch succeeded (at-least-once).
+// ChangesDeadLetterQueue names the queue that takes the change records
+// Recompute kept failing on (see changeTailer).
+const ChangesDeadLetterQueue = "changes-dlq"
+
+// tailChanges feeds change records to Recompute from the saved checkpoint.
 func (p *Platform) tailChanges(ctx context.Context) {
-	stream, cps := p.db.Stream(), p.db.Checkpoints()
+	dlq, err := p.db.Queue(ChangesDeadLetterQueue, sqlite.QueueOptions{})
+	if err != nil {
+		p.log.Error("open change dead-letter queue; change tailer not started", "queue", ChangesDeadLetterQueue, "err", err)
+		return
+	}
+	t := &changeTailer{stream: p.db.Stream(), checkpoints: p.db.Checkpoints(), recompute: p.svc.Recompute,
+		deadLetter: dlq, log: p.log}
+	t.run(ctx)
+}
+
+// Defaults of changeTailer.
+const (
+	tailBatch       = 1000
+	tailAttempts    = 4
+	tailBackoff     = 500 * time.Millisecond
+	tailIdle        = 200 * time.Millisecond
+	tailRetryLater  = time.Second
+	tailMaxBackoff  = 10 * time.Second
+	deadLetterError = 1024 // bytes of the error kept in a dead-letter record
+)
+
+// changeTailer reads the change stream from a saved checkpoint and hands
+// each batch to recompute, saving the next checkpoint only after the batch
+// was handled (at-least-once), the way the cloud's stream event source does
+// with BisectBatchOnFunctionError and an on-failure destination:
+//
+//   - a failing batch is retried attempts times, with a backoff that doubles;
+//   - then each change of it is tried on its own, so one poisonous change
+//     does not hold up the others;
+//   - a change that still fails goes to the dead-letter queue (its id, key
+//     and error, logged too), and the checkpoint moves past it.
+type changeTailer struct {
+	stream      store.Stream
+	checkpoints store.Checkpoints
+	recompute   func(context.Context, []store.Change) error
+	deadLetter  queue.Queue
+	log         *slog.Logger
+	// attempts and backoff default to tailAttempts and tailBackoff.
+	attempts int
+	backoff  time.Duration
+}
+
+// DeadChange is the body of a change-dead-letter message.
+type DeadChange struct {
+	ChangeID string           `json:"change_id"`
+	Kind     store.ChangeKind `json:"kind"`
+	PK       string           `json:"pk"`
+	SK       string           `json:"sk"`
+	Error    string           `json:"error"`
+	At       time.Time        `json:"at"`
+}
+
+func (t *changeTailer) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		cp, err := cps.Load(ctx, recomputeConsumer)
-		if err != nil {
-			p.retryLater(ctx, "load checkpoint", err)
-			continue
-		}
-		changes, next, err := stream.Read(ctx, cp, 1000)
-		if err != nil {
-			p.retryLater(ctx, "read change stream", err)
-			continue
-		}
-		if len(changes) == 0 {
-			sleep(ctx, 200*time.Millisecond)
-			continue
-		}
-		if err := p.svc.Recompute(ctx, changes); err != nil {
-			p.retryLater(ctx, "recompute", err)
-			continue
-		}
-		if err := cps.Save(ctx, recomputeConsumer, next); err != nil {
-			p.retryLater(ctx, "save checkpoint", err)
+		n, err := t.step(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			t.log.Error("change tailer", "err", err)
+			sleep(ctx, tailRetryLater)
+		case n == 0:
+			sleep(ctx, tailIdle)
 		}
 	}
+}
+
+// step handles one batch from the saved checkpoint and returns its size.
+// An error means nothing was acknowledged: the batch is read again.
+func (t *changeTailer) step(ctx context.Context) (int, error) {
+	cp, err := t.checkpoints.Load(ctx, recomputeConsumer)
+	if err != nil {
+		return 0, fmt.Errorf("load checkpoint: %w", err)
+	}
+	changes, next, err := t.stream.Read(ctx, cp, tailBatch)
+	if err != nil {
+		return 0, fmt.Errorf("read change stream: %w", err)
+	}
+	if len(changes) == 0 {
+		return 0, nil
+	}
+	if err := t.retry(ctx, changes); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		t.log.Warn("recompute of a change batch kept failing; trying its changes one by one", "changes", len(changes), "err", err)
+		if err := t.isolate(ctx, changes); err != nil {
+			return 0, err
+		}
+	}
+	if err := t.checkpoints.Save(ctx, recomputeConsumer, next); err != nil {
+		return 0, fmt.Errorf("save checkpoint: %w", err)
+	}
+	return len(changes), nil
+}
+
+// retry runs recompute on changes up to attempts times with a doubling
+// backoff and returns the last error.
+func (t *changeTailer) retry(ctx context.Context, changes []store.Change) error {
+	attempts, backoff := t.attempts, t.backoff
+	if attempts <= 0 {
+		attempts = tailAttempts
+	}
+	if backoff <= 0 {
+		backoff = tailBackoff
+	}
+	var err error
+	for i := range attempts {
+		if i > 0 {
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, tailMaxBackoff)
+		}
+		if err = t.recompute(ctx, changes); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// isolate tries each change of a batch that kept failing on its own, once
+// (the batch had its retries), and dead-letters those that fail. It returns
+// an error, acknowledging nothing, when a dead-letter cannot be written
+// (locally the queue lives in the same database, so a database that fails
+// every write dead-letters nothing).
+func (t *changeTailer) isolate(ctx context.Context, changes []store.Change) error {
+	for i := range changes {
+		err := t.recompute(ctx, changes[i:i+1])
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := t.bury(ctx, changes[i], err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *changeTailer) bury(ctx context.Context, c store.Change, cause error) error {
+	d := DeadChange{ChangeID: c.ID, Kind: c.Kind, Error: cause.Error(), At: c.At}
+	if len(d.Error) > deadLetterError {
+		d.Error = d.Error[:deadLetterError]
+	}
+	if img := cmp.Or(c.New, c.Old); img != nil {
+		d.PK, d.SK = img.PK, img.SK
+	}
+	body, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode dead change %s: %w", c.ID, err)
+	}
+	if err := t.deadLetter.Send(ctx, queue.Outgoing{Body: body}); err != nil {
+		return fmt.Errorf("dead-letter change %s: %w", c.ID, err)
+	}
+	t.log.Error("change dead-lettered after every retry failed", "queue", ChangesDeadLetterQueue, "change", c.ID,
+		"pk", d.PK, "sk", d.SK, "err", cause)
+	return nil
 }
 
 func (p *Platform) watchdog(ctx context.Context) {
@@ -122,14 +263,6 @@ func (p *Platform) watchdog(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-func (p *Platform) retryLater(ctx context.Context, what string, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	p.log.Error(what, "err", err)
-	sleep(ctx, time.Second)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -108,8 +108,8 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		t.Errorf("run metrics = %+v, want 48 results and oracle pass@1 = 1", metrics)
 	}
 
-	var board pipeline.Leaderboard
-	if err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench", &board); err != nil {
+	board, err := pipeline.ReadLeaderboard(e.ctx, e.recs, testWS, "demo-bench")
+	if err != nil {
 		t.Fatalf("leaderboard: %v", err)
 	}
 	b, ok := board.Board(leaderboard.MetricPass1)
@@ -123,7 +123,7 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 	}
 	var got []row
 	for _, rw := range b.Groups[0].Rows {
-		got = append(got, row{rw.Summary.Entrant.Harness, rw.Rank, *rw.Value})
+		got = append(got, row{rw.Entrant.Harness, rw.Rank, *rw.Value})
 	}
 	if diff := cmp.Diff([]row{{"oracle", 1, 1}, {"nop", 2, 0}}, got); diff != "" {
 		t.Errorf("pass@1 leaderboard rows (-want +got):\n%s", diff)

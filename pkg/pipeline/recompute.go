@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -12,53 +13,16 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
-// RunMetrics are a run's scores per agent, recomputed from its attempt
-// results (stored on the run; see records.Store.RunMetrics).
-type RunMetrics struct {
-	RunID string `json:"run_id"`
-	// Results counts the final attempt results the metrics are computed from.
-	Results int            `json:"results"`
-	Agents  []AgentMetrics `json:"agents"`
-}
-
-// AgentMetrics is one run agent's summary.
-type AgentMetrics struct {
-	Index   int                 `json:"index"`
-	Name    string              `json:"name,omitempty"`
-	Harness string              `json:"harness"`
-	Model   string              `json:"model,omitempty"`
-	Summary leaderboard.Summary `json:"summary"`
-}
-
-// Leaderboard is a benchmark's stored leaderboard in one workspace: one
-// board per metric (leaderboard.Metrics order), each from the latest eligible
-// run of every entrant (see records.Store.Leaderboard).
-type Leaderboard struct {
-	Workspace string              `json:"workspace"`
-	Benchmark string              `json:"benchmark"`
-	Boards    []leaderboard.Board `json:"boards"`
-}
-
-// Board returns the board ranked by metric.
-func (l Leaderboard) Board(metric leaderboard.Metric) (leaderboard.Board, bool) {
-	for _, b := range l.Boards {
-		if b.Metric == metric {
-			return b, true
-		}
-	}
-	return leaderboard.Board{}, false
-}
-
-// Recompute consumes change-stream records: a created attempt result
-// refreshes its run's metrics (while the run is going, at most once per
-// MetricsInterval per process); a run that ended refreshes its metrics, and
-// a run that finished its benchmark's leaderboard too. Both are recomputed
-// from the stored state, never incrementally, so redelivered and
-// out-of-order changes give the same result. Each run and board is
-// recomputed at most once per batch.
+// Recompute consumes change-stream records: created attempt results
+// refresh their run's metrics while the run is going (see metricsDue); a
+// run that ended refreshes its metrics, and a run that finished its
+// benchmark's leaderboard too. Both are recomputed from the stored state,
+// never incrementally, so redelivered and out-of-order changes give the same
+// result. Each run and board is recomputed at most once per batch.
 func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 	type boardKey struct{ ws, key string }
 	metrics := map[string]bool{} // run id → forced (the run ended)
+	inserted := map[string]int{} // run id → results created in the batch
 	boards := map[boardKey]bool{}
 	for _, c := range changes {
 		ev, ok, err := records.DescribeChange(c)
@@ -69,8 +33,11 @@ func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 		if !ok {
 			continue
 		}
-		if ev.ResultInserted && !metrics[ev.RunID] {
-			metrics[ev.RunID] = false
+		if ev.ResultInserted {
+			inserted[ev.RunID]++
+			if !metrics[ev.RunID] {
+				metrics[ev.RunID] = false
+			}
 		}
 		if ev.Run != nil && ev.Run.Status.Terminal() && ev.OldStatus != ev.Run.Status {
 			metrics[ev.RunID] = true
@@ -81,7 +48,7 @@ func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 	}
 	var errs []error
 	for _, id := range sortedKeys(metrics) {
-		if !metrics[id] && !s.metricsDue(id) {
+		if !metrics[id] && !s.metricsDue(id, inserted[id]) {
 			continue
 		}
 		if err := s.RecomputeRun(ctx, id); err != nil {
@@ -96,20 +63,48 @@ func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 	return errors.Join(errs...)
 }
 
-// metricsDue reports whether a running run's metrics were last recomputed
-// (by this process) at least MetricsInterval ago, and if so notes now.
-func (s *Service) metricsDue(runID string) bool {
+// metricsGrowth bounds how often a going run's metrics are recomputed by its
+// size: only once the run has 1/metricsGrowth more results than the last
+// recompute covered. A recompute reads every result of the run, so this
+// keeps the results read per attempt below metricsGrowth + 1 however large
+// the run, while small runs still refresh every MetricsInterval.
+const metricsGrowth = 16
+
+// metricsMark is what this process knows of a going run's last metrics
+// recompute.
+type metricsMark struct {
+	at      time.Time
+	results int // results the recompute covered
+	pending int // results created since
+}
+
+// metricsDue reports whether a going run's metrics should be recomputed now
+// that created more results were seen: at least MetricsInterval after the
+// last recompute by this process, and once the run grew by 1/metricsGrowth
+// since. A run this process has not recomputed yet is due. (In the cloud
+// every result of a run arrives on the same stream shard, so the one
+// process reading the shard sees them all.)
+func (s *Service) metricsDue(runID string, created int) bool {
 	now := s.now()
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
-	if last, ok := s.metricsAt[runID]; ok && now.Sub(last) < s.opts.MetricsInterval {
+	m, ok := s.metricsAt[runID]
+	m.pending += created
+	if ok && (now.Sub(m.at) < s.opts.MetricsInterval || m.pending*metricsGrowth < m.results) {
+		s.metricsAt[runID] = m
 		return false
 	}
+	return true
+}
+
+// markMetrics notes a recompute of a run's metrics that covered results.
+func (s *Service) markMetrics(runID string, results int) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
 	if len(s.metricsAt) >= maxCached {
 		clear(s.metricsAt)
 	}
-	s.metricsAt[runID] = now
-	return true
+	s.metricsAt[runID] = metricsMark{at: s.now(), results: results}
 }
 
 func sortedKeys(m map[string]bool) []string {
@@ -140,40 +135,10 @@ func (s *Service) RecomputeRun(ctx context.Context, runID string) error {
 		m.Agents[i] = AgentMetrics{Index: a.Index, Name: a.Name, Harness: a.Harness, Model: a.Model,
 			Summary: leaderboard.Summarize(inputs[i], opts)}
 	}
-	if err := s.recs.PutRunMetrics(ctx, r.ID, m); err != nil {
+	if err := s.storeRunMetrics(ctx, m); err != nil {
 		return fmt.Errorf("recompute run %s: %w", runID, err)
 	}
-	return nil
-}
-
-// RecomputeLeaderboard recomputes and stores the leaderboard of a benchmark
-// in a workspace from every finished run's per-attempt results.
-func (s *Service) RecomputeLeaderboard(ctx context.Context, ws, key string) error {
-	runs, err := s.recs.RunsByBenchmark(ctx, ws, key)
-	if err != nil {
-		return fmt.Errorf("recompute leaderboard %s/%s: %w", ws, key, err)
-	}
-	var summaries []leaderboard.Summary
-	for _, r := range runs {
-		if r.Status != run.Finished {
-			continue
-		}
-		inputs, _, _, err := s.entrantInputs(ctx, r)
-		if err != nil {
-			return err
-		}
-		opts, err := s.scoringOptions(ctx, r)
-		if err != nil {
-			return err
-		}
-		for _, in := range inputs {
-			summaries = append(summaries, leaderboard.Summarize(in, opts))
-		}
-	}
-	board := Leaderboard{Workspace: ws, Benchmark: key, Boards: leaderboard.Boards(leaderboard.LatestEligible(summaries))}
-	if err := s.recs.PutLeaderboard(ctx, ws, key, board); err != nil {
-		return fmt.Errorf("recompute leaderboard %s/%s: %w", ws, key, err)
-	}
+	s.markMetrics(runID, n)
 	return nil
 }
 

@@ -60,14 +60,14 @@ func TestRedeliveredShuffledMessagesChangeNothing(t *testing.T) {
 		}
 		got[i] = outcomes(e.results(r.ID))
 		tallies[i] = e.tally(r.ID)
-		var board pipeline.Leaderboard
-		if err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench", &board); err != nil {
+		board, err := pipeline.ReadLeaderboard(e.ctx, e.recs, testWS, "demo-bench")
+		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := board.Board(leaderboard.MetricPass1)
 		for _, g := range b.Groups {
 			for _, row := range g.Rows {
-				boards[i] = append(boards[i], row.Summary.Entrant.Harness)
+				boards[i] = append(boards[i], row.Entrant.Harness)
 			}
 		}
 		if g, _ := e.recs.GlobalGate(e.ctx); g != 0 {

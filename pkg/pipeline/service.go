@@ -109,7 +109,7 @@ type Service struct {
 	agentCache map[string][]run.Agent   // agents of runs (immutable), by run id
 	tasks      map[string]*records.Task // tasks of pinned manifests, by ws/key/version/name
 	known      map[string]struct{}      // facts already written (agent running)
-	metricsAt  map[string]time.Time     // last metrics recompute of running runs
+	metricsAt  map[string]metricsMark   // last metrics recompute of running runs
 }
 
 // maxCached bounds each in-process cache; a full cache is emptied.
@@ -124,7 +124,7 @@ func New(p Ports, opts Options) (*Service, error) {
 	opts = opts.withDefaults()
 	return &Service{
 		ports: p, opts: opts, recs: records.New(p.Table), log: opts.Logger,
-		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]time.Time{},
+		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]metricsMark{},
 	}, nil
 }
 

@@ -167,13 +167,3 @@ func (s *Store) Manifest(ctx context.Context, ws, key, version string) (benchmar
 func (s *Store) Task(ctx context.Context, ws, key, version, name string) (Task, error) {
 	return get(ctx, s.tbl, taskCodec, tasksPK(ws, key, version), "TASK#"+name)
 }
-
-// PutLeaderboard stores the benchmark's leaderboard (any JSON value).
-func (s *Store) PutLeaderboard(ctx context.Context, ws, key string, board any) error {
-	return s.putJSON(ctx, benchPK(ws, key), "BOARD", board)
-}
-
-// Leaderboard decodes the benchmark's leaderboard into out.
-func (s *Store) Leaderboard(ctx context.Context, ws, key string, out any) error {
-	return s.getJSON(ctx, benchPK(ws, key), "BOARD", out)
-}

@@ -16,7 +16,9 @@
 //	WS#<ws>                     | IDEM#<key>               idempotency key → run id (TTL)
 //	TOKEN#<sha256 hex>          | TOKEN                    API token → user, workspace
 //	BENCH#<ws>#<key>            | VER#<version>            manifest version (header, no tasks)
-//	BENCH#<ws>#<key>            | BOARD                    leaderboard
+//	BENCH#<ws>#<key>            | BOARD                    leaderboard head (generation, parts; boards.go)
+//	BENCH#<ws>#<key>            | BOARD#<gen>#<metric>#…   leaderboard part: some rows of one ranked group
+//	BENCH#<ws>#<key>            | BOARDSEQ                 leaderboard watermark counter "seq"
 //	BENCH#<ws>#<key>#V#<version>| TASK#<name>              task of a manifest version
 //	RUN#<run>                   | RUN                      run
 //	RUN#<run>                   | AGENT#<nn>               run agent (nn = zero-padded index)
@@ -24,6 +26,7 @@
 //	RUN#<run>                   | TALLY#<nn>               agent counters
 //	RUN#<run>                   | GATE                     run concurrency counter "active"
 //	RUN#<run>                   | METRICS                  run metrics (recomputed from results)
+//	RUN#<run>                   | METRICS#CAT#<gen>#<part> per-category scores spilled from a large METRICS
 //	RUN#<run>                   | SLOT#<slot>              slot (<agent>/<task>/<attempt>)
 //	RUN#<run>                   | RESULT#<slot>#G<gen>     attempt result of one generation
 //	RUN#<run>                   | LOG#<unix nanos>#<hash>  run log line (TTL)

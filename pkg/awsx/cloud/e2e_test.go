@@ -235,8 +235,8 @@ func TestCloudShapeEndToEnd(t *testing.T) {
 	cloudBoard, usage := runCloud(t, ctx, runner)
 	localBoard := runLocal(t, ctx, runner)
 	opts := cmp.Options{
-		cmpopts.IgnoreUnexported(leaderboard.Summary{}),
-		cmpopts.IgnoreFields(leaderboard.Summary{}, "Run", "TimePerTask"), // run ids and wall-clock times differ
+		cmpopts.IgnoreFields(pipeline.Leaderboard{}, "Generation", "ComputedAt"),
+		cmpopts.IgnoreFields(pipeline.BoardRow{}, "RunID", "FinishedAt", "TimePerTask"), // run ids and wall-clock times differ
 	}
 	if diff := cmp.Diff(comparable(t, localBoard), comparable(t, cloudBoard), opts); diff != "" {
 		t.Errorf("cloud leaderboard differs from the SQLite default's (-sqlite +cloud):\n%s", diff)
@@ -247,7 +247,7 @@ func TestCloudShapeEndToEnd(t *testing.T) {
 // comparable drops the time board (wall-clock values) from a leaderboard.
 func comparable(t *testing.T, l pipeline.Leaderboard) pipeline.Leaderboard {
 	t.Helper()
-	var boards []leaderboard.Board
+	var boards []pipeline.Board
 	for _, b := range l.Boards {
 		if b.Metric != leaderboard.MetricTime {
 			boards = append(boards, b)
@@ -354,8 +354,8 @@ func runCloud(t *testing.T, ctx context.Context, runner string) (pipeline.Leader
 	if r.Status != run.Finished {
 		t.Fatalf("cloud run ended %s (%s), want finished", r.Status, r.Reason)
 	}
-	var board pipeline.Leaderboard
-	if err := pl.recs.Leaderboard(ctx, e2eWS, "demo-bench", &board); err != nil {
+	board, err := pipeline.ReadLeaderboard(ctx, pl.recs, e2eWS, "demo-bench")
+	if err != nil {
 		t.Fatalf("cloud leaderboard: %v", err)
 	}
 	return board, cloudUsage{counter: counter, invocations: pl.invocations, attempts: e2eAttempts}
@@ -419,8 +419,8 @@ func runLocal(t *testing.T, ctx context.Context, runner string) pipeline.Leaderb
 	if r.Status != run.Finished {
 		t.Fatalf("SQLite run ended %s (%s), want finished", r.Status, r.Reason)
 	}
-	var board pipeline.Leaderboard
-	if err := pl.recs.Leaderboard(ctx, e2eWS, "demo-bench", &board); err != nil {
+	board, err := pipeline.ReadLeaderboard(ctx, pl.recs, e2eWS, "demo-bench")
+	if err != nil {
 		t.Fatalf("SQLite leaderboard: %v", err)
 	}
 	return board
