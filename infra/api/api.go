@@ -3,6 +3,12 @@
 // external issuer, or a Cognito user pool the construct creates), the OpenAPI
 // document and health check open, CORS for the console, default-stage
 // throttling and JSON access logs.
+//
+// The built-in user pool puts each user into a workspace with the custom
+// attribute custom:workspace, which only an administrator can set (the app
+// client may read it but not write it), and makes platform operators of the
+// members of the AdminGroup group. Its ID tokens carry both (the attribute
+// and cognito:groups), and their audience is the app client id.
 package api
 
 import (
@@ -18,6 +24,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/auth/jwtauth"
 )
 
 // Route paths served by the api function.
@@ -25,6 +33,16 @@ const (
 	ProtectedPath = "/v1/{proxy+}"
 	OpenAPIPath   = "/v1/openapi.json"
 	HealthPath    = "/healthz"
+)
+
+// Identity settings of the built-in user pool.
+const (
+	// WorkspaceAttribute is the custom attribute naming a user's workspace;
+	// tokens carry it as the claim "custom:workspace" (jwtauth.ClaimWorkspace).
+	WorkspaceAttribute = "workspace"
+	// AdminGroup is the group of platform operators; tokens list it in
+	// "cognito:groups", which the api function checks by default.
+	AdminGroup = jwtauth.DefaultAdminGroup
 )
 
 // Props configures the HTTP API.
@@ -56,9 +74,11 @@ type API struct {
 	// function checks them again.
 	Issuer   *string
 	Audience *string
-	// UserPool and UserPoolClient are nil when an external issuer is configured.
+	// UserPool, UserPoolClient and Admins (the AdminGroup group) are nil
+	// when an external issuer is configured.
 	UserPool       awscognito.UserPool
 	UserPoolClient awscognito.UserPoolClient
+	Admins         awscognito.UserPoolGroup
 }
 
 // New creates the API under scope.
@@ -144,7 +164,8 @@ func (a *API) addRoutes(handler awslambda.IFunction) {
 }
 
 // newUserPool creates the Cognito user pool and app client used when no
-// external issuer is configured. Users are created by an administrator.
+// external issuer is configured. Users are created by an administrator, who
+// also sets their workspace and grants the admin group.
 func (a *API) newUserPool(retain bool) {
 	removal := awscdk.RemovalPolicy_DESTROY
 	if retain {
@@ -165,6 +186,13 @@ func (a *API) newUserPool(retain bool) {
 		MfaSecondFactor:    &awscognito.MfaSecondFactor{Otp: jsii.Bool(true), Sms: jsii.Bool(false)},
 		DeletionProtection: jsii.Bool(retain),
 		RemovalPolicy:      removal,
+		// Mutable so that an administrator can move a user; the app client
+		// cannot write it (WriteAttributes below), so users cannot.
+		CustomAttributes: &map[string]awscognito.ICustomAttribute{
+			WorkspaceAttribute: awscognito.NewStringAttribute(&awscognito.StringAttributeProps{
+				MinLen: jsii.Number(1), MaxLen: jsii.Number(128), Mutable: jsii.Bool(true),
+			}),
+		},
 	})
 	cdknag.NagSuppressions_AddResourceSuppressions(a.UserPool, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-COG8"),
@@ -178,6 +206,18 @@ func (a *API) newUserPool(retain bool) {
 		AccessTokenValidity:        awscdk.Duration_Hours(jsii.Number(1)),
 		IdTokenValidity:            awscdk.Duration_Hours(jsii.Number(1)),
 		RefreshTokenValidity:       awscdk.Duration_Days(jsii.Number(30)),
+		// The ID token carries only what the client may read: the workspace
+		// must be readable. Users may change their name and email, never
+		// their workspace.
+		ReadAttributes: awscognito.NewClientAttributes().
+			WithStandardAttributes(&awscognito.StandardAttributesMask{Email: jsii.Bool(true), EmailVerified: jsii.Bool(true), Fullname: jsii.Bool(true)}).
+			WithCustomAttributes(jsii.String(WorkspaceAttribute)),
+		WriteAttributes: awscognito.NewClientAttributes().
+			WithStandardAttributes(&awscognito.StandardAttributesMask{Email: jsii.Bool(true), Fullname: jsii.Bool(true)}),
+	})
+	a.Admins = a.UserPool.AddGroup(jsii.String("Admins"), &awscognito.UserPoolGroupOptions{
+		GroupName:   jsii.String(AdminGroup),
+		Description: jsii.String("gauntlet platform operators: may create workspaces, set billing and add users (/v1/admin)"),
 	})
 	a.Issuer = a.UserPool.UserPoolProviderUrl()
 	a.Audience = a.UserPoolClient.UserPoolClientId()
