@@ -7,6 +7,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
@@ -41,7 +42,7 @@ const maxInstructionEnv = 100 << 10
 // task's and the agent config's literal variables, the agent's secrets and the
 // GAUNTLET_* variables reach the agent.
 func agentEnv(spec sandbox.Spec, task harbor.Task, h Harness, paths layout) []string {
-	env := baseEnv(paths)
+	env := baseEnv(paths.Tmp, paths.Tmp, paths.App)
 	maps.Copy(env, task.Config.Environment.Env)
 	if h.MountsSolution {
 		maps.Copy(env, task.Config.Solution.Env)
@@ -64,7 +65,7 @@ func agentEnv(spec sandbox.Spec, task harbor.Task, h Harness, paths layout) []st
 // verifierEnv builds the verifier's environment from scratch: the task's and
 // the run's verifier variables and the verifier's secrets, never the agent's.
 func verifierEnv(spec sandbox.Spec, task harbor.Task, paths layout) []string {
-	env := baseEnv(paths)
+	env := baseEnv(paths.VerifierHome, paths.VerifierTmp, paths.App)
 	maps.Copy(env, task.Config.Environment.Env)
 	maps.Copy(env, task.Config.Verifier.Env)
 	maps.Copy(env, spec.VerifierEnv)
@@ -75,14 +76,14 @@ func verifierEnv(spec sandbox.Spec, task harbor.Task, paths layout) []string {
 	return envList(env)
 }
 
-func baseEnv(paths layout) map[string]string {
+func baseEnv(home, tmp, app string) map[string]string {
 	return map[string]string{
 		"PATH":    sandboxPath,
-		"HOME":    paths.Tmp,
-		"TMPDIR":  paths.Tmp,
+		"HOME":    home,
+		"TMPDIR":  tmp,
 		"LANG":    sandboxLocale,
 		"TERM":    sandboxTerminal,
-		EnvAppDir: paths.App,
+		EnvAppDir: app,
 	}
 }
 
@@ -122,6 +123,21 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, car
 		carriers = append(carriers, key)
 	}
 	return agent, verifier, carriers
+}
+
+// sensitiveRunnerVar reports whether a variable of the runner's own
+// environment carries something no phase may see: the slot spec (presigned
+// upload URLs), secrets and their carriers, and the task role's credentials.
+func sensitiveRunnerVar(key string) bool {
+	switch key {
+	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv,
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+		"ECS_CONTAINER_METADATA_URI", "ECS_CONTAINER_METADATA_URI_V4":
+		return true
+	}
+	return strings.HasPrefix(key, SecretEnvPrefix) || strings.HasPrefix(key, VerifierSecretEnvPrefix)
 }
 
 // SecretEnv returns the environment entries that pass spec's secrets to the

@@ -17,6 +17,8 @@ type copyOptions struct {
 	keepSymlinks bool
 	// budget bounds the bytes copied (0 = no bound); files beyond it are skipped.
 	budget int64
+	// redact, when set, replaces secret values in every file copied.
+	redact *redactor
 }
 
 // copyTree copies the tree at src into dst (created if missing): directories,
@@ -58,7 +60,7 @@ func copyTree(src, dst string, opt copyOptions) (skipped []string, err error) {
 			skipped = append(skipped, rel+": not a regular file")
 			return nil
 		}
-		err = copyRegularFile(path, target, opt.budget, &used)
+		err = copyRegularFile(path, target, opt, &used)
 		if errors.Is(err, errOverBudget) {
 			skipped = append(skipped, fmt.Sprintf("%s: skipped, over the %d-byte copy budget", rel, opt.budget))
 			return nil
@@ -103,7 +105,8 @@ func seedApp(taskDir, app string) ([]string, error) {
 
 var errOverBudget = errors.New("over the copy budget")
 
-func copyRegularFile(src, dst string, budget int64, used *int64) error {
+func copyRegularFile(src, dst string, opt copyOptions, used *int64) error {
+	budget := opt.budget
 	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", src, err)
@@ -131,7 +134,7 @@ func copyRegularFile(src, dst string, budget int64, used *int64) error {
 	if budget > 0 {
 		r = io.LimitReader(in, budget-*used)
 	}
-	n, err := io.Copy(out, r)
+	n, err := opt.redact.copy(out, r)
 	*used += n
 	if cerr := out.Close(); err == nil {
 		err = cerr

@@ -15,6 +15,11 @@ const (
 	// IsolationProcess runs every phase as a plain child process on the host:
 	// no isolation at all, an explicit opt-in for machines without bubblewrap.
 	IsolationProcess = "process"
+	// IsolationContainer is for a runner that is root inside a container
+	// that is the sandbox (ECS Fargate, where bubblewrap cannot run): the
+	// phases see the container's real /app, /logs, /tests and /solution,
+	// and the agent runs under a uid of its own (see containerIsolation).
+	IsolationContainer = "container"
 )
 
 // In-sandbox paths of the bubblewrap layout (Harbor's conventions).
@@ -47,8 +52,18 @@ type mount struct {
 	writable bool
 }
 
+// phaseRole says whose phase it is: the agent's (install step and agent)
+// or the verifier's.
+type phaseRole int
+
+const (
+	roleAgent phaseRole = iota
+	roleVerifier
+)
+
 // phaseCommand is what one phase runs, independent of the isolation.
 type phaseCommand struct {
+	role    phaseRole
 	script  string   // shell run with bash -c
 	env     []string // complete environment, KEY=VALUE
 	mounts  []mount
@@ -59,18 +74,23 @@ type phaseCommand struct {
 
 // isolation turns a phase command into a process to start.
 type isolation interface {
+	name() string
 	command(pc phaseCommand) (*exec.Cmd, error)
-	// paths gives the paths the phase's scripts see for the work dir's parts.
-	paths(hostPaths layout) layout
+	// layouts gives a trial's directories as the runner finds them (host)
+	// and as the phases' scripts see them (seen).
+	layouts(workDir, taskDir, agentsDir string) (host, seen layout)
 }
 
-// layout names the directories a phase sees: in-sandbox paths under
-// bubblewrap, host paths under process isolation.
+// layout names the directories of a trial: in-sandbox paths under
+// bubblewrap, host paths under process isolation, the container's own
+// paths under container isolation. Tmp is the agent's HOME and TMPDIR.
 type layout struct {
 	App, AgentLogs, VerifierLogs, Tests, Solution, Agents, Tmp string
+	VerifierHome, VerifierTmp                                  string
 }
 
-func newIsolation(mode, bwrapPath string) (isolation, error) {
+func newIsolation(opts Options) (isolation, error) {
+	mode, bwrapPath := opts.Isolation, opts.BwrapPath
 	switch mode {
 	case "", IsolationBwrap:
 		if bwrapPath == "" {
@@ -83,19 +103,31 @@ func newIsolation(mode, bwrapPath string) (isolation, error) {
 		return bwrapIsolation{path: path}, nil
 	case IsolationProcess:
 		return processIsolation{}, nil
+	case IsolationContainer:
+		uid, gid := opts.AgentUID, opts.AgentGID
+		if uid == 0 {
+			uid = DefaultAgentUID
+		}
+		if gid == 0 {
+			gid = DefaultAgentGID
+		}
+		return newContainerIsolation(uid, gid)
 	}
-	return nil, fmt.Errorf("isolation %q: want %q or %q", mode, IsolationBwrap, IsolationProcess)
+	return nil, fmt.Errorf("isolation %q: want %q, %q or %q", mode, IsolationBwrap, IsolationContainer, IsolationProcess)
 }
 
 type bwrapIsolation struct{ path string }
 
-func (bwrapIsolation) paths(host layout) layout {
-	l := layout{App: AppMount, AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount,
-		Tests: TestsMount, Solution: SolutionMount, Tmp: sandboxTmp}
-	if host.Agents != "" {
-		l.Agents = AgentsMount
+func (bwrapIsolation) name() string { return IsolationBwrap }
+
+func (bwrapIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
+	host = hostLayout(workDir, taskDir, agentsDir)
+	seen = layout{App: AppMount, AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount,
+		Tests: TestsMount, Solution: SolutionMount, Tmp: sandboxTmp, VerifierHome: sandboxTmp, VerifierTmp: sandboxTmp}
+	if agentsDir != "" {
+		seen.Agents = AgentsMount
 	}
-	return l
+	return host, seen
 }
 
 func (b bwrapIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
@@ -156,7 +188,12 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 
 type processIsolation struct{}
 
-func (processIsolation) paths(host layout) layout { return host }
+func (processIsolation) name() string { return IsolationProcess }
+
+func (processIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
+	host = hostLayout(workDir, taskDir, agentsDir)
+	return host, host
+}
 
 func (processIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 	cmd := exec.Command("bash", "-c", pc.script)
@@ -165,11 +202,16 @@ func (processIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// prepareProcess puts the phase process in its own process group, so a
+// prepareProcess puts the phase process in its own process group (or keeps
+// the session of its own the isolation asked for, which is one too), so a
 // timeout kills everything it started, and makes the kernel kill it if the
 // runner dies.
 func prepareProcess(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = !cmd.SysProcAttr.Setsid
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
 // hostLayout is the work dir's layout on the host.
@@ -182,5 +224,7 @@ func hostLayout(workDir, taskDir, agentsDir string) layout {
 		Solution:     filepath.Join(taskDir, "solution"),
 		Agents:       agentsDir,
 		Tmp:          filepath.Join(workDir, "agent-tmp"),
+		VerifierHome: filepath.Join(workDir, "agent-tmp"),
+		VerifierTmp:  filepath.Join(workDir, "agent-tmp"),
 	}
 }

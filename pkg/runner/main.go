@@ -23,21 +23,41 @@ import (
 const SpecEnv = "GAUNTLET_SLOT_SPEC"
 
 // Main is sandbox-runner's entry point: it parses args (without the program
-// name), takes the secrets out of env (the process environment) and unsets
-// them, runs the trial and returns the exit code: sandbox.ExitOK when
-// result.json was written, sandbox.ExitInfra when the runner could not do its job.
-func Main(args []string, env []string) int {
+// name), takes the spec, the secrets and the sealed secrets' location out of
+// env (the process environment) and scrubs them, runs the trial and returns
+// the exit code: sandbox.ExitOK when result.json was written,
+// sandbox.ExitInfra when the runner could not do its job. keys unwraps the
+// data key of sealed secrets (KMS in the cloud); nil when none can arrive.
+//
+// The subcommands install, exec-phase and kill-all are the runner's helpers
+// (the ECS init container; container isolation).
+func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "sandbox-runner")
-	if len(args) == 2 && args[0] == "install" {
-		if err := Install(args[1]); err != nil {
-			logger.Error("install failed", "err", err)
-			return sandbox.ExitInfra
+	if len(args) > 0 {
+		switch args[0] {
+		case "install":
+			if len(args) != 2 {
+				logger.Error("usage: sandbox-runner install DEST")
+				return sandbox.ExitInfra
+			}
+			if err := Install(args[1]); err != nil {
+				logger.Error("install failed", "err", err)
+				return sandbox.ExitInfra
+			}
+			return sandbox.ExitOK
+		case execPhaseCommand:
+			return execPhase(args[1:], os.Stderr)
+		case killAllCommand:
+			return killAll(os.Stderr)
 		}
-		return sandbox.ExitOK
+	}
+	for _, note := range hardenRunner(sensitiveRunnerVar) {
+		logger.Warn("runner hardening incomplete", "note", note)
 	}
 	agentSecrets, verifierSecrets, carriers := takeSecrets(env)
-	sealedURL, sealedKey := lookupEnv(env, sealed.URLEnv), lookupEnv(env, sealed.KeyEnv)
-	for _, key := range append(carriers, sealed.URLEnv, sealed.KeyEnv) {
+	sealedURL, wrappedKey := lookupEnv(env, sealed.URLEnv), lookupEnv(env, sealed.DataKeyEnv)
+	specJSON := lookupEnv(env, SpecEnv)
+	for _, key := range append(carriers, sealed.URLEnv, sealed.DataKeyEnv, SpecEnv) {
 		_ = os.Unsetenv(key)
 	}
 	cfg, err := parseFlags(args, os.Stderr)
@@ -48,15 +68,22 @@ func Main(args []string, env []string) int {
 		logger.Error("bad arguments", "err", err)
 		return sandbox.ExitInfra
 	}
-	spec, err := loadSpec(cfg.specFile, lookupEnv(env, SpecEnv))
+	spec, err := loadSpec(cfg.specFile, specJSON)
 	if err != nil {
 		logger.Error("bad spec", "err", err)
 		return sandbox.ExitInfra
 	}
 	spec.Secrets, spec.VerifierSecrets = agentSecrets, verifierSecrets
-	if err := openSealedSecrets(context.Background(), &spec, sealedURL, sealedKey, nil); err != nil {
+	if err := openSealedSecrets(context.Background(), &spec, sealedURL, wrappedKey, keys, nil); err != nil {
 		logger.Error("bad sealed secrets", "launch_id", spec.LaunchID, "err", err)
 		return sandbox.ExitInfra
+	}
+	// The task role's credentials served that alone; no phase inherits the
+	// runner's environment, and this leaves nothing in it either.
+	for _, kv := range env {
+		if key, _, _ := strings.Cut(kv, "="); sensitiveRunnerVar(key) {
+			_ = os.Unsetenv(key)
+		}
 	}
 	if cfg.opts.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "gauntlet-trial-")
@@ -89,7 +116,10 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.specFile, "spec", "", "slot spec JSON file (default: $"+SpecEnv+")")
 	fs.StringVar(&cfg.opts.WorkDir, "work", "", "work directory for /app and /logs (default: a temporary directory)")
 	fs.StringVar(&cfg.opts.OutDir, "out", "", "output directory for result.json and artifacts/ (required)")
-	fs.StringVar(&cfg.opts.Isolation, "isolation", IsolationBwrap, "bwrap, or process (no isolation at all)")
+	fs.StringVar(&cfg.opts.Isolation, "isolation", IsolationBwrap,
+		"bwrap; container (the runner is root in a container that is the sandbox: ECS); or process (no isolation at all)")
+	fs.IntVar(&cfg.opts.AgentUID, "agent-uid", DefaultAgentUID, "uid the agent runs as under container isolation")
+	fs.IntVar(&cfg.opts.AgentGID, "agent-gid", DefaultAgentGID, "gid the agent runs as under container isolation")
 	fs.StringVar(&cfg.opts.AgentsDir, "agents-dir", "", "directory mounted read-only at /agent for command agents")
 	fs.StringVar(&cfg.opts.BwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	if err := fs.Parse(args); err != nil {

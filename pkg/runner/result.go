@@ -76,9 +76,8 @@ func stripDir(err error, dir string) string {
 
 // finish collects artifacts and writes (and uploads) result.json.
 func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
-	for _, part := range []string{"agent", "verifier"} {
-		src := filepath.Join(t.work, "logs", part)
-		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes})
+	for part, src := range map[string]string{"agent": t.host.AgentLogs, "verifier": t.host.VerifierLogs} {
+		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes, redact: t.redact})
 		if err != nil {
 			return harbor.TrialResult{}, fmt.Errorf("collect artifacts: %w", err)
 		}
@@ -93,6 +92,9 @@ func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
 	t.log.Info("trial finished", "exception", exceptionType(tr.ExceptionInfo), "has_reward", tr.VerifierResult != nil,
 		"duration", tr.FinishedAt.Sub(*tr.StartedAt).Round(time.Millisecond).String())
 	t.closeLog()
+	if err := t.redact.file(filepath.Join(t.out, ArtifactsDir, RunnerLogFile)); err != nil {
+		return harbor.TrialResult{}, err
+	}
 	if err := harbor.WriteTrialResult(filepath.Join(t.out, harbor.TrialResultFile), tr); err != nil {
 		return harbor.TrialResult{}, err
 	}
@@ -108,7 +110,7 @@ func (t *trial) result() (harbor.TrialResult, error) {
 	trialName := t.trialName()
 	extra, err := json.Marshal(ResultExtra{
 		LaunchID: t.spec.LaunchID, RunID: t.spec.RunID, SlotID: t.spec.SlotID, Generation: t.spec.Generation,
-		Isolation: isolationName(t.iso), ExitCodes: t.exitCodes,
+		Isolation: t.iso.name(), ExitCodes: t.exitCodes,
 	})
 	if err != nil {
 		return harbor.TrialResult{}, fmt.Errorf("encode result extra: %w", err)

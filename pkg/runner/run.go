@@ -37,8 +37,12 @@ const (
 
 // Options configures Run.
 type Options struct {
-	// Isolation is IsolationBwrap (the default) or IsolationProcess.
+	// Isolation is IsolationBwrap (the default), IsolationContainer or
+	// IsolationProcess.
 	Isolation string
+	// AgentUID and AgentGID run the agent under container isolation
+	// (0 = DefaultAgentUID, DefaultAgentGID).
+	AgentUID, AgentGID int
 	// WorkDir is the trial's scratch directory (created if missing): the
 	// seeded /app, the /logs tree and the agent's /tmp live there.
 	WorkDir string
@@ -75,7 +79,7 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []Harness) 
 	if !ok {
 		return harbor.TrialResult{}, fmt.Errorf("spec harness %q: unknown; known harnesses: %s", spec.Harness, harnessNames(table))
 	}
-	iso, err := newIsolation(opts.Isolation, opts.BwrapPath)
+	iso, err := newIsolation(opts)
 	if err != nil {
 		return harbor.TrialResult{}, err
 	}
@@ -83,6 +87,7 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []Harness) 
 	if err != nil {
 		return harbor.TrialResult{}, err
 	}
+	t.redact = newRedactor(spec.Secrets, spec.VerifierSecrets)
 	defer t.closeLog()
 	if err := t.run(ctx); err != nil {
 		t.log.Error("trial aborted", "err", err)
@@ -97,6 +102,10 @@ type trial struct {
 	opts    Options
 	harness Harness
 	iso     isolation
+	// container is iso under container isolation, else nil.
+	container *containerIsolation
+	// redact scrubs the secret values out of everything collected.
+	redact  *redactor
 	work    string
 	out     string
 	host    layout // work dir parts on the host
@@ -124,14 +133,21 @@ func newTrial(spec sandbox.Spec, opts Options, h Harness, iso isolation) (*trial
 	}
 	t := &trial{spec: spec, opts: opts, harness: h, iso: iso, work: work, out: out,
 		startedAt: time.Now().UTC(), timings: map[string]*harbor.TimingInfo{}, exitCodes: map[string]int{}}
-	for _, dir := range []string{
-		filepath.Join(work, "app"), filepath.Join(work, "logs", "agent"),
-		filepath.Join(work, "logs", "verifier"), filepath.Join(work, "agent-tmp"),
-		filepath.Join(out, ArtifactsDir),
-	} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	t.container, _ = iso.(*containerIsolation)
+	for _, dir := range []string{work, out} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", dir, err)
 		}
+		// Under container isolation the task files (tests, solution) and
+		// the outputs must stay out of the agent's reach.
+		if t.container != nil {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("chmod %s: %w", dir, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(out, ArtifactsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Join(out, ArtifactsDir), err)
 	}
 	if err := t.openLog(); err != nil {
 		return nil, err
@@ -163,9 +179,12 @@ func (t *trial) closeLog() {
 // run executes the phases. Its error means the trial could not be run.
 func (t *trial) run(ctx context.Context) error {
 	t.log.Info("trial started", "harness", t.harness.Name, "model", t.spec.Model,
-		"isolation", isolationName(t.iso), "task", t.spec.Task.Name)
+		"isolation", t.iso.name(), "task", t.spec.Task.Name)
 	if _, ok := t.iso.(processIsolation); ok {
 		t.log.Warn(processWarningMsg)
+	}
+	if t.container != nil && t.spec.Task.Dir != "" {
+		t.log.Warn("container isolation with a task directory: keep it unreadable to the agent uid (the cloud passes a bundle, unpacked into the root-only work dir)")
 	}
 	if err := t.setUpEnvironment(ctx); err != nil {
 		return err
@@ -180,6 +199,12 @@ func (t *trial) run(ctx context.Context) error {
 	if err := t.runAgent(ctx, runCmd); err != nil {
 		return err
 	}
+	if t.container != nil {
+		if err := t.container.endAgent(); err != nil {
+			return err
+		}
+		t.log.Info("no process of the agent uid is left")
+	}
 	return t.runVerifier(ctx)
 }
 
@@ -193,8 +218,10 @@ func (t *trial) setUpEnvironment(ctx context.Context) error {
 	if t.task, err = harbor.LoadTask(dir); err != nil {
 		return fmt.Errorf("load task: %w", err)
 	}
-	t.host = hostLayout(t.work, dir, t.opts.AgentsDir)
-	t.seen = t.iso.paths(t.host)
+	t.host, t.seen = t.iso.layouts(t.work, dir, t.opts.AgentsDir)
+	if err := t.prepareDirs(dir); err != nil {
+		return err
+	}
 	notes, err := seedApp(dir, t.host.App)
 	if err != nil {
 		return fmt.Errorf("seed %s: %w", AppMount, err)
@@ -206,7 +233,26 @@ func (t *trial) setUpEnvironment(ctx context.Context) error {
 	if err := os.WriteFile(instruction, []byte(t.task.Instruction), 0o644); err != nil {
 		return fmt.Errorf("write instruction: %w", err)
 	}
+	if t.container != nil {
+		if err := t.container.handOver(t.host.App, t.host.AgentLogs, t.host.Tmp); err != nil {
+			return err
+		}
+	}
 	t.end(timing, "environment_setup")
+	return nil
+}
+
+// prepareDirs creates the trial's directories (under container isolation:
+// lays out the container for the agent phase).
+func (t *trial) prepareDirs(taskDir string) error {
+	if t.container != nil {
+		return t.container.prepareAgent(t.host, taskDir, t.harness.MountsSolution)
+	}
+	for _, dir := range []string{t.host.App, t.host.AgentLogs, t.host.VerifierLogs, t.host.Tmp} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
 	return nil
 }
 
@@ -281,7 +327,14 @@ func (t *trial) runVerifier(ctx context.Context) error {
 	if err := os.MkdirAll(t.host.VerifierLogs, 0o755); err != nil {
 		return fmt.Errorf("create verifier logs: %w", err)
 	}
+	if t.container != nil {
+		if err := t.container.prepareVerifier(t.host, t.task.Dir); err != nil {
+			return err
+		}
+		defer reapOrphans()
+	}
 	pc := phaseCommand{
+		role:    roleVerifier,
 		script:  "bash " + t.seen.Tests + "/test.sh",
 		env:     verifierEnv(t.spec, t.task, t.seen),
 		mounts:  t.verifierMounts(),
@@ -315,7 +368,7 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		limit = timeout.String()
 	}
 	t.log.Info("phase started", "phase", name, "timeout", limit, "network", pc.network)
-	cg, notes := newCgroup(cgroupRoot, t.cgroupName(name), t.limits())
+	cg, notes := t.phaseCgroup(name, pc)
 	defer func() {
 		if err := cg.remove(); err != nil {
 			t.log.Warn("cgroup not removed", "phase", name, "err", err)
@@ -339,6 +392,20 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
 		"duration", out.FinishedAt.Sub(out.StartedAt).Round(time.Millisecond).String())
 	return out, nil
+}
+
+// phaseCgroup applies the trial's limits to a phase. Under container
+// isolation the container's own limits (the Fargate task size) apply, and
+// nothing can deny the phase the network but the task's security group.
+func (t *trial) phaseCgroup(name string, pc phaseCommand) (*cgroup, []string) {
+	if t.container == nil {
+		return newCgroup(cgroupRoot, t.cgroupName(name), t.limits())
+	}
+	notes := []string{"cpu and memory limits are the container's (the task size)"}
+	if !pc.network {
+		notes = append(notes, "the task denies network access, which container isolation cannot enforce per phase; the sandbox's security group governs egress")
+	}
+	return nil, notes
 }
 
 func (t *trial) agentMounts() []mount {
@@ -409,6 +476,7 @@ func (t *trial) end(ti *harbor.TimingInfo, name string) {
 }
 
 func (t *trial) except(typ, msg string) {
+	msg = t.redact.String(msg)
 	t.log.Warn("trial exception", "type", typ, "message", msg)
 	t.exceptions = append(t.exceptions, harbor.ExceptionInfo{
 		ExceptionType: typ, ExceptionMessage: msg, OccurredAt: time.Now().UTC(),
@@ -420,13 +488,6 @@ func (t *trial) httpClient() *http.Client {
 		return t.opts.HTTPClient
 	}
 	return &http.Client{Timeout: 5 * time.Minute}
-}
-
-func isolationName(iso isolation) string {
-	if _, ok := iso.(processIsolation); ok {
-		return IsolationProcess
-	}
-	return IsolationBwrap
 }
 
 func harnessNames(table []Harness) string {

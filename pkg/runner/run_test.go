@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -406,7 +408,9 @@ func TestMainSecretsReachOnlyTheirPhase(t *testing.T) {
 	requireBwrap(t)
 	dir := t.TempDir()
 	spec := baseSpec(t, "command")
-	spec.Command = `{ echo "agent_token=${AGENT_TOKEN:-missing}"; echo "verifier_token=${VERIFIER_TOKEN:-missing}"
+	// The agent reports a digest of its token: the value itself would be
+	// redacted from the artifacts.
+	spec.Command = `{ echo "agent_token=$(printf %s "${AGENT_TOKEN:-missing}" | sha256sum | cut -c1-16)"; echo "verifier_token=${VERIFIER_TOKEN:-missing}"
   echo "aws=${AWS_SECRET_ACCESS_KEY:-missing}"; echo "carrier=${GAUNTLET_SECRET_AGENT_TOKEN:-missing}"; } > /logs/agent/seen.txt
 echo gauntlet > /app/answer.txt`
 	specJSON, err := json.Marshal(spec)
@@ -426,7 +430,7 @@ echo gauntlet > /app/answer.txt`
 		t.Fatalf("sandbox-runner: %v\n%s", err, output)
 	}
 	r := trialRun{out: filepath.Join(dir, "out")}
-	want := map[string]string{"agent_token": "agent-secret-value", "verifier_token": "missing", "aws": "missing", "carrier": "missing"}
+	want := map[string]string{"agent_token": sha256Prefix("agent-secret-value"), "verifier_token": "missing", "aws": "missing", "carrier": "missing"}
 	if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/seen.txt"))); diff != "" {
 		t.Errorf("agent environment (-want +got):\n%s", diff)
 	}
@@ -447,6 +451,11 @@ echo gauntlet > /app/answer.txt`
 			t.Errorf("runner output contains the secret value %q", leaked)
 		}
 	}
+}
+
+func sha256Prefix(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:16]
 }
 
 func contains(list []string, s string) bool {
@@ -490,7 +499,7 @@ func TestMainExitCodes(t *testing.T) {
 			if tc.spec != "" {
 				env = append(env, SpecEnv+"="+tc.spec)
 			}
-			if got := Main(args, env); got != tc.want {
+			if got := Main(args, env, nil); got != tc.want {
 				t.Errorf("Main(%q) = %d, want %d", tc.args, got, tc.want)
 			}
 		})

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,37 +18,36 @@ import (
 // maxSealedSize bounds the sealed secrets object a runner downloads.
 const maxSealedSize = 1 << 20
 
-// openSealedSecrets fetches and opens the sealed secrets a cloud driver
-// stored for this launch (sealed.URLEnv, sealed.KeyEnv) and adds them to the
-// spec. The URL is presigned and short-lived; neither it nor any value
-// appears in an error.
-func openSealedSecrets(ctx context.Context, spec *sandbox.Spec, url, key string, client *http.Client) error {
-	if url == "" && key == "" {
+// openSealedSecrets fetches the sealed secrets a cloud driver stored for
+// this launch (sealed.URLEnv), has keys unwrap their data key
+// (sealed.DataKeyEnv, standard base64; KMS in the cloud, with the launch as
+// encryption context), opens them and adds them to the spec. The URL is
+// presigned and short-lived; neither it nor any value or key appears in an
+// error.
+func openSealedSecrets(ctx context.Context, spec *sandbox.Spec, url, wrappedKey string, keys sealed.DataKeyOpener, client *http.Client) error {
+	if url == "" && wrappedKey == "" {
 		return nil
 	}
-	if url == "" || key == "" {
-		return fmt.Errorf("sealed secrets: %s and %s must be set together", sealed.URLEnv, sealed.KeyEnv)
+	if url == "" || wrappedKey == "" {
+		return fmt.Errorf("sealed secrets: %s and %s must be set together", sealed.URLEnv, sealed.DataKeyEnv)
 	}
-	if client == nil {
-		client = &http.Client{Timeout: time.Minute}
+	if keys == nil {
+		return errors.New("sealed secrets: this runner has no data-key service to open them with")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	wrapped, err := base64.StdEncoding.DecodeString(wrappedKey)
 	if err != nil {
-		return fmt.Errorf("sealed secrets: bad URL in %s", sealed.URLEnv)
+		return fmt.Errorf("sealed secrets: %s is not standard base64", sealed.DataKeyEnv)
 	}
-	resp, err := client.Do(req)
+	ct, err := download(ctx, client, url)
 	if err != nil {
-		return fmt.Errorf("sealed secrets: download failed")
+		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("sealed secrets: download answered HTTP %d", resp.StatusCode)
-	}
-	ct, err := io.ReadAll(io.LimitReader(resp.Body, maxSealedSize+1))
-	if err != nil || len(ct) > maxSealedSize {
-		return fmt.Errorf("sealed secrets: download failed or over %d bytes", maxSealedSize)
+	key, err := keys.OpenDataKey(ctx, wrapped, spec.LaunchID)
+	if err != nil {
+		return fmt.Errorf("sealed secrets: %w", err)
 	}
 	s, err := sealed.Open(ct, key, spec.LaunchID)
+	sealed.Wipe(key)
 	if err != nil {
 		return err
 	}
@@ -61,6 +62,30 @@ func openSealedSecrets(ctx context.Context, spec *sandbox.Spec, url, key string,
 	add(&spec.Secrets, s.Agent)
 	add(&spec.VerifierSecrets, s.Verifier)
 	return nil
+}
+
+// download fetches the sealed object from its presigned URL.
+func download(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	if client == nil {
+		client = &http.Client{Timeout: time.Minute}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sealed secrets: bad URL in %s", sealed.URLEnv)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("sealed secrets: download failed")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("sealed secrets: download answered HTTP %d", resp.StatusCode)
+	}
+	ct, err := io.ReadAll(io.LimitReader(resp.Body, maxSealedSize+1))
+	if err != nil || len(ct) > maxSealedSize {
+		return nil, fmt.Errorf("sealed secrets: download failed or over %d bytes", maxSealedSize)
+	}
+	return ct, nil
 }
 
 // Install copies the running sandbox-runner binary to dst (mode 0755): the

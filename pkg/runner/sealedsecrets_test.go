@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,11 +19,25 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
+// fakeKeys unwraps a "wrapped" key that is the key itself prefixed with its
+// launch id, as a key service bound to the launch would.
+type fakeKeys struct{}
+
+func (fakeKeys) OpenDataKey(_ context.Context, wrapped []byte, launchID string) ([]byte, error) {
+	key, ok := bytes.CutPrefix(wrapped, []byte(launchID+":"))
+	if !ok {
+		return nil, errors.New("InvalidCiphertextException")
+	}
+	return bytes.Clone(key), nil
+}
+
 func TestOpenSealedSecrets(t *testing.T) {
-	ct, key, err := sealed.Seal(sealed.Secrets{Agent: map[string]string{"OPENAI_API_KEY": "sk-1"}, Verifier: map[string]string{"JUDGE": "j"}}, "L1")
+	key := bytes.Repeat([]byte{7}, sealed.KeySize)
+	ct, err := sealed.Seal(sealed.Secrets{Agent: map[string]string{"OPENAI_API_KEY": "sk-1"}, Verifier: map[string]string{"JUDGE": "j"}}, key, "L1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	wrapped := base64.StdEncoding.EncodeToString(append([]byte("L1:"), key...))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/sealed" {
 			http.NotFound(w, r)
@@ -31,7 +48,7 @@ func TestOpenSealedSecrets(t *testing.T) {
 	defer srv.Close()
 
 	spec := sandbox.Spec{LaunchID: "L1", Secrets: map[string]secret.Value{"EXISTING": "x"}}
-	if err := openSealedSecrets(context.Background(), &spec, srv.URL+"/sealed", key, nil); err != nil {
+	if err := openSealedSecrets(context.Background(), &spec, srv.URL+"/sealed", wrapped, fakeKeys{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]secret.Value{"EXISTING": "x", "OPENAI_API_KEY": "sk-1"}, spec.Secrets); diff != "" {
@@ -41,21 +58,30 @@ func TestOpenSealedSecrets(t *testing.T) {
 		t.Errorf("verifier secrets (-want +got):\n%s", diff)
 	}
 
-	for name, tc := range map[string]struct{ url, key, launch string }{
-		"missing key":  {srv.URL + "/sealed", "", "L1"},
-		"404":          {srv.URL + "/gone", key, "L1"},
-		"other launch": {srv.URL + "/sealed", key, "L2"},
-	} {
-		s := sandbox.Spec{LaunchID: tc.launch}
-		err := openSealedSecrets(context.Background(), &s, tc.url, tc.key, nil)
-		if err == nil {
-			t.Errorf("%s: want an error", name)
-		} else if strings.Contains(err.Error(), "sk-1") || strings.Contains(err.Error(), srv.URL) {
-			t.Errorf("%s: error %q shows a value or the URL", name, err)
-		}
+	tests := []struct {
+		name, url, key, launch string
+		keys                   sealed.DataKeyOpener
+	}{
+		{name: "missing key", url: srv.URL + "/sealed", launch: "L1", keys: fakeKeys{}},
+		{name: "not base64", url: srv.URL + "/sealed", key: "%%%", launch: "L1", keys: fakeKeys{}},
+		{name: "404", url: srv.URL + "/gone", key: wrapped, launch: "L1", keys: fakeKeys{}},
+		{name: "other launch", url: srv.URL + "/sealed", key: wrapped, launch: "L2", keys: fakeKeys{}},
+		{name: "no key service", url: srv.URL + "/sealed", key: wrapped, launch: "L1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := sandbox.Spec{LaunchID: tc.launch}
+			err := openSealedSecrets(context.Background(), &s, tc.url, tc.key, tc.keys, nil)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if strings.Contains(err.Error(), "sk-1") || strings.Contains(err.Error(), srv.URL) {
+				t.Errorf("error %q shows a value or the URL", err)
+			}
+		})
 	}
 	var none sandbox.Spec
-	if err := openSealedSecrets(context.Background(), &none, "", "", nil); err != nil || none.Secrets != nil {
+	if err := openSealedSecrets(context.Background(), &none, "", "", nil, nil); err != nil || none.Secrets != nil {
 		t.Errorf("no sealed secrets: err %v, secrets %v", err, none.Secrets)
 	}
 }

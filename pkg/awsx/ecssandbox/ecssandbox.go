@@ -4,22 +4,44 @@
 // Every sandbox is one Fargate task of a task definition registered once per
 // distinct environment (image, size). It has two containers: "runner-init"
 // copies the sandbox-runner binary from the runner image into a shared volume
-// and exits; "task" runs the task's own image with the runner as entry point.
+// and exits; "task" runs the task's own image as root with the runner as
+// entry point, in the runner's container isolation (runner.IsolationContainer).
 //
-// How no platform credentials reach the agent: the runner needs none — it
-// fetches the task bundle and uploads results through presigned S3 URLs in
-// its spec — so the task role the stack gives sandboxes has no permissions at
-// all, and the runner builds the agent's environment from scratch (dropping
-// AWS_CONTAINER_CREDENTIALS_* and every other variable of its own). Secret
-// values are not placed in the task overrides (DescribeTasks would show
-// them); the dispatcher seals them into a per-launch object the runner
-// fetches once through a presigned URL (see Spec.SecretsURL).
+// How the runner receives only the slot's secrets, and no platform
+// credentials reach the agent's process:
+//
+//   - Secret values never enter the ECS API. The dispatcher asks KMS for a
+//     fresh data key per launch (kms:GenerateDataKey on the stack's sandbox
+//     key, encryption context {"gauntlet:launch": <launch id>}), seals the
+//     slot's agent and verifier secrets with it (package sealed), stores the
+//     sealed object under launches/ and passes only its presigned URL
+//     (sealed.URLEnv) and the key's CiphertextBlob (sealed.DataKeyEnv) in
+//     the task overrides. Whoever can read the overrides (ecs:DescribeTasks,
+//     the EventBridge events) holds a ciphertext and a wrapped key that only
+//     kms:Decrypt under that launch's context opens.
+//   - The runner, as root in the task container, calls kms:Decrypt with the
+//     same encryption context using the task role's credentials, the role's
+//     only permission (kms:Decrypt on that key, the context key required).
+//     Those credentials come from the container credentials endpoint named
+//     by AWS_CONTAINER_CREDENTIALS_RELATIVE_URI, which ECS puts only in the
+//     environment of the container's entry point: the runner.
+//   - The agent (and the harness's install step) runs under a separate
+//     unprivileged uid with no-new-privileges and an environment built from
+//     scratch: it never inherits the runner's variables, and another uid
+//     cannot read /proc/<runner>/environ or the runner's memory (the runner
+//     also scrubs the sensitive variables from its own environ block). It
+//     gets only the slot's agent secrets, as variables of their names.
+//   - Results go up through presigned PUT URLs the runner holds in memory;
+//     the runner keeps its output and the task files in root-only
+//     directories, and every process of the agent uid is killed before the
+//     tests are unpacked and the verifier runs.
 package ecssandbox
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -51,7 +73,7 @@ type Config struct {
 	Cluster          string   // cluster ARN
 	Subnets          []string // private subnets with egress
 	SecurityGroups   []string // egress-only
-	TaskRoleARN      string   // a role with no permissions
+	TaskRoleARN      string   // may only kms:Decrypt launch data keys of KMSKey
 	ExecutionRoleARN string   // pulls images, writes logs; never visible inside the task
 	LogGroup         string
 	Region           string
@@ -62,6 +84,12 @@ type Config struct {
 	// Sealed stores a launch's sealed secrets; the runner fetches them once
 	// through a presigned URL. Required when a launch carries secrets.
 	Sealed SealedStore
+	// KMSKey is the sandbox KMS key (ARN) launch data keys come from
+	// (GAUNTLET_SANDBOX_KMS_KEY).
+	KMSKey string
+	// DataKeys issues the per-launch data keys (KMS on KMSKey, see
+	// pkg/awsx/kmskeys). Required when a launch carries secrets.
+	DataKeys sealed.DataKeySource
 	// SealedTTL bounds the presigned URL (default 30 minutes: a Fargate task
 	// starts well within it).
 	SealedTTL time.Duration
@@ -119,6 +147,9 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if spec.LaunchID == "" || spec.RunID == "" || spec.SlotID == "" {
 		return sandbox.Handle{}, errors.New("ecs launch: spec needs launch id, run id and slot id")
 	}
+	if (len(spec.Secrets) > 0 || len(spec.VerifierSecrets) > 0) && (d.cfg.Sealed == nil || d.cfg.DataKeys == nil) {
+		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: the launch carries secrets but no sealed-secrets store or data-key source (GAUNTLET_SANDBOX_KMS_KEY) is configured", spec.LaunchID)
+	}
 	def, err := d.taskDefinition(ctx, spec)
 	if err != nil {
 		return sandbox.Handle{}, err
@@ -170,14 +201,13 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	return sandbox.Handle{ID: aws.ToString(t.TaskArn), LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: aws.ToTime(t.CreatedAt)}, nil
 }
 
-// sealSecrets stores the launch's secret values sealed and returns the two
-// variables that let the runner open them. The values never reach ECS.
+// sealSecrets stores the launch's secret values sealed under a new KMS data
+// key and returns the two variables that let the runner open them: the
+// object's presigned URL and the wrapped data key. No value and no plaintext
+// key reaches ECS.
 func (d *Driver) sealSecrets(ctx context.Context, spec sandbox.Spec) ([]types.KeyValuePair, error) {
 	if len(spec.Secrets) == 0 && len(spec.VerifierSecrets) == 0 {
 		return nil, nil
-	}
-	if d.cfg.Sealed == nil {
-		return nil, fmt.Errorf("ecs launch %s: the launch carries secrets but no sealed-secrets store is configured", spec.LaunchID)
 	}
 	plain := sealed.Secrets{Agent: map[string]string{}, Verifier: map[string]string{}}
 	for name, v := range spec.Secrets {
@@ -186,14 +216,19 @@ func (d *Driver) sealSecrets(ctx context.Context, spec sandbox.Spec) ([]types.Ke
 	for name, v := range spec.VerifierSecrets {
 		plain.Verifier[name] = v.Reveal()
 	}
-	ct, key, err := sealed.Seal(plain, spec.LaunchID)
+	key, wrapped, err := d.cfg.DataKeys.NewDataKey(ctx, spec.LaunchID)
+	if err != nil {
+		return nil, fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
+	ct, err := sealed.Seal(plain, key, spec.LaunchID)
+	sealed.Wipe(key)
 	if err != nil {
 		return nil, fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
 	}
 	// One object per attempt: a retried Launch that ECS answers with the task
 	// of the first attempt (same clientToken) must not overwrite the object
-	// that task's key opens.
-	fp := sha256.Sum256([]byte(key))
+	// that task's data key opens.
+	fp := sha256.Sum256(wrapped)
 	blobKey := "launches/" + clientToken(spec.LaunchID) + "/" + hex.EncodeToString(fp[:8]) + ".sealed"
 	if err := d.cfg.Sealed.Put(ctx, blobKey, bytes.NewReader(ct)); err != nil {
 		return nil, fmt.Errorf("ecs launch %s: store sealed secrets: %w", spec.LaunchID, err)
@@ -208,7 +243,7 @@ func (d *Driver) sealSecrets(ctx context.Context, spec sandbox.Spec) ([]types.Ke
 	}
 	return []types.KeyValuePair{
 		{Name: aws.String(sealed.URLEnv), Value: aws.String(url)},
-		{Name: aws.String(sealed.KeyEnv), Value: aws.String(key)},
+		{Name: aws.String(sealed.DataKeyEnv), Value: aws.String(base64.StdEncoding.EncodeToString(wrapped))},
 	}, nil
 }
 
@@ -277,8 +312,12 @@ func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string,
 			},
 			{
 				Name: aws.String(TaskContainer), Image: &image, Essential: aws.Bool(true),
+				// Root, whatever the image's USER: the runner needs it to
+				// run the agent under its own uid and to keep its inputs
+				// and outputs out of the agent's reach.
+				User:             aws.String("0"),
 				EntryPoint:       []string{runnerMount + "/sandbox-runner"},
-				Command:          []string{"--isolation", "process", "--work", "/", "--out", "/gauntlet-out"},
+				Command:          []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"},
 				DependsOn:        []types.ContainerDependency{{ContainerName: aws.String(RunnerContainer), Condition: types.ContainerConditionSuccess}},
 				MountPoints:      []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount), ReadOnly: aws.Bool(true)}},
 				LogConfiguration: logs("task"),

@@ -1,7 +1,10 @@
 package ecssandbox_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,12 +19,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys/kmstest"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/s3blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
@@ -90,8 +96,17 @@ func newSealedStore(t *testing.T) *s3blob.Store {
 	return s3blob.New(client, "artifacts")
 }
 
-func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer) {
+// kmsClient is a real KMS SDK client of the fake KMS, signing as accessKey.
+func kmsClient(srv *kmstest.Server, accessKey string) *kms.Client {
+	return kms.New(kms.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider(accessKey, "secret", ""),
+	})
+}
+
+func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer, *kmstest.Server) {
 	t.Helper()
+	keys := kmstest.New(t)
 	srv := &ecsServer{requests: map[string][]map[string]any{}, tasks: map[string]string{}}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
@@ -104,12 +119,12 @@ func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer) {
 		SecurityGroups: []string{"sg-egress"}, TaskRoleARN: "arn:aws:iam::111122223333:role/sandbox-task",
 		ExecutionRoleARN: "arn:aws:iam::111122223333:role/sandbox-exec", LogGroup: "/gauntlet/sandboxes",
 		Region: "us-east-1", RunnerImage: "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
-		Sealed: newSealedStore(t),
+		Sealed: newSealedStore(t), KMSKey: kmstest.KeyARN, DataKeys: kmskeys.New(kmsClient(keys, "DISPATCHER"), kmstest.KeyARN),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, srv
+	return d, srv, keys
 }
 
 func testSpec(launch string) sandbox.Spec {
@@ -124,7 +139,7 @@ func testSpec(launch string) sandbox.Spec {
 }
 
 func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
-	d, srv := newDriver(t)
+	d, srv, keys := newDriver(t)
 	ctx := context.Background()
 	h1, err := d.Launch(ctx, testSpec("launch-1"))
 	if err != nil {
@@ -163,6 +178,14 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 	if diff := cmp.Diff([]any{"/gauntlet/sandbox-runner"}, task["entryPoint"]); diff != "" {
 		t.Errorf("task entry point (-want +got):\n%s", diff)
 	}
+	// The runner runs as root and isolates the agent under its own uid.
+	wantCommand := []any{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"}
+	if diff := cmp.Diff(wantCommand, task["command"]); diff != "" {
+		t.Errorf("task command (-want +got):\n%s", diff)
+	}
+	if task["user"] != "0" {
+		t.Errorf("task container user = %v, want 0 (root)", task["user"])
+	}
 
 	run := srv.requests["RunTask"][0]
 	if run["launchType"] != "FARGATE" || run["clientToken"] != "launch-1" || run["startedBy"] != "run1" {
@@ -194,19 +217,52 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The secret travels sealed: the runner fetches it by presigned URL and
-	// opens it with the key, bound to this launch.
+	// opens it with the data key KMS unwraps for this launch only, with the
+	// task role's credentials.
+	if _, ok := env["GAUNTLET_SECRETS_KEY"]; ok {
+		t.Error("a plaintext sealing key is in the overrides")
+	}
+	wrapped, err := base64.StdEncoding.DecodeString(env[sealed.DataKeyEnv])
+	if err != nil || len(wrapped) == 0 {
+		t.Fatalf("%s = %q, want a base64 CiphertextBlob", sealed.DataKeyEnv, env[sealed.DataKeyEnv])
+	}
+	taskRole := kmskeys.New(kmsClient(keys, "TASKROLE"), "")
+	dataKey, err := taskRole.OpenDataKey(ctx, wrapped, "launch-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := taskRole.OpenDataKey(ctx, wrapped, "launch-2"); err == nil {
+		t.Error("the data key of launch-1 opened under launch-2's encryption context")
+	}
 	resp, err := http.Get(env[sealed.URLEnv])
 	if err != nil {
 		t.Fatal(err)
 	}
 	ct, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	opened, err := sealed.Open(ct, env[sealed.KeyEnv], "launch-1")
+	opened, err := sealed.Open(ct, dataKey, "launch-1")
 	if err != nil {
 		t.Fatalf("open sealed secrets from %s: %v", env[sealed.URLEnv], err)
 	}
 	if opened.Agent["OPENAI_API_KEY"] != "sk-live-do-not-leak" {
 		t.Errorf("sealed agent secrets = %v", opened.Agent)
+	}
+	generated := 0
+	for _, r := range keys.Requests() {
+		if r.Operation != "GenerateDataKey" {
+			continue
+		}
+		generated++
+		if r.AccessKey != "DISPATCHER" || r.Body["KeyId"] != kmstest.KeyARN {
+			t.Errorf("GenerateDataKey by %s on %v, want the dispatcher on the sandbox key", r.AccessKey, r.Body["KeyId"])
+		}
+		launch := r.Body["EncryptionContext"].(map[string]any)["gauntlet:launch"]
+		if launch != "launch-1" && launch != "launch-2" {
+			t.Errorf("GenerateDataKey encryption context = %v, want gauntlet:launch = the launch id", r.Body["EncryptionContext"])
+		}
+	}
+	if generated != 3 {
+		t.Errorf("GenerateDataKey calls = %d, want one per Launch call (3)", generated)
 	}
 	if spec.SlotID != "0/hello/1" || spec.AgentTimeout != 10*time.Minute || spec.Harness != "codex" {
 		t.Errorf("spec override = %+v", spec)
@@ -215,10 +271,32 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 	if strings.Contains(string(raw), "sk-live-do-not-leak") {
 		t.Fatal("a secret value reached the ECS API")
 	}
+	for _, form := range []string{base64.StdEncoding.EncodeToString(dataKey), base64.RawURLEncoding.EncodeToString(dataKey),
+		hex.EncodeToString(dataKey), string(dataKey)} {
+		if strings.Contains(string(raw), form) {
+			t.Fatal("the plaintext data key reached the ECS API")
+		}
+	}
+	if bytes.Contains(raw, dataKey) {
+		t.Fatal("the plaintext data key bytes reached the ECS API")
+	}
+}
+
+func TestLaunchWithSecretsNeedsADataKeySource(t *testing.T) {
+	d, err := ecssandbox.New(nil, ecssandbox.Config{
+		Cluster: "c", Subnets: []string{"s"}, ExecutionRoleARN: "e", RunnerImage: "r", Sealed: newSealedStore(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Launch(context.Background(), testSpec("launch-1"))
+	if err == nil || !strings.Contains(err.Error(), "GAUNTLET_SANDBOX_KMS_KEY") {
+		t.Errorf("Launch with secrets and no data-key source: err %v, want one naming GAUNTLET_SANDBOX_KMS_KEY", err)
+	}
 }
 
 func TestStopAndList(t *testing.T) {
-	d, srv := newDriver(t)
+	d, srv, _ := newDriver(t)
 	ctx := context.Background()
 	if err := d.Stop(ctx, "arn:aws:ecs:us-east-1:111122223333:task/sandboxes/a"); err != nil {
 		t.Fatal(err)

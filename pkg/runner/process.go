@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// prctl options (linux/prctl.h).
+const (
+	prSetDumpable       = 4
+	prCapBSetDrop       = 24
+	prSetChildSubreaper = 36
+	prSetNoNewPrivs     = 38
+)
+
+// rootPhaseDroppedCaps leave the bounding set of a phase that runs as root
+// (the verifier under container isolation): with them it could read the
+// runner's memory and environment (CAP_SYS_PTRACE), remount or escape
+// (CAP_SYS_ADMIN), or reach the kernel and raw devices.
+var rootPhaseDroppedCaps = []uintptr{
+	16, // CAP_SYS_MODULE
+	17, // CAP_SYS_RAWIO
+	19, // CAP_SYS_PTRACE
+	21, // CAP_SYS_ADMIN
+}
+
+func prctl(option int, arg uintptr) error {
+	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, uintptr(option), arg, 0, 0, 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// execPhase is the exec-phase helper: it runs as the phase's user (the
+// runner started it with the agent's credentials, or as root for the
+// verifier), sets no-new-privileges so no setuid binary of the image can
+// give the phase back root, drops the dangerous capabilities of a root
+// phase, and execs the phase's command with the environment it was given.
+func execPhase(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet(execPhaseCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dropCaps := fs.Bool("drop-caps", false, "drop "+capNames+" from the bounding set")
+	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] -- program args...")
+		return 127
+	}
+	if err := prctl(prSetNoNewPrivs, 1); err != nil {
+		fmt.Fprintf(stderr, "sandbox-runner exec-phase: set no-new-privileges: %v\n", err)
+		return 127
+	}
+	if *dropCaps {
+		for _, c := range rootPhaseDroppedCaps {
+			if err := prctl(prCapBSetDrop, c); err != nil && !errors.Is(err, syscall.EINVAL) {
+				fmt.Fprintf(stderr, "sandbox-runner exec-phase: drop capability %d: %v\n", c, err)
+				return 127
+			}
+		}
+	}
+	path, err := exec.LookPath(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
+		return 127
+	}
+	err = syscall.Exec(path, fs.Args(), os.Environ())
+	fmt.Fprintf(stderr, "sandbox-runner exec-phase: exec %s: %v\n", path, err)
+	return 127
+}
+
+const capNames = "CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_PTRACE and CAP_SYS_ADMIN"
+
+// killAll is the kill-all helper: started under the agent's uid, it sends
+// SIGKILL to every process that uid may signal, i.e. all of the agent's. The
+// kernel walks the process list under a lock that fork also takes, so no
+// process forked meanwhile escapes.
+func killAll(stderr io.Writer) int {
+	if os.Getuid() == 0 {
+		fmt.Fprintln(stderr, "sandbox-runner kill-all: refusing to run as root")
+		return 2
+	}
+	if err := syscall.Kill(-1, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		fmt.Fprintf(stderr, "sandbox-runner kill-all: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// hardenRunner makes the runner's process non-dumpable (its /proc files and
+// memory then need CAP_SYS_PTRACE, which no phase has, even as the same
+// uid) and overwrites the values of the sensitive variables in its original
+// environment block, which /proc/<pid>/environ shows (os.Unsetenv only edits
+// Go's copy). It reports what it could not do; neither failure stops the
+// runner, since another uid cannot read that block anyway.
+func hardenRunner(sensitive func(key string) bool) []string {
+	var notes []string
+	if err := prctl(prSetDumpable, 0); err != nil {
+		notes = append(notes, fmt.Sprintf("could not make the runner non-dumpable: %v", err))
+	}
+	if n, err := scrubEnvironBlock(sensitive); err != nil {
+		notes = append(notes, fmt.Sprintf("could not scrub %d sensitive variables from /proc/self/environ: %v", n, err))
+	}
+	return notes
+}
+
+// scrubEnvironBlock overwrites, in the process's original environment block
+// (the memory /proc/self/environ reads), the value of every variable
+// sensitive names with NUL bytes. Go copied the environment at start-up, so
+// nothing in the program reads that block again.
+func scrubEnvironBlock(sensitive func(key string) bool) (int, error) {
+	start, end, err := environBounds()
+	if err != nil {
+		return 0, err
+	}
+	mem, err := os.OpenFile("/proc/self/mem", os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer mem.Close()
+	block := make([]byte, end-start)
+	if _, err := mem.ReadAt(block, start); err != nil {
+		return 0, fmt.Errorf("read environment block: %w", err)
+	}
+	scrubbed := 0
+	offset := 0
+	for _, entry := range bytes.Split(block, []byte{0}) {
+		key, value, ok := bytes.Cut(entry, []byte("="))
+		if ok && len(value) > 0 && sensitive(string(key)) {
+			at := start + int64(offset+len(key)+1)
+			if _, err := mem.WriteAt(make([]byte, len(value)), at); err != nil {
+				return scrubbed + 1, fmt.Errorf("overwrite %s: %w", key, err)
+			}
+			scrubbed++
+		}
+		offset += len(entry) + 1
+	}
+	return scrubbed, nil
+}
+
+// environBounds reads env_start and env_end (fields 50 and 51) of /proc/self/stat.
+func environBounds() (start, end int64, err error) {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fields after the command name, which may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, errors.New("unreadable /proc/self/stat")
+	}
+	fields := strings.Fields(string(stat[i+1:])) // fields[0] is field 3
+	if len(fields) < 49 {
+		return 0, 0, errors.New("/proc/self/stat lacks env_start and env_end (Linux < 3.5)")
+	}
+	start, err1 := strconv.ParseInt(fields[47], 10, 64)
+	end, err2 := strconv.ParseInt(fields[48], 10, 64)
+	if err1 != nil || err2 != nil || end < start || start == 0 {
+		return 0, 0, errors.New("unreadable env_start and env_end in /proc/self/stat")
+	}
+	return start, end, nil
+}
