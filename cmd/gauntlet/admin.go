@@ -13,7 +13,7 @@ import (
 // platform operator uses to provision workspaces, billing and users.
 var adminGroups = []group{
 	{name: "admin workspace", subs: []subcommand{
-		{name: "create", usage: "admin workspace create NAME [--idempotency-key KEY]", summary: "create a workspace (a retry returns the same one)", run: adminWorkspaceCreate},
+		{name: "create", usage: "admin workspace create NAME [--id ID] [--idempotency-key KEY]", summary: "create a workspace (a retry returns the same one)", run: adminWorkspaceCreate},
 		{name: "list", usage: "admin workspace list [--limit N] [--cursor C] [--all]", summary: "list workspaces, oldest first", run: adminWorkspaceList},
 	}},
 	{name: "admin billing", subs: []subcommand{
@@ -58,8 +58,9 @@ func adminUsage(w io.Writer) {
 
 func adminWorkspaceCreate(ctx context.Context, e env, args []string) error {
 	var cf clientFlags
-	fs := newFlagSet("admin workspace create", "admin workspace create NAME [--idempotency-key KEY] [--json]", e.stderr)
+	fs := newFlagSet("admin workspace create", "admin workspace create NAME [--id ID] [--idempotency-key KEY] [--json]", e.stderr)
 	cf.register(fs)
+	id := fs.String("id", "", "the workspace id, as users' tokens will carry it (default: derived from the key or the name)")
 	key := fs.String("idempotency-key", "", "derive the workspace id from this key (default: from the name)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -72,7 +73,7 @@ func adminWorkspaceCreate(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ws, err := c.CreateWorkspace(ctx, pos[0], *key)
+	ws, err := c.CreateWorkspace(ctx, api.CreateWorkspaceRequest{Name: pos[0], ID: *id}, *key)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestCLIAdmin(t *testing.T) {
 	if ws.ID == "" || ws.Name != "CLI Corp" || replay.ID != ws.ID {
 		t.Fatalf("workspace create = %+v, replay %+v; want one id", ws, replay)
 	}
-	if out := op.ok("", "admin", "workspace", "create", "Second Corp"); !strings.Contains(out, "gauntlet admin billing set w-") {
+	if out := op.ok("", "admin", "workspace", "create", "Second Corp", "--id", "second"); !strings.Contains(out, "gauntlet admin billing set second active") {
 		t.Errorf("workspace create text output:\n%s", out)
 	}
 	var list api.AdminWorkspaceList

@@ -84,9 +84,13 @@ type AdminWorkspaceList struct {
 	NextCursor string               `json:"next_cursor,omitempty"`
 }
 
-// CreateWorkspaceRequest is the body of POST /v1/admin/workspaces.
+// CreateWorkspaceRequest is the body of POST /v1/admin/workspaces. ID,
+// when set, is the workspace id (what users' tokens carry as their
+// workspace claim); empty derives it from the Idempotency-Key, else the
+// name.
 type CreateWorkspaceRequest struct {
 	Name string `json:"name"`
+	ID   string `json:"id,omitempty"`
 }
 
 // SetBillingRequest is the body of PUT /v1/admin/workspaces/{id}/billing.
@@ -133,12 +137,19 @@ func (h *Handler) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) e
 	if err := checkWorkspaceName(name); err != nil {
 		return err
 	}
+	if req.ID != "" && !workspaceIDPattern.MatchString(req.ID) {
+		return errorf(http.StatusBadRequest, CodeBadRequest, "id %q must be 1 to 128 of A-Z, a-z, 0-9, '.', '_', ':', '@', '-', starting with a letter or digit", req.ID)
+	}
 	key := r.Header.Get("Idempotency-Key")
 	if key != "" && !validIdempotencyKey(key) {
 		return errorf(http.StatusBadRequest, CodeBadRequest, "Idempotency-Key must be 1 to 128 printable ASCII characters without spaces")
 	}
 	ctx := r.Context()
-	ws := records.Workspace{ID: workspaceID(identity(ctx).User, key, name), Name: name, CreatedAt: h.cfg.Now().UTC()}
+	id := req.ID
+	if id == "" {
+		id = workspaceID(identity(ctx).User, key, name)
+	}
+	ws := records.Workspace{ID: id, Name: name, CreatedAt: h.cfg.Now().UTC()}
 	stored, created, err := h.cfg.Records.CreateWorkspace(ctx, ws)
 	if err != nil {
 		return err

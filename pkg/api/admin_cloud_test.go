@@ -141,8 +141,8 @@ func TestCloudFirstWorkspace(t *testing.T) {
 	operator := p.idToken(t, "op-sub", "w-operators", jwtauth.DefaultAdminGroup)
 
 	var ws api.AdminWorkspaceView
-	if got := send(t, srv, operator, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "acme"}, &ws); got != http.StatusCreated {
-		t.Fatalf("create workspace = %d, want 201", got)
+	if got := send(t, srv, operator, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "acme", ID: "acme"}, &ws); got != http.StatusCreated || ws.ID != "acme" {
+		t.Fatalf("create workspace = %d %+v, want 201 with id acme", got, ws)
 	}
 	var b api.AdminBillingView
 	if got := send(t, srv, operator, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", api.SetBillingRequest{Status: "active", Plan: "team"}, &b); got != http.StatusOK || !b.CanSubmit {

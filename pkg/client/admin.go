@@ -9,12 +9,12 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
-// CreateWorkspace creates a workspace (platform operators only). A
-// non-empty idempotencyKey derives the workspace id from it, else the id
-// derives from the name; either way a retry returns the same workspace.
-func (c *Client) CreateWorkspace(ctx context.Context, name, idempotencyKey string) (api.AdminWorkspaceView, error) {
+// CreateWorkspace creates a workspace (platform operators only). Its id is
+// req.ID when set, else derived from a non-empty idempotencyKey, else from
+// the name; either way a retry returns the same workspace.
+func (c *Client) CreateWorkspace(ctx context.Context, req api.CreateWorkspaceRequest, idempotencyKey string) (api.AdminWorkspaceView, error) {
 	var out api.AdminWorkspaceView
-	body, err := jsonBody(api.CreateWorkspaceRequest{Name: name})
+	body, err := jsonBody(req)
 	if err != nil {
 		return out, err
 	}

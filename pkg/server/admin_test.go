@@ -83,6 +83,14 @@ func TestAdminProvisionsAWorkspace(t *testing.T) {
 		t.Errorf("replayed create (-first +replay):\n%s", diff)
 	}
 	wantError(t, alice(), adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "Other Corp"}, key), http.StatusConflict, api.CodeConflict)
+	// Without a key the id derives from the name; an explicit id wins.
+	var byName, sameName, chosen api.AdminWorkspaceView
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "By Name"}, nil), http.StatusCreated, &byName)
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "By Name"}, nil), http.StatusOK, &sameName)
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "By Name", ID: "by-name.ops"}, nil), http.StatusCreated, &chosen)
+	if sameName.ID != byName.ID || chosen.ID != "by-name.ops" {
+		t.Errorf("by name %s, again %s, chosen %s; want the first two equal and the chosen id kept", byName.ID, sameName.ID, chosen.ID)
+	}
 
 	var user api.AdminUserView
 	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", api.AddUserRequest{User: "dana-sub-1", Email: "dana@acme.example"}, nil), http.StatusCreated, &user)
@@ -155,7 +163,9 @@ func TestAdminRejectsBadInput(t *testing.T) {
 		{"empty name", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "  "}`, nil), http.StatusBadRequest, api.CodeBadRequest},
 		{"long name", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: strings.Repeat("n", 129)}, nil), http.StatusBadRequest, api.CodeBadRequest},
 		{"control character", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "a\nb"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"unknown field", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "x", "id": "w-mine"}`, nil), http.StatusBadRequest, api.CodeBadRequest},
+		{"unknown field", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "x", "owner": "me"}`, nil), http.StatusBadRequest, api.CodeBadRequest},
+		{"bad id", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "x", ID: "a#b"}, nil), http.StatusBadRequest, api.CodeBadRequest},
+		{"id of another workspace", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "x", ID: ws.ID}, nil), http.StatusConflict, api.CodeConflict},
 		{"bad idempotency key", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "x"}, map[string]string{"Idempotency-Key": "has space"}), http.StatusBadRequest, api.CodeBadRequest},
 		{"huge body", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "`+strings.Repeat("x", api.MaxSmallBody)+`"}`, nil), http.StatusRequestEntityTooLarge, api.CodeTooLarge},
 		{"bad status", adminJSON(t, "PUT", billing, api.SetBillingRequest{Status: "free"}, nil), http.StatusBadRequest, api.CodeBadRequest},
