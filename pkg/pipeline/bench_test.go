@@ -11,6 +11,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // importSynthetic stores a ready benchmark of n tasks whose files are never
@@ -71,30 +72,44 @@ func BenchmarkPlan125kSlots(b *testing.B) {
 
 // BenchmarkAttemptOverhead measures the platform's own cost per attempt —
 // plan → dispatch → grade → ingest → recompute, every handler run on real
-// SQLite tables and queues — with the instant driver, which executes
-// nothing. It reports attempts per second of wall time, everything included
-// (also the stand-in sandbox writing result.json to the blob store). The
-// sequential variant handles one message at a time and also reports
-// platform-attempts/s, with the stand-in sandbox's own time taken out; the
-// parallel one runs 4 handlers per queue, as the local platform's pollers do.
+// SQLite tables and queues and the file blob store — with the instant
+// driver, which executes nothing, and reports attempts per second of wall
+// time from the plan message to the run's end (submission is not timed).
+//
+// workers=N handles up to N messages of a queue at once (the local
+// platform's pollers run 4). In these variants every result.json is staged
+// before the clock starts, as writing it is the sandbox's work (see
+// pipelinetest); the grader still reads each one. sandbox-writes=true has
+// the instant driver write result.json inside Launch instead, on the clock,
+// to show what the stand-in sandbox's file creation adds.
 func BenchmarkAttemptOverhead(b *testing.B) {
-	for _, workers := range []int{1, 4} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchmarkOverhead(b, workers) })
+	for _, c := range []struct {
+		workers int
+		staged  bool
+	}{{1, true}, {4, true}, {4, false}} {
+		name := fmt.Sprintf("workers=%d", c.workers)
+		if !c.staged {
+			name += "/sandbox-writes=true"
+		}
+		b.Run(name, func(b *testing.B) { benchmarkOverhead(b, c.workers, c.staged) })
 	}
 }
 
-func benchmarkOverhead(b *testing.B, workers int) {
+func benchmarkOverhead(b *testing.B, workers int, staged bool) {
 	const tasks = 100
 	e := newEnv(b, envOptions{instant: true})
 	e.workers = workers
 	importSynthetic(b, e, "overhead", tasks)
 	attempts := max(1, min(100, (b.N+tasks-1)/tasks))
-	start := time.Now()
-	b.ResetTimer()
 	r := e.submit(syntheticConfig("overhead", 1, attempts, 1024))
+	if staged {
+		stageResults(b, e, r)
+	}
+	b.ResetTimer()
+	start := time.Now()
 	r = e.pumpUntil(r.ID, 10*time.Minute)
-	b.StopTimer()
 	elapsed := time.Since(start)
+	b.StopTimer()
 	if r.Status != run.Finished {
 		b.Fatalf("run ended %s", r.Status)
 	}
@@ -103,8 +118,22 @@ func benchmarkOverhead(b *testing.B, workers int) {
 		b.Fatalf("%d passed, want %d", got, n)
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "attempts/s")
-	if workers == 1 {
-		busy := e.driver.(*pipelinetest.InstantDriver).Busy()
-		b.ReportMetric(float64(n)/(elapsed-busy).Seconds(), "platform-attempts/s")
+}
+
+// stageResults writes the result.json of every first-generation slot of the
+// run (one agent) and makes the instant driver rely on them.
+func stageResults(b *testing.B, e *env, r run.Run) {
+	b.Helper()
+	d := e.driver.(*pipelinetest.InstantDriver)
+	for attempt := 1; attempt <= r.Settings.AttemptsPerTask; attempt++ {
+		for _, task := range r.Tasks {
+			slot := run.SlotID(0, task, attempt)
+			spec := sandbox.Spec{LaunchID: run.LaunchID(r.ID, slot, 0), SlotID: slot, Task: sandbox.TaskRef{Name: task},
+				Harness: "command", Output: sandbox.Output{Prefix: pipeline.OutputPrefix(r.ID, slot, 0)}}
+			if err := pipelinetest.StageResult(e.ctx, e.blobs, spec, 1, time.Now().UTC()); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
+	d.Staged = true
 }

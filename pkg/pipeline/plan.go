@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
@@ -14,13 +16,12 @@ import (
 // at a time.
 const planBatch = 5000
 
-// plan fans a run out into agents × tasks × attempts slots with
+// Plan fans a run out into agents × tasks × attempts slots with
 // deterministic ids, created idempotently in batches, moves the run (and its
 // agents) pending → queued, then sends one slot message per slot, recording
 // each sent batch on the run. A redelivered plan message re-creates nothing
-// and re-sends at most the one batch whose sending was interrupted. Plan
-// (planfail.go) wraps it with the handling of planning failures.
-func (s *Service) plan(ctx context.Context, m PlanMessage) error {
+// and re-sends at most the one batch whose sending was interrupted.
+func (s *Service) Plan(ctx context.Context, m PlanMessage) error {
 	r, err := s.recs.Run(ctx, m.RunID)
 	if err != nil {
 		return fmt.Errorf("plan run %s: %w", m.RunID, err)
@@ -55,10 +56,29 @@ func planSlots(r run.Run) []run.Slot {
 	return slots
 }
 
+// keyOrder returns the indexes of slots sorted by slot id, the order of their
+// sort keys. Created in that order, each batch appends to one stretch of the
+// table and its indexes; in planSlots' dispatch order every batch would touch
+// pages all over the run's key range.
+func keyOrder(slots []run.Slot) []int32 {
+	order := make([]int32, len(slots))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(slots[a].ID, slots[b].ID) })
+	return order
+}
+
 func (s *Service) createSlots(ctx context.Context, r run.Run, slots []run.Slot) (run.Run, error) {
 	created := 0
-	for start := 0; start < len(slots); start += planBatch {
-		n, err := s.recs.CreateSlots(ctx, slots[start:min(start+planBatch, len(slots))])
+	order := keyOrder(slots)
+	batch := make([]run.Slot, 0, min(planBatch, len(slots)))
+	for start := 0; start < len(order); start += planBatch {
+		batch = batch[:0]
+		for _, i := range order[start:min(start+planBatch, len(order))] {
+			batch = append(batch, slots[i])
+		}
+		n, err := s.recs.CreateSlots(ctx, batch)
 		if err != nil {
 			return r, fmt.Errorf("plan run %s: %w", r.ID, err)
 		}

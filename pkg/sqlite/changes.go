@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,29 +38,10 @@ const maxRead = 10000
 
 // appendChange records one change in the write's transaction.
 func (w *writeTx) appendChange(ctx context.Context, kind store.ChangeKind, old, new *store.Item) error {
-	oldImage, err := encodeImage(old)
-	if err != nil {
-		return err
-	}
-	newImage, err := encodeImage(new)
-	if err != nil {
-		return err
-	}
-	if _, err := w.s.insertChange.ExecContext(ctx, string(kind), oldImage, newImage, w.now.UnixNano()); err != nil {
+	if _, err := w.s.insertChange.ExecContext(ctx, string(kind), encodeImage(old), encodeImage(new), w.now.UnixNano()); err != nil {
 		return fmt.Errorf("append change: %w", err)
 	}
 	return nil
-}
-
-func encodeImage(item *store.Item) (any, error) {
-	if item == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(item)
-	if err != nil {
-		return nil, fmt.Errorf("encode image of %q/%q: %w", item.PK, item.SK, err)
-	}
-	return b, nil
 }
 
 // Read returns up to max changes after checkpoint, in commit order.
@@ -73,7 +53,7 @@ func (s *Stream) Read(ctx context.Context, checkpoint string, max int) ([]store.
 	if max <= 0 || max > maxRead {
 		max = maxRead
 	}
-	rows, err := s.db.reader.QueryContext(ctx,
+	rows, err := s.db.query(ctx,
 		`SELECT seq, kind, old, new, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`, after, max)
 	if err != nil {
 		return nil, "", fmt.Errorf("read changes after %d: %w", after, err)
@@ -115,17 +95,6 @@ func scanChange(rows *sql.Rows) (store.Change, int64, error) {
 	return c, seq, nil
 }
 
-func decodeImage(b []byte) (*store.Item, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var item store.Item
-	if err := json.Unmarshal(b, &item); err != nil {
-		return nil, err
-	}
-	return &item, nil
-}
-
 func parseCheckpoint(checkpoint string) (int64, error) {
 	if checkpoint == "" {
 		return 0, nil
@@ -158,7 +127,7 @@ func (db *DB) PruneChanges(ctx context.Context, before string) error {
 // Load returns the consumer's checkpoint, or "" when none is saved.
 func (c *Checkpoints) Load(ctx context.Context, consumer string) (string, error) {
 	var checkpoint string
-	err := c.db.reader.QueryRowContext(ctx, `SELECT checkpoint FROM checkpoints WHERE consumer = ?`, consumer).Scan(&checkpoint)
+	err := c.db.queryRow(ctx, `SELECT checkpoint FROM checkpoints WHERE consumer = ?`, consumer).Scan(&checkpoint)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -39,6 +39,10 @@ type DB struct {
 
 	lastPurge time.Time // used by writeLoop only
 	notify    notifier
+
+	// readStmts caches the reader pool's prepared statements by SQL text.
+	rsMu      sync.Mutex
+	readStmts map[string]*sql.Stmt
 }
 
 const schema = `
@@ -148,6 +152,12 @@ func (db *DB) Close() error {
 		<-db.loopDone
 	}
 	var errs []error
+	db.rsMu.Lock()
+	for _, stmt := range db.readStmts {
+		errs = append(errs, stmt.Close())
+	}
+	db.readStmts = nil
+	db.rsMu.Unlock()
 	if db.stmts != nil {
 		errs = append(errs, db.stmts.close())
 	}
@@ -164,6 +174,56 @@ func (db *DB) Close() error {
 		return fmt.Errorf("close sqlite %q: %w", db.path, err)
 	}
 	return nil
+}
+
+// maxReadStmts bounds the reader statement cache. The adapter's reads have
+// about a hundred shapes (see buildQuery); past the bound a read is prepared
+// afresh each time instead of cached.
+const maxReadStmts = 256
+
+// query runs a read on the reader pool through a cached prepared statement
+// (database/sql prepares it once per pooled connection), so a read does not
+// parse its SQL again.
+func (db *DB) query(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
+	stmt, err := db.readStmt(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if stmt == nil {
+		return db.reader.QueryContext(ctx, text, args...)
+	}
+	return stmt.QueryContext(ctx, args...)
+}
+
+// queryRow is query for a single row.
+func (db *DB) queryRow(ctx context.Context, text string, args ...any) *sql.Row {
+	stmt, err := db.readStmt(ctx, text)
+	if err != nil || stmt == nil {
+		return db.reader.QueryRowContext(ctx, text, args...)
+	}
+	return stmt.QueryRowContext(ctx, args...)
+}
+
+// readStmt returns the cached statement for text, preparing it on first use;
+// nil when the cache is full.
+func (db *DB) readStmt(ctx context.Context, text string) (*sql.Stmt, error) {
+	db.rsMu.Lock()
+	defer db.rsMu.Unlock()
+	if stmt, ok := db.readStmts[text]; ok {
+		return stmt, nil
+	}
+	if len(db.readStmts) >= maxReadStmts {
+		return nil, nil
+	}
+	stmt, err := db.reader.PrepareContext(ctx, text)
+	if err != nil {
+		return nil, fmt.Errorf("prepare read on %q: %w", db.path, err)
+	}
+	if db.readStmts == nil {
+		db.readStmts = make(map[string]*sql.Stmt)
+	}
+	db.readStmts[text] = stmt
+	return stmt, nil
 }
 
 // errClosed reports a use of a closed DB.

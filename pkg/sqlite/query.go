@@ -42,7 +42,7 @@ func (t *Table) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	if err != nil {
 		return store.Page{}, err
 	}
-	rows, err := t.db.reader.QueryContext(ctx, sqlText, args...)
+	rows, err := t.db.query(ctx, sqlText, args...)
 	if err != nil {
 		return store.Page{}, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
 	}
@@ -115,7 +115,8 @@ func buildQuery(q store.Query, nowUnix int64) (string, []any, int, error) {
 	if q.Index != store.Primary {
 		orderBy = fmt.Sprintf("%s %s, pk %s, sk %s", cols.sk, order, order, order)
 	}
-	sqlText := fmt.Sprintf("SELECT %s FROM items WHERE %s ORDER BY %s LIMIT %d", itemColumns, where.String(), orderBy, limit+1)
+	sqlText := fmt.Sprintf("SELECT %s FROM items WHERE %s ORDER BY %s LIMIT ?", itemColumns, where.String(), orderBy)
+	args = append(args, limit+1)
 	return sqlText, args, limit, nil
 }
 

@@ -89,17 +89,6 @@ func (q *Queue) Send(ctx context.Context, msgs ...queue.Outgoing) error {
 	return nil
 }
 
-func (w *writeTx) send(ctx context.Context, name string, msgs []queue.Outgoing) error {
-	now := w.now.UnixMilli()
-	for _, m := range msgs {
-		if _, err := w.s.insertMessage.ExecContext(ctx, randomHex(16), name, m.Body, now+m.Delay.Milliseconds(), now); err != nil {
-			return fmt.Errorf("insert message: %w", err)
-		}
-	}
-	w.sentTo = append(w.sentTo, name)
-	return nil
-}
-
 // Receive returns up to n (at most queue.MaxBatch) visible messages, oldest
 // first, hiding each for visibility. With wait > 0 it waits that long for at
 // least one, woken by sends in this process and polling for the rest.

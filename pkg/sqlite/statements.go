@@ -21,11 +21,14 @@ type statements struct {
 	insertMessage, visibleMessages, deliverMessage, deadLetterMessage *sql.Stmt
 	deleteMessage, changeVisibility                                   *sql.Stmt
 
+	// bulk holds the multi-row INSERTs by kind and row count (bulk.go).
+	bulk map[[2]int]*sql.Stmt
+
 	all []*sql.Stmt
 }
 
 func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
-	s := &statements{}
+	s := &statements{bulk: map[[2]int]*sql.Stmt{}}
 	for _, p := range []struct {
 		dst   **sql.Stmt
 		query string

@@ -33,7 +33,7 @@ const createChunk = 4000
 
 // Get returns the item with the key, or store.ErrNotFound.
 func (t *Table) Get(ctx context.Context, pk, sk string) (store.Item, error) {
-	row := t.db.reader.QueryRowContext(ctx, `SELECT `+itemColumns+` FROM items WHERE pk = ? AND sk = ?`, pk, sk)
+	row := t.db.queryRow(ctx, `SELECT `+itemColumns+` FROM items WHERE pk = ? AND sk = ?`, pk, sk)
 	item, err := scanItem(row)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && expired(item, t.db.now().Unix())) {
 		return store.Item{}, fmt.Errorf("get %q/%q: %w", pk, sk, store.ErrNotFound)
@@ -184,26 +184,6 @@ func (w *writeTx) add(ctx context.Context, pk, sk string, deltas map[string]int6
 	return stored, w.upsert(ctx, old, stored)
 }
 
-func (w *writeTx) create(ctx context.Context, items []store.Item) (int, error) {
-	created := 0
-	for _, item := range items {
-		item = normalize(item)
-		item.Version = 1
-		ok, err := w.insertNew(ctx, item)
-		if err != nil {
-			return created, err
-		}
-		if !ok {
-			continue
-		}
-		if err := w.appendChange(ctx, store.Insert, nil, &item); err != nil {
-			return created, err
-		}
-		created++
-	}
-	return created, nil
-}
-
 // insertNew inserts the item unless a live one has its key.
 func (w *writeTx) insertNew(ctx context.Context, item store.Item) (bool, error) {
 	args := itemArgs(item)
@@ -335,8 +315,7 @@ func validateItem(item store.Item) error {
 func itemArgs(item store.Item) []any {
 	var counters any
 	if len(item.Counters) > 0 {
-		b, _ := json.Marshal(item.Counters) // a map[string]int64 always encodes
-		counters = string(b)
+		counters = encodeCounters(item.Counters)
 	}
 	var data any
 	if len(item.Data) > 0 {
@@ -371,7 +350,8 @@ func scanItem(row scanner) (store.Item, error) {
 		item.Data = json.RawMessage(data)
 	}
 	if counters.Valid && counters.String != "" {
-		if err := json.Unmarshal([]byte(counters.String), &item.Counters); err != nil {
+		var err error
+		if item.Counters, err = decodeCounters(counters.String); err != nil {
 			return store.Item{}, fmt.Errorf("decode counters of %q/%q: %w", item.PK, item.SK, err)
 		}
 	}

@@ -2,6 +2,14 @@
 // nothing and completes every launch at once with a valid result.json. It is
 // used ONLY to measure the platform's own overhead per attempt (go test
 // -bench); every functional test runs real sandboxes.
+//
+// Writing result.json is the sandbox's work, not the platform's (in the
+// cloud the runner uploads it to S3 itself), and creating a file is slow on
+// some disks (about 0.3 ms on the 2-core benchmark machine's ext4, more than
+// the rest of an attempt). A benchmark of the platform's overhead therefore
+// stages every launch's result.json with StageResult before it starts the
+// clock and sets Staged; the grader still reads each file from the blob
+// store.
 package pipelinetest
 
 import (
@@ -28,15 +36,17 @@ type InstantDriver struct {
 	Completions queue.Queue
 	// Reward decides each launch's reward; nil means 1.
 	Reward func(spec sandbox.Spec) float64
+	// Staged means every launch's result.json was written beforehand with
+	// StageResult, so Launch only sends the completion.
+	Staged bool
 
 	mu       sync.Mutex
 	launched map[string]bool
 	busy     time.Duration
 }
 
-// Busy returns the total time spent inside Launch (writing result.json and
-// sending the completion): the stand-in sandbox's own cost, which a
-// measurement of the platform's overhead subtracts.
+// Busy returns the total time spent inside Launch (writing result.json
+// unless Staged, and sending the completion).
 func (d *InstantDriver) Busy() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -64,26 +74,16 @@ func (d *InstantDriver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.
 	if again {
 		return h, nil
 	}
-	reward := 1.0
-	if d.Reward != nil {
-		reward = d.Reward(spec)
+	if !d.Staged {
+		reward := 1.0
+		if d.Reward != nil {
+			reward = d.Reward(spec)
+		}
+		if err := StageResult(ctx, d.Blobs, spec, reward, h.StartedAt); err != nil {
+			return h, err
+		}
 	}
 	now := time.Now().UTC()
-	in, out := 100, 20
-	tr := harbor.TrialResult{
-		ID: spec.LaunchID, TaskName: spec.Task.Name, TrialName: spec.SlotID, Config: json.RawMessage("{}"),
-		AgentInfo:      harbor.AgentInfo{Name: spec.Harness, Version: "instant"},
-		AgentResult:    &harbor.AgentResult{NInputTokens: &in, NOutputTokens: &out},
-		VerifierResult: &harbor.VerifierResult{Rewards: map[string]float64{"reward": reward}},
-		StartedAt:      &h.StartedAt, FinishedAt: &now,
-	}
-	body, err := json.Marshal(tr)
-	if err != nil {
-		return h, fmt.Errorf("instant driver: encode result: %w", err)
-	}
-	if err := d.Blobs.Put(ctx, spec.Output.Prefix+harbor.TrialResultFile, bytes.NewReader(body)); err != nil {
-		return h, fmt.Errorf("instant driver: store result: %w", err)
-	}
 	c, err := json.Marshal(sandbox.Completion{SandboxID: h.ID, LaunchID: spec.LaunchID, Workspace: spec.Workspace,
 		RunID: spec.RunID, SlotID: spec.SlotID, Generation: spec.Generation, Reason: sandbox.Exited,
 		ExitCode: sandbox.ExitOK, StartedAt: h.StartedAt, StoppedAt: now})
@@ -91,6 +91,29 @@ func (d *InstantDriver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.
 		return h, err
 	}
 	return h, d.Completions.Send(ctx, queue.Outgoing{Body: c})
+}
+
+// StageResult writes the result.json a launch of spec reports: the reward,
+// 100 input and 20 output tokens, started at start and finished now. Only
+// LaunchID, SlotID, Task.Name, Harness and Output.Prefix of spec are used.
+func StageResult(ctx context.Context, blobs blob.Store, spec sandbox.Spec, reward float64, start time.Time) error {
+	now := time.Now().UTC()
+	in, out := 100, 20
+	tr := harbor.TrialResult{
+		ID: spec.LaunchID, TaskName: spec.Task.Name, TrialName: spec.SlotID, Config: json.RawMessage("{}"),
+		AgentInfo:      harbor.AgentInfo{Name: spec.Harness, Version: "instant"},
+		AgentResult:    &harbor.AgentResult{NInputTokens: &in, NOutputTokens: &out},
+		VerifierResult: &harbor.VerifierResult{Rewards: map[string]float64{"reward": reward}},
+		StartedAt:      &start, FinishedAt: &now,
+	}
+	body, err := json.Marshal(tr)
+	if err != nil {
+		return fmt.Errorf("instant driver: encode result of %s: %w", spec.SlotID, err)
+	}
+	if err := blobs.Put(ctx, spec.Output.Prefix+harbor.TrialResultFile, bytes.NewReader(body)); err != nil {
+		return fmt.Errorf("instant driver: store result of %s: %w", spec.SlotID, err)
+	}
+	return nil
 }
 
 // Stop implements sandbox.Driver; every sandbox has already ended.
