@@ -50,8 +50,22 @@ type Config struct {
 	Completions queue.Queue
 	// StopGrace is the SIGTERM → SIGKILL delay of Stop; 0 = DefaultStopGrace.
 	StopGrace time.Duration
-	Logger    *slog.Logger
+	// EndedMemory bounds how many ended sandboxes the driver remembers, and
+	// EndedRetention for how long (0 = DefaultEndedMemory and
+	// DefaultEndedRetention): a repeated Launch of a remembered launch id
+	// returns the ended sandbox instead of starting another.
+	EndedMemory    int
+	EndedRetention time.Duration
+	Logger         *slog.Logger
 }
+
+// Defaults of Config.EndedMemory and Config.EndedRetention. The pipeline
+// launches a launch id again only while its slot is still launching, which
+// ends once the completion is graded: minutes, not hours.
+const (
+	DefaultEndedMemory    = 4096
+	DefaultEndedRetention = time.Hour
+)
 
 // Driver runs sandboxes as local processes. It implements sandbox.Driver.
 type Driver struct {
@@ -59,11 +73,11 @@ type Driver struct {
 	bwrap string // resolved bubblewrap path ("" under process isolation)
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	closed  bool
-	handles map[string]sandbox.Handle // every sandbox launched, by id
-	live    map[string]*proc          // running sandboxes, by id
-	wg      sync.WaitGroup            // sandbox goroutines
+	mu     sync.Mutex
+	closed bool
+	live   map[string]*proc // running sandboxes, by id
+	ended  endedSet         // recently ended sandboxes
+	wg     sync.WaitGroup   // sandbox goroutines
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -98,11 +112,17 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.StopGrace == 0 {
 		cfg.StopGrace = DefaultStopGrace
 	}
+	if cfg.EndedMemory <= 0 {
+		cfg.EndedMemory = DefaultEndedMemory
+	}
+	if cfg.EndedRetention <= 0 {
+		cfg.EndedRetention = DefaultEndedRetention
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Driver{cfg: cfg, log: cfg.Logger.With("component", "localsandbox"),
-		handles: map[string]sandbox.Handle{}, live: map[string]*proc{}}
+	d := &Driver{cfg: cfg, log: cfg.Logger.With("component", "localsandbox"), live: map[string]*proc{},
+		ended: newEndedSet(cfg.EndedMemory, cfg.EndedRetention)}
 	if info, err := os.Stat(cfg.RunnerPath); err != nil || info.IsDir() || info.Mode().Perm()&0o111 == 0 {
 		return nil, fmt.Errorf("%w: sandbox-runner %q is not an executable file (build it: make build)", sandbox.ErrUnavailable, cfg.RunnerPath)
 	}
@@ -137,7 +157,8 @@ func SandboxID(launchID string) string {
 }
 
 // Launch starts sandbox-runner for spec, or returns the sandbox already
-// launched for spec.LaunchID (running or ended; never a second process). When
+// launched for spec.LaunchID (running, or ended within the remembered
+// window; never a second process for it). When
 // the process cannot be started, Launch still returns the handle and a
 // FailedToStart completion is sent, so the slot is retried like any other.
 func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle, error) {
@@ -150,11 +171,13 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if d.closed {
 		return sandbox.Handle{}, errors.New("launch: driver closed")
 	}
-	if h, ok := d.handles[id]; ok {
+	if p, ok := d.live[id]; ok {
+		return p.handle, nil
+	}
+	if h, ok := d.ended.get(id, time.Now()); ok {
 		return h, nil
 	}
 	h := sandbox.Handle{ID: id, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
-	d.handles[id] = h
 	log := d.log.With("sandbox_id", id, "launch_id", spec.LaunchID)
 	if d.cfg.Isolation == runner.IsolationProcess {
 		log.Warn("launching WITHOUT isolation (--sandbox=process): the agent runs as a plain process on this host")
@@ -258,6 +281,7 @@ func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string
 	// completion no longer sees it in List.
 	d.mu.Lock()
 	delete(d.live, p.handle.ID)
+	d.ended.add(p.handle, time.Now())
 	d.mu.Unlock()
 	if err := d.sendCompletion(ctx, c); err != nil {
 		log.Error("completion not sent; the watchdog will find the slot", "err", err)
@@ -285,10 +309,10 @@ func (d *Driver) sendCompletion(ctx context.Context, c sandbox.Completion) error
 func (d *Driver) Stop(ctx context.Context, id string) error {
 	d.mu.Lock()
 	p, live := d.live[id]
-	_, known := d.handles[id]
+	_, ended := d.ended.get(id, time.Now())
 	d.mu.Unlock()
 	if !live {
-		if known {
+		if ended {
 			return nil
 		}
 		return fmt.Errorf("stop %s: %w", id, sandbox.ErrNotFound)
