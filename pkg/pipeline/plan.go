@@ -16,12 +16,13 @@ import (
 // at a time.
 const planBatch = 5000
 
-// Plan fans a run out into agents × tasks × attempts slots with
+// plan fans a run out into agents × tasks × attempts slots with
 // deterministic ids, created idempotently in batches, moves the run (and its
 // agents) pending → queued, then sends one slot message per slot, recording
 // each sent batch on the run. A redelivered plan message re-creates nothing
-// and re-sends at most the one batch whose sending was interrupted.
-func (s *Service) Plan(ctx context.Context, m PlanMessage) error {
+// and re-sends at most the one batch whose sending was interrupted. Plan
+// (planfail.go) wraps it with the handling of planning failures.
+func (s *Service) plan(ctx context.Context, m PlanMessage) error {
 	r, err := s.recs.Run(ctx, m.RunID)
 	if err != nil {
 		return fmt.Errorf("plan run %s: %w", m.RunID, err)
