@@ -24,8 +24,16 @@ import (
 var runnerBinary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(scrubChildEnv) == "1" {
+		scrubChild()
+	}
 	dir, err := os.MkdirTemp("", "runner-test-")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Container isolation runs the binary's helpers as the agent's uid.
+	if err := os.Chmod(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -543,4 +551,64 @@ func TestRunRejectsAnEmptyCommand(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "command") {
 		t.Errorf("Run(command harness without a command) error = %v, want one naming the command", err)
 	}
+}
+
+func TestMainRedactsSecretsFromEverythingCollected(t *testing.T) {
+	requireBwrap(t)
+	dir := t.TempDir()
+	spec := baseSpec(t, "command")
+	spec.Command = `echo "token: $AGENT_TOKEN"; echo "again $AGENT_TOKEN" >&2
+printf '{"messages":[{"role":"tool","content":"AGENT_TOKEN=%s"}]}' "$AGENT_TOKEN" > /logs/agent/trajectory.json
+mkdir -p /logs/agent/sessions && { head -c 200000 /dev/zero | tr '\0' 'x'; echo "$AGENT_TOKEN"; } > /logs/agent/sessions/big.log
+echo gauntlet > /app/answer.txt`
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(runnerBinary, "--out", out, "--work", filepath.Join(dir, "work"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), SpecEnv + "=" + string(specJSON),
+		"GAUNTLET_SECRET_AGENT_TOKEN=tok-agent-0123456789", "GAUNTLET_VERIFIER_SECRET_SHORT=1234"}
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sandbox-runner: %v\n%s", err, output)
+	}
+	r := trialRun{out: out}
+	if got := rewardOf(t, mustReadResult(t, out)); got != 1 {
+		t.Errorf("reward = %v, want 1", got)
+	}
+	for rel, want := range map[string]string{
+		"agent/stdout.txt":      "token: [redacted:AGENT_TOKEN]\n",
+		"agent/stderr.txt":      "again [redacted:AGENT_TOKEN]\n",
+		"agent/trajectory.json": `{"messages":[{"role":"tool","content":"AGENT_TOKEN=[redacted:AGENT_TOKEN]"}]}`,
+	} {
+		if got := r.artifact(t, rel); got != want {
+			t.Errorf("%s = %q, want %q", rel, got, want)
+		}
+	}
+	if big := r.artifact(t, "agent/sessions/big.log"); !strings.HasSuffix(big, "x[redacted:AGENT_TOKEN]\n") || len(big) != 200000+len("[redacted:AGENT_TOKEN]\n") {
+		t.Errorf("agent/sessions/big.log: %d bytes ending %q, want 200000 x then the redacted token", len(big), big[max(0, len(big)-40):])
+	}
+	err = filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if strings.Contains(string(data), "tok-agent-0123456789") {
+			t.Errorf("%s holds the agent's secret", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustReadResult(t *testing.T, out string) harbor.TrialResult {
+	t.Helper()
+	tr, err := harbor.ReadTrialResult(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

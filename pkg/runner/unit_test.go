@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -266,5 +268,142 @@ func TestUploadFailureIsAnError(t *testing.T) {
 	_, err := Run(context.Background(), spec, Options{WorkDir: filepath.Join(dir, "w"), OutDir: filepath.Join(dir, "o")})
 	if err == nil || strings.Contains(err.Error(), "secret-signature") {
 		t.Errorf("Run with a failing upload: error %v, want one that does not show the presigned URL", err)
+	}
+}
+
+// scrubChildEnv makes the test binary act as a process that scrubs its
+// environment block and prints /proc/self/environ (TestScrubEnvironBlock).
+const scrubChildEnv = "GAUNTLET_TEST_SCRUB_CHILD"
+
+func scrubChild() {
+	if n, err := scrubEnvironBlock(sensitiveRunnerVar); err != nil {
+		fmt.Fprintf(os.Stderr, "scrubbed %d: %v\n", n, err)
+		os.Exit(2)
+	}
+	data, err := os.ReadFile("/proc/self/environ")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	_, _ = os.Stdout.Write(data)
+	os.Exit(0)
+}
+
+func TestScrubEnvironBlock(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = []string{
+		scrubChildEnv + "=1", "PATH=/usr/bin",
+		SpecEnv + `={"output":{"result_url":"https://put/?X-Amz-Signature=sig-in-spec"}}`,
+		"GAUNTLET_SECRET_OPENAI_API_KEY=sk-agent-value", "GAUNTLET_VERIFIER_SECRET_JUDGE=judge-value",
+		"GAUNTLET_SECRETS_URL=https://get/?X-Amz-Signature=sig-in-url", "GAUNTLET_SECRETS_DATA_KEY=wrapped-key-value",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/creds-uuid", "KEEP_ME=visible",
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("scrub child: %v", err)
+	}
+	got := map[string]string{}
+	for _, entry := range strings.Split(string(out), "\x00") {
+		if k, v, ok := strings.Cut(entry, "="); ok {
+			got[k] = v
+		}
+	}
+	want := map[string]string{
+		scrubChildEnv: "1", "PATH": "/usr/bin", "KEEP_ME": "visible", SpecEnv: "",
+		"GAUNTLET_SECRET_OPENAI_API_KEY": "", "GAUNTLET_VERIFIER_SECRET_JUDGE": "", "GAUNTLET_SECRETS_URL": "",
+		"GAUNTLET_SECRETS_DATA_KEY": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("/proc/self/environ after the scrub (-want +got):\n%s", diff)
+	}
+	for _, v := range []string{"sig-in-spec", "sk-agent-value", "judge-value", "sig-in-url", "wrapped-key-value", "creds-uuid"} {
+		if strings.Contains(string(out), v) {
+			t.Errorf("/proc/self/environ still holds %q", v)
+		}
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	r := newRedactor(
+		map[string]secret.Value{"API_KEY": "sk-live-12345678", "SHORT": "abc1234", "QUOTED": `pa"ss<wo>rd`},
+		map[string]secret.Value{"JUDGE": "judge-secret-value", "ALIAS": "sk-live-12345678"},
+	)
+	tests := []struct {
+		name, in, want string
+	}{
+		{name: "plain", in: "key=sk-live-12345678\n", want: "key=[redacted:API_KEY]\n"},
+		{name: "twice and adjacent", in: "sk-live-12345678sk-live-12345678", want: "[redacted:API_KEY][redacted:API_KEY]"},
+		{name: "verifier secret", in: "judge-secret-value!", want: "[redacted:JUDGE]!"},
+		{name: "shorter than 8 bytes is kept", in: "abc1234", want: "abc1234"},
+		{name: "json escaped", in: `{"v":"pa\"ss\u003cwo\u003erd"}`, want: `{"v":"[redacted:QUOTED]"}`},
+		{name: "json escaped without html escaping", in: `{"v":"pa\"ss<wo>rd"}`, want: `{"v":"[redacted:QUOTED]"}`},
+		{name: "raw", in: `pa"ss<wo>rd`, want: `[redacted:QUOTED]`},
+		{name: "prefix only", in: "sk-live-1234567", want: "sk-live-1234567"},
+		{name: "empty", in: "", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := r.String(tt.in); got != tt.want {
+				t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// oneByteReader hands out its input a byte at a time, so every value
+// straddles read boundaries.
+type oneByteReader struct{ data []byte }
+
+func (o *oneByteReader) Read(p []byte) (int, error) {
+	if len(o.data) == 0 {
+		return 0, io.EOF
+	}
+	p[0] = o.data[0]
+	o.data = o.data[1:]
+	return 1, nil
+}
+
+func TestRedactorStreamsAcrossChunks(t *testing.T) {
+	r := newRedactor(map[string]secret.Value{"A": "secret-value-aaaa", "B": "secret-value-aaaa-longer"})
+	// A large input with values on both sides of every chunk boundary.
+	var in, want strings.Builder
+	filler := strings.Repeat("x", redactChunk-7)
+	for range 5 {
+		in.WriteString(filler + "secret-value-aaaa|" + "secret-value-aaaa-longer")
+		want.WriteString(filler + "[redacted:A]|" + "[redacted:B]")
+	}
+	for name, src := range map[string]io.Reader{
+		"chunks":      strings.NewReader(in.String()),
+		"single byte": &oneByteReader{data: []byte(in.String()[:3*redactChunk])},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			n, err := r.copy(&out, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOut := want.String()
+			if name == "single byte" {
+				// An independent oracle: the longer value first, as the
+				// redactor prefers the longest match at a position.
+				wantOut = strings.NewReplacer("secret-value-aaaa-longer", "[redacted:B]",
+					"secret-value-aaaa", "[redacted:A]").Replace(in.String()[:3*redactChunk])
+			}
+			if out.String() != wantOut {
+				t.Errorf("copy changed the stream wrongly (%d bytes in, %d out, want %d)", n, out.Len(), len(wantOut))
+			}
+			if strings.Contains(out.String(), "secret-value") {
+				t.Error("a value survived")
+			}
+		})
+	}
+}
+
+func BenchmarkRedactorCopy(b *testing.B) {
+	r := newRedactor(map[string]secret.Value{"A": "sk-live-0123456789abcdef", "B": "another-secret-value"})
+	data := bytes.Repeat([]byte("an ordinary log line with nothing secret in it\n"), 1<<16)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		_, _ = r.copy(io.Discard, bytes.NewReader(data))
 	}
 }
