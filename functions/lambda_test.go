@@ -25,7 +25,7 @@ func functionEnv(w *world, name string) map[string]string {
 	keep := map[string][]string{
 		"api":          {cloud.EnvPlanQueueURL, cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvJWTIssuer, cloud.EnvJWTAudience, cloud.EnvRegistry},
 		"planner":      {cloud.EnvSlotsQueueURL},
-		"dispatcher":   {cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvMaxSandboxes},
+		"dispatcher":   {cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvMaxSandboxes, cloud.EnvSandboxKMSKey},
 		"grader":       {cloud.EnvResultsQueueURL, cloud.EnvBucket},
 		"ingester":     {cloud.EnvSlotsQueueURL},
 		"leaderboard":  {},

@@ -2,7 +2,9 @@
 // subnets reach the internet only through NAT, an egress-only security group,
 // an ECS cluster for Fargate, the sandbox log group, the roles a sandbox runs
 // with (an execution role that pulls images and writes logs, and a task role
-// with no permissions at all) and the base task definition of the runner.
+// whose one permission, granted by the stack, is to decrypt its launch's
+// data key with the sandbox KMS key) and the base task definition of the
+// runner.
 package sandbox
 
 import (
@@ -86,7 +88,7 @@ func New(scope constructs.Construct, id string, props Props) (*Sandbox, error) {
 	})
 	s.TaskRole = awsiam.NewRole(c, jsii.String("TaskRole"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), nil),
-		Description: jsii.String("gauntlet sandbox task role: deliberately without permissions; sandboxes hold no platform credentials"),
+		Description: jsii.String("gauntlet sandbox task role: only kms:Decrypt of its launch's data key (sandbox key, gauntlet:launch context); only the runner, never the agent's uid, reaches these credentials"),
 	})
 	s.RunnerImage = awsecrassets.NewDockerImageAsset(c, jsii.String("RunnerImage"), &awsecrassets.DockerImageAssetProps{
 		Directory:  jsii.String(props.RunnerContext),

@@ -39,7 +39,7 @@ func TestFunctionPermissions(t *testing.T) {
 	want := map[string][]string{
 		"api":          union(base, tableRead, tableWrite, sqsSend, secretManage, ecsWatch, []string{"s3:GetObject", "s3:PutObject"}),
 		"planner":      union(base, tableRead, tableWrite, sqsSend, sqsConsume, ecsWatch),
-		"dispatcher":   union(base, tableRead, tableWrite, sqsSend, sqsConsume, secretRead, ecsLaunch, []string{"s3:GetObject", "s3:PutObject"}),
+		"dispatcher":   union(base, tableRead, tableWrite, sqsSend, sqsConsume, secretRead, ecsLaunch, []string{"s3:GetObject", "s3:PutObject", "kms:GenerateDataKey"}),
 		"grader":       union(base, tableRead, sqsSend, sqsConsume, []string{"s3:GetObject"}),
 		"ingester":     union(base, tableRead, tableWrite, sqsSend, sqsConsume),
 		"leaderboard":  union(base, tableRead, tableWrite, streamRead, sqsSend),
@@ -83,6 +83,7 @@ func TestScopedResources(t *testing.T) {
 		{"api", "s3:PutObject", contains("/downloads/*"), ""},
 		{"dispatcher", "secretsmanager:GetSecretValue", contains(":secret:gauntlet/dev/*"), ""},
 		{"dispatcher", "kms:Decrypt", contains("SecretsKey"), "kms:ViaService"},
+		{"dispatcher", "kms:GenerateDataKey", contains("SandboxKey"), `"kms:EncryptionContextKeys":["gauntlet:launch"]`},
 		{"dispatcher", "ecs:RunTask", contains(":task-definition/gauntlet-dev-sandbox*:*"), "ecs:cluster"},
 		{"dispatcher", "ecs:RegisterTaskDefinition", contains(":task-definition/gauntlet-dev-sandbox*:*"), ""},
 		{"dispatcher", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
@@ -129,30 +130,44 @@ func TestScopedResources(t *testing.T) {
 	}
 }
 
-// TestSandboxTaskRoleHasNoAccess: code inside a sandbox holds no platform
-// credentials: its task role has no policy at all, and in particular none
-// that names the table, the queues, the bucket or the secrets.
-func TestSandboxTaskRoleHasNoAccess(t *testing.T) {
+// TestSandboxTaskRoleMayOnlyDecryptLaunchKeys: code inside a sandbox holds
+// no platform credentials, and the runner's task role may do one thing:
+// kms:Decrypt on the sandbox key, with the launch encryption context
+// required. Nothing names the table, the queues, the bucket or the secrets.
+func TestSandboxTaskRoleMayOnlyDecryptLaunchKeys(t *testing.T) {
 	synthesized(t)
 	statements := infratest.RoleStatements(statelessJSON, "SandboxTaskRole")
-	if len(statements) != 0 {
-		t.Errorf("sandbox task role has statements %v, want none", statements)
+	if len(statements) != 1 {
+		t.Fatalf("sandbox task role has statements %v, want exactly one", statements)
 	}
-	forbiddenActions := []string{"dynamodb:", "sqs:", "secretsmanager:", "s3:", "kms:"}
-	forbiddenResources := []string{"DataTable", "Queue", "ArtifactsBucket", "SecretsKey", ":secret:"}
-	for _, s := range statements {
-		for _, a := range s.Actions {
-			for _, f := range forbiddenActions {
-				if strings.HasPrefix(a, f) {
-					t.Errorf("sandbox task role may %s", a)
-				}
+	s := statements[0]
+	if diff := cmp.Diff([]string{"kms:Decrypt"}, s.Actions); diff != "" {
+		t.Errorf("sandbox task role actions (-want +got):\n%s", diff)
+	}
+	if len(s.Resources) != 1 || !strings.Contains(s.Resources[0], "SandboxKey") {
+		t.Errorf("sandbox task role may decrypt with %v, want only the sandbox key", s.Resources)
+	}
+	for _, want := range []string{
+		`"ForAllValues:StringEquals":{"kms:EncryptionContextKeys":["gauntlet:launch"]}`,
+		`"Null":{"kms:EncryptionContext:gauntlet:launch":"false"}`,
+	} {
+		if !strings.Contains(s.Condition, want) {
+			t.Errorf("sandbox task role condition %s lacks %s", s.Condition, want)
+		}
+	}
+	forbiddenActions := []string{"dynamodb:", "sqs:", "secretsmanager:", "s3:", "ecs:", "iam:", "kms:GenerateDataKey", "kms:Encrypt"}
+	forbiddenResources := []string{"DataTable", "Queue", "ArtifactsBucket", "SecretsKey", ":secret:", "*"}
+	for _, a := range s.Actions {
+		for _, f := range forbiddenActions {
+			if strings.HasPrefix(a, f) {
+				t.Errorf("sandbox task role may %s", a)
 			}
 		}
-		for _, r := range s.Resources {
-			for _, f := range forbiddenResources {
-				if strings.Contains(r, f) {
-					t.Errorf("sandbox task role names %s", r)
-				}
+	}
+	for _, r := range s.Resources {
+		for _, f := range forbiddenResources {
+			if strings.Contains(r, f) {
+				t.Errorf("sandbox task role names %s", r)
 			}
 		}
 	}
@@ -160,6 +175,19 @@ func TestSandboxTaskRoleHasNoAccess(t *testing.T) {
 	for _, a := range infratest.Actions(infratest.RoleStatements(statelessJSON, "SandboxExecutionRole")) {
 		if !strings.HasPrefix(a, "ecr:") && !strings.HasPrefix(a, "logs:") {
 			t.Errorf("sandbox execution role may %s, want only ecr: and logs: actions", a)
+		}
+	}
+	// No other role may use the sandbox key.
+	for id := range infratest.Resources(statelessJSON, "AWS::IAM::Role") {
+		if strings.HasPrefix(id, "SandboxTaskRole") || strings.HasPrefix(id, "DispatcherFunctionRole") {
+			continue
+		}
+		for _, st := range infratest.RoleStatements(statelessJSON, id) {
+			for _, r := range st.Resources {
+				if strings.Contains(r, "SandboxKey") {
+					t.Errorf("role %s may %v with the sandbox key", id, st.Actions)
+				}
+			}
 		}
 	}
 }

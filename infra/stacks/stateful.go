@@ -1,5 +1,6 @@
 // Package stacks assembles one stage of gauntlet from the constructs in
-// infra/: a stateful stack (table, queues, artifacts bucket, secrets key)
+// infra/: a stateful stack (table, queues, artifacts bucket, secrets and
+// sandbox keys)
 // that outlives redeployments, and a stateless stack (functions, their
 // triggers and permissions, API, sandboxes, schedules, console) that
 // references it.
@@ -18,6 +19,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/infra/artifacts"
 	"github.com/gauntlet-bench/gauntlet/infra/config"
 	"github.com/gauntlet-bench/gauntlet/infra/queues"
+	"github.com/gauntlet-bench/gauntlet/infra/sandboxkey"
 	"github.com/gauntlet-bench/gauntlet/infra/secrets"
 	"github.com/gauntlet-bench/gauntlet/infra/table"
 )
@@ -50,6 +52,8 @@ type Stateful struct {
 	StreamFailures *queues.DeadLetter
 	Artifacts      *artifacts.Artifacts
 	Secrets        *secrets.Store
+	// SandboxKey wraps the per-launch data keys of sealed sandbox secrets.
+	SandboxKey *sandboxkey.Key
 }
 
 // StackName returns "Gauntlet-<Stage>-<kind>" with the stage's first letter capitalised.
@@ -61,7 +65,7 @@ func StackName(stage, kind string) string {
 func NewStateful(scope constructs.Construct, cfg config.Config, props *awscdk.StackProps) (*Stateful, error) {
 	p := *props
 	p.StackName = jsii.String(StackName(cfg.Stage, "Stateful"))
-	p.Description = jsii.String(fmt.Sprintf("gauntlet %s: table, queues, artifacts bucket, secrets key", cfg.Stage))
+	p.Description = jsii.String(fmt.Sprintf("gauntlet %s: table, queues, artifacts bucket, secrets and sandbox keys", cfg.Stage))
 	p.TerminationProtection = jsii.Bool(!cfg.IsDev())
 	stack := awscdk.NewStack(scope, jsii.String(StackName(cfg.Stage, "Stateful")), &p)
 	retain := !cfg.IsDev()
@@ -90,6 +94,7 @@ func NewStateful(scope constructs.Construct, cfg config.Config, props *awscdk.St
 	s.StreamFailures = queues.NewDeadLetter(stack, "LeaderboardStreamFailures", retain)
 	s.Artifacts = artifacts.New(stack, "Artifacts", artifacts.Props{Retain: retain})
 	s.Secrets = secrets.New(stack, "Secrets", secrets.Props{Stage: cfg.Stage, Retain: retain})
+	s.SandboxKey = sandboxkey.New(stack, "SandboxKey", sandboxkey.Props{Stage: cfg.Stage, Retain: retain})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
 		Value: s.Table.Table.TableName(), Description: jsii.String("GAUNTLET_TABLE"),
 	})

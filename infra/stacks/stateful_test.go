@@ -177,11 +177,22 @@ func TestArtifactsBucket(t *testing.T) {
 	})
 }
 
-func TestSecretsKey(t *testing.T) {
+// TestKeys: the secrets key and the sandbox key, both rotated.
+func TestKeys(t *testing.T) {
 	synthesized(t)
 	defer infratest.Recover(t)
-	statefulTemplate.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(1))
-	statefulTemplate.HasResourceProperties(jsii.String("AWS::KMS::Key"), map[string]any{"EnableKeyRotation": true})
+	statefulTemplate.ResourceCountIs(jsii.String("AWS::KMS::Key"), jsii.Number(2))
+	statefulTemplate.AllResourcesProperties(jsii.String("AWS::KMS::Key"), map[string]any{"EnableKeyRotation": true})
+	keys := infratest.Resources(statefulJSON, "AWS::KMS::Key")
+	for _, prefix := range []string{"SecretsKey", "SandboxKey"} {
+		found := false
+		for id := range keys {
+			found = found || strings.HasPrefix(id, prefix)
+		}
+		if !found {
+			t.Errorf("no KMS key %s* in the stateful stack (keys: %v)", prefix, keys)
+		}
+	}
 }
 
 func TestOutputs(t *testing.T) {

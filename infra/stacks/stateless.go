@@ -165,7 +165,10 @@ func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[
 			map[string]*string{"GAUNTLET_CONSOLE_ORIGIN": s.consoleOrigin(cfg)}),
 		"planner": with(queueURL("SLOTS", st.Slots), sandboxes),
 		"dispatcher": with(queueURL("SLOTS", st.Slots), queueURL("COMPLETIONS", st.Completions), blobs, secrets, sandboxes,
-			map[string]*string{"GAUNTLET_MAX_SANDBOXES": jsii.String(fmt.Sprint(cfg.MaxSandboxes))}),
+			map[string]*string{
+				"GAUNTLET_MAX_SANDBOXES":   jsii.String(fmt.Sprint(cfg.MaxSandboxes)),
+				"GAUNTLET_SANDBOX_KMS_KEY": st.SandboxKey.Key.KeyArn(),
+			}),
 		"grader":       with(queueURL("RESULTS", st.Results), blobs),
 		"ingester":     with(queueURL("SLOTS", st.Slots)),
 		"leaderboard":  with(),

@@ -42,6 +42,7 @@ func (s *Stateless) grant(st *Stateful) {
 	st.Slots.Queue.GrantSendMessages(dispatcher)       // re-queue with a delay
 	st.Completions.Queue.GrantSendMessages(dispatcher) // a sandbox that failed to start
 	st.Secrets.GrantRead(dispatcher)
+	st.SandboxKey.GrantGenerate(dispatcher) // seals each launch's secrets
 	s.Sandbox.GrantLaunch(dispatcher)
 	st.Artifacts.GrantPut(dispatcher, artifacts.RunsPrefix, artifacts.LaunchesPrefix)
 	st.Artifacts.GrantGet(dispatcher, artifacts.RunsPrefix, artifacts.TasksPrefix, artifacts.LaunchesPrefix)
@@ -68,6 +69,9 @@ func (s *Stateless) grant(st *Stateful) {
 	st.Slots.Queue.GrantSendMessages(watchdog)
 	st.Completions.Queue.GrantSendMessages(watchdog) // a lost sandbox
 	s.Sandbox.GrantWatch(watchdog)
+
+	// The sandbox task role's one permission: unwrapping its launch's data key.
+	st.SandboxKey.GrantDecrypt(s.Sandbox.TaskRole)
 }
 
 // sqsSource consumes a queue with partial batch responses and a concurrency cap.

@@ -434,6 +434,22 @@ test "$(stat -c %u /app/seed.txt)" = "$(id -u)"`
 	if got := r.artifact(t, "verifier/test-stdout.txt"); !strings.Contains(got, "verifier token: [redacted:VERIFIER_TOKEN]") {
 		t.Errorf("verifier/test-stdout.txt = %q, want the verifier's token (it got it) redacted", got)
 	}
+	// The runner unwrapped the data key with the task role's credentials
+	// (from the container credentials endpoint), under the launch's context.
+	decrypts := 0
+	for _, req := range e.kms.Requests() {
+		if req.Operation != "Decrypt" {
+			continue
+		}
+		decrypts++
+		ctx, _ := req.Body["EncryptionContext"].(map[string]any)
+		if req.AccessKey != "TASKROLE" || ctx["gauntlet:launch"] != "run-1/slot-1/g0" || len(ctx) != 1 {
+			t.Errorf("Decrypt by %q with context %v, want the task role with gauntlet:launch = the launch id", req.AccessKey, ctx)
+		}
+	}
+	if decrypts != 1 {
+		t.Errorf("kms:Decrypt calls = %d, want 1", decrypts)
+	}
 	extra := r.result.Extra[ResultExtraKey]
 	if !strings.Contains(string(extra), `"isolation":"container"`) {
 		t.Errorf("result extra = %s, want isolation container", extra)

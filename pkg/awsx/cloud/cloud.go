@@ -17,12 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/dynamo"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/s3blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/secrets"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/sqsq"
@@ -112,6 +114,9 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 		sc.Region = awsCfg.Region
 		if p.Blobs != nil {
 			sc.Sealed = p.Blobs // sealed per-launch secrets, fetched by the runner via a presigned URL
+		}
+		if sc.KMSKey != "" {
+			sc.DataKeys = kmskeys.New(kms.NewFromConfig(awsCfg), sc.KMSKey) // one data key per launch
 		}
 		d, err := ecssandbox.New(ecs.NewFromConfig(awsCfg), sc)
 		if err != nil {

@@ -31,6 +31,7 @@ const (
 	EnvSandboxLogGroup      = "GAUNTLET_SANDBOX_LOG_GROUP"
 	EnvSandboxTaskFamily    = "GAUNTLET_SANDBOX_TASK_FAMILY"
 	EnvSandboxDefaultImage  = "GAUNTLET_SANDBOX_DEFAULT_IMAGE"
+	EnvSandboxKMSKey        = "GAUNTLET_SANDBOX_KMS_KEY"
 	EnvRunnerImage          = "GAUNTLET_RUNNER_IMAGE"
 	EnvJWTIssuer            = "GAUNTLET_JWT_ISSUER"
 	EnvJWTAudience          = "GAUNTLET_JWT_AUDIENCE"
@@ -59,6 +60,9 @@ type Needs struct {
 	// Refresh reads how old a benchmark's last sync must be for the
 	// scheduled refresh to re-sync it.
 	Refresh bool
+	// SandboxKey reads the KMS key launch data keys come from (the
+	// dispatcher seals each launch's secrets under one).
+	SandboxKey bool
 }
 
 // The ports each function's handlers reach, read from pkg/pipeline:
@@ -68,7 +72,7 @@ type Needs struct {
 var (
 	API          = Needs{Plan: true, Sync: true, Blobs: true, Secrets: true, Sandboxes: true, JWT: true, Registry: true}
 	Planner      = Needs{Slots: true, Sandboxes: true}
-	Dispatcher   = Needs{Slots: true, Completions: true, Blobs: true, Secrets: true, Sandboxes: true, MaxSandboxes: true}
+	Dispatcher   = Needs{Slots: true, Completions: true, Blobs: true, Secrets: true, Sandboxes: true, MaxSandboxes: true, SandboxKey: true}
 	Grader       = Needs{Results: true, Blobs: true}
 	Ingester     = Needs{Slots: true}
 	Leaderboard  = Needs{}
@@ -137,6 +141,9 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 			RunnerImage:      e.required(EnvRunnerImage),
 			Family:           getenv(EnvSandboxTaskFamily),
 			DefaultImage:     getenv(EnvSandboxDefaultImage),
+		}
+		if n.SandboxKey {
+			c.Sandbox.KMSKey = e.required(EnvSandboxKMSKey)
 		}
 	}
 	if n.JWT {

@@ -27,8 +27,9 @@ func stackEnv() map[string]string {
 		"GAUNTLET_SANDBOX_TASK_ROLE_ARN":      "arn:aws:iam::111122223333:role/task",
 		"GAUNTLET_SANDBOX_EXECUTION_ROLE_ARN": "arn:aws:iam::111122223333:role/exec",
 		"GAUNTLET_SANDBOX_LOG_GROUP":          "/gauntlet/dev/sandboxes", "GAUNTLET_SANDBOX_TASK_FAMILY": "gauntlet-dev-sandbox",
-		"GAUNTLET_RUNNER_IMAGE": "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
-		"GAUNTLET_JWT_ISSUER":   "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Abc", "GAUNTLET_JWT_AUDIENCE": "client-1",
+		"GAUNTLET_RUNNER_IMAGE":    "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
+		"GAUNTLET_SANDBOX_KMS_KEY": "arn:aws:kms:us-east-1:111122223333:key/sandbox",
+		"GAUNTLET_JWT_ISSUER":      "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Abc", "GAUNTLET_JWT_AUDIENCE": "client-1",
 		"GAUNTLET_MAX_SANDBOXES": "25", "LOG_LEVEL": "warn", "GAUNTLET_REGISTRY": "https://registry.example/registry.json",
 	}
 }
@@ -64,7 +65,11 @@ func TestLoad(t *testing.T) {
 		{name: "dispatcher", needs: cloud.Dispatcher, env: full, want: cloud.Config{
 			Stage: "dev", Table: "gauntlet-dev-Table", SlotsQueueURL: full["GAUNTLET_SLOTS_QUEUE_URL"],
 			CompletionsQueueURL: full["GAUNTLET_COMPLETIONS_QUEUE_URL"], Bucket: "gauntlet-dev-artifacts",
-			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"], Sandbox: sandboxCfg,
+			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"], Sandbox: func() ecssandbox.Config {
+				c := sandboxCfg
+				c.KMSKey = full["GAUNTLET_SANDBOX_KMS_KEY"]
+				return c
+			}(),
 			MaxSandboxes: 25, LogLevel: slog.LevelWarn}},
 		{name: "api", needs: cloud.API, env: full, want: cloud.Config{
 			Stage: "dev", Table: "gauntlet-dev-Table", PlanQueueURL: full["GAUNTLET_PLAN_QUEUE_URL"],
@@ -88,6 +93,8 @@ func TestLoad(t *testing.T) {
 		{name: "every missing variable is named", needs: cloud.Watchdog,
 			env:     without(full, "GAUNTLET_TABLE", "GAUNTLET_COMPLETIONS_QUEUE_URL", "GAUNTLET_RUNNER_IMAGE"),
 			wantErr: []string{"GAUNTLET_TABLE is not set", "GAUNTLET_COMPLETIONS_QUEUE_URL is not set", "GAUNTLET_RUNNER_IMAGE is not set"}},
+		{name: "the dispatcher needs the sandbox KMS key", needs: cloud.Dispatcher,
+			env: without(full, "GAUNTLET_SANDBOX_KMS_KEY"), wantErr: []string{"GAUNTLET_SANDBOX_KMS_KEY is not set"}},
 		{name: "malformed values", needs: cloud.Dispatcher,
 			env: func() map[string]string {
 				e := without(full)

@@ -81,6 +81,7 @@ func (e *Env) Vars() map[string]string {
 		cloud.EnvSandboxLogGroup:      "/gauntlet/test/sandboxes",
 		cloud.EnvRunnerImage:          "111122223333.dkr.ecr.us-east-1.amazonaws.com/gauntlet-runner:test",
 		cloud.EnvSandboxDefaultImage:  "public.ecr.aws/docker/library/python:3.12-slim",
+		cloud.EnvSandboxKMSKey:        "arn:aws:kms:us-east-1:111122223333:key/2f1c9a4e-0000-4000-8000-000000000002",
 		cloud.EnvMaxSandboxes:         "50",
 		cloud.EnvLogLevel:             "debug",
 
