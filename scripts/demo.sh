@@ -109,8 +109,9 @@ say "benchmarks of the workspace (demo-bench is also in the managed catalog, exa
 say "submitting $config"
 "$bin/gauntlet" submit "$config" --yes --watch
 
-# The config names demo-bench; the workspace's own benchmark of that name
-# (the one just added) wins over the managed one, so ask the run.
+# The config names demo-bench: a benchmark key wins over a name, so that is
+# the managed demo-bench, not the workspace's demo-bench-1-0 (named
+# demo-bench) just added; ask the run which it was.
 benchmark=$("$bin/gauntlet" runs list --limit 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0]["benchmark"])')
 say "leaderboard of $benchmark"
 "$bin/gauntlet" leaderboard "$benchmark"

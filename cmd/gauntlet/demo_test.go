@@ -47,10 +47,12 @@ func TestMakeRunFlow(t *testing.T) {
 	for _, want := range []string{
 		"gauntlet local is up on http://" + addr,
 		"benchmark demo-bench-1-0: ready",
-		"demo-bench-1-0@1.0: 15 tasks, 135 attempts in all",
+		// demo.toml names demo-bench: the managed benchmark's key, which wins
+		// over the name of the workspace's demo-bench-1-0 added just before.
+		"demo-bench@1.0: 15 tasks, 135 attempts in all",
 		": finished 135/135",
 		"oracle (oracle)", "nop (nop)", "demo/heuristic-v1 (command)",
-		"demo-bench-1-0 — all tasks, version 1.0, ranked by pass@1",
+		"demo-bench — all tasks, version 1.0, ranked by pass@1",
 		"console:  http://" + addr + "/",
 		"token:    " + data + "/token",
 		"the server stops now",

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
@@ -38,9 +39,10 @@ type Options struct {
 	Isolation string
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
-	// Catalog is the managed-benchmark catalog file; its benchmarks whose
-	// tasks are on this machine are imported into the platform workspace
-	// when missing. "" imports nothing.
+	// Catalog is the managed-benchmark catalog file; Open installs it in the
+	// platform workspace through benchsync (as the cloud does) and syncs the
+	// benchmarks that need it before returning, so those whose tasks are on
+	// this machine are ready. "" installs nothing.
 	Catalog string
 	// MaxSandboxes caps concurrent sandboxes across runs (0 = no cap).
 	MaxSandboxes int
@@ -114,7 +116,7 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 		return nil, err
 	}
 	if opts.Catalog != "" {
-		if err := p.importCatalog(ctx); err != nil {
+		if err := p.installCatalog(ctx); err != nil {
 			_ = p.closeAdapters()
 			return nil, err
 		}
@@ -155,8 +157,12 @@ func (p *Platform) open() error {
 	return err
 }
 
-// importCatalog imports the catalog's local benchmarks that are not ready yet.
-func (p *Platform) importCatalog(ctx context.Context) error {
+// installCatalog installs the managed catalog through benchsync — the
+// benchmarks get sync state and are refreshed like any other — and runs the
+// syncs it asks for right away. A benchmark that cannot be installed or
+// synced (its tasks are not on this machine, say) is logged and left
+// pending or failed; the others still install.
+func (p *Platform) installCatalog(ctx context.Context) error {
 	data, err := os.ReadFile(p.opts.Catalog)
 	if err != nil {
 		return fmt.Errorf("local platform: read catalog: %w", err)
@@ -165,17 +171,18 @@ func (p *Platform) importCatalog(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
-	recs := p.svc.Records()
-	for _, entry := range cat.Benchmarks {
-		b, err := recs.Benchmark(ctx, pipeline.PlatformWorkspace, entry.Key)
-		if err == nil && b.Status == records.SyncReady {
-			continue
-		}
-		if err != nil && !errors.Is(err, records.ErrNotFound) {
-			return err
-		}
-		if _, err := pipeline.ImportCatalogEntry(ctx, recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
-			p.log.WarnContext(ctx, "managed benchmark not imported; its tasks are not on this machine", "benchmark", entry.Key, "err", err)
+	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
+		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log})
+	if err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
+	msgs, err := sync.InstallCatalog(ctx, pipeline.PlatformWorkspace, cat, "")
+	if err != nil {
+		p.log.WarnContext(ctx, "managed benchmarks not installed", "catalog", p.opts.Catalog, "err", err)
+	}
+	for _, m := range msgs {
+		if err := sync.Sync(ctx, m); err != nil {
+			p.log.WarnContext(ctx, "managed benchmark not synced", "benchmark", m.Key, "err", err)
 		}
 	}
 	return nil

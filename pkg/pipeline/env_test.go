@@ -149,7 +149,7 @@ func (e *env) importDemo() {
 	if !ok {
 		e.t.Fatal("catalog has no demo-bench")
 	}
-	if _, err := pipeline.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
+	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
 		e.t.Fatalf("import demo-bench: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -52,7 +53,7 @@ func (e *env) useDriver(runnerPath string, completions *sqlite.Queue, opts pipel
 func (e *env) importTasks(key, dir string) {
 	e.t.Helper()
 	entry := benchmark.CatalogEntry{Key: key, Name: key, Dir: dir, HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1}
-	if _, err := pipeline.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
+	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -164,7 +165,7 @@ func TestInfraErrorRetriedAgentTimeoutNot(t *testing.T) {
 	writeTask(t, tasks, "slow", 1)
 	entry := benchmark.CatalogEntry{Key: "retry-bench", Name: "retry-bench", Dir: tasks,
 		HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1}
-	if _, err := pipeline.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
+	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	marks := t.TempDir()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
@@ -52,7 +53,7 @@ func TestSubmitRejectsJudgeBenchmarks(t *testing.T) {
 	writeTask(t, tasks, "essay", 60)
 	entry := benchmark.CatalogEntry{Key: "judged", Name: "judged", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional,
 		PassThreshold: 1, Judge: benchmark.Judge{Required: true, DefaultModel: "openai/gpt-5.2"}}
-	if _, err := pipeline.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
+	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.recs.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: testWS, Scope: secret.Workspace, Name: "JUDGE_KEY", SetBy: testUser}); err != nil {
@@ -78,7 +79,7 @@ func TestSubmitResolvesAKeyBeforeAName(t *testing.T) {
 	writeTask(t, tasks, "mine", 60)
 	// A workspace benchmark whose NAME is the managed benchmark's KEY.
 	entry := benchmark.CatalogEntry{Key: "my-bench", Name: "demo-bench", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1}
-	if _, err := pipeline.ImportCatalogEntry(e.ctx, e.recs, testWS, entry, time.Now()); err != nil {
+	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, testWS, entry, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -144,7 +145,7 @@ func TestSubmitRacingABenchmarkDeleteWritesNothing(t *testing.T) {
 	tasks := t.TempDir()
 	writeTask(t, tasks, "mine", 60)
 	entry := benchmark.CatalogEntry{Key: "doomed", Name: "doomed", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1}
-	if _, err := pipeline.ImportCatalogEntry(e.ctx, e.recs, testWS, entry, time.Now()); err != nil {
+	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, testWS, entry, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// The benchmark item's key, as records lays it out (WS#<ws> | BENCH#<key>).
@@ -170,7 +171,7 @@ func TestSubmitReportsVerifierEnvTheBenchmarksSecretWouldReplace(t *testing.T) {
 	writeTask(t, tasks, "graded", 60)
 	entry := benchmark.CatalogEntry{Key: "secretive", Name: "secretive", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional,
 		PassThreshold: 1, RequiredSecrets: []string{"GRADER_TOKEN"}}
-	if _, err := pipeline.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
+	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.recs.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: testWS, Scope: secret.Workspace, Name: "GRADER_TOKEN", SetBy: testUser}); err != nil {

@@ -1,7 +1,10 @@
-// Package pipelinetest holds InstantDriver, a sandbox driver that runs
-// nothing and completes every launch at once with a valid result.json. It is
-// used ONLY to measure the platform's own overhead per attempt (go test
-// -bench); every functional test runs real sandboxes.
+// Package pipelinetest holds test fixtures of the pipeline: InstantDriver, a
+// sandbox driver that runs nothing and completes every launch at once with a
+// valid result.json, used ONLY to measure the platform's own overhead per
+// attempt (go test -bench) — every functional test runs real sandboxes — and
+// ImportCatalogEntry / ImportTaskDirs, which make local Harbor task
+// directories a ready benchmark in one call (platforms install benchmarks
+// through benchsync).
 //
 // Writing result.json is the sandbox's work, not the platform's (in the
 // cloud the runner uploads it to S3 itself), and creating a file is slow on

@@ -1,4 +1,4 @@
-package pipeline
+package pipelinetest
 
 import (
 	"context"
@@ -31,7 +31,9 @@ func BenchmarkTask(t harbor.Task) (benchmark.Task, error) {
 
 // ImportTaskDirs stores a manifest version of a catalog benchmark built from
 // local Harbor task directories (each task's files stay where they are) and
-// marks the benchmark ready at that version in workspace ws.
+// marks the benchmark ready at that version in workspace ws, at once and
+// without sync state: a test fixture. Platforms install benchmarks through
+// benchsync.
 func ImportTaskDirs(ctx context.Context, recs *records.Store, ws string, entry benchmark.CatalogEntry, version string, dirs []string, now time.Time) (records.Benchmark, error) {
 	tasks := make([]benchmark.Task, 0, len(dirs))
 	files := make(map[string]records.TaskFiles, len(dirs))
