@@ -136,6 +136,19 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	return f, nil
 }
 
+// Path returns the file that holds an existing object, for a local reader
+// (the sandbox runner unpacks task bundles straight from it).
+func (s *Store) Path(key string) (string, error) {
+	if err := ValidKey(key); err != nil {
+		return "", fmt.Errorf("blob path: %w", err)
+	}
+	info, err := os.Stat(s.file(key))
+	if err != nil || !info.Mode().IsRegular() {
+		return "", fmt.Errorf("blob path %q: %w", key, blob.ErrNotFound)
+	}
+	return s.file(key), nil
+}
+
 // List returns the objects whose keys start with prefix, sorted by key.
 func (s *Store) List(ctx context.Context, prefix string) ([]blob.Info, error) {
 	if strings.ContainsAny(prefix, "\\\x00") || strings.HasPrefix(prefix, "/") || slices.Contains(strings.Split(prefix, "/"), "..") {

@@ -297,11 +297,16 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 	if spec.VerifierSecrets, err = s.secretValues(ctx, r, r.Settings.VerifierSecretNames); err != nil {
 		return spec, time.Time{}, err
 	}
-	if err := s.presignOutput(ctx, &spec.Output); err != nil {
+	life := s.lifetime(task, r.Settings.TimeoutMultiplier)
+	if err := s.presignOutput(ctx, &spec.Output, min(life, maxUploadURLLifetime)); err != nil {
 		return spec, time.Time{}, err
 	}
-	return spec, s.now().Add(s.lifetime(task, r.Settings.TimeoutMultiplier)), nil
+	return spec, s.now().Add(life), nil
 }
+
+// maxUploadURLLifetime bounds the sandbox's upload URLs for tasks without
+// an agent timeout.
+const maxUploadURLLifetime = 24 * time.Hour
 
 // OutputPrefix is the blob key prefix of one generation of a slot:
 // result.json and artifacts/ live under it.
@@ -349,37 +354,54 @@ func (s *Service) secretValues(ctx context.Context, r run.Run, names []string) (
 
 func (s *Service) taskRef(ctx context.Context, t *records.Task) (sandbox.TaskRef, error) {
 	ref := sandbox.TaskRef{Name: t.Name}
+	presigner, remote := s.ports.Blobs.(blob.Presigner)
+	local, hasFiles := s.ports.Blobs.(localBlobs)
 	switch {
-	case t.Files.Dir != "":
-		ref.Dir = t.Files.Dir
-	case t.Files.BundleKey != "":
-		p, ok := s.ports.Blobs.(blob.Presigner)
-		if !ok {
-			return ref, fmt.Errorf("task %s: its bundle %s needs a blob store that presigns URLs", t.Name, t.Files.BundleKey)
-		}
-		url, err := p.PresignGet(ctx, t.Files.BundleKey, 2*time.Hour)
+	case remote && t.Files.BundleKey != "":
+		// A remote sandbox reads the bundle through a short-lived URL; a
+		// local directory recorded at sync time means nothing to it.
+		url, err := presigner.PresignGet(ctx, t.Files.BundleKey, 2*time.Hour)
 		if err != nil {
 			return ref, fmt.Errorf("task %s: presign bundle: %w", t.Name, err)
 		}
 		ref.BundleURL = url
+	case t.Files.Dir != "" && !remote:
+		ref.Dir = t.Files.Dir
+	case hasFiles && t.Files.BundleKey != "":
+		path, err := local.Path(t.Files.BundleKey)
+		if err != nil {
+			return ref, fmt.Errorf("task %s: bundle: %w", t.Name, err)
+		}
+		ref.BundleFile = path
+	case t.Files.BundleKey != "":
+		return ref, fmt.Errorf("task %s: its bundle %s needs a blob store that presigns URLs or keeps local files", t.Name, t.Files.BundleKey)
 	default:
 		return ref, fmt.Errorf("task %s: no task files recorded", t.Name)
 	}
 	return ref, nil
 }
 
+// localBlobs is a blob store whose objects are local files (fsblob), so a
+// local sandbox can unpack a task bundle without a copy.
+type localBlobs interface {
+	Path(key string) (string, error)
+}
+
 // presignOutput adds upload URLs when the blob store hands them out (cloud);
 // the local driver copies the runner's output itself.
-func (s *Service) presignOutput(ctx context.Context, out *sandbox.Output) error {
+//
+// The URLs expire with the sandbox's deadline (the watchdog stops it then),
+// so a leaked URL cannot rewrite a result after the slot is over.
+func (s *Service) presignOutput(ctx context.Context, out *sandbox.Output, ttl time.Duration) error {
 	p, ok := s.ports.Blobs.(blob.Presigner)
 	if !ok {
 		return nil
 	}
 	var err error
-	if out.ResultURL, err = p.PresignPut(ctx, out.Prefix+"result.json", 24*time.Hour); err != nil {
+	if out.ResultURL, err = p.PresignPut(ctx, out.Prefix+"result.json", ttl); err != nil {
 		return fmt.Errorf("presign result upload: %w", err)
 	}
-	if out.ArtifactsURL, err = p.PresignPut(ctx, out.Prefix+"artifacts.tar.gz", 24*time.Hour); err != nil {
+	if out.ArtifactsURL, err = p.PresignPut(ctx, out.Prefix+"artifacts.tar.gz", ttl); err != nil {
 		return fmt.Errorf("presign artifacts upload: %w", err)
 	}
 	return nil

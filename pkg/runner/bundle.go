@@ -22,20 +22,43 @@ import (
 const maxBundleBytes = 2 << 30
 
 // taskDir returns the local directory holding the task's files: ref.Dir, or
-// the bundle at ref.BundleURL downloaded and unpacked under dest.
+// the bundle in ref.BundleFile or at ref.BundleURL unpacked under dest.
 func taskDir(ctx context.Context, client *http.Client, ref sandbox.TaskRef, dest string) (string, error) {
+	set := 0
+	for _, v := range []string{ref.Dir, ref.BundleFile, ref.BundleURL} {
+		if v != "" {
+			set++
+		}
+	}
 	switch {
-	case ref.Dir != "" && ref.BundleURL != "":
-		return "", errors.New("spec task: set only one of dir and bundle_url")
+	case set > 1:
+		return "", errors.New("spec task: set only one of dir, bundle_file and bundle_url")
 	case ref.Dir != "":
 		return ref.Dir, nil
+	case ref.BundleFile != "":
+		if err := unpackBundleFile(ref.BundleFile, dest); err != nil {
+			return "", fmt.Errorf("task bundle: %w", err)
+		}
+		return bundleRoot(dest)
 	case ref.BundleURL == "":
-		return "", errors.New("spec task: neither dir nor bundle_url is set")
+		return "", errors.New("spec task: none of dir, bundle_file and bundle_url is set")
 	}
 	if err := downloadBundle(ctx, client, ref.BundleURL, dest); err != nil {
 		return "", fmt.Errorf("task bundle: %w", err)
 	}
 	return bundleRoot(dest)
+}
+
+func unpackBundleFile(file, dest string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", file, err)
+	}
+	defer f.Close()
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dest, err)
+	}
+	return extractTarGz(f, dest)
 }
 
 func downloadBundle(ctx context.Context, client *http.Client, url, dest string) error {

@@ -21,12 +21,14 @@ var ErrNotFound = errors.New("sandbox: not found")
 var ErrUnavailable = errors.New("sandbox: driver unavailable")
 
 // TaskRef says where the runner finds the task's files (task.toml,
-// instruction.md, tests/, solution/, environment/). Exactly one of Dir
-// (a local directory) and BundleURL (a presigned GET of a .tar.gz) is set.
+// instruction.md, tests/, solution/, environment/). Exactly one of Dir (a
+// local directory), BundleFile (a local .tar.gz, the local blob store's file)
+// and BundleURL (a presigned GET of a .tar.gz, in the cloud) is set.
 type TaskRef struct {
-	Name      string `json:"name"`
-	Dir       string `json:"dir,omitempty"`
-	BundleURL string `json:"bundle_url,omitempty"`
+	Name       string `json:"name"`
+	Dir        string `json:"dir,omitempty"`
+	BundleFile string `json:"bundle_file,omitempty"`
+	BundleURL  string `json:"bundle_url,omitempty"`
 }
 
 // Output says where the runner puts what it produced: result.json (Harbor
