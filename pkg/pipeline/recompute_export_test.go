@@ -1,0 +1,10 @@
+package pipeline
+
+// SetBoardReadHook makes every leaderboard recompute call f after it read
+// the runs and before it stores its board; the returned func restores the
+// previous hook. Set it only while no recompute runs.
+func SetBoardReadHook(f func(ws, key string, watermark int64)) (restore func()) {
+	old := boardReadHook
+	boardReadHook = f
+	return func() { boardReadHook = old }
+}

@@ -1,0 +1,288 @@
+package pipeline_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
+)
+
+// scoredBench is a synthetic benchmark stored straight into the data model:
+// runs are written running with every result, then finished on demand, so
+// a test controls when each run's finish reaches the change stream.
+type scoredBench struct {
+	e        *env
+	manifest benchmark.Manifest
+	attempts int
+	cp       string // change-stream position of changes()
+}
+
+func newScoredBench(e *env, name string, tasks, categories, attempts int) *scoredBench {
+	e.t.Helper()
+	ts := make([]benchmark.Task, tasks)
+	for i := range ts {
+		n := fmt.Sprintf("task-%04d", i)
+		sum := sha256.Sum256([]byte(n))
+		ts[i] = benchmark.Task{Name: n, Digest: "sha256:" + hex.EncodeToString(sum[:]), Category: fmt.Sprintf("category-%04d", i%categories)}
+	}
+	m, err := benchmark.HarborManifest(name, "1.0", "synthetic", ts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.recs.PutManifest(e.ctx, testWS, m, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	b := &scoredBench{e: e, manifest: m, attempts: attempts}
+	b.changes() // skip the setup's changes
+	return b
+}
+
+// addRun writes a running run of the given agents (harness names) with
+// every result; agent i passes task t when (t+i) % (i+2) == 0.
+func (b *scoredBench) addRun(id string, harnesses ...string) {
+	e := b.e
+	e.t.Helper()
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	r := run.Run{ID: id, Workspace: testWS, Name: id, Benchmark: b.manifest.Key, BenchmarkName: b.manifest.Name,
+		ManifestWorkspace: testWS, ManifestVersion: b.manifest.Version, ManifestDigest: b.manifest.Digest, FullTaskList: true,
+		Tasks: b.manifest.TaskNames(), Settings: run.Settings{AttemptsPerTask: b.attempts, MaxConcurrentAttempts: 1, TimeoutMultiplier: 1, PassThreshold: 1},
+		Status: run.Running, Planned: true, Agents: len(harnesses), CreatedAt: at, QueuedAt: at, StartedAt: at}
+	var ops records.Ops
+	ops.AddAll(records.CreateRunOp(r))
+	for i, h := range harnesses {
+		ops.Add(records.CreateAgentOp(run.Agent{RunID: id, Index: i, Harness: h, ModelType: "provider", Status: run.Running, StartedAt: at}))
+	}
+	if err := ops.Transact(e.ctx, e.recs); err != nil {
+		e.t.Fatalf("create run %s: %v", id, err)
+	}
+	var batch []store.Op
+	for i := range harnesses {
+		for t, task := range r.Tasks {
+			for a := 1; a <= b.attempts; a++ {
+				out, reward := run.FailedOut, 0.0
+				if (t+i)%(i+2) == 0 {
+					out, reward = run.Passed, 1
+				}
+				op, err := records.ResultOp(run.Result{RunID: id, SlotID: run.SlotID(i, task, a), Agent: i, Task: task, Attempt: a,
+					Outcome: out, Reward: &reward, DurationMS: 1000, StartedAt: at, EndedAt: at, RecordedAt: at})
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				if batch = append(batch, op); len(batch) == store.MaxTransactOps {
+					if err := e.recs.Transact(e.ctx, batch); err != nil {
+						e.t.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+		}
+	}
+	if len(batch) > 0 {
+		if err := e.recs.Transact(e.ctx, batch); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// finish ends a run and its agents as finished.
+func (b *scoredBench) finish(id string) {
+	e := b.e
+	end := time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC)
+	agents, err := e.recs.Agents(e.ctx, id)
+	if err != nil {
+		e.t.Error(err)
+		return
+	}
+	for _, a := range agents {
+		if _, err := e.recs.UpdateAgent(e.ctx, id, a.Index, func(a *run.Agent) error {
+			a.Status, a.EndedAt = run.Finished, end
+			return nil
+		}); err != nil {
+			e.t.Error(err)
+		}
+	}
+	if _, err := e.recs.UpdateRun(e.ctx, id, func(r *run.Run) error {
+		r.Status, r.EndedAt = run.Finished, end
+		return nil
+	}); err != nil {
+		e.t.Error(err)
+	}
+}
+
+// changes returns the change records written since the last call.
+func (b *scoredBench) changes() []store.Change {
+	var all []store.Change
+	for {
+		page, next, err := b.e.db.Stream().Read(b.e.ctx, b.cp, 1000)
+		if err != nil {
+			b.e.t.Fatal(err)
+		}
+		if len(page) == 0 {
+			return all
+		}
+		all, b.cp = append(all, page...), next
+	}
+}
+
+// entrants lists the harnesses on the stored pass@1 board.
+func (b *scoredBench) entrants() []string {
+	board, err := pipeline.ReadBoard(b.e.ctx, b.e.recs, testWS, b.manifest.Key, leaderboard.MetricPass1)
+	if err != nil {
+		b.e.t.Fatalf("ReadBoard: %v", err)
+	}
+	var names []string
+	for _, g := range board.Groups {
+		for _, r := range g.Rows {
+			names = append(names, r.Entrant.Harness)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestRecomputeStaleBoardNeverWins pins the race of two runs finishing
+// together: the recompute triggered by run A reads the runs before B
+// finished, B finishes and its recompute stores a board with both, and
+// only then does A's recompute try to store its older board. The stored
+// board must keep both entrants.
+func TestRecomputeStaleBoardNeverWins(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "race-bench", 6, 2, 2)
+	b.addRun("r-a", "alpha")
+	b.addRun("r-b", "beta")
+	b.changes()
+
+	b.finish("r-a")
+	changesA := b.changes()
+	aRead, bDone := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	defer pipeline.SetBoardReadHook(func(_, _ string, _ int64) {
+		if first.CompareAndSwap(false, true) { // the first recompute to read: A's
+			close(aRead)
+			<-bDone
+		}
+	})()
+	errA := make(chan error, 1)
+	go func() { errA <- e.svc.Recompute(e.ctx, changesA) }()
+	<-aRead
+	b.finish("r-b")
+	if err := e.svc.Recompute(e.ctx, b.changes()); err != nil {
+		t.Fatalf("Recompute of B's finish: %v", err)
+	}
+	if diff := cmp.Diff([]string{"alpha", "beta"}, b.entrants()); diff != "" {
+		t.Errorf("board after B's recompute (-want +got):\n%s", diff)
+	}
+	close(bDone)
+	if err := <-errA; err != nil {
+		t.Fatalf("Recompute of A's finish: %v", err)
+	}
+	if diff := cmp.Diff([]string{"alpha", "beta"}, b.entrants()); diff != "" {
+		t.Errorf("board after A's late recompute (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecomputeConcurrentFinishesConverge finishes two runs at once from two
+// goroutines, each delivering every change it can see (its own and maybe
+// the other's) twice, shuffled, to Recompute; whatever the interleaving,
+// the stored board ends with both runs' entrants.
+func TestRecomputeConcurrentFinishesConverge(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	for i := range 12 {
+		b := newScoredBench(e, fmt.Sprintf("converge-%02d", i), 4, 2, 1)
+		b.addRun(fmt.Sprintf("r-%02d-a", i), "alpha", "gamma")
+		b.addRun(fmt.Sprintf("r-%02d-b", i), "beta")
+		start := b.cp
+		b.changes()
+		var wg sync.WaitGroup
+		for g, id := range []string{fmt.Sprintf("r-%02d-a", i), fmt.Sprintf("r-%02d-b", i)} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(g)))
+				b.finish(id)
+				seen, _, err := e.db.Stream().Read(e.ctx, start, 1000)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				deliveries := append(slices.Clone(seen), seen...)
+				rng.Shuffle(len(deliveries), func(x, y int) { deliveries[x], deliveries[y] = deliveries[y], deliveries[x] })
+				for len(deliveries) > 0 {
+					n := min(len(deliveries), 1+rng.IntN(4))
+					if err := e.svc.Recompute(e.ctx, deliveries[:n]); err != nil {
+						t.Errorf("Recompute: %v", err)
+					}
+					deliveries = deliveries[n:]
+				}
+			}()
+		}
+		wg.Wait()
+		if diff := cmp.Diff([]string{"alpha", "beta", "gamma"}, b.entrants()); diff != "" {
+			t.Errorf("round %d: board (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// TestRunMetricsOfManyCategoriesSpill recomputes the metrics of a run of 8
+// agents over 1,000 tasks in 1,000 categories — too many per-category
+// scores for one 400 KB item — and reads them back whole; recomputing again
+// keeps only the current and the previous generation of spilled parts.
+func TestRunMetricsOfManyCategoriesSpill(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "wide-bench", 1000, 1000, 1)
+	harnesses := []string{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"}
+	b.addRun("r-wide", harnesses...)
+	for round := range 3 {
+		if err := e.svc.RecomputeRun(e.ctx, "r-wide"); err != nil {
+			t.Fatalf("RecomputeRun: %v", err)
+		}
+		m, err := pipeline.ReadRunMetrics(e.ctx, e.recs, "r-wide")
+		if err != nil {
+			t.Fatalf("ReadRunMetrics: %v", err)
+		}
+		type agentShape struct {
+			Harness    string
+			Categories int
+			Sorted     bool
+		}
+		var got, want []agentShape
+		for _, a := range m.Agents {
+			sorted := slices.IsSortedFunc(a.Summary.Categories, func(x, y leaderboard.CategoryScore) int {
+				return strings.Compare(x.Category, y.Category)
+			})
+			got = append(got, agentShape{a.Harness, len(a.Summary.Categories), sorted})
+		}
+		for _, h := range harnesses {
+			want = append(want, agentShape{h, 1000, true})
+		}
+		if diff := cmp.Diff(want, got); diff != "" || m.Results != 8000 {
+			t.Errorf("round %d: %d results, agents (-want +got):\n%s", round, m.Results, diff)
+		}
+		gens := map[string]bool{}
+		page, err := e.db.Table().Query(e.ctx, store.Query{PK: "RUN#r-wide", Prefix: "METRICS#CAT#", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			gens[it.SK[len("METRICS#CAT#"):len("METRICS#CAT#")+19]] = true
+		}
+		if want := min(round+1, 2); len(gens) != want {
+			t.Errorf("round %d: spilled parts of %d generations stored, want %d", round, len(gens), want)
+		}
+	}
+}
