@@ -57,19 +57,10 @@ func adminUsage(w io.Writer) {
 }
 
 func adminWorkspaceCreate(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("admin workspace create", "admin workspace create NAME [--id ID] [--idempotency-key KEY] [--json]", e.stderr)
-	cf.register(fs)
-	id := fs.String("id", "", "the workspace id, as users' tokens will carry it (default: derived from the key or the name)")
-	key := fs.String("idempotency-key", "", "derive the workspace id from this key (default: from the name)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one workspace name (quote it if it has spaces)")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "admin workspace create", "admin workspace create NAME [--id ID] [--idempotency-key KEY] [--json]")
+	id := cmd.fs.String("id", "", "the workspace id, as users' tokens will carry it (default: derived from the key or the name)")
+	key := cmd.fs.String("idempotency-key", "", "derive the workspace id from this key (default: from the name)")
+	pos, c, err := cmd.connect(args, 1, "want one workspace name (quote it if it has spaces)")
 	if err != nil {
 		return err
 	}
@@ -77,7 +68,7 @@ func adminWorkspaceCreate(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, ws)
 	}
 	fmt.Fprintf(e.stdout, "workspace %s (%s), created %s\n", ws.ID, ws.Name, when(&ws.CreatedAt))
@@ -86,23 +77,17 @@ func adminWorkspaceCreate(ctx context.Context, e env, args []string) error {
 }
 
 func adminWorkspaceList(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("admin workspace list", "admin workspace list [--limit N] [--cursor C] [--all] [--json]", e.stderr)
-	cf.register(fs)
-	limit := fs.Int("limit", 50, "workspaces per page (1–500)")
-	cursor := fs.String("cursor", "", "continue after a previous page (its next_cursor)")
-	all := fs.Bool("all", false, "follow every page")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
+	cmd := newAPICommand(e, "admin workspace list", "admin workspace list [--limit N] [--cursor C] [--all] [--json]")
+	limit := cmd.fs.Int("limit", 50, "workspaces per page (1–500)")
+	cursor := cmd.fs.String("cursor", "", "continue after a previous page (its next_cursor)")
+	all := cmd.fs.Bool("all", false, "follow every page")
+	if _, err := cmd.positional(args, 0, "takes no arguments"); err != nil {
 		return err
 	}
-	switch {
-	case len(pos) != 0:
-		return usageError("takes no arguments")
-	case *limit < 1 || *limit > 500:
+	if *limit < 1 || *limit > 500 {
 		return usageError("--limit %d: want 1 to 500", *limit)
 	}
-	c, err := cf.client()
+	c, err := cmd.flags.client()
 	if err != nil {
 		return err
 	}
@@ -118,7 +103,7 @@ func adminWorkspaceList(ctx context.Context, e env, args []string) error {
 			break
 		}
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, out)
 	}
 	t := newTable(e.stdout, "ID", "NAME", "CREATED")
@@ -135,23 +120,18 @@ func adminWorkspaceList(ctx context.Context, e env, args []string) error {
 }
 
 func adminBillingSet(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("admin billing set", "admin billing set WS active|trialing|past_due|canceled [--plan PLAN] [--json]", e.stderr)
-	cf.register(fs)
-	plan := fs.String("plan", "", "plan name (default: keep the current plan)")
-	pos, err := parseArgs(fs, args)
+	cmd := newAPICommand(e, "admin billing set", "admin billing set WS active|trialing|past_due|canceled [--plan PLAN] [--json]")
+	plan := cmd.fs.String("plan", "", "plan name (default: keep the current plan)")
+	pos, err := cmd.positional(args, 2, "want a workspace id and a status (active, trialing, past_due or canceled)")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 2 {
-		return usageError("want a workspace id and a status (active, trialing, past_due or canceled)")
 	}
 	switch pos[1] {
 	case "active", "trialing", "past_due", "canceled":
 	default:
 		return usageError("status %q: want active, trialing, past_due or canceled", pos[1])
 	}
-	c, err := cf.client()
+	c, err := cmd.flags.client()
 	if err != nil {
 		return err
 	}
@@ -159,7 +139,7 @@ func adminBillingSet(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, b)
 	}
 	fmt.Fprintf(e.stdout, "workspace %s billing %s (plan %s); can submit runs: %s\n", b.Workspace, b.Status, first(b.Plan, "none"), strconv.FormatBool(b.CanSubmit))
@@ -167,18 +147,9 @@ func adminBillingSet(ctx context.Context, e env, args []string) error {
 }
 
 func adminUserAdd(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("admin user add", "admin user add WS USER [--email EMAIL] [--json]", e.stderr)
-	cf.register(fs)
-	email := fs.String("email", "", "the user's email, shown as their name")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 2 {
-		return usageError("want a workspace id and a user id (the identity provider's sub)")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "admin user add", "admin user add WS USER [--email EMAIL] [--json]")
+	email := cmd.fs.String("email", "", "the user's email, shown as their name")
+	pos, c, err := cmd.connect(args, 2, "want a workspace id and a user id (the identity provider's sub)")
 	if err != nil {
 		return err
 	}
@@ -186,7 +157,7 @@ func adminUserAdd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, u)
 	}
 	fmt.Fprintf(e.stdout, "user %s (%s) is a member of %s\n", u.User, u.Name, u.Workspace)

@@ -20,17 +20,8 @@ var benchmarkGroup = group{name: "benchmark", subs: []subcommand{
 }}
 
 func benchmarkList(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("benchmark list", "benchmark list [--json]", e.stderr)
-	cf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageError("takes no arguments")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "benchmark list", "benchmark list [--json]")
+	_, c, err := cmd.connect(args, 0, "takes no arguments")
 	if err != nil {
 		return err
 	}
@@ -38,7 +29,7 @@ func benchmarkList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, api.BenchmarkList{Benchmarks: list})
 	}
 	t := newTable(e.stdout, "KEY", "NAME", "SOURCE", "STATUS", "TASKS", "CATEGORIES", "RUNS", "LAST RUN")
@@ -64,18 +55,9 @@ func syncStatus(b api.BenchmarkView) string {
 }
 
 func benchmarkInfo(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("benchmark info", "benchmark info KEY [--wait] [--json]", e.stderr)
-	cf.register(fs)
-	wait := fs.Bool("wait", false, "first wait until its sync ends (ready or failed)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one benchmark key")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "benchmark info", "benchmark info KEY [--wait] [--json]")
+	wait := cmd.fs.Bool("wait", false, "first wait until its sync ends (ready or failed)")
+	pos, c, err := cmd.connect(args, 1, "want one benchmark key")
 	if err != nil {
 		return err
 	}
@@ -88,7 +70,7 @@ func benchmarkInfo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, b)
 	}
 	fmt.Fprintf(e.stdout, "%s (%s)\n%s\nsource:  %s %s\nstatus:  %s\n", b.Name, b.Key, b.Description, b.Source.Type, b.Source.Ref, syncStatus(b.BenchmarkView))
@@ -147,18 +129,9 @@ func benchmarkSync(ctx context.Context, e env, args []string) error {
 
 // benchmarkChange runs add or sync, then optionally waits for the sync.
 func benchmarkChange(ctx context.Context, e env, args []string, name, usage string, change func(*client.Client, string) (api.BenchmarkView, error)) error {
-	var cf clientFlags
-	fs := newFlagSet("benchmark "+name, usage, e.stderr)
-	cf.register(fs)
-	wait := fs.Bool("wait", false, "wait until the task list is synced (ready or failed)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one argument: %s", usage)
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "benchmark "+name, usage)
+	wait := cmd.fs.Bool("wait", false, "wait until the task list is synced (ready or failed)")
+	pos, c, err := cmd.connect(args, 1, "want one argument: "+usage)
 	if err != nil {
 		return err
 	}
@@ -166,15 +139,15 @@ func benchmarkChange(ctx context.Context, e env, args []string, name, usage stri
 	if err != nil {
 		return err
 	}
-	if !cf.json {
+	if !cmd.flags.json {
 		fmt.Fprintf(e.stdout, "benchmark %s (%s): %s\n", b.Key, b.Source.Ref, syncStatus(b))
 	}
 	if *wait {
-		if b, err = waitSynced(ctx, e, c, b.Key, cf.json); err != nil {
+		if b, err = waitSynced(ctx, e, c, b.Key, cmd.flags.json); err != nil {
 			return err
 		}
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, b)
 	}
 	if b.Status == "failed" {
@@ -208,24 +181,15 @@ func waitSynced(ctx context.Context, e env, c *client.Client, key string, quiet 
 }
 
 func benchmarkRemove(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("benchmark remove", "benchmark remove KEY", e.stderr)
-	cf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one benchmark key")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "benchmark remove", "benchmark remove KEY")
+	pos, c, err := cmd.connect(args, 1, "want one benchmark key")
 	if err != nil {
 		return err
 	}
 	if err := c.DeleteBenchmark(ctx, pos[0]); err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, map[string]string{"removed": pos[0]})
 	}
 	fmt.Fprintf(e.stdout, "benchmark %s removed\n", pos[0])

@@ -43,6 +43,47 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
 }
 
+// apiCommand is the flag set of a subcommand that calls the API: the
+// client flags every such command takes plus its own.
+type apiCommand struct {
+	flags clientFlags
+	fs    *flag.FlagSet
+}
+
+// newAPICommand returns a subcommand's flag set with the client flags
+// registered; the caller adds its own flags to fs before parsing.
+func newAPICommand(e env, name, usage string) *apiCommand {
+	c := &apiCommand{fs: newFlagSet(name, usage, e.stderr)}
+	c.flags.register(c.fs)
+	return c
+}
+
+// positional parses args and returns the positional arguments: a usage
+// error saying wrongCount unless there are exactly want of them.
+func (c *apiCommand) positional(args []string, want int, wrongCount string) ([]string, error) {
+	pos, err := parseArgs(c.fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != want {
+		return nil, usageError("%s", wrongCount)
+	}
+	return pos, nil
+}
+
+// connect is positional followed by resolving the API client.
+func (c *apiCommand) connect(args []string, want int, wrongCount string) ([]string, *client.Client, error) {
+	pos, err := c.positional(args, want, wrongCount)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := c.flags.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, cl, nil
+}
+
 // client resolves the API URL and token: flags, then GAUNTLET_URL and
 // GAUNTLET_TOKEN, then the credentials file `gauntlet local` writes.
 func (c *clientFlags) client() (*client.Client, error) {
@@ -191,6 +232,3 @@ func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
-
-// flagSet is flag.FlagSet, named for the extra-flags hooks of subcommands.
-type flagSet = flag.FlagSet

@@ -15,18 +15,9 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func showLeaderboard(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("leaderboard", "leaderboard BENCHMARK [--metric pass@1|pass@k|cost|time|tokens] [--json]", e.stderr)
-	cf.register(fs)
-	metric := fs.String("metric", "pass@1", "rank by pass@1, pass@k, cost, time or tokens")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one benchmark key")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "leaderboard", "leaderboard BENCHMARK [--metric pass@1|pass@k|cost|time|tokens] [--json]")
+	metric := cmd.fs.String("metric", "pass@1", "rank by pass@1, pass@k, cost, time or tokens")
+	pos, c, err := cmd.connect(args, 1, "want one benchmark key")
 	if err != nil {
 		return err
 	}
@@ -34,7 +25,7 @@ func showLeaderboard(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, board)
 	}
 	return printLeaderboard(e.stdout, board)

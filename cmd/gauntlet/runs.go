@@ -23,42 +23,14 @@ var runsGroup = group{name: "runs", subs: []subcommand{
 	{name: "download", usage: "runs download RUN [--type T] [-o DIR]", summary: "download a run's results as a zip", run: runsDownload},
 }}
 
-// oneRun parses a subcommand taking one run id and returns the id and a client.
-func oneRun(e env, name, usage string, args []string, extra func(fs *flagSet)) (string, *client.Client, *clientFlags, error) {
-	var cf clientFlags
-	fs := newFlagSet("runs "+name, usage, e.stderr)
-	cf.register(fs)
-	if extra != nil {
-		extra(fs)
-	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if len(pos) != 1 {
-		return "", nil, nil, usageError("want one run id: %s", usage)
-	}
-	c, err := cf.client()
-	return pos[0], c, &cf, err
-}
-
 func runsList(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
 	var f client.RunFilter
-	fs := newFlagSet("runs list", "runs list [--benchmark KEY] [--status S] [--limit N] [--cursor C] [--json]", e.stderr)
-	cf.register(fs)
-	fs.StringVar(&f.Benchmark, "benchmark", "", "only runs of this benchmark")
-	fs.StringVar(&f.Status, "status", "", "only runs in this status")
-	fs.IntVar(&f.Limit, "limit", 20, "page size")
-	fs.StringVar(&f.Cursor, "cursor", "", "continue after a previous page")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageError("takes no arguments")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "runs list", "runs list [--benchmark KEY] [--status S] [--limit N] [--cursor C] [--json]")
+	cmd.fs.StringVar(&f.Benchmark, "benchmark", "", "only runs of this benchmark")
+	cmd.fs.StringVar(&f.Status, "status", "", "only runs in this status")
+	cmd.fs.IntVar(&f.Limit, "limit", 20, "page size")
+	cmd.fs.StringVar(&f.Cursor, "cursor", "", "continue after a previous page")
+	_, c, err := cmd.connect(args, 0, "takes no arguments")
 	if err != nil {
 		return err
 	}
@@ -66,7 +38,7 @@ func runsList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, list)
 	}
 	t := newTable(e.stdout, "ID", "NAME", "BENCHMARK", "STATUS", "PROGRESS", "PASSED", "CREATED")
@@ -84,28 +56,30 @@ func runsList(ctx context.Context, e env, args []string) error {
 }
 
 func runsInfo(ctx context.Context, e env, args []string) error {
-	id, c, cf, err := oneRun(e, "info", "runs info RUN [--json]", args, nil)
+	cmd := newAPICommand(e, "runs info", "runs info RUN [--json]")
+	pos, c, err := cmd.connect(args, 1, "want one run id: runs info RUN [--json]")
 	if err != nil {
 		return err
 	}
+	id := pos[0]
 	d, err := c.Run(ctx, id)
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, d)
 	}
 	return printRunSummary(e.stdout, d)
 }
 
 func runsLogs(ctx context.Context, e env, args []string) error {
-	var follow *bool
-	id, c, cf, err := oneRun(e, "logs", "runs logs RUN [--follow] [--json]", args, func(fs *flagSet) {
-		follow = fs.Bool("follow", false, "keep printing new lines until the run ends")
-	})
+	cmd := newAPICommand(e, "runs logs", "runs logs RUN [--follow] [--json]")
+	follow := cmd.fs.Bool("follow", false, "keep printing new lines until the run ends")
+	pos, c, err := cmd.connect(args, 1, "want one run id: runs logs RUN [--follow] [--json]")
 	if err != nil {
 		return err
 	}
+	id := pos[0]
 	cursor := ""
 	for {
 		page, err := c.RunLogs(ctx, id, cursor, 500)
@@ -113,7 +87,7 @@ func runsLogs(ctx context.Context, e env, args []string) error {
 			return err
 		}
 		for _, l := range page.Logs {
-			if cf.json {
+			if cmd.flags.json {
 				if err := printJSON(e.stdout, l); err != nil {
 					return err
 				}
@@ -147,15 +121,17 @@ func runsLogs(ctx context.Context, e env, args []string) error {
 }
 
 func runsStop(ctx context.Context, e env, args []string) error {
-	id, c, cf, err := oneRun(e, "stop", "runs stop RUN [--json]", args, nil)
+	cmd := newAPICommand(e, "runs stop", "runs stop RUN [--json]")
+	pos, c, err := cmd.connect(args, 1, "want one run id: runs stop RUN [--json]")
 	if err != nil {
 		return err
 	}
+	id := pos[0]
 	r, err := c.StopRun(ctx, id)
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, r)
 	}
 	fmt.Fprintf(e.stdout, "run %s (%s): %s\n", r.Name, r.ID, r.Status)
@@ -163,14 +139,14 @@ func runsStop(ctx context.Context, e env, args []string) error {
 }
 
 func runsDownload(ctx context.Context, e env, args []string) error {
-	var kind, dir *string
-	id, c, cf, err := oneRun(e, "download", "runs download RUN [--type summary|results|artifacts|logs|all] [-o DIR] [--json]", args, func(fs *flagSet) {
-		kind = fs.String("type", "all", "what to download: summary, results, artifacts, logs or all")
-		dir = fs.String("o", ".", "directory to write the zip into")
-	})
+	cmd := newAPICommand(e, "runs download", "runs download RUN [--type summary|results|artifacts|logs|all] [-o DIR] [--json]")
+	kind := cmd.fs.String("type", "all", "what to download: summary, results, artifacts, logs or all")
+	dir := cmd.fs.String("o", ".", "directory to write the zip into")
+	pos, c, err := cmd.connect(args, 1, "want one run id: runs download RUN [--type summary|results|artifacts|logs|all] [-o DIR] [--json]")
 	if err != nil {
 		return err
 	}
+	id := pos[0]
 	body, err := c.Download(ctx, id, *kind)
 	if err != nil {
 		return err
@@ -180,11 +156,11 @@ func runsDownload(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("create %s: %w", *dir, err)
 	}
 	path := filepath.Join(*dir, id+"-"+*kind+".zip")
-	n, err := writeDownload(e, body, path, cf.json)
+	n, err := writeDownload(e, body, path, cmd.flags.json)
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, map[string]any{"path": path, "bytes": n})
 	}
 	fmt.Fprintf(e.stdout, "wrote %s (%d bytes)\n", path, n)

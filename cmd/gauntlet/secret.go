@@ -23,22 +23,17 @@ var secretGroup = group{name: "secret", subs: []subcommand{
 const maxSecretInput = api.MaxSecretValue
 
 func secretSet(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("secret set", "secret set NAME [--scope workspace|personal] < value", e.stderr)
-	cf.register(fs)
-	scope := fs.String("scope", "workspace", "workspace (shared) or personal (yours only)")
-	pos, err := parseArgs(fs, args)
+	cmd := newAPICommand(e, "secret set", "secret set NAME [--scope workspace|personal] < value")
+	scope := cmd.fs.String("scope", "workspace", "workspace (shared) or personal (yours only)")
+	pos, err := cmd.positional(args, 1, "want one secret name; the value comes from stdin or a prompt, never the command line")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one secret name; the value comes from stdin or a prompt, never the command line")
 	}
 	value, err := readSecret(e, pos[0])
 	if err != nil {
 		return err
 	}
-	c, err := cf.client()
+	c, err := cmd.flags.client()
 	if err != nil {
 		return err
 	}
@@ -46,7 +41,7 @@ func secretSet(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, rec)
 	}
 	fmt.Fprintf(e.stdout, "%s secret %s set\n", rec.Scope, rec.Name)
@@ -84,17 +79,8 @@ func readSecret(e env, name string) ([]byte, error) {
 }
 
 func secretList(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("secret list", "secret list [--json]", e.stderr)
-	cf.register(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageError("takes no arguments")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "secret list", "secret list [--json]")
+	_, c, err := cmd.connect(args, 0, "takes no arguments")
 	if err != nil {
 		return err
 	}
@@ -102,7 +88,7 @@ func secretList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, api.SecretList{Secrets: list})
 	}
 	t := newTable(e.stdout, "NAME", "SCOPE", "SET BY", "SET AT")
@@ -113,25 +99,16 @@ func secretList(ctx context.Context, e env, args []string) error {
 }
 
 func secretDelete(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("secret delete", "secret delete NAME [--scope workspace|personal]", e.stderr)
-	cf.register(fs)
-	scope := fs.String("scope", "workspace", "workspace or personal")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one secret name")
-	}
-	c, err := cf.client()
+	cmd := newAPICommand(e, "secret delete", "secret delete NAME [--scope workspace|personal]")
+	scope := cmd.fs.String("scope", "workspace", "workspace or personal")
+	pos, c, err := cmd.connect(args, 1, "want one secret name")
 	if err != nil {
 		return err
 	}
 	if err := c.DeleteSecret(ctx, pos[0], *scope); err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, map[string]string{"deleted": pos[0], "scope": *scope})
 	}
 	fmt.Fprintf(e.stdout, "%s secret %s deleted\n", *scope, pos[0])

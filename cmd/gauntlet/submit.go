@@ -24,26 +24,21 @@ func runSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func submit(ctx context.Context, e env, args []string) error {
-	var cf clientFlags
-	fs := newFlagSet("submit", "submit CONFIG.toml|CONFIG.json [--yes] [--watch] [--name NAME] [--idempotency-key KEY] [--json]", e.stderr)
-	cf.register(fs)
-	yes := fs.Bool("yes", false, "submit without asking for confirmation")
-	watch := fs.Bool("watch", false, "follow the run until it ends, then print its summary")
-	name := fs.String("name", "", "run name (default: generated)")
-	idem := fs.String("idempotency-key", "", "Idempotency-Key: resubmitting with the same key returns the same run")
-	pos, err := parseArgs(fs, args)
+	cmd := newAPICommand(e, "submit", "submit CONFIG.toml|CONFIG.json [--yes] [--watch] [--name NAME] [--idempotency-key KEY] [--json]")
+	yes := cmd.fs.Bool("yes", false, "submit without asking for confirmation")
+	watch := cmd.fs.Bool("watch", false, "follow the run until it ends, then print its summary")
+	name := cmd.fs.String("name", "", "run name (default: generated)")
+	idem := cmd.fs.String("idempotency-key", "", "Idempotency-Key: resubmitting with the same key returns the same run")
+	pos, err := cmd.positional(args, 1, "want one run config file")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError("want one run config file")
 	}
 	config, err := os.ReadFile(pos[0])
 	if err != nil {
 		return fmt.Errorf("read run config: %w", err)
 	}
 	sub := client.Submission{Config: config, JSON: strings.EqualFold(filepath.Ext(pos[0]), ".json"), Name: *name, IdempotencyKey: *idem}
-	c, err := cf.client()
+	c, err := cmd.flags.client()
 	if err != nil {
 		return err
 	}
@@ -52,12 +47,12 @@ func submit(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if !report.Valid {
-		if cf.json {
+		if cmd.flags.json {
 			_ = printJSON(e.stdout, report)
 		}
 		return rejected(report)
 	}
-	if !cf.json {
+	if !cmd.flags.json {
 		fmt.Fprintf(e.stdout, "%s@%s: %d tasks, %d attempts in all\n", report.Benchmark, report.ManifestVersion, report.TaskCount, report.SlotCount)
 		for _, w := range report.Warnings {
 			fmt.Fprintf(e.stdout, "warning: %s\n", w)
@@ -74,21 +69,21 @@ func submit(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if !*watch {
-		if cf.json {
+		if cmd.flags.json {
 			return printJSON(e.stdout, created)
 		}
 		fmt.Fprintf(e.stdout, "run %s (%s) %s: %d tasks, %d attempts\nfollow it with: gauntlet runs info %s\n",
 			created.Name, created.ID, created.Status, created.TaskCount, created.SlotCount, created.ID)
 		return nil
 	}
-	if !cf.json {
+	if !cmd.flags.json {
 		fmt.Fprintf(e.stdout, "run %s (%s) submitted\n", created.Name, created.ID)
 	}
-	detail, err := watchRun(ctx, e, c, created.ID, cf.json)
+	detail, err := watchRun(ctx, e, c, created.ID, cmd.flags.json)
 	if err != nil {
 		return err
 	}
-	if cf.json {
+	if cmd.flags.json {
 		return printJSON(e.stdout, detail)
 	}
 	if err := printRunSummary(e.stdout, detail); err != nil {
