@@ -179,6 +179,16 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 	return v, nil
 }
 
+// writeBenchmark answers with status and the view of b as workspace ws
+// sees it.
+func (h *Handler) writeBenchmark(ctx context.Context, w http.ResponseWriter, status int, ws string, b records.Benchmark) error {
+	v, err := h.benchmarkView(ctx, ws, b)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, status, v)
+}
+
 func (h *Handler) listBenchmarks(w http.ResponseWriter, r *http.Request) error {
 	ws := identity(r.Context()).Workspace
 	all, err := h.visibleBenchmarks(r.Context(), ws)
@@ -270,11 +280,7 @@ func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.benchmarkView(r.Context(), ws, b)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusAccepted, v)
+	return h.writeBenchmark(r.Context(), w, http.StatusAccepted, ws, b)
 }
 
 func (h *Handler) syncBenchmark(w http.ResponseWriter, r *http.Request) error {
@@ -290,11 +296,7 @@ func (h *Handler) syncBenchmark(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.benchmarkView(r.Context(), ws, b)
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusAccepted, v)
+	return h.writeBenchmark(r.Context(), w, http.StatusAccepted, ws, b)
 }
 
 func (h *Handler) deleteBenchmark(w http.ResponseWriter, r *http.Request) error {
