@@ -194,41 +194,24 @@ func (t TrialResult) validate(writing bool) error {
 // Wire shapes: identical to the public types except that timestamps accept
 // Python's isoformat (Harbor writes naive local times without a zone).
 
+// trialResultFields is TrialResult without its JSON methods; it encodes
+// exactly as Harbor's TrialResult, since pyTime writes what time.Time does.
+type trialResultFields TrialResult
+
+// trialResultWire reads a result.json: the top-level timestamps shadow the
+// embedded ones so that they accept Python's isoformat.
 type trialResultWire struct {
-	ID               string          `json:"id"`
-	TaskName         string          `json:"task_name"`
-	TrialName        string          `json:"trial_name"`
-	TrialURI         string          `json:"trial_uri"`
-	TaskID           *TaskID         `json:"task_id"`
-	Source           *string         `json:"source"`
-	TaskChecksum     string          `json:"task_checksum"`
-	Config           json.RawMessage `json:"config"`
-	AgentInfo        AgentInfo       `json:"agent_info"`
-	AgentResult      *AgentResult    `json:"agent_result"`
-	VerifierResult   *VerifierResult `json:"verifier_result"`
-	ExceptionInfo    *ExceptionInfo  `json:"exception_info"`
-	StartedAt        *pyTime         `json:"started_at"`
-	FinishedAt       *pyTime         `json:"finished_at"`
-	EnvironmentSetup *TimingInfo     `json:"environment_setup"`
-	AgentSetup       *TimingInfo     `json:"agent_setup"`
-	AgentExecution   *TimingInfo     `json:"agent_execution"`
-	Verifier         *TimingInfo     `json:"verifier"`
+	trialResultFields
+	StartedAt  *pyTime `json:"started_at"`
+	FinishedAt *pyTime `json:"finished_at"`
 }
 
-var trialResultKeys = jsonKeys(trialResultWire{})
+var trialResultKeys = jsonKeys(TrialResult{})
 
 // MarshalJSON writes Harbor's field names; nil pointers become null as in
 // Harbor's own output, and Extra keys follow in sorted order.
 func (t TrialResult) MarshalJSON() ([]byte, error) {
-	w := trialResultWire{
-		ID: t.ID, TaskName: t.TaskName, TrialName: t.TrialName, TrialURI: t.TrialURI,
-		TaskID: t.TaskID, Source: t.Source, TaskChecksum: t.TaskChecksum, Config: t.Config,
-		AgentInfo: t.AgentInfo, AgentResult: t.AgentResult, VerifierResult: t.VerifierResult,
-		ExceptionInfo: t.ExceptionInfo, StartedAt: toPy(t.StartedAt), FinishedAt: toPy(t.FinishedAt),
-		EnvironmentSetup: t.EnvironmentSetup, AgentSetup: t.AgentSetup,
-		AgentExecution: t.AgentExecution, Verifier: t.Verifier,
-	}
-	data, err := json.Marshal(w)
+	data, err := json.Marshal(trialResultFields(t))
 	if err != nil || len(t.Extra) == 0 {
 		return data, err
 	}
@@ -263,14 +246,8 @@ func (t *TrialResult) UnmarshalJSON(data []byte) error {
 	if err = json.Unmarshal(data, &all); err != nil {
 		return err
 	}
-	*t = TrialResult{
-		ID: w.ID, TaskName: w.TaskName, TrialName: w.TrialName, TrialURI: w.TrialURI,
-		TaskID: w.TaskID, Source: w.Source, TaskChecksum: w.TaskChecksum, Config: w.Config,
-		AgentInfo: w.AgentInfo, AgentResult: w.AgentResult, VerifierResult: w.VerifierResult,
-		ExceptionInfo: w.ExceptionInfo, StartedAt: fromPy(w.StartedAt), FinishedAt: fromPy(w.FinishedAt),
-		EnvironmentSetup: w.EnvironmentSetup, AgentSetup: w.AgentSetup,
-		AgentExecution: w.AgentExecution, Verifier: w.Verifier,
-	}
+	*t = TrialResult(w.trialResultFields)
+	t.StartedAt, t.FinishedAt = fromPy(w.StartedAt), fromPy(w.FinishedAt)
 	if t.Config, err = compactJSON(w.Config); err != nil {
 		return err
 	}
@@ -459,13 +436,16 @@ func fromPy(p *pyTime) *time.Time {
 	return &t
 }
 
-// jsonKeys lists the JSON names of a struct type's fields.
+// jsonKeys lists the JSON names of a struct type's fields, skipping those
+// tagged "-".
 func jsonKeys(v any) map[string]struct{} {
 	rt := reflect.TypeOf(v)
 	keys := make(map[string]struct{}, rt.NumField())
 	for i := range rt.NumField() {
 		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-		keys[name] = struct{}{}
+		if name != "-" {
+			keys[name] = struct{}{}
+		}
 	}
 	return keys
 }
