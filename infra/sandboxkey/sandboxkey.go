@@ -9,12 +9,12 @@ package sandboxkey
 import (
 	"fmt"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/gauntlet-bench/gauntlet/infra/kmskey"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 )
 
@@ -35,15 +35,10 @@ type Key struct {
 // New creates the key under scope.
 func New(scope constructs.Construct, id string, props Props) *Key {
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	removal := awscdk.RemovalPolicy_DESTROY
-	if props.Retain {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
-	key := awskms.NewKey(c, jsii.String("Key"), &awskms.KeyProps{
-		Description:       jsii.String(fmt.Sprintf("gauntlet %s: wraps the per-launch data keys that seal sandbox secrets", props.Stage)),
-		EnableKeyRotation: jsii.Bool(true),
-		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
-		RemovalPolicy:     removal,
+	key := kmskey.New(c, "Key", kmskey.Props{
+		Description:       fmt.Sprintf("gauntlet %s: wraps the per-launch data keys that seal sandbox secrets", props.Stage),
+		PendingWindowDays: 7,
+		Retain:            props.Retain,
 	})
 	return &Key{Construct: c, Key: key}
 }

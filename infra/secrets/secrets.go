@@ -13,6 +13,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/gauntlet-bench/gauntlet/infra/kmskey"
 )
 
 // Props configures the secret store.
@@ -39,15 +41,10 @@ func Prefix(stage string) string { return fmt.Sprintf("gauntlet/%s/", stage) }
 // New creates the key under scope.
 func New(scope constructs.Construct, id string, props Props) *Store {
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	removal := awscdk.RemovalPolicy_DESTROY
-	if props.Retain {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
-	key := awskms.NewKey(c, jsii.String("Key"), &awskms.KeyProps{
-		Description:       jsii.String(fmt.Sprintf("gauntlet %s: encrypts workspace secret values in Secrets Manager", props.Stage)),
-		EnableKeyRotation: jsii.Bool(true),
-		PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
-		RemovalPolicy:     removal,
+	key := kmskey.New(c, "Key", kmskey.Props{
+		Description:       fmt.Sprintf("gauntlet %s: encrypts workspace secret values in Secrets Manager", props.Stage),
+		PendingWindowDays: 30,
+		Retain:            props.Retain,
 	})
 	return &Store{Construct: c, Key: key, Prefix: Prefix(props.Stage)}
 }
