@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/benchseed"
 )
@@ -143,4 +144,37 @@ func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.
 		t.Fatalf("GET leaderboard ?metric=%s: %v", metric, err)
 	}
 	return board
+}
+
+// BenchmarkReadBoard reads one metric's stored board of 50 entrants × 500
+// tasks × 5 attempts (10 categories) the way GET …/leaderboard does on a
+// cache miss, and a run's metrics the way GET /v1/runs/{id} does.
+func BenchmarkReadBoard(b *testing.B) {
+	ctx := context.Background()
+	srv, err := server.Open(ctx, server.Options{DataDir: b.TempDir(), Addr: "127.0.0.1:0", CredentialsPath: "-",
+		Local: local.Options{Isolation: "process", RunnerPath: "/bin/true"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	seeded, err := benchseed.Seed(ctx, srv.Platform().Service(), srv.Tenant().Workspace,
+		benchseed.Shape{Entrants: 50, Tasks: 500, Attempts: 5, Categories: 10})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("store", func(b *testing.B) {
+		for b.Loop() {
+			board, err := pipeline.ReadBoard(ctx, srv.Records(), srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
+			if err != nil || len(board.Groups[0].Rows) != 50 {
+				b.Fatalf("ReadBoard: %v", err)
+			}
+		}
+	})
+	b.Run("run-metrics", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := pipeline.ReadRunMetrics(ctx, srv.Records(), seeded.Runs[0]); err != nil {
+				b.Fatalf("ReadRunMetrics: %v", err)
+			}
+		}
+	})
 }
