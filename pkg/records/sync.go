@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
@@ -83,7 +84,11 @@ func (s *Store) DeleteManifest(ctx context.Context, ws, key, version string) err
 // DeleteLeaderboard removes the benchmark's leaderboard item; a missing one
 // is not an error.
 func (s *Store) DeleteLeaderboard(ctx context.Context, ws, key string) error {
-	if err := s.tbl.Delete(ctx, benchPK(ws, key), "BOARD", store.Cond{}); err != nil {
+	if err := s.tbl.Delete(ctx, benchPK(ws, key), boardSK, store.Cond{}); err != nil {
+		return fmt.Errorf("delete leaderboard of %s: %w", key, err)
+	}
+	// The head is gone, so no reader reaches a part; remove every generation.
+	if err := s.DeleteLeaderboardParts(ctx, ws, key, math.MaxInt64); err != nil {
 		return fmt.Errorf("delete leaderboard of %s: %w", key, err)
 	}
 	return nil
