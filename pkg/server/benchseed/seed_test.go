@@ -32,11 +32,11 @@ func openServer(t *testing.T, dir string) *server.Server {
 }
 
 // TestSeed seeds GAUNTLET_SEED_DIR for scripts/bench-api.sh (50 entrants ×
-// 500 tasks × 5 attempts) and writes seeded.json there; without the
+// 500 tasks in 10 categories × 5 attempts) and writes seeded.json there; without the
 // variable it seeds a small benchmark into a temp dir and checks the
 // leaderboard ranks every entrant.
 func TestSeed(t *testing.T) {
-	dir, shape := os.Getenv("GAUNTLET_SEED_DIR"), benchseed.Shape{Entrants: 50, Tasks: 500, Attempts: 5}
+	dir, shape := os.Getenv("GAUNTLET_SEED_DIR"), benchseed.Shape{Entrants: 50, Tasks: 500, Attempts: 5, Categories: 10}
 	if dir == "" {
 		dir, shape = t.TempDir(), benchseed.Shape{Entrants: 4, Tasks: 12, Attempts: 3, Categories: 3}
 	}
