@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 )
 
@@ -25,28 +26,7 @@ const chromiumPath = "/usr/bin/chromium"
 // seedRun is the run the browser test looks at: two agents with opposite
 // outcomes on the demo-bench parity set (a published task set, so both
 // enter the leaderboard), two attempts each so the pass@k curve has k = 1..2.
-const seedRun = `[experiment]
-benchmark = "demo-bench"
-
-[tasks]
-task_set = "parity"
-
-[execution]
-attempts_per_task = 2
-max_concurrent_attempts = 8
-
-[[agents]]
-harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
-
-[[agents]]
-harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
-`
+var seedRun = pipelinetest.OracleNopConfig(2, 8)
 
 // TestConsoleInBrowser starts the real local platform (pkg/server: SQLite,
 // queues, sandboxes, API and this console) on a temp dir, seeds a finished

@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
@@ -91,26 +92,6 @@ func submit(t *testing.T, dataDir, cfg string) run.Run {
 	return res.Run
 }
 
-const e2eConfig = `
-[experiment]
-benchmark = "demo-bench"
-[tasks]
-task_set = "parity"
-[execution]
-attempts_per_task = 3
-max_concurrent_attempts = 2
-[[agents]]
-harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
-[[agents]]
-harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
-`
-
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -124,7 +105,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 
 func TestPlatformRunsToLeaderboard(t *testing.T) {
 	dir := t.TempDir()
-	r := submit(t, dir, e2eConfig)
+	r := submit(t, dir, pipelinetest.OracleNopConfig(3, 2))
 	ctx := context.Background()
 	p, err := local.Open(ctx, testOptions(dir, runnerBin))
 	if err != nil {

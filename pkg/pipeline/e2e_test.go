@@ -8,37 +8,13 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
-const oracleNopConfig = `
-[experiment]
-benchmark = "demo-bench"
-
-[tasks]
-task_set = "parity"
-
-[execution]
-attempts_per_task = 3
-max_concurrent_attempts = 2
-max_retries = 0
-
-[[agents]]
-harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
-
-[[agents]]
-harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
-`
-
 func TestEndToEndOracleAndNop(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	r := e.submit(oracleNopConfig)
+	r := e.submit(pipelinetest.OracleNopConfig(3, 2))
 	if r.Status != run.Pending || r.TotalSlots() != 2*8*3 {
 		t.Fatalf("submitted run: status %s, %d slots; want pending, 48", r.Status, r.TotalSlots())
 	}

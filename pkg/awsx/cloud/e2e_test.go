@@ -31,6 +31,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -41,34 +42,13 @@ import (
 )
 
 const (
-	e2eWS     = "ws-e2e"
-	e2eUser   = "u-e2e"
-	e2eConfig = `
-[experiment]
-benchmark = "demo-bench"
-
-[tasks]
-task_set = "parity"
-
-[execution]
-attempts_per_task = 2
-max_concurrent_attempts = 4
-max_retries = 0
-
-[[agents]]
-harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
-
-[[agents]]
-harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
-`
-	e2eAttempts = 2 * 8 * 2 // agents × parity tasks × attempts
+	e2eWS       = "ws-e2e"
+	e2eUser     = "u-e2e"
+	e2eAttempts = 2 * pipelinetest.ParityTasks * 2 // agents × parity tasks × attempts
 )
+
+// e2eConfig runs oracle and nop on the parity set, two attempts each.
+var e2eConfig = pipelinetest.OracleNopConfig(2, 4)
 
 // consumer is one queue and the function the SQS event source invokes for it.
 type consumer struct {

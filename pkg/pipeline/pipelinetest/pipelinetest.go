@@ -4,7 +4,9 @@
 // attempt (go test -bench) — every functional test runs real sandboxes — and
 // ImportCatalogEntry / ImportTaskDirs, which make local Harbor task
 // directories a ready benchmark in one call (platforms install benchmarks
-// through benchsync).
+// through benchsync), and OracleNopConfig, the oracle-and-nop run config the
+// end-to-end tests of the pipeline, the local and cloud platforms and the
+// console submit.
 //
 // Writing result.json is the sandbox's work, not the platform's (in the
 // cloud the runner uploads it to S3 itself), and creating a file is slow on
