@@ -154,19 +154,9 @@ func (w *writeTx) insertReturning(ctx context.Context, n int, args []any) (map[[
 
 // appendChanges records an INSERT change for each created item, in order.
 func (w *writeTx) appendChanges(ctx context.Context, created []store.Item) error {
-	at := w.now.UnixNano()
-	for start := 0; start < len(created); start += bulkRows {
-		chunk := created[start:min(start+bulkRows, len(created))]
-		stmt, err := w.bulkStmt(ctx, bulkChanges, len(chunk))
-		if err != nil {
+	for i := range created {
+		if err := w.appendChange(ctx, store.Insert, nil, &created[i]); err != nil {
 			return err
-		}
-		args := make([]any, 0, 4*len(chunk))
-		for i := range chunk {
-			args = append(args, string(store.Insert), nil, encodeImage(&chunk[i]), at)
-		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("append %d changes: %w", len(chunk), err)
 		}
 	}
 	return nil

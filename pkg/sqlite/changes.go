@@ -36,11 +36,31 @@ var errInvalidCheckpoint = errors.New("invalid checkpoint")
 // maxRead bounds one Read.
 const maxRead = 10000
 
-// appendChange records one change in the write's transaction.
+// appendChange records one change in the write's transaction. Changes are
+// buffered and inserted a hundred rows per statement (flushChanges), which
+// the write's owner calls before it commits.
 func (w *writeTx) appendChange(ctx context.Context, kind store.ChangeKind, old, new *store.Item) error {
-	if _, err := w.s.insertChange.ExecContext(ctx, string(kind), encodeImage(old), encodeImage(new), w.now.UnixNano()); err != nil {
-		return fmt.Errorf("append change: %w", err)
+	w.changes = append(w.changes, string(kind), encodeImage(old), encodeImage(new), w.now.UnixNano())
+	if len(w.changes) >= 4*bulkRows {
+		return w.flushChanges(ctx)
 	}
+	return nil
+}
+
+// flushChanges inserts the buffered change records, in order.
+func (w *writeTx) flushChanges(ctx context.Context) error {
+	for len(w.changes) > 0 {
+		n := min(len(w.changes)/4, bulkRows)
+		stmt, err := w.bulkStmt(ctx, bulkChanges, n)
+		if err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, w.changes[:4*n]...); err != nil {
+			return fmt.Errorf("append %d changes: %w", n, err)
+		}
+		w.changes = w.changes[4*n:]
+	}
+	w.changes = nil
 	return nil
 }
 

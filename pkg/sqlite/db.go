@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,8 @@ type DB struct {
 	now func() time.Time
 
 	lastPurge time.Time // used by writeLoop only
+	commits   int64     // used by writeLoop only
+	ckpt      *checkpointer
 	notify    notifier
 
 	// readStmts caches the reader pool's prepared statements by SQL text.
@@ -96,7 +99,8 @@ func Open(path string) (*DB, error) {
 	}
 	params := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 		"&_pragma=foreign_keys(OFF)&_pragma=cache_size(-16000)"
-	writer, err := sql.Open("sqlite", path+params+"&_txlock=immediate")
+	// The writer never checkpoints; the checkpointer does (checkpoint.go).
+	writer, err := sql.Open("sqlite", path+params+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %q: %w", path, err)
 	}
@@ -130,6 +134,9 @@ func (db *DB) init(ctx context.Context, params string) error {
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	db.reader = reader
+	if db.ckpt, err = startCheckpointer(db.path, params); err != nil {
+		return err
+	}
 	db.reqs = make(chan *writeReq, maxGroup)
 	db.loopDone = make(chan struct{})
 	go db.writeLoop()
@@ -158,6 +165,9 @@ func (db *DB) Close() error {
 	}
 	db.readStmts = nil
 	db.rsMu.Unlock()
+	if db.ckpt != nil {
+		errs = append(errs, db.ckpt.close())
+	}
 	if db.stmts != nil {
 		errs = append(errs, db.stmts.close())
 	}
@@ -270,6 +280,10 @@ const maxGroup = 256
 func (db *DB) writeLoop() {
 	defer close(db.loopDone)
 	for req := range db.reqs {
+		// Let writers that are about to queue do so, so they share this
+		// commit: without the yield most commits carry one write even with
+		// several writers busy, since each arrives while the last commits.
+		runtime.Gosched()
 		batch := []*writeReq{req}
 	drain:
 		for len(batch) < maxGroup {
@@ -308,6 +322,7 @@ func (db *DB) runBatch(batch []*writeReq) {
 	} else {
 		db.runGroup(ctx, now, batch)
 	}
+	db.committed()
 	db.maybePurge(ctx, now)
 }
 
@@ -338,7 +353,7 @@ func (db *DB) inSavepoint(now time.Time, req *writeReq) error {
 		return fmt.Errorf("open savepoint on %q: %w", db.path, err)
 	}
 	w := &writeTx{db: db, s: db.stmts, now: now}
-	err := req.fn(req.ctx, w)
+	err := w.run(req.ctx, req.fn)
 	if err != nil {
 		if _, rbErr := db.stmts.rollbackTo.ExecContext(req.ctx); rbErr != nil {
 			err = errors.Join(err, fmt.Errorf("roll back savepoint on %q: %w", db.path, rbErr))
@@ -356,7 +371,7 @@ func (db *DB) inTx(ctx context.Context, w *writeTx, fn func(ctx context.Context,
 	if _, err := db.stmts.begin.ExecContext(ctx); err != nil {
 		return fmt.Errorf("begin write on %q: %w", db.path, err)
 	}
-	if err := fn(ctx, w); err != nil {
+	if err := w.run(ctx, fn); err != nil {
 		if _, rbErr := db.stmts.rollback.ExecContext(ctx); rbErr != nil {
 			return errors.Join(err, fmt.Errorf("roll back write on %q: %w", db.path, rbErr))
 		}
@@ -371,8 +386,17 @@ func (db *DB) inTx(ctx context.Context, w *writeTx, fn func(ctx context.Context,
 
 // writeTx is the state of one write transaction.
 type writeTx struct {
-	db     *DB
-	s      *statements
-	now    time.Time
-	sentTo []string // queues that got messages, signalled after commit
+	db      *DB
+	s       *statements
+	now     time.Time
+	sentTo  []string // queues that got messages, signalled after commit
+	changes []any    // change records not yet inserted, 4 arguments each
+}
+
+// run applies fn and then inserts the change records it buffered.
+func (w *writeTx) run(ctx context.Context, fn func(ctx context.Context, w *writeTx) error) error {
+	if err := fn(ctx, w); err != nil {
+		return err
+	}
+	return w.flushChanges(ctx)
 }

@@ -16,7 +16,7 @@ type statements struct {
 	savepoint, rollbackTo, release *sql.Stmt
 
 	getItem, upsertItem, insertItem, deleteItem, expiredItems *sql.Stmt
-	insertChange, saveCheckpoint, pruneChanges                *sql.Stmt
+	saveCheckpoint, pruneChanges                              *sql.Stmt
 
 	insertMessage, visibleMessages, deliverMessage, deadLetterMessage *sql.Stmt
 	deleteMessage, changeVisibility                                   *sql.Stmt
@@ -48,7 +48,6 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 			ON CONFLICT (pk, sk) DO NOTHING`},
 		{&s.deleteItem, `DELETE FROM items WHERE pk = ? AND sk = ?`},
 		{&s.expiredItems, `SELECT ` + itemColumns + ` FROM items WHERE expires_at > 0 AND expires_at < ? LIMIT ?`},
-		{&s.insertChange, `INSERT INTO changes (kind, old, new, at) VALUES (?, ?, ?, ?)`},
 		{&s.saveCheckpoint, `INSERT INTO checkpoints (consumer, checkpoint) VALUES (?, ?)
 			ON CONFLICT (consumer) DO UPDATE SET checkpoint = excluded.checkpoint`},
 		// The newest change always stays, so sequence numbers never restart.
