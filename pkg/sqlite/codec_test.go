@@ -3,12 +3,7 @@ package sqlite
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -141,102 +136,5 @@ func TestDecodeCountersFallback(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); !tt.wantErr && diff != "" {
 			t.Errorf("decodeCounters(%s) (-want +got):\n%s", tt.in, diff)
 		}
-	}
-}
-
-// TestCreateBulkEdges: one Create spanning several multi-row statements,
-// with keys repeated inside the call, existing live keys and an expired one,
-// creates each new key once and records exactly those changes.
-func TestCreateBulkEdges(t *testing.T) {
-	db := openTemp(t)
-	clock := &fakeClock{}
-	db.now = clock.now
-	tb := db.Table()
-	ctx := t.Context()
-	if _, err := tb.Put(ctx, store.Item{PK: "p", SK: "live", Data: json.RawMessage(`{"old":true}`)}, store.Cond{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tb.Put(ctx, store.Item{PK: "p", SK: "gone", ExpiresAt: time.Now().Add(time.Second).Unix()}, store.Cond{}); err != nil {
-		t.Fatal(err)
-	}
-	_, start := readAll(t, db, "")
-	clock.advance(10 * time.Second)
-
-	var items []store.Item
-	for i := range 2*bulkRows + 7 {
-		items = append(items, store.Item{PK: "p", SK: fmt.Sprintf("n%04d", i), Data: json.RawMessage(`{"first":true}`)})
-	}
-	items[150] = store.Item{PK: "p", SK: "n0003", Data: json.RawMessage(`{"first":false}`)} // repeats item 3, in another statement
-	items[5] = store.Item{PK: "p", SK: "n0004", Data: json.RawMessage(`{"first":false}`)}   // repeats item 4, in the same statement
-	items = append(items, store.Item{PK: "p", SK: "live"}, store.Item{PK: "p", SK: "gone", Data: json.RawMessage(`{"new":true}`)})
-
-	n, err := tb.Create(ctx, items)
-	if wantN := 2*bulkRows + 7 - 2 + 1; err != nil || n != wantN {
-		t.Fatalf("Create = %d, %v; want %d, nil", n, err, wantN)
-	}
-	for sk, want := range map[string]string{"n0003": `{"first":true}`, "n0004": `{"first":true}`, "live": `{"old":true}`, "gone": `{"new":true}`} {
-		got, err := tb.Get(ctx, "p", sk)
-		if err != nil || string(got.Data) != want {
-			t.Errorf("Get(%s) = %s, %v; want %s", sk, got.Data, err, want)
-		}
-	}
-	changes, _ := readAll(t, db, start)
-	counts := map[string]int{}
-	for _, k := range kinds(changes) {
-		counts[k]++
-	}
-	for _, k := range []string{"INSERT n0000", "INSERT n0003", "INSERT n0004", "INSERT n0206", "REMOVE gone", "INSERT gone"} {
-		if counts[k] != 1 {
-			t.Errorf("%d changes %q, want 1", counts[k], k)
-		}
-	}
-	if len(changes) != n+1 || counts["INSERT live"] != 0 {
-		t.Errorf("%d changes (INSERT live %d), want %d (one per created item and the expired item's REMOVE)", len(changes), counts["INSERT live"], n+1)
-	}
-}
-
-// TestBackgroundCheckpoint: with the writer's auto-checkpoint off, the
-// checkpointer still copies committed pages into the database file while
-// the database is open, and the data reads back after a reopen.
-func TestBackgroundCheckpoint(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "g.db")
-	db, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := json.RawMessage(`{"pad":"` + strings.Repeat("x", 2000) + `"}`)
-	for i := range 2 * checkpointEvery {
-		if _, err := db.Table().Put(t.Context(), store.Item{PK: "p", SK: fmt.Sprintf("%04d", i), Data: data}, store.Cond{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Size() > before.Size()+int64(checkpointEvery)*2000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("database file is %d bytes after %d commits (%d before); the write-ahead log was not checkpointed", info.Size(), 2*checkpointEvery, before.Size())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if got, err := db.Table().Get(t.Context(), "p", fmt.Sprintf("%04d", 2*checkpointEvery-1)); err != nil || string(got.Data) != string(data) {
-		t.Errorf("Get after reopen = %d bytes, %v; want the last item", len(got.Data), err)
 	}
 }

@@ -2,9 +2,12 @@
 // ports: items, their change log, stream checkpoints and queue messages all live
 // in one SQLite file (modernc.org/sqlite, pure Go) in WAL mode.
 //
-// Writes go through one connection, serialised by a mutex, so every write is
-// one short IMMEDIATE transaction and the change log's sequence follows commit
-// order. Reads use a separate pool and never wait for the writer.
+// Writes go through one connection owned by one goroutine, which commits the
+// writes queued while it was busy together (each in its own savepoint), so
+// the change log's sequence follows commit order; bulk writes insert a
+// hundred rows per statement. WAL checkpoints run on a connection of their
+// own (checkpoint.go). Reads use a separate pool with cached prepared
+// statements and never wait for the writer.
 package sqlite
 
 import (
