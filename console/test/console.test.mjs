@@ -289,7 +289,9 @@ test('a submitted run opens live, and Stop stops it', async () => {
   await page.locator('#config').fill([
     '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "parity"', '',
     '[execution]', 'attempts_per_task = 3', 'max_concurrent_attempts = 1', '',
-    '[[agents]]', 'harness = "oracle"', '[agents.model]', 'type = "hosted"', 'model = "oracle"', '',
+    // Each attempt takes a few seconds, so the run is still going when Stop
+    // is clicked (an oracle run of 24 attempts finishes in about 2 s).
+    '[[agents]]', 'harness = "command"', 'command = "sleep 3"', '',
   ].join('\n'));
   await page.click('#submit');
   await page.waitForURL(/\/runs\/(?!new)[^/?]+$/);
