@@ -3,14 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
-	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
 // Sync queue timing.
@@ -23,60 +21,19 @@ const (
 	syncWait      = time.Second
 )
 
-// benchmarks implements api.Benchmarks on benchsync: every add or retry
-// enqueues a sync message that the sync loop consumes.
+// benchmarks is the API's benchmarks port (benchsync.Queued) plus the local
+// loops that consume the sync queue and schedule refreshes.
 type benchmarks struct {
-	sync  *benchsync.Service
-	queue queue.Queue
+	benchsync.Queued
 }
 
 var _ api.Benchmarks = (*benchmarks)(nil)
-
-func (b *benchmarks) Add(ctx context.Context, ws, spec string) (records.Benchmark, error) {
-	rec, err := b.sync.Add(ctx, ws, spec)
-	if err != nil {
-		return rec, err
-	}
-	if rec.Status == records.SyncPending {
-		if err := b.enqueue(ctx, benchsync.NewSyncMessage(ws, rec.Key)); err != nil {
-			return rec, err
-		}
-	}
-	return rec, nil
-}
-
-func (b *benchmarks) Sync(ctx context.Context, ws, key string) (records.Benchmark, error) {
-	rec, err := b.sync.Retry(ctx, ws, key)
-	if err != nil {
-		return rec, err
-	}
-	return rec, b.enqueue(ctx, benchsync.NewSyncMessage(ws, key))
-}
-
-func (b *benchmarks) Delete(ctx context.Context, ws, key string) error {
-	return b.sync.Delete(ctx, ws, key)
-}
-
-func (b *benchmarks) enqueue(ctx context.Context, msgs ...benchsync.SyncMessage) error {
-	out := make([]queue.Outgoing, len(msgs))
-	for i, m := range msgs {
-		body, err := m.Encode()
-		if err != nil {
-			return err
-		}
-		out[i] = queue.Outgoing{Body: body}
-	}
-	if err := b.queue.Send(ctx, out...); err != nil {
-		return fmt.Errorf("enqueue benchmark sync: %w", err)
-	}
-	return nil
-}
 
 // consume runs the sync loop until ctx ends: one message at a time, since
 // a sync is long and the machine small.
 func (b *benchmarks) consume(ctx context.Context, log *slog.Logger) {
 	for ctx.Err() == nil {
-		msgs, err := b.queue.Receive(ctx, 1, syncVisibility, syncWait)
+		msgs, err := b.Queue.Receive(ctx, 1, syncVisibility, syncWait)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.ErrorContext(ctx, "receive sync message", "err", err)
@@ -93,21 +50,21 @@ func (b *benchmarks) consume(ctx context.Context, log *slog.Logger) {
 func (b *benchmarks) handle(ctx context.Context, log *slog.Logger, m queue.Message) {
 	msg, err := benchsync.DecodeSyncMessage(m.Body)
 	if err == nil {
-		err = b.sync.Sync(ctx, msg)
+		err = b.Service.Sync(ctx, msg)
 	}
 	switch {
 	case err == nil || errors.Is(err, benchsync.ErrPoison):
 		if err != nil {
 			log.ErrorContext(ctx, "sync message dropped", "message_id", m.ID, "err", err)
 		}
-		if derr := b.queue.Delete(ctx, m.Receipt); derr != nil && ctx.Err() == nil {
+		if derr := b.Queue.Delete(ctx, m.Receipt); derr != nil && ctx.Err() == nil {
 			log.ErrorContext(ctx, "delete sync message", "message_id", m.ID, "err", derr)
 		}
 	case errors.Is(err, benchsync.ErrSyncInProgress):
-		_ = b.queue.ChangeVisibility(ctx, m.Receipt, syncBusyDelay)
+		_ = b.Queue.ChangeVisibility(ctx, m.Receipt, syncBusyDelay)
 	case ctx.Err() == nil:
 		log.ErrorContext(ctx, "benchmark sync failed; will retry", "workspace", msg.Workspace, "key", msg.Key, "err", err)
-		_ = b.queue.ChangeVisibility(ctx, m.Receipt, syncBusyDelay)
+		_ = b.Queue.ChangeVisibility(ctx, m.Receipt, syncBusyDelay)
 	}
 }
 
@@ -118,14 +75,11 @@ func (b *benchmarks) refresh(ctx context.Context, log *slog.Logger, now func() t
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		msgs, err := b.sync.Refresh(ctx, now(), olderThan)
-		if err == nil {
-			err = b.enqueue(ctx, msgs...)
-		}
+		n, err := b.RefreshDue(ctx, now(), olderThan)
 		if err != nil && ctx.Err() == nil {
 			log.ErrorContext(ctx, "benchmark refresh", "err", err)
-		} else if len(msgs) > 0 {
-			log.InfoContext(ctx, "benchmark refresh queued", "benchmarks", len(msgs))
+		} else if n > 0 {
+			log.InfoContext(ctx, "benchmark refresh queued", "benchmarks", n)
 		}
 		select {
 		case <-ctx.Done():

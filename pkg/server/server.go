@@ -135,7 +135,7 @@ func (s *Server) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.benchmarks = &benchmarks{sync: s.sync, queue: syncQueue}
+	s.benchmarks = &benchmarks{benchsync.Queued{Service: s.sync, Queue: syncQueue}}
 	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Benchmarks: s.benchmarks,
 		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/auth/jwtauth"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
-	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
@@ -45,7 +44,7 @@ func (p *Platform) API() (*api.Handler, error) {
 		return nil, err
 	}
 	return api.NewWithAuthenticator(api.Config{
-		Records: svc.Records(), Runs: svc, Benchmarks: Benchmarks{Service: sync, Queue: p.SyncQueue},
+		Records: svc.Records(), Runs: svc, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
 		Blobs: p.Ports.Blobs, Secrets: p.Ports.Secrets, Logger: p.Logger,
 	}, JWTAuthenticator{Verifier: verifier}), nil
 }
@@ -65,54 +64,6 @@ func (a JWTAuthenticator) Authenticate(ctx context.Context, token string) (api.I
 		return api.Identity{}, fmt.Errorf("%w: %w", api.ErrInvalidCredentials, err)
 	}
 	return api.Identity{Workspace: id.Workspace, User: id.User, Admin: id.Admin}, nil
-}
-
-// Benchmarks is api.Benchmarks on benchsync: adding a benchmark or
-// retrying its sync records it pending and sends its sync message.
-type Benchmarks struct {
-	Service *benchsync.Service
-	Queue   queue.Queue
-}
-
-var _ api.Benchmarks = Benchmarks{}
-
-// Add implements api.Benchmarks.
-func (b Benchmarks) Add(ctx context.Context, ws, spec string) (records.Benchmark, error) {
-	rec, err := b.Service.Add(ctx, ws, spec)
-	if err != nil {
-		return rec, err
-	}
-	return rec, b.enqueue(ctx, rec)
-}
-
-// Sync implements api.Benchmarks.
-func (b Benchmarks) Sync(ctx context.Context, ws, key string) (records.Benchmark, error) {
-	rec, err := b.Service.Retry(ctx, ws, key)
-	if err != nil {
-		return rec, err
-	}
-	return rec, b.enqueue(ctx, rec)
-}
-
-// Delete implements api.Benchmarks.
-func (b Benchmarks) Delete(ctx context.Context, ws, key string) error {
-	return b.Service.Delete(ctx, ws, key)
-}
-
-// enqueue sends the sync message of a pending benchmark; a redelivered or
-// duplicate message is harmless (Sync claims the benchmark under a lease).
-func (b Benchmarks) enqueue(ctx context.Context, rec records.Benchmark) error {
-	if rec.Status != records.SyncPending {
-		return nil
-	}
-	body, err := benchsync.NewSyncMessage(rec.Workspace, rec.Key).Encode()
-	if err != nil {
-		return err
-	}
-	if err := b.Queue.Send(ctx, queue.Outgoing{Body: body}); err != nil {
-		return fmt.Errorf("enqueue sync of %s/%s: %w", rec.Workspace, rec.Key, err)
-	}
-	return nil
 }
 
 // ensure the pipeline service satisfies the API's run port.

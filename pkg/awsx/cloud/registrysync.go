@@ -21,8 +21,7 @@ import (
 // last sync is older than the refresh age and sends one refresh message
 // each to the sync queue.
 type SyncHandler struct {
-	svc          *benchsync.Service
-	queue        queue.Queue
+	svc          benchsync.Queued
 	refreshAfter time.Duration
 	now          func() time.Time
 	batch        *sqsq.BatchHandler
@@ -47,7 +46,7 @@ func NewSyncHandler(cfg SyncHandlerConfig) (*SyncHandler, error) {
 	if cfg.Service == nil || cfg.Queue == nil {
 		return nil, fmt.Errorf("registrysync: Service and Queue are required")
 	}
-	h := &SyncHandler{svc: cfg.Service, queue: cfg.Queue, refreshAfter: cfg.RefreshAfter, now: cfg.Now, log: cfg.Logger}
+	h := &SyncHandler{svc: benchsync.Queued{Service: cfg.Service, Queue: cfg.Queue}, refreshAfter: cfg.RefreshAfter, now: cfg.Now, log: cfg.Logger}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -59,7 +58,7 @@ func NewSyncHandler(cfg SyncHandlerConfig) (*SyncHandler, error) {
 		if err != nil {
 			return err
 		}
-		return h.svc.Sync(ctx, msg)
+		return h.svc.Service.Sync(ctx, msg)
 	}
 	h.batch = sqsq.NewBatchHandler(sync, h.log)
 	return h, nil
@@ -101,25 +100,11 @@ func (h *SyncHandler) Handle(ctx context.Context, raw json.RawMessage) (any, err
 // messages to the sync queue. An error leaves the schedule's retry policy
 // to invoke it again; messages already sent are harmless to send twice.
 func (h *SyncHandler) Refresh(ctx context.Context, ev events.EventBridgeEvent) (RefreshResponse, error) {
-	msgs, err := h.svc.Refresh(ctx, h.now(), h.refreshAfter)
+	n, err := h.svc.RefreshDue(ctx, h.now(), h.refreshAfter)
 	if err != nil {
 		h.log.ErrorContext(ctx, "scheduled refresh failed", "event_id", ev.ID, "err", err)
-		return RefreshResponse{}, err
+		return RefreshResponse{}, fmt.Errorf("registrysync: %w", err)
 	}
-	out := make([]queue.Outgoing, 0, len(msgs))
-	for _, m := range msgs {
-		body, err := m.Encode()
-		if err != nil {
-			return RefreshResponse{}, err
-		}
-		out = append(out, queue.Outgoing{Body: body})
-	}
-	if len(out) > 0 {
-		if err := h.queue.Send(ctx, out...); err != nil {
-			h.log.ErrorContext(ctx, "scheduled refresh failed", "event_id", ev.ID, "due", len(out), "err", err)
-			return RefreshResponse{}, fmt.Errorf("registrysync: enqueue %d refresh messages: %w", len(out), err)
-		}
-	}
-	h.log.InfoContext(ctx, "scheduled refresh enqueued", "event_id", ev.ID, "due", len(out), "older_than", h.refreshAfter.String())
-	return RefreshResponse{Enqueued: len(out)}, nil
+	h.log.InfoContext(ctx, "scheduled refresh enqueued", "event_id", ev.ID, "due", n, "older_than", h.refreshAfter.String())
+	return RefreshResponse{Enqueued: n}, nil
 }
