@@ -1,5 +1,7 @@
 package leaderboard
 
+import "slices"
+
 // Eligible reports whether a run agent may appear on the leaderboard, and if
 // not, why. Per DESIGN.md a run agent is eligible when the run finished, the
 // agent finished, the run covered the full task list or a published parity
@@ -37,6 +39,17 @@ func keyOf(r Run) boardKey {
 // boards, so each keeps its own latest run. Ineligible summaries are dropped.
 // The result keeps the input order.
 func LatestEligible(summaries []Summary) []Summary {
+	idx := LatestEligibleIndices(summaries)
+	kept := make([]Summary, len(idx))
+	for i, j := range idx {
+		kept[i] = summaries[j]
+	}
+	return kept
+}
+
+// LatestEligibleIndices is LatestEligible as indices into summaries, in
+// increasing order.
+func LatestEligibleIndices(summaries []Summary) []int {
 	type slot struct {
 		entrant Entrant
 		board   boardKey
@@ -52,13 +65,11 @@ func LatestEligible(summaries []Summary) []Summary {
 			latest[key] = i
 		}
 	}
-	kept := make([]Summary, 0, len(latest))
-	for i := range summaries {
-		s := &summaries[i]
-		if j, ok := latest[slot{entrant: s.Entrant, board: keyOf(s.Run)}]; ok && j == i {
-			kept = append(kept, *s)
-		}
+	kept := make([]int, 0, len(latest))
+	for _, i := range latest {
+		kept = append(kept, i)
 	}
+	slices.Sort(kept)
 	return kept
 }
 

@@ -87,49 +87,83 @@ func (v taskValues) passAt(k int) []float64 {
 	return v.passK[(k-1)*t : k*t]
 }
 
-// taskTally accumulates one task's attempts.
-type taskTally struct {
-	name                        string
-	cost, time, tokens          float64
-	n, c                        int32
-	nCost, nTime, nTokens, nAll int32
+// TaskTally is one task's attempts reduced to what scoring reads of them:
+// the sufficient statistic of a Summary. A finished run's tallies are a few
+// values per task where its attempts are one per attempt, so keeping them
+// lets boards be recomputed without the attempts: SummarizeTallies of an
+// entrant's tallies equals Summarize of its attempts.
+type TaskTally struct {
+	Task string `json:"task"`
+	// Scored counts the scored attempts (passed, failed or errored), Passed
+	// the passes among them, and All every attempt, cancelled ones included.
+	Scored int32 `json:"n"`
+	Passed int32 `json:"c,omitempty"`
+	All    int32 `json:"all"`
+	// Cost, Time and Tokens sum the quantity over the CostReports,
+	// TimeReports and TokenReports scored attempts that report it.
+	Cost         float64 `json:"cost,omitempty"`
+	Time         float64 `json:"time,omitempty"`
+	Tokens       float64 `json:"tokens,omitempty"`
+	CostReports  int32   `json:"cost_n,omitempty"`
+	TimeReports  int32   `json:"time_n,omitempty"`
+	TokenReports int32   `json:"tokens_n,omitempty"`
 }
 
-func (tt *taskTally) add(a *Attempt) {
-	tt.nAll++
+func (tt *TaskTally) add(a *Attempt) {
+	tt.All++
 	switch a.Outcome {
 	case Passed:
-		tt.c++
+		tt.Passed++
 	case Failed, Errored:
 	default:
 		return
 	}
-	tt.n++
+	tt.Scored++
 	if a.HasCost {
-		tt.cost += a.CostUSD
-		tt.nCost++
+		tt.Cost += a.CostUSD
+		tt.CostReports++
 	}
 	if a.HasDuration {
-		tt.time += a.DurationSec
-		tt.nTime++
+		tt.Time += a.DurationSec
+		tt.TimeReports++
 	}
 	if a.HasTokens {
-		tt.tokens += float64(a.InputTokens + a.OutputTokens)
-		tt.nTokens++
+		tt.Tokens += float64(a.InputTokens + a.OutputTokens)
+		tt.TokenReports++
 	}
+}
+
+// EntrantTallies is one run agent's attempts reduced to per-task tallies,
+// tasks sorted by name.
+type EntrantTallies struct {
+	Entrant Entrant     `json:"entrant"`
+	Run     Run         `json:"run"`
+	Tasks   []TaskTally `json:"tasks"`
+}
+
+// Tally reduces an entrant's attempts to per-task tallies.
+func Tally(in EntrantInput) EntrantTallies {
+	return EntrantTallies{Entrant: in.Entrant, Run: in.Run, Tasks: tallyByTask(in.Attempts)}
 }
 
 // Summarize computes an entrant's scores from its attempts.
 func Summarize(in EntrantInput, opts Options) Summary {
-	tallies := tallyByTask(in.Attempts)
+	return SummarizeTallies(Tally(in), opts)
+}
+
+// SummarizeTallies computes an entrant's scores from its per-task tallies,
+// which must be sorted by task name with no task twice (as Tally returns
+// them).
+func SummarizeTallies(in EntrantTallies, opts Options) Summary {
+	tallies := in.Tasks
 	s := Summary{Entrant: in.Entrant, Run: in.Run, Tasks: len(tallies)}
 	s.MinAttempts = math.MaxInt
 	for i := range tallies {
 		tt := &tallies[i]
-		n := int(tt.n)
+		n := int(tt.Scored)
 		s.ScoredAttempts += n
-		s.CancelledAttempts += int(tt.nAll) - n
-		s.Passes += int(tt.c)
+		s.CancelledAttempts += int(tt.All) - n
+		s.Passes += int(tt.Passed)
 		s.MinAttempts = min(s.MinAttempts, n)
 		s.MaxAttempts = max(s.MaxAttempts, n)
 	}
@@ -143,7 +177,7 @@ func Summarize(in EntrantInput, opts Options) Summary {
 
 // tallyByTask groups attempts by task, tasks sorted by name. Attempts
 // already ordered by task take one pass; others are sorted on a copy first.
-func tallyByTask(attempts []Attempt) []taskTally {
+func tallyByTask(attempts []Attempt) []TaskTally {
 	if tallies, ok := tallySorted(attempts); ok {
 		return tallies
 	}
@@ -155,15 +189,15 @@ func tallyByTask(attempts []Attempt) []taskTally {
 
 // tallySorted tallies attempts ordered by task; ok is false, and the tallies
 // unusable, as soon as a task name goes backwards.
-func tallySorted(attempts []Attempt) (tallies []taskTally, ok bool) {
-	tallies = make([]taskTally, 0, expectedTasks(attempts))
+func tallySorted(attempts []Attempt) (tallies []TaskTally, ok bool) {
+	tallies = make([]TaskTally, 0, expectedTasks(attempts))
 	for i := range attempts {
 		a := &attempts[i]
-		if n := len(tallies); n == 0 || tallies[n-1].name != a.Task {
-			if n > 0 && a.Task < tallies[n-1].name {
+		if n := len(tallies); n == 0 || tallies[n-1].Task != a.Task {
+			if n > 0 && a.Task < tallies[n-1].Task {
 				return nil, false
 			}
-			tallies = append(tallies, taskTally{name: a.Task})
+			tallies = append(tallies, TaskTally{Task: a.Task})
 		}
 		tallies[len(tallies)-1].add(a)
 	}
@@ -183,7 +217,7 @@ func expectedTasks(attempts []Attempt) int {
 	return len(attempts)/first + 1
 }
 
-func perTaskValues(tallies []taskTally, depth int) taskValues {
+func perTaskValues(tallies []TaskTally, depth int) taskValues {
 	t := len(tallies)
 	v := taskValues{
 		names:  make([]string, t),
@@ -196,14 +230,14 @@ func perTaskValues(tallies []taskTally, depth int) taskValues {
 	curves := newCurveCache(depth)
 	for i := range tallies {
 		tt := &tallies[i]
-		v.names[i] = tt.name
-		curve := curves.curve(int(tt.n), int(tt.c))
+		v.names[i] = tt.Task
+		curve := curves.curve(int(tt.Scored), int(tt.Passed))
 		for k := 1; k <= depth; k++ {
 			v.passK[(k-1)*t+i] = curve[k-1]
 		}
-		v.cost[i] = ratio(tt.cost, tt.nCost)
-		v.time[i] = ratio(tt.time, tt.nTime)
-		v.tokens[i] = ratio(tt.tokens, tt.nTokens)
+		v.cost[i] = ratio(tt.Cost, tt.CostReports)
+		v.time[i] = ratio(tt.Time, tt.TimeReports)
+		v.tokens[i] = ratio(tt.Tokens, tt.TokenReports)
 	}
 	return v
 }

@@ -116,7 +116,9 @@ func sortedKeys(m map[string]bool) []string {
 	return keys
 }
 
-// RecomputeRun recomputes and stores a run's metrics.
+// RecomputeRun recomputes and stores a run's metrics. A finished run's
+// metrics also keep every agent's per-task tallies, from which leaderboard
+// recomputes summarize it without reading its results again.
 func (s *Service) RecomputeRun(ctx context.Context, runID string) error {
 	r, err := s.recs.Run(ctx, runID)
 	if err != nil {
@@ -131,11 +133,16 @@ func (s *Service) RecomputeRun(ctx context.Context, runID string) error {
 		return err
 	}
 	m := RunMetrics{RunID: r.ID, Results: n, Agents: make([]AgentMetrics, len(agents))}
+	var tallies []agentTallies
 	for i, a := range agents {
+		t := leaderboard.Tally(inputs[i])
 		m.Agents[i] = AgentMetrics{Index: a.Index, Name: a.Name, Harness: a.Harness, Model: a.Model,
-			Summary: leaderboard.Summarize(inputs[i], opts)}
+			Summary: leaderboard.SummarizeTallies(t, opts)}
+		if r.Status == run.Finished {
+			tallies = append(tallies, agentTallies{Agent: a.Index, Tasks: t.Tasks})
+		}
 	}
-	if err := s.storeRunMetrics(ctx, m); err != nil {
+	if err := s.storeRunMetrics(ctx, m, tallies); err != nil {
 		return fmt.Errorf("recompute run %s: %w", runID, err)
 	}
 	s.markMetrics(runID, n)

@@ -149,15 +149,28 @@ func (s *Service) swapBoard(ctx context.Context, ws, key string, watermark int64
 	return records.ErrContention
 }
 
-// finishedSummaries summarizes every agent of every finished run of the
-// benchmark. The run list comes from an index that may lag behind the
-// table, so a run it shows as not yet ended is read again from the table.
+// finishedSummaries summarizes every agent of the finished runs of the
+// benchmark that make its board: the latest eligible run of each entrant
+// (leaderboard.LatestEligible). The run list comes from an index that may
+// lag behind the table, so a run it shows as not yet ended is read again
+// from the table.
+//
+// A finished run's stored metrics carry its agents' summaries and per-task
+// tallies, so eligibility is decided from the metrics heads alone and only
+// the tallies of the runs on the board are read, never a result. A finished
+// run whose metrics keep no tallies, or do not cover all its results, has
+// them recomputed first.
 func (s *Service) finishedSummaries(ctx context.Context, ws, key string) ([]leaderboard.Summary, error) {
 	runs, err := s.recs.RunsByBenchmark(ctx, ws, key)
 	if err != nil {
 		return nil, err
 	}
-	var summaries []leaderboard.Summary
+	var (
+		summaries []leaderboard.Summary
+		// from[i] names the run and agent index of summaries[i] when it was
+		// read from stored metrics and still lacks its per-task values.
+		from = map[int]storedAgent{}
+	)
 	for _, r := range runs {
 		if !r.Status.Terminal() {
 			if r, err = s.recs.Run(ctx, r.ID); err != nil {
@@ -167,19 +180,112 @@ func (s *Service) finishedSummaries(ctx context.Context, ws, key string) ([]lead
 		if r.Status != run.Finished {
 			continue
 		}
-		inputs, _, _, err := s.entrantInputs(ctx, r)
+		stored, ok, err := s.storedSummaries(ctx, r)
+		if err == nil && !ok {
+			// Metrics from before the run finished, or from a version that
+			// kept no tallies: recompute them once, here, so later boards
+			// read the tallies.
+			if err = s.RecomputeRun(ctx, r.ID); err == nil {
+				stored, ok, err = s.storedSummaries(ctx, r)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		opts, err := s.scoringOptions(ctx, r)
+		if ok {
+			for _, a := range stored {
+				from[len(summaries)] = storedAgent{run: r, agent: a.Index}
+				summaries = append(summaries, a.Summary)
+			}
+			continue
+		}
+		fresh, err := s.summariesFromResults(ctx, r)
 		if err != nil {
 			return nil, err
 		}
-		for _, in := range inputs {
-			summaries = append(summaries, leaderboard.Summarize(in, opts))
-		}
+		summaries = append(summaries, fresh...)
 	}
-	return summaries, nil
+	kept := leaderboard.LatestEligibleIndices(summaries)
+	out := make([]leaderboard.Summary, 0, len(kept))
+	tallies := map[string]map[int][]leaderboard.TaskTally{} // by run id
+	for _, i := range kept {
+		src, ok := from[i]
+		if !ok {
+			out = append(out, summaries[i])
+			continue
+		}
+		byAgent, read := tallies[src.run.ID]
+		if !read {
+			if byAgent, err = s.taskTallies(ctx, src.run); err != nil {
+				return nil, err
+			}
+			tallies[src.run.ID] = byAgent
+		}
+		sum := summaries[i]
+		out = append(out, leaderboard.SummarizeTallies(
+			leaderboard.EntrantTallies{Entrant: sum.Entrant, Run: sum.Run, Tasks: byAgent[src.agent]}, leaderboard.Options{}))
+	}
+	return out, nil
+}
+
+// storedAgent names one agent of a finished run.
+type storedAgent struct {
+	run   run.Run
+	agent int
+}
+
+// storedSummaries returns the agents' summaries (without their per-task
+// values) from a finished run's stored metrics, and whether those metrics
+// keep per-task tallies and cover every result of the run.
+func (s *Service) storedSummaries(ctx context.Context, r run.Run) ([]AgentMetrics, bool, error) {
+	var m RunMetrics
+	err := s.recs.RunMetrics(ctx, r.ID, &m)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("metrics of run %s: %w", r.ID, err)
+	}
+	if m.TaskParts == 0 {
+		return nil, false, nil
+	}
+	t, err := s.recs.RunTally(ctx, r.ID)
+	if err != nil {
+		return nil, false, fmt.Errorf("tally of run %s: %w", r.ID, err)
+	}
+	return m.Agents, int64(m.Results) >= t.Done, nil
+}
+
+// taskTallies reads a finished run's stored per-task tallies by agent
+// index, or tallies its results when the metrics no longer keep them.
+func (s *Service) taskTallies(ctx context.Context, r run.Run) (map[int][]leaderboard.TaskTally, error) {
+	_, byAgent, ok, err := ReadRunTallies(ctx, s.recs, r.ID)
+	if err != nil || ok {
+		return byAgent, err
+	}
+	inputs, agents, _, err := s.entrantInputs(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	byAgent = make(map[int][]leaderboard.TaskTally, len(agents))
+	for i, a := range agents {
+		byAgent[a.Index] = leaderboard.Tally(inputs[i]).Tasks
+	}
+	return byAgent, nil
+}
+
+// summariesFromResults summarizes a finished run's agents from its results.
+// Boards show no per-category scores, so none are computed.
+func (s *Service) summariesFromResults(ctx context.Context, r run.Run) ([]leaderboard.Summary, error) {
+	inputs, _, _, err := s.entrantInputs(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]leaderboard.Summary, len(inputs))
+	for i := range inputs {
+		out[i] = leaderboard.Summarize(inputs[i], leaderboard.Options{})
+	}
+	return out, nil
 }
 
 // boardParts renders the boards as stored parts (rows chunked by size) and

@@ -23,6 +23,9 @@ type RunMetrics struct {
 	// its per-category scores spilled into (0: they are in Agents).
 	Generation    int64 `json:"generation,omitempty"`
 	CategoryParts int   `json:"category_parts,omitempty"`
+	// TaskParts counts the parts holding the agents' per-task tallies,
+	// kept once the run finished (0: none kept); see ReadRunTallies.
+	TaskParts int `json:"task_parts,omitempty"`
 }
 
 // AgentMetrics is one run agent's summary.
@@ -32,6 +35,13 @@ type AgentMetrics struct {
 	Harness string              `json:"harness"`
 	Model   string              `json:"model,omitempty"`
 	Summary leaderboard.Summary `json:"summary"`
+}
+
+// agentTallies is one stored part of a finished run's per-task tallies:
+// some tasks of one agent.
+type agentTallies struct {
+	Agent int                     `json:"agent"`
+	Tasks []leaderboard.TaskTally `json:"tasks"`
 }
 
 // metricsPart is one spilled part: some per-category scores of one agent.
@@ -48,33 +58,98 @@ const (
 	partBytes          = 128 << 10
 )
 
-// storeRunMetrics writes m as its head item, spilling per-category scores
-// into parts first when the head would be too large.
-func (s *Service) storeRunMetrics(ctx context.Context, m RunMetrics) error {
+// storeRunMetrics writes m as its head item, with the per-task tallies of
+// a finished run in parts of its generation, and spilling per-category
+// scores into parts first when the head would be too large. Parts are
+// written before the head that names them.
+func (s *Service) storeRunMetrics(ctx context.Context, m RunMetrics, tallies []agentTallies) error {
 	m.Generation = s.now().UnixNano()
+	taskParts, err := encodeTallies(tallies)
+	if err != nil {
+		return err
+	}
+	m.TaskParts = len(taskParts)
 	inline, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode metrics: %w", err)
-	}
-	if len(inline) <= inlineMetricsBytes {
-		return s.recs.PutRunMetrics(ctx, m.RunID, json.RawMessage(inline))
-	}
-	parts, err := spillCategories(&m)
-	if err != nil {
-		return err
 	}
 	var previous RunMetrics
 	if err := s.recs.RunMetrics(ctx, m.RunID, &previous); err != nil && !errors.Is(err, records.ErrNotFound) {
 		return err
 	}
-	if err := s.recs.PutRunMetricsParts(ctx, m.RunID, m.Generation, parts); err != nil {
+	if err := s.recs.PutRunTaskTallies(ctx, m.RunID, m.Generation, taskParts); err != nil {
 		return err
 	}
-	if err := s.recs.PutRunMetrics(ctx, m.RunID, m); err != nil {
+	var head any = json.RawMessage(inline)
+	if len(inline) > inlineMetricsBytes {
+		parts, err := spillCategories(&m)
+		if err != nil {
+			return err
+		}
+		if err := s.recs.PutRunMetricsParts(ctx, m.RunID, m.Generation, parts); err != nil {
+			return err
+		}
+		head = m
+	}
+	if err := s.recs.PutRunMetrics(ctx, m.RunID, head); err != nil {
 		return err
 	}
 	// The previous generation stays for readers of the previous head.
 	return s.recs.DeleteRunMetricsParts(ctx, m.RunID, previous.Generation)
+}
+
+// encodeTallies splits every agent's per-task tallies into encoded parts
+// of at most about partBytes each.
+func encodeTallies(tallies []agentTallies) ([]json.RawMessage, error) {
+	var parts []json.RawMessage
+	for _, a := range tallies {
+		chunks, err := chunkBySize(a.Tasks, partBytes)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range chunks {
+			data, err := json.Marshal(agentTallies{Agent: a.Agent, Tasks: c})
+			if err != nil {
+				return nil, fmt.Errorf("encode task tallies: %w", err)
+			}
+			parts = append(parts, data)
+		}
+	}
+	return parts, nil
+}
+
+// ReadRunTallies returns the per-task tallies a finished run's metrics keep,
+// by agent index, with the metrics head they belong to (whose agents'
+// summaries carry no per-category scores when those spilled). ok is false
+// when the metrics keep no tallies (the run had not finished when they were
+// last computed); ErrNotFound (records) before the first recompute.
+func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (head RunMetrics, tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
+	for range readAttempts {
+		var m RunMetrics
+		if err := recs.RunMetrics(ctx, runID, &m); err != nil {
+			return RunMetrics{}, nil, false, err
+		}
+		if m.TaskParts == 0 {
+			return m, nil, false, nil
+		}
+		raw, err := recs.RunTaskTallies(ctx, runID, m.Generation)
+		if err != nil {
+			return RunMetrics{}, nil, false, err
+		}
+		if len(raw) != m.TaskParts {
+			continue // a newer recompute replaced these parts meanwhile
+		}
+		tallies := map[int][]leaderboard.TaskTally{}
+		for _, data := range raw {
+			var p agentTallies
+			if err := json.Unmarshal(data, &p); err != nil {
+				return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s: %w", runID, err)
+			}
+			tallies[p.Agent] = append(tallies[p.Agent], p.Tasks...)
+		}
+		return m, tallies, true, nil
+	}
+	return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s: %w", runID, records.ErrContention)
 }
 
 // spillCategories moves every agent's per-category scores out of m into

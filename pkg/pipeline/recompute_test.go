@@ -286,3 +286,117 @@ func TestRunMetricsOfManyCategoriesSpill(t *testing.T) {
 		}
 	}
 }
+
+// TestBoardReadsStoredTalliesNotResults finishes two runs of a benchmark of
+// 3,000 tasks — enough that each agent's per-task tallies take several
+// stored parts — and checks the board is the one their results give (the
+// latest run of an entrant wins; pass@1 as the pass pattern dictates), and
+// that recomputing it after every result was deleted gives the same board:
+// a board recompute reads the finished runs' tallies, never their results.
+func TestBoardReadsStoredTalliesNotResults(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	const tasks = 3000
+	b := newScoredBench(e, "tally-bench", tasks, 10, 1)
+	b.addRun("r-1", "alpha", "beta")
+	b.addRun("r-2", "alpha")
+	b.finish("r-1")
+	b.finish("r-2")
+	if err := e.svc.Recompute(e.ctx, b.changes()); err != nil {
+		t.Fatalf("Recompute: %v", err)
+	}
+	before := readBoards(t, e, b.manifest.Key)
+
+	// r-2 is later than r-1 (same end time, greater id), so alpha's row is
+	// r-2's; agent i passes task t when (t+i) % (i+2) == 0: alpha (index 0
+	// in both runs) every second task, beta (index 1) every third.
+	type row struct {
+		Harness, Run string
+		Pass1        float64
+		Tasks        int
+	}
+	var got []row
+	for _, g := range before[leaderboard.MetricPass1].Groups {
+		for _, r := range g.Rows {
+			got = append(got, row{r.Entrant.Harness, r.RunID, r.Pass1.Mean, r.Pass1.Tasks})
+		}
+	}
+	want := []row{{"alpha", "r-2", 0.5, tasks}, {"beta", "r-1", 1000.0 / tasks, tasks}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("pass@1 board (-want +got):\n%s", diff)
+	}
+	for _, id := range []string{"r-1", "r-2"} {
+		page, err := e.db.Table().Query(e.ctx, store.Query{PK: "RUN#" + id, Prefix: "METRICS#TASKS#", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if agents := map[string]int{"r-1": 2, "r-2": 1}[id]; len(page.Items) < 2*agents {
+			t.Errorf("run %s keeps its tallies in %d parts, want at least 2 per agent", id, len(page.Items))
+		}
+		deleted := 0
+		for {
+			res, err := e.db.Table().Query(e.ctx, store.Query{PK: "RUN#" + id, Prefix: "RESULT#", Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Items) == 0 {
+				break
+			}
+			for _, it := range res.Items {
+				if err := e.db.Table().Delete(e.ctx, it.PK, it.SK, store.Cond{}); err != nil {
+					t.Fatal(err)
+				}
+				deleted++
+			}
+		}
+		if want := map[string]int{"r-1": 2 * tasks, "r-2": tasks}[id]; deleted != want {
+			t.Fatalf("deleted %d results of run %s, want %d", deleted, id, want)
+		}
+	}
+	if err := e.svc.RecomputeLeaderboard(e.ctx, testWS, b.manifest.Key); err != nil {
+		t.Fatalf("RecomputeLeaderboard without results: %v", err)
+	}
+	if diff := cmp.Diff(before, readBoards(t, e, b.manifest.Key)); diff != "" {
+		t.Errorf("board recomputed from stored tallies differs (-from results +from tallies):\n%s", diff)
+	}
+}
+
+// TestBoardBackfillsTalliesOfOlderMetrics stores a finished run's metrics
+// the way a version without per-task tallies did (computed while it ran),
+// and checks the next board recompute ranks it and leaves its tallies
+// stored.
+func TestBoardBackfillsTalliesOfOlderMetrics(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "legacy-bench", 12, 3, 2)
+	b.addRun("r-old", "alpha", "beta")
+	if err := e.svc.RecomputeRun(e.ctx, "r-old"); err != nil { // still running: no tallies kept
+		t.Fatalf("RecomputeRun: %v", err)
+	}
+	if _, tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old"); err != nil || ok || tallies != nil {
+		t.Fatalf("ReadRunTallies of a running run = %v, %v, %v; want no tallies", tallies, ok, err)
+	}
+	b.finish("r-old")
+	if err := e.svc.RecomputeLeaderboard(e.ctx, testWS, b.manifest.Key); err != nil {
+		t.Fatalf("RecomputeLeaderboard: %v", err)
+	}
+	if diff := cmp.Diff([]string{"alpha", "beta"}, b.entrants()); diff != "" {
+		t.Errorf("board (-want +got):\n%s", diff)
+	}
+	_, tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old")
+	if err != nil || !ok || len(tallies) != 2 || len(tallies[0]) != 12 || len(tallies[1]) != 12 {
+		t.Errorf("ReadRunTallies after the board recompute: %d agents, ok %v, err %v; want 2 agents × 12 tasks", len(tallies), ok, err)
+	}
+}
+
+// readBoards reads every metric's stored board.
+func readBoards(t *testing.T, e *env, key string) map[leaderboard.Metric]pipeline.Board {
+	t.Helper()
+	out := map[leaderboard.Metric]pipeline.Board{}
+	for _, m := range leaderboard.Metrics {
+		board, err := pipeline.ReadBoard(e.ctx, e.recs, testWS, key, m)
+		if err != nil {
+			t.Fatalf("ReadBoard %s: %v", m, err)
+		}
+		out[m] = board
+	}
+	return out
+}

@@ -29,7 +29,9 @@ import (
 // A run's metrics are one head item, RUN#<run> | METRICS (runs.go), that
 // carries every agent's scores; when the per-category scores would make it
 // too large they spill into RUN#<run> | METRICS#CAT#<gen>#<part> items of
-// the head's generation, cleaned up the same way.
+// the head's generation, cleaned up the same way. A finished run's metrics
+// also keep every agent's per-task tallies in RUN#<run> | METRICS#TASKS#<gen>#<part>
+// items, so a leaderboard recompute reads them instead of every result.
 
 const (
 	boardSK    = "BOARD"
@@ -37,6 +39,7 @@ const (
 	seqCounter = "seq"
 	metricsSK  = "METRICS"
 	catPrefix  = "METRICS#CAT#"
+	taskPrefix = "METRICS#TASKS#"
 )
 
 func boardPartPrefix(gen int64, metric string) string {
@@ -140,13 +143,7 @@ func (s *Store) DeleteLeaderboardParts(ctx context.Context, ws, key string, gen 
 // PutRunMetricsParts writes spilled parts of a run's metrics for generation
 // gen (see RunMetricsParts).
 func (s *Store) PutRunMetricsParts(ctx context.Context, runID string, gen int64, parts []json.RawMessage) error {
-	for i, data := range parts {
-		sk := fmt.Sprintf("%s%019d#%04d", catPrefix, gen, i)
-		if _, err := s.tbl.Put(ctx, store.Item{PK: runPK(runID), SK: sk, Data: data}, store.Cond{}); err != nil {
-			return fmt.Errorf("put metrics part %s of run %s: %w", sk, runID, err)
-		}
-	}
-	return nil
+	return s.putGeneration(ctx, runID, catPrefix, gen, parts)
 }
 
 // RunMetricsParts returns the spilled parts of a run's metrics of
@@ -155,10 +152,35 @@ func (s *Store) RunMetricsParts(ctx context.Context, runID string, gen int64) ([
 	return s.dataItems(ctx, store.Query{PK: runPK(runID), Prefix: fmt.Sprintf("%s%019d#", catPrefix, gen)})
 }
 
-// DeleteRunMetricsParts deletes the spilled metrics parts of every
-// generation older than gen.
+// PutRunTaskTallies writes the parts holding the per-task tallies of a
+// finished run's metrics of generation gen.
+func (s *Store) PutRunTaskTallies(ctx context.Context, runID string, gen int64, parts []json.RawMessage) error {
+	return s.putGeneration(ctx, runID, taskPrefix, gen, parts)
+}
+
+// RunTaskTallies returns the per-task tally parts of a run's metrics of
+// generation gen, in order.
+func (s *Store) RunTaskTallies(ctx context.Context, runID string, gen int64) ([]json.RawMessage, error) {
+	return s.dataItems(ctx, store.Query{PK: runPK(runID), Prefix: fmt.Sprintf("%s%019d#", taskPrefix, gen)})
+}
+
+// DeleteRunMetricsParts deletes the spilled metrics parts and the per-task
+// tally parts of every generation older than gen.
 func (s *Store) DeleteRunMetricsParts(ctx context.Context, runID string, gen int64) error {
-	return s.deleteGenerations(ctx, runPK(runID), catPrefix, gen)
+	if err := s.deleteGenerations(ctx, runPK(runID), catPrefix, gen); err != nil {
+		return err
+	}
+	return s.deleteGenerations(ctx, runPK(runID), taskPrefix, gen)
+}
+
+func (s *Store) putGeneration(ctx context.Context, runID, prefix string, gen int64, parts []json.RawMessage) error {
+	for i, data := range parts {
+		sk := fmt.Sprintf("%s%019d#%04d", prefix, gen, i)
+		if _, err := s.tbl.Put(ctx, store.Item{PK: runPK(runID), SK: sk, Data: data}, store.Cond{}); err != nil {
+			return fmt.Errorf("put metrics part %s of run %s: %w", sk, runID, err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) dataItems(ctx context.Context, q store.Query) ([]json.RawMessage, error) {

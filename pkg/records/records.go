@@ -27,6 +27,7 @@
 //	RUN#<run>                   | GATE                     run concurrency counter "active"
 //	RUN#<run>                   | METRICS                  run metrics (recomputed from results)
 //	RUN#<run>                   | METRICS#CAT#<gen>#<part> per-category scores spilled from a large METRICS
+//	RUN#<run>                   | METRICS#TASKS#<gen>#<part> per-task tallies of a finished run's agents
 //	RUN#<run>                   | SLOT#<slot>              slot (<agent>/<task>/<attempt>)
 //	RUN#<run>                   | RESULT#<slot>#G<gen>     attempt result of one generation
 //	RUN#<run>                   | LOG#<unix nanos>#<hash>  run log line (TTL)
@@ -42,7 +43,8 @@
 //
 // Access patterns: a run page reads RUN#<run> by sort-key prefix (agents,
 // tallies, results, logs); the run list reads gsi1 newest first; the
-// leaderboard recompute reads gsi2 BENCH…#RUNS then each run's results; the
+// leaderboard recompute reads gsi2 BENCH…#RUNS then each finished run's
+// METRICS, and the per-task tallies of the runs that make the board; the
 // watchdog reads ACTIVE_RUNS then gsi1 RUN#…#ACTIVE; stop reads gsi2
 // RUN#…#QUEUED and gsi1 RUN#…#ACTIVE; dispatch reads one TASK item per slot
 // (immutable, cacheable). Nothing scans.
