@@ -23,8 +23,9 @@ type RunMetrics struct {
 	// its per-category scores spilled into (0: they are in Agents).
 	Generation    int64 `json:"generation,omitempty"`
 	CategoryParts int   `json:"category_parts,omitempty"`
-	// TaskParts counts the parts holding the agents' per-task tallies,
-	// kept once the run finished (0: none kept); see ReadRunTallies.
+	// TaskParts counts the parts holding the agents' per-task tallies of
+	// these Results, kept once the run finished (0: none); see
+	// ReadRunTallies.
 	TaskParts int `json:"task_parts,omitempty"`
 }
 
@@ -59,39 +60,53 @@ const (
 )
 
 // storeRunMetrics writes m as its head item, with the per-task tallies of
-// a finished run in parts of its generation, and spilling per-category
-// scores into parts first when the head would be too large. Parts are
-// written before the head that names them.
+// a finished run in parts keyed by the results they cover, and spilling
+// per-category scores into parts of its generation first when the head
+// would be too large. Parts are written before the head that names them.
 func (s *Service) storeRunMetrics(ctx context.Context, m RunMetrics, tallies []agentTallies) error {
 	m.Generation = s.now().UnixNano()
-	taskParts, err := encodeTallies(tallies)
-	if err != nil {
-		return err
+	if len(tallies) > 0 {
+		parts, err := encodeTallies(tallies)
+		if err != nil {
+			return err
+		}
+		if err := s.recs.PutRunTaskTallies(ctx, m.RunID, m.Results, parts); err != nil {
+			return err
+		}
+		m.TaskParts = len(parts)
 	}
-	m.TaskParts = len(taskParts)
 	inline, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode metrics: %w", err)
+	}
+	if len(inline) <= inlineMetricsBytes {
+		err = s.recs.PutRunMetrics(ctx, m.RunID, json.RawMessage(inline))
+	} else {
+		err = s.storeSpilledMetrics(ctx, m)
+	}
+	if err != nil || m.TaskParts == 0 {
+		return err
+	}
+	// Results only grow, so tallies of fewer results are stale; a reader
+	// of an older head that loses them reads the head again.
+	return s.recs.DeleteRunTaskTallies(ctx, m.RunID, m.Results)
+}
+
+// storeSpilledMetrics writes m with its per-category scores spilled into
+// parts of its generation.
+func (s *Service) storeSpilledMetrics(ctx context.Context, m RunMetrics) error {
+	parts, err := spillCategories(&m)
+	if err != nil {
+		return err
 	}
 	var previous RunMetrics
 	if err := s.recs.RunMetrics(ctx, m.RunID, &previous); err != nil && !errors.Is(err, records.ErrNotFound) {
 		return err
 	}
-	if err := s.recs.PutRunTaskTallies(ctx, m.RunID, m.Generation, taskParts); err != nil {
+	if err := s.recs.PutRunMetricsParts(ctx, m.RunID, m.Generation, parts); err != nil {
 		return err
 	}
-	var head any = json.RawMessage(inline)
-	if len(inline) > inlineMetricsBytes {
-		parts, err := spillCategories(&m)
-		if err != nil {
-			return err
-		}
-		if err := s.recs.PutRunMetricsParts(ctx, m.RunID, m.Generation, parts); err != nil {
-			return err
-		}
-		head = m
-	}
-	if err := s.recs.PutRunMetrics(ctx, m.RunID, head); err != nil {
+	if err := s.recs.PutRunMetrics(ctx, m.RunID, m); err != nil {
 		return err
 	}
 	// The previous generation stays for readers of the previous head.
@@ -132,12 +147,12 @@ func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (hea
 		if m.TaskParts == 0 {
 			return m, nil, false, nil
 		}
-		raw, err := recs.RunTaskTallies(ctx, runID, m.Generation)
+		raw, err := recs.RunTaskTallies(ctx, runID, m.Results)
 		if err != nil {
 			return RunMetrics{}, nil, false, err
 		}
 		if len(raw) != m.TaskParts {
-			continue // a newer recompute replaced these parts meanwhile
+			continue // a recompute of more results replaced these parts meanwhile
 		}
 		tallies := map[int][]leaderboard.TaskTally{}
 		for _, data := range raw {

@@ -153,24 +153,30 @@ func (s *Store) RunMetricsParts(ctx context.Context, runID string, gen int64) ([
 }
 
 // PutRunTaskTallies writes the parts holding the per-task tallies of a
-// finished run's metrics of generation gen.
-func (s *Store) PutRunTaskTallies(ctx context.Context, runID string, gen int64, parts []json.RawMessage) error {
-	return s.putGeneration(ctx, runID, taskPrefix, gen, parts)
+// finished run whose metrics cover results final results. They are keyed by
+// that count rather than by a generation: a finished run's tallies of a
+// given result count are always the same, so concurrent recomputes write
+// the same items and a reader never loses the parts its head names.
+func (s *Store) PutRunTaskTallies(ctx context.Context, runID string, results int, parts []json.RawMessage) error {
+	return s.putGeneration(ctx, runID, taskPrefix, int64(results), parts)
 }
 
-// RunTaskTallies returns the per-task tally parts of a run's metrics of
-// generation gen, in order.
-func (s *Store) RunTaskTallies(ctx context.Context, runID string, gen int64) ([]json.RawMessage, error) {
-	return s.dataItems(ctx, store.Query{PK: runPK(runID), Prefix: fmt.Sprintf("%s%019d#", taskPrefix, gen)})
+// RunTaskTallies returns the per-task tally parts of a run for a result
+// count, in order.
+func (s *Store) RunTaskTallies(ctx context.Context, runID string, results int) ([]json.RawMessage, error) {
+	return s.dataItems(ctx, store.Query{PK: runPK(runID), Prefix: fmt.Sprintf("%s%019d#", taskPrefix, results)})
 }
 
-// DeleteRunMetricsParts deletes the spilled metrics parts and the per-task
-// tally parts of every generation older than gen.
+// DeleteRunTaskTallies deletes the per-task tally parts of result counts
+// below results.
+func (s *Store) DeleteRunTaskTallies(ctx context.Context, runID string, results int) error {
+	return s.deleteGenerations(ctx, runPK(runID), taskPrefix, int64(results))
+}
+
+// DeleteRunMetricsParts deletes the spilled metrics parts of every
+// generation older than gen.
 func (s *Store) DeleteRunMetricsParts(ctx context.Context, runID string, gen int64) error {
-	if err := s.deleteGenerations(ctx, runPK(runID), catPrefix, gen); err != nil {
-		return err
-	}
-	return s.deleteGenerations(ctx, runPK(runID), taskPrefix, gen)
+	return s.deleteGenerations(ctx, runPK(runID), catPrefix, gen)
 }
 
 func (s *Store) putGeneration(ctx context.Context, runID, prefix string, gen int64, parts []json.RawMessage) error {

@@ -27,7 +27,7 @@
 //	RUN#<run>                   | GATE                     run concurrency counter "active"
 //	RUN#<run>                   | METRICS                  run metrics (recomputed from results)
 //	RUN#<run>                   | METRICS#CAT#<gen>#<part> per-category scores spilled from a large METRICS
-//	RUN#<run>                   | METRICS#TASKS#<gen>#<part> per-task tallies of a finished run's agents
+//	RUN#<run>                   | METRICS#TASKS#<n>#<part> per-task tallies of a finished run's agents (n: results covered)
 //	RUN#<run>                   | SLOT#<slot>              slot (<agent>/<task>/<attempt>)
 //	RUN#<run>                   | RESULT#<slot>#G<gen>     attempt result of one generation
 //	RUN#<run>                   | LOG#<unix nanos>#<hash>  run log line (TTL)
