@@ -174,7 +174,8 @@ func (s *Service) cancelSlotOnly(ctx context.Context, slot run.Slot) error {
 
 // settle ends the agent and the run once all their slots have a final
 // result: stopped when the run is stopping, failed when every scored attempt
-// errored for infrastructure reasons, finished otherwise. It is idempotent.
+// errored for infrastructure reasons, finished otherwise. The run ends only
+// after every agent did. It is idempotent.
 func (s *Service) settle(ctx context.Context, runID string, agent int) error {
 	shape, err := s.runInfo(ctx, runID)
 	if err != nil {
@@ -196,6 +197,14 @@ func (s *Service) settle(ctx context.Context, runID string, agent int) error {
 	}
 	if r.Status.Terminal() {
 		return s.recs.ClearActiveRun(ctx, runID)
+	}
+	// Every agent ends before the run does, so a finished run's agents are
+	// final when its finish reaches the recompute: another agent's last
+	// result may have been counted while its own settle has not run yet.
+	for i := range shape.Agents {
+		if err := s.settleAgent(ctx, *shape, i); err != nil {
+			return err
+		}
 	}
 	return s.endRun(ctx, r.ID, t)
 }

@@ -85,7 +85,7 @@ type boardPart struct {
 var boardReadHook func(ws, key string, watermark int64)
 
 // RecomputeLeaderboard recomputes and stores the leaderboard of a benchmark
-// in a workspace from every finished run's per-attempt results.
+// in a workspace from its finished runs (see finishedSummaries).
 //
 // Concurrent recomputes (two runs finishing on different stream shards)
 // cannot leave a stale board: each takes a new watermark before it reads the
@@ -236,7 +236,8 @@ type storedAgent struct {
 
 // storedSummaries returns the agents' summaries (without their per-task
 // values) from a finished run's stored metrics, and whether those metrics
-// keep per-task tallies and cover every result of the run.
+// keep per-task tallies and are current: they cover every result of the run
+// and every agent in its present status.
 func (s *Service) storedSummaries(ctx context.Context, r run.Run) ([]AgentMetrics, bool, error) {
 	var m RunMetrics
 	err := s.recs.RunMetrics(ctx, r.ID, &m)
@@ -253,15 +254,45 @@ func (s *Service) storedSummaries(ctx context.Context, r run.Run) ([]AgentMetric
 	if err != nil {
 		return nil, false, fmt.Errorf("tally of run %s: %w", r.ID, err)
 	}
-	return m.Agents, int64(m.Results) >= t.Done, nil
+	if int64(m.Results) < t.Done {
+		return nil, false, nil
+	}
+	// An agent's status is part of its eligibility, and an agent's own
+	// change never triggers a recompute: metrics that saw an agent still
+	// going while it has ended since are stale.
+	agents, err := s.recs.Agents(ctx, r.ID)
+	if err != nil {
+		return nil, false, fmt.Errorf("agents of run %s: %w", r.ID, err)
+	}
+	finished := make(map[int]bool, len(agents))
+	for _, a := range agents {
+		finished[a.Index] = a.Status == run.Finished
+	}
+	for _, a := range m.Agents {
+		if a.Summary.Run.AgentFinished != finished[a.Index] {
+			return nil, false, nil
+		}
+	}
+	return m.Agents, len(m.Agents) == len(agents), nil
 }
 
 // taskTallies reads a finished run's stored per-task tallies by agent
-// index, or tallies its results when the metrics no longer keep them.
+// index. Tallies that cannot be read (missing or unreadable parts) are
+// recomputed once, and the run's results tallied when even that fails, so
+// one run's damaged metrics cannot hold up its benchmark's board.
 func (s *Service) taskTallies(ctx context.Context, r run.Run) (map[int][]leaderboard.TaskTally, error) {
 	_, byAgent, ok, err := ReadRunTallies(ctx, s.recs, r.ID)
-	if err != nil || ok {
-		return byAgent, err
+	if err == nil && ok {
+		return byAgent, nil
+	}
+	s.log.WarnContext(ctx, "stored task tallies unusable; recomputing the run's metrics", "run_id", r.ID, "err", err)
+	if err = s.RecomputeRun(ctx, r.ID); err == nil {
+		if _, byAgent, ok, err = ReadRunTallies(ctx, s.recs, r.ID); err == nil && ok {
+			return byAgent, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	inputs, agents, _, err := s.entrantInputs(ctx, r)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -151,16 +153,21 @@ func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (hea
 		if err != nil {
 			return RunMetrics{}, nil, false, err
 		}
-		if len(raw) != m.TaskParts {
+		if len(raw) < m.TaskParts {
 			continue // a recompute of more results replaced these parts meanwhile
 		}
 		tallies := map[int][]leaderboard.TaskTally{}
-		for _, data := range raw {
+		for _, data := range raw[:m.TaskParts] { // parts past the head's count are another encoding's leftovers
 			var p agentTallies
 			if err := json.Unmarshal(data, &p); err != nil {
 				return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s: %w", runID, err)
 			}
 			tallies[p.Agent] = append(tallies[p.Agent], p.Tasks...)
+		}
+		for agent, tasks := range tallies {
+			if !slices.IsSortedFunc(tasks, func(a, b leaderboard.TaskTally) int { return strings.Compare(a.Task, b.Task) }) {
+				return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s agent %d are not sorted by task", runID, agent)
+			}
 		}
 		return m, tallies, true, nil
 	}

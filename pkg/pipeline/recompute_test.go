@@ -400,3 +400,120 @@ func readBoards(t *testing.T, e *env, key string) map[leaderboard.Metric]pipelin
 	}
 	return out
 }
+
+// TestRunEndsOnlyAfterEveryAgent counts every result of a two-agent run and
+// settles agent alpha only, as the handler of alpha's last result does while
+// beta's last result is counted but its own settle has not run yet: the run
+// must not finish with beta still going, or its finish would reach the
+// recompute (and the board) without beta.
+func TestRunEndsOnlyAfterEveryAgent(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "settle-bench", 5, 1, 2)
+	b.addRun("r-1", "alpha", "beta")
+	perAgent := run.Tally{Done: 10, Passed: 5, Failed: 5}
+	var ops records.Ops
+	ops.Append(records.RunTallyOp("r-1", run.Tally{Done: 20, Passed: 10, Failed: 10}),
+		records.AgentTallyOp("r-1", 0, perAgent), records.AgentTallyOp("r-1", 1, perAgent))
+	if err := ops.Transact(e.ctx, e.recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Settle(e.ctx, "r-1", 0); err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	r, err := e.recs.Run(e.ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents, err := e.recs.Agents(e.ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []run.Status{r.Status}
+	for _, a := range agents {
+		got = append(got, a.Status)
+	}
+	if diff := cmp.Diff([]run.Status{run.Finished, run.Finished, run.Finished}, got); diff != "" {
+		t.Errorf("run, alpha, beta status (-want +got):\n%s", diff)
+	}
+}
+
+// TestBoardRanksAnAgentThatEndedAfterItsRunsMetrics stores a finished
+// run's metrics while one of its agents was still going (an agent's own
+// change triggers no recompute), ends the agent, and finishes another run:
+// the board must rank the late agent.
+func TestBoardRanksAnAgentThatEndedAfterItsRunsMetrics(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "late-agent-bench", 8, 2, 1)
+	b.addRun("r-1", "alpha", "beta")
+	end := time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC)
+	if _, err := e.recs.UpdateRun(e.ctx, "r-1", func(r *run.Run) error {
+		r.Status, r.EndedAt = run.Finished, end
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.RecomputeRun(e.ctx, "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	b.finish("r-1") // the agents end
+	b.changes()
+	b.addRun("r-2", "gamma")
+	b.finish("r-2")
+	if err := e.svc.Recompute(e.ctx, b.changes()); err != nil {
+		t.Fatalf("Recompute: %v", err)
+	}
+	if diff := cmp.Diff([]string{"alpha", "beta", "gamma"}, b.entrants()); diff != "" {
+		t.Errorf("board (-want +got):\n%s", diff)
+	}
+}
+
+// TestBoardSurvivesDamagedTallies gives a finished run's stored tallies a
+// leftover part past the head's count, then loses them altogether: each
+// time the board recompute still succeeds with the same board, and the
+// lost tallies are stored again.
+func TestBoardSurvivesDamagedTallies(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "damaged-bench", 20, 4, 2)
+	b.addRun("r-1", "alpha", "beta")
+	b.finish("r-1")
+	if err := e.svc.Recompute(e.ctx, b.changes()); err != nil {
+		t.Fatalf("Recompute: %v", err)
+	}
+	want := readBoards(t, e, b.manifest.Key)
+	parts := func() []store.Item {
+		page, err := e.db.Table().Query(e.ctx, store.Query{PK: "RUN#r-1", Prefix: "METRICS#TASKS#", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Items
+	}
+	stored := parts()
+	if len(stored) == 0 {
+		t.Fatal("no tally parts stored")
+	}
+	last := stored[len(stored)-1]
+	leftover := store.Item{PK: last.PK, SK: last.SK[:len(last.SK)-4] + "0999", Data: []byte(`{"agent":0,"tasks":[{"task":"zzz","n":1,"all":1}]}`)}
+	if _, err := e.db.Table().Put(e.ctx, leftover, store.Cond{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.RecomputeLeaderboard(e.ctx, testWS, b.manifest.Key); err != nil {
+		t.Fatalf("RecomputeLeaderboard with a leftover part: %v", err)
+	}
+	if diff := cmp.Diff(want, readBoards(t, e, b.manifest.Key)); diff != "" {
+		t.Errorf("board with a leftover part (-want +got):\n%s", diff)
+	}
+	for _, it := range parts() {
+		if err := e.db.Table().Delete(e.ctx, it.PK, it.SK, store.Cond{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.svc.RecomputeLeaderboard(e.ctx, testWS, b.manifest.Key); err != nil {
+		t.Fatalf("RecomputeLeaderboard with lost tallies: %v", err)
+	}
+	if diff := cmp.Diff(want, readBoards(t, e, b.manifest.Key)); diff != "" {
+		t.Errorf("board with lost tallies (-want +got):\n%s", diff)
+	}
+	if got := len(parts()); got != len(stored) {
+		t.Errorf("%d tally parts after the board recompute, want %d stored again", got, len(stored))
+	}
+}
