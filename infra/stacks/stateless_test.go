@@ -141,6 +141,11 @@ func TestEventSources(t *testing.T) {
 		"DestinationConfig": map[string]any{"OnFailure": map[string]any{
 			"Destination": stackOutput("LeaderboardStreamFailures"),
 		}},
+		// Only a run's changes and new results invoke the recompute.
+		"FilterCriteria": map[string]any{"Filters": []any{
+			map[string]any{"Pattern": `{"dynamodb":{"Keys":{"sk":{"S":["RUN"]}}},"eventName":["INSERT","MODIFY"]}`},
+			map[string]any{"Pattern": `{"dynamodb":{"Keys":{"sk":{"S":[{"prefix":"RESULT#"}]}}},"eventName":["INSERT"]}`},
+		}},
 	})
 	statelessTemplate.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(6))
 }

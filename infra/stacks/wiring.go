@@ -17,6 +17,8 @@ import (
 	"github.com/gauntlet-bench/gauntlet/infra/artifacts"
 	"github.com/gauntlet-bench/gauntlet/infra/config"
 	"github.com/gauntlet-bench/gauntlet/infra/queues"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/dynamo"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
 // grant gives each function exactly the permissions its handler uses.
@@ -101,6 +103,7 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 		ReportBatchItemFailures: jsii.Bool(true),
 		ParallelizationFactor:   jsii.Number(1),
 		OnFailure:               awslambdaeventsources.NewSqsDlq(st.StreamFailures.Queue),
+		Filters:                 recomputeFilters(),
 	}))
 
 	// Asynchronous invocations (EventBridge, Scheduler) retry twice and then
@@ -157,4 +160,16 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 	// A missed watchdog tick is covered by the next one a minute later.
 	schedule("WatchdogSchedule", cfg.WatchdogSchedule, "gauntlet: stop overdue sandboxes, re-queue stuck slots", fn("watchdog"), 0)
 	return nil
+}
+
+// recomputeFilters passes the leaderboard function only the stream records
+// the recompute reads (a run's changes, new attempt results); the table's
+// other writes — slots, logs, counters, stored boards and metrics — would
+// otherwise invoke it for nothing.
+func recomputeFilters() *[]*map[string]any {
+	var filters []*map[string]any
+	for _, f := range dynamo.LambdaStreamFilters(records.DescribedChanges()) {
+		filters = append(filters, awslambda.FilterCriteria_Filter(&f))
+	}
+	return &filters
 }

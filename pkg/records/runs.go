@@ -44,7 +44,7 @@ var runCodec = codec[run.Run]{
 		}
 		created := timeKey(r.CreatedAt) + "#" + r.ID
 		return store.Item{
-			PK: runPK(r.ID), SK: "RUN", Data: data,
+			PK: runPK(r.ID), SK: runItemSK, Data: data,
 			GSI1PK: "WS#" + r.Workspace + "#RUNS", GSI1SK: created,
 			GSI2PK: benchPK(r.Workspace, r.Benchmark) + "#RUNS", GSI2SK: created,
 		}, nil
@@ -132,12 +132,12 @@ var logCodec = codec[LogLine]{
 
 // Run returns the run with the id.
 func (s *Store) Run(ctx context.Context, id string) (run.Run, error) {
-	return get(ctx, s.tbl, runCodec, runPK(id), "RUN")
+	return get(ctx, s.tbl, runCodec, runPK(id), runItemSK)
 }
 
 // UpdateRun applies fn to the stored run and writes it back (see package doc).
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*run.Run) error) (run.Run, error) {
-	return update(ctx, s.tbl, runCodec, runPK(id), "RUN", fn)
+	return update(ctx, s.tbl, runCodec, runPK(id), runItemSK, fn)
 }
 
 // RunsByWorkspace returns one page of the workspace's runs, newest first.
@@ -251,12 +251,12 @@ func (s *Store) Result(ctx context.Context, runID, slotID string, gen int) (run.
 // Results returns one page of the run's attempt results (every generation,
 // retried ones included), ordered by slot id and generation.
 func (s *Store) Results(ctx context.Context, runID, cursor string, limit int) ([]run.Result, string, error) {
-	return queryPage(ctx, s.tbl, resultCodec, store.Query{PK: runPK(runID), Prefix: "RESULT#", Limit: limit, Cursor: cursor})
+	return queryPage(ctx, s.tbl, resultCodec, store.Query{PK: runPK(runID), Prefix: resultPrefix, Limit: limit, Cursor: cursor})
 }
 
 // AllResults returns every attempt result of the run.
 func (s *Store) AllResults(ctx context.Context, runID string) ([]run.Result, error) {
-	return queryAll(ctx, s.tbl, resultCodec, store.Query{PK: runPK(runID), Prefix: "RESULT#"})
+	return queryAll(ctx, s.tbl, resultCodec, store.Query{PK: runPK(runID), Prefix: resultPrefix})
 }
 
 // RunTally returns the run's counters.
@@ -334,6 +334,21 @@ type ChangeEvent struct {
 	OldStatus run.Status
 }
 
+// The sort keys of the items DescribeChange reports on.
+const (
+	runItemSK    = "RUN"
+	resultPrefix = "RESULT#"
+)
+
+// DescribedChanges says which changes DescribeChange can report on, so that
+// a stream consumer can be fed only those (the cloud filters the table's
+// stream with it): the insertion or modification of an item whose sort key
+// is one of sortKeys, and the insertion of an item whose sort key starts
+// with one of insertPrefixes. Every other change describes to ok == false.
+func DescribedChanges() (sortKeys, insertPrefixes []string) {
+	return []string{runItemSK}, []string{resultPrefix}
+}
+
 // DescribeChange interprets a change record; ok is false for changes that
 // concern neither a run nor an attempt result.
 func DescribeChange(c store.Change) (ev ChangeEvent, ok bool, err error) {
@@ -346,7 +361,7 @@ func DescribeChange(c store.Change) (ev ChangeEvent, ok bool, err error) {
 	}
 	ev.RunID = strings.TrimPrefix(img.PK, "RUN#")
 	switch {
-	case img.SK == "RUN" && c.New != nil:
+	case img.SK == runItemSK && c.New != nil:
 		r, err := decode(runCodec, *c.New)
 		if err != nil {
 			return ev, false, err
@@ -360,7 +375,7 @@ func DescribeChange(c store.Change) (ev ChangeEvent, ok bool, err error) {
 			ev.OldStatus = old.Status
 		}
 		return ev, true, nil
-	case strings.HasPrefix(img.SK, "RESULT#") && c.Kind == store.Insert:
+	case strings.HasPrefix(img.SK, resultPrefix) && c.Kind == store.Insert:
 		ev.ResultInserted = true
 		return ev, true, nil
 	}
