@@ -37,10 +37,19 @@ func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
 			m.Deferrals < slot.Deferrals {
 			return nil
 		}
-		r, err := s.recs.Run(ctx, m.RunID)
+		// The status is read fresh for every slot; the rest of the run is
+		// fixed at submission and comes from this process's cache, so a
+		// slot does not decode the run's whole task list.
+		status, err := s.recs.RunStatus(ctx, m.RunID)
 		if err != nil {
 			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
 		}
+		info, err := s.runInfo(ctx, m.RunID)
+		if err != nil {
+			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
+		}
+		r := *info
+		r.Status = status
 		switch {
 		case r.Status == run.Stopping || r.Status.Terminal():
 			if slot.Status == run.SlotQueued {

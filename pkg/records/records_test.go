@@ -67,6 +67,12 @@ func TestRunCreateUpdateAndIndexes(t *testing.T) {
 	if !errors.Is(err, run.ErrIllegalTransition) {
 		t.Errorf("queued → finished = %v, want ErrIllegalTransition", err)
 	}
+	if st, err := s.RunStatus(ctx, "r1"); err != nil || st != run.Queued {
+		t.Errorf("RunStatus(r1) = %q, %v; want queued", st, err)
+	}
+	if _, err := s.RunStatus(ctx, "no-such-run"); !errors.Is(err, records.ErrNotFound) {
+		t.Errorf("RunStatus of a missing run = %v, want ErrNotFound", err)
+	}
 	again, _ := s.Run(ctx, "r1")
 	if again.Status != run.Queued || again.Version != got.Version {
 		t.Errorf("after illegal move: status %s version %d, want queued version %d", again.Status, again.Version, got.Version)

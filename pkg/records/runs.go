@@ -1,9 +1,12 @@
 package records
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -133,6 +136,47 @@ var logCodec = codec[LogLine]{
 // Run returns the run with the id.
 func (s *Store) Run(ctx context.Context, id string) (run.Run, error) {
 	return get(ctx, s.tbl, runCodec, runPK(id), runItemSK)
+}
+
+// RunStatus returns a run's current status, reading its stored JSON only
+// as far as the status (encoded ahead of the task list and the config, which
+// can be long); an item written with the status further on is read on.
+func (s *Store) RunStatus(ctx context.Context, id string) (run.Status, error) {
+	it, err := s.tbl.Get(ctx, runPK(id), runItemSK)
+	if err != nil {
+		return "", fmt.Errorf("get run %s: %w", id, err)
+	}
+	st, err := statusOf(it.Data)
+	if err != nil {
+		return "", fmt.Errorf("decode run %s status: %w", id, err)
+	}
+	return st, nil
+}
+
+// statusOf walks the top-level keys of an encoded run until "status".
+func statusOf(data []byte) (run.Status, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", fmt.Errorf("not a JSON object (%v)", err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		if key, _ := tok.(string); key == "status" {
+			var st run.Status
+			if err := dec.Decode(&st); err != nil {
+				return "", err
+			}
+			return st, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", err
+		}
+	}
+	return "", errors.New("no status")
 }
 
 // UpdateRun applies fn to the stored run and writes it back (see package doc).

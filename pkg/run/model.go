@@ -12,7 +12,13 @@ import (
 // Run is one execution of N agents × T tasks × A attempts against a pinned
 // manifest version of a benchmark.
 type Run struct {
-	ID        string `json:"id"`
+	ID string `json:"id"`
+	// Status is encoded right after the id, ahead of the task list and the
+	// config, so that a reader needing only the status (dispatch, for every
+	// slot) stops reading there (records.Store.RunStatus).
+	Status Status `json:"status"`
+	// Reason says why the run failed or was stopped.
+	Reason    string `json:"reason,omitempty"`
 	Workspace string `json:"workspace"`
 	Name      string `json:"name"`
 	// SubmittedBy is the user id of the submitter (personal secrets resolve
@@ -39,9 +45,6 @@ type Run struct {
 	// Config is the resolved run config rendered as TOML.
 	Config string `json:"config,omitempty"`
 
-	Status Status `json:"status"`
-	// Reason says why the run failed or was stopped.
-	Reason string `json:"reason,omitempty"`
 	// Planned is set once every slot exists.
 	Planned bool `json:"planned,omitempty"`
 	// SentBatches counts the planner's slot-message batches already sent,
