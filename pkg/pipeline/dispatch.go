@@ -416,9 +416,9 @@ func (s *Service) presignOutput(ctx context.Context, out *sandbox.Output, ttl ti
 	return nil
 }
 
-// runInfo returns the run as first read by this process: use it only for
-// the fields fixed at submission (settings, tasks, agents count, manifest
-// pins), never for the status.
+// runInfo returns the run as first read by this process, without its
+// rendered config: use it only for the fields fixed at submission
+// (settings, tasks, agents count, manifest pins), never for the status.
 func (s *Service) runInfo(ctx context.Context, runID string) (*run.Run, error) {
 	s.cacheMu.Lock()
 	cached, ok := s.runs[runID]
@@ -430,6 +430,7 @@ func (s *Service) runInfo(ctx context.Context, runID string) (*run.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.Config = "" // the rendered config is for people; no handler reads it
 	s.cacheMu.Lock()
 	if len(s.runs) >= maxCached {
 		clear(s.runs)

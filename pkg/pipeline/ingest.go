@@ -217,8 +217,20 @@ func (s *Service) settleAgent(ctx context.Context, r run.Run, idx int) error {
 	if t.Done < int64(len(r.Tasks)*r.Settings.AttemptsPerTask) {
 		return nil
 	}
+	// An agent of a stopping run ends stopped, even when its slots settle
+	// before the stop's drain moved it to stopping.
+	status, err := s.recs.RunStatus(ctx, r.ID)
+	if err != nil {
+		return fmt.Errorf("end run %s agent %d: %w", r.ID, idx, err)
+	}
+	stopping := status == run.Stopping || status == run.Stopped
 	now := s.now()
 	_, err = s.recs.UpdateAgent(ctx, r.ID, idx, func(a *run.Agent) error {
+		if stopping && a.Status.Stoppable() {
+			if err := a.SetStatus(run.Stopping, now); err != nil {
+				return err
+			}
+		}
 		return endStatus(&a.Status, t, now, a.SetStatus)
 	})
 	if err != nil {

@@ -141,6 +141,8 @@ func encodeTallies(tallies []agentTallies) ([]json.RawMessage, error) {
 // when the metrics keep no tallies (the run had not finished when they were
 // last computed); ErrNotFound (records) before the first recompute.
 func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (head RunMetrics, tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
+	var last RunMetrics
+	stored := 0
 	for range readAttempts {
 		var m RunMetrics
 		if err := recs.RunMetrics(ctx, runID, &m); err != nil {
@@ -154,7 +156,14 @@ func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (hea
 			return RunMetrics{}, nil, false, err
 		}
 		if len(raw) < m.TaskParts {
-			continue // a recompute of more results replaced these parts meanwhile
+			// A recompute of more results replaced these parts meanwhile,
+			// unless the head stays the same.
+			if m.Generation == last.Generation && m.Results == last.Results {
+				return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s: %d of the %d parts of %d results are stored",
+					runID, len(raw), m.TaskParts, m.Results)
+			}
+			last, stored = m, len(raw)
+			continue
 		}
 		tallies := map[int][]leaderboard.TaskTally{}
 		for _, data := range raw[:m.TaskParts] { // parts past the head's count are another encoding's leftovers
@@ -171,7 +180,7 @@ func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (hea
 		}
 		return m, tallies, true, nil
 	}
-	return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s: %w", runID, records.ErrContention)
+	return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s (%d of %d parts stored): %w", runID, stored, last.TaskParts, records.ErrContention)
 }
 
 // spillCategories moves every agent's per-category scores out of m into

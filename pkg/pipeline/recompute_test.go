@@ -517,3 +517,41 @@ func TestBoardSurvivesDamagedTallies(t *testing.T) {
 		t.Errorf("%d tally parts after the board recompute, want %d stored again", got, len(stored))
 	}
 }
+
+// TestStoppedRunsAgentsEndStopped stops a running two-agent run and counts
+// every slot cancelled before the stop's drain reached the agents: settling
+// must end the run and both agents stopped, not finished.
+func TestStoppedRunsAgentsEndStopped(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "stop-bench", 3, 1, 1)
+	b.addRun("r-1", "alpha", "beta")
+	now := time.Date(2026, 11, 1, 0, 30, 0, 0, time.UTC)
+	if _, err := e.recs.UpdateRun(e.ctx, "r-1", func(r *run.Run) error { return r.SetStatus(run.Stopping, now) }); err != nil {
+		t.Fatal(err)
+	}
+	perAgent := run.Tally{Done: 3, Cancelled: 3}
+	var ops records.Ops
+	ops.Append(records.RunTallyOp("r-1", run.Tally{Done: 6, Cancelled: 6}),
+		records.AgentTallyOp("r-1", 0, perAgent), records.AgentTallyOp("r-1", 1, perAgent))
+	if err := ops.Transact(e.ctx, e.recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Settle(e.ctx, "r-1", 0); err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	r, err := e.recs.Run(e.ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents, err := e.recs.Agents(e.ctx, "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []run.Status{r.Status}
+	for _, a := range agents {
+		got = append(got, a.Status)
+	}
+	if diff := cmp.Diff([]run.Status{run.Stopped, run.Stopped, run.Stopped}, got); diff != "" {
+		t.Errorf("run, alpha, beta status (-want +got):\n%s", diff)
+	}
+}
