@@ -141,10 +141,9 @@ func TestEventSources(t *testing.T) {
 		"DestinationConfig": map[string]any{"OnFailure": map[string]any{
 			"Destination": stackOutput("LeaderboardStreamFailures"),
 		}},
-		// Only a run's changes and new results invoke the recompute.
+		// Only changes to runs and results invoke the recompute.
 		"FilterCriteria": map[string]any{"Filters": []any{
-			map[string]any{"Pattern": `{"dynamodb":{"Keys":{"sk":{"S":["RUN"]}}},"eventName":["INSERT","MODIFY"]}`},
-			map[string]any{"Pattern": `{"dynamodb":{"Keys":{"sk":{"S":[{"prefix":"RESULT#"}]}}},"eventName":["INSERT"]}`},
+			map[string]any{"Pattern": `{"dynamodb":{"Keys":{"sk":{"S":["RUN",{"prefix":"RESULT#"}]}}}}`},
 		}},
 	})
 	statelessTemplate.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(6))

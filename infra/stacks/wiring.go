@@ -163,7 +163,7 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 }
 
 // recomputeFilters passes the leaderboard function only the stream records
-// the recompute reads (a run's changes, new attempt results); the table's
+// the recompute reads (changes to runs and attempt results); the table's
 // other writes — slots, logs, counters, stored boards and metrics — would
 // otherwise invoke it for nothing.
 func recomputeFilters() *[]*map[string]any {

@@ -384,12 +384,11 @@ const (
 	resultPrefix = "RESULT#"
 )
 
-// DescribedChanges says which changes DescribeChange can report on, so that
-// a stream consumer can be fed only those (the cloud filters the table's
-// stream with it): the insertion or modification of an item whose sort key
-// is one of sortKeys, and the insertion of an item whose sort key starts
-// with one of insertPrefixes. Every other change describes to ok == false.
-func DescribedChanges() (sortKeys, insertPrefixes []string) {
+// DescribedChanges names the items whose changes DescribeChange can report
+// on, so that a stream consumer can be fed only those (the cloud filters the
+// table's stream with it): items whose sort key is one of sortKeys or starts
+// with one of prefixes. A change to any other item describes to ok == false.
+func DescribedChanges() (sortKeys, prefixes []string) {
 	return []string{runItemSK}, []string{resultPrefix}
 }
 
