@@ -202,6 +202,9 @@ func (s *Service) settle(ctx context.Context, runID string, agent int) error {
 	// final when its finish reaches the recompute: another agent's last
 	// result may have been counted while its own settle has not run yet.
 	for i := range shape.Agents {
+		if i == agent {
+			continue // settled above
+		}
 		if err := s.settleAgent(ctx, *shape, i); err != nil {
 			return err
 		}

@@ -167,8 +167,9 @@ func (s *Service) finishedSummaries(ctx context.Context, ws, key string) ([]lead
 	}
 	var (
 		summaries []leaderboard.Summary
-		// from[i] names the run and agent index of summaries[i] when it was
-		// read from stored metrics and still lacks its per-task values.
+		// from[i] names the run, metrics head and agent index of
+		// summaries[i] when it was read from stored metrics and still lacks
+		// its per-task values.
 		from = map[int]storedAgent{}
 	)
 	for _, r := range runs {
@@ -180,21 +181,21 @@ func (s *Service) finishedSummaries(ctx context.Context, ws, key string) ([]lead
 		if r.Status != run.Finished {
 			continue
 		}
-		stored, ok, err := s.storedSummaries(ctx, r)
+		head, ok, err := s.storedSummaries(ctx, r)
 		if err == nil && !ok {
 			// Metrics from before the run finished, or from a version that
 			// kept no tallies: recompute them once, here, so later boards
 			// read the tallies.
 			if err = s.RecomputeRun(ctx, r.ID); err == nil {
-				stored, ok, err = s.storedSummaries(ctx, r)
+				head, ok, err = s.storedSummaries(ctx, r)
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			for _, a := range stored {
-				from[len(summaries)] = storedAgent{run: r, agent: a.Index}
+			for _, a := range head.Agents {
+				from[len(summaries)] = storedAgent{run: r, head: head, agent: a.Index}
 				summaries = append(summaries, a.Summary)
 			}
 			continue
@@ -216,7 +217,7 @@ func (s *Service) finishedSummaries(ctx context.Context, ws, key string) ([]lead
 		}
 		byAgent, read := tallies[src.run.ID]
 		if !read {
-			if byAgent, err = s.taskTallies(ctx, src.run); err != nil {
+			if byAgent, err = s.taskTallies(ctx, src.run, src.head); err != nil {
 				return nil, err
 			}
 			tallies[src.run.ID] = byAgent
@@ -228,17 +229,19 @@ func (s *Service) finishedSummaries(ctx context.Context, ws, key string) ([]lead
 	return out, nil
 }
 
-// storedAgent names one agent of a finished run.
+// storedAgent names one agent of a finished run and the run's current
+// metrics head.
 type storedAgent struct {
 	run   run.Run
+	head  *RunMetrics
 	agent int
 }
 
-// storedSummaries returns the agents' summaries (without their per-task
-// values) from a finished run's stored metrics, and whether those metrics
-// keep per-task tallies and are current: they cover every result of the run
-// and every agent in its present status.
-func (s *Service) storedSummaries(ctx context.Context, r run.Run) ([]AgentMetrics, bool, error) {
+// storedSummaries returns a finished run's stored metrics head, whose
+// agents' summaries lack their per-task values, and whether it keeps
+// per-task tallies and is current: it covers every result of the run and
+// every agent in its present status.
+func (s *Service) storedSummaries(ctx context.Context, r run.Run) (*RunMetrics, bool, error) {
 	var m RunMetrics
 	err := s.recs.RunMetrics(ctx, r.ID, &m)
 	if errors.Is(err, records.ErrNotFound) {
@@ -273,21 +276,23 @@ func (s *Service) storedSummaries(ctx context.Context, r run.Run) ([]AgentMetric
 			return nil, false, nil
 		}
 	}
-	return m.Agents, len(m.Agents) == len(agents), nil
+	return &m, len(m.Agents) == len(agents), nil
 }
 
-// taskTallies reads a finished run's stored per-task tallies by agent
-// index. Tallies that cannot be read (missing or unreadable parts) are
-// recomputed once, and the run's results tallied when even that fails, so
-// one run's damaged metrics cannot hold up its benchmark's board.
-func (s *Service) taskTallies(ctx context.Context, r run.Run) (map[int][]leaderboard.TaskTally, error) {
-	_, byAgent, ok, err := ReadRunTallies(ctx, s.recs, r.ID)
-	if err == nil && ok {
+// taskTallies reads the per-task tallies by agent index that a finished
+// run's metrics head names. Tallies that cannot be read (missing or
+// unreadable parts) are recomputed once, and the run's results tallied when
+// even that fails, so one run's damaged metrics cannot hold up its
+// benchmark's board.
+func (s *Service) taskTallies(ctx context.Context, r run.Run, head *RunMetrics) (map[int][]leaderboard.TaskTally, error) {
+	byAgent, err := readTallies(ctx, s.recs, *head)
+	if err == nil {
 		return byAgent, nil
 	}
 	s.log.WarnContext(ctx, "stored task tallies unusable; recomputing the run's metrics", "run_id", r.ID, "err", err)
+	var ok bool
 	if err = s.RecomputeRun(ctx, r.ID); err == nil {
-		if _, byAgent, ok, err = ReadRunTallies(ctx, s.recs, r.ID); err == nil && ok {
+		if byAgent, ok, err = ReadRunTallies(ctx, s.recs, r.ID); err == nil && ok {
 			return byAgent, nil
 		}
 	}

@@ -120,67 +120,71 @@ func (s *Service) storeSpilledMetrics(ctx context.Context, m RunMetrics) error {
 func encodeTallies(tallies []agentTallies) ([]json.RawMessage, error) {
 	var parts []json.RawMessage
 	for _, a := range tallies {
-		chunks, err := chunkBySize(a.Tasks, partBytes)
+		encoded, err := encodeChunks(a.Tasks, func(c []leaderboard.TaskTally) any { return agentTallies{Agent: a.Agent, Tasks: c} })
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range chunks {
-			data, err := json.Marshal(agentTallies{Agent: a.Agent, Tasks: c})
-			if err != nil {
-				return nil, fmt.Errorf("encode task tallies: %w", err)
-			}
-			parts = append(parts, data)
-		}
+		parts = append(parts, encoded...)
 	}
 	return parts, nil
 }
 
 // ReadRunTallies returns the per-task tallies a finished run's metrics keep,
-// by agent index, with the metrics head they belong to (whose agents'
-// summaries carry no per-category scores when those spilled). ok is false
-// when the metrics keep no tallies (the run had not finished when they were
-// last computed); ErrNotFound (records) before the first recompute.
-func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (head RunMetrics, tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
+// by agent index. ok is false when the metrics keep no tallies (the run had
+// not finished when they were last computed); ErrNotFound (records) before
+// the first recompute.
+func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
 	var last RunMetrics
-	stored := 0
 	for range readAttempts {
 		var m RunMetrics
 		if err := recs.RunMetrics(ctx, runID, &m); err != nil {
-			return RunMetrics{}, nil, false, err
+			return nil, false, err
 		}
-		if m.TaskParts == 0 {
-			return m, nil, false, nil
+		tallies, err := readTallies(ctx, recs, m)
+		if !errors.Is(err, errMissingTallies) {
+			return tallies, err == nil && m.TaskParts > 0, err
 		}
-		raw, err := recs.RunTaskTallies(ctx, runID, m.Results)
-		if err != nil {
-			return RunMetrics{}, nil, false, err
+		// A recompute of more results replaced these parts meanwhile,
+		// unless the head stays the same.
+		if m.Generation == last.Generation && m.Results == last.Results {
+			return nil, false, err
 		}
-		if len(raw) < m.TaskParts {
-			// A recompute of more results replaced these parts meanwhile,
-			// unless the head stays the same.
-			if m.Generation == last.Generation && m.Results == last.Results {
-				return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s: %d of the %d parts of %d results are stored",
-					runID, len(raw), m.TaskParts, m.Results)
-			}
-			last, stored = m, len(raw)
-			continue
-		}
-		tallies := map[int][]leaderboard.TaskTally{}
-		for _, data := range raw[:m.TaskParts] { // parts past the head's count are another encoding's leftovers
-			var p agentTallies
-			if err := json.Unmarshal(data, &p); err != nil {
-				return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s: %w", runID, err)
-			}
-			tallies[p.Agent] = append(tallies[p.Agent], p.Tasks...)
-		}
-		for agent, tasks := range tallies {
-			if !slices.IsSortedFunc(tasks, func(a, b leaderboard.TaskTally) int { return strings.Compare(a.Task, b.Task) }) {
-				return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s agent %d are not sorted by task", runID, agent)
-			}
-		}
-		return m, tallies, true, nil
+		last = m
 	}
-	return RunMetrics{}, nil, false, fmt.Errorf("task tallies of run %s (%d of %d parts stored): %w", runID, stored, last.TaskParts, records.ErrContention)
+	return nil, false, fmt.Errorf("task tallies of run %s: %w", runID, records.ErrContention)
+}
+
+// errMissingTallies reports fewer stored tally parts than a head names.
+var errMissingTallies = errors.New("tally parts missing")
+
+// readTallies reads and decodes the per-task tally parts the metrics head m
+// names (none when it names none).
+func readTallies(ctx context.Context, recs *records.Store, m RunMetrics) (map[int][]leaderboard.TaskTally, error) {
+	if m.TaskParts == 0 {
+		return nil, nil
+	}
+	raw, err := recs.RunTaskTallies(ctx, m.RunID, m.Results)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < m.TaskParts {
+		return nil, fmt.Errorf("task tallies of run %s: %d of the %d parts of %d results are stored: %w",
+			m.RunID, len(raw), m.TaskParts, m.Results, errMissingTallies)
+	}
+	tallies := map[int][]leaderboard.TaskTally{}
+	for _, data := range raw[:m.TaskParts] { // parts past the head's count are another encoding's leftovers
+		var p agentTallies
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, fmt.Errorf("task tallies of run %s: %w", m.RunID, err)
+		}
+		tallies[p.Agent] = append(tallies[p.Agent], p.Tasks...)
+	}
+	for agent, tasks := range tallies {
+		if !slices.IsSortedFunc(tasks, func(a, b leaderboard.TaskTally) int { return strings.Compare(a.Task, b.Task) }) {
+			return nil, fmt.Errorf("task tallies of run %s agent %d are not sorted by task", m.RunID, agent)
+		}
+	}
+	return tallies, nil
 }
 
 // spillCategories moves every agent's per-category scores out of m into
@@ -189,21 +193,33 @@ func spillCategories(m *RunMetrics) ([]json.RawMessage, error) {
 	var parts []json.RawMessage
 	for i := range m.Agents {
 		a := &m.Agents[i]
-		chunks, err := chunkBySize(a.Summary.Categories, partBytes)
+		encoded, err := encodeChunks(a.Summary.Categories, func(c []leaderboard.CategoryScore) any {
+			return metricsPart{Agent: a.Index, Categories: c}
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range chunks {
-			data, err := json.Marshal(metricsPart{Agent: a.Index, Categories: c})
-			if err != nil {
-				return nil, fmt.Errorf("encode metrics part: %w", err)
-			}
-			parts = append(parts, data)
-		}
+		parts = append(parts, encoded...)
 		a.Summary.Categories = nil
 	}
 	m.CategoryParts = len(parts)
 	return parts, nil
+}
+
+// encodeChunks splits items into chunks of at most about partBytes and
+// encodes each as the value part returns for it.
+func encodeChunks[T any](items []T, part func([]T) any) ([]json.RawMessage, error) {
+	chunks, err := chunkBySize(items, partBytes)
+	if err != nil {
+		return nil, err
+	}
+	encoded := make([]json.RawMessage, len(chunks))
+	for i, c := range chunks {
+		if encoded[i], err = json.Marshal(part(c)); err != nil {
+			return nil, fmt.Errorf("encode metrics part: %w", err)
+		}
+	}
+	return encoded, nil
 }
 
 // chunkBySize splits items into runs whose JSON encodings add up to at

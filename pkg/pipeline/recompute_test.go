@@ -371,7 +371,7 @@ func TestBoardBackfillsTalliesOfOlderMetrics(t *testing.T) {
 	if err := e.svc.RecomputeRun(e.ctx, "r-old"); err != nil { // still running: no tallies kept
 		t.Fatalf("RecomputeRun: %v", err)
 	}
-	if _, tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old"); err != nil || ok || tallies != nil {
+	if tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old"); err != nil || ok || tallies != nil {
 		t.Fatalf("ReadRunTallies of a running run = %v, %v, %v; want no tallies", tallies, ok, err)
 	}
 	b.finish("r-old")
@@ -381,7 +381,7 @@ func TestBoardBackfillsTalliesOfOlderMetrics(t *testing.T) {
 	if diff := cmp.Diff([]string{"alpha", "beta"}, b.entrants()); diff != "" {
 		t.Errorf("board (-want +got):\n%s", diff)
 	}
-	_, tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old")
+	tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old")
 	if err != nil || !ok || len(tallies) != 2 || len(tallies[0]) != 12 || len(tallies[1]) != 12 {
 		t.Errorf("ReadRunTallies after the board recompute: %d agents, ok %v, err %v; want 2 agents × 12 tasks", len(tallies), ok, err)
 	}
@@ -420,18 +420,7 @@ func TestRunEndsOnlyAfterEveryAgent(t *testing.T) {
 	if err := e.svc.Settle(e.ctx, "r-1", 0); err != nil {
 		t.Fatalf("settle: %v", err)
 	}
-	r, err := e.recs.Run(e.ctx, "r-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents, err := e.recs.Agents(e.ctx, "r-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := []run.Status{r.Status}
-	for _, a := range agents {
-		got = append(got, a.Status)
-	}
+	got := runAndAgentStatuses(t, e, "r-1")
 	if diff := cmp.Diff([]run.Status{run.Finished, run.Finished, run.Finished}, got); diff != "" {
 		t.Errorf("run, alpha, beta status (-want +got):\n%s", diff)
 	}
@@ -539,19 +528,26 @@ func TestStoppedRunsAgentsEndStopped(t *testing.T) {
 	if err := e.svc.Settle(e.ctx, "r-1", 0); err != nil {
 		t.Fatalf("settle: %v", err)
 	}
-	r, err := e.recs.Run(e.ctx, "r-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents, err := e.recs.Agents(e.ctx, "r-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := []run.Status{r.Status}
-	for _, a := range agents {
-		got = append(got, a.Status)
-	}
+	got := runAndAgentStatuses(t, e, "r-1")
 	if diff := cmp.Diff([]run.Status{run.Stopped, run.Stopped, run.Stopped}, got); diff != "" {
 		t.Errorf("run, alpha, beta status (-want +got):\n%s", diff)
 	}
+}
+
+// runAndAgentStatuses returns a run's status followed by its agents'.
+func runAndAgentStatuses(t *testing.T, e *env, id string) []run.Status {
+	t.Helper()
+	r, err := e.recs.Run(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents, err := e.recs.Agents(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := []run.Status{r.Status}
+	for _, a := range agents {
+		statuses = append(statuses, a.Status)
+	}
+	return statuses
 }
