@@ -3,37 +3,27 @@ package benchsync
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/internal/fixtures"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
-// harborSnapshot finds shared/fixtures/harbor-registry-2026-01-29.json by
-// walking up from the test's directory.
+// harborSnapshot returns the path of the shared Harbor registry snapshot
+// (see internal/fixtures); a missing snapshot fails the test.
 func harborSnapshot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	p, err := fixtures.Path("harbor-registry-2026-01-29.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		p := filepath.Join(dir, "shared", "fixtures", "harbor-registry-2026-01-29.json")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/fixtures/harbor-registry-2026-01-29.json not found above the test directory")
-		}
-		dir = parent
-	}
+	return p
 }
 
 // TestAddAgainstHarborSnapshot validates specs against the real registry

@@ -5,35 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/internal/fixtures"
 )
 
 const registrySnapshot = "harbor-registry-2026-01-29.json"
 
-// fixturePath finds shared/fixtures/<name> by walking up from the working
-// directory: the repository is /work/main with shared/ beside it, and CI
-// clones elsewhere with shared/ beside the clone. A missing fixture fails.
+// fixturePath returns the path of a shared fixture (see internal/fixtures);
+// a missing fixture fails the test.
 func fixturePath(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	p, err := fixtures.Path(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		candidate := filepath.Join(dir, "shared", "fixtures")
-		if info, err := os.Stat(candidate); err == nil && info.IsDir() {
-			return filepath.Join(candidate, name)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no shared/fixtures directory above the working directory; %s is required", name)
-		}
-		dir = parent
-	}
+	return p
 }
 
 func loadSnapshot(t testing.TB) []byte {
