@@ -85,6 +85,19 @@ type VerifierResult struct {
 	Rewards map[string]float64 `json:"rewards"`
 }
 
+// Exception types of result.json's exception_info, named as Harbor names
+// them: the runner records them and the grader classifies a trial by them.
+const (
+	ExceptionAgentSetup        = "AgentSetupError"
+	ExceptionAgentSetupTimeout = "AgentSetupTimeoutError"
+	ExceptionAgentTimeout      = "AgentTimeoutError"
+	ExceptionAgentExit         = "NonZeroAgentExitCodeError"
+	ExceptionVerifierTimeout   = "VerifierTimeoutError"
+	ExceptionRewardMissing     = "RewardFileNotFoundError"
+	ExceptionRewardEmpty       = "RewardFileEmptyError"
+	ExceptionRewardMalformed   = "VerifierOutputParseError"
+)
+
 // ExceptionInfo describes the exception that ended a trial.
 type ExceptionInfo struct {
 	ExceptionType      string    `json:"exception_type"`

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
@@ -298,7 +298,7 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 	if spec.Secrets, err = s.secretValues(ctx, r, a.SecretNames); err != nil {
 		return spec, time.Time{}, err
 	}
-	if h, ok := runner.LookupHarness(a.Harness); ok && h.KeyEnv != "" && a.APIKeySecret != "" {
+	if h, ok := harness.Lookup(a.Harness); ok && h.KeyEnv != "" && a.APIKeySecret != "" {
 		if v, ok := spec.Secrets[a.APIKeySecret]; ok {
 			spec.Secrets[h.KeyEnv] = v
 		}

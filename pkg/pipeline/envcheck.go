@@ -5,14 +5,14 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 )
 
 // harnessKeyEnv returns the variable through which the harness takes its
 // model API key ("" when it takes none or is unknown).
-func harnessKeyEnv(harness string) string {
-	h, ok := runner.LookupHarness(harness)
+func harnessKeyEnv(name string) string {
+	h, ok := harness.Lookup(name)
 	if !ok {
 		return ""
 	}

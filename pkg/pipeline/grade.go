@@ -11,14 +11,13 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // agentPhaseExceptions are the runner exception types that mean the agent
 // phase itself failed (the agent's fault).
 var agentPhaseExceptions = []string{
-	runner.ExceptionAgentSetup, runner.ExceptionAgentSetupTimeout, runner.ExceptionAgentTimeout, runner.ExceptionAgentExit,
+	harbor.ExceptionAgentSetup, harbor.ExceptionAgentSetupTimeout, harbor.ExceptionAgentTimeout, harbor.ExceptionAgentExit,
 }
 
 // Grade turns a sandbox completion into an attempt result and sends it to

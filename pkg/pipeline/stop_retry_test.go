@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -203,7 +204,7 @@ command = '''%s'''
 	var got []view
 	for _, res := range e.results(r.ID) {
 		got = append(got, view{res.SlotID, res.Generation, res.Outcome, res.ErrorClass, res.Retried, res.InputTokens})
-		if res.SlotID == "0/slow/1" && !strings.Contains(res.Message, runner.ExceptionAgentTimeout) {
+		if res.SlotID == "0/slow/1" && !strings.Contains(res.Message, harbor.ExceptionAgentTimeout) {
 			t.Errorf("slow result message %q does not name the agent timeout", res.Message)
 		}
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"maps"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ const maxInstructionEnv = 100 << 10
 // the runner's own environment, which may hold platform credentials: only the
 // task's and the agent config's literal variables, the agent's secrets and the
 // GAUNTLET_* variables reach the agent.
-func agentEnv(spec sandbox.Spec, task harbor.Task, h Harness, paths layout) []string {
+func agentEnv(spec sandbox.Spec, task harbor.Task, h harness.Harness, paths layout) []string {
 	env := baseEnv(paths.Tmp, paths.Tmp, paths.App)
 	maps.Copy(env, task.Config.Environment.Env)
 	if h.MountsSolution {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,13 +26,13 @@ const (
 // In-sandbox paths of the bubblewrap layout (Harbor's conventions).
 const (
 	AppMount          = "/app"
-	AgentLogMount     = "/logs/agent"
+	AgentLogMount     = harness.AgentLogDir
 	VerifierLogMount  = "/logs/verifier"
 	TestsMount        = "/tests"
 	SolutionMount     = "/solution"
 	AgentsMount       = "/agent"
-	InstructionPath   = AgentLogMount + "/instruction.md"
-	UsagePath         = AgentLogMount + "/" + usageFile
+	InstructionPath   = harness.InstructionPath
+	UsagePath         = harness.UsagePath
 	sandboxTmp        = "/tmp"
 	sandboxHostname   = "sandbox"
 	sandboxPath       = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

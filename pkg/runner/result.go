@@ -16,19 +16,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 )
 
-// Exception types the runner records in result.json's exception_info, named
-// as Harbor names them. The grader classifies a trial by these.
-const (
-	ExceptionAgentSetup        = "AgentSetupError"
-	ExceptionAgentSetupTimeout = "AgentSetupTimeoutError"
-	ExceptionAgentTimeout      = "AgentTimeoutError"
-	ExceptionAgentExit         = "NonZeroAgentExitCodeError"
-	ExceptionVerifierTimeout   = "VerifierTimeoutError"
-	ExceptionRewardMissing     = "RewardFileNotFoundError"
-	ExceptionRewardEmpty       = "RewardFileEmptyError"
-	ExceptionRewardMalformed   = "VerifierOutputParseError"
-)
-
 // trialNamespace derives result ids: the same launch always gets the same id.
 var trialNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://gauntlet-bench.dev/trial"))
 
@@ -61,11 +48,11 @@ func readReward(dir string) (harbor.Reward, error) {
 func rewardExceptionType(err error) string {
 	switch {
 	case errors.Is(err, harbor.ErrRewardMissing):
-		return ExceptionRewardMissing
+		return harbor.ExceptionRewardMissing
 	case errors.Is(err, harbor.ErrRewardEmpty):
-		return ExceptionRewardEmpty
+		return harbor.ExceptionRewardEmpty
 	}
-	return ExceptionRewardMalformed
+	return harbor.ExceptionRewardMalformed
 }
 
 // stripDir shortens host paths in a message to paths relative to dir's parent

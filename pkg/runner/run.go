@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
@@ -68,16 +69,16 @@ type Options struct {
 // verifier failures are recorded in the result's exception_info; an error
 // means the runner could not do its job and no trustworthy result exists.
 func Run(ctx context.Context, spec sandbox.Spec, opts Options) (harbor.TrialResult, error) {
-	return run(ctx, spec, opts, harnesses)
+	return run(ctx, spec, opts, harness.All())
 }
 
-func run(ctx context.Context, spec sandbox.Spec, opts Options, table []Harness) (harbor.TrialResult, error) {
+func run(ctx context.Context, spec sandbox.Spec, opts Options, table []harness.Harness) (harbor.TrialResult, error) {
 	if opts.WorkDir == "" || opts.OutDir == "" {
 		return harbor.TrialResult{}, errors.New("runner options: work dir and out dir are required")
 	}
-	h, ok := lookupHarness(table, spec.Harness)
+	h, ok := harness.LookupIn(table, spec.Harness)
 	if !ok {
-		return harbor.TrialResult{}, fmt.Errorf("spec harness %q: unknown; known harnesses: %s", spec.Harness, harnessNames(table))
+		return harbor.TrialResult{}, fmt.Errorf("spec harness %q: unknown; known harnesses: %s", spec.Harness, harness.Names(table))
 	}
 	iso, err := newIsolation(opts)
 	if err != nil {
@@ -100,7 +101,7 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []Harness) 
 type trial struct {
 	spec    sandbox.Spec
 	opts    Options
-	harness Harness
+	harness harness.Harness
 	iso     isolation
 	// container is iso under container isolation, else nil.
 	container *containerIsolation
@@ -117,12 +118,12 @@ type trial struct {
 	startedAt  time.Time
 	timings    map[string]*harbor.TimingInfo
 	exceptions []harbor.ExceptionInfo
-	usage      *Usage
+	usage      *harness.Usage
 	reward     *harbor.Reward
 	exitCodes  map[string]int
 }
 
-func newTrial(spec sandbox.Spec, opts Options, h Harness, iso isolation) (*trial, error) {
+func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
 	work, err := filepath.Abs(opts.WorkDir)
 	if err != nil {
 		return nil, fmt.Errorf("work dir: %w", err)
@@ -189,7 +190,7 @@ func (t *trial) run(ctx context.Context) error {
 	if err := t.setUpEnvironment(ctx); err != nil {
 		return err
 	}
-	runCmd, err := t.harness.RunCommand(RunTemplateData{
+	runCmd, err := t.harness.RunCommand(harness.RunTemplateData{
 		Command: t.spec.Command, Model: t.spec.Model, InstructionFile: t.seen.AgentLogs + "/instruction.md",
 		SolutionDir: t.seen.Solution, AgentsDir: t.seen.Agents,
 	})
@@ -260,7 +261,7 @@ func (t *trial) prepareDirs(taskDir string) error {
 // exceptions; the error reports only a phase that could not be started.
 func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 	if t.harness.MountsSolution && !t.task.HasSolution {
-		t.except(ExceptionAgentSetup, fmt.Sprintf("harness %q needs the task's %s, which does not exist", t.harness.Name, harbor.SolutionScript))
+		t.except(harbor.ExceptionAgentSetup, fmt.Sprintf("harness %q needs the task's %s, which does not exist", t.harness.Name, harbor.SolutionScript))
 		return nil
 	}
 	base := phaseCommand{
@@ -282,10 +283,10 @@ func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 		}
 		switch {
 		case out.TimedOut:
-			t.except(ExceptionAgentSetupTimeout, fmt.Sprintf("the harness install step did not finish within %s", installTimeout))
+			t.except(harbor.ExceptionAgentSetupTimeout, fmt.Sprintf("the harness install step did not finish within %s", installTimeout))
 			return nil
 		case out.ExitCode != 0:
-			t.except(ExceptionAgentSetup, fmt.Sprintf("the harness install step exited with code %d (see agent/%s)", out.ExitCode, installStderr))
+			t.except(harbor.ExceptionAgentSetup, fmt.Sprintf("the harness install step exited with code %d (see agent/%s)", out.ExitCode, installStderr))
 			return nil
 		}
 	}
@@ -297,9 +298,9 @@ func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 	}
 	switch {
 	case out.TimedOut:
-		t.except(ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
+		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
 	case out.ExitCode != 0:
-		t.except(ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)", out.ExitCode, agentStderr))
+		t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)", out.ExitCode, agentStderr))
 	}
 	t.readUsage()
 	return nil
@@ -346,7 +347,7 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		return err
 	}
 	if out.TimedOut {
-		t.except(ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
+		t.except(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
 		return nil
 	}
 	reward, err := readReward(t.host.VerifierLogs)
@@ -488,12 +489,4 @@ func (t *trial) httpClient() *http.Client {
 		return t.opts.HTTPClient
 	}
 	return &http.Client{Timeout: 5 * time.Minute}
-}
-
-func harnessNames(table []Harness) string {
-	names := make([]string, len(table))
-	for i, h := range table {
-		names[i] = h.Name
-	}
-	return strings.Join(names, ", ")
 }

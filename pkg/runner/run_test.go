@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
@@ -83,10 +84,10 @@ type trialRun struct {
 
 func runTrial(t *testing.T, spec sandbox.Spec, opts Options) trialRun {
 	t.Helper()
-	return runTrialWith(t, spec, opts, harnesses)
+	return runTrialWith(t, spec, opts, harness.All())
 }
 
-func runTrialWith(t *testing.T, spec sandbox.Spec, opts Options, table []Harness) trialRun {
+func runTrialWith(t *testing.T, spec sandbox.Spec, opts Options, table []harness.Harness) trialRun {
 	t.Helper()
 	requireBwrap(t)
 	dir := t.TempDir()
@@ -264,7 +265,7 @@ func TestRunOracleSeesSolutionAndAgentsDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(agents, "agent.sh"), []byte("echo gauntlet > /app/answer.txt\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	table := append(Harnesses(), Harness{
+	table := append(harness.All(), harness.Harness{
 		Name: "oracle-probe", Version: "1", MountsSolution: true,
 		Run: probeScript + "\nbash {{.AgentsDir}}/agent.sh",
 	})
@@ -288,8 +289,8 @@ func TestRunAgentTimeoutStillRunsVerifier(t *testing.T) {
 	spec.Command = "echo gauntlet > /app/answer.txt; sleep " + marker
 	spec.AgentTimeout = 500 * time.Millisecond
 	r := runTrial(t, spec, Options{})
-	if r.result.ExceptionInfo == nil || r.result.ExceptionInfo.ExceptionType != ExceptionAgentTimeout {
-		t.Fatalf("exception = %+v, want %s", r.result.ExceptionInfo, ExceptionAgentTimeout)
+	if r.result.ExceptionInfo == nil || r.result.ExceptionInfo.ExceptionType != harbor.ExceptionAgentTimeout {
+		t.Fatalf("exception = %+v, want %s", r.result.ExceptionInfo, harbor.ExceptionAgentTimeout)
 	}
 	if got := rewardOf(t, r.result); got != 1 {
 		t.Errorf("reward = %v, want 1: the verifier runs after a timeout and scores what the agent left", got)
@@ -326,8 +327,8 @@ func TestRunVerifierFailures(t *testing.T) {
 		timeout     time.Duration
 		wantType    string
 	}{
-		{name: "timeout", verifierEnv: map[string]string{"SLEEP_FOR": "1000"}, timeout: 500 * time.Millisecond, wantType: ExceptionVerifierTimeout},
-		{name: "no reward file", verifierEnv: map[string]string{"NO_REWARD": "1"}, timeout: 30 * time.Second, wantType: ExceptionRewardMissing},
+		{name: "timeout", verifierEnv: map[string]string{"SLEEP_FOR": "1000"}, timeout: 500 * time.Millisecond, wantType: harbor.ExceptionVerifierTimeout},
+		{name: "no reward file", verifierEnv: map[string]string{"NO_REWARD": "1"}, timeout: 30 * time.Second, wantType: harbor.ExceptionRewardMissing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,18 +349,18 @@ func TestRunVerifierFailures(t *testing.T) {
 func TestRunAgentFailuresAreRecorded(t *testing.T) {
 	tests := []struct {
 		name     string
-		harness  Harness
+		harness  harness.Harness
 		wantType string
 		wantRan  bool
 	}{
-		{name: "non-zero exit", harness: Harness{Name: "h", Run: "exit 4"}, wantType: ExceptionAgentExit, wantRan: true},
-		{name: "install fails", harness: Harness{Name: "h", Install: "exit 2", Run: "true"}, wantType: ExceptionAgentSetup},
-		{name: "install state reaches the agent", harness: Harness{Name: "h", Install: "echo gauntlet > $HOME/answer",
+		{name: "non-zero exit", harness: harness.Harness{Name: "h", Run: "exit 4"}, wantType: harbor.ExceptionAgentExit, wantRan: true},
+		{name: "install fails", harness: harness.Harness{Name: "h", Install: "exit 2", Run: "true"}, wantType: harbor.ExceptionAgentSetup},
+		{name: "install state reaches the agent", harness: harness.Harness{Name: "h", Install: "echo gauntlet > $HOME/answer",
 			Run: "cp $HOME/answer /app/answer.txt"}, wantRan: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runTrialWith(t, baseSpec(t, "h"), Options{}, []Harness{tc.harness})
+			r := runTrialWith(t, baseSpec(t, "h"), Options{}, []harness.Harness{tc.harness})
 			gotType := ""
 			if r.result.ExceptionInfo != nil {
 				gotType = r.result.ExceptionInfo.ExceptionType
@@ -404,8 +405,8 @@ func TestRunAppliesMemoryLimit(t *testing.T) {
 	spec.MemoryMB = 64
 	spec.Command = `python3 -c 'b = bytearray(400 << 20); print(len(b))'`
 	r := runTrial(t, spec, Options{})
-	if r.result.ExceptionInfo == nil || r.result.ExceptionInfo.ExceptionType != ExceptionAgentExit {
-		t.Errorf("exception = %+v, want %s (the allocation is killed by the memory limit)", r.result.ExceptionInfo, ExceptionAgentExit)
+	if r.result.ExceptionInfo == nil || r.result.ExceptionInfo.ExceptionType != harbor.ExceptionAgentExit {
+		t.Errorf("exception = %+v, want %s (the allocation is killed by the memory limit)", r.result.ExceptionInfo, harbor.ExceptionAgentExit)
 	}
 	if log := r.artifact(t, "runner.log"); !strings.Contains(log, "memory limit 64 MB applied") {
 		t.Errorf("runner.log does not record the memory limit:\n%s", log)

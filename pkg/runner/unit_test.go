@@ -24,53 +24,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
-func TestHarnessTable(t *testing.T) {
-	var names []string
-	for _, h := range Harnesses() {
-		names = append(names, h.Name)
-		if h.Description == "" || h.Version == "" || h.Run == "" {
-			t.Errorf("harness %q lacks a description, version or run command", h.Name)
-		}
-	}
-	if diff := cmp.Diff([]string{"command", "nop", "oracle"}, names); diff != "" {
-		t.Errorf("harness names (-want +got):\n%s", diff)
-	}
-	if _, ok := LookupHarness("codex"); ok {
-		t.Error(`LookupHarness("codex") found a row that does not exist yet`)
-	}
-	oracle, ok := LookupHarness("oracle")
-	if !ok || !oracle.MountsSolution {
-		t.Errorf("oracle = %+v, %v; want a row that mounts the solution", oracle, ok)
-	}
-	for _, h := range Harnesses() {
-		if h.MountsSolution && h.Name != "oracle" {
-			t.Errorf("harness %q mounts the solution; only the oracle may", h.Name)
-		}
-	}
-}
-
-func TestHarnessRunCommand(t *testing.T) {
-	data := RunTemplateData{Command: "/agent/run.sh --fast", Model: "m", SolutionDir: "/solution"}
-	tests := []struct {
-		harness string
-		data    RunTemplateData
-		want    string
-		wantErr bool
-	}{
-		{harness: "command", data: data, want: "/agent/run.sh --fast"},
-		{harness: "command", data: RunTemplateData{}, wantErr: true},
-		{harness: "oracle", data: data, want: "bash /solution/solve.sh"},
-		{harness: "nop", data: data, want: ":"},
-	}
-	for _, tc := range tests {
-		h, _ := LookupHarness(tc.harness)
-		got, err := h.RunCommand(tc.data)
-		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("%s.RunCommand(%+v) = %q, %v; want %q (error %v)", tc.harness, tc.data, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
 func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
 	spec := sandbox.Spec{
 		Secrets:         map[string]secret.Value{"OPENAI_API_KEY": "sk-1", "X": "a=b"},
@@ -99,38 +52,6 @@ func TestNetworkAllowed(t *testing.T) {
 		if got := networkAllowed(mode); got != want {
 			t.Errorf("networkAllowed(%q) = %v, want %v", mode, got, want)
 		}
-	}
-}
-
-func TestReadUsageJSON(t *testing.T) {
-	tests := []struct {
-		name    string
-		content string // "" = no file
-		want    Usage
-		wantOK  bool
-		wantErr bool
-	}{
-		{name: "absent"},
-		{name: "full", content: `{"input_tokens": 10, "cache_tokens": 2, "output_tokens": 3, "cost_usd": 0.5, "extra": true}`,
-			want: Usage{InputTokens: 10, CacheTokens: 2, OutputTokens: 3, CostUSD: 0.5}, wantOK: true},
-		{name: "partial", content: `{"output_tokens": 7}`, want: Usage{OutputTokens: 7}, wantOK: true},
-		{name: "negative", content: `{"input_tokens": -1}`, wantErr: true},
-		{name: "not json", content: `tokens: 3`, wantErr: true},
-		{name: "wrong type", content: `{"cost_usd": "free"}`, wantErr: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if tc.content != "" {
-				if err := os.WriteFile(filepath.Join(dir, "usage.json"), []byte(tc.content), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, ok, err := ReadUsageJSON(dir)
-			if (err != nil) != tc.wantErr || ok != tc.wantOK || got != tc.want {
-				t.Errorf("ReadUsageJSON = %+v, %v, %v; want %+v, %v, error %v", got, ok, err, tc.want, tc.wantOK, tc.wantErr)
-			}
-		})
 	}
 }
 

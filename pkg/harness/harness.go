@@ -1,4 +1,7 @@
-package runner
+// Package harness is the harness table: how each agent harness is prepared,
+// configured and run, and how its usage is read. Harnesses are data; the
+// runner, submit-time validation and the dispatcher all read this one table.
+package harness
 
 import (
 	"bytes"
@@ -52,6 +55,13 @@ type RunTemplateData struct {
 	AgentsDir string
 }
 
+// Paths in the sandbox that harness rows refer to (Harbor's conventions).
+const (
+	AgentLogDir     = "/logs/agent"
+	InstructionPath = AgentLogDir + "/instruction.md"
+	UsagePath       = AgentLogDir + "/" + UsageFile
+)
+
 // harnesses is the harness table. Keep rows sorted by name.
 var harnesses = []Harness{
 	{
@@ -77,23 +87,33 @@ var harnesses = []Harness{
 	},
 }
 
-// Harnesses returns a copy of the harness table, sorted by name.
-func Harnesses() []Harness {
+// All returns a copy of the harness table, sorted by name.
+func All() []Harness {
 	return append([]Harness(nil), harnesses...)
 }
 
-// LookupHarness returns the harness named name.
-func LookupHarness(name string) (Harness, bool) {
-	return lookupHarness(harnesses, name)
+// Lookup returns the harness named name.
+func Lookup(name string) (Harness, bool) {
+	return LookupIn(harnesses, name)
 }
 
-func lookupHarness(table []Harness, name string) (Harness, bool) {
+// LookupIn returns the harness named name in table.
+func LookupIn(table []Harness, name string) (Harness, bool) {
 	for _, h := range table {
 		if h.Name == name {
 			return h, true
 		}
 	}
 	return Harness{}, false
+}
+
+// Names lists the names of table's harnesses, comma-separated.
+func Names(table []Harness) string {
+	names := make([]string, len(table))
+	for i, h := range table {
+		names[i] = h.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // RunCommand renders the harness's Run template. An empty result is an error:

@@ -1,4 +1,4 @@
-package runner
+package harness
 
 import (
 	"bytes"
@@ -21,8 +21,8 @@ type Usage struct {
 	CostUSD      float64 `json:"cost_usd"`
 }
 
-// usageFile is the name of the usage report in /logs/agent.
-const usageFile = "usage.json"
+// UsageFile is the name of the usage report in /logs/agent.
+const UsageFile = "usage.json"
 
 // maxUsageBytes bounds how much of an agent-written usage report is read.
 const maxUsageBytes = 1 << 20
@@ -31,8 +31,8 @@ const maxUsageBytes = 1 << 20
 // /logs/agent/usage.json: {"input_tokens", "cache_tokens", "output_tokens",
 // "cost_usd"}, every field optional and ≥ 0; other fields are ignored.
 func ReadUsageJSON(agentLogDir string) (Usage, bool, error) {
-	path := filepath.Join(agentLogDir, usageFile)
-	data, err := readAgentFile(path, maxUsageBytes)
+	path := filepath.Join(agentLogDir, UsageFile)
+	data, err := ReadAgentFile(path, maxUsageBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Usage{}, false, nil
 	}
@@ -41,22 +41,22 @@ func ReadUsageJSON(agentLogDir string) (Usage, bool, error) {
 	}
 	var u Usage
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&u); err != nil {
-		return Usage{}, false, fmt.Errorf("%s: want a JSON object with input_tokens, cache_tokens, output_tokens, cost_usd: %w", usageFile, err)
+		return Usage{}, false, fmt.Errorf("%s: want a JSON object with input_tokens, cache_tokens, output_tokens, cost_usd: %w", UsageFile, err)
 	}
 	if u.InputTokens < 0 || u.CacheTokens < 0 || u.OutputTokens < 0 {
-		return Usage{}, false, fmt.Errorf("%s: token counts must be ≥ 0", usageFile)
+		return Usage{}, false, fmt.Errorf("%s: token counts must be ≥ 0", UsageFile)
 	}
 	if u.CostUSD < 0 || math.IsNaN(u.CostUSD) || math.IsInf(u.CostUSD, 0) {
-		return Usage{}, false, fmt.Errorf("%s: cost_usd must be a finite number ≥ 0", usageFile)
+		return Usage{}, false, fmt.Errorf("%s: cost_usd must be a finite number ≥ 0", UsageFile)
 	}
 	return u, true, nil
 }
 
-// readAgentFile reads a file that code inside a sandbox wrote, from outside
+// ReadAgentFile reads a file that code inside a sandbox wrote, from outside
 // it. It refuses to follow a symlink (which could point at any host file the
 // runner can read) and anything but a regular file (a FIFO would block), and
 // reads at most limit bytes.
-func readAgentFile(path string, limit int64) ([]byte, error) {
+func ReadAgentFile(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
