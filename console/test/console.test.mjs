@@ -167,9 +167,58 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   noProblems();
 });
 
+test('the New Run form builds a multi-agent config that is the TOML editor\'s, with a running summary', async () => {
+  await page.goto(`${BASE}/runs/new?benchmark=demo-bench`);
+  await page.locator('#tasks-all').waitFor();
+  await page.locator('#summary-tasks:has-text("15")').waitFor();
+  await page.check('#tasks-task_set');
+  await page.selectOption('#task-set', 'parity');
+  await page.locator('#summary-tasks:has-text("8")').waitFor();
+
+  await page.click('#tab-agents');
+  await page.selectOption('#agent-0-harness', 'oracle');
+  await page.fill('#agent-0-model', 'openai/gpt-5.2');
+  await page.click('#add-agent');
+  await page.selectOption('#agent-1-harness', 'nop');
+  await page.selectOption('#agent-1-model-type', 'hosted');
+  await page.fill('#agent-1-base-model', 'demo/base');
+  assert.equal(await page.locator('#agent-1-model').count(), 0, 'a hosted model has no model field');
+  assert.equal(await page.locator('input[type="password"]').count(), 0, 'no field takes a key value');
+  await page.locator('#summary-agents:has-text("2")').waitFor();
+
+  await page.click('#tab-settings');
+  await page.fill('#exec-attempts_per_task', '2');
+  await page.locator('#summary-attempts:has-text("32")').waitFor(); // 8 tasks × 2 agents × 2 attempts
+  await shot('05-new-run-form');
+
+  await page.click('#tab-toml');
+  const toml = await page.locator('#config').inputValue();
+  assert.equal(toml, [
+    '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "parity"', '',
+    '[execution]', 'attempts_per_task = 2', 'max_concurrent_attempts = 4', 'timeout_multiplier = 1.0', 'max_retries = 0', '',
+    '[[agents]]', 'harness = "oracle"', '', '[agents.model]', 'type = "provider"', 'model = "openai/gpt-5.2"', '',
+    '[[agents]]', 'harness = "nop"', '', '[agents.model]', 'type = "hosted"', 'base_model = "demo/base"', '',
+  ].join('\n'));
+  // An edit in the TOML shows in the form, and a secret the workspace lacks is flagged with a link to create it.
+  await page.locator('#config').fill(toml.replace('model = "openai/gpt-5.2"', 'model = "openai/gpt-5.2"\napi_key_secret = "FORM_MISSING_KEY"'));
+  await page.locator('#missing-secrets:has-text("FORM_MISSING_KEY")').waitFor();
+  assert.equal(await page.locator('#missing-secrets a').getAttribute('href'), '/secrets?new=FORM_MISSING_KEY');
+  await page.click('#tab-agents');
+  assert.equal(await page.locator('#agent-0-key').inputValue(), 'FORM_MISSING_KEY');
+  // Bad TOML keeps the form closed until it is fixed, saying where.
+  await page.click('#tab-toml');
+  await page.locator('#config').fill('[execution]\nattempts_per_task = = 3\n');
+  await page.locator('#toml-error:has-text("line 2")').waitFor();
+  await page.click('#tab-tasks');
+  assert.equal(await page.locator('#tab-toml').getAttribute('aria-selected'), 'true');
+  await page.locator('#config').fill(toml);
+  noProblems();
+});
+
 test('the submit page validates a config and shows each field error next to its key', async () => {
   await page.click('nav a[href="/runs/new"]');
   await page.waitForURL(`${BASE}/runs/new`);
+  await page.click('#tab-toml');
   const editor = page.locator('#config');
   assert.match(await editor.inputValue(), /\[experiment\]/, 'prefilled from an example');
   const invalid = [
@@ -198,7 +247,7 @@ test('the submit page validates a config and shows each field error next to its 
   assert.match(await page.locator('#validation-failed').innerText(), /problem/);
   const marked = await page.locator('.editor .gutter .has-error').allInnerTexts();
   assert.deepEqual(marked, ['5', '6'], 'the gutter marks the lines of both keys');
-  await shot('05-submit-invalid');
+  await shot('05b-submit-invalid');
 
   await editor.fill([
     '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "smoke"', '',
@@ -215,6 +264,7 @@ test('the submit page validates a config and shows each field error next to its 
 
 test('the run page shows status, metrics, charts, results with a drawer, logs and config', async () => {
   await page.goto(`${BASE}/runs/${RUN_ID}`);
+  await page.waitForURL(`${BASE}/benchmarks/runs/${RUN_ID}`); // the old address redirects
   await page.locator('#run-name').waitFor();
   assert.match(await page.locator('.page-head .sub').first().innerText(), /finished/);
   assert.equal(await page.locator('#stop-run').count(), 0, 'no Stop button on a finished run');
@@ -286,6 +336,7 @@ test('the runs list filters by status and links to the run', async () => {
 
 test('a submitted run opens live, and Stop stops it', async () => {
   await page.click('nav a[href="/runs/new"]');
+  await page.click('#tab-toml');
   await page.locator('#config').fill([
     '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "parity"', '',
     '[execution]', 'attempts_per_task = 3', 'max_concurrent_attempts = 1', '',

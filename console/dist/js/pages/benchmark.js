@@ -70,7 +70,7 @@ function header(b) {
       h('div', { class: 'actions' },
         h('a', { class: 'button', href: `/runs${qs({ benchmark: b.key })}` }, `Runs (${count(b.run_count)})`),
         b.status === 'ready'
-          ? h('a', { class: 'button primary', href: `/runs/new${qs({ benchmark: b.key })}` }, 'Submit a run')
+          ? h('a', { class: 'button primary', href: `/runs/new${qs({ benchmark: b.key })}` }, 'New run')
           : null)));
 }
 

@@ -73,7 +73,7 @@ function groupView(metric, group) {
     { label: 'Cost/task', class: active('cost'), cell: (r) => numCell(estimateParts(r.cost_per_task, usd)) },
     { label: 'Time/task', class: active('time'), cell: (r) => numCell(estimateParts(r.time_per_task, seconds)) },
     { label: 'Tokens/task', class: active('tokens'), cell: (r) => numCell(estimateParts(r.tokens_per_task, tokens)) },
-    { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, shortID(r.run_id)),
+    { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/benchmarks/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, shortID(r.run_id)),
       h('div', { class: 'sub' }, dateTime(r.finished_at))] : '—') },
   ];
   const wrap = table(columns, group.rows || [], {
