@@ -159,6 +159,15 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   await rows.first().waitFor();
   assert.equal(await rows.count(), 2);
 
+  // The header: the task-count badge, the source reference and the actions menu.
+  assert.equal(await page.locator('#task-count').innerText(), '15 tasks');
+  assert.ok(await page.locator('#source-ref').count() === 1, 'the source reference is a copy button');
+  // The Benchmark runs table under the leaderboard lists the seed run, without Stop once finished.
+  const runRow = page.locator(`#benchmark-runs tr[data-id="${RUN_ID}"]`);
+  await runRow.waitFor();
+  assert.match(await runRow.innerText(), /finished/);
+  assert.equal(await runRow.locator('button[data-stop]').count(), 0);
+
   const tasks = page.locator('#tasks tbody tr');
   assert.equal(await tasks.count(), 15);
   assert.match(await page.locator('#task-sets').innerText(), /parity[\s\S]*recommended/);
@@ -254,10 +263,10 @@ test('the submit page validates a config and shows each field error next to its 
     '[[agents]]', 'harness = "codex"', '[agents.model]', 'type = "provider"', 'model = "openai/gpt-5.2"',
     'api_key_secret = "CONSOLE_TEST_KEY"', '',
   ].join('\n'));
+  // The summary flags the missing record as soon as the config names it.
+  await page.locator('#missing-secrets:has-text("CONSOLE_TEST_KEY")').waitFor();
   await page.click('#validate');
-  await page.locator('#missing-secrets').waitFor();
-  assert.match(await page.locator('#missing-secrets').innerText(), /CONSOLE_TEST_KEY/);
-  assert.equal(await page.locator('#resolved-tasks').innerText(), '3');
+  await page.locator('#validation #resolved-tasks:has-text("3")').waitFor();
   await shot('06-submit-missing-secret');
   noProblems();
 });
