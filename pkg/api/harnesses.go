@@ -3,34 +3,16 @@ package api
 import (
 	"net/http"
 
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
-// HarnessInfo is one row of the harness table as the API shows it: what
-// the New Run form offers in its harness picker.
-type HarnessInfo struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Version     string `json:"version"`
-	// TakesCommand is true for the harness that runs the agent config's own
-	// command (the form then asks for it).
-	TakesCommand bool `json:"takes_command"`
-	// KeyEnv names the variable through which the harness takes its model
-	// key; "" when it takes none.
-	KeyEnv string `json:"key_env,omitempty"`
-}
-
-// HarnessList is the answer of GET /v1/harnesses.
-type HarnessList struct {
-	Harnesses []HarnessInfo `json:"harnesses"`
-}
-
 func (h *Handler) listHarnesses(w http.ResponseWriter, _ *http.Request) error {
 	rows := harness.All()
-	out := HarnessList{Harnesses: make([]HarnessInfo, 0, len(rows))}
+	out := v1.HarnessList{Harnesses: make([]v1.HarnessInfo, 0, len(rows))}
 	for _, row := range rows {
-		out.Harnesses = append(out.Harnesses, HarnessInfo{Name: row.Name, Description: row.Description, Version: row.Version,
+		out.Harnesses = append(out.Harnesses, v1.HarnessInfo{Name: row.Name, Description: row.Description, Version: row.Version,
 			TakesCommand: row.Name == runconfig.CommandHarness, KeyEnv: row.KeyEnv})
 	}
 	return writeJSON(w, http.StatusOK, out)
