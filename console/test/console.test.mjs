@@ -142,6 +142,12 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   await rows.nth(1).hover();
   const tip = page.locator('#tooltip');
   await tip.waitFor({ state: 'visible' });
+  // The comparison sits beside the table, never over its rows.
+  const tipBox = await tip.boundingBox();
+  const tableBox = await page.locator('#leaderboard-body table').boundingBox();
+  const overlaps = tipBox.x < tableBox.x + tableBox.width && tipBox.x + tipBox.width > tableBox.x
+    && tipBox.y < tableBox.y + tableBox.height && tipBox.y + tipBox.height > tableBox.y;
+  assert.ok(!overlaps, `tooltip ${JSON.stringify(tipBox)} overlaps the table ${JSON.stringify(tableBox)}`);
   const tipText = await tip.innerText();
   assert.match(tipText, /nop \(nop\) vs oracle \(oracle\)/);
   assert.match(tipText, /Difference\s+−100\.0 pp/);
@@ -158,6 +164,16 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   await page.waitForURL(/metric=time/);
   await rows.first().waitFor();
   assert.equal(await rows.count(), 2);
+  // A metric's column header re-ranks too, with the same URL parameter.
+  await page.click('#leaderboard-body th button[data-sort="pass@k"]');
+  await page.waitForURL(/metric=pass%40k|metric=pass@k/);
+  await page.locator('#leaderboard-body th button[data-sort="pass@k"][aria-pressed="true"]').waitFor();
+  assert.equal(await page.locator('button[data-metric="pass@k"]').getAttribute('aria-pressed'), 'true');
+  // Clicking a row opens the run behind its score.
+  await page.locator('#leaderboard-body tbody tr').first().click();
+  await page.waitForURL(`${BASE}/benchmarks/runs/${RUN_ID}`);
+  await page.goBack();
+  await page.waitForURL(/\/benchmarks\/demo-bench/);
 
   // The header: the task-count badge, the source reference and the actions menu.
   assert.equal(await page.locator('#task-count').innerText(), '15 tasks');

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lineOf, splitPath } from '../dist/js/toml.js';
-import { estimateText, pct, pValue, seconds, signedPP, tokens, usd } from '../dist/js/format.js';
+import { estimateText, pct, pText, pValue, seconds, signedPP, tokens, usd } from '../dist/js/format.js';
 
 const CONFIG = `[experiment]
 benchmark = "demo-bench"   # a comment with = in it
@@ -217,4 +217,24 @@ api_key_secret = "OPENAI_API_KEY"
 
 test('bad TOML is an error that names the line', () => {
   assert.throws(() => fromTOML('[execution]\nattempts_per_task = = 3\n'), /line 2/);
+});
+
+test('pText states a p-value without "= <"', () => {
+  assert.equal(pText(0.0001), 'p < 0.001');
+  assert.equal(pText(0.0421), 'p = 0.042');
+  assert.equal(pText(null), 'p —');
+});
+
+// placeTooltip lives in components.js, which imports dom.js: both are DOM-free at import time.
+test('a tooltip that must avoid a table goes beside it, else below, and only then over it', async () => {
+  const { placeTooltip } = await import('../dist/js/components.js');
+  const view = { width: 1440, height: 900 };
+  const tip = { width: 300, height: 150 };
+  const row = { top: 200, bottom: 230, left: 20, right: 900 };
+  const tableBeside = { top: 100, bottom: 400, left: 20, right: 900 };
+  assert.deepEqual(placeTooltip(row, tip, tableBeside, view), { top: 200, left: 908 });
+  const wide = { top: 100, bottom: 400, left: 10, right: 1430 };
+  assert.deepEqual(placeTooltip(row, tip, wide, view), { top: 408, left: 20 }, 'below the table when no side has room');
+  const tall = { top: 10, bottom: 890, left: 10, right: 1430 };
+  assert.equal(placeTooltip(row, tip, tall, view).top, 236, 'below the row when nothing fits');
 });
