@@ -128,16 +128,25 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   await page.waitForURL(`${BASE}/benchmarks/demo-bench`);
   const rows = page.locator('#leaderboard-body tbody tr');
   await rows.first().waitFor();
-  assert.equal(await rows.count(), 2);
+  // One list: the parity run's two entrants and the full-list entrant.
+  assert.equal(await rows.count(), 3);
+  assert.equal(await page.locator('#leaderboard-body table').count(), 1, 'one table, not one per task set');
   const first = await rows.nth(0).locator('td').allInnerTexts();
   const second = await rows.nth(1).locator('td').allInnerTexts();
+  const third = await rows.nth(2).locator('td').allInnerTexts();
   assert.equal(first[0], '1');
-  assert.equal(first[1], 'oracle (oracle)');
+  assert.equal(first[1], 'oracle (oracle) parity', 'the task set is a badge on the row');
   assert.match(first[2], /^100\.0% \(100\.0–100\.0\)$/, 'pass@1 with its interval');
-  assert.equal(second[1], 'nop (nop)');
+  assert.equal(second[1], 'nop (nop) parity');
   assert.match(second[2], /^0\.0%/);
   assert.equal(second[0], '2', 'nop is significantly worse than oracle: no tie');
-  assert.match(first[7], new RegExp(RUN_ID.slice(0, 12)), 'the run behind the row');
+  assert.equal(third[1], 'nop-full-list (nop)', 'the full-list row has no task-set badge');
+  assert.equal(third[0], '2', 'ranked by its number');
+  assert.match(first[7], new RegExp(RUN_ID), 'the run behind the row');
+  // The full-list row is another measurement: its comparison says it was not tested.
+  await rows.nth(2).hover();
+  await page.locator('#tooltip:has-text("Not tested against the best")').waitFor();
+  await page.mouse.move(0, 0);
 
   await rows.nth(1).hover();
   const tip = page.locator('#tooltip');
@@ -163,7 +172,7 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   assert.equal(await page.locator('button[data-metric="time"]').getAttribute('aria-pressed'), 'true');
   await page.waitForURL(/metric=time/);
   await rows.first().waitFor();
-  assert.equal(await rows.count(), 2);
+  assert.equal(await rows.count(), 3);
   // A metric's column header re-ranks too, with the same URL parameter.
   await page.click('#leaderboard-body th button[data-sort="pass@k"]');
   await page.waitForURL(/metric=pass%40k|metric=pass@k/);
