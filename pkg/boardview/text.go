@@ -114,7 +114,6 @@ func vsBest(r v1.BoardRow) string {
 	return fmt.Sprintf("p=%.3f", *c.PValue)
 }
 
-
 func passAtK(p *v1.PassAtKPoint) string {
 	if p == nil {
 		return missing
