@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +42,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	})
 }
 
-func (s *storeFlags) open() (*image.Store, error) {
+func (s *storeFlags) open(stderr io.Writer) (*image.Store, error) {
 	var st image.Settings
 	if s.settings != "" {
 		var err error
@@ -57,6 +59,7 @@ func (s *storeFlags) open() (*image.Store, error) {
 	}
 	opts := st.Options()
 	opts.DockerConfig = first(s.dockerConfig, st.DockerConfig, image.DefaultDockerConfig())
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return image.Open(filepath.Join(s.data, "images"), opts)
 }
 
@@ -72,7 +75,7 @@ func imagesList(ctx context.Context, e env, args []string) error {
 	if len(pos) != 0 {
 		return usageError("takes no arguments")
 	}
-	st, err := sf.open()
+	st, err := sf.open(e.stderr)
 	if err != nil {
 		return err
 	}
@@ -127,7 +130,7 @@ func imagesPull(ctx context.Context, e env, args []string) error {
 	if len(pos) == 0 {
 		return usageError("want at least one image reference (python:3.13-slim-bookworm, ghcr.io/org/img@sha256:…)")
 	}
-	st, err := sf.open()
+	st, err := sf.open(e.stderr)
 	if err != nil {
 		return err
 	}
@@ -136,7 +139,11 @@ func imagesPull(ctx context.Context, e env, args []string) error {
 		start := time.Now()
 		var bar *progressbar.ProgressBar
 		phase := ""
+		showBar := isTerminal(e.stderr)
 		res, err := st.Pull(ctx, ref, func(p image.Progress) {
+			if !showBar {
+				return
+			}
 			if p.Phase != phase {
 				if bar != nil {
 					_ = bar.Finish()
@@ -179,7 +186,7 @@ func imagesPrune(ctx context.Context, e env, args []string) error {
 	if len(pos) != 0 {
 		return usageError("takes no arguments")
 	}
-	st, err := sf.open()
+	st, err := sf.open(e.stderr)
 	if err != nil {
 		return err
 	}
