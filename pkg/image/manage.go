@@ -132,7 +132,7 @@ const orphanAge = time.Hour
 // image record refers to and, with opts.Images, the image records too.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	var rep PruneReport
-	cached, err := s.cachedRootfs()
+	cached, err := s.listCachedRootfs()
 	if err != nil {
 		return rep, err
 	}
