@@ -63,8 +63,10 @@ func (f *fixture) push(t *testing.T, repoTag string, img v1.Image) {
 	}
 }
 
+var simpleConfig = v1.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"}
+
 func simpleImage(t *testing.T) v1.Image {
-	return imagetest.Image(t, v1.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"},
+	return imagetest.Image(t, simpleConfig,
 		imagetest.Layer(t, imagetest.Dir("etc"), imagetest.File("etc/os-release", "ID=test\n")),
 		imagetest.Layer(t, imagetest.Dir("app"), imagetest.File("app/main.py", "print(1)\n")),
 	)

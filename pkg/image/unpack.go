@@ -68,7 +68,7 @@ type applier struct {
 	size  int64
 	euid  int
 	buf   []byte
-	chown bool // false when not root: ownership cannot be set (logged by the caller)
+	chown bool // false when not root: ownership cannot be set (the store logs it)
 
 	linkBuf [4096]byte
 
