@@ -38,6 +38,7 @@ var commands = []command{
 	{name: "secret", summary: "set, list and delete secret records (values are write-only)", run: secretGroup.run},
 	{name: "score", summary: "rank agents from attempt results (JSONL files or Harbor job directories)", run: runScore},
 	{name: "admin", summary: "platform operators: create workspaces, set billing, add users", run: runAdmin},
+	{name: "mock-model", summary: "serve a scripted mock model (OpenAI, Anthropic, Gemini wire APIs) for demos and tests", run: runMockModel},
 }
 
 func main() {
