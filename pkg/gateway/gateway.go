@@ -206,6 +206,7 @@ type Gateway struct {
 	sticky             *Fault // budget, gateway: stay once set
 	last               *Fault // the latest call's failure, cleared by a later success
 	rec                *os.File
+	recorder           *recorder
 	closed             bool
 	closeOnce          sync.Once
 }
@@ -279,6 +280,7 @@ func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 			return fail(fmt.Errorf("model gateway: open record: %w", err))
 		}
 		g.rec = f
+		g.recorder = newRecorder(g, f)
 	}
 	g.socket = cfg.SocketPath
 	if g.socket == "" {
@@ -368,6 +370,9 @@ func (g *Gateway) Close() error {
 func (g *Gateway) shutdown() error {
 	g.cancel()
 	var err error
+	if g.recorder != nil {
+		g.recorder.close()
+	}
 	if g.rec != nil {
 		err = g.rec.Close()
 	}
@@ -639,15 +644,10 @@ func (g *Gateway) record(st *callState, cut error) {
 	case c.Status/100 == 2 && st.op.metered:
 		g.last = nil
 	}
-	line := g.recordLine(st)
-	var werr error
-	if g.rec != nil {
-		_, werr = g.rec.Write(line)
+	if g.recorder != nil {
+		g.recorder.push(st) // under g.mu: lines keep the calls' order
 	}
 	g.mu.Unlock()
-	if werr != nil {
-		g.gatewayFault(fmt.Errorf("write record: %w", werr))
-	}
 	g.log.Info("model call", "seq", c.Seq, "api", c.API, "status", c.Status, "ms", c.DurationMS,
 		"input", c.Usage.Input, "cached", c.Usage.Cached, "output", c.Usage.Output, "fault", c.Fault)
 }
@@ -751,6 +751,9 @@ func requestModel(o op, path string, body []byte) string {
 		}
 		return ""
 	}
+	if _, _, m, ok := topLevelString(body, "model"); ok {
+		return m
+	}
 	var b struct {
 		Model string `json:"model"`
 	}
@@ -759,14 +762,21 @@ func requestModel(o op, path string, body []byte) string {
 }
 
 // setModel puts model into a JSON body's "model" field when it differs,
-// leaving every other byte as it was.
+// leaving every other byte as it was (providers' prompt caches key on the
+// prompt, and the record shows what the harness sent).
 func setModel(body []byte, model string) []byte {
+	want, _ := json.Marshal(model)
+	if s, e, cur, ok := topLevelString(body, "model"); ok {
+		if cur == model {
+			return body
+		}
+		out := make([]byte, 0, len(body)+len(want))
+		out = append(append(append(out, body[:s]...), want...), body[e:]...)
+		return out
+	}
+	// No plain "model" string: decode to set it.
 	var b map[string]json.RawMessage
 	if json.Unmarshal(body, &b) != nil {
-		return body
-	}
-	want, _ := json.Marshal(model)
-	if bytes.Equal(b["model"], want) {
 		return body
 	}
 	b["model"] = want

@@ -72,3 +72,29 @@ func TestMeter(t *testing.T) {
 		t.Error("usage found in a body that is not JSON")
 	}
 }
+
+func TestTopLevelString(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{`{"model":"gpt-5"}`, "gpt-5", true},
+		{` { "input" : [ {"model":"inner"}, "x\"}" ], "n": 1.5e3, "t": true, "model" : "m-1" , "z": null}`, "m-1", true},
+		{`{"messages":[{"content":"model"}],"stream":true}`, "", false},
+		{`{"model":"a\u0062"}`, "", false},
+		{`{"model":7}`, "", false},
+		{`[{"model":"x"}]`, "", false},
+		{`{"model":"unterminated`, "", false},
+	} {
+		s, e, got, ok := topLevelString([]byte(c.in), "model")
+		if ok != c.ok || got != c.want || ok && c.in[s:e] != `"`+c.want+`"` {
+			t.Errorf("topLevelString(%s) = %q, %v (%d:%d); want %q, %v", c.in, got, ok, s, e, c.want, c.ok)
+		}
+	}
+	if got := string(setModel([]byte(`{"a":[1,{"model":"no"}], "model": "x", "b":2}`), "gpt-5")); got != `{"a":[1,{"model":"no"}], "model": "gpt-5", "b":2}` {
+		t.Errorf("setModel = %s", got)
+	}
+	if got := string(setModel([]byte(`{"a":1}`), "m")); got != `{"a":1,"model":"m"}` {
+		t.Errorf("setModel without model = %s", got)
+	}
+}

@@ -5,9 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Redacted replaces every secret value in stored text.
@@ -90,7 +93,8 @@ func (r *redactor) headers(h http.Header) map[string]string {
 }
 
 // recordLine is one JSONL line of the record: the call, the request as the
-// harness sent it (its body as it went upstream) and the answer.
+// harness sent it (its body as it went upstream) and the answer. JSON bodies
+// stay JSON; streams (SSE text) become strings.
 func (g *Gateway) recordLine(st *callState) []byte {
 	type side struct {
 		Method    string            `json:"method,omitempty"`
@@ -100,38 +104,111 @@ func (g *Gateway) recordLine(st *callState) []byte {
 		Body      json.RawMessage   `json:"body,omitempty"`
 		Truncated bool              `json:"truncated,omitempty"`
 	}
-	req := side{Method: "POST", URL: st.call.Path, Headers: g.redactor.headers(st.header), Body: bodyJSON(g.redactor.bytes(st.body))}
+	reqBody := g.redactor.bytes(st.body)
+	req := side{Method: "POST", URL: st.call.Path, Headers: g.redactor.headers(st.header), Body: bodyJSON(reqBody, true)}
 	resp := side{Status: st.call.Status, Truncated: st.trunc}
+	respJSON := true
 	if st.resp != nil {
 		resp.Headers = g.redactor.headers(st.resp.Header)
+		respJSON = !strings.HasPrefix(st.resp.Header.Get("Content-Type"), "text/event-stream")
 	}
-	if st.respB.Len() > 0 {
-		resp.Body = bodyJSON(g.redactor.bytes(st.respB.Bytes()))
-	}
-	line, err := json.Marshal(struct {
+	respBody := g.redactor.bytes(st.respB.Bytes())
+	resp.Body = bodyJSON(respBody, respJSON && !st.trunc)
+	type line struct {
 		Call     Call `json:"call"`
 		Request  side `json:"request"`
 		Response side `json:"response"`
-	}{st.call, req, resp})
-	if err != nil {
-		// Every part is JSON already or a string; this cannot fail.
-		line = []byte(`{"error":"record: ` + err.Error() + `"}`)
 	}
-	return append(line, '\n')
+	// Marshal validates the raw JSON bodies; one that is not JSON after all
+	// is kept as a string.
+	out, err := json.Marshal(line{st.call, req, resp})
+	if err != nil {
+		req.Body, resp.Body = bodyJSON(reqBody, false), bodyJSON(respBody, false)
+		out, err = json.Marshal(line{st.call, req, resp})
+	}
+	if err != nil {
+		out = []byte(`{"error":"record: unencodable call"}`)
+	}
+	return append(out, '\n')
 }
 
-// bodyJSON keeps a JSON body as JSON and anything else (an SSE stream) as a
-// JSON string.
-func bodyJSON(b []byte) json.RawMessage {
+// bodyJSON keeps a body as raw JSON when asJSON (it is checked when the
+// line is marshalled), else as a JSON string.
+func bodyJSON(b []byte, asJSON bool) json.RawMessage {
 	if len(b) == 0 {
 		return nil
 	}
-	if json.Valid(b) {
-		var buf bytes.Buffer
-		if json.Compact(&buf, b) == nil {
-			return buf.Bytes()
+	if asJSON {
+		if t := bytes.TrimSpace(b); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+			return t
 		}
 	}
 	s, _ := json.Marshal(string(b))
 	return s
+}
+
+// recorder writes record lines in call order on a goroutine of its own, so
+// encoding a large conversation never delays the answer's end.
+type recorder struct {
+	g    *Gateway
+	w    io.Writer
+	mu   sync.Mutex
+	q    []*callState
+	shut bool
+	wake chan struct{}
+	done chan struct{}
+}
+
+func newRecorder(g *Gateway, w io.Writer) *recorder {
+	r := &recorder{g: g, w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go r.run()
+	return r
+}
+
+func (r *recorder) push(st *callState) {
+	r.mu.Lock()
+	r.q = append(r.q, st)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close writes what is queued and stops.
+func (r *recorder) close() {
+	r.mu.Lock()
+	r.shut = true
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	<-r.done
+}
+
+func (r *recorder) run() {
+	defer close(r.done)
+	failed := false
+	for {
+		r.mu.Lock()
+		q, shut := r.q, r.shut
+		r.q = nil
+		r.mu.Unlock()
+		for _, st := range q {
+			if failed {
+				continue
+			}
+			if _, err := r.w.Write(r.g.recordLine(st)); err != nil {
+				failed = true
+				r.g.gatewayFault(fmt.Errorf("write record: %w", err))
+			}
+		}
+		if shut && len(q) == 0 {
+			return
+		}
+		if len(q) == 0 {
+			<-r.wake
+		}
+	}
 }
