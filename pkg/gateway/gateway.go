@@ -456,6 +456,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o.bodyModel && g.cfg.Route.Model != "" {
 		body = setModel(body, g.cfg.Route.Model)
 	}
+	if o.api == Chat {
+		body = includeUsage(body)
+	}
 	st.body = body
 
 	if msg, status, kind := g.refusal(); msg != "" {
@@ -785,6 +788,31 @@ func setModel(body []byte, model string) []byte {
 		return body
 	}
 	return out
+}
+
+// includeUsage asks a streamed Chat Completions call for its usage chunk
+// (stream_options.include_usage) when the harness did not, so every call is
+// metered: without it the stream carries no usage at all. OpenAI's clients
+// accept the extra chunk (empty choices) the option adds.
+func includeUsage(body []byte) []byte {
+	s, e, ok := topLevelValue(body, "stream")
+	if !ok || string(body[s:e]) != "true" {
+		return body
+	}
+	if s, e, ok := topLevelValue(body, "stream_options"); ok {
+		var opts map[string]json.RawMessage
+		if json.Unmarshal(body[s:e], &opts) != nil || string(opts["include_usage"]) == "true" {
+			return body
+		}
+		opts["include_usage"] = json.RawMessage("true")
+		v, err := json.Marshal(opts)
+		if err != nil {
+			return body
+		}
+		return append(append(append(make([]byte, 0, len(body)+24), body[:s]...), v...), body[e:]...)
+	}
+	i := bytes.IndexByte(body, '{') + 1 // topLevelValue found an object
+	return append(append(append(make([]byte, 0, len(body)+40), body[:i]...), `"stream_options":{"include_usage":true},`...), body[i:]...)
 }
 
 // guessAPI picks the error shape for a request that is not a model call.
