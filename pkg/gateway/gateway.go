@@ -231,7 +231,9 @@ type callState struct {
 }
 
 // Start starts a gateway for one attempt. It returns once the gateway
-// listens. A failure here is the platform's (an infra error).
+// listens. A failure here is the platform's (an infra error). ctx's values
+// are kept, but its end does not stop the gateway: Close does (and the
+// deadline in Limits ends calls).
 func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 	if len(cfg.Route.BaseURLs) == 0 {
 		return nil, errors.New("model gateway: the route has no upstream base URL")
