@@ -228,12 +228,13 @@ type callState struct {
 	target    *url.URL
 	header    http.Header // the harness's request headers, for the record
 	meter     *meter
-	resp      *http.Response
-	respB     bytes.Buffer
-	trunc     bool
-	once      sync.Once
-	cancel    context.CancelFunc
-	attempts  attempts
+
+	respHeader http.Header // the upstream answer's headers, as received
+	respB      bytes.Buffer
+	trunc      bool
+	once       sync.Once
+	cancel     context.CancelFunc
+	attempts   attempts
 }
 
 // Start starts a gateway for one attempt. It returns once the gateway
@@ -538,7 +539,10 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	st := resp.Request.Context().Value(stateKey{}).(*callState)
-	st.resp = resp
+
+	// The record reads the upstream's headers on its own goroutine; the proxy
+	// and the translation go on using resp.Header.
+	st.respHeader = resp.Header.Clone()
 	st.call.Status = resp.StatusCode
 	st.call.FirstByteMS = time.Since(st.start).Milliseconds()
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
