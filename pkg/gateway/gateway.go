@@ -221,14 +221,13 @@ type callState struct {
 	op   op
 	// upAPI is the upstream's wire API: op.api, or Chat when a Responses
 	// call is translated (translate.go).
-	upAPI     WireAPI
-	translate bool
-	start     time.Time
-	body      []byte // the request body sent upstream
-	target    *url.URL
-	header    http.Header // the harness's request headers, for the record
-	meter     *meter
-
+	upAPI      WireAPI
+	translate  bool
+	start      time.Time
+	body       []byte // the request body sent upstream
+	target     *url.URL
+	header     http.Header // the harness's request headers, for the record
+	meter      *meter
 	respHeader http.Header // the upstream answer's headers, as received
 	respB      bytes.Buffer
 	trunc      bool
