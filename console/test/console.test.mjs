@@ -412,6 +412,35 @@ test('secrets are set write-only and listed by name', async () => {
   noProblems();
 });
 
+test('every page fits a 375 px phone: no horizontal page scroll, the top bar on screen', async () => {
+  await page.setViewportSize({ width: 375, height: 800 });
+  try {
+    for (const [name, url, ready] of [
+      ['benchmarks', '/benchmarks', '#benchmark-list'],
+      ['benchmark', '/benchmarks/demo-bench', '#leaderboard-body tbody tr'],
+      ['run', `/benchmarks/runs/${RUN_ID}`, '#run-name'],
+      ['new-run', '/runs/new?benchmark=demo-bench', '#summary-tasks'],
+      ['runs', '/runs', '#run-list'],
+      ['secrets', '/secrets', '#secret-form'],
+    ]) {
+      await page.goto(`${BASE}${url}`);
+      await page.locator(ready).first().waitFor();
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 375, `${name}: the page is ${width} px wide at 375 px`);
+      const signOut = await page.locator('#topbar button:has-text("Sign out")').boundingBox();
+      assert.ok(signOut && signOut.x >= 0 && signOut.x + signOut.width <= 375, `${name}: Sign out is off-screen (${JSON.stringify(signOut)})`);
+      if (name === 'run') {
+        const tick = await page.locator('#pass-at-k svg .axis text').first().boundingBox();
+        assert.ok(tick && tick.height >= 9, `run: pass@k tick labels are ${tick && tick.height} px tall at 375 px`);
+      }
+      await shot(`15-narrow-${name}`);
+    }
+  } finally {
+    await page.setViewportSize({ width: 1440, height: 900 });
+  }
+  noProblems();
+});
+
 test('a token the API rejects returns to sign-in', async () => {
   await page.evaluate(() => localStorage.setItem('gauntlet.token', 'gt_revoked'));
   await page.goto(`${BASE}/runs`);
