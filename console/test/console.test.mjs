@@ -305,6 +305,17 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   const agents = page.locator('section[aria-labelledby="agents-title"] tbody tr');
   assert.equal(await agents.count(), 2);
   assert.match(await agents.nth(0).innerText(), /oracle \(oracle\)[\s\S]*100\.0%/);
+  // Every column sorts: pass@1 best first, then reversed.
+  await page.click('#agents-table th button[data-sort="pass1"]');
+  await page.locator('#agents-table th[aria-sort="descending"] button[data-sort="pass1"]').waitFor();
+  assert.match(await agents.nth(0).innerText(), /^oracle/);
+  await page.click('#agents-table th button[data-sort="pass1"]');
+  await page.locator('#agents-table th[aria-sort="ascending"] button[data-sort="pass1"]').waitFor();
+  assert.match(await agents.nth(0).innerText(), /^nop/);
+  await page.click('#agents-table th button[data-sort="agent"]');
+  await page.locator('#agents-table th[aria-sort="ascending"] button[data-sort="agent"]').waitFor();
+  assert.match(await agents.nth(0).innerText(), /^nop/, 'by name: nop before oracle');
+  assert.equal(await page.locator('#metrics-partial').count(), 0, 'a finished run\'s metrics are not partial');
   assert.equal(await page.locator('#pass-at-k svg circle').count(), 4, 'two agents × k = 1..2');
   assert.ok(await page.locator('#category-bars .bar-line').count() >= 2);
   const bar = page.locator('.run-progress [role="progressbar"]');
@@ -394,6 +405,10 @@ test('a submitted run opens live, and Stop stops it', async () => {
   const legend = await page.locator('.run-progress .legend').innerText();
   const cancelled = Number(/cancelled (\d+)/.exec(legend)?.[1]);
   assert.ok(cancelled > 0, `a stopped run cancels the attempts it did not start: ${legend}`);
+  // The progress counts the attempts that ran, not the cancelled ones.
+  const label = await page.locator('.run-progress .progress .label').innerText();
+  const ran = Number(/^(\d+)\/24/.exec(label)?.[1]);
+  assert.ok(ran < 24 && label.includes(`${cancelled} cancelled`), `progress of a stopped run: ${label}`);
   await shot('13-run-stopped');
   noProblems();
 });
