@@ -21,7 +21,24 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 5x -count 3 ./pkg/image/
 //
-// The cold pulls use the Debian base images (make base-images).
+// The cold pulls use the Debian base images (make base-images). With
+// IMAGE_BENCH_DIR set (e.g. /dev/shm), stores and tar targets go there: on
+// tmpfs the figures leave out a shared disk's contention.
+
+// benchDir is a fresh directory under IMAGE_BENCH_DIR, else b.TempDir().
+func benchDir(b *testing.B) string {
+	b.Helper()
+	parent := os.Getenv("IMAGE_BENCH_DIR")
+	if parent == "" {
+		return b.TempDir()
+	}
+	d, err := os.MkdirTemp(parent, "image-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
 
 func quietStore(b *testing.B, dir string, mirrors []image.Mirror) *image.Store {
 	b.Helper()
@@ -91,7 +108,7 @@ func BenchmarkColdPull(b *testing.B) {
 			var size int64
 			for b.Loop() {
 				b.StopTimer()
-				dir := b.TempDir()
+				dir := benchDir(b)
 				st := quietStore(b, dir, mirrors)
 				b.StartTimer()
 				res, err := st.Pull(context.Background(), tc.ref, nil)
@@ -109,7 +126,7 @@ func BenchmarkColdPull(b *testing.B) {
 			src := filepath.Join(localreg.BaseDir(), tc.tarball)
 			for b.Loop() {
 				b.StopTimer()
-				dir := b.TempDir()
+				dir := benchDir(b)
 				b.StartTimer()
 				if out, err := exec.Command("tar", "-xf", src, "-C", dir).CombinedOutput(); err != nil {
 					b.Fatalf("tar: %v\n%s", err, out)
@@ -127,7 +144,7 @@ func BenchmarkColdPull(b *testing.B) {
 // its lock. unpacks/op must be 1.
 func BenchmarkConcurrentFirstUse(b *testing.B) {
 	_, mirrors := imagetest.BaseImages(b)
-	blobsDir := b.TempDir()
+	blobsDir := benchDir(b)
 	seed := quietStore(b, blobsDir, mirrors)
 	res, err := seed.Resolve(context.Background(), "debian:bookworm-slim")
 	if err != nil {
