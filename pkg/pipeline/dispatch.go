@@ -320,7 +320,7 @@ const maxUploadURLLifetime = 24 * time.Hour
 // OutputPrefix is the blob key prefix of one generation of a slot:
 // result.json and artifacts/ live under it.
 func OutputPrefix(runID, slotID string, gen int) string {
-	return fmt.Sprintf("runs/%s/slots/%s/g%d/", runID, slotID, gen)
+	return fmt.Sprintf("%s%s/slots/%s/g%d/", blob.RunsPrefix, runID, slotID, gen)
 }
 
 func scaled(sec, mult float64) time.Duration {

@@ -55,6 +55,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 )
@@ -229,7 +230,7 @@ func (d *Driver) sealSecrets(ctx context.Context, spec sandbox.Spec) ([]types.Ke
 	// of the first attempt (same clientToken) must not overwrite the object
 	// that task's data key opens.
 	fp := sha256.Sum256(wrapped)
-	blobKey := "launches/" + clientToken(spec.LaunchID) + "/" + hex.EncodeToString(fp[:8]) + ".sealed"
+	blobKey := blob.LaunchesPrefix + clientToken(spec.LaunchID) + "/" + hex.EncodeToString(fp[:8]) + ".sealed"
 	if err := d.cfg.Sealed.Put(ctx, blobKey, bytes.NewReader(ct)); err != nil {
 		return nil, fmt.Errorf("ecs launch %s: store sealed secrets: %w", spec.LaunchID, err)
 	}
