@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"strconv"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // percent renders a pass rate as "v% (lo–hi)", "–" when undefined.

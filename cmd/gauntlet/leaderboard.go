@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"os"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // runLeaderboard is `gauntlet leaderboard BENCHMARK [--metric M]`.

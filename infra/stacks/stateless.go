@@ -85,7 +85,7 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 		s.Functions[f.Name] = fn
 	}
 	s.API, err = api.New(stack, "Api", api.Props{
-		Handler:       s.Functions["api"].Function,
+		Handler:       s.Functions[fnspec.APIFunction.Name].Function,
 		JWTIssuer:     cfg.JWTIssuer,
 		JWTAudience:   cfg.JWTAudience,
 		CORSOrigin:    s.consoleOrigin(cfg),
@@ -97,8 +97,8 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	if err != nil {
 		return nil, err
 	}
-	s.Functions["api"].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_ISSUER"), s.API.Issuer, nil)
-	s.Functions["api"].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_AUDIENCE"), s.API.Audience, nil)
+	s.Functions[fnspec.APIFunction.Name].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_ISSUER"), s.API.Issuer, nil)
+	s.Functions[fnspec.APIFunction.Name].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_AUDIENCE"), s.API.Audience, nil)
 
 	s.grant(props.Stateful)
 	if err := s.trigger(cfg, props.Stateful); err != nil {

@@ -77,12 +77,12 @@ func sqsSource(q *queues.Queue, batch, maxConcurrency int) awslambda.IEventSourc
 // trigger connects each function to what invokes it.
 func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 	fn := func(name string) awslambda.Function { return s.Functions[name].Function }
-	fn("planner").AddEventSource(sqsSource(st.Plan, 1, 5))
-	fn("dispatcher").AddEventSource(sqsSource(st.Slots, 10, cfg.DispatcherConcurrency))
-	fn("ingester").AddEventSource(sqsSource(st.Results, 10, 10))
-	fn("registrysync").AddEventSource(sqsSource(st.Sync, 1, 2))
-	fn("grader").AddEventSource(sqsSource(st.Completions, 10, 10))
-	fn("leaderboard").AddEventSource(awslambdaeventsources.NewDynamoEventSource(st.Table.Table, &awslambdaeventsources.DynamoEventSourceProps{
+	fn(fnspec.Planner.Name).AddEventSource(sqsSource(st.Plan, 1, 5))
+	fn(fnspec.Dispatcher.Name).AddEventSource(sqsSource(st.Slots, 10, cfg.DispatcherConcurrency))
+	fn(fnspec.Ingester.Name).AddEventSource(sqsSource(st.Results, 10, 10))
+	fn(fnspec.RegistrySync.Name).AddEventSource(sqsSource(st.Sync, 1, 2))
+	fn(fnspec.Grader.Name).AddEventSource(sqsSource(st.Completions, 10, 10))
+	fn(fnspec.Leaderboard.Name).AddEventSource(awslambdaeventsources.NewDynamoEventSource(st.Table.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(100),
 		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(5)),
@@ -148,9 +148,9 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 			AppliesTo: &[]any{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<[A-Za-z0-9]+\.Arn>:\*$/`)}},
 		}}, jsii.Bool(true))
 	}
-	schedule("RegistrySyncSchedule", cfg.SyncSchedule, "gauntlet: sync benchmark registries", fn("registrysync"), 2)
+	schedule("RegistrySyncSchedule", cfg.SyncSchedule, "gauntlet: sync benchmark registries", fn(fnspec.RegistrySync.Name), 2)
 	// A missed watchdog tick is covered by the next one a minute later.
-	schedule("WatchdogSchedule", cfg.WatchdogSchedule, "gauntlet: stop overdue sandboxes, re-queue stuck slots", fn("watchdog"), 0)
+	schedule("WatchdogSchedule", cfg.WatchdogSchedule, "gauntlet: stop overdue sandboxes, re-queue stuck slots", fn(fnspec.Watchdog.Name), 0)
 	return nil
 }
 

@@ -1,9 +1,9 @@
 package api
 
 import (
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )

@@ -110,8 +110,8 @@ type Function struct {
 	Source Port
 	// Scheduled functions are also invoked by a schedule (besides Trigger).
 	Scheduled bool
-	Uses     []Use
-	Settings []Setting
+	Uses      []Use
+	Settings  []Setting
 	// Timeout bounds one invocation; a consumed queue's visibility timeout
 	// derives from it.
 	Timeout time.Duration

@@ -1,4 +1,6 @@
-// Package sandbox defines the sandbox port: launching the sandbox-runner for
+// Package sandbox defines the sandbox port.
+//
+// It defines the sandbox port: launching the sandbox-runner for
 // one slot in an isolated environment, stopping it, listing a run's sandboxes,
 // and the completion event emitted when one ends. The local driver runs the
 // runner as a child process (bubblewrap isolation); the cloud driver runs an
@@ -48,12 +50,16 @@ type Output struct {
 	// sandbox's deadline (the watchdog stops it then), so a leaked URL
 	// cannot rewrite a result after the slot is over.
 	Expires      time.Time `json:"expires,omitzero"`
-	ResultURL    string `json:"result_url,omitempty"`    // presigned PUT for result.json
-	ArtifactsURL string `json:"artifacts_url,omitempty"` // presigned PUT for artifacts.tar.gz
+	ResultURL    string    `json:"result_url,omitempty"`    // presigned PUT for result.json
+	ArtifactsURL string    `json:"artifacts_url,omitempty"` // presigned PUT for artifacts.tar.gz
 }
 
+// SpecEnv is the environment variable that carries a slot spec (JSON) to
+// the runner when no spec file is given (the ECS driver's task override).
+const SpecEnv = "GAUNTLET_SLOT_SPEC"
+
 // Spec is everything a sandbox needs to run one slot. It is serialized to
-// JSON for the runner (GAUNTLET_SLOT_SPEC); Secrets never are.
+// JSON for the runner (a file, or SpecEnv); Secrets never are.
 type Spec struct {
 	// LaunchID identifies this launch (run, slot, generation); launching the
 	// same LaunchID twice adopts the first sandbox instead of starting another.

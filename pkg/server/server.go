@@ -1,4 +1,6 @@
-// Package server composes `gauntlet local`: the embedded platform
+// Package server composes `gauntlet local`.
+//
+// It composes `gauntlet local`: the embedded platform
 // (pkg/local: SQLite, local queues, blobs, secrets, sandboxes and the
 // pipeline loops), the benchmark sync service with its queue loop, the HTTP
 // API and the web console, served on loopback. On first start it creates a

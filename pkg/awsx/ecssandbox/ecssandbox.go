@@ -1,4 +1,6 @@
-// Package ecssandbox is the ECS Fargate adapter of the sandbox port, and the
+// Package ecssandbox is the ECS Fargate adapter of the sandbox port.
+//
+// It is the ECS Fargate adapter of the sandbox port, and the
 // decoder of EventBridge "ECS Task State Change" events into completions.
 //
 // Every sandbox is one Fargate task of a task definition registered once per
@@ -114,8 +116,6 @@ const (
 	RunnerContainer = "runner-init"
 	TaskContainer   = "task"
 	runnerMount     = "/gauntlet"
-	// SpecEnv carries the slot spec (JSON) to the runner.
-	SpecEnv = "GAUNTLET_SLOT_SPEC"
 )
 
 // Driver implements sandbox.Driver on ECS Fargate.
@@ -206,7 +206,7 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if err != nil {
 		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: encode spec: %w", spec.LaunchID, err)
 	}
-	env := []types.KeyValuePair{{Name: aws.String(SpecEnv), Value: aws.String(string(specJSON))}}
+	env := []types.KeyValuePair{{Name: aws.String(sandbox.SpecEnv), Value: aws.String(string(specJSON))}}
 	sealedEnv, err := d.sealSecrets(ctx, spec)
 	if err != nil {
 		return sandbox.Handle{}, err

@@ -219,7 +219,7 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 		env[m["name"].(string)] = m["value"].(string)
 	}
 	var spec sandbox.Spec
-	if err := json.Unmarshal([]byte(env[ecssandbox.SpecEnv]), &spec); err != nil {
+	if err := json.Unmarshal([]byte(env[sandbox.SpecEnv]), &spec); err != nil {
 		t.Fatal(err)
 	}
 	// The task's stored files reach it through presigned URLs only: a GET of

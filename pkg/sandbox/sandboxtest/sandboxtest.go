@@ -1,4 +1,6 @@
-// Package sandboxtest is the contract suite of the sandbox port: Run checks
+// Package sandboxtest is the contract suite of the sandbox port.
+//
+// It is the contract suite of the sandbox port: Run checks
 // any sandbox.Driver against the behaviour the pipeline relies on, the way
 // fstest.TestFS checks a file system.
 //
