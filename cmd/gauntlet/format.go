@@ -61,16 +61,6 @@ func humanCount(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-func rank(r v1.BoardRow) string {
-	switch {
-	case r.Rank == 0:
-		return "–"
-	case r.Tied:
-		return strconv.Itoa(r.Rank) + "*"
-	}
-	return strconv.Itoa(r.Rank)
-}
-
 func when(t *time.Time) string {
 	if t == nil {
 		return "–"
