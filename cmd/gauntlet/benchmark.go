@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 

@@ -4,13 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
 )

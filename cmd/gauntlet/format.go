@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
-	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"strconv"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 )
 
 // percent renders a pass rate as "v% (lo–hi)", "–" when undefined.

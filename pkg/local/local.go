@@ -21,6 +21,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
@@ -61,12 +62,13 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
-// Queue names; each has a dead-letter queue named <name>-dlq.
+// Queue names, those of the function table's queues; each has a
+// dead-letter queue named <name>-dlq.
 const (
-	PlanQueue        = "plan"
-	SlotsQueue       = "slots"
-	CompletionsQueue = "completions"
-	ResultsQueue     = "results"
+	PlanQueue        = string(fnspec.PlanQueue)
+	SlotsQueue       = string(fnspec.SlotsQueue)
+	CompletionsQueue = string(fnspec.CompletionsQueue)
+	ResultsQueue     = string(fnspec.ResultsQueue)
 )
 
 // maxReceives is how often a failing message is delivered before it is
@@ -219,10 +221,10 @@ func (p *Platform) Start(ctx context.Context) error {
 		return d
 	}
 	loops := []func(context.Context){
-		p.poller(PlanQueue, 1, vis(5*time.Minute), p.svc.HandlePlan),
-		p.poller(SlotsQueue, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
-		p.poller(CompletionsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
-		p.poller(ResultsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
+		p.poller(fnspec.Planner, 1, vis(5*time.Minute), p.svc.HandlePlan),
+		p.poller(fnspec.Dispatcher, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
+		p.poller(fnspec.Grader, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
+		p.poller(fnspec.Ingester, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
 		p.tailChanges,
 		p.watchdog,
 	}

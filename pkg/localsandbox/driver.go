@@ -177,6 +177,11 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if h, ok := d.ended.get(id, time.Now()); ok {
 		return h, nil
 	}
+	task, err := sandbox.ResolveLocal(ctx, spec.Task, d.cfg.Blobs)
+	if err != nil {
+		return sandbox.Handle{}, fmt.Errorf("launch %s: %w", spec.LaunchID, err)
+	}
+	spec.Task = task
 	h := sandbox.Handle{ID: id, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
 	log := d.log.With("sandbox_id", id, "launch_id", spec.LaunchID)
 	if d.cfg.Isolation == runner.IsolationProcess {

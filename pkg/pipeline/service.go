@@ -1,4 +1,6 @@
-// Package pipeline holds the execution handlers of gauntlet — Submit, Plan,
+// Package pipeline holds the execution handlers of gauntlet.
+//
+// It holds the execution handlers of gauntlet — Submit, Plan,
 // Dispatch, Grade, Ingest, Recompute, Stop and Watch — as plain methods of a
 // Service built from ports. The cloud Lambdas and the local loops call the
 // same methods; only the adapters behind the ports differ.

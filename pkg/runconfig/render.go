@@ -3,6 +3,8 @@ package runconfig
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -150,7 +152,7 @@ func (w *tomlWriter) stringTable(name string, m map[string]string) {
 		return
 	}
 	w.table(name)
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		fmt.Fprintf(&w.b, "%s = %s\n", tomlKey(k), tomlString(m[k]))
 	}
 }

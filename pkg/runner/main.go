@@ -20,7 +20,7 @@ import (
 
 // SpecEnv is the environment variable that may carry the slot spec as JSON
 // instead of --spec (the cloud driver passes it this way).
-const SpecEnv = "GAUNTLET_SLOT_SPEC"
+const SpecEnv = sandbox.SpecEnv
 
 // Main is sandbox-runner's entry point: it parses args (without the program
 // name), takes the spec, the secrets and the sealed secrets' location out of
