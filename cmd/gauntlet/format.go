@@ -9,8 +9,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 )
 
-// percent renders a pass rate as "v% (lo–hi)", "–" when undefined.
-
 func passAtK(p *v1.PassAtKPoint) string {
 	if p == nil {
 		return "–"
