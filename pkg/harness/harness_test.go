@@ -65,7 +65,7 @@ func TestReadUsageJSON(t *testing.T) {
 	}{
 		{name: "absent"},
 		{name: "full", content: `{"input_tokens": 10, "cache_tokens": 2, "output_tokens": 3, "cost_usd": 0.5, "extra": true}`,
-			want: Usage{InputTokens: 10, CacheTokens: 2, OutputTokens: 3, CostUSD: 0.5}, wantOK: true},
+			want: Usage{InputTokens: 10, CacheTokens: 2, OutputTokens: 3, CostUSD: 0.5, CostReported: true}, wantOK: true},
 		{name: "partial", content: `{"output_tokens": 7}`, want: Usage{OutputTokens: 7}, wantOK: true},
 		{name: "negative", content: `{"input_tokens": -1}`, wantErr: true},
 		{name: "not json", content: `tokens: 3`, wantErr: true},
