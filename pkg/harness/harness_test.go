@@ -16,11 +16,12 @@ func TestHarnessTable(t *testing.T) {
 			t.Errorf("harness %q lacks a description, version or run command", h.Name)
 		}
 	}
-	if diff := cmp.Diff([]string{"command", "nop", "oracle"}, names); diff != "" {
+	want := []string{"claude-code", "codex", "command", "cursor-cli", "gemini-cli", "mini-swe-agent", "nop", "opencode", "openhands", "oracle"}
+	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("harness names (-want +got):\n%s", diff)
 	}
-	if _, ok := Lookup("codex"); ok {
-		t.Error(`Lookup("codex") found a row that does not exist yet`)
+	if _, ok := Lookup("no-such-harness"); ok {
+		t.Error(`Lookup("no-such-harness") found a row`)
 	}
 	oracle, ok := Lookup("oracle")
 	if !ok || !oracle.MountsSolution {

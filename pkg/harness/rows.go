@@ -155,12 +155,15 @@ enabled = false
 	},
 	{
 		Name: "opencode",
-		Description: "SST's opencode (npm opencode-ai), one-shot `opencode run --format json`; " +
+		Description: "SST's opencode (npm opencode-ai's Linux x64 binary, opencode-linux-x64), one-shot `opencode run --format json`; " +
 			"speaks OpenAI Chat Completions through @ai-sdk/openai-compatible",
 		Version: "1.18.33",
 		Bundle: &Bundle{
-			Package:  "opencode-ai",
-			Packages: []string{"opencode-ai", "opencode-linux-x64"},
+			// The binary package itself: opencode-ai is only a wrapper whose
+			// postinstall links it (and its lock entry lacks the other
+			// platforms' packages, which npm ci then refuses).
+			Package:  "opencode-linux-x64",
+			Packages: []string{"opencode-linux-x64"},
 			Files:    []BundleFile{{From: "opencode-linux-x64/bin/opencode", To: "bin/opencode"}},
 			Program:  "bin/opencode",
 		},
