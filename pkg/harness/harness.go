@@ -103,12 +103,13 @@ type BundleFile struct {
 	To   string // relative to the bundle root
 }
 
-// Wire APIs a harness may speak (the model gateway meters each).
+// Wire APIs a harness may speak (the model gateway meters each; the values
+// are pkg/gateway's WireAPI names).
 const (
 	WireOpenAIResponses   = "openai-responses"
-	WireOpenAIChat        = "openai-chat-completions"
+	WireOpenAIChat        = "openai-chat"
 	WireAnthropicMessages = "anthropic-messages"
-	WireGemini            = "gemini-generate-content"
+	WireGemini            = "gemini"
 )
 
 // RunTemplateData is what a harness's Run, Env and Files templates may refer to.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 )
@@ -45,6 +46,12 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 				return sandbox.ExitInfra
 			}
 			return sandbox.ExitOK
+		case ForwardCommand:
+			// Inside the agent's sandbox: relay a loopback port to the
+			// model gateway's socket until the sandbox ends.
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return gateway.ForwardMain(ctx, args[1:], os.Stdout, os.Stderr)
 		case execPhaseCommand:
 			return execPhase(args[1:], os.Stderr)
 		case killAllCommand:
@@ -105,8 +112,9 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 }
 
 type mainConfig struct {
-	specFile string
-	opts     Options
+	specFile   string
+	modelsFile string
+	opts       Options
 }
 
 func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
@@ -122,6 +130,8 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.IntVar(&cfg.opts.AgentGID, "agent-gid", DefaultAgentGID, "gid the agent runs as under container isolation")
 	fs.StringVar(&cfg.opts.AgentsDir, "agents-dir", "", "directory mounted read-only at /agent for command agents")
 	fs.StringVar(&cfg.opts.BwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
+	fs.StringVar(&cfg.opts.AgentBundles, "agent-bundles", "", "agent bundle cache (default ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents)")
+	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -130,6 +140,15 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	}
 	if cfg.opts.OutDir == "" {
 		return cfg, errors.New("--out is required")
+	}
+	if cfg.modelsFile != "" {
+		data, err := os.ReadFile(cfg.modelsFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--model-gateway-config: %w", err)
+		}
+		if cfg.opts.Models, err = gateway.ParseOperatorConfig(data); err != nil {
+			return cfg, fmt.Errorf("--model-gateway-config %s: %w", cfg.modelsFile, err)
+		}
 	}
 	return cfg, nil
 }
