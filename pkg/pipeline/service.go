@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -65,6 +66,9 @@ type Options struct {
 	// LostGrace is how long a running slot's sandbox may be missing from the
 	// driver's list before the slot is declared lost (default 2 min).
 	LostGrace time.Duration
+	// Platform is what this deployment's sandboxes can do; submit refuses
+	// harnesses they cannot run (the zero value: no network installs).
+	Platform harness.Platform
 	// MetricsInterval is how often a running run's metrics are recomputed at
 	// most (default 2 s); an ended run's always are.
 	MetricsInterval time.Duration

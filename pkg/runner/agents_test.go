@@ -80,6 +80,9 @@ func agentSpec(t *testing.T, name string) sandbox.Spec {
 	h, _ := harness.Lookup(name)
 	spec := baseSpec(t, name)
 	spec.Model = mockModel
+	// The fixture task's 256 MB would kill the Node and Bun programs
+	// (opencode is SIGKILLed by the memory cgroup); real tasks give 2 GB+.
+	spec.MemoryMB = 2048
 	spec.Secrets = map[string]secret.Value{h.KeyEnv: modelKey, "MOCK_API_KEY": modelKey, "OTHER_SECRET": otherSecret}
 	return spec
 }
