@@ -39,6 +39,10 @@ type Options struct {
 	Isolation string
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
+	// AgentBundles is the agent-bundle cache ("" = the default cache).
+	AgentBundles string
+	// ModelGatewayConfig is the operator's model gateway TOML ("" = none).
+	ModelGatewayConfig string
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
 	// platform workspace through benchsync (as the cloud does) and syncs the
 	// benchmarks that need it before returning, so those whose tasks are on
@@ -144,7 +148,7 @@ func (p *Platform) open() error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles, ModelGatewayConfig: p.opts.ModelGatewayConfig, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)

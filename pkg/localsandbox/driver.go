@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -44,6 +45,11 @@ type Config struct {
 	AgentsDir string
 	// BwrapPath is the bubblewrap binary; "" looks up bwrap on PATH.
 	BwrapPath string
+	// AgentBundles is the agent-bundle cache ("" = agentbundle.DefaultDir()).
+	AgentBundles string
+	// ModelGatewayConfig is the operator's TOML for the model gateway's
+	// provider table ("" = the default table).
+	ModelGatewayConfig string
 	// Blobs receives each sandbox's outputs under its spec's Output.Prefix.
 	Blobs blob.Store
 	// Completions receives one JSON sandbox.Completion per sandbox end.
@@ -225,6 +231,14 @@ func (d *Driver) start(p *proc) error {
 	}
 	if d.bwrap != "" {
 		args = append(args, "--bwrap", d.bwrap)
+	}
+	bundles := d.cfg.AgentBundles
+	if bundles == "" {
+		bundles = agentbundle.DefaultDir()
+	}
+	args = append(args, "--agent-bundles", bundles)
+	if d.cfg.ModelGatewayConfig != "" {
+		args = append(args, "--model-gateway-config", d.cfg.ModelGatewayConfig)
 	}
 	cmd := exec.Command(d.cfg.RunnerPath, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, runner.SecretEnv(p.spec)...)

@@ -83,6 +83,9 @@ func agentSpec(t *testing.T, name string) sandbox.Spec {
 	// The fixture task's 256 MB would kill the Node and Bun programs
 	// (opencode is SIGKILLed by the memory cgroup); real tasks give 2 GB+.
 	spec.MemoryMB = 2048
+	// gemini-cli and opencode start in 2–5 s on an idle machine; a busy
+	// one (two cores shared by many) takes several times that.
+	spec.AgentTimeout = 2 * time.Minute
 	spec.Secrets = map[string]secret.Value{h.KeyEnv: modelKey, "MOCK_API_KEY": modelKey, "OTHER_SECRET": otherSecret}
 	return spec
 }

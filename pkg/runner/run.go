@@ -134,7 +134,7 @@ type trial struct {
 	programUsage *harness.Usage
 	gateway      *gateway.Totals
 	reward       *harbor.Reward
-	exitCodes  map[string]int
+	exitCodes    map[string]int
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
