@@ -1,6 +1,7 @@
 package modelmock
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -40,7 +41,10 @@ type Handler struct {
 
 	seq  atomic.Int64
 	done chan struct{} // closed by Close: releases hanging requests
-	once sync.Once
+
+	arrived int           // requests received, answered or not
+	arrival chan struct{} // closed and replaced at each arrival
+	once    sync.Once
 }
 
 // NewHandler returns a handler replaying s. It panics on an invalid script:
@@ -50,7 +54,32 @@ func NewHandler(s Script) *Handler {
 	if err := s.Validate(); err != nil {
 		panic(fmt.Sprintf("modelmock: invalid script: %v", err))
 	}
-	return &Handler{script: s, done: make(chan struct{})}
+	return &Handler{script: s, done: make(chan struct{}), arrival: make(chan struct{})}
+}
+
+// Arrived is the number of requests received so far, answered or not.
+func (h *Handler) Arrived() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.arrived
+}
+
+// WaitArrived blocks until n requests have arrived (answered or not: a
+// hanging one counts once it is held) or ctx ends.
+func (h *Handler) WaitArrived(ctx context.Context, n int) error {
+	for {
+		h.mu.Lock()
+		got, ch := h.arrived, h.arrival
+		h.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("modelmock: %d of %d requests arrived: %w", got, n, ctx.Err())
+		}
+	}
 }
 
 // SetScript replaces the script (and resets the failure count).
@@ -93,6 +122,11 @@ func (h *Handler) Close() {
 // ServeHTTP answers one model request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
+	h.mu.Lock()
+	h.arrived++
+	close(h.arrival)
+	h.arrival = make(chan struct{})
+	h.mu.Unlock()
 	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body, Turn: -1}
 	api, ok := routeAPI(r.URL.Path)
 	rec.API = api
