@@ -26,15 +26,27 @@ func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	dir := fs.String("cache", agentbundle.DefaultDir(), "agent bundle cache (default ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+	// Flags may come before or after the harness names.
+	var names []string
+	for rest := args[1:]; ; {
+		if err := fs.Parse(rest); err != nil {
+			return exitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		names, rest = append(names, fs.Arg(0)), fs.Args()[1:]
 	}
 	cache := agentbundle.Cache{Dir: *dir}
 	table := agentbundle.Bundled(harness.All())
 	if args[0] == "list" {
+		if len(names) > 0 {
+			fmt.Fprintln(stderr, "gauntlet agents list: takes no arguments")
+			return exitUsage
+		}
 		return listAgents(cache, stdout, stderr)
 	}
-	if names := fs.Args(); len(names) > 0 {
+	if len(names) > 0 {
 		var pick []harness.Harness
 		for _, n := range names {
 			i := slices.IndexFunc(table, func(h harness.Harness) bool { return h.Name == n })

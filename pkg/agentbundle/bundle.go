@@ -143,8 +143,6 @@ type Cache struct {
 	// Lock is the package-lock.json bundles are prepared from (the
 	// embedded agents/package-lock.json unless set).
 	Lock []byte
-	// PackageJSON goes with Lock (the embedded agents/package.json unless set).
-	PackageJSON []byte
 }
 
 func (c Cache) dir() string {

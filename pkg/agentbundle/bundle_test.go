@@ -96,7 +96,7 @@ func (p *recordingProgress) Add(n int64)             { p.bytes += n }
 
 func TestInstallPreparesOncePrunedAndContentAddressed(t *testing.T) {
 	npm, counter := fakeNPM(t)
-	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock), PackageJSON: []byte(`{"name":"t"}`)}
+	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock)}
 	table := []harness.Harness{toolHarness}
 	if _, err := cache.Path(toolHarness); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "gauntlet agents install tool") {
 		t.Fatalf("Path before install = %v, want ErrNotInstalled saying how to install", err)
@@ -148,7 +148,7 @@ func TestInstallPreparesOncePrunedAndContentAddressed(t *testing.T) {
 }
 
 func TestInstallLeavesNothingUsableWhenNPMFails(t *testing.T) {
-	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock), PackageJSON: []byte(`{}`)}
+	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock)}
 	_, err := cache.Install(context.Background(), []harness.Harness{toolHarness}, InstallOptions{NPM: "/bin/false"})
 	if err == nil || !strings.Contains(err.Error(), "npm ci") {
 		t.Fatalf("Install with a failing npm = %v", err)
@@ -207,5 +207,31 @@ func mustLink(t *testing.T, from, link, target string) {
 	}
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSubsetInstallsOnlyWhatTheBundlesNeed(t *testing.T) {
+	h, _ := harness.Lookup("codex")
+	pkg, lock, err := subset(agents.PackageLock, h.Bundle.Packages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ParseLock(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range l.Packages {
+		if key != "" && !strings.HasPrefix(key, "node_modules/@openai/codex") {
+			t.Errorf("codex's lock subset holds %s", key)
+		}
+	}
+	if _, ok := l.Entry("@openai/codex-linux-x64"); !ok {
+		t.Error("codex's lock subset lacks its Linux binary package")
+	}
+	if !strings.Contains(string(pkg), `"@openai/codex": "0.169.0"`) || strings.Contains(string(pkg), "claude") {
+		t.Errorf("package.json = %s", pkg)
+	}
+	if _, _, err := subset(agents.PackageLock, []string{"left-pad"}); err == nil {
+		t.Error("subset of a package the lock does not pin succeeded")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/agents"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
@@ -60,7 +61,11 @@ func (c Cache) Install(ctx context.Context, hs []harness.Harness, opts InstallOp
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create agent bundle cache: %w", err)
 	}
-	staging, err := c.npmInstall(ctx, dir, opts)
+	var roots []string
+	for _, i := range missing {
+		roots = append(roots, all[i].Bundle.Packages...)
+	}
+	staging, err := c.npmInstall(ctx, dir, roots, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +81,17 @@ func (c Cache) Install(ctx context.Context, hs []harness.Harness, opts InstallOp
 	return all, nil
 }
 
-// npmInstall runs npm ci of the cache's lock in a staging directory.
-func (c Cache) npmInstall(ctx context.Context, dir string, opts InstallOptions) (string, error) {
-	lock, pkg := c.Lock, c.PackageJSON
-	if lock == nil {
-		lock, pkg = agents.PackageLock, agents.PackageJSON
+// npmInstall runs npm ci in a staging directory, of the part of the
+// cache's lock that the packages roots need (so preparing codex alone
+// downloads codex alone).
+func (c Cache) npmInstall(ctx context.Context, dir string, roots []string, opts InstallOptions) (string, error) {
+	full := c.Lock
+	if full == nil {
+		full = agents.PackageLock
+	}
+	pkg, lock, err := subset(full, roots)
+	if err != nil {
+		return "", err
 	}
 	sum := sha256.Sum256(lock)
 	staging := filepath.Join(dir, ".npm-"+hex.EncodeToString(sum[:8]))
@@ -248,4 +259,64 @@ func copyFile(from, to string, mode os.FileMode) (err error) {
 	defer func() { err = errors.Join(err, out.Close()) }()
 	_, err = io.Copy(out, in)
 	return err
+}
+
+// subset cuts a package-lock.json (v3) down to the root dependencies among
+// roots and everything they depend on (optional platform packages
+// included), and writes the package.json that goes with it: npm ci wants
+// the two in sync.
+func subset(lock []byte, roots []string) (pkgJSON, lockJSON []byte, err error) {
+	var l struct {
+		Name            string                    `json:"name"`
+		LockfileVersion int                       `json:"lockfileVersion"`
+		Requires        bool                      `json:"requires"`
+		Packages        map[string]map[string]any `json:"packages"`
+	}
+	if err := json.Unmarshal(lock, &l); err != nil {
+		return nil, nil, fmt.Errorf("parse package-lock.json: %w", err)
+	}
+	root, ok := l.Packages[""]
+	if !ok {
+		return nil, nil, errors.New("package-lock.json has no root package")
+	}
+	rootDeps, _ := root["dependencies"].(map[string]any)
+	keep := map[string]bool{}
+	deps := map[string]any{}
+	var walk func(name string)
+	walk = func(name string) {
+		key := "node_modules/" + name
+		e, ok := l.Packages[key]
+		if !ok || keep[key] {
+			return
+		}
+		keep[key] = true
+		for _, field := range []string{"dependencies", "optionalDependencies"} {
+			m, _ := e[field].(map[string]any)
+			for dep := range m {
+				walk(dep)
+			}
+		}
+	}
+	for _, r := range roots {
+		if v, ok := rootDeps[r]; ok {
+			deps[r] = v
+			walk(r)
+		}
+	}
+	if len(deps) == 0 {
+		return nil, nil, fmt.Errorf("package-lock.json's root depends on none of %s", strings.Join(roots, ", "))
+	}
+	out := map[string]map[string]any{"": {"name": l.Name, "dependencies": deps}}
+	for key, e := range l.Packages {
+		if keep[key] {
+			out[key] = e
+		}
+	}
+	lockJSON, err = json.MarshalIndent(map[string]any{"name": l.Name, "lockfileVersion": l.LockfileVersion,
+		"requires": l.Requires, "packages": out}, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	pkgJSON, err = json.MarshalIndent(map[string]any{"name": l.Name, "private": true, "dependencies": deps}, "", "  ")
+	return pkgJSON, lockJSON, err
 }
