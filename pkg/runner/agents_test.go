@@ -64,7 +64,7 @@ func requireBundle(t *testing.T, name string) {
 
 // mockProvider routes provider "mock" to the mock for every wire API, at
 // OpenAI's prices.
-func mockProvider(t *testing.T, url string) *gateway.Resolver {
+func mockProvider(t testing.TB, url string) *gateway.Resolver {
 	t.Helper()
 	r, err := gateway.ParseOperatorConfig([]byte(fmt.Sprintf(`[providers.mock]
 base_urls = { openai-responses = "%[1]s/v1", openai-chat = "%[1]s/v1", anthropic-messages = "%[1]s/v1", gemini = "%[1]s/v1beta" }
@@ -76,7 +76,7 @@ prices = "openai"
 	return r
 }
 
-func agentSpec(t *testing.T, name string) sandbox.Spec {
+func agentSpec(t testing.TB, name string) sandbox.Spec {
 	h, _ := harness.Lookup(name)
 	spec := baseSpec(t, name)
 	spec.Model = mockModel

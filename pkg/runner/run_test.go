@@ -59,7 +59,7 @@ func requireBwrap(t *testing.T) {
 	}
 }
 
-func fixtureDir(t *testing.T) string {
+func fixtureDir(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs("testdata/task")
 	if err != nil {
@@ -68,7 +68,7 @@ func fixtureDir(t *testing.T) string {
 	return dir
 }
 
-func baseSpec(t *testing.T, harness string) sandbox.Spec {
+func baseSpec(t testing.TB, harness string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: "run-1/slot-1/g0", RunID: "run-1", SlotID: "slot-1",
 		Task:    sandbox.TaskRef{Name: "task", Dir: fixtureDir(t)},
