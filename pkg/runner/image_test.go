@@ -10,13 +10,12 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 
+	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -27,85 +26,15 @@ import (
 // used as the lower of every attempt's overlay, exactly as the image
 // store's cache entry is.
 
-// baseImagesDir holds the base image tars; GAUNTLET_BASE_IMAGES overrides.
-func baseImagesDir() string {
-	if dir := os.Getenv("GAUNTLET_BASE_IMAGES"); dir != "" {
-		return dir
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "gauntlet", "base")
-}
-
-const testImageVersion = "v2"
-
-var testImageOnce struct {
-	sync.Once
-	dir string
-	err error
-}
-
-// testImage returns the test image, building it on first use.
+// testImage returns the test image (see internal/testrootfs).
 func testImage(t *testing.T) Image {
 	t.Helper()
 	requireBwrap(t)
-	if os.Geteuid() != 0 {
-		t.Fatal("image sandbox tests need root (overlay and loop mounts)")
-	}
-	testImageOnce.Do(func() { testImageOnce.dir, testImageOnce.err = buildTestImage() })
-	if testImageOnce.err != nil {
-		t.Fatal(testImageOnce.err)
-	}
 	return Image{
-		Ref: "test/minbase:" + testImageVersion, Rootfs: testImageOnce.dir,
+		Ref: "test/minbase:" + testrootfs.Version, Rootfs: testrootfs.Dir(t),
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "IMAGE_VAR=from-image"},
 		WorkingDir: "/app",
 	}
-}
-
-func buildTestImage() (string, error) {
-	tarball := filepath.Join(baseImagesDir(), "debian-bookworm-minbase.tar")
-	info, err := os.Stat(tarball)
-	if err != nil {
-		return "", fmt.Errorf("the image tests need the Debian base image %s (build it with `make base-images`, or point GAUNTLET_BASE_IMAGES at a dir holding it): %v", tarball, err)
-	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("gauntlet-runner-test-image-%s-%d", testImageVersion, info.Size()))
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(dir); err == nil {
-		return dir, nil
-	}
-	tmp := dir + ".tmp"
-	_ = os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if out, err := exec.Command("tar", "-xpf", tarball, "--numeric-owner", "-C", tmp).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("unpack %s: %v: %s", tarball, err, out)
-	}
-	script := `set -e
-mkdir -p app home/agent usr/local/bin
-echo seed > app/seed.txt
-echo 'agent:x:1000:1000:agent:/home/agent:/bin/bash' >> etc/passwd
-echo 'agent:x:1000:' >> etc/group
-chown 1000:1000 home/agent
-printf '#!/bin/sh\necho image-tool\n' > usr/local/bin/image-tool
-chmod 755 usr/local/bin/image-tool
-`
-	cmd := exec.Command("bash", "-c", script)
-	cmd.Dir = tmp
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("customize the test image: %v: %s", err, out)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	return dir, os.Rename(tmp, dir)
 }
 
 // runImageTrial runs command as the fixture task's agent in img.
