@@ -64,7 +64,7 @@ const testImageRef = "127.0.0.1:5000/test/minbase@sha256:0123456789abcdef0123456
 type cachedImages struct {
 	dir string
 
-	mu               sync.Mutex
+	mu              sync.Mutex
 	holds, released int
 }
 
