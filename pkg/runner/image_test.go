@@ -27,7 +27,7 @@ import (
 // store's cache entry is.
 
 // testImage returns the test image (see internal/testrootfs).
-func testImage(t *testing.T) Image {
+func testImage(t testing.TB) Image {
 	t.Helper()
 	requireBwrap(t)
 	return Image{

@@ -53,6 +53,9 @@ func newLayer(dir, lower string, storageMB int) (l *layer, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("image sandbox: the runner must run as root to mount the attempt's overlay and quota filesystem (rootless overlays are not supported yet; use --isolation=bwrap-host for development)")
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("image sandbox: create %s: %w", dir, err)
+	}
 	l = &layer{dir: dir, lower: lower, root: filepath.Join(dir, layerRoot), storageMB: storageMB}
 	defer func() {
 		if err != nil {

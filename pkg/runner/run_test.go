@@ -48,13 +48,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	benchDocker.stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 // requireBwrap fails (never skips) when bubblewrap is missing: the sandbox
 // is the point of these tests.
-func requireBwrap(t *testing.T) {
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bubblewrap is required for the sandbox tests: apt-get install bubblewrap (%v)", err)
