@@ -223,7 +223,16 @@ func joinIDs(ids []uint32) string {
 // sandbox's init into the phase's cgroups and attaches the network, then
 // lets it go. Nothing of the phase's command ever runs outside its limits
 // or before its network is in place. release stops the phase's network.
-func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (cmd *exec.Cmd, release func(), err error) {
+func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+	return launchBwrap(i.bwrap, i.bwrapArgs(pc), i.slirp, pc, cg, stdout, stderr)
+}
+
+// launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4
+// and --unshare-net), joins its processes to cg, gives the sandbox's
+// network namespace its network mode (slirp4netns for public, the egress
+// proxy for allowlist, nothing for no-network) and only then lets the
+// phase's command run.
+func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (cmd *exec.Cmd, release func(), err error) {
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("image sandbox: %w", err)
@@ -235,7 +244,7 @@ func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.W
 		return nil, nil, fmt.Errorf("image sandbox: %w", err)
 	}
 	defer blockW.Close()
-	cmd = exec.Command(i.bwrap, i.bwrapArgs(pc)...)
+	cmd = exec.Command(bwrap, args...)
 	cmd.Env = pc.env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{infoW, blockR}
@@ -263,12 +272,19 @@ func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.W
 	if err := cg.join(cmd.Process.Pid, info.ChildPID); err != nil {
 		return fail(err)
 	}
-	if pc.netMode == netPublic {
-		stop, err := startSlirp(i.slirp, info.ChildPID)
+	switch pc.netMode {
+	case netPublic:
+		stop, err := startSlirp(slirp, info.ChildPID)
 		if err != nil {
 			return fail(err)
 		}
 		release = stop
+	case netAllowlist:
+		proxy, err := startEgressProxy(info.ChildPID, pc.allowedHosts)
+		if err != nil {
+			return fail(err)
+		}
+		release = proxy.stop
 	}
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return fail(fmt.Errorf("image sandbox: release the phase: %w", err))
