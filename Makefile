@@ -44,6 +44,8 @@ $(BIN)/staticcheck:
 ## build: every binary into ./bin.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	# Static: image sandboxes run it inside the task's image (see docs/SANDBOX.md).
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/sandbox-runner
 
 ## lint: gofmt, go vet, staticcheck.
 lint: tools node-modules-guard

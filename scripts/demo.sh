@@ -57,7 +57,8 @@ fi
 
 say "building gauntlet and sandbox-runner into bin/"
 mkdir -p "$bin"
-go build -o "$bin/" ./cmd/gauntlet ./cmd/sandbox-runner
+go build -o "$bin/" ./cmd/gauntlet
+CGO_ENABLED=0 go build -o "$bin/" ./cmd/sandbox-runner # static: it runs inside task images
 
 mkdir -p "$data"
 if server_alive; then

@@ -87,6 +87,8 @@ echo "chown=$(touch /tmp/c && chown 0:0 /tmp/c 2>/dev/null && chown 1000:1000 /t
 echo "root_owner=$(stat -c %u /etc)"
 echo "sysrq=$( (echo h > /proc/sysrq-trigger) 2>/dev/null && echo writable || echo denied)"
 echo "logs=$([ -d /logs/artifacts ] && [ -w /logs/agent ] && echo ok || echo missing)"
+echo "nnp=$(grep NoNewPrivs /proc/self/status | cut -f2)"
+echo "capbnd=$(grep CapBnd /proc/self/status | cut -f2)"
 } > /logs/agent/probe.txt`
 
 func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
@@ -97,10 +99,10 @@ func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
 		want map[string]string
 	}{
 		{name: "root user gets Docker's capabilities", user: "", want: map[string]string{
-			"user": "0:0", "home": "/root", "capeff": "00000000a80425fb", "etc_write": "yes", "chown": "yes",
+			"user": "0:0", "home": "/root", "capeff": "00000000a80425fb", "capbnd": "00000000a80425fb", "etc_write": "yes", "chown": "yes",
 		}},
 		{name: "non-root user", user: "agent", want: map[string]string{
-			"user": "1000:1000", "home": "/home/agent", "capeff": "0000000000000000", "etc_write": "no", "chown": "no",
+			"user": "1000:1000", "home": "/home/agent", "capeff": "0000000000000000", "capbnd": "0000000000000000", "etc_write": "no", "chown": "no",
 		}},
 	}
 	for _, tc := range tests {
@@ -110,7 +112,7 @@ func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
 			r := runImageTrial(t, imageProbe, img, Options{}, nil)
 			want := map[string]string{
 				"cwd": "/app", "image_var": "from-image", "tool": "image-tool", "tests": "absent", "solution": "absent",
-				"host_bwrap": "absent", "seed": "seed", "tmp": "1777", "root_owner": "0", "sysrq": "denied", "logs": "ok",
+				"host_bwrap": "absent", "seed": "seed", "tmp": "1777", "root_owner": "0", "sysrq": "denied", "logs": "ok", "nnp": "1",
 			}
 			for k, v := range tc.want {
 				want[k] = v

@@ -149,10 +149,8 @@ func (t *trial) prepareImageDirs() error {
 			return fmt.Errorf("chown %s: %w", dir, err)
 		}
 	}
-	if !agentUser.root() || !verifierUser.root() {
-		if info, err := os.Stat(t.image.self); err != nil || !isStaticELF(t.image.self) || info.Mode().Perm()&0o005 != 0o005 {
-			return fmt.Errorf("image user %q is not root: the runner binary %s must be a statically linked executable readable by every uid (build it with CGO_ENABLED=0; make build does)", t.image.img.User, t.image.self)
-		}
+	if info, err := os.Stat(t.image.self); err != nil || !isStaticELF(t.image.self) || info.Mode().Perm()&0o005 != 0o005 {
+		return fmt.Errorf("image sandbox: the runner binary %s runs inside the image, so it must be a statically linked executable readable by every uid (build it with CGO_ENABLED=0; make build does)", t.image.self)
 	}
 	return t.image.prepareRoot(agentUser)
 }
@@ -216,12 +214,7 @@ func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
 			return err
 		}
 	}
-	if !u.root() {
-		if err := ensureFileMountPoint(t.layer.root, userHelperPath); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ensureFileMountPoint(t.layer.root, userHelperPath)
 }
 
 // effectiveNetwork is the phase's network mode under the operator's
