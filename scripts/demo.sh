@@ -67,7 +67,8 @@ fi
 
 say "building gauntlet and sandbox-runner into bin/"
 mkdir -p "$bin"
-go build -o "$bin/" ./cmd/gauntlet ./cmd/sandbox-runner
+go build -o "$bin/" ./cmd/gauntlet
+CGO_ENABLED=0 go build -o "$bin/" ./cmd/sandbox-runner # static: it runs inside task images
 
 # The demo's codex agent is the real program (npm @openai/codex, pinned in
 # agents/package-lock.json), prepared once into the agent-bundle cache and

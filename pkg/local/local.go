@@ -22,10 +22,12 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
+	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
@@ -35,8 +37,13 @@ type Options struct {
 	DataDir string
 	// RunnerPath is the sandbox-runner binary.
 	RunnerPath string
-	// Isolation is "bwrap" (default) or "process" (no isolation; opt-in).
+	// Isolation is "bwrap" (default: each task's image, from Images),
+	// "bwrap-host" (the host's root filesystem; a development opt-in) or
+	// "process" (no isolation; opt-in).
 	Isolation string
+	// Images gives the sandboxes their tasks' unpacked images; nil = the
+	// image store under DataDir/images (for "bwrap").
+	Images localsandbox.Images
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
 	// AgentBundles is the agent-bundle cache ("" = the default cache).
@@ -147,8 +154,17 @@ func (p *Platform) open() error {
 	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
+	images := p.opts.Images
+	if images == nil && (p.opts.Isolation == "" || p.opts.Isolation == runner.IsolationBwrap) {
+		store, err := image.Open(filepath.Join(p.opts.DataDir, "images"), image.Options{Logger: p.log})
+		if err != nil {
+			return fmt.Errorf("local platform: %w", err)
+		}
+		images = localsandbox.StoreImages(store)
+	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles, ModelGatewayConfig: p.opts.ModelGatewayConfig, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
+		ModelGatewayConfig: p.opts.ModelGatewayConfig, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
@@ -35,6 +36,13 @@ const (
 	programUsageMD = "program_usage"
 )
 
+// gatewayTokenName names the gateway token where it is redacted.
+const gatewayTokenName = "gateway_token"
+
+// testHookGatewayToken, when set (by tests only), is told each attempt's
+// gateway token, so a test can search everything stored for it.
+var testHookGatewayToken func(token string)
+
 // agentRig is what the runner sets up around a harness that runs a bundled
 // program through the model gateway: the bundle mounted read-only, the
 // gateway (outside the sandbox) and how the sandbox reaches it.
@@ -55,7 +63,24 @@ type agentRig struct {
 // a bundle's program is checked: the host's system directories under the
 // bubblewrap layout and process isolation, the container's own root under
 // container isolation.
-func (t *trial) bundleRoot() string { return "/" }
+func (t *trial) bundleRoot() string {
+	if t.image != nil {
+		return t.image.img.Rootfs
+	}
+	return "/"
+}
+
+// ownNetwork reports whether the agent phase runs in a network namespace
+// of its own (bubblewrap, on the host's root or the task's image), where it
+// reaches the gateway through the in-sandbox forwarder; process and
+// container isolation share the runner's.
+func (t *trial) ownNetwork() bool {
+	switch t.iso.(type) {
+	case bwrapIsolation, *imageIsolation:
+		return true
+	}
+	return false
+}
 
 // prepareRig finds the harness's bundle, checks that it can run in the
 // sandbox's root filesystem and starts the model gateway. Its error is the
@@ -67,10 +92,12 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		return nil, nil
 	}
 	started := time.Now()
-	cache := agentbundle.Cache{Dir: t.opts.AgentBundles}
-	dir, err := cache.Path(h)
-	if err != nil {
-		return nil, fmt.Errorf("agent bundle: %w", err)
+	dir := t.opts.InstalledAgentDir
+	if dir == "" {
+		var err error
+		if dir, err = (agentbundle.Cache{Dir: t.opts.AgentBundles}).Path(h); err != nil {
+			return nil, fmt.Errorf("agent bundle: %w", err)
+		}
 	}
 	if err := agentbundle.CheckRunnable(filepath.Join(dir, h.Bundle.Program), t.bundleRoot()); err != nil {
 		return nil, fmt.Errorf("agent bundle %s %s: %w", h.Name, h.Version, err)
@@ -99,7 +126,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	if t.spec.AgentTimeout > 0 {
 		cfg.Limits.Deadline = time.Now().Add(t.spec.AgentTimeout)
 	}
-	_, bwrap := t.iso.(bwrapIsolation)
+	bwrap := t.ownNetwork()
 	if !bwrap {
 		// Process and container isolation share the runner's network
 		// namespace: the agent reaches the gateway's loopback port.
@@ -111,7 +138,10 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
 		return nil, err
 	}
-	t.redact = newRedactor(t.spec.Secrets, t.spec.VerifierSecrets, map[string]secret.Value{"gateway_token": secret.Value(rig.gw.Token())})
+	t.redact = newRedactor(t.spec.Secrets, t.spec.VerifierSecrets, map[string]secret.Value{gatewayTokenName: secret.Value(rig.gw.Token())})
+	if testHookGatewayToken != nil {
+		testHookGatewayToken(rig.gw.Token())
+	}
 	rig.url = rig.gw.URL()
 	if bwrap {
 		if rig.forwardPort, err = freeLoopbackPort(); err != nil {
@@ -182,7 +212,7 @@ func (t *trial) templateData(rig *agentRig) harness.RunTemplateData {
 
 // bundleSeen is where the phase sees the bundle.
 func (t *trial) bundleSeen(rig *agentRig) string {
-	if _, ok := t.iso.(bwrapIsolation); ok {
+	if t.ownNetwork() {
 		return harness.BundleMount
 	}
 	return rig.bundle
@@ -197,11 +227,11 @@ func modelName(model string) string {
 	return model
 }
 
-// rigAgent completes the agent phase's command for the rig: the harness's
-// environment with the gateway token in place of the key, its files in the
-// agent's home, the bundle and the gateway socket mounted, and (under
-// bubblewrap) the forwarder started before the program.
-func (t *trial) rigAgent(rig *agentRig, pc *phaseCommand) error {
+// rigPhase completes the agent phase's command (after the image's own
+// environment is applied) for the rig: the harness's environment with the
+// gateway token in place of the key and the attempt's /tmp as $HOME, its
+// files there, the bundle and the gateway socket mounted.
+func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 	data := t.templateData(rig)
 	env, err := t.harness.Environment(data)
 	if err != nil {
@@ -219,10 +249,8 @@ func (t *trial) rigAgent(rig *agentRig, pc *phaseCommand) error {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			return fmt.Errorf("write harness file %s: %w", rel, err)
 		}
-		if t.container != nil {
-			if err := t.container.handOver(filepath.Dir(path), path); err != nil {
-				return err
-			}
+		if err := ownLikeHome(t.host.Tmp, path); err != nil {
+			return err
 		}
 	}
 	list := pc.env[:0:0]
@@ -239,6 +267,8 @@ func (t *trial) rigAgent(rig *agentRig, pc *phaseCommand) error {
 		case k == "PATH":
 			path = v
 			continue
+		case k == "HOME":
+			continue
 		}
 		if _, ok := env[k]; ok {
 			continue
@@ -251,9 +281,15 @@ func (t *trial) rigAgent(rig *agentRig, pc *phaseCommand) error {
 	for k, v := range env {
 		list = append(list, k+"="+v)
 	}
-	list = append(list, "PATH="+path, t.harness.KeyEnv+"="+rig.gw.Token())
+	// The programs keep their state and native logs under $HOME: the
+	// attempt's /tmp, which the runner reads afterwards (an image user's
+	// own home is inside the writable layer the runner does not inspect).
+	list = append(list, "PATH="+path, "HOME="+data.Home, t.harness.KeyEnv+"="+rig.gw.Token())
 	pc.env = list
-	pc.mounts = append(pc.mounts, mount{host: rig.bundle, target: harness.BundleMount})
+	var extra []mount
+	if t.opts.InstalledAgentDir == "" || t.image == nil {
+		extra = append(extra, mount{host: rig.bundle, target: harness.BundleMount})
+	}
 	if rig.forwardPort != 0 {
 		self := t.opts.Forwarder
 		if self == "" {
@@ -262,14 +298,50 @@ func (t *trial) rigAgent(rig *agentRig, pc *phaseCommand) error {
 				return fmt.Errorf("model gateway forwarder: %w", err)
 			}
 		}
-		pc.mounts = append(pc.mounts,
+		extra = append(extra,
 			mount{host: filepath.Dir(rig.gw.SocketPath()), target: gatewayMount},
 			mount{host: self, target: forwarderPath})
-		// The forwarder prints "listening on ADDR" once it accepts; reading
-		// that line is the wait. It dies with the sandbox.
-		pc.script = fmt.Sprintf("exec 3< <(exec %s %s -listen 127.0.0.1:%d -socket %s 2>>%s/%s)\n"+
-			"read -r _ <&3 || { echo 'model gateway forwarder did not start' >&2; exit 125; }\n%s",
-			forwarderPath, ForwardCommand, rig.forwardPort, gatewaySocket, t.seen.AgentLogs, forwarderLog, pc.script)
+	}
+	if t.image != nil {
+		for _, m := range extra {
+			if err := ensureMountPoint(t.image.layer.root, m.target); err != nil {
+				return err
+			}
+		}
+	}
+	pc.mounts = append(pc.mounts, extra...)
+	return nil
+}
+
+// rigScript starts the in-sandbox forwarder before the program. It prints
+// "listening on ADDR" once it accepts; reading that line is the wait. It
+// dies with the sandbox.
+func (t *trial) rigScript(rig *agentRig, pc *phaseCommand) {
+	if rig.forwardPort == 0 {
+		return
+	}
+	pc.script = fmt.Sprintf("exec 3< <(exec %s %s -listen 127.0.0.1:%d -socket %s 2>>%s/%s)\n"+
+		"read -r _ <&3 || { echo 'model gateway forwarder did not start' >&2; exit 125; }\n%s",
+		forwarderPath, ForwardCommand, rig.forwardPort, gatewaySocket, t.seen.AgentLogs, forwarderLog, pc.script)
+}
+
+// ownLikeHome gives path (and its directories up to home) the owner of
+// home: the agent may run under a uid of its own (an image's user, the
+// container isolation's agent uid) and must be able to write its config
+// directory (CODEX_HOME, ~/.gemini).
+func ownLikeHome(home, path string) error {
+	info, err := os.Stat(home)
+	if err != nil {
+		return err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid == uint32(os.Geteuid()) {
+		return nil
+	}
+	for p := path; p != home && strings.HasPrefix(p, home+string(filepath.Separator)); p = filepath.Dir(p) {
+		if err := os.Lchown(p, int(st.Uid), int(st.Gid)); err != nil {
+			return fmt.Errorf("hand %s to the agent: %w", p, err)
+		}
 	}
 	return nil
 }

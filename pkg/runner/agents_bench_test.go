@@ -57,8 +57,8 @@ CODEX_HOME=$HOME/.codex /agent/bin/codex exec --json --skip-git-repo-check --dan
 		harness string
 		opts    Options
 	}{
-		{"direct", "command", Options{AgentsDir: bundle}},
-		{"gateway", "codex", Options{Models: mockProvider(b, mock.URL), Forwarder: runnerBinary}},
+		{"direct", "command", Options{AgentsDir: bundle, Isolation: IsolationHostBwrap}},
+		{"gateway", "codex", Options{Models: mockProvider(b, mock.URL), Forwarder: runnerBinary, Isolation: IsolationHostBwrap}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
@@ -98,7 +98,7 @@ func BenchmarkAgentRig(b *testing.B) {
 		b.Fatal(err)
 	}
 	h, _ := harness.Lookup("codex")
-	iso, err := newIsolation(Options{})
+	iso, err := newIsolation(Options{Isolation: IsolationHostBwrap})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func BenchmarkAgentRig(b *testing.B) {
 	models := mockProvider(b, mock.URL)
 	for b.Loop() {
 		dir := b.TempDir()
-		opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: models, Forwarder: runnerBinary}
+		opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: models, Forwarder: runnerBinary, Isolation: IsolationHostBwrap}
 		spec := agentSpec(b, "codex")
 		t, err := newTrial(spec, opts, h, iso)
 		if err != nil {
@@ -125,7 +125,7 @@ func BenchmarkAgentRig(b *testing.B) {
 			b.Fatal(err)
 		}
 		pc := phaseCommand{env: agentEnv(spec, harbor.Task{}, h, t.seen), mounts: t.agentMounts(), script: "true"}
-		if err := t.rigAgent(rig, &pc); err != nil {
+		if err := t.rigPhase(rig, &pc); err != nil {
 			b.Fatal(err)
 		}
 		// What the program would have left behind.

@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -26,8 +29,10 @@ import (
 )
 
 // The real pinned agent programs, run from their prepared bundles in
-// bubblewrap sandboxes, talking to the scripted mock model only through
-// the model gateway. codex and claude-code run by default (≈ 1 s each);
+// bubblewrap sandboxes on the Debian base image (internal/testrootfs; codex
+// also on the host's root filesystem, the development mode), talking to
+// the scripted mock model only through the model gateway. codex and
+// claude-code run by default (≈ 1 s each on an idle machine);
 // GAUNTLET_AGENT_E2E=all adds gemini-cli and opencode (4–10 s each).
 
 const (
@@ -39,8 +44,8 @@ const (
 	mockModel   = "mock/gpt-5"
 	// probe solves the fixture task and records what the agent's tool
 	// process sees: its environment and every process's in the sandbox.
-	probe = `echo gauntlet > /app/answer.txt && env > /app/probe-env.txt && ` +
-		`for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\0' '\n' < "$f"; echo; done > /app/probe-proc.txt 2>/dev/null; true`
+	probe = `echo gauntlet > /app/answer.txt && env > /logs/agent/probe-env.txt && ` +
+		`for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\0' '\n' < "$f"; echo; done > /logs/agent/probe-proc.txt 2>/dev/null; true`
 )
 
 var mockUsage = modelmock.Usage{Input: 1234, Cached: 1000, Output: 56, Reasoning: 7}
@@ -90,28 +95,58 @@ func agentSpec(t testing.TB, name string) sandbox.Spec {
 	return spec
 }
 
-func runAgentTrial(t *testing.T, spec sandbox.Spec, mock *modelmock.Server) (trialRun, string) {
+// Sandboxes the e2e tests run the programs in.
+const (
+	inImage = "image" // the Debian base image
+	onHost  = "host"  // the host's root filesystem (bwrap-host)
+)
+
+func runAgentTrial(t *testing.T, spec sandbox.Spec, mock *modelmock.Server, where string) (trialRun, string) {
 	t.Helper()
 	requireBwrap(t)
 	requireBundle(t, spec.Harness)
 	dir := t.TempDir()
-	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: mockProvider(t, mock.URL), Forwarder: runnerBinary}
+	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: mockProvider(t, mock.URL),
+		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationHostBwrap}
+	var token string
+	testHookGatewayToken = func(tok string) { token = tok }
+	defer func() { testHookGatewayToken = nil }()
+	if where == inImage {
+		img := testImage(t)
+		opts.Image, opts.Isolation = &img, IsolationBwrap
+	}
 	tr, err := run(context.Background(), spec, opts, harness.All())
 	if err != nil {
 		t.Fatalf("Run(%s): %v", spec.Harness, err)
 	}
-	return trialRun{result: tr, out: opts.OutDir}, opts.WorkDir
+	if where == inImage {
+		assertNoMountsUnder(t, dir)
+	}
+	if token == "" {
+		t.Fatal("no gateway started")
+	}
+	return trialRun{result: tr, out: opts.OutDir}, token
+}
+
+// e2eCases are the harness × sandbox pairs the e2e tests run.
+func e2eCases() [][2]string {
+	cases := [][2]string{{"codex", onHost}}
+	for _, h := range e2eHarnesses() {
+		cases = append(cases, [2]string{h, inImage})
+	}
+	return cases
 }
 
 func TestAgentsSolveTheTaskThroughTheGateway(t *testing.T) {
-	for _, name := range e2eHarnesses() {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range e2eCases() {
+		name, where := c[0], c[1]
+		t.Run(name+"/"+where, func(t *testing.T) {
 			mock := modelmock.NewServer(modelmock.Script{
 				APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
 				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: probe, Description: "solve"}}, {Text: "Done."}},
 			})
 			defer mock.Close()
-			r, work := runAgentTrial(t, agentSpec(t, name), mock)
+			r, token := runAgentTrial(t, agentSpec(t, name), mock, where)
 			tr := r.result
 			if tr.ExceptionInfo != nil {
 				t.Errorf("exception %+v\nstdout:\n%s\nrunner log:\n%s", tr.ExceptionInfo, r.artifact(t, "agent/stdout.txt"), r.artifact(t, RunnerLogFile))
@@ -125,8 +160,8 @@ func TestAgentsSolveTheTaskThroughTheGateway(t *testing.T) {
 			}
 			checkTokensAndCost(t, tr, mock)
 			checkTrajectory(t, r, h)
-			checkSandboxSawOnlyTheToken(t, work, h)
-			checkStoredTextHoldsNoSecret(t, r.out, work)
+			checkSandboxSawOnlyTheToken(t, r, h)
+			checkStoredTextHoldsNoSecret(t, r.out, token)
 		})
 	}
 }
@@ -193,55 +228,39 @@ func checkTrajectory(t *testing.T, r trialRun, h harness.Harness) {
 
 // checkSandboxSawOnlyTheToken: the tool's environment and every process's
 // environment and command line in the sandbox hold the gateway token under
-// the harness's key variable, never the key.
-func checkSandboxSawOnlyTheToken(t *testing.T, work string, h harness.Harness) {
+// the harness's key variable, never the key. The probe's files are read as
+// collected (redacted): each secret value the runner handed out reads
+// [redacted:NAME] there, so the names say which values were seen — the
+// token, the other secret, and never a name holding the model key.
+func checkSandboxSawOnlyTheToken(t *testing.T, r trialRun, h harness.Harness) {
 	t.Helper()
-	env, err := os.ReadFile(filepath.Join(work, "app", "probe-env.txt"))
-	if err != nil {
-		t.Fatalf("the probe did not run: %v", err)
+	env := r.artifact(t, "agent/probe-env.txt")
+	proc := r.artifact(t, "agent/probe-proc.txt")
+	if !strings.Contains(env, h.KeyEnv+"=[redacted:"+gatewayTokenName+"]") {
+		t.Errorf("the agent's %s is not the gateway token:\n%s", h.KeyEnv, env)
 	}
-	proc, _ := os.ReadFile(filepath.Join(work, "app", "probe-proc.txt"))
-	if !strings.Contains(string(env), h.KeyEnv+"=gw-") && !strings.Contains(string(env), h.KeyEnv+"=") {
-		t.Errorf("the agent's %s is not set:\n%s", h.KeyEnv, env)
-	}
-	for what, data := range map[string][]byte{"env": env, "/proc": proc} {
-		if strings.Contains(string(data), modelKey) {
-			t.Errorf("the model key is visible in the sandbox's %s", what)
+	for what, data := range map[string]string{"env": env, "/proc": proc} {
+		for _, name := range []string{h.KeyEnv, "MOCK_API_KEY"} {
+			if strings.Contains(data, "[redacted:"+name+"]") {
+				t.Errorf("the model key (secret %s) is visible in the sandbox's %s", name, what)
+			}
+		}
+		if strings.Contains(data, modelKey) {
+			t.Errorf("the model key is visible, unredacted, in the sandbox's %s", what)
 		}
 	}
-	if !strings.Contains(string(proc), "OTHER_SECRET="+otherSecret) {
-		t.Errorf("the run's other secret did not reach the agent (probe of /proc saw %d bytes)", len(proc))
+	if !strings.Contains(proc, "OTHER_SECRET=[redacted:OTHER_SECRET]") {
+		t.Errorf("the run's other secret did not reach the agent (its /proc probe: %d bytes)", len(proc))
 	}
-	// Nothing the agent could read holds it either: its home and /app.
-	_ = filepath.WalkDir(work, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil
-		}
-		data, _ := os.ReadFile(path)
-		if strings.Contains(string(data), modelKey) {
-			t.Errorf("%s holds the model key", path)
-		}
-		return nil
-	})
 }
 
 // checkStoredTextHoldsNoSecret searches everything the runner stored for
-// every secret value, raw, base64 and hex.
-func checkStoredTextHoldsNoSecret(t *testing.T, out, work string) {
+// every secret value — the model key, the gateway token, the other secret —
+// raw, base64 and hex, inside gzip files too.
+func checkStoredTextHoldsNoSecret(t *testing.T, out, token string) {
 	t.Helper()
-	token := ""
-	env, _ := os.ReadFile(filepath.Join(work, "app", "probe-env.txt"))
-	for _, line := range strings.Split(string(env), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok && v != "" && (strings.HasSuffix(k, "_API_KEY")) && v != modelKey {
-			token = v
-		}
-	}
-	if token == "" {
-		t.Fatal("found no gateway token in the agent's environment")
-	}
-	values := []string{modelKey, otherSecret, token}
 	var forms []string
-	for _, v := range values {
+	for _, v := range []string{modelKey, otherSecret, token} {
 		forms = append(forms, v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)), hex.EncodeToString([]byte(v)))
 	}
 	files := 0
@@ -251,6 +270,11 @@ func checkStoredTextHoldsNoSecret(t *testing.T, out, work string) {
 		}
 		files++
 		data, _ := os.ReadFile(path)
+		if strings.HasSuffix(path, ".gz") {
+			if zr, err := gzip.NewReader(bytes.NewReader(data)); err == nil {
+				data, _ = io.ReadAll(zr)
+			}
+		}
 		for i, f := range forms {
 			if strings.Contains(string(data), f) {
 				t.Errorf("%s holds secret %d in form %d", strings.TrimPrefix(path, out), i/4, i%4)
@@ -270,7 +294,7 @@ func TestAgentAuthFailureIsTheAgentsAuthError(t *testing.T) {
 			mock := modelmock.NewServer(modelmock.Script{APIKey: "sk-some-other-key-000000", Usage: mockUsage,
 				Turns: []modelmock.Turn{{Text: "never"}}})
 			defer mock.Close()
-			r, _ := runAgentTrial(t, agentSpec(t, name), mock)
+			r, _ := runAgentTrial(t, agentSpec(t, name), mock, inImage)
 			e := r.result.ExceptionInfo
 			if e == nil || e.ExceptionType != harbor.ExceptionModelAuth || !strings.HasPrefix(e.ExceptionMessage, "auth:") {
 				t.Fatalf("exception = %+v, want %s (auth)", e, harbor.ExceptionModelAuth)
@@ -289,7 +313,7 @@ func TestAgentDeadEndpointEndsAtTheAgentTimeout(t *testing.T) {
 	defer mock.Close()
 	spec := agentSpec(t, "codex")
 	spec.AgentTimeout = 4 * time.Second
-	r, _ := runAgentTrial(t, spec, mock)
+	r, _ := runAgentTrial(t, spec, mock, inImage)
 	if e := r.result.ExceptionInfo; e == nil || e.ExceptionType != harbor.ExceptionAgentTimeout {
 		t.Fatalf("exception = %+v, want %s", e, harbor.ExceptionAgentTimeout)
 	}
@@ -304,7 +328,7 @@ func TestAgentMissingBundleIsAnInfraError(t *testing.T) {
 	defer mock.Close()
 	dir := t.TempDir()
 	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"),
-		AgentBundles: t.TempDir(), Models: mockProvider(t, mock.URL)}
+		AgentBundles: t.TempDir(), Models: mockProvider(t, mock.URL), Isolation: IsolationHostBwrap}
 	_, err := run(context.Background(), agentSpec(t, "codex"), opts, harness.All())
 	if err == nil || !strings.Contains(err.Error(), "gauntlet agents install codex") {
 		t.Fatalf("Run with no bundle = %v, want an error saying how to prepare it", err)
