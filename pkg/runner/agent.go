@@ -304,7 +304,11 @@ func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 	}
 	if t.image != nil {
 		for _, m := range extra {
-			if err := ensureMountPoint(t.image.layer.root, m.target); err != nil {
+			ensure := ensureMountPoint
+			if m.target == forwarderPath {
+				ensure = ensureFileMountPoint
+			}
+			if err := ensure(t.image.layer.root, m.target); err != nil {
 				return err
 			}
 		}
