@@ -16,14 +16,15 @@ import (
 
 // BenchmarkAgentPhase measures what the platform adds to an agent's own
 // run: a whole trial of the real codex through the runner's agent rig
-// (bundle lookup and ELF check, gateway start, config files, the
-// in-sandbox forwarder, the gateway's proxying and metering, usage and
-// trajectory parsing), against the same trial with codex started by a
-// `command` agent from the same bundle, configured by a few lines of shell
-// and talking to the mock directly. Both answer at once (the mock), run in
-// the same bubblewrap sandbox with the host's network (so the direct one
-// reaches the mock) and run the same verifier; the difference is the
-// platform's overhead.
+// (bundle lookup and ELF check, gateway start, config files, the gateway's
+// proxying and metering, usage and trajectory parsing), against the same
+// trial with codex started by a `command` agent from the same bundle,
+// configured by a few lines of shell and talking to the mock directly. The
+// mock answers at once; both run the same verifier, under process
+// isolation, the one mode where the direct agent can reach the mock on the
+// host's loopback (every bubblewrap sandbox has a network namespace of its
+// own). The in-sandbox forwarder's start, the one part this leaves out, is
+// BenchmarkForwarderStart.
 //
 //	go test -run '^$' -bench BenchmarkAgentPhase -benchtime 10x ./pkg/runner
 func BenchmarkAgentPhase(b *testing.B) {
@@ -51,14 +52,14 @@ wire_api = "responses"
 [analytics]
 enabled = false
 EOF
-CODEX_HOME=$HOME/.codex /agent/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m gpt-5 "$(cat /logs/agent/instruction.md)" </dev/null`, mock.URL)
+CODEX_HOME=$HOME/.codex $GAUNTLET_AGENTS_DIR/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -m gpt-5 "$(cat /logs/agent/instruction.md)" </dev/null`, mock.URL)
 	for _, c := range []struct {
 		name    string
 		harness string
 		opts    Options
 	}{
-		{"direct", "command", Options{AgentsDir: bundle, Isolation: IsolationHostBwrap}},
-		{"gateway", "codex", Options{Models: mockProvider(b, mock.URL), Forwarder: runnerBinary, Isolation: IsolationHostBwrap}},
+		{"direct", "command", Options{AgentsDir: bundle, Isolation: IsolationProcess}},
+		{"gateway", "codex", Options{Models: mockProvider(b, mock.URL), Forwarder: runnerBinary, Isolation: IsolationProcess}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

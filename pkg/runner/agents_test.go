@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -128,11 +129,21 @@ func runAgentTrial(t *testing.T, spec sandbox.Spec, mock *modelmock.Server, wher
 	return trialRun{result: tr, out: opts.OutDir}, token
 }
 
+// sandboxOf is where a harness's e2e tests run: the Debian minbase image,
+// except gemini-cli, whose Node needs libatomic, which minbase lacks
+// (TestAgentBundleThatCannotRunInTheImageIsAnInfraError).
+func sandboxOf(name string) string {
+	if name == "gemini-cli" {
+		return onHost
+	}
+	return inImage
+}
+
 // e2eCases are the harness × sandbox pairs the e2e tests run.
 func e2eCases() [][2]string {
 	cases := [][2]string{{"codex", onHost}}
 	for _, h := range e2eHarnesses() {
-		cases = append(cases, [2]string{h, inImage})
+		cases = append(cases, [2]string{h, sandboxOf(h)})
 	}
 	return cases
 }
@@ -294,7 +305,7 @@ func TestAgentAuthFailureIsTheAgentsAuthError(t *testing.T) {
 			mock := modelmock.NewServer(modelmock.Script{APIKey: "sk-some-other-key-000000", Usage: mockUsage,
 				Turns: []modelmock.Turn{{Text: "never"}}})
 			defer mock.Close()
-			r, _ := runAgentTrial(t, agentSpec(t, name), mock, inImage)
+			r, _ := runAgentTrial(t, agentSpec(t, name), mock, sandboxOf(name))
 			e := r.result.ExceptionInfo
 			if e == nil || e.ExceptionType != harbor.ExceptionModelAuth || !strings.HasPrefix(e.ExceptionMessage, "auth:") {
 				t.Fatalf("exception = %+v, want %s (auth)", e, harbor.ExceptionModelAuth)
@@ -333,4 +344,26 @@ func TestAgentMissingBundleIsAnInfraError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "gauntlet agents install codex") {
 		t.Fatalf("Run with no bundle = %v, want an error saying how to prepare it", err)
 	}
+}
+
+func TestAgentBundleThatCannotRunInTheImageIsAnInfraError(t *testing.T) {
+	// gemini-cli's Node is linked against libatomic, which Debian's
+	// minbase does not install: the attempt cannot start, the platform's
+	// fault (retried), not the agent's.
+	requireBwrap(t)
+	requireBundle(t, "gemini-cli")
+	mock := modelmock.NewServer(modelmock.DefaultScript())
+	defer mock.Close()
+	img := testImage(t)
+	dir := t.TempDir()
+	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: mockProvider(t, mock.URL),
+		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationBwrap, Image: &img}
+	_, err := run(context.Background(), agentSpec(t, "gemini-cli"), opts, harness.All())
+	if !errors.Is(err, agentbundle.ErrUnrunnable) || !strings.Contains(err.Error(), "node needs libatomic.so.1") {
+		t.Fatalf("Run(gemini-cli in minbase) = %v, want ErrUnrunnable naming libatomic", err)
+	}
+	if len(mock.Handler.Requests()) != 0 {
+		t.Error("the model was called although the bundle cannot run")
+	}
+	assertNoMountsUnder(t, dir)
 }
