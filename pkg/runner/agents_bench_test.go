@@ -37,7 +37,7 @@ func BenchmarkAgentPhase(b *testing.B) {
 		b.Fatalf("%v (make agents)", err)
 	}
 	mock := modelmock.NewServer(modelmock.Script{APIKey: modelKey, Usage: mockUsage,
-		Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: "echo gauntlet > /app/answer.txt"}}, {Text: "Done."}}})
+		Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: `echo gauntlet > "$GAUNTLET_APP_DIR/answer.txt"`}}, {Text: "Done."}}})
 	defer mock.Close()
 	direct := fmt.Sprintf(`mkdir -p $HOME/.codex && cat > $HOME/.codex/config.toml <<'EOF'
 model = "gpt-5"
