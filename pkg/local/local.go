@@ -22,11 +22,13 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
@@ -171,6 +173,26 @@ func (p *Platform) open() error {
 	}
 	popts := p.opts.Pipeline
 	popts.MaxSandboxes, popts.Logger = p.opts.MaxSandboxes, p.log
+	if popts.CheckModel == nil {
+		// The same provider table the runners' gateways use.
+		models := gateway.NewResolver()
+		if p.opts.ModelGatewayConfig != "" {
+			data, err := os.ReadFile(p.opts.ModelGatewayConfig)
+			if err != nil {
+				return fmt.Errorf("local platform: model gateway config: %w", err)
+			}
+			if models, err = gateway.ParseOperatorConfig(data); err != nil {
+				return fmt.Errorf("local platform: %s: %w", p.opts.ModelGatewayConfig, err)
+			}
+		}
+		popts.CheckModel = func(m runconfig.Model, api string) error {
+			route, err := models.Resolve(m)
+			if err != nil {
+				return err
+			}
+			return route.CheckHarness(gateway.WireAPI(api))
+		}
+	}
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,
 		Sandboxes: p.driver}, popts)

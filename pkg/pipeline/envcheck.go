@@ -84,3 +84,27 @@ func harnessProblems(harnesses []string, p harness.Platform) []Problem {
 	}
 	return problems
 }
+
+// modelProblems rejects an agent whose harness speaks a wire API its
+// model's upstream does not serve (the gateway forwards, it does not
+// translate): e.g. claude-code with an OpenAI model.
+func modelProblems(agents []runconfig.Agent, harnesses []string, check func(runconfig.Model, string) error) []Problem {
+	if check == nil {
+		return nil
+	}
+	var problems []Problem
+	for i, a := range agents {
+		if i >= len(harnesses) || a.Model == nil {
+			continue
+		}
+		h, ok := harness.Lookup(harnesses[i])
+		if !ok || h.WireAPI == "" {
+			continue
+		}
+		if err := check(*a.Model, h.WireAPI); err != nil {
+			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: fmt.Sprintf("agents[%d].model", i),
+				Message: fmt.Sprintf("harness %s: %v", h.Name, err)})
+		}
+	}
+	return problems
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
@@ -69,6 +70,11 @@ type Options struct {
 	// Platform is what this deployment's sandboxes can do; submit refuses
 	// harnesses they cannot run (the zero value: no network installs).
 	Platform harness.Platform
+	// CheckModel, when set, says whether an agent's model can serve a
+	// harness speaking wireAPI through the model gateway (the model
+	// resolves to an upstream that serves that API); submit rejects the
+	// agent otherwise. nil skips the check.
+	CheckModel func(m runconfig.Model, wireAPI string) error
 	// MetricsInterval is how often a running run's metrics are recomputed at
 	// most (default 2 s); an ended run's always are.
 	MetricsInterval time.Duration
