@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: agents node-modules-guard prices all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images
+.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 

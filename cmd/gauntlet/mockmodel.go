@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -24,8 +27,9 @@ func runMockModel(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	scriptArg := fs.String("script", "", "a JSON script file, or the name of a built-in script ("+strings.Join(modelmock.BuiltinScripts(), ", ")+"); default: one shell call writing /app/out.txt, then an answer")
 	status := fs.Int("fail", 0, "answer every request with this HTTP status (401, 429, 500, …)")
 	hang := fs.Bool("hang", false, "accept requests and never answer them")
+	record := fs.String("record", "", "on exit, write the requests received to this JSONL file (key headers redacted)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gauntlet mock-model [-listen ADDR] [-script FILE|NAME] [-fail STATUS] [-hang]")
+		fmt.Fprintln(stderr, "usage: gauntlet mock-model [-listen ADDR] [-script FILE|NAME] [-fail STATUS] [-hang] [-record FILE]")
 		fmt.Fprintln(stderr, "Serves OpenAI Responses, Chat Completions, Anthropic Messages and Gemini generateContent, replaying a script.")
 		fs.PrintDefaults()
 	}
@@ -77,7 +81,41 @@ func runMockModel(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "gauntlet mock-model: %v\n", err)
 		return exitFailure
 	}
+	if *record != "" {
+		if err := writeMockRecord(*record, h.Requests()); err != nil {
+			fmt.Fprintf(stderr, "gauntlet mock-model: %v\n", err)
+			return exitFailure
+		}
+	}
 	return exitOK
+}
+
+// writeMockRecord writes one JSON line per request, its key headers
+// replaced (even a demo key is not written down).
+func writeMockRecord(path string, reqs []modelmock.Request) error {
+	var buf bytes.Buffer
+	for _, r := range reqs {
+		h := r.Header.Clone()
+		for _, k := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
+			if h.Get(k) != "" {
+				h.Set(k, "[redacted]")
+			}
+		}
+		var body any = string(r.Body)
+		if json.Valid(r.Body) {
+			body = json.RawMessage(r.Body)
+		}
+		line, err := json.Marshal(map[string]any{"time": r.Time, "method": r.Method, "path": r.Path, "api": r.API,
+			"turn": r.Turn, "status": r.Status, "headers": h, "body": body})
+		if err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		buf.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	return nil
 }
 
 func mockScript(arg string) (modelmock.Script, error) {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,9 +17,10 @@ func TestMockModel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := io.Pipe()
+	record := filepath.Join(t.TempDir(), "requests.jsonl")
 	done := make(chan int, 1)
 	go func() {
-		done <- runMockModel(ctx, []string{"-script", "fix-median"}, pw, io.Discard)
+		done <- runMockModel(ctx, []string{"-script", "fix-median", "-record", record}, pw, io.Discard)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -30,7 +33,9 @@ func TestMockModel(t *testing.T) {
 		t.Fatalf("first line %q", line)
 	}
 	body := `{"model":"m","stream":false,"messages":[{"role":"user","content":"fix it"}],"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]}`
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer sk-demo-key-123")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +47,13 @@ func TestMockModel(t *testing.T) {
 	cancel()
 	if code := <-done; code != exitOK {
 		t.Errorf("exit code %d, want %d", code, exitOK)
+	}
+	rec, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rec), `"path":"/v1/chat/completions"`) || !strings.Contains(string(rec), `"turn":0`) || strings.Contains(string(rec), "sk-demo-key") {
+		t.Errorf("record: %s", rec)
 	}
 }
 

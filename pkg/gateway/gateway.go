@@ -143,6 +143,8 @@ type Call struct {
 	DurationMS  int64   `json:"duration_ms"`
 	FirstByteMS int64   `json:"first_byte_ms,omitempty"`
 	API         WireAPI `json:"api"`
+	// UpstreamAPI is set when the call was translated to another wire API.
+	UpstreamAPI WireAPI `json:"upstream_api,omitempty"`
 	// Path is the harness's request path; Upstream the URL it went to.
 	Path     string `json:"path"`
 	Upstream string `json:"upstream,omitempty"`
@@ -215,23 +217,29 @@ type stateKey struct{}
 
 // callState follows one call through the proxy.
 type callState struct {
-	call     Call
-	op       op
-	start    time.Time
-	body     []byte // the request body sent upstream
-	target   *url.URL
-	header   http.Header // the harness's request headers, for the record
-	meter    *meter
-	resp     *http.Response
-	respB    bytes.Buffer
-	trunc    bool
-	once     sync.Once
-	cancel   context.CancelFunc
-	attempts attempts
+	call Call
+	op   op
+	// upAPI is the upstream's wire API: op.api, or Chat when a Responses
+	// call is translated (translate.go).
+	upAPI      WireAPI
+	translate  bool
+	start      time.Time
+	body       []byte // the request body sent upstream
+	target     *url.URL
+	header     http.Header // the harness's request headers, for the record
+	meter      *meter
+	respHeader http.Header // the upstream answer's headers, as received
+	respB      bytes.Buffer
+	trunc      bool
+	once       sync.Once
+	cancel     context.CancelFunc
+	attempts   attempts
 }
 
 // Start starts a gateway for one attempt. It returns once the gateway
-// listens. A failure here is the platform's (an infra error).
+// listens. A failure here is the platform's (an infra error). ctx's values
+// are kept, but its end does not stop the gateway: Close does (and the
+// deadline in Limits ends calls).
 func Start(ctx context.Context, cfg Config) (*Gateway, error) {
 	if len(cfg.Route.BaseURLs) == 0 {
 		return nil, errors.New("model gateway: the route has no upstream base URL")
@@ -441,7 +449,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api, http.StatusNotFound, "gauntlet model gateway: "+opErr.Error())
 		return
 	}
-	if !g.cfg.Route.Speaks(o.api) {
+	upAPI, ok := g.cfg.Route.upstreamAPI(o.api)
+	if !ok || !o.metered && upAPI != o.api {
 		writeError(w, o.api, http.StatusBadRequest, fmt.Sprintf("gauntlet model gateway: model %q is not served over %s", g.cfg.Route.Label, o.api.Title()))
 		return
 	}
@@ -451,10 +460,25 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	st := &callState{op: o, start: time.Now(), header: r.Header.Clone()}
+	st := &callState{op: o, upAPI: upAPI, translate: upAPI != o.api, start: time.Now(), header: r.Header.Clone()}
 	st.call = Call{Start: st.start, API: o.api, Path: r.URL.Path, Model: requestModel(o, r.URL.Path, body)}
-	if o.bodyModel && g.cfg.Route.Model != "" {
+	rest := o.rest
+	switch {
+	case st.translate:
+		model := g.cfg.Route.Model
+		if model == "" {
+			model = st.call.Model
+		}
+		st.call.UpstreamAPI, rest = Chat, "/chat/completions"
+		if body, _, err = responsesToChat(body, model); err != nil {
+			writeError(w, o.api, http.StatusBadRequest, "gauntlet model gateway: "+err.Error())
+			return
+		}
+	case o.bodyModel && g.cfg.Route.Model != "":
 		body = setModel(body, g.cfg.Route.Model)
+	}
+	if upAPI == Chat {
+		body = includeUsage(body)
 	}
 	st.body = body
 
@@ -465,7 +489,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	target, err := url.Parse(g.cfg.Route.BaseURLs[o.api] + o.rest)
+	target, err := url.Parse(g.cfg.Route.BaseURLs[upAPI] + rest)
 	if err != nil {
 		g.gatewayFault(fmt.Errorf("upstream URL: %w", err))
 		writeError(w, o.api, http.StatusBadGateway, "gauntlet model gateway: bad upstream URL")
@@ -508,20 +532,74 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Header.Set(k, v)
 	}
 	if g.cfg.Key != "" {
-		st.op.api.setKey(pr.Out.Header, g.cfg.Key)
+		st.upAPI.setKey(pr.Out.Header, g.cfg.Key)
 	}
 }
 
 func (g *Gateway) modifyResponse(resp *http.Response) error {
 	st := resp.Request.Context().Value(stateKey{}).(*callState)
-	st.resp = resp
+
+	// The record reads the upstream's headers on its own goroutine; the proxy
+	// and the translation go on using resp.Header.
+	st.respHeader = resp.Header.Clone()
 	st.call.Status = resp.StatusCode
 	st.call.FirstByteMS = time.Since(st.start).Milliseconds()
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	if st.op.metered && resp.StatusCode/100 == 2 {
-		st.meter = newMeter(st.op.api, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
+		st.meter = newMeter(st.upAPI, sse)
 	}
-	resp.Body = &tap{rc: resp.Body, st: st, g: g}
+	t := &tap{rc: resp.Body, st: st, g: g}
+	resp.Body = t
+	if st.translate && resp.StatusCode/100 == 2 {
+		return g.translateAnswer(resp, t, sse)
+	}
 	return nil
+}
+
+// translateAnswer turns the upstream's Chat answer into the Responses
+// answer the harness expects: a stream through a pipe as it arrives, a
+// whole answer at once.
+func (g *Gateway) translateAnswer(resp *http.Response, t *tap, sse bool) error {
+	model := g.cfg.Route.Model
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = -1
+	if !sse {
+		b, err := io.ReadAll(io.LimitReader(t, maxJSONBody))
+		t.Close()
+		if err != nil {
+			return fmt.Errorf("read upstream answer: %w", err)
+		}
+		out, err := chatToResponsesJSON(b, model)
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(out))
+		resp.ContentLength = int64(len(out))
+		resp.Header.Set("Content-Type", "application/json")
+		return nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		err := translateChatStream(t, pw, func() {}, model)
+		t.Close()
+		pw.CloseWithError(err)
+	}()
+	resp.Body = &pipeBody{pr: pr, upstream: t}
+	resp.Header.Set("Content-Type", "text/event-stream")
+	return nil
+}
+
+// pipeBody is a translated answer; closing it stops the translation.
+type pipeBody struct {
+	pr       *io.PipeReader
+	upstream io.Closer
+}
+
+func (p *pipeBody) Read(b []byte) (int, error) { return p.pr.Read(b) }
+
+func (p *pipeBody) Close() error {
+	p.pr.Close()
+	return p.upstream.Close()
 }
 
 // proxyError answers when the upstream could not be reached (after the
@@ -785,6 +863,31 @@ func setModel(body []byte, model string) []byte {
 		return body
 	}
 	return out
+}
+
+// includeUsage asks a streamed Chat Completions call for its usage chunk
+// (stream_options.include_usage) when the harness did not, so every call is
+// metered: without it the stream carries no usage at all. OpenAI's clients
+// accept the extra chunk (empty choices) the option adds.
+func includeUsage(body []byte) []byte {
+	s, e, ok := topLevelValue(body, "stream")
+	if !ok || string(body[s:e]) != "true" {
+		return body
+	}
+	if s, e, ok := topLevelValue(body, "stream_options"); ok {
+		var opts map[string]json.RawMessage
+		if json.Unmarshal(body[s:e], &opts) != nil || string(opts["include_usage"]) == "true" {
+			return body
+		}
+		opts["include_usage"] = json.RawMessage("true")
+		v, err := json.Marshal(opts)
+		if err != nil {
+			return body
+		}
+		return append(append(append(make([]byte, 0, len(body)+24), body[:s]...), v...), body[e:]...)
+	}
+	i := bytes.IndexByte(body, '{') + 1 // topLevelValue found an object
+	return append(append(append(make([]byte, 0, len(body)+40), body[:i]...), `"stream_options":{"include_usage":true},`...), body[i:]...)
 }
 
 // guessAPI picks the error shape for a request that is not a model call.

@@ -528,3 +528,19 @@ func TestRecordRedactsConversation(t *testing.T) {
 		t.Error("nothing was redacted")
 	}
 }
+
+// TestChatStreamWithoutUsageOption: a harness that streams Chat Completions
+// without stream_options.include_usage is still metered.
+func TestChatStreamWithoutUsageOption(t *testing.T) {
+	mock := modelmock.NewServer(modelmock.DefaultScript())
+	defer mock.Close()
+	g := start(t, gateway.Config{Route: mockRoute(mock.URL, "m", "")})
+	body := json.RawMessage(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{}}}}}]}`)
+	resp, b := call(t, unixClient(g.SocketPath()), "http://gw", g.Token(), fixture{Path: "/v1/chat/completions", Body: body})
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"usage":{`)) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if c := g.Calls(); len(c) != 1 || !c[0].Metered || c[0].Usage.Input != 1234 {
+		t.Errorf("calls %+v", c)
+	}
+}

@@ -2,58 +2,62 @@ package gateway
 
 // topLevelString finds the string value of key in a JSON object without
 // decoding the rest: requests run to hundreds of kilobytes (the whole
-// conversation), and the gateway reads only "model". It returns the byte
-// range of the value (quotes included) and its unquoted text when it has no
-// escapes; ok is false when body is not an object with that key as a plain
-// string.
+// conversation), and the gateway reads only a few top-level fields. It
+// returns the byte range of the value (quotes included) and its text when
+// it has no escapes; ok is false when body is not an object with key as a
+// plain string.
 func topLevelString(body []byte, key string) (start, end int, val string, ok bool) {
+	start, end, ok = topLevelValue(body, key)
+	if !ok {
+		return 0, 0, "", false
+	}
+	v := body[start:end]
+	if len(v) < 2 || v[0] != '"' {
+		return 0, 0, "", false
+	}
+	for _, c := range v[1 : len(v)-1] {
+		if c == '\\' {
+			return 0, 0, "", false
+		}
+	}
+	return start, end, string(v[1 : len(v)-1]), true
+}
+
+// topLevelValue returns the byte range of key's value in the JSON object
+// body; ok is false when body is not an object or has no such key.
+func topLevelValue(body []byte, key string) (start, end int, ok bool) {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
-		return 0, 0, "", false
+		return 0, 0, false
 	}
 	i++
 	for {
 		i = skipSpace(body, i)
 		if i >= len(body) || body[i] != '"' {
-			return 0, 0, "", false
+			return 0, 0, false
 		}
 		ks := i
 		i = skipString(body, i)
 		if i < 0 {
-			return 0, 0, "", false
+			return 0, 0, false
 		}
 		k := body[ks+1 : i-1]
 		i = skipSpace(body, i)
 		if i >= len(body) || body[i] != ':' {
-			return 0, 0, "", false
+			return 0, 0, false
 		}
 		i = skipSpace(body, i+1)
 		vs := i
 		i = skipValue(body, i)
 		if i < 0 {
-			return 0, 0, "", false
+			return 0, 0, false
 		}
 		if string(k) == key {
-			v := body[vs:i]
-			if len(v) < 2 || v[0] != '"' {
-				return 0, 0, "", false
-			}
-			for _, c := range v[1 : len(v)-1] {
-				if c == '\\' {
-					return 0, 0, "", false
-				}
-			}
-			return vs, i, string(v[1 : len(v)-1]), true
+			return vs, i, true
 		}
 		i = skipSpace(body, i)
-		if i >= len(body) {
-			return 0, 0, "", false
-		}
-		if body[i] == '}' {
-			return 0, 0, "", false
-		}
-		if body[i] != ',' {
-			return 0, 0, "", false
+		if i >= len(body) || body[i] != ',' {
+			return 0, 0, false
 		}
 		i++
 	}

@@ -98,3 +98,17 @@ func TestTopLevelString(t *testing.T) {
 		t.Errorf("setModel without model = %s", got)
 	}
 }
+
+func TestIncludeUsage(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"model":"m","stream":true,"messages":[]}`, `{"stream_options":{"include_usage":true},"model":"m","stream":true,"messages":[]}`},
+		{`{"stream":true,"stream_options":{"include_usage":true}}`, `{"stream":true,"stream_options":{"include_usage":true}}`},
+		{`{"stream":true,"stream_options":{"include_usage":false,"x":1}}`, `{"stream":true,"stream_options":{"include_usage":true,"x":1}}`},
+		{`{"stream":false,"messages":[]}`, `{"stream":false,"messages":[]}`},
+		{`{"messages":[{"stream":true}]}`, `{"messages":[{"stream":true}]}`},
+	} {
+		if got := string(includeUsage([]byte(c.in))); got != c.want {
+			t.Errorf("includeUsage(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

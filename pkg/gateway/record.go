@@ -108,9 +108,9 @@ func (g *Gateway) recordLine(st *callState) []byte {
 	req := side{Method: "POST", URL: st.call.Path, Headers: g.redactor.headers(st.header), Body: bodyJSON(reqBody, true)}
 	resp := side{Status: st.call.Status, Truncated: st.trunc}
 	respJSON := true
-	if st.resp != nil {
-		resp.Headers = g.redactor.headers(st.resp.Header)
-		respJSON = !strings.HasPrefix(st.resp.Header.Get("Content-Type"), "text/event-stream")
+	if st.respHeader != nil {
+		resp.Headers = g.redactor.headers(st.respHeader)
+		respJSON = !strings.HasPrefix(st.respHeader.Get("Content-Type"), "text/event-stream")
 	}
 	respBody := g.redactor.bytes(st.respB.Bytes())
 	resp.Body = bodyJSON(respBody, respJSON && !st.trunc)

@@ -55,18 +55,38 @@ func sameBase(apis []WireAPI, base string) map[WireAPI]string {
 	return m
 }
 
-// CheckHarness says whether a harness speaking api can use the route. The
-// gateway forwards calls as they are and does not translate between wire
-// APIs, so the harness's API must be one the upstream serves.
+// upstreamAPI is the wire API a harness's api call goes upstream over: api
+// itself, or Chat Completions for a Responses call to an upstream that
+// serves Chat only (the gateway translates, translate.go).
+func (r Route) upstreamAPI(api WireAPI) (WireAPI, bool) {
+	switch {
+	case r.Speaks(api):
+		return api, true
+	case api == Responses && r.Speaks(Chat):
+		return Chat, true
+	}
+	return "", false
+}
+
+// Translates reports whether a harness speaking api reaches this route only
+// through the gateway's translation (Responses to Chat Completions).
+func (r Route) Translates(api WireAPI) bool {
+	up, ok := r.upstreamAPI(api)
+	return ok && up != api
+}
+
+// CheckHarness says whether a harness speaking api can use the route: the
+// upstream must serve the harness's API, or the gateway must translate it
+// (it translates OpenAI Responses to Chat Completions, nothing else).
 func (r Route) CheckHarness(api WireAPI) error {
-	if r.Speaks(api) {
+	if _, ok := r.upstreamAPI(api); ok {
 		return nil
 	}
 	var served []string
 	for _, a := range r.APIs() {
 		served = append(served, a.Title())
 	}
-	return fmt.Errorf("the harness speaks %s, but model %q is served over %s only; the model gateway does not translate between wire APIs: choose a harness that speaks %s, or a model served over %s",
+	return fmt.Errorf("the harness speaks %s, but model %q is served over %s only; the model gateway translates only OpenAI Responses to Chat Completions: choose a harness that speaks %s, or a model served over %s",
 		api.Title(), r.Label, strings.Join(served, " and "), strings.Join(served, " or "), api.Title())
 }
 

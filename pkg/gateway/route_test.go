@@ -106,12 +106,17 @@ func TestCheckHarness(t *testing.T) {
 		{"google/gemini-2.5-pro", gateway.Gemini, true},
 		{"google/gemini-2.5-pro", gateway.Chat, true},
 		{"openrouter/openai/gpt-5", gateway.Chat, true},
-		{"openrouter/openai/gpt-5", gateway.Responses, false},
+		{"openrouter/openai/gpt-5", gateway.Responses, true}, // translated to Chat
+		{"together/moonshotai/Kimi-K2", gateway.Messages, false},
+		{"google/gemini-2.5-pro", gateway.Messages, false},
 	} {
 		err := route(c.model).CheckHarness(c.api)
 		if (err == nil) != c.ok {
 			t.Errorf("CheckHarness(%s, %s) = %v, want ok=%v", c.model, c.api, err, c.ok)
 		}
+	}
+	if !route("openrouter/openai/gpt-5").Translates(gateway.Responses) || route("openai/gpt-5").Translates(gateway.Responses) {
+		t.Error("Translates: only a Responses harness on a Chat-only upstream is translated")
 	}
 	err := route("anthropic/claude-sonnet-4-5").CheckHarness(gateway.Responses)
 	if err == nil || !strings.Contains(err.Error(), "speaks OpenAI Responses") || !strings.Contains(err.Error(), "Anthropic Messages only") {

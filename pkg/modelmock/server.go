@@ -27,7 +27,8 @@ type Request struct {
 	API API
 	// Turn is the script turn answered, -1 for a failure or a no-tools answer.
 	Turn int
-	// Status is the HTTP status answered; 0 when the request hung.
+	// Status is the HTTP status answered; 0 while the request is held (a
+	// hang failure) or not yet answered.
 	Status int
 }
 
@@ -119,36 +120,43 @@ func (h *Handler) Close() {
 	h.once.Do(func() { close(h.done) })
 }
 
-// ServeHTTP answers one model request.
+// ServeHTTP answers one model request. The request is recorded as it
+// arrives and its turn and status before the answer is written, so a client
+// that has read an answer finds its request in Requests.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
+	api, ok := routeAPI(r.URL.Path)
 	h.mu.Lock()
+	idx := len(h.requests)
+	h.requests = append(h.requests, Request{Time: time.Now(), Method: r.Method, Path: r.URL.RequestURI(),
+		Header: r.Header.Clone(), Body: body, API: api, Turn: -1})
 	h.arrived++
 	close(h.arrival)
 	h.arrival = make(chan struct{})
 	h.mu.Unlock()
-	rec := Request{Time: time.Now(), Method: r.Method, Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body, Turn: -1}
-	api, ok := routeAPI(r.URL.Path)
-	rec.API = api
-	status := h.serve(w, r, rec.API, ok, body, err, &rec)
-	rec.Status = status
-	h.mu.Lock()
-	h.requests = append(h.requests, rec)
-	h.mu.Unlock()
+	h.serve(w, r, api, ok, body, err, func(turn, status int) {
+		h.mu.Lock()
+		h.requests[idx].Turn, h.requests[idx].Status = turn, status
+		h.mu.Unlock()
+	})
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known bool, body []byte, readErr error, rec *Request) int {
-	fail := func(status int, msg string) int {
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known bool, body []byte, readErr error, set func(turn, status int)) {
+	turn := -1
+	fail := func(status int, msg string) {
+		set(turn, status)
 		writeJSON(w, status, errorBody(api, status, msg))
-		return status
 	}
 	switch {
 	case !known:
-		return fail(http.StatusNotFound, fmt.Sprintf("modelmock: no wire API at %s", r.URL.Path))
+		fail(http.StatusNotFound, fmt.Sprintf("modelmock: no wire API at %s", r.URL.Path))
+		return
 	case r.Method != http.MethodPost:
-		return fail(http.StatusMethodNotAllowed, "modelmock: POST only")
+		fail(http.StatusMethodNotAllowed, "modelmock: POST only")
+		return
 	case readErr != nil:
-		return fail(http.StatusBadRequest, "modelmock: read body: "+readErr.Error())
+		fail(http.StatusBadRequest, "modelmock: read body: "+readErr.Error())
+		return
 	}
 
 	h.mu.Lock()
@@ -164,7 +172,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 	h.mu.Unlock()
 
 	if s.APIKey != "" && !keyMatches(r.Header, s.APIKey) {
-		return fail(http.StatusUnauthorized, "modelmock: invalid API key")
+		fail(http.StatusUnauthorized, "modelmock: invalid API key")
+		return
 	}
 	if failure != nil {
 		if failure.Hang {
@@ -172,17 +181,19 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 			case <-r.Context().Done():
 			case <-h.done:
 			}
-			return 0
+			return
 		}
 		if failure.Status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "0")
 		}
-		return fail(failure.Status, fmt.Sprintf("modelmock: scripted failure %d", failure.Status))
+		fail(failure.Status, fmt.Sprintf("modelmock: scripted failure %d", failure.Status))
+		return
 	}
 
 	p, err := parseRequest(api, r.URL.Path, body)
 	if err != nil {
-		return fail(http.StatusBadRequest, "modelmock: request body is not JSON: "+err.Error())
+		fail(http.StatusBadRequest, "modelmock: request body is not JSON: "+err.Error())
+		return
 	}
 	n := h.seq.Add(1)
 	a := answer{id: strconv.FormatInt(n, 10), model: p.model, callID: fmt.Sprintf("call_%d", n), usage: s.Usage}
@@ -193,7 +204,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 		a.text = s.NoToolsText
 	} else {
 		i := min(p.turns, len(s.Turns)-1)
-		rec.Turn = i
+		turn = i
 		t := s.Turns[i]
 		if t.Usage != nil {
 			a.usage = *t.Usage
@@ -204,7 +215,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 		case t.Shell != nil:
 			name, args, ok := shellCall(p.tools, *t.Shell)
 			if !ok {
-				return fail(http.StatusBadRequest, fmt.Sprintf("modelmock: turn %d calls the shell, but the request offers no shell tool (known: %s)", i, strings.Join(shellTools, ", ")))
+				fail(http.StatusBadRequest, fmt.Sprintf("modelmock: turn %d calls the shell, but the request offers no shell tool (known: %s)", i, strings.Join(shellTools, ", ")))
+				return
 			}
 			a.tool, a.args = name, mustJSON(args)
 		case t.Tool != nil:
@@ -212,6 +224,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 		}
 	}
 
+	set(turn, http.StatusOK)
 	switch api {
 	case Responses:
 		a.writeResponses(w, p.stream)
@@ -222,7 +235,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 	case Gemini:
 		a.writeGemini(w, p.stream)
 	}
-	return http.StatusOK
 }
 
 func includeUsage(body []byte) bool {
