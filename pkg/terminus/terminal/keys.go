@@ -67,3 +67,10 @@ func keyBytes(name string) (string, bool) {
 	}
 	return "", false
 }
+
+// IsKeyName reports whether Keys types s as a named key rather than
+// literally.
+func IsKeyName(s string) bool {
+	_, ok := keyBytes(s)
+	return ok
+}
