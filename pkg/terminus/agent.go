@@ -9,10 +9,13 @@ package terminus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/atif"
 	"github.com/gauntlet-bench/gauntlet/pkg/terminus/llm"
@@ -91,7 +94,7 @@ type Config struct {
 	MaxEpisodes int
 	// LogDir receives trajectory.json and usage.json.
 	LogDir string
-	// SessionID names the trajectory.
+	// SessionID names the trajectory ("" = a new random id).
 	SessionID string
 	Logger    *slog.Logger
 	// Now is the clock of the trajectory's timestamps (nil = time.Now).
@@ -122,6 +125,9 @@ func Run(ctx context.Context, cfg Config, model Model, start func() (Term, error
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.SessionID == "" {
+		cfg.SessionID = uuid.NewString()
 	}
 	a := &agent{cfg: cfg, model: model, start: start,
 		rec: newRecorder(cfg.LogDir, cfg.SessionID, Version, cfg.Model, cfg.Now)}
@@ -183,7 +189,7 @@ func (a *agent) run(ctx context.Context) Result {
 		if len(fb.Errors) > 0 {
 			a.cfg.Logger.InfoContext(ctx, "unusable response", "episode", episode, "errors", fb.Errors)
 			prompt = parseErrorPrompt(fb)
-			step.Observation = &atif.Observation{Results: []atif.ObservationResult{{Content: prompt}}}
+			step.Observation = &atif.Observation{Results: []atif.Result{{Content: prompt}}}
 			if err := a.rec.flush(); err != nil {
 				return Result{Outcome: Failed, Episodes: episode, Err: err}
 			}
@@ -200,14 +206,18 @@ func (a *agent) run(ctx context.Context) Result {
 		lastCall := ""
 		for i, c := range resp.Commands {
 			lastCall = fmt.Sprintf("call_%d_%d", episode, i+1)
+			args, err := json.Marshal(c)
+			if err != nil {
+				return Result{Outcome: Failed, Episodes: episode, Err: fmt.Errorf("encode tool call: %w", err)}
+			}
 			step.ToolCalls = append(step.ToolCalls, atif.ToolCall{ToolCallID: lastCall, FunctionName: ToolBashCommand,
-				Arguments: map[string]any{"keystrokes": c.Keystrokes, "duration": c.Duration}})
+				Arguments: args})
 		}
 		done := false
 		if resp.TaskComplete {
 			lastCall = fmt.Sprintf("call_%d_done", episode)
 			step.ToolCalls = append(step.ToolCalls, atif.ToolCall{ToolCallID: lastCall, FunctionName: ToolMarkTaskComplete,
-				Arguments: map[string]any{}})
+				Arguments: json.RawMessage(`{}`)})
 			if pendingCompletion {
 				done = true
 				output = observationPrompt(output, fb)
@@ -220,7 +230,7 @@ func (a *agent) run(ctx context.Context) Result {
 			output = observationPrompt(output, fb)
 		}
 		prompt = output
-		step.Observation = &atif.Observation{Results: []atif.ObservationResult{{SourceCallID: lastCall, Content: output}}}
+		step.Observation = &atif.Observation{Results: []atif.Result{{SourceCallID: lastCall, Content: output}}}
 		if err := a.rec.flush(); err != nil {
 			return Result{Outcome: Failed, Episodes: episode, Err: err}
 		}

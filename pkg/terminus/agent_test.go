@@ -115,12 +115,15 @@ func readTrajectory(t *testing.T, dir string) atif.Trajectory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := atif.Validate(data); err != nil {
+	if err := atif.ValidateJSON(data); err != nil {
 		t.Fatalf("trajectory.json is not valid ATIF: %v\n%s", err, data)
 	}
 	var tr atif.Trajectory
 	if err := json.Unmarshal(data, &tr); err != nil {
 		t.Fatal(err)
+	}
+	if err := atif.Validate(tr); err != nil {
+		t.Fatalf("trajectory.json is not valid ATIF: %v", err)
 	}
 	return tr
 }
@@ -208,7 +211,11 @@ func TestMainSolvesTask(t *testing.T) {
 		t.Fatalf("steps = %d (first %q), want the prompt and 4 agent steps", len(tr.Steps), tr.Steps[0].Source)
 	}
 	bash := tr.Steps[1].ToolCalls
-	if len(bash) != 2 || bash[0].FunctionName != ToolBashCommand || bash[0].Arguments["keystrokes"] != "printf 'hello world\\n' > greeting.txt\n" || bash[0].Arguments["duration"] != 30.0 {
+	var args Command
+	if len(bash) == 2 {
+		_ = json.Unmarshal(bash[0].Arguments, &args)
+	}
+	if len(bash) != 2 || bash[0].FunctionName != ToolBashCommand || args != (Command{Keystrokes: "printf 'hello world\\n' > greeting.txt\n", Duration: 30}) {
 		t.Errorf("step 2 tool calls = %+v", bash)
 	}
 	if tc := tr.Steps[2].ToolCalls; len(tc) != 0 {

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/google/uuid"
-
 	"github.com/gauntlet-bench/gauntlet/pkg/terminus/llm"
 	"github.com/gauntlet-bench/gauntlet/pkg/terminus/terminal"
 )
@@ -122,7 +120,7 @@ func Main(args, environ []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	res := Run(ctx, Config{Instruction: instruction, Model: *model, ContextTokens: *contextTokens,
-		MaxEpisodes: *maxEpisodes, LogDir: *logsDir, SessionID: uuid.NewString(), Logger: logger},
+		MaxEpisodes: *maxEpisodes, LogDir: *logsDir, Logger: logger},
 		client, func() (Term, error) {
 			return terminal.Start(terminal.Options{Dir: dir, Env: shellEnv})
 		})

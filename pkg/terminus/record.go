@@ -13,7 +13,7 @@ import (
 
 // Files terminus-2 writes to its log directory.
 const (
-	TrajectoryFile = "trajectory.json"
+	TrajectoryFile = atif.FileName
 	// UsageFile is read by the runner (harness.ReadUsageJSON's format).
 	UsageFile = "usage.json"
 )
@@ -69,8 +69,11 @@ func (r *recorder) agent(reply llm.Reply, extra map[string]any) *atif.Step {
 	r.usage.InputTokens += reply.Usage.PromptTokens
 	r.usage.CacheTokens += reply.Usage.CachedTokens
 	r.usage.OutputTokens += reply.Usage.CompletionTokens
+	if reply.Model != "" {
+		extra["model"] = reply.Model // as the endpoint named it
+	}
 	step := atif.Step{StepID: len(r.traj.Steps) + 1, Timestamp: r.timestamp(), Source: atif.SourceAgent,
-		ModelName: reply.Model, Message: reply.Content, ReasoningContent: reply.Reasoning, Extra: extra}
+		Message: reply.Content, ReasoningContent: reply.Reasoning, Extra: extra}
 	if reply.Usage.Reported {
 		step.Metrics = &atif.Metrics{PromptTokens: reply.Usage.PromptTokens,
 			CompletionTokens: reply.Usage.CompletionTokens, CachedTokens: reply.Usage.CachedTokens}
@@ -81,8 +84,7 @@ func (r *recorder) agent(reply llm.Reply, extra map[string]any) *atif.Step {
 
 // flush writes trajectory.json and usage.json, each replaced atomically.
 func (r *recorder) flush() error {
-	fm := r.traj.Totals()
-	r.traj.FinalMetrics = &fm
+	r.traj.Total()
 	if err := writeJSON(filepath.Join(r.dir, TrajectoryFile), r.traj); err != nil {
 		return err
 	}

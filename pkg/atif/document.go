@@ -10,10 +10,14 @@ import (
 	"time"
 )
 
-// Validate checks a trajectory.json document against ATIF's rules and
-// returns every violation found, each naming its JSON path, joined in one
-// error; nil means the document is valid.
-func Validate(doc []byte) error {
+// ValidateJSON checks a trajectory.json document as written, against the
+// rules Harbor's own models enforce, which typed values cannot show: no
+// unknown keys at any level, integer token counts, agent-only fields
+// (model_name, reasoning_effort, reasoning_content, tool_calls, metrics)
+// only on agent steps, ISO 8601 timestamps, tool arguments that are
+// objects, content parts of ATIF's types. It returns every violation,
+// each naming its JSON path; nil means the document is valid.
+func ValidateJSON(doc []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var root any
@@ -26,6 +30,14 @@ func Validate(doc []byte) error {
 	v := &validator{}
 	v.trajectory(root)
 	return errors.Join(v.errs...)
+}
+
+// acceptedVersions are the schema versions ValidateJSON accepts: ATIF only
+// adds optional fields between minor versions, so older documents stay
+// valid.
+var acceptedVersions = []string{
+	"ATIF-v1.0", "ATIF-v1.1", "ATIF-v1.2", "ATIF-v1.3", "ATIF-v1.4",
+	"ATIF-v1.5", "ATIF-v1.6", SchemaVersion,
 }
 
 type validator struct{ errs []error }
