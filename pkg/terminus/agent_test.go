@@ -16,12 +16,16 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/atif"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
 	"github.com/gauntlet-bench/gauntlet/pkg/terminus/llm"
 	"github.com/gauntlet-bench/gauntlet/pkg/terminus/terminal"
 )
 
 // scriptedModel is a Chat Completions server on loopback that answers
-// each call with the next scripted reply and records the requests.
+// each call with the next scripted reply, in arrival order, and records the
+// requests. modelmock picks its answer by the number of assistant turns a
+// request holds, which the handoff's fresh context resets; the tests of
+// the handoff and of call-by-call failures need answers in call order.
 type scriptedModel struct {
 	t       *testing.T
 	srv     *httptest.Server
@@ -39,7 +43,6 @@ type scriptedReply struct {
 }
 
 type chatCall struct {
-	Auth     string
 	Messages []llm.Message
 }
 
@@ -64,7 +67,7 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.mu.Lock()
-	m.calls = append(m.calls, chatCall{Auth: r.Header.Get("Authorization"), Messages: req.Messages})
+	m.calls = append(m.calls, chatCall{Messages: req.Messages})
 	if len(m.replies) == 0 {
 		m.mu.Unlock()
 		w.WriteHeader(http.StatusInternalServerError)
@@ -141,16 +144,31 @@ func readUsage(t *testing.T, dir string) UsageReport {
 	return u
 }
 
-// TestMainSolvesTask runs the whole program against the scripted model in
-// a real terminal: it writes a file, answers once with broken JSON, claims
-// completion, is asked to confirm, confirms.
+// TestMainSolvesTask runs the whole program against modelmock (the
+// platform's scripted model server) in a real terminal, over both wire
+// APIs: it writes a file, answers once with broken JSON, claims completion,
+// is asked to confirm, confirms.
 func TestMainSolvesTask(t *testing.T) {
-	model := newScriptedModel(t,
-		scriptedReply{content: answer(false, "printf 'hello world\\n' > greeting.txt\n", "echo \"key=[$TERMINUS_API_KEY]\" > env.txt\n"), prompt: 1200, output: 80, cached: 0},
-		scriptedReply{content: "I believe the file is written now.", prompt: 1500, output: 10, cached: 1000},
-		scriptedReply{content: "Sure, here it is:\n" + answer(true, "cat greeting.txt\n"), prompt: 1700, output: 60, cached: 1400},
-		scriptedReply{content: answer(true), prompt: 1900, output: 30, cached: 1600},
-	)
+	for _, api := range []string{llm.ChatCompletions, llm.AnthropicMessages} {
+		t.Run(api, func(t *testing.T) { testMainSolvesTask(t, api) })
+	}
+}
+
+func testMainSolvesTask(t *testing.T, api string) {
+	turn := func(text string, input, cached, output int) modelmock.Turn {
+		return modelmock.Turn{Text: text, Usage: &modelmock.Usage{Input: input, Cached: cached, Output: output}}
+	}
+	mock := modelmock.NewServer(modelmock.Script{APIKey: "tok-123", Turns: []modelmock.Turn{
+		turn(answer(false, "printf 'hello world\\n' > greeting.txt\n", "echo \"key=[$TERMINUS_API_KEY]\" > env.txt\n"), 1200, 0, 80),
+		turn("I believe the file is written now.", 1500, 1000, 10),
+		turn("Sure, here it is:\n"+answer(true, "cat greeting.txt\n"), 1700, 1400, 60),
+		turn(answer(true), 1900, 1600, 30),
+	}})
+	t.Cleanup(mock.Close)
+	baseURL := mock.URL
+	if api == llm.ChatCompletions {
+		baseURL += "/v1"
+	}
 	work, logs := t.TempDir(), t.TempDir()
 	t.Chdir(work)
 	instr := filepath.Join(logs, "instruction.md")
@@ -159,7 +177,7 @@ func TestMainSolvesTask(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "PS1=$ ",
-		EnvBaseURL + "=" + model.srv.URL + "/v1", EnvAPIKey + "=tok-123", "GAUNTLET_MODEL=scripted-1"}
+		EnvBaseURL + "=" + baseURL, EnvWireAPI + "=" + api, EnvAPIKey + "=tok-123", "GAUNTLET_MODEL=scripted-1"}
 	code := Main([]string{"--instruction-file", instr, "--logs-dir", logs}, env, &stderr)
 	if code != 0 {
 		t.Fatalf("Main = %d, want 0; stderr:\n%s", code, stderr.String())
@@ -171,36 +189,46 @@ func TestMainSolvesTask(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(work, "env.txt")); string(got) != "key=[]\n" {
 		t.Errorf("the terminal saw the model token: env.txt = %q", got)
 	}
-	calls := model.recorded()
+	var calls [][]llm.Message
+	for _, r := range mock.Requests() {
+		var body struct {
+			Messages []llm.Message `json:"messages"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil || r.Status != http.StatusOK {
+			t.Fatalf("request %s answered %d: %v", r.Path, r.Status, err)
+		}
+		calls = append(calls, body.Messages)
+	}
 	if len(calls) != 4 {
 		t.Fatalf("model calls = %d, want 4", len(calls))
 	}
-	first := calls[0]
-	if len(first.Messages) != 1 || first.Messages[0].Role != "user" || first.Auth != "Bearer tok-123" {
-		t.Fatalf("first call = %+v; want one user message (no system message) with the token", first)
+	last := func(i int) string { return calls[i][len(calls[i])-1].Content }
+	if len(calls[0]) != 1 || calls[0][0].Role != "user" {
+		t.Fatalf("first call = %+v; want one user message (no system message)", calls[0])
 	}
-	if strings.Contains(first.Messages[0].Content, "(the screen is empty)") {
-		t.Errorf("the first prompt shows no shell prompt:\n%s", first.Messages[0].Content)
+	first := calls[0][0].Content
+	if strings.Contains(first, "(the screen is empty)") {
+		t.Errorf("the first prompt shows no shell prompt:\n%s", first)
 	}
 	for _, want := range []string{"Create greeting.txt", `"task_complete"`, "# The terminal now"} {
-		if !strings.Contains(first.Messages[0].Content, want) {
-			t.Errorf("first prompt lacks %q:\n%s", want, first.Messages[0].Content)
+		if !strings.Contains(first, want) {
+			t.Errorf("first prompt lacks %q:\n%s", want, first)
 		}
 	}
-	if got := lastUser(calls[1]); !strings.HasPrefix(got, newOutputHeading) || !strings.Contains(got, "greeting.txt") {
+	if got := last(1); !strings.HasPrefix(got, newOutputHeading) || !strings.Contains(got, "greeting.txt") {
 		t.Errorf("second prompt is not the new output:\n%s", got)
 	}
-	if got := lastUser(calls[2]); !strings.Contains(got, "ERROR: no JSON object found") {
+	if got := last(2); !strings.Contains(got, "ERROR: no JSON object found") {
 		t.Errorf("third prompt does not report the parse error:\n%s", got)
 	}
-	confirm := lastUser(calls[3])
+	confirm := last(3)
 	for _, want := range []string{"WARNING: text before the JSON object was ignored", "\nhello world\n", "You said the task is complete"} {
 		if !strings.Contains(confirm, want) {
 			t.Errorf("confirmation prompt lacks %q:\n%s", want, confirm)
 		}
 	}
-	if len(calls[3].Messages) != 7 {
-		t.Errorf("fourth call carries %d messages, want the whole conversation (7)", len(calls[3].Messages))
+	if len(calls[3]) != 7 {
+		t.Errorf("fourth call carries %d messages, want the whole conversation (7)", len(calls[3]))
 	}
 
 	tr := readTrajectory(t, logs)

@@ -324,9 +324,11 @@ func (t *Terminal) Close() error {
 		_ = t.cmd.Process.Kill()
 		<-t.done
 	}
-	t.mu.Lock()
-	_ = t.emu.Close()
-	t.mu.Unlock()
+	// Closing the emulator's answer pipe ends answerQueries; Emulator.Close
+	// would set a flag that its Read reads without a lock.
+	if c, ok := t.emu.InputPipe().(io.Closer); ok {
+		_ = c.Close()
+	}
 	err := t.master.Close()
 	if errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF) {
 		err = nil
