@@ -44,6 +44,8 @@ $(BIN)/staticcheck:
 ## build: every binary into ./bin.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	# terminus-2 runs inside the task's image, mounted read-only: static, no libc.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/terminus-2 ./cmd/terminus-2
 
 ## lint: gofmt, go vet, staticcheck.
 lint: tools node-modules-guard

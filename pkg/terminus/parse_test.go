@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/terminus/llm"
 )
 
 func TestParseResponse(t *testing.T) {
@@ -107,5 +110,15 @@ func TestContextTokens(t *testing.T) {
 		if got := ContextTokens(model); got != want {
 			t.Errorf("ContextTokens(%q) = %d, want %d", model, got, want)
 		}
+	}
+}
+
+func TestHarnessRowMatchesBinary(t *testing.T) {
+	h, ok := harness.Lookup("terminus-2")
+	if !ok || h.Version != Version || h.KeyEnv != EnvAPIKey || h.Env[EnvWireAPI] != llm.ChatCompletions || h.WireAPI != harness.WireOpenAIChat {
+		t.Errorf("harness row = %+v, want version %s, key %s, wire API %s", h, Version, EnvAPIKey, llm.ChatCompletions)
+	}
+	if _, ok := h.Env[EnvBaseURL]; !ok {
+		t.Errorf("harness row sets no %s", EnvBaseURL)
 	}
 }
