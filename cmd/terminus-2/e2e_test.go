@@ -77,7 +77,7 @@ func TestInTheImageSandbox(t *testing.T) {
 		"task.toml": "schema_version = \"1.4\"\n[agent]\ntimeout_sec = 120.0\n[verifier]\ntimeout_sec = 30.0\n" +
 			"[environment]\nnetwork_mode = \"no-network\"\n",
 		"instruction.md": "Create /app/greeting.txt containing the line 'hello world'.\n",
-		"tests/test.sh": "#!/bin/bash\nif [ \"$(cat /app/greeting.txt)\" = 'hello world' ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+		"tests/test.sh":  "#!/bin/bash\nif [ \"$(cat /app/greeting.txt)\" = 'hello world' ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
 	}
 	for name, content := range files {
 		path := filepath.Join(task, name)
