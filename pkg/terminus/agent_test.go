@@ -417,3 +417,23 @@ func TestSummarisation(t *testing.T) {
 		t.Errorf("usage = %+v", u)
 	}
 }
+
+func TestExitedShellIsReplaced(t *testing.T) {
+	model := newScriptedModel(t,
+		scriptedReply{content: answer(false, "exit\n"), prompt: 100, output: 10},
+		scriptedReply{content: answer(false, "echo alive\n"), prompt: 100, output: 10},
+		scriptedReply{content: answer(true), prompt: 100, output: 10},
+		scriptedReply{content: answer(true), prompt: 100, output: 10},
+	)
+	res, _ := runAgent(t, model, Config{})
+	if res.Outcome != Completed {
+		t.Fatalf("outcome = %s (%v), want completed", res.Outcome, res.Err)
+	}
+	calls := model.recorded()
+	if got := lastUser(calls[1]); !strings.Contains(got, "The shell exited, so a new terminal was started") {
+		t.Errorf("second prompt does not say the shell was replaced:\n%s", got)
+	}
+	if got := lastUser(calls[2]); !strings.Contains(got, "\nalive\n") {
+		t.Errorf("the new shell did not run the next command:\n%s", got)
+	}
+}
