@@ -3,6 +3,7 @@ package benchseed_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,11 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/benchseed"
 )
@@ -103,7 +102,7 @@ func TestTerminalBenchSizedBoard(t *testing.T) {
 		if diff := cmp.Diff(seeded.Runs, runs); diff != "" {
 			t.Errorf("%s board's runs (-want +got):\n%s", metric, diff)
 		}
-		if !slices.IsSortedFunc(g.Rows, func(a, b api.BoardRow) int { return a.Rank - b.Rank }) || g.Rows[0].Rank != 1 {
+		if !slices.IsSortedFunc(g.Rows, func(a, b v1.BoardRow) int { return a.Rank - b.Rank }) || g.Rows[0].Rank != 1 {
 			t.Errorf("%s board rows are not in rank order from 1", metric)
 		}
 	}
@@ -137,7 +136,7 @@ func apiClient(t *testing.T, srv *server.Server) *client.Client {
 	return c
 }
 
-func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.Metric) api.LeaderboardView {
+func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.Metric) v1.LeaderboardView {
 	t.Helper()
 	board, err := apiClient(t, srv).Leaderboard(context.Background(), key, string(metric))
 	if err != nil {
@@ -165,7 +164,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	}
 	b.Run("store", func(b *testing.B) {
 		for b.Loop() {
-			board, err := pipeline.ReadBoard(ctx, srv.Records(), srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
+			board, err := srv.Records().Board(ctx, srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
 			if err != nil || len(board.Groups[0].Rows) != 50 {
 				b.Fatalf("ReadBoard: %v", err)
 			}
@@ -180,7 +179,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	})
 	b.Run("run-metrics", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := pipeline.ReadRunMetrics(ctx, srv.Records(), seeded.Runs[0]); err != nil {
+			if _, err := srv.Records().RunMetrics(ctx, seeded.Runs[0]); err != nil {
 				b.Fatalf("ReadRunMetrics: %v", err)
 			}
 		}
