@@ -42,9 +42,9 @@ $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## build: every binary into ./bin.
+# terminus-2 runs inside the task's image, mounted read-only: static, no libc.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
-	# terminus-2 runs inside the task's image, mounted read-only: static, no libc.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/terminus-2 ./cmd/terminus-2
 
 ## lint: gofmt, go vet, staticcheck.
