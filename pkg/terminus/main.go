@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -116,13 +117,19 @@ func Main(args, environ []string, stderr io.Writer) int {
 		return fail("working directory: %v", err)
 	}
 	shellEnv := terminalEnv(environ)
+	// Terminal-Bench images have bash; an image without it gets its sh.
+	shell := []string{"bash", "-i"}
+	if _, err := exec.LookPath("bash"); err != nil {
+		logger.Warn("no bash on PATH; the terminal runs sh")
+		shell = []string{"sh", "-i"}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	res := Run(ctx, Config{Instruction: instruction, Model: *model, ContextTokens: *contextTokens,
 		MaxEpisodes: *maxEpisodes, LogDir: *logsDir, Logger: logger},
 		client, func() (Term, error) {
-			return terminal.Start(terminal.Options{Dir: dir, Env: shellEnv})
+			return terminal.Start(terminal.Options{Shell: shell, Dir: dir, Env: shellEnv})
 		})
 	attrs := []any{"outcome", res.Outcome, "episodes", res.Episodes, "model_calls", res.Usage.ModelCalls,
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens}
