@@ -19,7 +19,6 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/atif"
 	"github.com/gauntlet-bench/gauntlet/pkg/terminus/llm"
-	"github.com/gauntlet-bench/gauntlet/pkg/terminus/terminal"
 )
 
 // Version is terminus-2's version as gauntlet builds it, reported in the
@@ -73,9 +72,11 @@ type Model interface {
 	Complete(ctx context.Context, msgs []llm.Message) (llm.Reply, error)
 }
 
-// Term is the terminal the agent types into (terminal.Terminal).
+// Term is the terminal the agent types into (terminal.Terminal, or
+// terminal.Tmux).
 type Term interface {
-	Send(keys []byte) error
+	// Type types keystrokes, a key name as that key (terminal.Keys).
+	Type(keystrokes string) error
 	Wait(ctx context.Context, max time.Duration) time.Duration
 	Screen() string
 	History() string
@@ -276,7 +277,7 @@ func (a *agent) startTerminal(ctx context.Context) error {
 // is replaced by a new one, and the output says so.
 func (a *agent) execute(ctx context.Context, cmds []Command) (string, error) {
 	for _, c := range cmds {
-		if err := a.term.Send(terminal.Keys(c.Keystrokes)); err != nil {
+		if err := a.term.Type(c.Keystrokes); err != nil {
 			break // the shell has exited; reported below
 		}
 		a.term.Wait(ctx, time.Duration(c.Duration*float64(time.Second)))

@@ -149,12 +149,14 @@ func readUsage(t *testing.T, dir string) UsageReport {
 // APIs: it writes a file, answers once with broken JSON, claims completion,
 // is asked to confirm, confirms.
 func TestMainSolvesTask(t *testing.T) {
-	for _, api := range []string{llm.ChatCompletions, llm.AnthropicMessages} {
-		t.Run(api, func(t *testing.T) { testMainSolvesTask(t, api) })
+	for _, tc := range []struct{ api, terminal string }{
+		{llm.ChatCompletions, "pty"}, {llm.AnthropicMessages, "pty"}, {llm.ChatCompletions, "tmux"},
+	} {
+		t.Run(tc.api+"/"+tc.terminal, func(t *testing.T) { testMainSolvesTask(t, tc.api, tc.terminal) })
 	}
 }
 
-func testMainSolvesTask(t *testing.T, api string) {
+func testMainSolvesTask(t *testing.T, api, term string) {
 	turn := func(text string, input, cached, output int) modelmock.Turn {
 		return modelmock.Turn{Text: text, Usage: &modelmock.Usage{Input: input, Cached: cached, Output: output}}
 	}
@@ -178,7 +180,7 @@ func testMainSolvesTask(t *testing.T, api string) {
 	var stderr bytes.Buffer
 	env := []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "PS1=$ ",
 		EnvBaseURL + "=" + baseURL, EnvWireAPI + "=" + api, EnvAPIKey + "=tok-123", "GAUNTLET_MODEL=scripted-1"}
-	code := Main([]string{"--instruction-file", instr, "--logs-dir", logs}, env, &stderr)
+	code := Main([]string{"--instruction-file", instr, "--logs-dir", logs, "--terminal", term}, env, &stderr)
 	if code != 0 {
 		t.Fatalf("Main = %d, want 0; stderr:\n%s", code, stderr.String())
 	}

@@ -29,6 +29,7 @@ const (
 	EnvMaxEpisodes   = "TERMINUS_MAX_EPISODES"
 	EnvContextTokens = "TERMINUS_CONTEXT_TOKENS"
 	EnvTemperature   = "TERMINUS_TEMPERATURE"
+	EnvTerminal      = "TERMINUS_TERMINAL"
 	// The runner's own variables, used when the TERMINUS_ ones are unset.
 	envGauntletModel   = "GAUNTLET_MODEL"
 	envInstructionFile = "GAUNTLET_INSTRUCTION_FILE"
@@ -66,6 +67,7 @@ func Main(args, environ []string, stderr io.Writer) int {
 	contextTokens := fs.Int("context-tokens", defContext, "the model's context window; 0 = from the built-in table (env "+EnvContextTokens+")")
 	maxTokens := fs.Int("max-tokens", 0, "bound on each reply's tokens (0 = the provider's default; 8192 for Anthropic)")
 	temperature := fs.String("temperature", env[EnvTemperature], "sampling temperature; empty = not sent (env "+EnvTemperature+")")
+	termKind := fs.String("terminal", or(env[EnvTerminal], "pty"), "pty (bash on a pty drawn by a built-in emulator) or tmux (the image's tmux, as the published agent) (env "+EnvTerminal+")")
 	retries := fs.Int("retries", 3, "retries of a 429, 5xx or unanswered model call")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -112,6 +114,18 @@ func Main(args, environ []string, stderr io.Writer) int {
 	if info, err := os.Stat(*logsDir); err != nil || !info.IsDir() {
 		return fail("--logs-dir %q: not a directory", *logsDir)
 	}
+	var startTerm func(terminal.Options) (Term, error)
+	switch *termKind {
+	case "pty":
+		startTerm = func(o terminal.Options) (Term, error) { return terminal.Start(o) }
+	case "tmux":
+		if _, err := exec.LookPath("tmux"); err != nil {
+			return fail("--terminal tmux: no tmux on PATH in this image; use --terminal pty")
+		}
+		startTerm = func(o terminal.Options) (Term, error) { return terminal.StartTmux(o) }
+	default:
+		return fail("--terminal %q: want pty or tmux", *termKind)
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		return fail("working directory: %v", err)
@@ -129,7 +143,7 @@ func Main(args, environ []string, stderr io.Writer) int {
 	res := Run(ctx, Config{Instruction: instruction, Model: *model, ContextTokens: *contextTokens,
 		MaxEpisodes: *maxEpisodes, LogDir: *logsDir, Logger: logger},
 		client, func() (Term, error) {
-			return terminal.Start(terminal.Options{Shell: shell, Dir: dir, Env: shellEnv})
+			return startTerm(terminal.Options{Shell: shell, Dir: dir, Env: shellEnv})
 		})
 	attrs := []any{"outcome", res.Outcome, "episodes", res.Episodes, "model_calls", res.Usage.ModelCalls,
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens}

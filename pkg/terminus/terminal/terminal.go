@@ -58,7 +58,10 @@ type Terminal struct {
 	emu        *vt.Emulator
 	lastOutput time.Time
 	outputs    uint64 // chunks of output read so far
-	changed    chan struct{}
+	// outputsAtSend is outputs when keys were last sent: output after it
+	// answers them.
+	outputsAtSend uint64
+	changed       chan struct{}
 
 	input chan []byte // keystrokes queued for the writer
 	done  chan struct{}
@@ -189,9 +192,18 @@ func (t *Terminal) Send(keys []byte) error {
 	default:
 	}
 	if len(keys) > 0 {
+		t.mu.Lock()
+		t.outputsAtSend = t.outputs
+		t.mu.Unlock()
 		t.queue(append([]byte(nil), keys...))
 	}
 	return nil
+}
+
+// Type types a keystrokes string: a key name as that key, anything else
+// literally (Keys).
+func (t *Terminal) Type(keystrokes string) error {
+	return t.Send(Keys(keystrokes))
 }
 
 func (t *Terminal) exitError() error {
@@ -239,7 +251,7 @@ func trimBlankTail(s string) string {
 
 // Wait waits up to max after keystrokes were sent. It ends early once the
 // command line is idle again: the shell is the pty's foreground process
-// group (no job is running), output has arrived since the wait began, and
+// group (no job is running), output has arrived since the keys were sent, and
 // nothing more has come for the settle time. A program that reads the
 // terminal itself (an editor, a REPL, a pager) keeps the full wait, as does
 // a command whose keystrokes produced no output at all. It returns the
@@ -249,7 +261,7 @@ func (t *Terminal) Wait(ctx context.Context, max time.Duration) time.Duration {
 	deadline := time.NewTimer(max)
 	defer deadline.Stop()
 	t.mu.Lock()
-	seenAtStart := t.outputs
+	seenAtStart := t.outputsAtSend
 	t.mu.Unlock()
 	for {
 		t.mu.Lock()

@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -35,9 +36,42 @@ func TestKeys(t *testing.T) {
 	}
 }
 
-func startBash(t *testing.T) *Terminal {
+// term is what both terminals offer; the tests below run against each.
+type term interface {
+	Type(keystrokes string) error
+	Wait(ctx context.Context, max time.Duration) time.Duration
+	WaitFor(ctx context.Context, cond func(history string) bool) bool
+	Screen() string
+	History() string
+	Exited() bool
+	Close() error
+}
+
+var terminals = []struct {
+	name  string
+	start func(Options) (term, error)
+}{
+	{"pty", func(o Options) (term, error) { return Start(o) }},
+	{"tmux", func(o Options) (term, error) { return StartTmux(o) }},
+}
+
+// eachTerminal runs test against the pty terminal and the tmux one.
+func eachTerminal(t *testing.T, test func(t *testing.T, term term)) {
+	for _, tc := range terminals {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "tmux" {
+				if _, err := exec.LookPath("tmux"); err != nil {
+					t.Fatalf("the tmux terminal's tests need tmux: apt-get install tmux (%v)", err)
+				}
+			}
+			test(t, startBash(t, tc.start))
+		})
+	}
+}
+
+func startBash(t *testing.T, start func(Options) (term, error)) term {
 	t.Helper()
-	term, err := Start(Options{Shell: []string{"bash", "--norc", "--noprofile", "-i"},
+	term, err := start(Options{Shell: []string{"bash", "--norc", "--noprofile", "-i"},
 		Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin", "PS1=$ ", "HOME=" + t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
@@ -51,20 +85,21 @@ func startBash(t *testing.T) *Terminal {
 	return term
 }
 
-func TestTerminalRunsCommands(t *testing.T) {
-	term := startBash(t)
+func TestTerminalRunsCommands(t *testing.T) { eachTerminal(t, testRunsCommands) }
+
+func testRunsCommands(t *testing.T, term term) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := term.Send(Keys("printf 'a\\rb%s\\n' done\n")); err != nil {
+	if err := term.Type("printf 'a\\rb%s\\n' done\n"); err != nil {
 		t.Fatal(err)
 	}
-	// The emulator applies the carriage return: "a" is overwritten.
+	// The terminal applies the carriage return: "a" is overwritten.
 	if !term.WaitFor(ctx, func(h string) bool { return strings.Contains(h, "\nbdone\n") }) {
 		t.Fatalf("output never appeared; history:\n%s", term.History())
 	}
 	// A command that finished with the shell back in the foreground ends
 	// a long wait early.
-	if err := term.Send(Keys("echo second\n")); err != nil {
+	if err := term.Type("echo second\n"); err != nil {
 		t.Fatal(err)
 	}
 	if waited := term.Wait(ctx, time.Minute); waited >= time.Minute {
@@ -73,21 +108,30 @@ func TestTerminalRunsCommands(t *testing.T) {
 	if h := term.History(); !strings.Contains(h, "\nsecond\n$") {
 		t.Errorf("history after the wait:\n%s", h)
 	}
+	// A shell that exits is seen to.
+	if err := term.Type("exit\n"); err != nil {
+		t.Fatal(err)
+	}
+	term.Wait(ctx, 10*time.Second)
+	if !term.Exited() {
+		t.Errorf("the shell typed exit but is still there")
+	}
 }
 
-func TestTerminalInterruptAndScrollback(t *testing.T) {
-	term := startBash(t)
+func TestTerminalInterruptAndScrollback(t *testing.T) { eachTerminal(t, testInterruptAndScrollback) }
+
+func testInterruptAndScrollback(t *testing.T, term term) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	// The job prints once it runs in the foreground, so C-c cannot reach
 	// the shell before the job has started.
-	if err := term.Send(Keys("sh -c 'echo started; exec sleep 600'\n")); err != nil {
+	if err := term.Type("sh -c 'echo started; exec sleep 600'\n"); err != nil {
 		t.Fatal(err)
 	}
 	if !term.WaitFor(ctx, func(h string) bool { return strings.HasSuffix(h, "\nstarted") }) {
 		t.Fatalf("no echo; history:\n%s", term.History())
 	}
-	if err := term.Send(Keys("C-c")); err != nil {
+	if err := term.Type("C-c"); err != nil {
 		t.Fatal(err)
 	}
 	if !term.WaitFor(ctx, func(h string) bool { return strings.HasSuffix(h, "^C\n$") }) {
@@ -95,7 +139,7 @@ func TestTerminalInterruptAndScrollback(t *testing.T) {
 	}
 	// More lines than the screen holds go to the scrollback, and History
 	// keeps them all.
-	if err := term.Send(Keys("seq 1 100\n")); err != nil {
+	if err := term.Type("seq 1 100\n"); err != nil {
 		t.Fatal(err)
 	}
 	if !term.WaitFor(ctx, func(h string) bool { return strings.HasSuffix(h, "100\n$") }) {
