@@ -17,9 +17,10 @@ FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync wat
 all: build
 
 ## deps: system and npm packages the platform and its tests use — bubblewrap
-## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test),
+## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test), tmux
+## (terminus-2's tmux terminal tests),
 ## and the project-local npm packages pinned in package-lock.json.
-APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git
+APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git tmux:tmux
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
