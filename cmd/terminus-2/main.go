@@ -8,7 +8,7 @@
 // Usage:
 //
 //	TERMINUS_BASE_URL=… TERMINUS_API_KEY=… terminus-2 [--wire-api chat-completions|anthropic-messages] [--model M]
-//	    [--instruction-file F] [--logs-dir D] [--max-episodes N] [--context-tokens N]
+//	    [--instruction-file F] [--logs-dir D] [--max-episodes N] [--context-tokens N] [--terminal pty|tmux]
 //
 // Exit codes: 0 task completed (confirmed twice), 1 terminus-2 failed,
 // 2 bad configuration, 3 model auth error (401/403), 4 model unavailable
