@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,10 +151,14 @@ func (s *Store) resolveAt(ctx context.Context, p *remote.Puller, ep endpoint, r 
 			return Resolved{}, err
 		}
 	}
-	rec.Names = []string{canonicalRepo(r.Context()) + tagSuffix(tag)}
-	rec.Source = ep.label
-	if err := s.saveRecord(rec); err != nil {
-		return Resolved{}, err
+	n := canonicalRepo(r.Context()) + tagSuffix(tag)
+	// A warm resolve writes nothing when the record already says it all.
+	if !ok || rec.Source != ep.label || !slices.Contains(rec.Names, n) {
+		rec.Names = []string{n}
+		rec.Source = ep.label
+		if err := s.saveRecord(rec); err != nil {
+			return Resolved{}, err
+		}
 	}
 	return resolvedFrom(rec, r.Context(), tag, ep.label), nil
 }

@@ -309,6 +309,9 @@ func (s *Store) unpack(ctx context.Context, rec record, dir string, progress fun
 		return rootfsRecord{}, err
 	}
 	defer a.Close()
+	if !a.chown {
+		s.logger.WarnContext(ctx, "not running as root: the unpacked rootfs keeps this user's ownership, not the image's", "image", rec.Digest, "euid", a.euid)
+	}
 	var total int64
 	for _, l := range rec.Layers {
 		total += l.Size

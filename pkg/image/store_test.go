@@ -63,8 +63,10 @@ func (f *fixture) push(t *testing.T, repoTag string, img v1.Image) {
 	}
 }
 
+var simpleConfig = v1.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"}
+
 func simpleImage(t *testing.T) v1.Image {
-	return imagetest.Image(t, v1.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"},
+	return imagetest.Image(t, simpleConfig,
 		imagetest.Layer(t, imagetest.Dir("etc"), imagetest.File("etc/os-release", "ID=test\n")),
 		imagetest.Layer(t, imagetest.Dir("app"), imagetest.File("app/main.py", "print(1)\n")),
 	)
@@ -334,4 +336,38 @@ func TestCachedRootfsNeverPulls(t *testing.T) {
 	if list, _ := f.store.List(ctx); len(list) != 1 || !list[0].InUse {
 		t.Fatalf("List = %+v, want the image in use while the Rootfs is open", list)
 	}
+}
+
+func TestMovedTagLeavesTheOldImage(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{})
+	ctx := context.Background()
+	f.push(t, "library/app:1", simpleImage(t))
+	old, err := f.store.Resolve(ctx, "app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.push(t, "library/app:1", sizedImage(t, "new", 10))
+	moved, err := f.store.Resolve(ctx, "app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Digest == old.Digest {
+		t.Fatal("the tag did not move")
+	}
+	list, err := f.store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range list {
+		named := strings.Join(i.Names, ",") == "docker.io/library/app:1"
+		if named != (i.Digest == moved.Digest) {
+			t.Fatalf("List = %+v: only %s should be named app:1", list, moved.Digest)
+		}
+	}
+	// The old pinned reference still resolves and unpacks: a pinned run never moves.
+	r, err := f.store.Rootfs(ctx, old.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
 }
