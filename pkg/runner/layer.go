@@ -293,7 +293,14 @@ func (l *layer) close() error {
 	}
 	var errs []error
 	for i := len(l.mounted) - 1; i >= 0; i-- {
-		if err := unix.Unmount(l.mounted[i], 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		flags := 0
+		if l.mounted[i] == l.disk {
+			// Nothing on it is kept: detach at once and let the kernel
+			// write back and free it (and its loop device) in the
+			// background instead of waiting for that here.
+			flags = unix.MNT_DETACH
+		}
+		if err := unix.Unmount(l.mounted[i], flags); err != nil && !errors.Is(err, unix.EINVAL) {
 			// Busy: a process of the sandbox still holds it. Detach now; the
 			// kernel frees it when the last user goes.
 			if err2 := unix.Unmount(l.mounted[i], unix.MNT_DETACH); err2 != nil {
