@@ -22,12 +22,10 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
-	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
@@ -41,8 +39,8 @@ type Options struct {
 	// "bwrap-host" (the host's root filesystem; a development opt-in) or
 	// "process" (no isolation; opt-in).
 	Isolation string
-	// Images gives the sandboxes their tasks' unpacked images; nil = the
-	// image store under DataDir/images (for "bwrap").
+	// Images gives the sandboxes their tasks' unpacked images (required
+	// by "bwrap").
 	Images localsandbox.Images
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
@@ -150,16 +148,8 @@ func (p *Platform) open() error {
 	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
-	images := p.opts.Images
-	if images == nil && (p.opts.Isolation == "" || p.opts.Isolation == runner.IsolationBwrap) {
-		store, err := image.Open(filepath.Join(p.opts.DataDir, "images"), image.Options{Logger: p.log})
-		if err != nil {
-			return fmt.Errorf("local platform: %w", err)
-		}
-		images = localsandbox.StoreImages(store)
-	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, Images: images, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
