@@ -29,6 +29,19 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
+// SandboxPolicy is the operator's limits for every sandbox (zero values =
+// the runner's defaults; see docs/SANDBOX.md).
+type SandboxPolicy struct {
+	// PidsLimit bounds each phase's processes (0 = 1024, -1 = none).
+	PidsLimit int
+	// StorageMB is the storage limit of attempts whose task sets none
+	// (0 = 10240, -1 = none).
+	StorageMB int
+	// NetworkCeiling is the most permissive network mode any phase gets:
+	// "" or public, allowlist, no-network.
+	NetworkCeiling string
+}
+
 // Options configure a Platform.
 type Options struct {
 	// DataDir holds everything: gauntlet.db, blobs/, secrets, sandboxes/.
@@ -44,6 +57,8 @@ type Options struct {
 	Images localsandbox.Images
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
+	// Sandbox is the operator's policy for every sandbox.
+	Sandbox SandboxPolicy
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
 	// platform workspace through benchsync (as the cloud does) and syncs the
 	// benchmarks that need it before returning, so those whose tasks are on
@@ -149,7 +164,8 @@ func (p *Platform) open() error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir,
+		PidsLimit: p.opts.Sandbox.PidsLimit, StorageMB: p.opts.Sandbox.StorageMB, NetworkCeiling: p.opts.Sandbox.NetworkCeiling, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
