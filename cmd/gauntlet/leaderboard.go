@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"os"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 // runLeaderboard is `gauntlet leaderboard BENCHMARK [--metric M]`.
@@ -33,7 +32,7 @@ func showLeaderboard(ctx context.Context, e env, args []string) error {
 
 // printLeaderboard prints one table per (task set, version) group; a rank
 // with * is a statistical tie with the best.
-func printLeaderboard(w io.Writer, b api.LeaderboardView) error {
+func printLeaderboard(w io.Writer, b v1.LeaderboardView) error {
 	if len(b.Groups) == 0 {
 		fmt.Fprintf(w, "%s: no eligible runs yet (a run must finish on the full task list or a published task set)\n", b.Benchmark)
 		return nil

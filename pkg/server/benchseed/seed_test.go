@@ -3,6 +3,7 @@ package benchseed_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
@@ -103,7 +103,7 @@ func TestTerminalBenchSizedBoard(t *testing.T) {
 		if diff := cmp.Diff(seeded.Runs, runs); diff != "" {
 			t.Errorf("%s board's runs (-want +got):\n%s", metric, diff)
 		}
-		if !slices.IsSortedFunc(g.Rows, func(a, b api.BoardRow) int { return a.Rank - b.Rank }) || g.Rows[0].Rank != 1 {
+		if !slices.IsSortedFunc(g.Rows, func(a, b v1.BoardRow) int { return a.Rank - b.Rank }) || g.Rows[0].Rank != 1 {
 			t.Errorf("%s board rows are not in rank order from 1", metric)
 		}
 	}
@@ -137,7 +137,7 @@ func apiClient(t *testing.T, srv *server.Server) *client.Client {
 	return c
 }
 
-func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.Metric) api.LeaderboardView {
+func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.Metric) v1.LeaderboardView {
 	t.Helper()
 	board, err := apiClient(t, srv).Leaderboard(context.Background(), key, string(metric))
 	if err != nil {
