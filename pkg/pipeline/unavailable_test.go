@@ -114,3 +114,49 @@ func TestSubmitRejectsWhenEverySelectedTaskIsUnavailable(t *testing.T) {
 		t.Errorf("problems = %+v, want %s naming the reasons", problems, pipeline.CodeTasksUnavailable)
 	}
 }
+
+func TestEnvironmentCheckFindsBrokenAndTrivialTasks(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	// The oracle fails on "a" (a broken environment); nop passes on "c" (a
+	// trivial task); "b" is unavailable.
+	e.driver.(*pipelinetest.InstantDriver).Reward = func(spec sandbox.Spec) float64 {
+		switch {
+		case spec.Harness == "oracle" && spec.Task.Name == "a", spec.Harness == "nop" && spec.Task.Name != "c":
+			return 0
+		}
+		return 1
+	}
+	importEnvBench(t, e, false)
+	c, err := e.svc.StartCheck(e.ctx, testWS, testUser, "envs")
+	if err != nil {
+		t.Fatalf("StartCheck: %v", err)
+	}
+	if c.Status != records.CheckRunning || c.Run == "" || c.Version != "local" {
+		t.Fatalf("started check = %+v", c)
+	}
+	again, err := e.svc.StartCheck(e.ctx, testWS, testUser, "envs")
+	if err != nil || again.Run != c.Run {
+		t.Fatalf("StartCheck again = %+v, %v; want the same check (run %s)", again, err, c.Run)
+	}
+	e.pumpUntil(c.Run, 20*time.Second)
+	done, err := e.svc.Check(e.ctx, testWS, "envs", "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != records.CheckDone || !cmp.Equal(done.Broken(), []string{"a"}) || !cmp.Equal(done.Trivial(), []string{"c"}) {
+		t.Fatalf("check = %+v, want a broken and c trivial", done)
+	}
+	verdicts := map[string]records.CheckVerdict{}
+	for _, tc := range done.Tasks {
+		verdicts[tc.Task] = tc.Verdict
+	}
+	want := map[string]records.CheckVerdict{"a": records.CheckBroken, "b": records.CheckUnavailable, "c": records.CheckTrivial}
+	if diff := cmp.Diff(want, verdicts); diff != "" {
+		t.Errorf("verdicts (-want +got):\n%s", diff)
+	}
+	// Stored: a later read returns it without recomputing.
+	stored, err := e.recs.EnvCheck(e.ctx, testWS, "envs", "local")
+	if err != nil || stored.Status != records.CheckDone {
+		t.Errorf("stored check = %+v, %v", stored, err)
+	}
+}

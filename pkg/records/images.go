@@ -83,9 +83,9 @@ type EnvCheck struct {
 	Key       string `json:"key"`
 	Version   string `json:"version"`
 	// Status is running while the check's runs are going, then done.
-	Status    string      `json:"status"`
-	OracleRun string      `json:"oracle_run,omitempty"`
-	NopRun    string      `json:"nop_run,omitempty"`
+	Status string `json:"status"`
+	// Run is the run of the oracle (agent 0) and nop (agent 1).
+	Run       string      `json:"run,omitempty"`
 	Tasks     []TaskCheck `json:"tasks,omitempty"`
 	StartedAt time.Time   `json:"started_at"`
 	EndedAt   time.Time   `json:"ended_at,omitzero"`
