@@ -136,7 +136,7 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.benchmarks = &benchmarks{benchsync.Queued{Service: s.sync, Queue: syncQueue}}
-	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Benchmarks: s.benchmarks,
+	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: s.benchmarks,
 		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
 		return err
