@@ -57,9 +57,9 @@ type Config struct {
 	Runs       Runs
 	Benchmarks Benchmarks
 	// Checks runs environment checks; nil answers their routes with 501.
-	Checks Checks
-	Blobs  blob.Store
-	Secrets    secret.Store
+	Checks  Checks
+	Blobs   blob.Store
+	Secrets secret.Store
 	// ManagedWorkspace holds the managed benchmarks every workspace sees
 	// (default pipeline.PlatformWorkspace).
 	ManagedWorkspace string
