@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"net/http"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 )
 
 func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {
@@ -37,7 +37,7 @@ func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric 
 	if err != nil {
 		return nil, err
 	}
-	board, err := pipeline.ReadBoard(ctx, h.cfg.Records, ws, b.Key, metric)
+	board, err := h.cfg.Records.Board(ctx, ws, b.Key, metric)
 	if err != nil {
 		return nil, fmt.Errorf("load leaderboard of %s: %w", b.Key, err)
 	}
@@ -48,7 +48,7 @@ func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric 
 	return render(out)
 }
 
-func boardGroup(g pipeline.BoardGroup) v1.BoardGroup {
+func boardGroup(g records.BoardGroup) v1.BoardGroup {
 	out := v1.BoardGroup{TaskSet: g.TaskSet, ManifestVersion: g.ManifestVersion, ManifestDigest: g.ManifestDigest, K: g.K,
 		Rows: make([]v1.BoardRow, len(g.Rows))}
 	for i, row := range g.Rows {

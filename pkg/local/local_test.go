@@ -116,10 +116,10 @@ func TestPlatformRunsToLeaderboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := p.Records()
-	var board pipeline.Leaderboard
+	var board records.Leaderboard
 	waitFor(t, 3*time.Minute, "the leaderboard", func() bool {
 		var err error
-		board, err = pipeline.ReadLeaderboard(ctx, recs, ws, "demo-bench")
+		board, err = recs.Leaderboard(ctx, ws, "demo-bench")
 		return err == nil
 	})
 	got, err := recs.Run(ctx, r.ID)

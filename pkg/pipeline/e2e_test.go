@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
@@ -76,15 +75,15 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		t.Errorf("global gate after the run = %d, want 0", g)
 	}
 
-	var metrics pipeline.RunMetrics
-	if err := e.recs.RunMetrics(e.ctx, r.ID, &metrics); err != nil {
+	metrics, err := e.recs.RunMetrics(e.ctx, r.ID)
+	if err != nil {
 		t.Fatalf("run metrics: %v", err)
 	}
 	if metrics.Results != 48 || len(metrics.Agents) != 2 || metrics.Agents[0].Summary.Pass1 == nil || metrics.Agents[0].Summary.Pass1.Mean != 1 {
 		t.Errorf("run metrics = %+v, want 48 results and oracle pass@1 = 1", metrics)
 	}
 
-	board, err := pipeline.ReadLeaderboard(e.ctx, e.recs, testWS, "demo-bench")
+	board, err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench")
 	if err != nil {
 		t.Fatalf("leaderboard: %v", err)
 	}

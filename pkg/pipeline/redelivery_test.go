@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
@@ -60,7 +59,7 @@ func TestRedeliveredShuffledMessagesChangeNothing(t *testing.T) {
 		}
 		got[i] = outcomes(e.results(r.ID))
 		tallies[i] = e.tally(r.ID)
-		board, err := pipeline.ReadLeaderboard(e.ctx, e.recs, testWS, "demo-bench")
+		board, err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench")
 		if err != nil {
 			t.Fatal(err)
 		}

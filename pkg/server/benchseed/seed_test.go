@@ -15,7 +15,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/benchseed"
 )
@@ -165,7 +164,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	}
 	b.Run("store", func(b *testing.B) {
 		for b.Loop() {
-			board, err := pipeline.ReadBoard(ctx, srv.Records(), srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
+			board, err := srv.Records().Board(ctx, srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
 			if err != nil || len(board.Groups[0].Rows) != 50 {
 				b.Fatalf("ReadBoard: %v", err)
 			}
@@ -180,7 +179,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	})
 	b.Run("run-metrics", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := pipeline.ReadRunMetrics(ctx, srv.Records(), seeded.Runs[0]); err != nil {
+			if _, err := srv.Records().RunMetrics(ctx, seeded.Runs[0]); err != nil {
 				b.Fatalf("ReadRunMetrics: %v", err)
 			}
 		}
