@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down
+.PHONY: node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -84,6 +84,12 @@ stop:
 synth: lambdas
 	@[ -x node_modules/.bin/cdk ] || npm ci --no-audit --no-fund --loglevel=error
 	npx --no-install cdk synth --quiet
+
+## base-images: the Debian rootfs tarballs (mmdebstrap) that stand in for the
+## upstream base images in tests and the demo, into
+## $${GAUNTLET_CACHE:-~/.cache/gauntlet}/base; kept once built.
+base-images:
+	scripts/base-images.sh
 
 ## bench: the performance measurements reported in docs/BENCHMARKS.md.
 bench:
