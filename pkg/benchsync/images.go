@@ -68,6 +68,12 @@ type Environments struct {
 	NoPublicNetwork bool
 	// MaxBuildTimeout caps a task's build_timeout_sec; zero means no cap.
 	MaxBuildTimeout time.Duration
+	// Warm, when set, brings a pinned image into the platform's local cache
+	// (the local platform unpacks its rootfs) so that a sandbox launch finds
+	// it there; a failure makes the task unavailable (a corrupt layer, a
+	// blob that went missing). Nil where sandboxes pull by digest
+	// themselves (Fargate).
+	Warm func(ctx context.Context, pinned string) error
 }
 
 // maxBuildLog bounds the stored build log; the tail is kept.
@@ -88,10 +94,13 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 	if err := p.record(ctx, 0, true); err != nil {
 		return err
 	}
-	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}}
+	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}, warmed: map[string]error{}}
 	for i := range tasks {
 		env, err := prep.task(ctx, tasks[i].Name, dirs[i])
 		if err != nil {
+			return err
+		}
+		if err := prep.warm(ctx, tasks[i].Name, &env); err != nil {
 			return err
 		}
 		tasks[i].Environment = &env
@@ -119,6 +128,30 @@ type imagePrep struct {
 	s        *Service
 	cfg      *Environments
 	resolved map[string]resolution
+	warmed   map[string]error
+}
+
+// warm brings a pinned image into the local cache, once per image per sync.
+func (p *imagePrep) warm(ctx context.Context, name string, env *benchmark.Environment) error {
+	if p.cfg.Warm == nil || env.Pinned == "" || env.Unavailable != "" {
+		return nil
+	}
+	err, done := p.warmed[env.Pinned]
+	if !done {
+		err = p.cfg.Warm(ctx, env.Pinned)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.warmed[env.Pinned] = err
+	}
+	if err != nil {
+		ref := env.Image
+		if ref == "" {
+			ref = env.Pinned
+		}
+		env.Unavailable = fmt.Sprintf("task %s: image %s: pulling and unpacking %s: %v", name, ref, env.Pinned, err)
+	}
+	return nil
 }
 
 func (p *imagePrep) resolve(ctx context.Context, ref string) (string, error) {
