@@ -25,7 +25,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|process] [--registry PATH|URL]", stderr)
 	data := fs.String("data", defaultDataDir(), "data directory (database, blobs, secrets, token)")
 	addr := fs.String("addr", server.DefaultAddr, "listen address; keep it on loopback unless you know why not")
-	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap) or process (NO isolation: trusted agents only)")
+	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap over each task's image), bwrap-host (bubblewrap over the host's root filesystem: development only) or process (NO isolation: trusted agents only)")
 	registry := fs.String("registry", existing("examples/registry.json"), "Harbor registry (path or URL) benchmarks are added from")
 	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
@@ -40,8 +40,8 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if len(pos) != 0 {
 		return usageError("takes no arguments")
 	}
-	if *isolation != "bwrap" && *isolation != "process" {
-		return usageError("--sandbox %q: want bwrap or process", *isolation)
+	if *isolation != "bwrap" && *isolation != "bwrap-host" && *isolation != "process" {
+		return usageError("--sandbox %q: want bwrap, bwrap-host (development: the host's root filesystem) or process", *isolation)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

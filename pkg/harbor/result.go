@@ -92,10 +92,13 @@ const (
 	ExceptionAgentSetupTimeout = "AgentSetupTimeoutError"
 	ExceptionAgentTimeout      = "AgentTimeoutError"
 	ExceptionAgentExit         = "NonZeroAgentExitCodeError"
-	ExceptionVerifierTimeout   = "VerifierTimeoutError"
-	ExceptionRewardMissing     = "RewardFileNotFoundError"
-	ExceptionRewardEmpty       = "RewardFileEmptyError"
-	ExceptionRewardMalformed   = "VerifierOutputParseError"
+	// ExceptionAgentOOM is gauntlet's own (Harbor has none): the kernel
+	// killed the agent for exceeding its memory limit; an agent error.
+	ExceptionAgentOOM        = "AgentOutOfMemoryError"
+	ExceptionVerifierTimeout = "VerifierTimeoutError"
+	ExceptionRewardMissing   = "RewardFileNotFoundError"
+	ExceptionRewardEmpty     = "RewardFileEmptyError"
+	ExceptionRewardMalformed = "VerifierOutputParseError"
 )
 
 // ExceptionInfo describes the exception that ended a trial.

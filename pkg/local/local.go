@@ -35,8 +35,13 @@ type Options struct {
 	DataDir string
 	// RunnerPath is the sandbox-runner binary.
 	RunnerPath string
-	// Isolation is "bwrap" (default) or "process" (no isolation; opt-in).
+	// Isolation is "bwrap" (default: each task's image, from Images),
+	// "bwrap-host" (the host's root filesystem; a development opt-in) or
+	// "process" (no isolation; opt-in).
 	Isolation string
+	// Images gives the sandboxes their tasks' unpacked images (required
+	// by "bwrap").
+	Images localsandbox.Images
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
@@ -144,7 +149,7 @@ func (p *Platform) open() error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)

@@ -63,7 +63,12 @@ func stripDir(err error, dir string) string {
 
 // finish collects artifacts and writes (and uploads) result.json.
 func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
-	for part, src := range map[string]string{"agent": t.host.AgentLogs, "verifier": t.host.VerifierLogs} {
+	t.keepDiff()
+	parts := map[string]string{"agent": t.host.AgentLogs, "verifier": t.host.VerifierLogs}
+	if t.host.Artifacts != "" {
+		parts["artifacts"] = t.host.Artifacts
+	}
+	for part, src := range parts {
 		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes, redact: t.redact})
 		if err != nil {
 			return harbor.TrialResult{}, fmt.Errorf("collect artifacts: %w", err)
