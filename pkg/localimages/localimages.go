@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/imagebuild"
+	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 )
 
 // Policy is the operator's part of task environments beyond the store's
@@ -148,3 +151,36 @@ func BuildMirrors(ms []image.Mirror) ([]imagebuild.Mirror, error) {
 
 // DefaultBuildDir is where a platform on dataDir keeps buildah's storage.
 func DefaultBuildDir(dataDir string) string { return filepath.Join(dataDir, "buildah") }
+
+// SandboxImages is the sandbox driver's view of the image store in dir:
+// unpacked rootfs of pinned images, from the cache only. It opens the store
+// with a transport that refuses every request, so a launch can never pull
+// (images are prepared at sync, outside any attempt's concurrency slot); a
+// rootfs the cache evicted is unpacked again from the stored blobs.
+func SandboxImages(dir string, logger *slog.Logger) (localsandbox.Images, error) {
+	s, err := image.Open(dir, image.Options{Transport: noNetwork{}, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("local images: %w", err)
+	}
+	return sandboxImages{s}, nil
+}
+
+type sandboxImages struct{ s *image.Store }
+
+var _ localsandbox.Images = sandboxImages{}
+
+func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsandbox.Rootfs, error) {
+	rf, err := si.s.Rootfs(ctx, ref)
+	if err != nil {
+		return localsandbox.Rootfs{}, fmt.Errorf("not in the local image cache (images are pulled and built at sync): %w", cause(err))
+	}
+	return localsandbox.Rootfs{Dir: rf.Dir, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
+		Release: func() { _ = rf.Close() }}, nil
+}
+
+// noNetwork refuses every registry request.
+type noNetwork struct{}
+
+func (noNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
+	return nil, fmt.Errorf("no registry access at launch (%s %s): images are prepared at sync", r.Method, r.URL.Host)
+}

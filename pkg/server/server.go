@@ -131,7 +131,7 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
-		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log})
+		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments})
 	if err != nil {
 		return err
 	}
