@@ -30,8 +30,8 @@ var (
 	// ErrUnsafeLayer: a layer entry would escape the rootfs (absolute or `..` path)
 	// or is of a kind the store refuses.
 	ErrUnsafeLayer = errors.New("unsafe layer entry")
-	// ErrInUse: the rootfs is held by a sandbox and cannot be removed now.
-	ErrInUse = errors.New("rootfs in use")
+	// ErrNotCached: CachedRootfs found no unpacked rootfs for the image.
+	ErrNotCached = errors.New("image not in the local cache")
 )
 
 // Error is what the store returns: the image it was working on and the cause.

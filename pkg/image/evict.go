@@ -18,7 +18,7 @@ type cachedRootfs struct {
 	lastUsed time.Time
 }
 
-func (s *Store) cachedRootfs() ([]cachedRootfs, error) {
+func (s *Store) listCachedRootfs() ([]cachedRootfs, error) {
 	ents, err := os.ReadDir(filepath.Join(s.dir, "rootfs"))
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (s *Store) cachedRootfs() ([]cachedRootfs, error) {
 // fits MaxRootfsBytes; keep is never removed (it was just unpacked for a
 // caller). Failures are logged: eviction never fails the caller.
 func (s *Store) evict(keep string) {
-	all, err := s.cachedRootfs()
+	all, err := s.listCachedRootfs()
 	if err != nil {
 		s.logger.Warn("rootfs eviction: list cache", "err", err)
 		return

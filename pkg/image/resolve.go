@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,10 +151,14 @@ func (s *Store) resolveAt(ctx context.Context, p *remote.Puller, ep endpoint, r 
 			return Resolved{}, err
 		}
 	}
-	rec.Names = []string{canonicalRepo(r.Context()) + tagSuffix(tag)}
-	rec.Source = ep.label
-	if err := s.saveRecord(rec); err != nil {
-		return Resolved{}, err
+	n := canonicalRepo(r.Context()) + tagSuffix(tag)
+	// A warm resolve writes nothing when the record already says it all.
+	if !ok || rec.Source != ep.label || !slices.Contains(rec.Names, n) {
+		rec.Names = []string{n}
+		rec.Source = ep.label
+		if err := s.saveRecord(rec); err != nil {
+			return Resolved{}, err
+		}
 	}
 	return resolvedFrom(rec, r.Context(), tag, ep.label), nil
 }
@@ -315,12 +320,14 @@ func (s *Store) fetchBlob(l v1.Layer, d v1.Hash, size int64, progress func(int64
 	}
 	defer rc.Close()
 	err = s.writeBlob(d, size, rc, progress)
-	if err != nil && !errors.Is(err, ErrCorrupt) && !isNetErr(err) {
-		// ggcr's verifying reader fails the read on a digest mismatch, and a
-		// body cut short reads as an unexpected EOF: both are corrupt content.
-		if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "verifying") || strings.Contains(err.Error(), "checksum") {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
-		}
+	switch {
+	case err == nil, errors.Is(err, ErrCorrupt), isNetErr(err):
+		return err
+	case strings.Contains(err.Error(), "verifying") || strings.Contains(err.Error(), "checksum"):
+		// ggcr's verifying reader fails the last read on a digest mismatch.
+		return fmt.Errorf("%w: digest mismatch: %v", ErrCorrupt, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: truncated: %v", ErrCorrupt, err)
 	}
 	return err
 }

@@ -136,6 +136,61 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	return out, nil
 }
 
+// CachedRootfs is Rootfs without the network and without unpacking: the
+// rootfs of a pinned reference if it is in the cache, else an error wrapping
+// ErrNotCached. A sandbox launch uses it, since images are pulled and
+// unpacked at sync, outside the run's concurrency slots. Close the result
+// when the sandbox is gone.
+func (s *Store) CachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, error) {
+	r, err := s.cachedRootfs(ctx, pinnedRef)
+	return r, imageErr(pinnedRef, err)
+}
+
+func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, error) {
+	ref, err := parseRef(pinnedRef)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := ref.(name.Digest)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not pinned: want repository@sha256:<hex> (from Resolve)", ErrInvalidReference, pinnedRef)
+	}
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReference, err)
+	}
+	rec, ok, err := s.loadRecord(h)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: the image is not in the store (pull it, or sync the benchmark)", ErrNotCached)
+	}
+	cfgHash := mustHash(rec.Config)
+	dir := filepath.Join(s.dir, "rootfs", cfgHash.Hex)
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(lock, unix.LOCK_SH); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	rr, ok := s.rootfsRecord(cfgHash)
+	if !ok {
+		lock.Close()
+		return nil, fmt.Errorf("%w: its rootfs is not unpacked (evicted or never pulled)", ErrNotCached)
+	}
+	cfg, err := s.imageConfig(cfgHash)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.touch(lock)
+	return &Rootfs{Dir: dir, Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
+		Config: cfg, Size: rr.Size, lock: lock}, nil
+}
+
 func (s *Store) touch(lock *os.File) {
 	now := time.Now()
 	_ = os.Chtimes(lock.Name(), now, now)
@@ -254,6 +309,9 @@ func (s *Store) unpack(ctx context.Context, rec record, dir string, progress fun
 		return rootfsRecord{}, err
 	}
 	defer a.Close()
+	if !a.chown {
+		s.logger.WarnContext(ctx, "not running as root: the unpacked rootfs keeps this user's ownership, not the image's", "image", rec.Digest, "euid", a.euid)
+	}
 	var total int64
 	for _, l := range rec.Layers {
 		total += l.Size

@@ -63,8 +63,10 @@ func (f *fixture) push(t *testing.T, repoTag string, img v1.Image) {
 	}
 }
 
+var simpleConfig = v1.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"}
+
 func simpleImage(t *testing.T) v1.Image {
-	return imagetest.Image(t, v1.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"},
+	return imagetest.Image(t, simpleConfig,
 		imagetest.Layer(t, imagetest.Dir("etc"), imagetest.File("etc/os-release", "ID=test\n")),
 		imagetest.Layer(t, imagetest.Dir("app"), imagetest.File("app/main.py", "print(1)\n")),
 	)
@@ -299,5 +301,39 @@ func TestCredentials(t *testing.T) {
 	}
 	if _, err := st.Resolve(ctx, "app:1"); err != nil {
 		t.Fatalf("Resolve with a Docker config: %v", err)
+	}
+}
+
+func TestCachedRootfsNeverPulls(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{})
+	f.push(t, "library/app:1", simpleImage(t))
+	ctx := context.Background()
+	res, err := f.store.Resolve(ctx, "app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.CachedRootfs(ctx, res.Ref); !errors.Is(err, image.ErrNotCached) || !strings.Contains(err.Error(), "not unpacked") {
+		t.Fatalf("CachedRootfs before any unpack = %v, want ErrNotCached", err)
+	}
+	if _, err := f.store.CachedRootfs(ctx, "docker.io/library/other@sha256:"+strings.Repeat("a", 64)); !errors.Is(err, image.ErrNotCached) {
+		t.Fatalf("CachedRootfs of an unknown image = %v, want ErrNotCached", err)
+	}
+	if _, err := f.store.CachedRootfs(ctx, "app:1"); !errors.Is(err, image.ErrInvalidReference) {
+		t.Fatalf("CachedRootfs(tag) = %v, want ErrInvalidReference", err)
+	}
+	if _, err := f.store.Pull(ctx, "app:1", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.reg.Close() // from here on nothing may need the registry
+	r, err := f.store.CachedRootfs(ctx, res.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Config.WorkingDir != "/app" || r.Ref != res.Ref {
+		t.Fatalf("CachedRootfs = %+v", r)
+	}
+	if list, _ := f.store.List(ctx); len(list) != 1 || !list[0].InUse {
+		t.Fatalf("List = %+v, want the image in use while the Rootfs is open", list)
 	}
 }

@@ -68,7 +68,12 @@ type applier struct {
 	size  int64
 	euid  int
 	buf   []byte
-	chown bool // false when not root: ownership cannot be set (logged by the caller)
+	chown bool // false when not root: ownership cannot be set (the store logs it)
+
+	linkBuf [4096]byte
+
+	rootFD int            // the root directory, opened through root
+	fds    map[string]int // open descriptors of resolved directories, see dirFD
 }
 
 func newApplier(dir string) (*applier, error) {
@@ -76,10 +81,27 @@ func newApplier(dir string) (*applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &applier{root: r, dir: dir, euid: os.Geteuid(), buf: make([]byte, 1<<20), chown: os.Geteuid() == 0}, nil
+	f, err := r.Open(".")
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	return &applier{root: r, dir: dir, euid: os.Geteuid(), buf: make([]byte, 1<<20), chown: os.Geteuid() == 0,
+		rootFD: fd, fds: map[string]int{}}, nil
 }
 
-func (a *applier) Close() error { return a.root.Close() }
+func (a *applier) Close() error {
+	a.dropFDs()
+	unix.Close(a.rootFD)
+	return a.root.Close()
+}
 
 // layerState is what one layer has written, for opaque whiteouts, and its
 // directories, whose times are set once the layer is done.
@@ -112,7 +134,12 @@ func (a *applier) apply(r io.Reader) error {
 		if err != nil {
 			continue // removed by a later entry of the same layer
 		}
-		if err := a.setTimes(p, h); err != nil {
+		dir, base := splitPath(p)
+		fd, err := a.parentFD(dir)
+		if err != nil {
+			continue
+		}
+		if err := setTimes(fd, base, h); err != nil {
 			return fmt.Errorf("layer entry %q: %w", h.Name, err)
 		}
 	}
@@ -165,7 +192,7 @@ func (a *applier) entry(tr *tar.Reader, h *tar.Header, st *layerState) error {
 			if victim == "" || victim == "." || victim == ".." {
 				return fmt.Errorf("%w: %q: bad whiteout", ErrUnsafeLayer, h.Name)
 			}
-			clear(st.cache)
+			a.invalidate(st)
 			if err := a.root.RemoveAll(join(parent, victim)); err != nil {
 				return fmt.Errorf("layer entry %q: whiteout: %w", h.Name, err)
 			}
@@ -196,22 +223,83 @@ func join(dir, base string) string {
 	return dir + "/" + base
 }
 
-func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState) error {
-	pathOrDot := p
+// splitPath splits a resolved path into its parent and last element; the
+// root itself is "." in "".
+func splitPath(p string) (dir, base string) {
 	if p == "" {
-		pathOrDot = "."
+		return "", "."
 	}
-	existing, err := a.root.Lstat(pathOrDot)
-	exists := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	d, b := path.Split(p)
+	return strings.TrimSuffix(d, "/"), b
+}
+
+// dirFD returns a descriptor of the resolved directory p ("" is the root),
+// opened one level at a time from the root's descriptor with O_NOFOLLOW
+// (resolved paths have no symlink and no ".."), so it is inside the root
+// by construction; descriptors are kept for the next entries, which mostly
+// share directories. Every operation on an entry is then one *at system
+// call on its last element, never following a symlink there: a path walk
+// per operation made unpacking several times slower than tar.
+func (a *applier) dirFD(p string) (int, error) {
+	if p == "" {
+		return a.rootFD, nil
+	}
+	if fd, ok := a.fds[p]; ok {
+		return fd, nil
+	}
+	parent, base := splitPath(p)
+	pfd, err := a.dirFD(parent)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	if len(a.fds) >= 512 {
+		a.dropFDs()
+	}
+	a.fds[p] = fd
+	return fd, nil
+}
+
+// parentFD is dirFD of p's parent.
+func (a *applier) parentFD(dir string) (int, error) { return a.dirFD(dir) }
+
+func (a *applier) dropFDs() {
+	for _, fd := range a.fds {
+		unix.Close(fd)
+	}
+	clear(a.fds)
+}
+
+// invalidate forgets resolved directories after something was removed.
+func (a *applier) invalidate(st *layerState) {
+	clear(st.cache)
+	a.dropFDs()
+}
+
+func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState) error {
+	dir, base := splitPath(p)
+	fd, err := a.parentFD(dir)
+	if err != nil {
 		return err
 	}
-	if exists && !(existing.IsDir() && h.Typeflag == tar.TypeDir) {
+	var stat unix.Stat_t
+	err = unix.Fstatat(fd, base, &stat, unix.AT_SYMLINK_NOFOLLOW)
+	exists := err == nil
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	if exists && !(stat.Mode&unix.S_IFMT == unix.S_IFDIR && h.Typeflag == tar.TypeDir) {
 		if p == "" {
 			return fmt.Errorf("%w: the root must be a directory", ErrUnsafeLayer)
 		}
-		clear(st.cache)
+		a.invalidate(st)
 		if err := a.root.RemoveAll(p); err != nil {
+			return err
+		}
+		if fd, err = a.parentFD(dir); err != nil {
 			return err
 		}
 		exists = false
@@ -220,17 +308,18 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 	switch h.Typeflag {
 	case tar.TypeDir:
 		if !exists {
-			if err := a.root.Mkdir(p, 0o755); err != nil {
-				return err
+			if err := unix.Mkdirat(fd, base, 0o755); err != nil {
+				return fmt.Errorf("mkdir: %w", err)
 			}
 		}
 		st.dirs = append(st.dirs, h)
 	case tar.TypeReg, tar.TypeRegA:
-		f, err := a.root.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+		nfd, err := unix.Openat(fd, base, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
-			return err
+			return fmt.Errorf("create: %w", err)
 		}
-		n, err := io.CopyBuffer(f, tr, a.buf)
+		f := os.NewFile(uintptr(nfd), p)
+		n, err := io.CopyBuffer(struct{ io.Writer }{f}, tr, a.buf)
 		if err != nil {
 			f.Close()
 			return fmt.Errorf("%w: file content: %v", ErrCorrupt, err)
@@ -240,9 +329,8 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 			return err
 		}
 	case tar.TypeSymlink:
-		clear(st.cache)
-		if err := a.root.Symlink(h.Linkname, p); err != nil {
-			return err
+		if err := unix.Symlinkat(h.Linkname, fd, base); err != nil {
+			return fmt.Errorf("symlink: %w", err)
 		}
 	case tar.TypeLink:
 		lrel := cleanName(h.Linkname)
@@ -254,7 +342,14 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 		if err != nil {
 			return fmt.Errorf("hardlink target %q: %w", h.Linkname, err)
 		}
-		if err := a.root.Link(join(lparent, lbase), p); err != nil {
+		lfd, err := a.dirFD(lparent)
+		if err != nil {
+			return fmt.Errorf("hardlink target %q: %w", h.Linkname, err)
+		}
+		if fd, err = a.parentFD(dir); err != nil {
+			return err
+		}
+		if err := unix.Linkat(lfd, lbase, fd, base, 0); err != nil {
 			return fmt.Errorf("hardlink to %q: %w", h.Linkname, err)
 		}
 		return nil // a hardlink shares its target's inode: nothing more to set
@@ -266,31 +361,26 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 		case tar.TypeBlock:
 			kind = unix.S_IFBLK
 		}
-		if err := a.at(p, func(fd int, name string) error {
-			return unix.Mknodat(fd, name, kind|mode, int(unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor))))
-		}); err != nil {
+		if err := unix.Mknodat(fd, base, kind|mode, int(unix.Mkdev(uint32(h.Devmajor), uint32(h.Devminor)))); err != nil {
 			return fmt.Errorf("mknod: %w", err)
 		}
 	default:
 		return fmt.Errorf("%w: tar entry type %q is not supported", ErrUnsafeLayer, string(h.Typeflag))
 	}
-	return a.setMeta(p, h, mode)
+	return a.setMeta(fd, base, h, mode)
 }
 
 // setMeta sets ownership, then mode (chown clears setuid bits), then xattrs
-// (chown clears security.capability), then times (not for directories: later).
-func (a *applier) setMeta(p string, h *tar.Header, mode uint32) error {
-	pathOrDot := p
-	if p == "" {
-		pathOrDot = "."
-	}
+// (chown clears security.capability), then times (not for directories: they
+// are set when the layer is done, as their children change them).
+func (a *applier) setMeta(fd int, base string, h *tar.Header, mode uint32) error {
 	if a.chown {
-		if err := a.root.Lchown(pathOrDot, h.Uid, h.Gid); err != nil {
+		if err := unix.Fchownat(fd, base, h.Uid, h.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("chown: %w", err)
 		}
 	}
 	if h.Typeflag != tar.TypeSymlink {
-		if err := a.at(p, func(fd int, name string) error { return unix.Fchmodat(fd, name, mode, 0) }); err != nil {
+		if err := unix.Fchmodat(fd, base, mode, 0); err != nil {
 			return fmt.Errorf("chmod: %w", err)
 		}
 	}
@@ -299,27 +389,23 @@ func (a *applier) setMeta(p string, h *tar.Header, mode uint32) error {
 		if !ok {
 			continue
 		}
-		if err := a.at(p, func(fd int, name string) error {
-			return unix.Lsetxattr(procPath(fd, name), key, []byte(v), 0)
-		}); err != nil {
+		if err := unix.Lsetxattr(procPath(fd, base), key, []byte(v), 0); err != nil {
 			return fmt.Errorf("xattr %s: %w", key, err)
 		}
 	}
 	if h.Typeflag == tar.TypeDir {
 		return nil
 	}
-	return a.setTimes(p, h)
+	return setTimes(fd, base, h)
 }
 
-func (a *applier) setTimes(p string, h *tar.Header) error {
+func setTimes(fd int, base string, h *tar.Header) error {
 	at := h.AccessTime
 	if at.IsZero() {
 		at = h.ModTime
 	}
 	ts := []unix.Timespec{toTimespec(at), toTimespec(h.ModTime)}
-	return a.at(p, func(fd int, name string) error {
-		return unix.UtimesNanoAt(fd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
-	})
+	return unix.UtimesNanoAt(fd, base, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 func toTimespec(t time.Time) unix.Timespec {
@@ -331,26 +417,6 @@ func toTimespec(t time.Time) unix.Timespec {
 
 func procPath(fd int, name string) string {
 	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + name
-}
-
-// at runs fn with a descriptor of p's parent directory (opened through the
-// root, so it cannot be outside it) and p's last element. p has no symlink
-// in its parents (resolve made it so).
-func (a *applier) at(p string, fn func(fd int, name string) error) error {
-	dir, base := path.Split(p)
-	if p == "" {
-		dir, base = "", "."
-	}
-	d := strings.TrimSuffix(dir, "/")
-	if d == "" {
-		d = "."
-	}
-	f, err := a.root.Open(d)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return fn(int(f.Fd()), base)
 }
 
 // resolveDir resolves dir (relative, clean) to a path with no symlinks,
@@ -366,11 +432,34 @@ func (a *applier) resolveDir(dir string, st *layerState) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := a.root.MkdirAll(p, 0o755); err != nil {
+	if err := a.mkdirAll(p); err != nil {
 		return "", err
 	}
 	st.cache[dir] = p
 	return p, nil
+}
+
+// mkdirAll creates the missing directories of the resolved path p, 0755.
+func (a *applier) mkdirAll(p string) error {
+	if p == "" {
+		return nil
+	}
+	if _, ok := a.fds[p]; ok {
+		return nil
+	}
+	parent, base := splitPath(p)
+	if err := a.mkdirAll(parent); err != nil {
+		return err
+	}
+	pfd, err := a.dirFD(parent)
+	if err != nil {
+		return err
+	}
+	if err := unix.Mkdirat(pfd, base, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return &os.PathError{Op: "mkdir", Path: p, Err: err}
+	}
+	_, err = a.dirFD(p) // ENOTDIR when something else is there
+	return err
 }
 
 // resolve follows symlinks in rel with chroot semantics. Components that do
@@ -379,6 +468,7 @@ func (a *applier) resolve(rel string, st *layerState) (string, error) {
 	var out []string
 	todo := strings.Split(rel, "/")
 	hops := 0
+	missing := false
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
@@ -389,19 +479,30 @@ func (a *applier) resolve(rel string, st *layerState) (string, error) {
 			if len(out) > 0 {
 				out = out[:len(out)-1]
 			}
+			missing = false
 			continue
 		}
 		cur := strings.Join(append(out, c), "/")
-		fi, err := a.root.Lstat(cur)
-		if errors.Is(err, os.ErrNotExist) {
+		if missing {
+			out = append(out, c)
+			continue
+		}
+		pfd, err := a.dirFD(strings.Join(out, "/"))
+		if err != nil {
+			return "", err
+		}
+		var stat unix.Stat_t
+		err = unix.Fstatat(pfd, c, &stat, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.ENOENT) {
+			missing = true // so is everything below it
 			out = append(out, c)
 			continue
 		}
 		if err != nil {
-			return "", err
+			return "", &os.PathError{Op: "lstat", Path: cur, Err: err}
 		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			if !fi.IsDir() && len(todo) > 0 {
+		if stat.Mode&unix.S_IFMT != unix.S_IFLNK {
+			if stat.Mode&unix.S_IFMT != unix.S_IFDIR && len(todo) > 0 {
 				return "", fmt.Errorf("%s: not a directory", cur)
 			}
 			out = append(out, c)
@@ -411,13 +512,15 @@ func (a *applier) resolve(rel string, st *layerState) (string, error) {
 		if hops > 255 {
 			return "", fmt.Errorf("%s: too many levels of symbolic links", rel)
 		}
-		link, err := a.root.Readlink(cur)
+		n, err := unix.Readlinkat(pfd, c, a.linkBuf[:])
 		if err != nil {
-			return "", err
+			return "", &os.PathError{Op: "readlink", Path: cur, Err: err}
 		}
+		link := string(a.linkBuf[:n])
 		if strings.HasPrefix(link, "/") {
 			out = out[:0]
 		}
+		missing = false
 		todo = append(strings.Split(link, "/"), todo...)
 	}
 	return strings.Join(out, "/"), nil
@@ -445,7 +548,7 @@ func (a *applier) opaque(dir string, st *layerState) error {
 	for _, n := range names {
 		p := join(dir, n)
 		if !st.written[p] {
-			clear(st.cache)
+			a.invalidate(st)
 			if err := a.root.RemoveAll(p); err != nil {
 				return err
 			}
