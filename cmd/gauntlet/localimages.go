@@ -2,9 +2,8 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"log/slog"
-	"path/filepath"
+	"os"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
@@ -12,26 +11,10 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
 )
 
-// mirrorFlags collects --image-mirror PREFIX=URL[,URL…] settings.
-type mirrorFlags []image.Mirror
-
-func (m *mirrorFlags) String() string { return fmt.Sprint(*m) }
-
-func (m *mirrorFlags) Set(v string) error {
-	prefix, urls, ok := strings.Cut(v, "=")
-	if !ok || prefix == "" || urls == "" {
-		return fmt.Errorf("want PREFIX=URL[,URL…], e.g. docker.io=http://127.0.0.1:5000")
-	}
-	// Mirrors given on the command line are the only source of their
-	// prefix: these machines, and air-gapped sites, reach no upstream.
-	*m = append(*m, image.Mirror{Prefix: prefix, Endpoints: strings.Split(urls, ","), SkipUpstream: true})
-	return image.ValidateMirrors(*m)
-}
-
-// imageFlags are `gauntlet local`'s task-environment settings.
+// imageFlags are `gauntlet local`'s task-environment settings: the image
+// store's (as `gauntlet images` takes them) and the operator's policy.
 type imageFlags struct {
-	mirrors         mirrorFlags
-	dockerConfig    *string
+	store           storeFlags
 	defaultImage    *string
 	noPublicNetwork *bool
 	forceBuild      *bool
@@ -39,12 +22,37 @@ type imageFlags struct {
 
 func addImageFlags(fs *flag.FlagSet) *imageFlags {
 	f := &imageFlags{}
-	fs.Var(&f.mirrors, "image-mirror", "PREFIX=URL[,URL…]: pull images under PREFIX (docker.io, ghcr.io/org, …) from these endpoints only (repeatable)")
-	f.dockerConfig = fs.String("docker-config", "", "a Docker config.json giving registry pull credentials")
+	fs.StringVar(&f.store.settings, "image-settings", os.Getenv("GAUNTLET_IMAGE_SETTINGS"), "image settings TOML (mirrors, docker_config, max_rootfs_gb); default $GAUNTLET_IMAGE_SETTINGS")
+	fs.StringVar(&f.store.dockerConfig, "docker-config", "", "Docker config.json with pull credentials (default: the settings' docker_config, else $DOCKER_CONFIG/config.json or ~/.docker/config.json)")
+	fs.Func("image-mirror", "PREFIX=URL[,URL…]: send image pulls under PREFIX (docker.io, ghcr.io/org) to mirror URLs first; repeatable", func(v string) error {
+		f.store.mirrors = append(f.store.mirrors, v)
+		return nil
+	})
 	f.defaultImage = fs.String("default-image", "", "image for tasks that name no docker_image and ship no Dockerfile (else they are unavailable)")
 	f.noPublicNetwork = fs.Bool("no-public-network", false, "network policy: tasks needing network_mode public are unavailable")
 	f.forceBuild = fs.Bool("force-build", false, "build a task's environment/Dockerfile even when it names a docker_image")
 	return f
+}
+
+// mirrorSetting is the mirror setting the store gets (settings file, then
+// flags), which builds use too.
+func (s *storeFlags) mirrorSetting() ([]image.Mirror, error) {
+	var ms []image.Mirror
+	if s.settings != "" {
+		st, err := image.LoadSettings(s.settings)
+		if err != nil {
+			return nil, err
+		}
+		ms = st.Mirrors
+	}
+	for _, m := range s.mirrors {
+		prefix, urls, ok := strings.Cut(m, "=")
+		if !ok || prefix == "" || urls == "" {
+			return nil, usageError("--image-mirror %q: want PREFIX=URL[,URL…]", m)
+		}
+		ms = append(ms, image.Mirror{Prefix: prefix, Endpoints: strings.Split(urls, ",")})
+	}
+	return ms, nil
 }
 
 // apply opens the image store under dataDir and wires the sandboxes'
@@ -54,16 +62,22 @@ func (f *imageFlags) apply(lo *local.Options, dataDir string, logger *slog.Logge
 	if lo.Isolation != "bwrap" {
 		return nil
 	}
-	dir := filepath.Join(dataDir, "images")
-	store, err := image.Open(dir, image.Options{Mirrors: f.mirrors, DockerConfig: *f.dockerConfig, Logger: logger})
+	f.store.data = dataDir
+	mirrors, err := f.store.mirrorSetting()
 	if err != nil {
 		return err
 	}
-	if lo.Images, err = localimages.SandboxImages(dir, logger); err != nil {
+	store, err := f.store.open(os.Stderr)
+	if err != nil {
 		return err
 	}
-	lo.Environments, err = localimages.Environments(localimages.Config{Store: store, Mirrors: f.mirrors,
+	lo.Images = localimages.SandboxImages(store)
+	lo.Environments, err = localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors,
 		BuildDir: localimages.DefaultBuildDir(dataDir), Policy: localimages.Policy{
 			DefaultImage: *f.defaultImage, ForceBuild: *f.forceBuild, NoPublicNetwork: *f.noPublicNetwork}})
+	if err == nil {
+		logger.Info("task environments", "images", store.Dir(), "mirrors", len(mirrors), "default_image", *f.defaultImage,
+			"no_public_network", *f.noPublicNetwork, "force_build", *f.forceBuild)
+	}
 	return err
 }

@@ -10,8 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -152,35 +150,21 @@ func BuildMirrors(ms []image.Mirror) ([]imagebuild.Mirror, error) {
 // DefaultBuildDir is where a platform on dataDir keeps buildah's storage.
 func DefaultBuildDir(dataDir string) string { return filepath.Join(dataDir, "buildah") }
 
-// SandboxImages is the sandbox driver's view of the image store in dir:
-// unpacked rootfs of pinned images, from the cache only. It opens the store
-// with a transport that refuses every request, so a launch can never pull
-// (images are prepared at sync, outside any attempt's concurrency slot); a
-// rootfs the cache evicted is unpacked again from the stored blobs.
-func SandboxImages(dir string, logger *slog.Logger) (localsandbox.Images, error) {
-	s, err := image.Open(dir, image.Options{Transport: noNetwork{}, Logger: logger})
-	if err != nil {
-		return nil, fmt.Errorf("local images: %w", err)
-	}
-	return sandboxImages{s}, nil
-}
+// SandboxImages is the sandbox driver's view of the image store: the
+// unpacked rootfs of a pinned image from the cache only (Store.CachedRootfs),
+// never a pull — images are pulled, built and unpacked at sync, outside any
+// attempt's concurrency slot. A miss is the launch's infrastructure error.
+func SandboxImages(s *image.Store) localsandbox.Images { return sandboxImages{s} }
 
 type sandboxImages struct{ s *image.Store }
 
 var _ localsandbox.Images = sandboxImages{}
 
 func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsandbox.Rootfs, error) {
-	rf, err := si.s.Rootfs(ctx, ref)
+	rf, err := si.s.CachedRootfs(ctx, ref)
 	if err != nil {
-		return localsandbox.Rootfs{}, fmt.Errorf("not in the local image cache (images are pulled and built at sync): %w", cause(err))
+		return localsandbox.Rootfs{}, fmt.Errorf("images are pulled, built and unpacked at sync: %w", cause(err))
 	}
 	return localsandbox.Rootfs{Dir: rf.Dir, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
 		Release: func() { _ = rf.Close() }}, nil
-}
-
-// noNetwork refuses every registry request.
-type noNetwork struct{}
-
-func (noNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
-	return nil, fmt.Errorf("no registry access at launch (%s %s): images are prepared at sync", r.Method, r.URL.Host)
 }
