@@ -25,7 +25,7 @@ type Checks interface {
 // checks returns the configured Checks or a 501 when the platform has none.
 func (h *Handler) checks() (Checks, error) {
 	if h.cfg.Checks == nil {
-		return nil, errorf(http.StatusNotImplemented, v1.CodeNotFound, "environment checks are not available on this platform")
+		return nil, errorf(http.StatusNotImplemented, v1.CodeUnavailable, "environment checks are not available on this platform")
 	}
 	return h.cfg.Checks, nil
 }

@@ -35,7 +35,7 @@ type testRegistry struct {
 	host string
 }
 
-func newTestRegistry(t *testing.T) *testRegistry {
+func newTestRegistry(t testing.TB) *testRegistry {
 	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
@@ -43,7 +43,7 @@ func newTestRegistry(t *testing.T) *testRegistry {
 }
 
 // push pushes a one-file image under repo:tag.
-func (r *testRegistry) push(t *testing.T, repoTag, file, body string) {
+func (r *testRegistry) push(t testing.TB, repoTag, file, body string) {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -134,7 +134,7 @@ type imageTask struct {
 	files       map[string]string
 }
 
-func writeImageTasks(t *testing.T, tasks []imageTask) string {
+func writeImageTasks(t testing.TB, tasks []imageTask) string {
 	t.Helper()
 	root := t.TempDir()
 	type entry struct {

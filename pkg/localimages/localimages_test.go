@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
+	"github.com/gauntlet-bench/gauntlet/pkg/image/localreg"
 	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
@@ -41,7 +42,7 @@ func TestSyncDemoEnvs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs, err := localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors, BuildDir: filepath.Join(dir, "buildah")})
+	envs, err := localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors, BuildDir: buildCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,4 +119,16 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// buildCache is buildah's storage for these tests, kept between runs in the
+// cache directory beside the base images, so cached layers make a second
+// run's builds fast (buildah locks its own storage).
+func buildCache(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(localreg.BaseDir()), "test-buildah")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -105,7 +105,7 @@ func TestTerminalBench2TasksEndToEnd(t *testing.T) {
 	// registry here serves: the platform forces builds of their
 	// Dockerfiles (Harbor's forced build), the published way to get the
 	// same environment.
-	envs, err := localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors, BuildDir: filepath.Join(dir, "buildah"),
+	envs, err := localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors, BuildDir: buildCache(t),
 		Policy: localimages.Policy{ForceBuild: true}})
 	if err != nil {
 		t.Fatal(err)
