@@ -121,7 +121,7 @@ func TestCLIAgainstServer(t *testing.T) {
 	if out := c.ok("", "runs", "logs", id); !strings.Contains(out, "INFO submitted") || !strings.Contains(out, "finished") {
 		t.Errorf("runs logs:\n%s", out)
 	}
-	if out := c.ok("", "leaderboard", "demo-bench"); !strings.Contains(out, "parity, version 1.0") || !strings.Contains(out, "oracle (oracle)") {
+	if out := c.ok("", "leaderboard", "demo-bench"); !strings.Contains(out, "demo-bench — ranked by pass@1") || !strings.Contains(out, "oracle (oracle) [parity]") {
 		t.Errorf("leaderboard:\n%s", out)
 	}
 	dir := t.TempDir()

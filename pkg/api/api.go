@@ -146,6 +146,7 @@ func (h *Handler) routes() []route {
 		{method: "GET", pattern: "/healthz", public: true, handle: h.health},
 		{method: "GET", pattern: "/v1/openapi.json", public: true, handle: h.openAPI},
 		{method: "GET", pattern: "/v1/workspace", handle: h.workspace},
+		{method: "GET", pattern: "/v1/harnesses", handle: h.listHarnesses},
 		{method: "GET", pattern: "/v1/secrets", handle: h.listSecrets},
 		{method: "PUT", pattern: "/v1/secrets/{name}", handle: h.putSecret},
 		{method: "DELETE", pattern: "/v1/secrets/{name}", handle: h.deleteSecret},

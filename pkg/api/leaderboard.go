@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"net/http"
 	"time"
@@ -41,33 +42,21 @@ func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric 
 	if err != nil {
 		return nil, fmt.Errorf("load leaderboard of %s: %w", b.Key, err)
 	}
-	out := v1.LeaderboardView{Benchmark: b.Key, Metric: string(metric), Groups: make([]v1.BoardGroup, len(board.Groups))}
-	for i, g := range board.Groups {
-		out.Groups[i] = boardGroup(g)
-	}
-	return render(out)
+	return render(leaderboardView(b.Key, board))
 }
 
-func boardGroup(g records.BoardGroup) v1.BoardGroup {
-	out := v1.BoardGroup{TaskSet: g.TaskSet, ManifestVersion: g.ManifestVersion, ManifestDigest: g.ManifestDigest, K: g.K,
-		Rows: make([]v1.BoardRow, len(g.Rows))}
-	for i, row := range g.Rows {
+// leaderboardView is the API's form of a stored board: one list.
+func leaderboardView(key string, board records.Board) v1.LeaderboardView {
+	out := v1.LeaderboardView{Benchmark: key, Metric: string(board.Metric), K: board.K, Rows: make([]v1.BoardRow, len(board.Rows))}
+	for i, row := range board.Rows {
 		br := v1.BoardRow{
 			Rank: row.Rank, Tied: row.TiedWithBest, Best: row.Best, Label: row.Entrant.String(), Harness: row.Entrant.Harness,
-			Model: row.Entrant.Model, TaskSet: row.TaskSet, Value: row.Value, Pass1: estimatePtr(row.Pass1),
+			Model: row.Entrant.Model, TaskSet: row.TaskSet, ManifestVersion: row.ManifestVersion, ManifestDigest: row.ManifestDigest,
+			Value: row.Value, Pass1: estimatePtr(row.Pass1),
 			CostPerTask: estimatePtr(row.CostPerTask), TimePerTask: estimatePtr(row.TimePerTask),
 			TokensPerTask: estimatePtr(row.TokensPerTask), RunID: row.RunID, FinishedAt: row.FinishedAt,
 		}
-		if p := row.PassAtK; p != nil {
-			br.PassAtK = &v1.PassAtKPoint{K: p.K, Estimate: estimate(p.Estimate)}
-		}
-		if c := row.VsBest; c != nil {
-			br.VsBest = &v1.Comparison{Tasks: c.Tasks, Tested: c.Tested, Diff: c.Diff, PValue: c.P}
-			if c.CI != nil {
-				lo, hi := c.CI.Lo, c.CI.Hi
-				br.VsBest.CILow, br.VsBest.CIHigh = &lo, &hi
-			}
-		}
+		br.PassAtK, br.VsBest = boardview.PassAtK(row.PassAtK), boardview.Comparison(row.VsBest)
 		out.Rows[i] = br
 	}
 	return out

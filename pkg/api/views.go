@@ -2,28 +2,16 @@ package api
 
 import (
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
-func estimate(e leaderboard.Estimate) v1.Estimate {
-	out := v1.Estimate{Value: e.Mean, N: e.Tasks}
-	if e.CI != nil {
-		lo, hi := e.CI.Lo, e.CI.Hi
-		out.CILow, out.CIHigh = &lo, &hi
-	}
-	return out
-}
+func estimate(e leaderboard.Estimate) v1.Estimate { return *boardview.Estimate(&e) }
 
-func estimatePtr(e *leaderboard.Estimate) *v1.Estimate {
-	if e == nil {
-		return nil
-	}
-	v := estimate(*e)
-	return &v
-}
+func estimatePtr(e *leaderboard.Estimate) *v1.Estimate { return boardview.Estimate(e) }
 
 func metricsOf(s leaderboard.Summary) v1.Metrics {
 	m := v1.Metrics{

@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -337,6 +338,39 @@ func (s *Store) saveRecord(r record) error {
 		if r.Index == "" {
 			r.Index = old.Index
 		}
+	}
+	if err := s.writeRecord(r); err != nil {
+		return err
+	}
+	// A tag names one image: when it moved, the image it named before loses it.
+	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		hex, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || hex == d.Hex {
+			continue
+		}
+		other, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		if err != nil || !found {
+			continue
+		}
+		kept := slices.DeleteFunc(slices.Clone(other.Names), func(n string) bool { return slices.Contains(r.Names, n) })
+		if len(kept) != len(other.Names) {
+			other.Names = kept
+			if err := s.writeRecord(other); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) writeRecord(r record) error {
+	d, err := v1.NewHash(r.Digest)
+	if err != nil {
+		return err
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -337,3 +337,37 @@ func TestCachedRootfsNeverPulls(t *testing.T) {
 		t.Fatalf("List = %+v, want the image in use while the Rootfs is open", list)
 	}
 }
+
+func TestMovedTagLeavesTheOldImage(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{})
+	ctx := context.Background()
+	f.push(t, "library/app:1", simpleImage(t))
+	old, err := f.store.Resolve(ctx, "app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.push(t, "library/app:1", sizedImage(t, "new", 10))
+	moved, err := f.store.Resolve(ctx, "app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Digest == old.Digest {
+		t.Fatal("the tag did not move")
+	}
+	list, err := f.store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range list {
+		named := strings.Join(i.Names, ",") == "docker.io/library/app:1"
+		if named != (i.Digest == moved.Digest) {
+			t.Fatalf("List = %+v: only %s should be named app:1", list, moved.Digest)
+		}
+	}
+	// The old pinned reference still resolves and unpacks: a pinned run never moves.
+	r, err := f.store.Rootfs(ctx, old.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+}

@@ -313,7 +313,7 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 			}
 		}
 		st.dirs = append(st.dirs, h)
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg: // the reader turns the old TypeRegA into TypeReg
 		nfd, err := unix.Openat(fd, base, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return fmt.Errorf("create: %w", err)

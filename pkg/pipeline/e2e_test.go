@@ -88,8 +88,8 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		t.Fatalf("leaderboard: %v", err)
 	}
 	b, ok := board.Board(leaderboard.MetricPass1)
-	if !ok || len(b.Groups) != 1 {
-		t.Fatalf("pass@1 board = %+v, want one group", b)
+	if !ok || len(b.Rows) != 2 {
+		t.Fatalf("pass@1 board = %+v, want two rows", b)
 	}
 	type row struct {
 		Harness string
@@ -97,13 +97,15 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		Value   float64
 	}
 	var got []row
-	for _, rw := range b.Groups[0].Rows {
+	for _, rw := range b.Rows {
 		got = append(got, row{rw.Entrant.Harness, rw.Rank, *rw.Value})
 	}
 	if diff := cmp.Diff([]row{{"oracle", 1, 1}, {"nop", 2, 0}}, got); diff != "" {
 		t.Errorf("pass@1 leaderboard rows (-want +got):\n%s", diff)
 	}
-	if b.Groups[0].TaskSet != "parity" || b.Groups[0].ManifestVersion != r.ManifestVersion {
-		t.Errorf("board group = %s@%s, want parity@%s", b.Groups[0].TaskSet, b.Groups[0].ManifestVersion, r.ManifestVersion)
+	for _, rw := range b.Rows {
+		if rw.TaskSet != "parity" || rw.ManifestVersion != r.ManifestVersion {
+			t.Errorf("row %s measured %s@%s, want parity@%s", rw.Entrant, rw.TaskSet, rw.ManifestVersion, r.ManifestVersion)
+		}
 	}
 }

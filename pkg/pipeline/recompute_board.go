@@ -249,4 +249,3 @@ func (s *Service) summariesFromResults(ctx context.Context, r run.Run) ([]leader
 	}
 	return out, nil
 }
-

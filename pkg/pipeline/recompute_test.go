@@ -146,10 +146,8 @@ func (b *scoredBench) entrants() []string {
 		b.e.t.Fatalf("ReadBoard: %v", err)
 	}
 	var names []string
-	for _, g := range board.Groups {
-		for _, r := range g.Rows {
-			names = append(names, r.Entrant.Harness)
-		}
+	for _, r := range board.Rows {
+		names = append(names, r.Entrant.Harness)
 	}
 	slices.Sort(names)
 	return names
@@ -315,10 +313,8 @@ func TestBoardReadsStoredTalliesNotResults(t *testing.T) {
 		Tasks        int
 	}
 	var got []row
-	for _, g := range before[leaderboard.MetricPass1].Groups {
-		for _, r := range g.Rows {
-			got = append(got, row{r.Entrant.Harness, r.RunID, r.Pass1.Mean, r.Pass1.Tasks})
-		}
+	for _, r := range before[leaderboard.MetricPass1].Rows {
+		got = append(got, row{r.Entrant.Harness, r.RunID, r.Pass1.Mean, r.Pass1.Tasks})
 	}
 	want := []row{{"alpha", "r-2", 0.5, tasks}, {"beta", "r-1", 1000.0 / tasks, tasks}}
 	if diff := cmp.Diff(want, got); diff != "" {

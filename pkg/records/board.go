@@ -34,19 +34,11 @@ func (l Leaderboard) Board(metric leaderboard.Metric) (Board, bool) {
 	return Board{}, false
 }
 
-// Board is a stored leaderboard ranked by one metric: one independently
-// ranked group per (task set, manifest version), as leaderboard.Board.
+// Board is a stored leaderboard ranked by one metric: every entrant in one
+// list, as leaderboard.Board.
 type Board struct {
 	Metric leaderboard.Metric `json:"metric"`
-	Groups []BoardGroup       `json:"groups"`
-}
-
-// BoardGroup is the ranked rows of one task set of one manifest version.
-type BoardGroup struct {
-	TaskSet         string `json:"task_set"`
-	ManifestVersion string `json:"manifest_version"`
-	ManifestDigest  string `json:"manifest_digest"`
-	// K is the pass@k depth every row of the group reached.
+	// K is the pass@k depth every row reached.
 	K    int        `json:"k"`
 	Rows []BoardRow `json:"rows"`
 }
@@ -62,8 +54,12 @@ type BoardRow struct {
 	Entrant      leaderboard.Entrant `json:"entrant"`
 	RunID        string              `json:"run_id"`
 	FinishedAt   time.Time           `json:"finished_at"`
-	TaskSet      string              `json:"task_set,omitempty"`
-	// Pass1 and PassAtK (pass@K of the group) with their intervals; cost
+	// TaskSet, ManifestVersion and ManifestDigest name the measurement the
+	// row's run made: only rows of the best's measurement are tie-tested.
+	TaskSet         string `json:"task_set,omitempty"`
+	ManifestVersion string `json:"manifest_version,omitempty"`
+	ManifestDigest  string `json:"manifest_digest,omitempty"`
+	// Pass1 and PassAtK (pass@K of the board) with their intervals; cost
 	// (USD), time (seconds) and tokens per task.
 	Pass1         *leaderboard.Estimate   `json:"pass1,omitempty"`
 	PassAtK       *leaderboard.PassAtK    `json:"pass_at_k,omitempty"`
@@ -73,11 +69,12 @@ type BoardRow struct {
 	VsBest        *leaderboard.Comparison `json:"vs_best,omitempty"`
 }
 
-// boardRow is the stored form of a ranked row of a group of depth k.
+// boardRow is the stored form of a ranked row of a board of depth k.
 func boardRow(r leaderboard.Row, k int) BoardRow {
 	s := r.Summary
 	row := BoardRow{Rank: r.Rank, Best: r.Best, TiedWithBest: r.TiedWithBest, Value: r.Value, Entrant: s.Entrant,
-		RunID: s.Run.ID, FinishedAt: s.Run.FinishedAt, TaskSet: s.Run.TaskSet, Pass1: s.Pass1,
+		RunID: s.Run.ID, FinishedAt: s.Run.FinishedAt, TaskSet: s.Run.TaskSet,
+		ManifestVersion: s.Run.ManifestVersion, ManifestDigest: s.Run.ManifestDigest, Pass1: s.Pass1,
 		CostPerTask: s.CostPerTask, TimePerTask: s.TimePerTask, TokensPerTask: s.TokensPerTask, VsBest: r.VsBest}
 	if k >= 1 && k <= len(s.PassAtK) {
 		p := s.PassAtK[k-1]
@@ -86,10 +83,20 @@ func boardRow(r leaderboard.Row, k int) BoardRow {
 	return row
 }
 
-// boardPart is one stored part: a group's header and some of its rows.
+// boardPart is one stored part: the board's depth and some of its rows,
+// in rank order.
 type boardPart struct {
-	Group BoardGroup `json:"group"`
+	K     int        `json:"k"`
+	Rows  []BoardRow `json:"rows"`
 	Index int        `json:"index"`
+	// Group is the part shape written before boards were one list (one
+	// ranked group per task set and version): its rows are read in place,
+	// ranked as they were, until the benchmark's next recompute rewrites
+	// the board.
+	Group *struct {
+		K    int        `json:"k"`
+		Rows []BoardRow `json:"rows"`
+	} `json:"group,omitempty"`
 }
 
 // PutLeaderboardParts writes the boards as the parts of leaderboard
@@ -98,48 +105,42 @@ type boardPart struct {
 func (s *Store) PutLeaderboardParts(ctx context.Context, ws, key string, gen int64, boards []leaderboard.Board) (map[string]int, error) {
 	counts := map[string]int{}
 	for _, b := range boards {
-		counts[string(b.Metric)] = 0
-		for gi, g := range b.Groups {
-			head := BoardGroup{TaskSet: g.TaskSet, ManifestVersion: g.ManifestVersion, ManifestDigest: g.ManifestDigest, K: g.K}
-			rows := make([]BoardRow, len(g.Rows))
-			for i := range g.Rows {
-				rows[i] = boardRow(g.Rows[i], g.K)
-			}
-			chunks, err := chunkBySize(rows, partBytes)
+		rows := make([]BoardRow, len(b.Rows))
+		for i := range b.Rows {
+			rows[i] = boardRow(b.Rows[i], b.K)
+		}
+		chunks, err := chunkBySize(rows, partBytes)
+		if err != nil {
+			return nil, err
+		}
+		if len(chunks) == 0 {
+			chunks = [][]BoardRow{nil}
+		}
+		for i, c := range chunks {
+			data, err := json.Marshal(boardPart{K: b.K, Rows: c, Index: i})
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("encode leaderboard part: %w", err)
 			}
-			if len(chunks) == 0 {
-				chunks = [][]BoardRow{nil}
-			}
-			for i, c := range chunks {
-				group := head
-				group.Rows = c
-				data, err := json.Marshal(boardPart{Group: group, Index: i})
-				if err != nil {
-					return nil, fmt.Errorf("encode leaderboard part: %w", err)
-				}
-				sk := fmt.Sprintf("%s%05d#%04d", boardPartPrefix(gen, string(b.Metric)), gi, i)
-				if _, err := s.tbl.Put(ctx, store.Item{PK: benchPK(ws, key), SK: sk, Data: data}, store.Cond{}); err != nil {
-					return nil, fmt.Errorf("put leaderboard part %s of %s: %w", sk, key, err)
-				}
-				counts[string(b.Metric)]++
+			sk := fmt.Sprintf("%s%05d", boardPartPrefix(gen, string(b.Metric)), i)
+			if _, err := s.tbl.Put(ctx, store.Item{PK: benchPK(ws, key), SK: sk, Data: data}, store.Cond{}); err != nil {
+				return nil, fmt.Errorf("put leaderboard part %s of %s: %w", sk, key, err)
 			}
 		}
+		counts[string(b.Metric)] = len(chunks)
 	}
 	return counts, nil
 }
 
 // Board returns the stored board of one metric of a benchmark: one read of
 // the head and one query of that metric's parts. Before the first recompute
-// the board has no groups.
+// the board has no rows.
 func (s *Store) Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (Board, error) {
 	b, _, err := s.board(ctx, ws, key, metric)
 	return b, err
 }
 
 func (s *Store) board(ctx context.Context, ws, key string, metric leaderboard.Metric) (Board, LeaderboardHead, error) {
-	out := Board{Metric: metric, Groups: []BoardGroup{}}
+	out := Board{Metric: metric, Rows: []BoardRow{}}
 	for range readAttempts {
 		head, err := s.LeaderboardHead(ctx, ws, key)
 		if errors.Is(err, ErrNotFound) {
@@ -160,15 +161,11 @@ func (s *Store) board(ctx context.Context, ws, key string, metric leaderboard.Me
 			if err := json.Unmarshal(data, &p); err != nil {
 				return out, head, fmt.Errorf("decode leaderboard part of %s: %w", key, err)
 			}
-			if p.Index > 0 && len(out.Groups) > 0 {
-				last := &out.Groups[len(out.Groups)-1]
-				last.Rows = append(last.Rows, p.Group.Rows...)
-				continue
+			if p.Group != nil {
+				p.K, p.Rows = p.Group.K, p.Group.Rows
 			}
-			if p.Group.Rows == nil {
-				p.Group.Rows = []BoardRow{}
-			}
-			out.Groups = append(out.Groups, p.Group)
+			out.K = p.K
+			out.Rows = append(out.Rows, p.Rows...)
 		}
 		return out, head, nil
 	}

@@ -16,8 +16,8 @@ func TestDeleteLeaderboardRemovesEveryPart(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	boards := []leaderboard.Board{
-		{Metric: leaderboard.MetricPass1, Groups: []leaderboard.Group{{TaskSet: "parity"}}},
-		{Metric: leaderboard.MetricCost, Groups: []leaderboard.Group{{TaskSet: "parity"}}},
+		{Metric: leaderboard.MetricPass1},
+		{Metric: leaderboard.MetricCost},
 	}
 	for gen := int64(1); gen <= 2; gen++ {
 		counts, err := s.PutLeaderboardParts(ctx, "ws1", "bench", gen, boards)

@@ -12,7 +12,7 @@ import (
 // Run is one execution of N agents × T tasks × A attempts against a pinned
 // manifest version of a benchmark.
 type Run struct {
-	ID string `json:"id"`
+	ID     string `json:"id"`
 	Status Status `json:"status"`
 	// Reason says why the run failed or was stopped.
 	Reason    string `json:"reason,omitempty"`

@@ -326,13 +326,17 @@ func checkLeaderboard(t *testing.T) {
 	var board v1.LeaderboardView
 	waitFor(t, "the leaderboard to list the run", time.Minute, func() bool {
 		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard", http.StatusOK, &board)
-		return len(board.Groups) == 1 && len(board.Groups[0].Rows) == 3
+		return len(board.Rows) == 3
 	})
-	g := board.Groups[0]
-	if g.TaskSet != "parity" || g.ManifestVersion != "1.0" || g.K != 2 || board.Metric != "pass@1" {
-		t.Errorf("group = %+v, want parity on 1.0 with k = 2, by pass@1", g)
+	if board.K != 2 || board.Metric != "pass@1" {
+		t.Errorf("board = k %d by %s, want k = 2, by pass@1", board.K, board.Metric)
 	}
-	first, last := g.Rows[0], g.Rows[2]
+	for _, r := range board.Rows {
+		if r.TaskSet != "parity" || r.ManifestVersion != "1.0" || r.ManifestDigest == "" {
+			t.Errorf("row %s measured %q on %q (%q), want parity on 1.0 with its digest", r.Label, r.TaskSet, r.ManifestVersion, r.ManifestDigest)
+		}
+	}
+	first, last := board.Rows[0], board.Rows[2]
 	if first.Harness != "oracle" || first.Rank != 1 || !first.Best || first.Pass1 == nil || first.Pass1.Value != 1 || first.VsBest != nil {
 		t.Errorf("first row = %+v, want the oracle, rank 1, best, pass@1 1", first)
 	}
@@ -341,13 +345,13 @@ func checkLeaderboard(t *testing.T) {
 	}
 	for _, m := range []string{"pass@k", "cost", "time", "tokens"} {
 		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard?metric="+url.QueryEscape(m), http.StatusOK, &board)
-		if board.Metric != m || len(board.Groups) != 1 {
+		if board.Metric != m || len(board.Rows) != 3 {
 			t.Errorf("leaderboard by %s = %+v", m, board)
 		}
 	}
 	wantError(t, alice(), request{method: "GET", path: "/v1/benchmarks/demo-bench/leaderboard?metric=elo"}, 400, v1.CodeBadRequest)
 	bob().get(t, "/v1/benchmarks/demo-bench/leaderboard", http.StatusOK, &board)
-	if len(board.Groups) != 0 {
+	if len(board.Rows) != 0 {
 		t.Errorf("bob's demo-bench leaderboard = %+v, want empty (alice's runs are hers)", board)
 	}
 }

@@ -49,8 +49,8 @@ func TestSeed(t *testing.T) {
 		t.Errorf("seeded %d runs, %d results; want %d and %d", len(seeded.Runs), seeded.Results, shape.Entrants, shape.Entrants*shape.Tasks*shape.Attempts)
 	}
 	board := readBoard(t, srv, seeded.Benchmark, leaderboard.MetricPass1)
-	if len(board.Groups) != 1 || len(board.Groups[0].Rows) != shape.Entrants {
-		t.Fatalf("leaderboard = %+v, want one group of %d rows", board, shape.Entrants)
+	if len(board.Rows) != shape.Entrants {
+		t.Fatalf("leaderboard = %+v, want %d rows", board, shape.Entrants)
 	}
 	out, err := json.Marshal(seeded)
 	if err != nil {
@@ -79,10 +79,7 @@ func TestTerminalBenchSizedBoard(t *testing.T) {
 	}
 	for _, metric := range leaderboard.Metrics {
 		board := readBoard(t, srv, seeded.Benchmark, metric)
-		if len(board.Groups) != 1 {
-			t.Fatalf("%s board has %d groups, want 1", metric, len(board.Groups))
-		}
-		g := board.Groups[0]
+		g := board
 		type shapeOf struct{ Rows, Best, K, WithPass1, WithPassAtK, WithCost, WithVsBest int }
 		got := shapeOf{Rows: len(g.Rows), K: g.K}
 		var runs []string
@@ -165,7 +162,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	b.Run("store", func(b *testing.B) {
 		for b.Loop() {
 			board, err := srv.Records().Board(ctx, srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
-			if err != nil || len(board.Groups[0].Rows) != 50 {
+			if err != nil || len(board.Rows) != 50 {
 				b.Fatalf("ReadBoard: %v", err)
 			}
 		}
