@@ -125,9 +125,9 @@ fi
 
 # Wait until the server answers with the token it wrote.
 export GAUNTLET_URL="http://$addr"
-# The first start syncs the managed catalog with its images (builds):
-# allow 15 minutes.
-for i in $(seq 1 4500); do
+# The first start syncs the managed catalog with its images (15 builds,
+# about a minute each on a busy 2-core machine): allow 30 minutes.
+for i in $(seq 1 9000); do
 	if [[ -s $data/token ]]; then
 		export GAUNTLET_TOKEN
 		GAUNTLET_TOKEN=$(cat "$data/token")
@@ -140,8 +140,8 @@ for i in $(seq 1 4500); do
 		tail -n 30 "$logfile" >&2
 		exit 1
 	fi
-	if ((i == 4500)); then
-		echo "gauntlet local did not answer on $GAUNTLET_URL within 15 minutes; its log:" >&2
+	if ((i == 9000)); then
+		echo "gauntlet local did not answer on $GAUNTLET_URL within 30 minutes; its log:" >&2
 		tail -n 30 "$logfile" >&2
 		exit 1
 	fi
