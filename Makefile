@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images
+.PHONY: node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -79,6 +79,14 @@ run: deps build base-images
 
 stop:
 	scripts/demo.sh stop
+
+## prices: pkg/prices/genai-prices.json, and the sample of the package's own
+## prices pkg/prices' test compares with, from npm @pydantic/genai-prices
+## (pinned in tools/prices/package-lock.json).
+prices:
+	cd tools/prices && npm ci --no-audit --no-fund
+	node tools/prices/generate.cjs
+	node tools/prices/sample.cjs
 
 ## synth: the CloudFormation templates into cdk.out/ (CDK CLI pinned in package.json).
 synth: lambdas
