@@ -357,3 +357,41 @@ func (o *observingResolver) Resolve(ctx context.Context, ref string) (string, er
 	o.seen = append(o.seen, fmt.Sprintf("%s %s %d/%d", b.Status, b.Phase, b.Synced, b.Total))
 	return o.ImageResolver.Resolve(ctx, ref)
 }
+
+// cancellingResolver cancels the sync at its first resolve.
+type cancellingResolver struct {
+	ImageResolver
+	cancel context.CancelFunc
+}
+
+func (c cancellingResolver) Resolve(ctx context.Context, ref string) (string, error) {
+	c.cancel()
+	return "", ctx.Err()
+}
+
+// TestSyncCancelledReleasesItsClaim: a sync stopped by shutdown (long now
+// that it builds images) leaves the benchmark pending, so the next start
+// syncs it at once rather than after the lease.
+func TestSyncCancelledReleasesItsClaim(t *testing.T) {
+	reg := newTestRegistry(t)
+	reg.push(t, "library/app:1", "app.txt", "v1")
+	e := newEnv(t, writeImageTasks(t, []imageTask{{name: "pulls", environment: "docker_image = \"app:1\"\n"}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.svc.envs = &Environments{Resolver: cancellingResolver{ImageResolver: reg, cancel: cancel}}
+	b, err := e.svc.Add(context.Background(), ws, "envs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.Sync(ctx, NewSyncMessage(ws, b.Key)); err == nil {
+		t.Fatal("cancelled Sync returned nil")
+	}
+	if got := e.benchmark(t, b.Key); got.Status != records.SyncPending {
+		t.Fatalf("after a cancelled sync: %s, want pending", got.Status)
+	}
+	e.svc.envs = &Environments{Resolver: reg}
+	e.sync(t, b.Key)
+	if got := e.benchmark(t, b.Key); got.Status != records.SyncReady {
+		t.Fatalf("after the next sync: %s, want ready", got.Status)
+	}
+}

@@ -73,7 +73,11 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 	case errors.As(err, &f):
 		return s.fail(ctx, ws, key, f.msg)
 	case ctx.Err() != nil:
-		return err // the lease lets a later delivery take over
+		// Shutting down (image builds make syncs long): hand the claim
+		// back so the next start takes it over at once instead of
+		// waiting for the lease to expire.
+		s.release(context.WithoutCancel(ctx), ws, key)
+		return err
 	}
 	s.release(ctx, ws, key)
 	return fmt.Errorf("sync %s/%s: %w", ws, key, err)
