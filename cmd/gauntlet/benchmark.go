@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 

@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
-	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"strconv"
 	"time"
-)
 
-// percent renders a pass rate as "v% (lo–hi)", "–" when undefined.
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
+)
 
 func passAtK(p *v1.PassAtKPoint) string {
 	if p == nil {

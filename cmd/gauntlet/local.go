@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 )
@@ -30,6 +31,8 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
 	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
+	bundles := fs.String("agent-bundles", agentbundle.DefaultDir(), "agent bundle cache (gauntlet agents install fills it)")
+	gatewayCfg := fs.String("model-gateway-config", "", "operator TOML overriding the model gateway's provider table (e.g. route a provider to a local model server)")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
 	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -55,7 +58,8 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if host, _, err := net.SplitHostPort(*addr); err == nil && !isLoopback(host) {
 		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
 	}
-	lo := local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes}
+	lo := local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
+		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes}
 	if err := images.apply(&lo, *data, logger); err != nil {
 		return err
 	}

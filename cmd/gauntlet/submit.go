@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
-	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 

@@ -1,4 +1,6 @@
-// Package api is gauntlet's HTTP API: the /v1 JSON routes every client (the
+// Package api is gauntlet's HTTP API handler.
+//
+// It is gauntlet's HTTP API: the /v1 JSON routes every client (the
 // CLI, the console, curl) uses, as one http.Handler. `gauntlet local` serves
 // it on loopback; the API Lambda wraps the same handler behind API Gateway.
 //
@@ -14,12 +16,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"

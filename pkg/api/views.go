@@ -1,10 +1,10 @@
 package api
 
 import (
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
-	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )

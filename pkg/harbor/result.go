@@ -99,6 +99,12 @@ const (
 	ExceptionRewardMissing   = "RewardFileNotFoundError"
 	ExceptionRewardEmpty     = "RewardFileEmptyError"
 	ExceptionRewardMalformed = "VerifierOutputParseError"
+	// The agent's model failed it (gauntlet's names; Harbor has none): the
+	// provider refused the key, stayed unavailable after retries, or the
+	// attempt's model budget ran out. All are the agent's errors.
+	ExceptionModelAuth        = "ModelAuthError"
+	ExceptionModelUnavailable = "ModelUnavailableError"
+	ExceptionModelBudget      = "ModelBudgetExceededError"
 )
 
 // ExceptionInfo describes the exception that ended a trial.

@@ -21,11 +21,16 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
@@ -39,8 +44,8 @@ type Options struct {
 	// "bwrap-host" (the host's root filesystem; a development opt-in) or
 	// "process" (no isolation; opt-in).
 	Isolation string
-	// Images gives the sandboxes their tasks' unpacked images (required
-	// by "bwrap").
+	// Images gives the sandboxes their tasks' unpacked images; nil = the
+	// image store under DataDir/images (for "bwrap").
 	Images localsandbox.Images
 	// Environments, when set, makes benchmark syncs prepare task images
 	// (pinned digests, builds, unavailable tasks; see benchsync.Environments
@@ -48,6 +53,10 @@ type Options struct {
 	Environments *benchsync.Environments
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
+	// AgentBundles is the agent-bundle cache ("" = the default cache).
+	AgentBundles string
+	// ModelGatewayConfig is the operator's model gateway TOML ("" = none).
+	ModelGatewayConfig string
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
 	// platform workspace through benchsync (as the cloud does) and syncs the
 	// benchmarks that need it before returning, so those whose tasks are on
@@ -70,12 +79,13 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
-// Queue names; each has a dead-letter queue named <name>-dlq.
+// Queue names, those of the function table's queues; each has a
+// dead-letter queue named <name>-dlq.
 const (
-	PlanQueue        = "plan"
-	SlotsQueue       = "slots"
-	CompletionsQueue = "completions"
-	ResultsQueue     = "results"
+	PlanQueue        = string(fnspec.PlanQueue)
+	SlotsQueue       = string(fnspec.SlotsQueue)
+	CompletionsQueue = string(fnspec.CompletionsQueue)
+	ResultsQueue     = string(fnspec.ResultsQueue)
 )
 
 // maxReceives is how often a failing message is delivered before it is
@@ -152,14 +162,43 @@ func (p *Platform) open() error {
 	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
+	images := p.opts.Images
+	if images == nil && (p.opts.Isolation == "" || p.opts.Isolation == runner.IsolationBwrap) {
+		store, err := image.Open(filepath.Join(p.opts.DataDir, "images"), image.Options{Logger: p.log})
+		if err != nil {
+			return fmt.Errorf("local platform: %w", err)
+		}
+		images = localsandbox.StoreImages(store)
+	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
+		ModelGatewayConfig: p.opts.ModelGatewayConfig, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	popts := p.opts.Pipeline
 	popts.MaxSandboxes, popts.Logger = p.opts.MaxSandboxes, p.log
+	if popts.CheckModel == nil {
+		// The same provider table the runners' gateways use.
+		models := gateway.NewResolver()
+		if p.opts.ModelGatewayConfig != "" {
+			data, err := os.ReadFile(p.opts.ModelGatewayConfig)
+			if err != nil {
+				return fmt.Errorf("local platform: model gateway config: %w", err)
+			}
+			if models, err = gateway.ParseOperatorConfig(data); err != nil {
+				return fmt.Errorf("local platform: %s: %w", p.opts.ModelGatewayConfig, err)
+			}
+		}
+		popts.CheckModel = func(m runconfig.Model, api string) error {
+			route, err := models.Resolve(m)
+			if err != nil {
+				return err
+			}
+			return route.CheckHarness(gateway.WireAPI(api))
+		}
+	}
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,
 		Sandboxes: p.driver}, popts)
@@ -228,10 +267,10 @@ func (p *Platform) Start(ctx context.Context) error {
 		return d
 	}
 	loops := []func(context.Context){
-		p.poller(PlanQueue, 1, vis(5*time.Minute), p.svc.HandlePlan),
-		p.poller(SlotsQueue, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
-		p.poller(CompletionsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
-		p.poller(ResultsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
+		p.poller(fnspec.Planner, 1, vis(5*time.Minute), p.svc.HandlePlan),
+		p.poller(fnspec.Dispatcher, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
+		p.poller(fnspec.Grader, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
+		p.poller(fnspec.Ingester, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
 		p.tailChanges,
 		p.watchdog,
 	}

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -64,6 +65,11 @@ type Config struct {
 	AgentsDir string
 	// BwrapPath is the bubblewrap binary; "" looks up bwrap on PATH.
 	BwrapPath string
+	// AgentBundles is the agent-bundle cache ("" = agentbundle.DefaultDir()).
+	AgentBundles string
+	// ModelGatewayConfig is the operator's TOML for the model gateway's
+	// provider table ("" = the default table).
+	ModelGatewayConfig string
 	// Blobs receives each sandbox's outputs under its spec's Output.Prefix.
 	Blobs blob.Store
 	// Completions receives one JSON sandbox.Completion per sandbox end.
@@ -213,6 +219,11 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if h, ok := d.ended.get(id, time.Now()); ok {
 		return h, nil
 	}
+	task, err := sandbox.ResolveLocal(ctx, spec.Task, d.cfg.Blobs)
+	if err != nil {
+		return sandbox.Handle{}, fmt.Errorf("launch %s: %w", spec.LaunchID, err)
+	}
+	spec.Task = task
 	h := sandbox.Handle{ID: id, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
 	log := d.log.With("sandbox_id", id, "launch_id", spec.LaunchID)
 	if d.cfg.Isolation == runner.IsolationProcess {
@@ -261,6 +272,14 @@ func (d *Driver) start(p *proc) error {
 	}
 	if d.bwrap != "" {
 		args = append(args, "--bwrap", d.bwrap)
+	}
+	bundles := d.cfg.AgentBundles
+	if bundles == "" {
+		bundles = agentbundle.DefaultDir()
+	}
+	args = append(args, "--agent-bundles", bundles)
+	if d.cfg.ModelGatewayConfig != "" {
+		args = append(args, "--model-gateway-config", d.cfg.ModelGatewayConfig)
 	}
 	imageArgs, err := d.imageArgs(p)
 	if err != nil {

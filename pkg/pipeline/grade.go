@@ -19,6 +19,7 @@ import (
 var agentPhaseExceptions = []string{
 	harbor.ExceptionAgentSetup, harbor.ExceptionAgentSetupTimeout, harbor.ExceptionAgentTimeout, harbor.ExceptionAgentExit,
 	harbor.ExceptionAgentOOM,
+	harbor.ExceptionModelAuth, harbor.ExceptionModelUnavailable, harbor.ExceptionModelBudget,
 }
 
 // Grade turns a sandbox completion into an attempt result and sends it to

@@ -156,7 +156,7 @@ func (s *Service) Validate(ctx context.Context, req SubmitRequest) (Validation, 
 // run it created, whatever changed since (billing included).
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	parseProblems := parseDocument(&req)
-	if len(parseProblems) == 0 && validIdempotencyKey(req.IdempotencyKey) {
+	if len(parseProblems) == 0 && records.ValidIdempotencyKey(req.IdempotencyKey) {
 		res, found, err := s.replay(ctx, req)
 		if found || err != nil {
 			return res, err
@@ -212,7 +212,7 @@ func (s *Service) afterConflict(ctx context.Context, req SubmitRequest, b record
 func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems []Problem) (Validation, []Problem, error) {
 	var problems []Problem
 	var v Validation
-	if req.IdempotencyKey != "" && !validIdempotencyKey(req.IdempotencyKey) {
+	if req.IdempotencyKey != "" && !records.ValidIdempotencyKey(req.IdempotencyKey) {
 		problems = append(problems, Problem{Code: CodeInvalidIdempotency, Field: "Idempotency-Key",
 			Message: "must be 1 to 128 printable ASCII characters without spaces"})
 	}
@@ -251,6 +251,8 @@ func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems [
 		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable))
 	}
 	v.Resolved = resolved
+	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
+	problems = append(problems, modelProblems(resolved.Config.Agents, resolved.Harnesses, s.opts.CheckModel)...)
 	problems = append(problems, envCollisions(resolved.Config, resolved.Harnesses, manifest.RequiredSecrets, harnessKeyEnv)...)
 	v.TaskCount = len(resolved.Tasks)
 	v.SlotCount = len(resolved.Tasks) * len(resolved.Config.Agents) * resolved.Config.Execution.AttemptsPerTask
@@ -377,18 +379,6 @@ func secretField(cfg runconfig.Config, name string) string {
 		return "execution.judge_api_key_secret"
 	}
 	return "benchmark.required_secrets"
-}
-
-func validIdempotencyKey(k string) bool {
-	if len(k) == 0 || len(k) > 128 {
-		return false
-	}
-	for _, c := range k {
-		if c <= ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 // newRun builds the run and its agents from a checked submission.

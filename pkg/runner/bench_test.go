@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // BenchmarkImageSandboxStart measures an image sandbox's start with the

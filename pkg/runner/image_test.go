@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -86,6 +87,8 @@ echo "chown=$(touch /tmp/c && chown 0:0 /tmp/c 2>/dev/null && chown 1000:1000 /t
 echo "root_owner=$(stat -c %u /etc)"
 echo "sysrq=$( (echo h > /proc/sysrq-trigger) 2>/dev/null && echo writable || echo denied)"
 echo "logs=$([ -d /logs/artifacts ] && [ -w /logs/agent ] && echo ok || echo missing)"
+echo "nnp=$(grep NoNewPrivs /proc/self/status | cut -f2)"
+echo "capbnd=$(grep CapBnd /proc/self/status | cut -f2)"
 } > /logs/agent/probe.txt`
 
 func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
@@ -96,10 +99,10 @@ func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
 		want map[string]string
 	}{
 		{name: "root user gets Docker's capabilities", user: "", want: map[string]string{
-			"user": "0:0", "home": "/root", "capeff": "00000000a80425fb", "etc_write": "yes", "chown": "yes",
+			"user": "0:0", "home": "/root", "capeff": "00000000a80425fb", "capbnd": "00000000a80425fb", "etc_write": "yes", "chown": "yes",
 		}},
 		{name: "non-root user", user: "agent", want: map[string]string{
-			"user": "1000:1000", "home": "/home/agent", "capeff": "0000000000000000", "etc_write": "no", "chown": "no",
+			"user": "1000:1000", "home": "/home/agent", "capeff": "0000000000000000", "capbnd": "0000000000000000", "etc_write": "no", "chown": "no",
 		}},
 	}
 	for _, tc := range tests {
@@ -109,7 +112,7 @@ func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
 			r := runImageTrial(t, imageProbe, img, Options{}, nil)
 			want := map[string]string{
 				"cwd": "/app", "image_var": "from-image", "tool": "image-tool", "tests": "absent", "solution": "absent",
-				"host_bwrap": "absent", "seed": "seed", "tmp": "1777", "root_owner": "0", "sysrq": "denied", "logs": "ok",
+				"host_bwrap": "absent", "seed": "seed", "tmp": "1777", "root_owner": "0", "sysrq": "denied", "logs": "ok", "nnp": "1",
 			}
 			for k, v := range tc.want {
 				want[k] = v
@@ -227,8 +230,9 @@ func TestImageSandboxStorageLimitIsTheAgentsENOSPC(t *testing.T) {
 // connection and returns its address.
 func netnsServer(t *testing.T, reply string) string {
 	t.Helper()
-	name := fmt.Sprintf("gtest-%d", os.Getpid()%100000)
-	sub := os.Getpid()%200 + 20
+	n := netnsCount.Add(1)
+	name := fmt.Sprintf("gt%d-%d", os.Getpid()%100000, n)
+	sub := (os.Getpid()*7+int(n))%200 + 20
 	hostIP, nsIP := fmt.Sprintf("10.213.%d.1", sub), fmt.Sprintf("10.213.%d.2", sub)
 	hostIf, nsIf := name+"h", name+"n"
 	run := func(args ...string) {
@@ -241,6 +245,7 @@ func netnsServer(t *testing.T, reply string) string {
 	run("netns", "add", name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
 	run("link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostIf).Run() })
 	run("link", "set", nsIf, "netns", name)
 	run("addr", "add", hostIP+"/30", "dev", hostIf)
 	run("link", "set", hostIf, "up")
@@ -281,6 +286,8 @@ func netnsServer(t *testing.T, reply string) string {
 	go serve(ln, reply)
 	return ln.Addr().String()
 }
+
+var netnsCount atomic.Int32
 
 func serve(ln net.Listener, reply string) {
 	for {
@@ -327,6 +334,56 @@ func TestImageSandboxNetworkModes(t *testing.T) {
 				t.Errorf("network from inside the sandbox (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// allowlistTask is the fixture task with [environment] allowed_hosts.
+func allowlistTask(t *testing.T, hosts ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "task")
+	if out, err := exec.Command("cp", "-r", fixtureDir(t), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the fixture task: %v: %s", err, out)
+	}
+	toml, err := os.ReadFile(filepath.Join(dir, "task.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, len(hosts))
+	for i, h := range hosts {
+		quoted[i] = strconv.Quote(h)
+	}
+	toml = []byte(strings.Replace(string(toml), `network_mode = "no-network"`,
+		`network_mode = "allowlist"`+"\nallowed_hosts = ["+strings.Join(quoted, ", ")+"]", 1))
+	if err := os.WriteFile(filepath.Join(dir, "task.toml"), toml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestImageSandboxAllowlistGoesThroughTheEgressProxy(t *testing.T) {
+	img := testImage(t)
+	nsAddr := netnsServer(t, "hello-from-netns")
+	nsHost, nsPort, _ := net.SplitHostPort(nsAddr)
+	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostLn.Close()
+	go serve(hostLn, "host-loopback")
+	hostPort := strconv.Itoa(hostLn.Addr().(*net.TCPAddr).Port)
+	probe := fmt.Sprintf(`proxy() { timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; printf "CONNECT %%s HTTP/1.1\r\nHost: %%s\r\n\r\n" "$1" "$1" >&3; head -n3 <&3' _ "$1" 2>/dev/null | grep -o "hello-from-netns\|host-loopback\|HTTP/1.1 [0-9]*" | tail -1; }
+direct() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
+{ echo "allowed=$(proxy %s:%s)"; echo "not_allowed=$(proxy 10.213.250.9:80)"; echo "loopback_allowed=$(proxy 127.0.0.1:%s)"
+  echo "direct=$(direct %s %s)"; echo "proxy_env=$HTTPS_PROXY"; } > /logs/agent/probe.txt`, nsHost, nsPort, hostPort, nsHost, nsPort)
+	spec := baseSpec(t, "command")
+	spec.Task.Dir = allowlistTask(t, nsHost, "127.0.0.1")
+	spec.Network = harbor.NetworkAllowlist
+	spec.Command = probe
+	r := runTrial(t, spec, Options{Image: &img, Isolation: IsolationBwrap})
+	want := map[string]string{"allowed": "hello-from-netns", "not_allowed": "HTTP/1.1 403", "loopback_allowed": "HTTP/1.1 502",
+		"direct": "unreachable", "proxy_env": "http://127.0.0.1:3128"}
+	if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/probe.txt"))); diff != "" {
+		t.Errorf("allowlist egress (-want +got):\n%s", diff)
 	}
 }
 

@@ -24,19 +24,24 @@ const (
 	StaticBinMount = "/opt/gauntlet/bin"
 	// ArtifactsMount is Harbor's /logs/artifacts, writable in every phase.
 	ArtifactsMount = "/logs/artifacts"
-	// userHelperPath is where the runner binary is bound, read-only, for a
-	// phase of a non-root image user: it drops to the user and execs.
+	// userHelperPath is where the runner binary is bound, read-only, in
+	// every image phase: it drops capabilities (and, for a non-root image
+	// user, becomes that user) and execs the phase's command.
 	userHelperPath = "/opt/gauntlet/.user-helper"
 )
 
 // dockerDefaultCaps is Docker's default capability set for a container's
-// root (moby's oci/caps/defaults.go): a root image user gets exactly these,
-// so apt, chown and friends behave as under Docker.
-var dockerDefaultCaps = []string{
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
-	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-	"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
-}
+// root (moby's oci/caps/defaults.go): a root image user gets exactly these
+// (effective, permitted and bounding), so apt, chown and friends behave as
+// under Docker. dockerDefaultCapNums are their numbers.
+var (
+	dockerDefaultCaps = []string{
+		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+		"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+		"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+	}
+	dockerDefaultCapNums = []uintptr{0, 1, 4, 3, 27, 13, 6, 7, 31, 8, 10, 18, 5, 29}
+)
 
 // userSwitchCaps are what the user helper needs to drop to a non-root user
 // (and then loses with the switch).
@@ -194,20 +199,23 @@ func (i *imageIsolation) bwrapArgs(pc phaseCommand) []string {
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
 		"--hostname", sandboxHostname, "--die-with-parent", "--new-session",
 		"--info-fd", "3", "--block-fd", "4", "--cap-drop", "ALL")
+	// bwrap as root narrows the effective set but not the bounding set:
+	// the helper (the runner's static binary) empties the bounding set down
+	// to the phase's capabilities (a non-root user: none) before the exec.
 	caps := dockerDefaultCaps
+	helper := []string{userHelperPath, execPhaseCommand, "--docker-caps"}
 	if !pc.user.root() {
 		caps = userSwitchCaps
-		args = append(args, "--ro-bind", i.self, userHelperPath)
+		helper = []string{userHelperPath, execPhaseCommand, "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
+			"--gid", strconv.FormatUint(uint64(pc.user.gid), 10), "--groups", joinIDs(pc.user.groups)}
 	}
+	args = append(args, "--ro-bind", i.self, userHelperPath)
 	for _, c := range caps {
 		args = append(args, "--cap-add", c)
 	}
 	args = append(args, "--chdir", i.img.workDir(), "--")
-	if !pc.user.root() {
-		args = append(args, userHelperPath, execPhaseCommand, "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
-			"--gid", strconv.FormatUint(uint64(pc.user.gid), 10), "--groups", joinIDs(pc.user.groups), "--")
-	}
-	return append(args, "bash", "-c", pc.script)
+	args = append(args, helper...)
+	return append(args, "--", "bash", "-c", pc.script)
 }
 
 func joinIDs(ids []uint32) string {
@@ -223,7 +231,16 @@ func joinIDs(ids []uint32) string {
 // sandbox's init into the phase's cgroups and attaches the network, then
 // lets it go. Nothing of the phase's command ever runs outside its limits
 // or before its network is in place. release stops the phase's network.
-func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (cmd *exec.Cmd, release func(), err error) {
+func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+	return launchBwrap(i.bwrap, i.bwrapArgs(pc), i.slirp, pc, cg, stdout, stderr)
+}
+
+// launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4
+// and --unshare-net), joins its processes to cg, gives the sandbox's
+// network namespace its network mode (slirp4netns for public, the egress
+// proxy for allowlist, nothing for no-network) and only then lets the
+// phase's command run.
+func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (cmd *exec.Cmd, release func(), err error) {
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("image sandbox: %w", err)
@@ -235,7 +252,7 @@ func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.W
 		return nil, nil, fmt.Errorf("image sandbox: %w", err)
 	}
 	defer blockW.Close()
-	cmd = exec.Command(i.bwrap, i.bwrapArgs(pc)...)
+	cmd = exec.Command(bwrap, args...)
 	cmd.Env = pc.env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.ExtraFiles = []*os.File{infoW, blockR}
@@ -263,12 +280,19 @@ func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.W
 	if err := cg.join(cmd.Process.Pid, info.ChildPID); err != nil {
 		return fail(err)
 	}
-	if pc.netMode == netPublic {
-		stop, err := startSlirp(i.slirp, info.ChildPID)
+	switch pc.netMode {
+	case netPublic:
+		stop, err := startSlirp(slirp, info.ChildPID)
 		if err != nil {
 			return fail(err)
 		}
 		release = stop
+	case netAllowlist:
+		proxy, err := startEgressProxy(info.ChildPID, pc.allowedHosts)
+		if err != nil {
+			return fail(err)
+		}
+		release = proxy.stop
 	}
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return fail(fmt.Errorf("image sandbox: release the phase: %w", err))

@@ -17,8 +17,9 @@ import (
 
 // Effective network modes of a phase.
 const (
-	netPublic = harbor.NetworkPublic
-	netNone   = harbor.NetworkNone
+	netPublic    = harbor.NetworkPublic
+	netNone      = harbor.NetworkNone
+	netAllowlist = harbor.NetworkAllowlist
 )
 
 // maxDiffBytes bounds the diff artifact of a kept writable layer.
@@ -67,7 +68,7 @@ func (t *trial) setUpLayer() error {
 	} else {
 		t.log.Warn("limits", "storage", "NOT enforced (storage limit disabled by the operator)")
 	}
-	t.log.Info("limits", "network", "each phase in its own network namespace: public through slirp4netns without the host's loopback, no-network with loopback only; allowlist is enforced as no-network (no egress proxy yet)")
+	t.log.Info("limits", "network", "each phase in its own network namespace: public through slirp4netns without the host's loopback, allowlist through an egress proxy on the sandbox's loopback, no-network with loopback only")
 	return nil
 }
 
@@ -148,10 +149,8 @@ func (t *trial) prepareImageDirs() error {
 			return fmt.Errorf("chown %s: %w", dir, err)
 		}
 	}
-	if !agentUser.root() || !verifierUser.root() {
-		if info, err := os.Stat(t.image.self); err != nil || !isStaticELF(t.image.self) || info.Mode().Perm()&0o005 != 0o005 {
-			return fmt.Errorf("image user %q is not root: the runner binary %s must be a statically linked executable readable by every uid (build it with CGO_ENABLED=0; make build does)", t.image.img.User, t.image.self)
-		}
+	if info, err := os.Stat(t.image.self); err != nil || !isStaticELF(t.image.self) || info.Mode().Perm()&0o005 != 0o005 {
+		return fmt.Errorf("image sandbox: the runner binary %s runs inside the image, so it must be a statically linked executable readable by every uid (build it with CGO_ENABLED=0; make build does)", t.image.self)
 	}
 	return t.image.prepareRoot(agentUser)
 }
@@ -175,27 +174,37 @@ func (t *trial) phaseUser(role phaseRole) (imageUser, error) {
 // mount points and /etc/resolv.conf; in a host-rootfs sandbox the /etc
 // stubs.
 func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
-	if _, ok := t.iso.(bwrapIsolation); ok {
-		pc.etcDir = t.etcStubs()
+	_, host := t.iso.(bwrapIsolation)
+	if t.image == nil && !host {
 		return nil
 	}
-	if t.image == nil {
-		return nil
-	}
-	u, err := t.phaseUser(role)
-	if err != nil {
-		return err
-	}
-	override := t.task.Config.Agent.NetworkMode
+	override, hosts := t.task.Config.Agent.NetworkMode, t.task.Config.Agent.AllowedHosts
 	if role == roleVerifier {
-		override = t.task.Config.Verifier.NetworkMode
+		override, hosts = t.task.Config.Verifier.NetworkMode, t.task.Config.Verifier.AllowedHosts
+	}
+	if len(hosts) == 0 {
+		hosts = t.task.Config.Environment.AllowedHosts
 	}
 	asked := t.phaseNetwork(override)
 	mode := effectiveNetwork(asked, t.opts.NetworkCeiling)
 	if mode != asked && asked != "" {
 		t.log.Warn("phase network restricted", "asked", asked, "given", mode, "ceiling", t.opts.NetworkCeiling)
 	}
-	pc.user, pc.netMode, pc.network = u, mode, mode == netPublic
+	pc.netMode, pc.network = mode, mode == netPublic
+	if mode == netAllowlist {
+		pc.allowedHosts = hosts
+		pc.env = append(pc.env, proxyEnv()...)
+		t.log.Info("phase egress through the allow-listing proxy", "allowed_hosts", strings.Join(hosts, ","))
+	}
+	if host {
+		pc.etcDir = t.etcStubs()
+		return nil
+	}
+	u, err := t.phaseUser(role)
+	if err != nil {
+		return err
+	}
+	pc.user = u
 	pc.env = imageEnv(t.image.img, u, pc.env)
 	if err := t.image.setResolver(pc.network); err != nil {
 		return err
@@ -205,28 +214,19 @@ func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
 			return err
 		}
 	}
-	if !u.root() {
-		if err := ensureFileMountPoint(t.layer.root, userHelperPath); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ensureFileMountPoint(t.layer.root, userHelperPath)
 }
 
 // effectiveNetwork is the phase's network mode under the operator's
-// ceiling. allowlist is enforced as no-network: no egress proxy yet, so it
-// fails closed.
+// ceiling; an unknown or empty mode is no-network (fail closed).
 func effectiveNetwork(asked, ceiling string) string {
-	rank := map[string]int{netPublic: 2, harbor.NetworkAllowlist: 1, netNone: 0}
+	rank := map[string]int{netPublic: 2, netAllowlist: 1, netNone: 0}
 	mode := asked
-	if r, ok := rank[mode]; !ok || r < 0 {
+	if _, ok := rank[mode]; !ok {
 		mode = netNone
 	}
 	if c, ok := rank[ceiling]; ok && c < rank[mode] {
 		mode = ceiling
-	}
-	if mode == harbor.NetworkAllowlist {
-		mode = netNone
 	}
 	return mode
 }
@@ -325,6 +325,10 @@ func writeEtcStubs(dir string) error {
 	files := map[string]string{
 		"passwd": "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		"group":  "root:x:0:\nnogroup:x:65534:\n",
+		"hosts":  "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t" + sandboxHostname + "\n",
+		// slirp4netns's DNS forwarder: the host's resolver may be on its
+		// loopback, which the sandbox never reaches.
+		"resolv.conf": "nameserver " + slirpDNS + "\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {

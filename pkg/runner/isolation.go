@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,8 +90,11 @@ type phaseCommand struct {
 	tmpDir  string // host dir bound at /tmp; "" = a fresh tmpfs
 	workDir string // host path of the working directory (process isolation)
 	network bool
-	// netMode is the phase's effective network mode (netPublic, netNone).
+	// netMode is the phase's effective network mode (netPublic,
+	// netAllowlist, netNone) in bubblewrap sandboxes.
 	netMode string
+	// allowedHosts are an allowlist phase's reachable hosts.
+	allowedHosts []string
 	// user is who the phase runs as under image isolation.
 	user imageUser
 	// etcDir holds the passwd and group stubs of a host-rootfs sandbox.
@@ -196,12 +200,13 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 	for _, f := range hostEtcFiles {
 		args = append(args, "--ro-bind-try", f, f)
 	}
-	if pc.network {
-		args = append(args, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf", "--ro-bind-try", "/etc/hosts", "/etc/hosts")
-	}
 	if pc.etcDir != "" {
 		args = append(args, "--ro-bind", filepath.Join(pc.etcDir, "passwd"), "/etc/passwd",
-			"--ro-bind", filepath.Join(pc.etcDir, "group"), "/etc/group")
+			"--ro-bind", filepath.Join(pc.etcDir, "group"), "/etc/group",
+			"--ro-bind", filepath.Join(pc.etcDir, "hosts"), "/etc/hosts")
+		if pc.network {
+			args = append(args, "--ro-bind", filepath.Join(pc.etcDir, "resolv.conf"), "/etc/resolv.conf")
+		}
 	}
 	args = append(args, "--dev", "/dev", "--proc", "/proc")
 	if pc.tmpDir != "" {
@@ -216,14 +221,24 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 		}
 		args = append(args, flag, m.host, m.target)
 	}
+	// The network namespace is always the sandbox's own: public gets
+	// slirp4netns in it, never the host's namespace (see launchBwrap).
 	args = append(args,
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", sandboxHostname,
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL")
-	if !pc.network {
-		args = append(args, "--unshare-net")
-	}
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--hostname", sandboxHostname,
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--info-fd", "3", "--block-fd", "4")
 	args = append(args, "--chdir", AppMount, "bash", "-c", pc.script)
 	return args, nil
+}
+
+// launch starts a host-rootfs phase like an image phase: cgroups and the
+// network attached before the command runs.
+func (b bwrapIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+	args, err := bwrapArgs(pc)
+	if err != nil {
+		return nil, nil, err
+	}
+	slirp, _ := exec.LookPath("slirp4netns")
+	return launchBwrap(b.path, args, slirp, pc, cg, stdout, stderr)
 }
 
 type processIsolation struct{}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
@@ -21,7 +22,7 @@ import (
 
 // SpecEnv is the environment variable that may carry the slot spec as JSON
 // instead of --spec (the cloud driver passes it this way).
-const SpecEnv = "GAUNTLET_SLOT_SPEC"
+const SpecEnv = sandbox.SpecEnv
 
 // Main is sandbox-runner's entry point: it parses args (without the program
 // name), takes the spec, the secrets and the sealed secrets' location out of
@@ -46,6 +47,12 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 				return sandbox.ExitInfra
 			}
 			return sandbox.ExitOK
+		case ForwardCommand:
+			// Inside the agent's sandbox: relay a loopback port to the
+			// model gateway's socket until the sandbox ends.
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return gateway.ForwardMain(ctx, args[1:], os.Stdout, os.Stderr)
 		case execPhaseCommand:
 			return execPhase(args[1:], os.Stderr)
 		case killAllCommand:
@@ -106,9 +113,10 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 }
 
 type mainConfig struct {
-	specFile  string
-	imageFile string
-	opts      Options
+	specFile   string
+	imageFile  string
+	modelsFile string
+	opts       Options
 }
 
 func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
@@ -124,6 +132,8 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.IntVar(&cfg.opts.AgentGID, "agent-gid", DefaultAgentGID, "gid the agent runs as under container isolation")
 	fs.StringVar(&cfg.opts.AgentsDir, "agents-dir", "", "directory mounted read-only at /agent for command agents")
 	fs.StringVar(&cfg.opts.BwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
+	fs.StringVar(&cfg.opts.AgentBundles, "agent-bundles", "", "agent bundle cache (default ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents)")
+	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table")
 	fs.StringVar(&cfg.imageFile, "image", "", "JSON file of the task's unpacked image (rootfs, env, working_dir, user); required by --isolation=bwrap")
 	fs.StringVar(&cfg.opts.InstalledAgentDir, "installed-agent-dir", "", "agent bundle dir mounted read-only at "+InstalledAgentMount)
 	fs.StringVar(&cfg.opts.StaticBinDir, "static-bin-dir", "", "platform helper binaries mounted read-only at "+StaticBinMount)
@@ -139,6 +149,15 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	}
 	if cfg.opts.OutDir == "" {
 		return cfg, errors.New("--out is required")
+	}
+	if cfg.modelsFile != "" {
+		data, err := os.ReadFile(cfg.modelsFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--model-gateway-config: %w", err)
+		}
+		if cfg.opts.Models, err = gateway.ParseOperatorConfig(data); err != nil {
+			return cfg, fmt.Errorf("--model-gateway-config %s: %w", cfg.modelsFile, err)
+		}
 	}
 	if cfg.imageFile != "" {
 		img, err := LoadImage(cfg.imageFile)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,7 @@ func execPhase(args []string, stderr io.Writer) int {
 	uid := fs.Int("uid", -1, "become this uid (and drop every capability) before the exec")
 	gid := fs.Int("gid", -1, "with --uid: become this gid")
 	groups := fs.String("groups", "", "with --uid: comma-separated supplementary gids")
+	dockerCaps := fs.Bool("docker-caps", false, "keep only Docker's default capabilities in the bounding set")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] [--uid N --gid G [--groups A,B]] -- program args...")
 		return 127
@@ -61,6 +63,17 @@ func execPhase(args []string, stderr io.Writer) int {
 	}
 	if *dropCaps {
 		for _, c := range rootPhaseDroppedCaps {
+			if err := prctl(prCapBSetDrop, c); err != nil && !errors.Is(err, syscall.EINVAL) {
+				fmt.Fprintf(stderr, "sandbox-runner exec-phase: drop capability %d: %v\n", c, err)
+				return 127
+			}
+		}
+	}
+	if *dockerCaps {
+		for c := uintptr(0); c <= 63; c++ {
+			if slices.Contains(dockerDefaultCapNums, c) {
+				continue
+			}
 			if err := prctl(prCapBSetDrop, c); err != nil && !errors.Is(err, syscall.EINVAL) {
 				fmt.Fprintf(stderr, "sandbox-runner exec-phase: drop capability %d: %v\n", c, err)
 				return 127

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -54,6 +55,15 @@ type Options struct {
 	AgentsDir string
 	// BwrapPath is the bubblewrap binary; "" looks up bwrap on PATH.
 	BwrapPath string
+	// AgentBundles is the agent-bundle cache bundled harnesses run from
+	// ("" = agentbundle.DefaultDir()).
+	AgentBundles string
+	// Forwarder is the sandbox-runner binary the agent's sandbox runs to
+	// reach the model gateway ("" = this program, which is one).
+	Forwarder string
+	// Models resolves the agent's model to the upstream the model gateway
+	// forwards to (nil = gateway.NewResolver(), the default provider table).
+	Models *gateway.Resolver
 	// Image is the task's unpacked image (bwrap isolation: required).
 	Image *Image
 	// SelfPath is this runner's binary, bound into image sandboxes to
@@ -148,8 +158,12 @@ type trial struct {
 	timings    map[string]*harbor.TimingInfo
 	exceptions []harbor.ExceptionInfo
 	usage      *harness.Usage
-	reward     *harbor.Reward
-	exitCodes  map[string]int
+	// programUsage is what a bundled program reported itself, kept beside
+	// the gateway's metering (usage); gateway is the gateway's totals.
+	programUsage *harness.Usage
+	gateway      *gateway.Totals
+	reward       *harbor.Reward
+	exitCodes    map[string]int
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -223,14 +237,18 @@ func (t *trial) run(ctx context.Context) error {
 	if err := t.setUpEnvironment(ctx); err != nil {
 		return err
 	}
-	runCmd, err := t.harness.RunCommand(harness.RunTemplateData{
-		Command: t.spec.Command, Model: t.spec.Model, InstructionFile: t.seen.AgentLogs + "/instruction.md",
-		SolutionDir: t.seen.Solution, AgentsDir: t.seen.Agents,
-	})
+	rig, err := t.prepareRig(ctx)
 	if err != nil {
 		return err
 	}
-	if err := t.runAgent(ctx, runCmd); err != nil {
+	runCmd, err := t.harness.RunCommand(t.templateData(rig))
+	if err != nil {
+		t.closeRig(rig)
+		return err
+	}
+	err = t.runAgent(ctx, runCmd, rig)
+	t.closeRig(rig)
+	if err != nil {
 		return err
 	}
 	if t.container != nil {
@@ -238,6 +256,9 @@ func (t *trial) run(ctx context.Context) error {
 			return err
 		}
 		t.log.Info("no process of the agent uid is left")
+	}
+	if rig != nil {
+		t.keepAgentLogs(rig)
 	}
 	return t.runVerifier(ctx)
 }
@@ -306,7 +327,7 @@ func (t *trial) prepareDirs(taskDir string) error {
 
 // runAgent runs the install step and the agent. Agent failures become
 // exceptions; the error reports only a phase that could not be started.
-func (t *trial) runAgent(ctx context.Context, runCmd string) error {
+func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) error {
 	if t.harness.MountsSolution && !t.task.HasSolution {
 		t.except(harbor.ExceptionAgentSetup, fmt.Sprintf("harness %q needs the task's %s, which does not exist", t.harness.Name, harbor.SolutionScript))
 		return nil
@@ -321,7 +342,12 @@ func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 	if err := t.imagePhase(&base, roleAgent); err != nil {
 		return err
 	}
-	if t.harness.KeyEnv != "" && !t.hasSecret(t.harness.KeyEnv) {
+	if rig != nil {
+		if err := t.rigPhase(rig, &base); err != nil {
+			return err
+		}
+	}
+	if rig == nil && t.harness.KeyEnv != "" && !t.hasSecret(t.harness.KeyEnv) {
 		t.log.Warn("the harness's model key variable is not among the agent's secrets", "key_env", t.harness.KeyEnv)
 	}
 	if t.harness.Install != "" {
@@ -342,6 +368,9 @@ func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 	}
 	agent := base
 	agent.script = runCmd
+	if rig != nil {
+		t.rigScript(rig, &agent)
+	}
 	out, err := t.phase(ctx, "agent_execution", agent, t.spec.AgentTimeout, agentStdout, agentStderr, t.host.AgentLogs)
 	if err != nil {
 		return err
@@ -351,8 +380,14 @@ func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the agent exceeded its memory limit of %d MB; the kernel killed %d of its processes (exit code %d)", t.limits().MemoryMB, out.OOMKills, out.ExitCode))
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
-	case out.ExitCode != 0:
-		t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)%s", out.ExitCode, agentStderr, t.storageNote()))
+	default:
+		failed, err := t.modelException(rig, out.ExitCode)
+		if err != nil {
+			return err
+		}
+		if !failed && out.ExitCode != 0 {
+			t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)%s", out.ExitCode, agentStderr, t.storageNote()))
+		}
 	}
 	t.readUsage()
 	return nil

@@ -1,4 +1,6 @@
-// Package server composes `gauntlet local`: the embedded platform
+// Package server composes `gauntlet local`.
+//
+// It composes `gauntlet local`: the embedded platform
 // (pkg/local: SQLite, local queues, blobs, secrets, sandboxes and the
 // pipeline loops), the benchmark sync service with its queue loop, the HTTP
 // API and the web console, served on loopback. On first start it creates a
@@ -22,6 +24,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
@@ -32,7 +35,7 @@ const DefaultAddr = "127.0.0.1:8080"
 
 // SyncQueue is the local queue of benchmark sync messages (dead letters go
 // to SyncQueue-dlq).
-const SyncQueue = "sync"
+const SyncQueue = string(fnspec.SyncQueue)
 
 // syncMaxReceives is how often a failing sync message is delivered before
 // it is dead-lettered.

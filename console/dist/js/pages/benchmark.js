@@ -90,7 +90,7 @@ function copyButton(ref) {
     } catch (err) {
       toast(`Could not copy: ${err.message}`, 'bad');
     }
-  } }, ref, ' ⧉');
+  } }, ref, h('span', { class: 'small muted' }, ' copy'));
 }
 
 // actionsMenu offers View source, Retry sync after a failed sync, and
