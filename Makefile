@@ -20,7 +20,7 @@ all: build
 ## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test), tmux
 ## (terminus-2's tmux terminal tests),
 ## and the project-local npm packages pinned in package-lock.json.
-APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git tmux:tmux
+APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git tmux:tmux buildah:buildah
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -87,7 +87,7 @@ lambdas:
 
 ## run: the main job — `gauntlet local` running a real demo run (scripts/demo.sh);
 ## `make stop` stops the server it leaves running.
-run: deps build
+run: deps build base-images
 	scripts/demo.sh
 
 stop:

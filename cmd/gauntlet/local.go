@@ -39,6 +39,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
 	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	images := addImageFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -65,11 +66,14 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if host, _, err := net.SplitHostPort(*addr); err == nil && !isLoopback(host) {
 		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
 	}
+	lo := local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
+		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes,
+		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
+	if err := images.apply(&lo, *data, logger); err != nil {
+		return err
+	}
 	srv, err := server.Open(ctx, server.Options{
-		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger,
-		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
-			ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes,
-			Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}},
+		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger, Local: lo,
 	})
 	if err != nil {
 		return err

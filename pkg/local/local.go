@@ -58,6 +58,10 @@ type Options struct {
 	// Images gives the sandboxes their tasks' unpacked images (required
 	// by "bwrap").
 	Images localsandbox.Images
+	// Environments, when set, makes benchmark syncs prepare task images
+	// (pinned digests, builds, unavailable tasks; see benchsync.Environments
+	// and pkg/localimages).
+	Environments *benchsync.Environments
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
 	// AgentBundles is the agent-bundle cache ("" = the default cache).
@@ -222,7 +226,7 @@ func (p *Platform) installCatalog(ctx context.Context) error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
-		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log})
+		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
