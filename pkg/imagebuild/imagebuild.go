@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,25 @@ type Config struct {
 	// Network is buildah's --network for RUN steps; default "host" (RUN
 	// apt-get reaches the package mirror, as under docker build).
 	Network string
+	// Results, when set, keeps every built image as an OCI layout named by
+	// its build key, shared by every platform on the machine: a build key
+	// digests the whole context and the pinned base images, so the same
+	// key is the same image, and a second platform (a new data dir, a test,
+	// CI's fresh clone) imports it instead of running buildah again.
+	Results string
+}
+
+// DefaultResults is the shared build-result cache:
+// ${GAUNTLET_CACHE:-~/.cache/gauntlet}/builds.
+func DefaultResults() string {
+	if c := os.Getenv("GAUNTLET_CACHE"); c != "" {
+		return filepath.Join(c, "builds")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, ".cache", "gauntlet", "builds")
 }
 
 // Builder builds Dockerfiles.
@@ -107,6 +127,15 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 		return "", fmt.Errorf("imagebuild: %w", err)
 	}
 	defer os.RemoveAll(work)
+	if cached := b.result(req.Key); cached != "" {
+		fmt.Fprintf(log, "build %s: reusing the image built before (%s)\n", shortKey(req.Key), cached)
+		pinned, err := b.cfg.Import(ctx, cached, req.Key)
+		if err == nil {
+			return pinned, nil
+		}
+		fmt.Fprintf(log, "build %s: the cached image does not import (%v); building again\n", shortKey(req.Key), err)
+		_ = os.RemoveAll(cached)
+	}
 	files := map[string][]byte{
 		"Dockerfile":  req.Dockerfile,
 		"policy.json": []byte(`{"default":[{"type":"insecureAcceptAnything"}]}`),
@@ -135,7 +164,61 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("import built image: %w", err)
 	}
+	b.keep(log, req.Key, layout)
 	return pinned, nil
+}
+
+// result is the cached layout of a build key, "" when there is none. A
+// layout is complete once its directory exists: keep renames it into place.
+func (b *Builder) result(key string) string {
+	if b.cfg.Results == "" || !validKey(key) {
+		return ""
+	}
+	dir := filepath.Join(b.cfg.Results, key)
+	if info, err := os.Stat(filepath.Join(dir, "index.json")); err != nil || !info.Mode().IsRegular() {
+		return ""
+	}
+	return dir
+}
+
+// keep moves a built layout into the result cache (atomically: a rename
+// from a temp dir beside it); a failure only costs a later rebuild.
+func (b *Builder) keep(log io.Writer, key, layout string) {
+	if b.cfg.Results == "" || !validKey(key) {
+		return
+	}
+	if err := os.MkdirAll(b.cfg.Results, 0o700); err != nil {
+		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
+		return
+	}
+	tmp, err := os.MkdirTemp(b.cfg.Results, ".tmp-")
+	if err != nil {
+		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
+		return
+	}
+	defer os.RemoveAll(tmp)
+	staged := filepath.Join(tmp, "image")
+	if err := os.Rename(layout, staged); err != nil {
+		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
+		return
+	}
+	// Another platform may have kept the same key meanwhile: either copy is it.
+	if err := os.Rename(staged, filepath.Join(b.cfg.Results, key)); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
+	}
+}
+
+// validKey reports whether key is a plain hex build key, safe as a file name.
+func validKey(key string) bool {
+	if len(key) < 16 || len(key) > 128 {
+		return false
+	}
+	for _, c := range key {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *Builder) global(work string) []string {

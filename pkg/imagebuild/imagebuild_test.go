@@ -247,3 +247,38 @@ func keys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestBuildResultsAreSharedByKey: a second platform (its own buildah dir,
+// the same result cache) imports what the first built, without buildah.
+func TestBuildResultsAreSharedByKey(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	results := t.TempDir()
+	build := func(buildah string) (string, string) {
+		b, err := New(Config{Dir: filepath.Join(t.TempDir(), "buildah"), Results: results, Import: r.importer(t), Buildah: buildah})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var log bytes.Buffer
+		pinned, err := b.Build(context.Background(), Request{Key: strings.Repeat("cd", 32), ContextDir: contextDir(t),
+			Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /\n"), Log: &log})
+		if err != nil {
+			t.Fatalf("Build: %v\n%s", err, log.String())
+		}
+		return pinned, log.String()
+	}
+	first, _ := build("")
+	if _, err := os.Stat(filepath.Join(results, strings.Repeat("cd", 32), "index.json")); err != nil {
+		t.Fatalf("the built image was not kept in the result cache: %v", err)
+	}
+	// A builder whose buildah cannot run at all still answers the same key.
+	fake := filepath.Join(t.TempDir(), "buildah")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho buildah must not run >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	second, log := build(fake)
+	if second != first || !strings.Contains(log, "reusing the image built before") {
+		t.Errorf("second build = %q (log %q), want %q from the cache", second, log, first)
+	}
+}

@@ -45,6 +45,10 @@ type Config struct {
 	// BuildDir holds buildah's storage (kept between builds so layers are
 	// cached). "" disables builds: Dockerfile tasks are unavailable.
 	BuildDir string
+	// BuildResults is the build-result cache shared by every platform of the
+	// machine ("" = imagebuild.DefaultResults()): images are keyed by their
+	// build key, so a new data dir imports what another built.
+	BuildResults string
 	Policy   Policy
 }
 
@@ -63,7 +67,11 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Mirrors: mirrors, Import: importer{cfg.Store}.importLayout})
+		results := cfg.BuildResults
+		if results == "" {
+			results = imagebuild.DefaultResults()
+		}
+		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Results: results, Mirrors: mirrors, Import: importer{cfg.Store}.importLayout})
 		if err != nil {
 			return nil, fmt.Errorf("local images: %w", err)
 		}
