@@ -49,7 +49,7 @@ type Config struct {
 	// machine ("" = imagebuild.DefaultResults()): images are keyed by their
 	// build key, so a new data dir imports what another built.
 	BuildResults string
-	Policy   Policy
+	Policy       Policy
 }
 
 // Environments returns the sync configuration of a local platform.
