@@ -10,23 +10,34 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices
+.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices run-deps
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
 all: build
 
-## deps: system and npm packages the platform and its tests use — bubblewrap
-## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test), tmux
-## (terminus-2's tmux terminal tests),
-## and the project-local npm packages pinned in package-lock.json.
-APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git tmux:tmux buildah:buildah
-deps:
-	@missing=""; for p in $(APT_PACKAGES); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
+## run-deps: the Debian packages the local platform uses — bubblewrap
+## (sandboxes), buildah (Dockerfile task images), mmdebstrap (the stand-in
+## base images), slirp4netns (public-network sandboxes), e2fsprogs (each
+## attempt's size-limited writable layer) and git (registry tasks).
+RUN_APT := bubblewrap:bwrap buildah:buildah mmdebstrap:mmdebstrap slirp4netns:slirp4netns e2fsprogs:mkfs.ext4 git:git
+## deps: run-deps plus what only the tests use — Java (DynamoDB Local),
+## chromium (the console's browser test), tmux (terminus-2's tmux terminal),
+## iproute2 (network namespaces of the sandbox network tests) — and the
+## project-local npm packages pinned in package-lock.json (the CDK CLI,
+## emulators, playwright-core), which `make run` never needs.
+TEST_APT := $(RUN_APT) openjdk-17-jre-headless:java chromium:chromium tmux:tmux iproute2:ip
+define apt_install
+	@missing=""; for p in $(1); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing (apt-get)"; \
 		(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+run-deps:
+	$(call apt_install,$(RUN_APT))
+deps:
+	$(call apt_install,$(TEST_APT))
 	@if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
 		echo "installing npm packages (package-lock.json)"; npm ci --no-audit --no-fund --loglevel=error; \
 	fi
@@ -67,7 +78,7 @@ lint: tools node-modules-guard
 
 ## test: everything — lint, then every test (the AWS adapters' tests start
 ## DynamoDB Local and fauxqs through scripts/emulators.sh; stopped afterwards).
-test: deps lint agents
+test: deps lint agents base-images
 	@status=0; $(GO) test -count=1 -timeout 25m ./... || status=$$?; \
 	scripts/emulators.sh down; exit $$status
 
@@ -87,7 +98,7 @@ lambdas:
 
 ## run: the main job — `gauntlet local` running a real demo run (scripts/demo.sh);
 ## `make stop` stops the server it leaves running.
-run: deps build base-images
+run: run-deps build base-images
 	scripts/demo.sh
 
 stop:
