@@ -31,7 +31,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	runnerBin = filepath.Join(tmp, "sandbox-runner")
-	if out, err := exec.Command("go", "build", "-o", runnerBin, "../../cmd/sandbox-runner").CombinedOutput(); err != nil {
+	// Static: the runner runs inside the task's image, which has its own libc.
+	build := exec.Command("go", "build", "-o", runnerBin, "../../cmd/sandbox-runner")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build sandbox-runner: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -261,6 +264,12 @@ func adaptFixGit(t *testing.T, dir string) {
 	bare := filepath.Join(env, "resources", "personal-site.git")
 	if out, err := exec.Command("git", "clone", "-q", "--bare", repo, bare).CombinedOutput(); err != nil {
 		t.Fatalf("git clone --bare: %v\n%s", err, out)
+	}
+	// The clone's origin names this run's temp dir: without it the build
+	// context is the same every run, so the build key is, and a second run
+	// imports the image built before instead of building it again.
+	if out, err := exec.Command("git", "-C", bare, "remote", "remove", "origin").CombinedOutput(); err != nil {
+		t.Fatalf("git remote remove origin: %v\n%s", err, out)
 	}
 	setup := filepath.Join(env, "setup.sh")
 	edit(t, setup, "git clone https://github.com/TheMikeMerrill/personal-site.git", "git clone /app/resources/personal-site.git")
