@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images
+.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -44,6 +44,16 @@ $(BIN)/staticcheck:
 ## build: every binary into ./bin.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	# Static: image sandboxes run it inside the task's image (see docs/SANDBOX.md).
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/sandbox-runner
+
+## agents: the agent bundles — codex, claude-code, gemini-cli (with its
+## Node), opencode, pinned in agents/package-lock.json — prepared once into
+## ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents (≈ 1.1 GB; npm ci of the
+## lock, then pruned). A second run, or CI's fresh clone with the same
+## cache, reuses them. `make run` prepares codex alone.
+agents: build
+	$(BIN)/gauntlet agents install
 
 ## lint: gofmt, go vet, staticcheck.
 lint: tools node-modules-guard
@@ -54,7 +64,7 @@ lint: tools node-modules-guard
 
 ## test: everything — lint, then every test (the AWS adapters' tests start
 ## DynamoDB Local and fauxqs through scripts/emulators.sh; stopped afterwards).
-test: deps lint
+test: deps lint agents
 	@status=0; $(GO) test -count=1 -timeout 25m ./... || status=$$?; \
 	scripts/emulators.sh down; exit $$status
 
@@ -79,6 +89,14 @@ run: deps build
 
 stop:
 	scripts/demo.sh stop
+
+## prices: pkg/prices/genai-prices.json, and the sample of the package's own
+## prices pkg/prices' test compares with, from npm @pydantic/genai-prices
+## (pinned in tools/prices/package-lock.json).
+prices:
+	cd tools/prices && npm ci --no-audit --no-fund
+	node tools/prices/generate.cjs
+	node tools/prices/sample.cjs
 
 ## synth: the CloudFormation templates into cdk.out/ (CDK CLI pinned in package.json).
 synth: lambdas

@@ -13,6 +13,8 @@
 #
 # Environment:
 #   GAUNTLET_DATA         data dir (default ./.gauntlet)
+#   GAUNTLET_MOCK_ADDR    where the bundled mock model listens (default 127.0.0.1:8181)
+#   GAUNTLET_CACHE        agent bundle cache root (default ~/.cache/gauntlet)
 #   GAUNTLET_ADDR         listen address (default 127.0.0.1:8080)
 #   GAUNTLET_DEMO_CONFIG  run config to submit (default examples/runs/demo.toml)
 #   GAUNTLET_DEMO_STOP=1  stop the server at the end (tests do)
@@ -29,6 +31,9 @@ config=${GAUNTLET_DEMO_CONFIG:-examples/runs/demo.toml}
 bin=$root/bin
 pidfile=$data/server.pid
 logfile=$data/server.log
+mock_addr=${GAUNTLET_MOCK_ADDR:-127.0.0.1:8181}
+mockpid=$data/mock-model.pid
+gateway_config=$data/model-gateway.toml
 
 say() { printf '\n==> %s\n' "$*"; }
 
@@ -48,6 +53,11 @@ stop_server() {
 		echo "no gauntlet local started by the demo is running (data dir $data)"
 	fi
 	rm -f "$pidfile"
+	if [[ -f $mockpid ]] && kill -0 "$(cat "$mockpid")" 2>/dev/null; then
+		kill -TERM "$(cat "$mockpid")"
+		echo "mock model (pid $(cat "$mockpid")) stopped"
+	fi
+	rm -f "$mockpid"
 }
 
 if [[ ${1:-} == stop ]]; then
@@ -57,15 +67,39 @@ fi
 
 say "building gauntlet and sandbox-runner into bin/"
 mkdir -p "$bin"
-go build -o "$bin/" ./cmd/gauntlet ./cmd/sandbox-runner
+go build -o "$bin/" ./cmd/gauntlet
+CGO_ENABLED=0 go build -o "$bin/" ./cmd/sandbox-runner # static: it runs inside task images
+
+# The demo's codex agent is the real program (npm @openai/codex, pinned in
+# agents/package-lock.json), prepared once into the agent-bundle cache and
+# mounted read-only into its sandboxes; a second run reuses it.
+say "preparing the codex agent bundle (once; then reused from the cache)"
+"$bin/gauntlet" agents install codex
 
 mkdir -p "$data"
+# codex talks to the bundled mock model (no API key needed) through the
+# model gateway: provider "mock" of the gateway's provider table is routed
+# to it. Point the same run at a real provider by changing the model (see
+# README.md, "Real agents").
+if ! { [[ -f $mockpid ]] && kill -0 "$(cat "$mockpid")" 2>/dev/null; }; then
+	say "starting the mock model on $mock_addr (gauntlet mock-model, script fix-median)"
+	nohup "$bin/gauntlet" mock-model -listen "$mock_addr" -script fix-median >"$data/mock-model.log" 2>&1 &
+	echo $! >"$mockpid"
+fi
+cat >"$gateway_config" <<EOF
+# Written by scripts/demo.sh: the model gateway's provider "mock" is the
+# bundled mock model (gauntlet mock-model); it has no price, so runs show
+# tokens and no cost.
+[providers.mock]
+base_urls = { openai-responses = "http://$mock_addr/v1", openai-chat = "http://$mock_addr/v1", anthropic-messages = "http://$mock_addr/v1", gemini = "http://$mock_addr/v1beta" }
+EOF
 if server_alive; then
 	say "reusing gauntlet local (pid $(cat "$pidfile")) on data dir $data"
 else
 	say "starting gauntlet local on $addr, data dir $data (log: $logfile)"
 	args=(local --data "$data" --addr "$addr" --registry examples/registry.json --catalog examples/catalog.toml
-		--agents-dir examples/agents --runner "$bin/sandbox-runner" --sandbox "${GAUNTLET_SANDBOX:-bwrap}")
+		--agents-dir examples/agents --runner "$bin/sandbox-runner" --sandbox "${GAUNTLET_SANDBOX:-bwrap}"
+		--model-gateway-config "$gateway_config")
 	if [[ -n ${GAUNTLET_CREDENTIALS:-} ]]; then
 		args+=(--credentials "$GAUNTLET_CREDENTIALS")
 	fi
@@ -99,6 +133,10 @@ for i in $(seq 1 300); do
 	sleep 0.2
 done
 echo "gauntlet local is up on $GAUNTLET_URL"
+
+# The codex agent's model key: a secret record like any provider's. The
+# mock accepts any key; the gateway keeps it out of the sandbox all the same.
+printf %s "mock-key-not-a-real-secret" | "$bin/gauntlet" secret set MOCK_API_KEY >/dev/null
 
 say "adding demo-bench@1.0 from examples/registry.json"
 "$bin/gauntlet" benchmark add demo-bench@1.0 --wait

@@ -6,42 +6,14 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 )
-
-// percent renders a pass rate as "v% (lo–hi)", "–" when undefined.
-func percent(e *v1.Estimate) string {
-	if e == nil {
-		return "–"
-	}
-	s := fmt.Sprintf("%.1f%%", 100*e.Value)
-	if e.CILow != nil && e.CIHigh != nil {
-		s += fmt.Sprintf(" (%.1f–%.1f)", 100**e.CILow, 100**e.CIHigh)
-	}
-	return s
-}
 
 func passAtK(p *v1.PassAtKPoint) string {
 	if p == nil {
 		return "–"
 	}
-	return fmt.Sprintf("pass@%d %s", p.K, percent(&p.Estimate))
-}
-
-func dollars(e *v1.Estimate) string {
-	switch {
-	case e == nil:
-		return "–"
-	case e.Value < 1:
-		return fmt.Sprintf("$%.4f", e.Value)
-	}
-	return fmt.Sprintf("$%.2f", e.Value)
-}
-
-func seconds(e *v1.Estimate) string {
-	if e == nil {
-		return "–"
-	}
-	return fmt.Sprintf("%.1fs", e.Value)
+	return fmt.Sprintf("pass@%d %s", p.K, boardview.Percent(&p.Estimate))
 }
 
 func count(e *v1.Estimate) string {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 )
@@ -25,11 +26,13 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|process] [--registry PATH|URL]", stderr)
 	data := fs.String("data", defaultDataDir(), "data directory (database, blobs, secrets, token)")
 	addr := fs.String("addr", server.DefaultAddr, "listen address; keep it on loopback unless you know why not")
-	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap) or process (NO isolation: trusted agents only)")
+	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap over each task's image), bwrap-host (bubblewrap over the host's root filesystem: development only) or process (NO isolation: trusted agents only)")
 	registry := fs.String("registry", existing("examples/registry.json"), "Harbor registry (path or URL) benchmarks are added from")
 	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
 	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
+	bundles := fs.String("agent-bundles", agentbundle.DefaultDir(), "agent bundle cache (gauntlet agents install fills it)")
+	gatewayCfg := fs.String("model-gateway-config", "", "operator TOML overriding the model gateway's provider table (e.g. route a provider to a local model server)")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
 	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -40,8 +43,8 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if len(pos) != 0 {
 		return usageError("takes no arguments")
 	}
-	if *isolation != "bwrap" && *isolation != "process" {
-		return usageError("--sandbox %q: want bwrap or process", *isolation)
+	if *isolation != "bwrap" && *isolation != "bwrap-host" && *isolation != "process" {
+		return usageError("--sandbox %q: want bwrap, bwrap-host (development: the host's root filesystem) or process", *isolation)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -56,7 +59,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	srv, err := server.Open(ctx, server.Options{
 		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger,
-		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes},
+		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles), ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes},
 	})
 	if err != nil {
 		return err

@@ -23,10 +23,14 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
@@ -36,10 +40,19 @@ type Options struct {
 	DataDir string
 	// RunnerPath is the sandbox-runner binary.
 	RunnerPath string
-	// Isolation is "bwrap" (default) or "process" (no isolation; opt-in).
+	// Isolation is "bwrap" (default: each task's image, from Images),
+	// "bwrap-host" (the host's root filesystem; a development opt-in) or
+	// "process" (no isolation; opt-in).
 	Isolation string
+	// Images gives the sandboxes their tasks' unpacked images; nil = the
+	// image store under DataDir/images (for "bwrap").
+	Images localsandbox.Images
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
+	// AgentBundles is the agent-bundle cache ("" = the default cache).
+	AgentBundles string
+	// ModelGatewayConfig is the operator's model gateway TOML ("" = none).
+	ModelGatewayConfig string
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
 	// platform workspace through benchsync (as the cloud does) and syncs the
 	// benchmarks that need it before returning, so those whose tasks are on
@@ -145,14 +158,43 @@ func (p *Platform) open() error {
 	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
+	images := p.opts.Images
+	if images == nil && (p.opts.Isolation == "" || p.opts.Isolation == runner.IsolationBwrap) {
+		store, err := image.Open(filepath.Join(p.opts.DataDir, "images"), image.Options{Logger: p.log})
+		if err != nil {
+			return fmt.Errorf("local platform: %w", err)
+		}
+		images = localsandbox.StoreImages(store)
+	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
+		ModelGatewayConfig: p.opts.ModelGatewayConfig, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	popts := p.opts.Pipeline
 	popts.MaxSandboxes, popts.Logger = p.opts.MaxSandboxes, p.log
+	if popts.CheckModel == nil {
+		// The same provider table the runners' gateways use.
+		models := gateway.NewResolver()
+		if p.opts.ModelGatewayConfig != "" {
+			data, err := os.ReadFile(p.opts.ModelGatewayConfig)
+			if err != nil {
+				return fmt.Errorf("local platform: model gateway config: %w", err)
+			}
+			if models, err = gateway.ParseOperatorConfig(data); err != nil {
+				return fmt.Errorf("local platform: %s: %w", p.opts.ModelGatewayConfig, err)
+			}
+		}
+		popts.CheckModel = func(m runconfig.Model, api string) error {
+			route, err := models.Resolve(m)
+			if err != nil {
+				return err
+			}
+			return route.CheckHarness(gateway.WireAPI(api))
+		}
+	}
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,
 		Sandboxes: p.driver}, popts)

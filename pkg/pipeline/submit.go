@@ -242,6 +242,8 @@ func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems [
 		return v, append(problems, configProblems(rerr)...), nil
 	}
 	v.Resolved = resolved
+	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
+	problems = append(problems, modelProblems(resolved.Config.Agents, resolved.Harnesses, s.opts.CheckModel)...)
 	problems = append(problems, envCollisions(resolved.Config, resolved.Harnesses, manifest.RequiredSecrets, harnessKeyEnv)...)
 	v.TaskCount = len(resolved.Tasks)
 	v.SlotCount = len(resolved.Tasks) * len(resolved.Config.Agents) * resolved.Config.Execution.AttemptsPerTask

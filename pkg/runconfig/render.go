@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 )
 
 // Render renders cfg as TOML in the documented layout, with every
@@ -30,6 +32,12 @@ func RenderResolved(r Resolved) ([]byte, error) {
 		sel += fmt.Sprintf(" (task set %s)", r.TaskSet)
 	}
 	w.comment(fmt.Sprintf("%s, pass threshold %s.", sel, formatFloat(r.PassThreshold)))
+	for i, name := range r.Harnesses {
+		// The harness's pinned program version as of submission.
+		if h, ok := harness.Lookup(name); ok && h.Version != "" {
+			w.comment(fmt.Sprintf("agents[%d]: harness %s %s.", i, h.Name, h.Version))
+		}
+	}
 	for _, warning := range r.Warnings {
 		w.comment("Note: " + warning)
 	}
