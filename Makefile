@@ -17,9 +17,10 @@ FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync wat
 all: build
 
 ## deps: system and npm packages the platform and its tests use — bubblewrap
-## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test),
+## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test), tmux
+## (terminus-2's tmux terminal tests),
 ## and the project-local npm packages pinned in package-lock.json.
-APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git
+APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git tmux:tmux buildah:buildah
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -41,11 +42,13 @@ tools: $(BIN)/staticcheck
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## build: every binary into ./bin.
+## build: every binary into ./bin; sandbox-runner and terminus-2 run inside
+## the task's image, mounted read-only: static, no libc.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 	# Static: image sandboxes run it inside the task's image (see docs/SANDBOX.md).
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/sandbox-runner
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/terminus-2 ./cmd/terminus-2
 
 ## agents: the agent bundles — codex, claude-code, gemini-cli (with its
 ## Node), opencode, pinned in agents/package-lock.json — prepared once into
@@ -84,7 +87,7 @@ lambdas:
 
 ## run: the main job — `gauntlet local` running a real demo run (scripts/demo.sh);
 ## `make stop` stops the server it leaves running.
-run: deps build
+run: deps build base-images
 	scripts/demo.sh
 
 stop:

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The `make run` flow: build gauntlet, start `gauntlet local` in the
-# background, add the example benchmark from examples/registry.json, submit
-# examples/runs/demo.toml and follow it, then print the leaderboard.
+# The `make run` flow: build gauntlet, serve the stand-in base images on
+# loopback (`gauntlet images serve`: Debian-built images under upstream
+# names, no public registry being reachable), start `gauntlet local` in the
+# background with that mirror setting, add the example benchmark from
+# examples/registry.json, submit examples/runs/demo.toml and follow it, print
+# the leaderboard; then add demo-envs (a docker_image task and a
+# Dockerfile-only task) and run the oracle and nop on it. Every task runs in
+# its own image, pulled or built at the first sync and cached after.
 #
 #   scripts/demo.sh          run the demo (leaves the server running)
 #   scripts/demo.sh stop     stop the server the demo started
@@ -20,7 +25,9 @@
 #   GAUNTLET_DEMO_STOP=1  stop the server at the end (tests do)
 #   GAUNTLET_CREDENTIALS  where the server writes CLI credentials
 #                         (default ~/.config/gauntlet/credentials)
-#   GAUNTLET_SANDBOX      bwrap (default) or process
+#   GAUNTLET_SANDBOX      bwrap (default: task images), bwrap-host or process
+#   GAUNTLET_REGISTRY_ADDR  where the stand-in base images are served
+#                         (default 127.0.0.1:5480)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +38,10 @@ config=${GAUNTLET_DEMO_CONFIG:-examples/runs/demo.toml}
 bin=$root/bin
 pidfile=$data/server.pid
 logfile=$data/server.log
+regaddr=${GAUNTLET_REGISTRY_ADDR:-127.0.0.1:5480}
+regpidfile=$data/registry.pid
+reglogfile=$data/registry.log
+settings=$data/image-settings.toml
 mock_addr=${GAUNTLET_MOCK_ADDR:-127.0.0.1:8181}
 mockpid=$data/mock-model.pid
 gateway_config=$data/model-gateway.toml
@@ -38,6 +49,15 @@ gateway_config=$data/model-gateway.toml
 say() { printf '\n==> %s\n' "$*"; }
 
 server_alive() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+registry_alive() { [[ -f $regpidfile ]] && kill -0 "$(cat "$regpidfile")" 2>/dev/null; }
+
+stop_registry() {
+	if registry_alive; then
+		kill -TERM "$(cat "$regpidfile")"
+		echo "base image registry (pid $(cat "$regpidfile")) stopped"
+	fi
+	rm -f "$regpidfile"
+}
 
 stop_server() {
 	if server_alive; then
@@ -62,6 +82,7 @@ stop_server() {
 
 if [[ ${1:-} == stop ]]; then
 	stop_server
+	stop_registry
 	exit 0
 fi
 
@@ -77,6 +98,28 @@ say "preparing the codex agent bundle (once; then reused from the cache)"
 "$bin/gauntlet" agents install codex
 
 mkdir -p "$data"
+sandbox=${GAUNTLET_SANDBOX:-bwrap}
+if [[ $sandbox == bwrap ]]; then
+	if registry_alive; then
+		say "reusing the base image registry (pid $(cat "$regpidfile")) on $regaddr"
+	else
+		say "serving the stand-in base images (built from Debian packages by make base-images) on $regaddr"
+		rm -f "$settings"
+		nohup "$bin/gauntlet" images serve --addr "$regaddr" --write-settings "$settings" >"$reglogfile" 2>&1 &
+		echo $! >"$regpidfile"
+		for i in $(seq 1 600); do
+			[[ -s $settings ]] && break
+			if ! registry_alive; then
+				echo "gauntlet images serve exited; its log:" >&2
+				tail -n 30 "$reglogfile" >&2
+				exit 1
+			fi
+			((i == 600)) && { echo "the base image registry did not start within 120 s" >&2; exit 1; }
+			sleep 0.2
+		done
+		cat "$reglogfile"
+	fi
+fi
 # codex talks to the bundled mock model (no API key needed) through the
 # model gateway: provider "mock" of the gateway's provider table is routed
 # to it. Point the same run at a real provider by changing the model (see
@@ -98,8 +141,12 @@ if server_alive; then
 else
 	say "starting gauntlet local on $addr, data dir $data (log: $logfile)"
 	args=(local --data "$data" --addr "$addr" --registry examples/registry.json --catalog examples/catalog.toml
-		--agents-dir examples/agents --runner "$bin/sandbox-runner" --sandbox "${GAUNTLET_SANDBOX:-bwrap}"
+		--agents-dir examples/agents --runner "$bin/sandbox-runner" --sandbox "$sandbox"
 		--model-gateway-config "$gateway_config")
+	if [[ $sandbox == bwrap ]]; then
+		args+=(--image-settings "$settings")
+		echo "the first start builds and unpacks the example tasks' images (minutes; cached in $data after)"
+	fi
 	if [[ -n ${GAUNTLET_CREDENTIALS:-} ]]; then
 		args+=(--credentials "$GAUNTLET_CREDENTIALS")
 	fi
@@ -107,12 +154,14 @@ else
 	echo $! >"$pidfile"
 fi
 if [[ ${GAUNTLET_DEMO_STOP:-} == 1 ]]; then
-	trap stop_server EXIT
+	trap 'stop_server; stop_registry' EXIT
 fi
 
 # Wait until the server answers with the token it wrote.
 export GAUNTLET_URL="http://$addr"
-for i in $(seq 1 300); do
+# The first start syncs the managed catalog with its images (15 builds,
+# about a minute each on a busy 2-core machine): allow 30 minutes.
+for i in $(seq 1 9000); do
 	if [[ -s $data/token ]]; then
 		export GAUNTLET_TOKEN
 		GAUNTLET_TOKEN=$(cat "$data/token")
@@ -125,8 +174,8 @@ for i in $(seq 1 300); do
 		tail -n 30 "$logfile" >&2
 		exit 1
 	fi
-	if ((i == 300)); then
-		echo "gauntlet local did not answer on $GAUNTLET_URL within 60 s; its log:" >&2
+	if ((i == 9000)); then
+		echo "gauntlet local did not answer on $GAUNTLET_URL within 30 minutes; its log:" >&2
 		tail -n 30 "$logfile" >&2
 		exit 1
 	fi
@@ -153,6 +202,15 @@ say "submitting $config"
 benchmark=$("$bin/gauntlet" runs list --limit 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0]["benchmark"])')
 say "leaderboard of $benchmark"
 "$bin/gauntlet" leaderboard "$benchmark"
+
+if [[ $sandbox == bwrap ]]; then
+	say "adding demo-envs@1.0: a docker_image task and a Dockerfile-only task (images pinned by digest at sync)"
+	"$bin/gauntlet" benchmark add demo-envs@1.0 --wait
+	"$bin/gauntlet" benchmark info demo-envs-1-0
+	say "the oracle and nop on demo-envs, each attempt in its task's image"
+	"$bin/gauntlet" submit examples/runs/envs/oracle-nop.toml --yes --watch
+	"$bin/gauntlet" leaderboard demo-envs-1-0
+fi
 
 cat <<EOF
 

@@ -23,7 +23,7 @@ func runLocal(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|process] [--registry PATH|URL]", stderr)
+	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|bwrap-host|process] [--registry PATH|URL]", stderr)
 	data := fs.String("data", defaultDataDir(), "data directory (database, blobs, secrets, token)")
 	addr := fs.String("addr", server.DefaultAddr, "listen address; keep it on loopback unless you know why not")
 	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap over each task's image), bwrap-host (bubblewrap over the host's root filesystem: development only) or process (NO isolation: trusted agents only)")
@@ -33,9 +33,13 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
 	bundles := fs.String("agent-bundles", agentbundle.DefaultDir(), "agent bundle cache (gauntlet agents install fills it)")
 	gatewayCfg := fs.String("model-gateway-config", "", "operator TOML overriding the model gateway's provider table (e.g. route a provider to a local model server)")
+	pidsLimit := fs.Int("pids-limit", 0, "most processes per sandbox phase (0 = the runner's default, 1024; -1 = none)")
+	storageMB := fs.Int("storage-mb", 0, "storage limit of an attempt whose task sets no storage_mb (0 = the runner's default, 10240; -1 = none)")
+	networkCeiling := fs.String("network-ceiling", "", "most permissive network any sandbox phase gets: public (default), allowlist or no-network")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
 	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	images := addImageFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -45,6 +49,11 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	if *isolation != "bwrap" && *isolation != "bwrap-host" && *isolation != "process" {
 		return usageError("--sandbox %q: want bwrap, bwrap-host (development: the host's root filesystem) or process", *isolation)
+	}
+	switch *networkCeiling {
+	case "", "public", "allowlist", "no-network":
+	default:
+		return usageError("--network-ceiling %q: want public, allowlist or no-network", *networkCeiling)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -57,9 +66,14 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if host, _, err := net.SplitHostPort(*addr); err == nil && !isLoopback(host) {
 		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
 	}
+	lo := local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
+		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes,
+		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
+	if err := images.apply(&lo, *data, logger); err != nil {
+		return err
+	}
 	srv, err := server.Open(ctx, server.Options{
-		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger,
-		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles), ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes},
+		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger, Local: lo,
 	})
 	if err != nil {
 		return err

@@ -52,6 +52,9 @@ type Step struct {
 	ToolCalls        []ToolCall   `json:"tool_calls,omitempty"`
 	Observation      *Observation `json:"observation,omitempty"`
 	Metrics          *Metrics     `json:"metrics,omitempty"`
+	// Extra is ATIF's custom step metadata (terminus-2 records each
+	// turn's analysis and plan, and which handoff call a step is).
+	Extra map[string]any `json:"extra,omitempty"`
 }
 
 // ToolCall is one tool call of an agent step.

@@ -99,6 +99,9 @@ type Task struct {
 	CPUs               float64  `json:"cpus,omitempty"`
 	MemoryMB           int      `json:"memory_mb,omitempty"`
 	StorageMB          int      `json:"storage_mb,omitempty"`
+	// Environment is the task's pinned image; nil in manifests synced
+	// without image preparation.
+	Environment *Environment `json:"environment,omitempty"`
 }
 
 // TaskSet is a named subset of a benchmark's tasks, such as "parity" (the

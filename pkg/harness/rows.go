@@ -209,4 +209,22 @@ enabled = false
 		Run:            "bash {{.SolutionDir}}/solve.sh",
 		MountsSolution: true,
 	},
+	{
+		Name: "terminus-2",
+		Description: "Terminal-Bench 2's reference agent Terminus-2 as gauntlet's own Go program (cmd/terminus-2, a static " +
+			"binary mounted read-only at " + StaticBinDir + "): answers in JSON with keystrokes for bash in a real " +
+			"terminal; speaks OpenAI Chat Completions",
+		Version: TerminusVersion,
+		Run: StaticBinDir + "/terminus-2 --model {{shq .ModelName}} --instruction-file {{shq .InstructionFile}} " +
+			"--logs-dir " + AgentLogDir + " </dev/null",
+		Env: map[string]string{
+			"TERMINUS_BASE_URL": "{{.GatewayURL}}/v1",
+			"TERMINUS_WIRE_API": "chat-completions",
+		},
+		KeyEnv:     "TERMINUS_API_KEY",
+		WireAPI:    WireOpenAIChat,
+		Usage:      ReadUsageJSON,
+		Trajectory: terminusTrajectory,
+		ModelError: terminusModelError,
+	},
 }

@@ -24,15 +24,26 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
-	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
+
+// SandboxPolicy is the operator's limits for every sandbox (zero values =
+// the runner's defaults; see docs/SANDBOX.md).
+type SandboxPolicy struct {
+	// PidsLimit bounds each phase's processes (0 = 1024, -1 = none).
+	PidsLimit int
+	// StorageMB is the storage limit of attempts whose task sets none
+	// (0 = 10240, -1 = none).
+	StorageMB int
+	// NetworkCeiling is the most permissive network mode any phase gets:
+	// "" or public, allowlist, no-network.
+	NetworkCeiling string
+}
 
 // Options configure a Platform.
 type Options struct {
@@ -44,15 +55,21 @@ type Options struct {
 	// "bwrap-host" (the host's root filesystem; a development opt-in) or
 	// "process" (no isolation; opt-in).
 	Isolation string
-	// Images gives the sandboxes their tasks' unpacked images; nil = the
-	// image store under DataDir/images (for "bwrap").
+	// Images gives the sandboxes their tasks' unpacked images (required
+	// by "bwrap").
 	Images localsandbox.Images
+	// Environments, when set, makes benchmark syncs prepare task images
+	// (pinned digests, builds, unavailable tasks; see benchsync.Environments
+	// and pkg/localimages).
+	Environments *benchsync.Environments
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
 	// AgentBundles is the agent-bundle cache ("" = the default cache).
 	AgentBundles string
 	// ModelGatewayConfig is the operator's model gateway TOML ("" = none).
 	ModelGatewayConfig string
+	// Sandbox is the operator's policy for every sandbox.
+	Sandbox SandboxPolicy
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
 	// platform workspace through benchsync (as the cloud does) and syncs the
 	// benchmarks that need it before returning, so those whose tasks are on
@@ -158,17 +175,10 @@ func (p *Platform) open() error {
 	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
-	images := p.opts.Images
-	if images == nil && (p.opts.Isolation == "" || p.opts.Isolation == runner.IsolationBwrap) {
-		store, err := image.Open(filepath.Join(p.opts.DataDir, "images"), image.Options{Logger: p.log})
-		if err != nil {
-			return fmt.Errorf("local platform: %w", err)
-		}
-		images = localsandbox.StoreImages(store)
-	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, Images: images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
-		ModelGatewayConfig: p.opts.ModelGatewayConfig, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
+		ModelGatewayConfig: p.opts.ModelGatewayConfig, PidsLimit: p.opts.Sandbox.PidsLimit, StorageMB: p.opts.Sandbox.StorageMB,
+		NetworkCeiling: p.opts.Sandbox.NetworkCeiling, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
@@ -216,7 +226,7 @@ func (p *Platform) installCatalog(ctx context.Context) error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
-		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log})
+		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 )
 
@@ -85,19 +84,4 @@ func (p *proc) releaseImage() {
 	if release != nil {
 		release()
 	}
-}
-
-// StoreImages is Images over the local image store: its cache only
-// (image.Store.CachedRootfs), never a pull.
-func StoreImages(s *image.Store) Images { return storeImages{s} }
-
-type storeImages struct{ s *image.Store }
-
-func (si storeImages) CachedRootfs(ctx context.Context, pinnedRef string) (Rootfs, error) {
-	r, err := si.s.CachedRootfs(ctx, pinnedRef)
-	if err != nil {
-		return Rootfs{}, err
-	}
-	return Rootfs{Dir: r.Dir, Env: r.Config.Env, WorkingDir: r.Config.WorkingDir, User: r.Config.User,
-		Release: func() { _ = r.Close() }}, nil
 }

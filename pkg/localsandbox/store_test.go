@@ -29,7 +29,7 @@ func TestLaunchRunsTheTasksImageFromTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	f.driver.cfg.Images = StoreImages(store)
+	f.driver.cfg.Images = storeImages{store}
 
 	// Not prepared yet: the launch must not pull it.
 	s := spec(t, "cold", "command", "true")
@@ -60,4 +60,17 @@ func TestLaunchRunsTheTasksImageFromTheStore(t *testing.T) {
 	if _, err := store.CachedRootfs(ctx, "docker.io/library/debian@sha256:"+strings.Repeat("0", 64)); !errors.Is(err, image.ErrNotCached) {
 		t.Errorf("CachedRootfs(unknown) = %v, want ErrNotCached", err)
 	}
+}
+
+// storeImages is Images over the image store's cache, as the platform wires
+// it (pkg/localimages on the envsync branch does the same).
+type storeImages struct{ s *image.Store }
+
+func (si storeImages) CachedRootfs(ctx context.Context, ref string) (Rootfs, error) {
+	r, err := si.s.CachedRootfs(ctx, ref)
+	if err != nil {
+		return Rootfs{}, err
+	}
+	return Rootfs{Dir: r.Dir, Env: r.Config.Env, WorkingDir: r.Config.WorkingDir, User: r.Config.User,
+		Release: func() { _ = r.Close() }}, nil
 }

@@ -289,7 +289,7 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 		Task: ref, Harness: a.Harness, Command: a.Command, Model: a.Model,
 		Env: mergeEnv(r.Settings.Env, a.Env), VerifierEnv: r.Settings.VerifierEnv,
 		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),
-		Image:           task.DockerImage, Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
+		Image:           pinnedImage(task.Task), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
 		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
 	}
 	if task.AgentTimeoutSec != nil {

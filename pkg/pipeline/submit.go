@@ -110,11 +110,13 @@ func (e *RejectedError) Is(target error) bool {
 
 // Validation is what a submission would create, without creating it.
 type Validation struct {
-	Benchmark       records.Benchmark
-	Resolved        runconfig.Resolved
-	TaskCount       int
-	SlotCount       int
-	MissingSecrets  []string
+	Benchmark      records.Benchmark
+	Resolved       runconfig.Resolved
+	TaskCount      int
+	SlotCount      int
+	MissingSecrets []string
+	// Unavailable are selected tasks that get no slots (see splitUnavailable).
+	Unavailable     []run.UnavailableTask
 	BillingProblem  string
 	ManifestVersion string
 
@@ -240,6 +242,13 @@ func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems [
 	resolved, rerr := runconfig.Resolve(req.Config, manifest)
 	if rerr != nil {
 		return v, append(problems, configProblems(rerr)...), nil
+	}
+	resolved.Tasks, v.Unavailable = splitUnavailable(manifest, resolved.Tasks)
+	switch {
+	case len(resolved.Tasks) == 0 && len(v.Unavailable) > 0:
+		problems = append(problems, unavailableProblem(v.Unavailable))
+	case len(v.Unavailable) > 0:
+		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable))
 	}
 	v.Resolved = resolved
 	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
@@ -390,8 +399,8 @@ func (s *Service) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent,
 		ID: id, Workspace: req.Workspace, SubmittedBy: req.User, IdempotencyKey: req.IdempotencyKey,
 		Benchmark: v.Benchmark.Key, BenchmarkName: v.Benchmark.Name, ManifestWorkspace: v.Benchmark.Workspace,
 		ManifestVersion: res.ManifestVersion, ManifestDigest: res.ManifestDigest,
-		TaskSet: res.TaskSet, FullTaskList: len(res.Tasks) == len(m.Tasks), ParitySet: isParitySet(m, res.TaskSet),
-		Tasks: res.Tasks, Agents: len(cfg.Agents), Config: string(rendered), Status: run.Pending, CreatedAt: now,
+		TaskSet: res.TaskSet, FullTaskList: len(res.Tasks) == availableCount(m), ParitySet: isParitySet(m, res.TaskSet),
+		Tasks: res.Tasks, UnavailableTasks: v.Unavailable, Agents: len(cfg.Agents), Config: string(rendered), Status: run.Pending, CreatedAt: now,
 		Settings: run.Settings{
 			AttemptsPerTask: cfg.Execution.AttemptsPerTask, MaxConcurrentAttempts: cfg.Execution.MaxConcurrentAttempts,
 			TimeoutMultiplier: cfg.Execution.TimeoutMultiplier, MaxRetries: cfg.Execution.MaxRetries,
@@ -469,6 +478,10 @@ func (s *Service) createRun(ctx context.Context, req SubmitRequest, b records.Be
 	ops.Add(records.LogOp(records.LogLine{RunID: r.ID, At: r.CreatedAt, Level: records.LevelInfo, Step: "submitted",
 		Message: fmt.Sprintf("run submitted: %d agents × %d tasks × %d attempts = %d slots on %s@%s",
 			len(agents), len(r.Tasks), r.Settings.AttemptsPerTask, r.TotalSlots(), r.Benchmark, r.ManifestVersion)}))
+	for _, u := range r.UnavailableTasks {
+		ops.Add(records.LogOp(records.LogLine{RunID: r.ID, At: r.CreatedAt, Level: records.LevelWarn,
+			Step: "unavailable", Message: fmt.Sprintf("task %s is unavailable and gets no attempts: %s", u.Name, u.Reason)}))
+	}
 	if req.IdempotencyKey != "" {
 		digest, err := requestDigest(req)
 		if err != nil {

@@ -32,6 +32,10 @@ const DiffArtifact = "diff.tar.gz"
 // logs what is and is not enforced.
 func (t *trial) setUpLayer() error {
 	if t.image == nil {
+		if _, host := t.iso.(bwrapIsolation); host {
+			t.log.Warn("limits", "storage", "NOT enforced in the host-rootfs development mode (no quota filesystem)",
+				"network", "each phase in its own network namespace, as in image sandboxes")
+		}
 		return nil
 	}
 	storage := t.task.Config.Environment.StorageMB

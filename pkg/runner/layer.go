@@ -92,39 +92,167 @@ func newLayer(dir, lower string, storageMB int) (l *layer, err error) {
 	return l, nil
 }
 
-// mountDisk creates the sparse ext4 image of the attempt's storage limit and
-// loop-mounts it (nodev, nosuid). Formatting with lazy inode tables and no
-// journal takes milliseconds at any size: the file holds only what is used.
+// mountDisk gives the attempt its quota filesystem: a sparse copy of a
+// formatted ext4 image of the storage limit's size (formatted once per size
+// and machine, with lazy inode tables and no journal; the copy moves only
+// the few allocated blocks), attached to a free loop device with autoclear
+// and mounted nodev, nosuid. The device goes with the last unmount, also
+// when the runner's mount namespace dies with it.
 func (l *layer) mountDisk() error {
 	img := filepath.Join(l.dir, layerDiskImage)
-	f, err := os.OpenFile(img, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	tmpl, err := ext4Template(l.storageMB)
 	if err != nil {
-		return fmt.Errorf("image sandbox: create %s: %w", img, err)
+		return err
 	}
-	err = f.Truncate(int64(l.storageMB) << 20)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("image sandbox: size %s to %d MB: %w", img, l.storageMB, err)
-	}
-	mkfs := exec.Command("mkfs.ext4", "-q", "-F", "-O", "^has_journal,^resize_inode", "-m", "0", "-i", "16384",
-		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", img)
-	if out, err := mkfs.CombinedOutput(); err != nil {
-		return fmt.Errorf("image sandbox: mkfs.ext4 the %d MB storage limit (install e2fsprogs): %w: %s", l.storageMB, err, strings.TrimSpace(string(out)))
+	if err := sparseCopy(tmpl, img); err != nil {
+		return fmt.Errorf("image sandbox: copy the %d MB filesystem: %w", l.storageMB, err)
 	}
 	if err := os.MkdirAll(l.disk, 0o700); err != nil {
 		return fmt.Errorf("image sandbox: create %s: %w", l.disk, err)
 	}
-	// mount(8) finds a free loop device and sets autoclear, so the device is
-	// released with the last unmount, also when the runner's mount
-	// namespace dies with it.
-	mount := exec.Command("mount", "-t", "ext4", "-o", "loop,nodev,nosuid,noatime", img, l.disk)
-	if out, err := mount.CombinedOutput(); err != nil {
-		return fmt.Errorf("image sandbox: loop-mount the storage limit: %w: %s", err, strings.TrimSpace(string(out)))
+	if err := loopMount(img, l.disk); err != nil {
+		return fmt.Errorf("image sandbox: loop-mount the storage limit: %w", err)
 	}
 	l.mounted = append(l.mounted, l.disk)
 	return nil
+}
+
+// ext4TemplateDir holds the formatted, empty ext4 images, one per size.
+var ext4TemplateDir = filepath.Join(os.TempDir(), "gauntlet-ext4-templates")
+
+// ext4Template returns the formatted empty image of sizeMB, making it
+// (under a lock shared with other runners) when missing.
+func ext4Template(sizeMB int) (string, error) {
+	if err := os.MkdirAll(ext4TemplateDir, 0o700); err != nil {
+		return "", fmt.Errorf("image sandbox: %w", err)
+	}
+	path := filepath.Join(ext4TemplateDir, fmt.Sprintf("ext4-%dM.img", sizeMB))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("image sandbox: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("image sandbox: lock %s: %w", path, err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("image sandbox: %w", err)
+	}
+	err = f.Truncate(int64(sizeMB) << 20)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("image sandbox: size %s: %w", tmp, err)
+	}
+	mkfs := exec.Command("mkfs.ext4", "-q", "-F", "-O", "^has_journal,^resize_inode", "-m", "0", "-i", "16384",
+		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", tmp)
+	if out, err := mkfs.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("image sandbox: mkfs.ext4 the %d MB storage limit (install e2fsprogs): %w: %s", sizeMB, err, strings.TrimSpace(string(out)))
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// sparseCopy copies src to dst keeping holes: only the data extents
+// (SEEK_DATA / SEEK_HOLE) are copied, in the kernel (copy_file_range).
+func sparseCopy(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := out.Truncate(info.Size()); err != nil {
+		return err
+	}
+	inFd, outFd := int(in.Fd()), int(out.Fd())
+	for off := int64(0); off < info.Size(); {
+		data, err := unix.Seek(inFd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole is left
+		}
+		if err != nil {
+			return err
+		}
+		hole, err := unix.Seek(inFd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		for pos := data; pos < hole; {
+			r, w := pos, pos
+			n, err := unix.CopyFileRange(inFd, &r, outFd, &w, int(hole-pos), 0)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return io.ErrUnexpectedEOF
+			}
+			pos += int64(n)
+		}
+		off = hole
+	}
+	return out.Close()
+}
+
+// loopMount attaches img to a free loop device (autoclear) and mounts its
+// ext4 at dir.
+func loopMount(img, dir string) error {
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	back, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer back.Close()
+	for range 10 {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return fmt.Errorf("find a free loop device: %w", err)
+		}
+		dev := fmt.Sprintf("/dev/loop%d", n)
+		lf, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		cfg := unix.LoopConfig{Fd: uint32(back.Fd()), Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}}
+		err = unix.IoctlLoopConfigure(int(lf.Fd()), &cfg)
+		if errors.Is(err, unix.EBUSY) {
+			lf.Close() // taken meanwhile by another process: try the next
+			continue
+		}
+		if err != nil {
+			lf.Close()
+			return fmt.Errorf("configure %s: %w", dev, err)
+		}
+		err = unix.Mount(dev, dir, "ext4", unix.MS_NODEV|unix.MS_NOSUID|unix.MS_NOATIME, "")
+		// With autoclear the device detaches once this fd is closed and,
+		// after a successful mount, once the filesystem is unmounted.
+		lf.Close()
+		if err != nil {
+			return fmt.Errorf("mount %s: %w", dev, err)
+		}
+		return nil
+	}
+	return errors.New("no free loop device after 10 tries")
 }
 
 // logsDir is where the attempt's /logs live on the host (on the quota
@@ -165,7 +293,14 @@ func (l *layer) close() error {
 	}
 	var errs []error
 	for i := len(l.mounted) - 1; i >= 0; i-- {
-		if err := unix.Unmount(l.mounted[i], 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		flags := 0
+		if l.mounted[i] == l.disk {
+			// Nothing on it is kept: detach at once and let the kernel
+			// write back and free it (and its loop device) in the
+			// background instead of waiting for that here.
+			flags = unix.MNT_DETACH
+		}
+		if err := unix.Unmount(l.mounted[i], flags); err != nil && !errors.Is(err, unix.EINVAL) {
 			// Busy: a process of the sandbox still holds it. Detach now; the
 			// kernel frees it when the last user goes.
 			if err2 := unix.Unmount(l.mounted[i], unix.MNT_DETACH); err2 != nil {

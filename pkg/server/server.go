@@ -134,12 +134,12 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
-		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log})
+		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments})
 	if err != nil {
 		return err
 	}
 	s.benchmarks = &benchmarks{benchsync.Queued{Service: s.sync, Queue: syncQueue}}
-	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Benchmarks: s.benchmarks,
+	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: s.benchmarks,
 		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
 		return err

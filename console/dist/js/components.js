@@ -76,7 +76,9 @@ export function outcomeLegend(outcomes) {
 
 /** syncProgress renders a benchmark sync's synced/total. */
 export function syncProgress(p) {
-  return outcomeBar({ completed: p?.synced || 0, total: p?.total || 0 }, null);
+  const bar = outcomeBar({ completed: p?.synced || 0, total: p?.total || 0 }, null);
+  // "Preparing images · 3 / 15" while a sync pins and builds task images.
+  return p?.label ? h('div', {}, bar, h('div', { class: 'sub' }, p.label)) : bar;
 }
 
 /**
