@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox/sandboxtest"
 )
 
 // TestContract runs the sandbox port's contract suite on the local driver
-// with bubblewrap isolation and the real sandbox-runner.
+// with bubblewrap isolation in the test image's rootfs and the real
+// sandbox-runner.
 func TestContract(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bubblewrap is required for the sandbox tests: apt-get install bubblewrap (%v)", err)
@@ -23,13 +25,13 @@ func TestContract(t *testing.T) {
 	}
 	sandboxtest.Run(t, func(t *testing.T, env sandboxtest.Env) sandboxtest.Harness {
 		d, err := New(Config{DataDir: t.TempDir(), RunnerPath: runnerBinary, Blobs: env.Blobs, Completions: env.Completions,
-			StopGrace: 500 * time.Millisecond})
+			StopGrace: 500 * time.Millisecond, Images: &cachedImages{dir: testrootfs.Dir(t)}})
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
 		t.Cleanup(func() { _ = d.Close() })
 		return sandboxtest.Harness{
-			Driver: d, Task: sandbox.TaskRef{Name: "task", Dir: taskDir(t)}, Instruction: string(instruction),
+			Driver: d, Task: sandbox.TaskRef{Name: "task", Dir: taskDir(t)}, Instruction: string(instruction), Image: testImageRef,
 			BadTask:       sandbox.TaskRef{Name: "missing", Dir: filepath.Join(t.TempDir(), "no-such-task")},
 			RunsWorkloads: true,
 		}

@@ -47,6 +47,9 @@ type Harness struct {
 	// BadTask is a reference the driver accepts but the runner cannot read
 	// (the runner exits with sandbox.ExitInfra).
 	BadTask sandbox.TaskRef
+	// Image is the task environment image every case's spec names (one the
+	// driver can run; empty when it needs none).
+	Image string
 	// RunsWorkloads is false for a driver whose sandboxes run nothing here.
 	RunsWorkloads bool
 }
@@ -95,7 +98,7 @@ type suiteCase struct {
 func (c *suiteCase) spec(launch, command string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: launch, Workspace: "ws", RunID: "run-" + launch, SlotID: "0/task/1", Generation: 1,
-		Task: c.Task, Harness: "command", Command: command, Network: harbor.NetworkNone,
+		Task: c.Task, Harness: "command", Command: command, Image: c.Image, Network: harbor.NetworkNone,
 		AgentTimeout: 60 * time.Second, VerifierTimeout: 30 * time.Second,
 		Output: sandbox.Output{Prefix: "runs/run-" + launch + "/slots/0/g1/", Expires: time.Now().Add(time.Hour)},
 	}
