@@ -78,7 +78,7 @@ func (g *gitCache) fetch(ctx context.Context, url, commit, rel, dst string) (str
 	if info, err := os.Stat(src); err != nil || !info.IsDir() {
 		return "", fmt.Errorf("path %q is not a directory in %s at %s", filepath.ToSlash(rel), url, repo.commit)
 	}
-	if err := copyTree(src, dst); err != nil {
+	if err := copyTree(repo.dir, rel, dst); err != nil {
 		return "", err
 	}
 	return repo.commit, nil

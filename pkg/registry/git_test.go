@@ -21,7 +21,7 @@ func bareRepo(t *testing.T) (url, first, second string) {
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	for name, example := range map[string]string{"alpha": "fix-median", "beta": "word-frequency"} {
-		if err := copyTree(filepath.Join("../../examples/demo-bench", example), filepath.Join(work, "tasks", name)); err != nil {
+		if err := copyTree("../../examples/demo-bench", example, filepath.Join(work, "tasks", name)); err != nil {
 			t.Fatal(err)
 		}
 	}

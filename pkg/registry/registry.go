@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 )
 
@@ -145,6 +146,9 @@ func OpenDir(dir string, opts Options) (*Client, error) {
 	d := harbor.Dataset{Name: filepath.Base(abs), Version: DirVersion, Tasks: []harbor.TaskRef{}}
 	for _, e := range entries {
 		if e.IsDir() && isFile(filepath.Join(abs, e.Name(), harbor.TaskConfigFile)) {
+			if !benchmark.ValidTaskName(e.Name()) {
+				return nil, fmt.Errorf("dataset directory %s: task directory %q is not a task name: %s", abs, e.Name(), benchmark.NameRule)
+			}
 			d.Tasks = append(d.Tasks, harbor.TaskRef{Name: e.Name(), Path: e.Name()})
 		}
 	}
@@ -259,7 +263,7 @@ func (c *Client) fetchLocal(ref harbor.TaskRef, rel, dst string) (Fetched, error
 	if !info.IsDir() {
 		return Fetched{}, fmt.Errorf("task %s: %s is not a directory", ref.Name, src)
 	}
-	if err := copyTree(src, dst); err != nil {
+	if err := copyTree(c.fileDir, rel, dst); err != nil {
 		return Fetched{}, fmt.Errorf("task %s: %w", ref.Name, err)
 	}
 	return Fetched{Ref: ref, LocalDir: src}, nil
