@@ -59,7 +59,11 @@ say "building gauntlet and sandbox-runner into bin/"
 mkdir -p "$bin"
 go build -o "$bin/" ./cmd/gauntlet ./cmd/sandbox-runner
 
-mkdir -p "$data"
+# The data dir and server.log are the operator's alone (gauntlet local
+# tightens the dir and its files too): the log holds whatever the server
+# logged. No umask for the whole script: sandboxes inherit it.
+(umask 077 && mkdir -p "$data")
+chmod 700 "$data"
 if server_alive; then
 	say "reusing gauntlet local (pid $(cat "$pidfile")) on data dir $data"
 else
@@ -69,8 +73,9 @@ else
 	if [[ -n ${GAUNTLET_CREDENTIALS:-} ]]; then
 		args+=(--credentials "$GAUNTLET_CREDENTIALS")
 	fi
-	nohup "$bin/gauntlet" "${args[@]}" >"$logfile" 2>&1 &
-	echo $! >"$pidfile"
+	(umask 077 && : >"$logfile") && chmod 600 "$logfile"
+	nohup "$bin/gauntlet" "${args[@]}" >>"$logfile" 2>&1 &
+	(umask 077 && echo $! >"$pidfile")
 fi
 if [[ ${GAUNTLET_DEMO_STOP:-} == 1 ]]; then
 	trap stop_server EXIT

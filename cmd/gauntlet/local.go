@@ -78,7 +78,8 @@ func printBanner(w io.Writer, srv *server.Server) {
 	}
 	fmt.Fprintf(w, "gauntlet local is serving on %s (%s %s)\n", srv.URL(), state, t.Workspace)
 	fmt.Fprintf(w, "  console: %s/\n  API:     %s/v1   (OpenAPI: %s/v1/openapi.json)\n", srv.URL(), srv.URL(), srv.URL())
-	fmt.Fprintf(w, "  token:   %s\n           saved in %s", t.Token, srv.TokenPath())
+	// The token itself is never printed: stdout often lands in a log file.
+	fmt.Fprintf(w, "  token:   in %s (mode 0600)", srv.TokenPath())
 	if p := srv.CredentialsPath(); p != "-" {
 		fmt.Fprintf(w, " and %s (the CLI reads it)", p)
 	}

@@ -107,8 +107,8 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 	if opts.WatchInterval <= 0 {
 		opts.WatchInterval = 30 * time.Second
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("local platform: create data dir: %w", err)
+	if err := SecureDataDir(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("local platform: %w", err)
 	}
 	p := &Platform{opts: opts, log: opts.Logger, queues: map[string]*sqlite.Queue{}, dlqs: map[string]*sqlite.Queue{}}
 	if err := p.open(); err != nil {
@@ -126,7 +126,7 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 
 func (p *Platform) open() error {
 	var err error
-	if p.db, err = sqlite.Open(filepath.Join(p.opts.DataDir, "gauntlet.db")); err != nil {
+	if p.db, err = sqlite.Open(filepath.Join(p.opts.DataDir, DatabaseFile)); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {

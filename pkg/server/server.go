@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -103,8 +102,8 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := local.SecureDataDir(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{opts: opts, log: opts.Logger, now: time.Now, done: make(chan struct{})}
 	if err := s.open(ctx); err != nil {
