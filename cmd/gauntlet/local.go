@@ -31,6 +31,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
 	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
+	allowPrivate := fs.Bool("allow-private-registry", false, "let registry and git fetches reach loopback, private and link-local addresses (and git's file://, ssh://, git://)")
 	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	pos, err := parseArgs(fs, args)
@@ -56,7 +57,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	srv, err := server.Open(ctx, server.Options{
 		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger,
-		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes},
+		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate},
 	})
 	if err != nil {
 		return err

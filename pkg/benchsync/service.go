@@ -64,6 +64,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Lease is DefaultLease when zero.
 	Lease time.Duration
+	// AllowPrivateNetworks lets the default Open reach loopback, private
+	// and link-local addresses and git's file/ssh/git transports (see
+	// registry.Options.AllowPrivateNetworks); off, registries' URLs reach
+	// public addresses only.
+	AllowPrivateNetworks bool
 }
 
 // Service adds benchmarks to workspaces and syncs their task lists.
@@ -100,7 +105,7 @@ func New(cfg Config) (*Service, error) {
 		s.log = slog.Default()
 	}
 	if s.open == nil {
-		opts := registry.Options{TempDir: s.workDir, Logger: s.log}
+		opts := registry.Options{TempDir: s.workDir, Logger: s.log, AllowPrivateNetworks: cfg.AllowPrivateNetworks}
 		s.open = func(location string) (registry.Source, error) { return registry.OpenWith(location, opts) }
 	}
 	if s.lease <= 0 {

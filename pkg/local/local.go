@@ -46,6 +46,9 @@ type Options struct {
 	Catalog string
 	// MaxSandboxes caps concurrent sandboxes across runs (0 = no cap).
 	MaxSandboxes int
+	// AllowPrivateRegistry lets registry and git fetches reach loopback,
+	// private and link-local addresses (benchsync.Config.AllowPrivateNetworks).
+	AllowPrivateRegistry bool
 	// Workers is how many messages each queue poller handles at once
 	// (default 4; the plan poller always uses 1).
 	Workers int
@@ -172,7 +175,7 @@ func (p *Platform) installCatalog(ctx context.Context) error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
-		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log})
+		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, AllowPrivateNetworks: p.opts.AllowPrivateRegistry})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}

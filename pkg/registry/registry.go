@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -71,6 +72,16 @@ type Options struct {
 	MaxRegistrySize int64
 	// Logger receives debug lines about git commands; default slog.Default().
 	Logger *slog.Logger
+	// AllowPrivateNetworks lets registry and git fetches reach loopback,
+	// private, link-local and other non-public addresses, and lets git use
+	// its file://, ssh:// and git:// transports. Off by default: a
+	// registry's URLs come from outside, and must not make the server reach
+	// its own network. Tests with a local registry turn it on explicitly.
+	// It does not apply to an HTTPClient the caller provides.
+	AllowPrivateNetworks bool
+
+	// refuse replaces refusedAddr in tests, which can reach only loopback.
+	refuse func(netip.Addr) string
 }
 
 // Client reads one registry location. It implements Source.
@@ -96,7 +107,11 @@ func Open(location string) (Source, error) { return OpenWith(location, Options{}
 // OpenWith is Open with options.
 func OpenWith(location string, opts Options) (*Client, error) {
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+		if opts.AllowPrivateNetworks {
+			opts.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+		} else {
+			opts.HTTPClient = guardedClient(DefaultHTTPTimeout, opts.refuse)
+		}
 	}
 	if opts.GitTimeout <= 0 {
 		opts.GitTimeout = DefaultGitTimeout

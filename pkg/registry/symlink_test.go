@@ -58,7 +58,7 @@ func TestFetchRefusesLinksLeavingTheTask(t *testing.T) {
 		dir := t.TempDir()
 		hostileTask(t, dir, links)
 		writeFile(t, filepath.Join(dir, "registry.json"), `[{"name":"x","version":"1","tasks":[{"name":"t","path":"tasks/t"}]}]`)
-		c, err := OpenWith(filepath.Join(dir, "registry.json"), Options{TempDir: t.TempDir()})
+		c, err := OpenWith(filepath.Join(dir, "registry.json"), Options{TempDir: t.TempDir(), AllowPrivateNetworks: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestFetchRefusesLinksLeavingTheTask(t *testing.T) {
 	dir := t.TempDir()
 	hostileTask(t, dir, kept)
 	writeFile(t, filepath.Join(dir, "registry.json"), `[{"name":"x","version":"1","tasks":[{"name":"t","path":"tasks/t"}]}]`)
-	c, err := OpenWith(filepath.Join(dir, "registry.json"), Options{TempDir: t.TempDir()})
+	c, err := OpenWith(filepath.Join(dir, "registry.json"), Options{TempDir: t.TempDir(), AllowPrivateNetworks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestFetchRefusesTaskPathThroughALink(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "registry.json"), `[{"name":"x","version":"1","tasks":[{"name":"t","path":"tasks/t"}]}]`)
-	c, err := OpenWith(filepath.Join(dir, "registry.json"), Options{TempDir: t.TempDir()})
+	c, err := OpenWith(filepath.Join(dir, "registry.json"), Options{TempDir: t.TempDir(), AllowPrivateNetworks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestGitFetchRefusesLinksLeavingTheTask(t *testing.T) {
 	gitRun(t, work, "commit", "--quiet", "-m", "hostile")
 	bare := filepath.Join(root, "repo.git")
 	gitRun(t, root, "clone", "--quiet", "--bare", work, bare)
-	c, err := OpenWith(exampleRegistry, Options{TempDir: t.TempDir()})
+	c, err := OpenWith(exampleRegistry, Options{TempDir: t.TempDir(), AllowPrivateNetworks: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
-		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log})
+		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, AllowPrivateNetworks: lo.AllowPrivateRegistry})
 	if err != nil {
 		return err
 	}
