@@ -214,6 +214,23 @@ func (p *Platform) Start(ctx context.Context) error {
 		return errors.New("local platform: already started or closed")
 	}
 	p.started = true
+	// Every sandbox of an earlier process died with it: settle their slots
+	// now rather than after the watchdog's grace (see pipeline.Reconcile).
+	// Before the loops start, so nothing this process launches is touched.
+	// Messages the previous process had received are visible again at
+	// once: their handlers died with it.
+	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {
+		if n, err := p.queues[name].ReleaseInFlight(ctx); err != nil {
+			p.log.ErrorContext(ctx, "release in-flight messages at start", "queue", name, "err", err)
+		} else if n > 0 {
+			p.log.InfoContext(ctx, "released in-flight messages of the previous process", "queue", name, "messages", n)
+		}
+	}
+	if rec, err := p.svc.Reconcile(ctx); err != nil {
+		p.log.ErrorContext(ctx, "reconcile at start", "err", err)
+	} else if rec.Lost+rec.Requeued > 0 {
+		p.log.InfoContext(ctx, "reconciled slots of the previous process", "lost", rec.Lost, "requeued", rec.Requeued)
+	}
 	ctx, p.cancel = context.WithCancel(ctx)
 	vis := func(d time.Duration) time.Duration {
 		if p.opts.Visibility > 0 {
