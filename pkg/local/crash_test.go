@@ -22,7 +22,9 @@ type killPoint struct {
 }
 
 var killPoints = []killPoint{
-	{"planning", func(r run.Run, _ run.Tally, _ []run.Slot, _ int64) bool { return r.Status != run.Pending || r.SentBatches > 0 }},
+	{"planning", func(r run.Run, _ run.Tally, _ []run.Slot, _ int64) bool {
+		return r.Status != run.Pending || r.SentBatches > 0
+	}},
 	{"dispatch", func(_ run.Run, _ run.Tally, active []run.Slot, _ int64) bool { return len(active) > 0 }},
 	{"mid-attempt", func(_ run.Run, _ run.Tally, active []run.Slot, _ int64) bool {
 		for _, sl := range active {
@@ -158,4 +160,3 @@ func checkEverySlotOnce(t *testing.T, recs *records.Store, r run.Run) {
 		}
 	}
 }
-
