@@ -24,6 +24,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
@@ -74,8 +75,10 @@ type Config struct {
 
 // Body limits.
 const (
-	// MaxRunBody bounds a run config body (TOML or JSON).
-	MaxRunBody = 256 << 10
+	// MaxRunBody bounds a run config body (TOML or JSON): the run
+	// config's own limit, so a larger body is a 413, never a 422 from the
+	// parser after the read.
+	MaxRunBody = runconfig.MaxConfigBytes
 	// MaxSmallBody bounds every other request body.
 	MaxSmallBody = 64 << 10
 )

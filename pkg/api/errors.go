@@ -1,17 +1,20 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
 // Error codes of the error shape.
@@ -26,6 +29,7 @@ const (
 	CodeTooLarge         = "BODY_TOO_LARGE"
 	CodeUnsupportedType  = "UNSUPPORTED_MEDIA_TYPE"
 	CodeUnavailable      = "UNAVAILABLE"
+	CodeRegistryInvalid  = "REGISTRY_INVALID"
 	CodeInternal         = "INTERNAL"
 )
 
@@ -78,6 +82,11 @@ func (h *Handler) classify(err error) *Error {
 		return errorf(http.StatusBadRequest, CodeBadRequest, "%s", clientMessage(err))
 	case errors.As(err, &unknownDataset):
 		return errorf(http.StatusNotFound, CodeNotFound, "%s", unknownDataset.Error())
+	case errors.Is(err, benchsync.ErrRegistryInvalid):
+		// The operator's registry is broken, not the request: say where.
+		return errorf(http.StatusBadGateway, CodeRegistryInvalid, "the benchmark registry is invalid: %s", registryProblem(err))
+	case errors.Is(err, store.ErrInvalidCursor):
+		return errorf(http.StatusBadRequest, CodeBadRequest, "cursor is not one this API returned; start again without it")
 	case errors.Is(err, benchsync.ErrRegistryUnavailable):
 		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the benchmark registry could not be read; check the registry location and try again")
 	case errors.Is(err, records.ErrNotFound):
@@ -87,6 +96,16 @@ func (h *Handler) classify(err error) *Error {
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
 		Message: "internal error; the server log has the details"}
+}
+
+// registryProblem is the registry's own error without the sentinel's words,
+// at most a few hundred bytes of it.
+func registryProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), benchsync.ErrRegistryInvalid.Error()+": ")
+	if len(msg) > 600 {
+		msg = strings.ToValidUTF8(msg[:600], "") + "…"
+	}
+	return msg
 }
 
 // clientMessage is the text of a 4xx domain error: the error without the
@@ -140,22 +159,67 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := mediaType(r); ct != "application/json" && ct != "" {
 		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedType, "send Content-Type: application/json, not %q", ct)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSmallBody))
+	body, err := readBody(w, r, MaxSmallBody)
+	if err != nil {
+		return err
+	}
+	if err := checkUniqueKeys(body); err != nil {
+		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: %s", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
 		if errors.Is(err, io.EOF) {
 			return errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty; send a JSON object")
 		}
-		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: %s", jsonProblem(err))
 	}
 	if dec.More() {
 		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: data after the object")
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with a JSON body in JSON's words: the
+// field and the kind of value wanted, never a Go type name.
+func jsonProblem(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Sprintf("%s: want %s, got %s", typeErr.Field, jsonKind(typeErr.Type), typeErr.Value)
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("want %s, got %s", jsonKind(typeErr.Type), typeErr.Value)
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another kind of value"
 }
 
 // readBody reads a bounded body.

@@ -83,6 +83,11 @@ func submitRequest(w http.ResponseWriter, r *http.Request) (pipeline.SubmitReque
 	if len(body) == 0 {
 		return req, errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty; send a run config")
 	}
+	if req.Format == "json" {
+		if err := checkUniqueKeys(body); err != nil {
+			return req, errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON run config: %s", err)
+		}
+	}
 	req.Document = body
 	return req, nil
 }

@@ -2,6 +2,7 @@ package benchsync
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,15 @@ func TestHostileRegistries(t *testing.T) {
 		}
 		if keys := blobKeys(t, e); len(keys) != 0 {
 			t.Errorf("blobs after a refused sync: %v", keys)
+		}
+	})
+	t.Run("invalid registry says where", func(t *testing.T) {
+		reg := filepath.Join(t.TempDir(), "registry.json")
+		writeRegistry(t, reg, "[\n  {\"name\": \"x\", \"version\": \"1\",\n   \"tasks\": [{\"name\": 7, \"path\": \"p\"}]}\n]")
+		e := newEnv(t, reg)
+		_, err := e.svc.Add(ctx, ws, "x@1")
+		if !errors.Is(err, ErrRegistryInvalid) || !strings.Contains(err.Error(), reg) || !strings.Contains(err.Error(), "line 3, column") || !strings.Contains(err.Error(), "tasks.name: want a string") {
+			t.Fatalf("Add(invalid registry) error = %v, want ErrRegistryInvalid naming the file, line and field", err)
 		}
 	})
 	t.Run("no tasks", func(t *testing.T) {

@@ -36,6 +36,9 @@ var (
 	ErrInvalidSpec = errors.New("invalid dataset spec")
 	// ErrRegistryUnavailable reports a registry that could not be read.
 	ErrRegistryUnavailable = errors.New("registry unavailable")
+	// ErrRegistryInvalid reports a registry that was read but is not a
+	// valid registry.json; the error says the file, line and field.
+	ErrRegistryInvalid = errors.New("registry invalid")
 	// ErrSyncInProgress reports a sync another worker holds the lease of;
 	// the message should be delivered again later.
 	ErrSyncInProgress = errors.New("sync in progress elsewhere")
