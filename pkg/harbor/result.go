@@ -151,6 +151,11 @@ func DecodeTrialResult(r io.Reader) (TrialResult, error) {
 	if err != nil {
 		return TrialResult{}, err
 	}
+	return parseTrialResult(data)
+}
+
+// parseTrialResult decodes and checks one result.json document.
+func parseTrialResult(data []byte) (TrialResult, error) {
 	var tr TrialResult
 	if err := decodeJSON(data, &tr); err != nil {
 		return TrialResult{}, fmt.Errorf("decode trial result: %w", err)
