@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: node-modules-guard all build test lint run stop deps tools bench fuzz clean lambdas synth emulators-up emulators-down
+.PHONY: node-modules-guard all build test lint run stop deps tools bench fuzz clean lambdas synth emulators-up emulators-down base-images prices
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -80,6 +80,14 @@ run: deps build
 stop:
 	scripts/demo.sh stop
 
+## prices: pkg/prices/genai-prices.json, and the sample of the package's own
+## prices pkg/prices' test compares with, from npm @pydantic/genai-prices
+## (pinned in tools/prices/package-lock.json).
+prices:
+	cd tools/prices && npm ci --no-audit --no-fund
+	node tools/prices/generate.cjs
+	node tools/prices/sample.cjs
+
 ## synth: the CloudFormation templates into cdk.out/ (CDK CLI pinned in package.json).
 synth: lambdas
 	@[ -x node_modules/.bin/cdk ] || npm ci --no-audit --no-fund --loglevel=error
@@ -104,6 +112,12 @@ fuzz:
 		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg || exit 1; \
 	done
+
+## base-images: the Debian rootfs tarballs (mmdebstrap) that stand in for the
+## upstream base images in tests and the demo, into
+## $${GAUNTLET_CACHE:-~/.cache/gauntlet}/base; kept once built.
+base-images:
+	scripts/base-images.sh
 
 ## bench: the performance measurements reported in docs/BENCHMARKS.md.
 bench:

@@ -29,6 +29,23 @@ const chromiumPath = "/usr/bin/chromium"
 // enter the leaderboard), two attempts each so the pass@k curve has k = 1..2.
 var seedRun = pipelinetest.OracleNopConfig(2, 8)
 
+// fullNopRun is a nop agent under another model name on every task once: an
+// entrant of the full task list beside the parity set's two.
+const fullNopRun = `
+[experiment]
+benchmark = "demo-bench"
+
+[execution]
+attempts_per_task = 1
+max_concurrent_attempts = 8
+
+[[agents]]
+harness = "nop"
+[agents.model]
+type = "hosted"
+model = "nop-full-list"
+`
+
 // TestConsoleInBrowser starts the real local platform (pkg/server: SQLite,
 // queues, sandboxes, API and this console) on a temp dir, seeds a finished
 // run through the API, and runs console/test/console.test.mjs in Debian's
@@ -77,14 +94,30 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		return r.Status == "finished", nil
 	})
-	waitFor(ctx, t, "the leaderboard to rank both agents", func() (bool, error) {
+	// A second entrant measured on the full task list, not the parity set:
+	// it ranks in the same list but is never tested against the best.
+	var full struct{ ID string }
+	if err := c.do(ctx, "POST", "/v1/runs", "application/toml", []byte(fullNopRun), &full); err != nil {
+		t.Fatalf("submit the full-list run: %v", err)
+	}
+	waitFor(ctx, t, "the full-list run to finish", func() (bool, error) {
+		var r struct{ Status, Reason string }
+		if err := c.do(ctx, "GET", "/v1/runs/"+full.ID, "", nil, &r); err != nil {
+			return false, err
+		}
+		if r.Status == "failed" || r.Status == "stopped" {
+			return false, fmt.Errorf("full-list run %s ended %s: %s", full.ID, r.Status, r.Reason)
+		}
+		return r.Status == "finished", nil
+	})
+	waitFor(ctx, t, "the leaderboard to rank all three entrants", func() (bool, error) {
 		var lb struct {
-			Groups []struct{ Rows []json.RawMessage }
+			Rows []json.RawMessage
 		}
 		if err := c.do(ctx, "GET", "/v1/benchmarks/demo-bench/leaderboard", "", nil, &lb); err != nil {
 			return false, err
 		}
-		return len(lb.Groups) == 1 && len(lb.Groups[0].Rows) == 2, nil
+		return len(lb.Rows) == 3, nil
 	})
 
 	shots := os.Getenv("GAUNTLET_CONSOLE_SCREENSHOTS")

@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"strconv"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 // adminGroups are the subcommand groups of `gauntlet admin`: what a
@@ -64,7 +63,7 @@ func adminWorkspaceCreate(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ws, err := c.CreateWorkspace(ctx, api.CreateWorkspaceRequest{Name: pos[0], ID: *id}, *key)
+	ws, err := c.CreateWorkspace(ctx, v1.CreateWorkspaceRequest{Name: pos[0], ID: *id}, *key)
 	if err != nil {
 		return err
 	}
@@ -91,7 +90,7 @@ func adminWorkspaceList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var out api.AdminWorkspaceList
+	var out v1.AdminWorkspaceList
 	next := *cursor
 	for {
 		page, err := c.Workspaces(ctx, next, *limit)

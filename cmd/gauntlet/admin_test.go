@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
 )
 
@@ -27,7 +27,7 @@ func TestCLIAdmin(t *testing.T) {
 	home := t.TempDir()
 	op := cliRun{t: t, env: []string{"GAUNTLET_URL=" + srv.URL, "GAUNTLET_TOKEN=" + srv.Tenant.Token, "XDG_CONFIG_HOME=" + home}}
 
-	var ws, replay api.AdminWorkspaceView
+	var ws, replay v1.AdminWorkspaceView
 	decode(t, op.ok("", "admin", "workspace", "create", "CLI Corp", "--idempotency-key", "cli-1", "--json"), &ws)
 	decode(t, op.ok("", "admin", "workspace", "create", "--json", "CLI Corp", "--idempotency-key", "cli-1"), &replay)
 	if ws.ID == "" || ws.Name != "CLI Corp" || replay.ID != ws.ID {
@@ -36,7 +36,7 @@ func TestCLIAdmin(t *testing.T) {
 	if out := op.ok("", "admin", "workspace", "create", "Second Corp", "--id", "second"); !strings.Contains(out, "gauntlet admin billing set second active") {
 		t.Errorf("workspace create text output:\n%s", out)
 	}
-	var list api.AdminWorkspaceList
+	var list v1.AdminWorkspaceList
 	decode(t, op.ok("", "admin", "workspace", "list", "--limit", "1", "--all", "--json"), &list)
 	var names []string
 	for _, w := range list.Workspaces {
@@ -49,7 +49,7 @@ func TestCLIAdmin(t *testing.T) {
 		t.Errorf("workspace list --limit 1 = exit %d, stderr %q; want a hint for the next page", code, stderr)
 	}
 
-	var user api.AdminUserView
+	var user v1.AdminUserView
 	decode(t, op.ok("", "admin", "user", "add", ws.ID, "erin-sub", "--email", "erin@cli.example", "--json"), &user)
 	if user.Token == "" || user.Name != "erin@cli.example" {
 		t.Fatalf("user add --json = %+v, want a token and the email as name", user)
@@ -63,7 +63,7 @@ func TestCLIAdmin(t *testing.T) {
 	if _, stderr, code := erin.run("", "submit", cfg, "--yes"); code != exitFailure || !strings.Contains(stderr, "billing required") {
 		t.Errorf("submit without billing = exit %d, stderr %q; want 1 with billing required", code, stderr)
 	}
-	var b api.AdminBillingView
+	var b v1.AdminBillingView
 	decode(t, op.ok("", "admin", "billing", "set", ws.ID, "past_due", "--plan", "team", "--json"), &b)
 	if b.Status != "past_due" || b.Plan != "team" || b.CanSubmit {
 		t.Errorf("billing set past_due = %+v", b)

@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 
@@ -30,7 +30,7 @@ func benchmarkList(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if cmd.flags.json {
-		return printJSON(e.stdout, api.BenchmarkList{Benchmarks: list})
+		return printJSON(e.stdout, v1.BenchmarkList{Benchmarks: list})
 	}
 	t := newTable(e.stdout, "KEY", "NAME", "SOURCE", "STATUS", "TASKS", "CATEGORIES", "RUNS", "LAST RUN")
 	for _, b := range list {
@@ -44,7 +44,7 @@ func benchmarkList(ctx context.Context, e env, args []string) error {
 	return t.flush()
 }
 
-func syncStatus(b api.BenchmarkView) string {
+func syncStatus(b v1.BenchmarkView) string {
 	switch b.Status {
 	case "syncing":
 		return fmt.Sprintf("syncing %d/%d", b.Progress.Synced, b.Progress.Total)
@@ -119,16 +119,16 @@ func orDash(s *string) string {
 
 func benchmarkAdd(ctx context.Context, e env, args []string) error {
 	return benchmarkChange(ctx, e, args, "add", "benchmark add NAME[@VERSION] [--wait] [--json]",
-		func(c *client.Client, arg string) (api.BenchmarkView, error) { return c.AddBenchmark(ctx, arg) })
+		func(c *client.Client, arg string) (v1.BenchmarkView, error) { return c.AddBenchmark(ctx, arg) })
 }
 
 func benchmarkSync(ctx context.Context, e env, args []string) error {
 	return benchmarkChange(ctx, e, args, "sync", "benchmark sync KEY [--wait] [--json]",
-		func(c *client.Client, arg string) (api.BenchmarkView, error) { return c.SyncBenchmark(ctx, arg) })
+		func(c *client.Client, arg string) (v1.BenchmarkView, error) { return c.SyncBenchmark(ctx, arg) })
 }
 
 // benchmarkChange runs add or sync, then optionally waits for the sync.
-func benchmarkChange(ctx context.Context, e env, args []string, name, usage string, change func(*client.Client, string) (api.BenchmarkView, error)) error {
+func benchmarkChange(ctx context.Context, e env, args []string, name, usage string, change func(*client.Client, string) (v1.BenchmarkView, error)) error {
 	cmd := newAPICommand(e, "benchmark "+name, usage)
 	wait := cmd.fs.Bool("wait", false, "wait until the task list is synced (ready or failed)")
 	pos, c, err := cmd.connect(args, 1, "want one argument: "+usage)
@@ -157,12 +157,12 @@ func benchmarkChange(ctx context.Context, e env, args []string, name, usage stri
 }
 
 // waitSynced polls a benchmark until its sync ends.
-func waitSynced(ctx context.Context, e env, c *client.Client, key string, quiet bool) (api.BenchmarkView, error) {
+func waitSynced(ctx context.Context, e env, c *client.Client, key string, quiet bool) (v1.BenchmarkView, error) {
 	last := ""
 	for {
 		d, err := c.Benchmark(ctx, key)
 		if err != nil {
-			return api.BenchmarkView{}, err
+			return v1.BenchmarkView{}, err
 		}
 		b := d.BenchmarkView
 		if s := syncStatus(b); s != last && !quiet {

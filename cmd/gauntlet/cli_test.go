@@ -4,13 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
 )
@@ -81,7 +81,7 @@ func TestCLIAgainstServer(t *testing.T) {
 	home := t.TempDir()
 	c := cliRun{t: t, env: []string{"GAUNTLET_URL=" + srv.URL, "GAUNTLET_TOKEN=" + srv.Tenant.Token, "XDG_CONFIG_HOME=" + home}}
 
-	var list api.BenchmarkList
+	var list v1.BenchmarkList
 	if err := json.Unmarshal([]byte(c.ok("", "benchmark", "list", "--json")), &list); err != nil || len(list.Benchmarks) == 0 || list.Benchmarks[0].Key != "demo-bench" {
 		t.Fatalf("benchmark list --json = %+v (%v), want demo-bench", list, err)
 	}
@@ -106,7 +106,7 @@ func TestCLIAgainstServer(t *testing.T) {
 			t.Errorf("submit --watch output lacks %q:\n%s", want, out)
 		}
 	}
-	var runs api.RunList
+	var runs v1.RunList
 	if err := json.Unmarshal([]byte(c.ok("", "runs", "list", "--json")), &runs); err != nil || len(runs.Runs) != 1 {
 		t.Fatalf("runs list --json = %+v (%v), want one run", runs, err)
 	}
@@ -114,14 +114,14 @@ func TestCLIAgainstServer(t *testing.T) {
 	if out := c.ok("", "runs", "list"); !strings.Contains(out, id) || !strings.Contains(out, "8/8") {
 		t.Errorf("runs list:\n%s", out)
 	}
-	var detail api.RunDetail
+	var detail v1.RunDetail
 	if err := json.Unmarshal([]byte(c.ok("", "runs", "info", id, "--json")), &detail); err != nil || detail.Status != "finished" {
 		t.Errorf("runs info --json = %+v (%v), want finished", detail.RunView, err)
 	}
 	if out := c.ok("", "runs", "logs", id); !strings.Contains(out, "INFO submitted") || !strings.Contains(out, "finished") {
 		t.Errorf("runs logs:\n%s", out)
 	}
-	if out := c.ok("", "leaderboard", "demo-bench"); !strings.Contains(out, "parity, version 1.0") || !strings.Contains(out, "oracle (oracle)") {
+	if out := c.ok("", "leaderboard", "demo-bench"); !strings.Contains(out, "demo-bench — ranked by pass@1") || !strings.Contains(out, "oracle (oracle) [parity]") {
 		t.Errorf("leaderboard:\n%s", out)
 	}
 	dir := t.TempDir()

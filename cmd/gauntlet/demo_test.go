@@ -52,7 +52,7 @@ func TestMakeRunFlow(t *testing.T) {
 		"demo-bench@1.0: 15 tasks, 135 attempts in all",
 		": finished 135/135",
 		"oracle (oracle)", "nop (nop)", "demo/heuristic-v1 (command)",
-		"demo-bench — all tasks, version 1.0, ranked by pass@1",
+		"demo-bench — ranked by pass@1 (cost, time and tokens per task)",
 		"console:  http://" + addr + "/",
 		"token:    " + data + "/token",
 		"the server stops now",

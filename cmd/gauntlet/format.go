@@ -2,14 +2,13 @@ package main
 
 import (
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"strconv"
 	"time"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 // percent renders a pass rate as "v% (lo–hi)", "–" when undefined.
-func percent(e *api.Estimate) string {
+func percent(e *v1.Estimate) string {
 	if e == nil {
 		return "–"
 	}
@@ -20,14 +19,14 @@ func percent(e *api.Estimate) string {
 	return s
 }
 
-func passAtK(p *api.PassAtKPoint) string {
+func passAtK(p *v1.PassAtKPoint) string {
 	if p == nil {
 		return "–"
 	}
 	return fmt.Sprintf("pass@%d %s", p.K, percent(&p.Estimate))
 }
 
-func dollars(e *api.Estimate) string {
+func dollars(e *v1.Estimate) string {
 	switch {
 	case e == nil:
 		return "–"
@@ -37,14 +36,14 @@ func dollars(e *api.Estimate) string {
 	return fmt.Sprintf("$%.2f", e.Value)
 }
 
-func seconds(e *api.Estimate) string {
+func seconds(e *v1.Estimate) string {
 	if e == nil {
 		return "–"
 	}
 	return fmt.Sprintf("%.1fs", e.Value)
 }
 
-func count(e *api.Estimate) string {
+func count(e *v1.Estimate) string {
 	if e == nil {
 		return "–"
 	}
@@ -61,7 +60,7 @@ func humanCount(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-func rank(r api.BoardRow) string {
+func rank(r v1.BoardRow) string {
 	switch {
 	case r.Rank == 0:
 		return "–"

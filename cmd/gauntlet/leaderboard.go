@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 )
 
 // runLeaderboard is `gauntlet leaderboard BENCHMARK [--metric M]`.
@@ -28,45 +27,5 @@ func showLeaderboard(ctx context.Context, e env, args []string) error {
 	if cmd.flags.json {
 		return printJSON(e.stdout, board)
 	}
-	return printLeaderboard(e.stdout, board)
-}
-
-// printLeaderboard prints one table per (task set, version) group; a rank
-// with * is a statistical tie with the best.
-func printLeaderboard(w io.Writer, b api.LeaderboardView) error {
-	if len(b.Groups) == 0 {
-		fmt.Fprintf(w, "%s: no eligible runs yet (a run must finish on the full task list or a published task set)\n", b.Benchmark)
-		return nil
-	}
-	tied := false
-	for i, g := range b.Groups {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		set := g.TaskSet
-		if set == "" {
-			set = "all tasks"
-		}
-		fmt.Fprintf(w, "%s — %s, version %s, ranked by %s\n", b.Benchmark, set, g.ManifestVersion, b.Metric)
-		t := newTable(w, "RANK", "AGENT", "PASS@1", fmt.Sprintf("PASS@%d", g.K), "COST/TASK", "TIME/TASK", "TOKENS/TASK", "VS BEST (p)", "RUN")
-		for _, r := range g.Rows {
-			vs := "–"
-			if r.VsBest != nil && r.VsBest.PValue != nil {
-				vs = fmt.Sprintf("%+.3f (p=%.3f)", r.VsBest.Diff, *r.VsBest.PValue)
-			}
-			pk := "–"
-			if r.PassAtK != nil {
-				pk = percent(&r.PassAtK.Estimate)
-			}
-			tied = tied || r.Tied
-			t.row(rank(r), r.Label, percent(r.Pass1), pk, dollars(r.CostPerTask), seconds(r.TimePerTask), count(r.TokensPerTask), vs, r.RunID)
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-	}
-	if tied {
-		fmt.Fprintln(w, "* tied with the best: a paired t-test (α = 0.05) cannot separate them")
-	}
-	return nil
+	return boardview.WriteText(e.stdout, board)
 }

@@ -36,8 +36,10 @@ var commands = []command{
 	{name: "runs", summary: "list, inspect, follow, stop and download runs", run: runsGroup.run},
 	{name: "leaderboard", summary: "show a benchmark's leaderboard", run: runLeaderboard},
 	{name: "secret", summary: "set, list and delete secret records (values are write-only)", run: secretGroup.run},
+	{name: "images", summary: "list, pull and prune the local image store; serve base images on loopback", run: imagesGroup.run},
 	{name: "score", summary: "rank agents from attempt results (JSONL files or Harbor job directories)", run: runScore},
 	{name: "admin", summary: "platform operators: create workspaces, set billing, add users", run: runAdmin},
+	{name: "mock-model", summary: "serve a scripted mock model (OpenAI, Anthropic, Gemini wire APIs) for demos and tests", run: runMockModel},
 }
 
 func main() {

@@ -62,14 +62,14 @@ func table(t *testing.T, out string) map[string]map[string]string {
 	for _, line := range lines {
 		cells := cellSeparator.Split(strings.TrimSpace(line), -1)
 		switch {
-		case len(cells) > 0 && cells[0] == "Rank":
+		case len(cells) > 0 && cells[0] == "RANK":
 			header = cells
 		case header != nil && len(cells) == len(header):
 			row := map[string]string{}
 			for i, h := range header {
 				row[h] = cells[i]
 			}
-			rows[row["Agent"]] = row
+			rows[row["AGENT"]] = row
 		}
 	}
 	return rows
@@ -94,9 +94,9 @@ func TestScoreTable(t *testing.T) {
 			name: "pass@1",
 			args: []string{"score", "testdata/small.jsonl"},
 			want: map[string]map[string]string{
-				"prov/alpha (h1)": {"Rank": "1", "Agent": "prov/alpha (h1)", "Pass@1": "87.5% (47.7–100.0)", "Pass@2": "100.0% (100.0–100.0)", "Cost/task": "$0.1500", "Time/task": "10.0s", "Tokens/task": "1,234"},
-				"prov/beta (h2)":  {"Rank": "1*", "Agent": "prov/beta (h2)", "Pass@1": "75.0% (29.1–100.0)", "Pass@2": "100.0% (100.0–100.0)", "Cost/task": "$0.0500", "Time/task": "30.0s", "Tokens/task": "2,500"},
-				"nop":             {"Rank": "3", "Agent": "nop", "Pass@1": "0.0% (0.0–0.0)", "Pass@2": "0.0% (0.0–0.0)", "Cost/task": "–", "Time/task": "5.0s", "Tokens/task": "–"},
+				"prov/alpha (h1)": {"RANK": "1", "AGENT": "prov/alpha (h1)", "PASS@1": "87.5% (47.7–100.0)", "PASS@2": "100.0%", "COST": "$0.1500", "TIME": "10.0s", "TOKENS": "1.2k"},
+				"prov/beta (h2)":  {"RANK": "1*", "AGENT": "prov/beta (h2)", "PASS@1": "75.0% (29.1–100.0)", "PASS@2": "100.0%", "COST": "$0.0500", "TIME": "30.0s", "TOKENS": "2.5k"},
+				"nop":             {"RANK": "3", "AGENT": "nop", "PASS@1": "0.0% (0.0–0.0)", "PASS@2": "0.0%", "COST": "–", "TIME": "5.0s", "TOKENS": "–"},
 			},
 		},
 		{
@@ -105,7 +105,7 @@ func TestScoreTable(t *testing.T) {
 			name: "cost is lower-is-better",
 			args: []string{"score", "--metric", "cost", "testdata/small.jsonl"},
 			want: map[string]map[string]string{
-				"prov/alpha (h1)": {"Rank": "1*"}, "prov/beta (h2)": {"Rank": "1"}, "nop": {"Rank": "–"},
+				"prov/alpha (h1)": {"RANK": "1*"}, "prov/beta (h2)": {"RANK": "1"}, "nop": {"RANK": "–"},
 			},
 		},
 		{
@@ -114,7 +114,7 @@ func TestScoreTable(t *testing.T) {
 			name: "time with the flag after the path",
 			args: []string{"score", "testdata/small.jsonl", "--metric=time"},
 			want: map[string]map[string]string{
-				"nop": {"Rank": "1"}, "prov/alpha (h1)": {"Rank": "2"}, "prov/beta (h2)": {"Rank": "3"},
+				"nop": {"RANK": "1"}, "prov/alpha (h1)": {"RANK": "2"}, "prov/beta (h2)": {"RANK": "3"},
 			},
 		},
 	}
@@ -143,21 +143,19 @@ func TestScoreJSON(t *testing.T) {
 	}
 	var board struct {
 		Metric string
-		Groups []struct {
-			K    int
-			Rows []struct {
-				Rank         int
-				Best         bool
-				TiedWithBest bool `json:"tied_with_best"`
-				Summary      struct {
-					Entrant struct{ Model string }
-					Pass1   struct{ Mean float64 }
-				}
-				VsBest *struct {
-					Diff, P, T float64
-					DF         int
-				} `json:"vs_best"`
+		K      int
+		Rows   []struct {
+			Rank         int
+			Best         bool
+			TiedWithBest bool `json:"tied_with_best"`
+			Summary      struct {
+				Entrant struct{ Model string }
+				Pass1   struct{ Mean float64 }
 			}
+			VsBest *struct {
+				Diff, P, T float64
+				DF         int
+			} `json:"vs_best"`
 		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &board); err != nil {
@@ -173,7 +171,7 @@ func TestScoreJSON(t *testing.T) {
 		HasVsBest bool
 	}
 	var got []rowView
-	for _, r := range board.Groups[0].Rows {
+	for _, r := range board.Rows {
 		v := rowView{Model: r.Summary.Entrant.Model, Rank: r.Rank, Pass1: r.Summary.Pass1.Mean}
 		if r.VsBest != nil {
 			v.Diff, v.P, v.T, v.DF, v.HasVsBest = r.VsBest.Diff, r.VsBest.P, r.VsBest.T, r.VsBest.DF, true
@@ -189,8 +187,8 @@ func TestScoreJSON(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-6 })); diff != "" {
 		t.Errorf("gauntlet score --json rows mismatch (-want +got):\n%s", diff)
 	}
-	if board.Metric != "pass@1" || board.Groups[0].K != 2 {
-		t.Errorf("gauntlet score --json metric %q K %d, want pass@1 and 2", board.Metric, board.Groups[0].K)
+	if board.Metric != "pass@1" || board.K != 2 {
+		t.Errorf("gauntlet score --json metric %q K %d, want pass@1 and 2", board.Metric, board.K)
 	}
 }
 
@@ -219,8 +217,8 @@ func TestScoreHarborJobDir(t *testing.T) {
 	// task-0: trials 0 and 2 (1, 1) → 1; task-1: trials 1 and 3 (0, 1) → ½;
 	// pass@1 75%; durations 60, 180 and 120, 240 s → 150 s.
 	row := table(t, stdout)["anthropic/claude-sonnet-4.5 (claude-code)"]
-	want := map[string]string{"Rank": "1", "Agent": "anthropic/claude-sonnet-4.5 (claude-code)", "Pass@1": "75.0% (0.0–100.0)",
-		"Pass@2": "100.0% (100.0–100.0)", "Cost/task": "–", "Time/task": "150.0s", "Tokens/task": "–"}
+	want := map[string]string{"RANK": "1", "AGENT": "anthropic/claude-sonnet-4.5 (claude-code)", "PASS@1": "75.0% (0.0–100.0)",
+		"PASS@2": "100.0%", "COST": "–", "TIME": "150.0s", "TOKENS": "–", "VS BEST": "best"}
 	if diff := cmp.Diff(want, row); diff != "" {
 		t.Errorf("gauntlet score JOBDIR row mismatch (-want +got):\n%s\n%s", diff, stdout)
 	}

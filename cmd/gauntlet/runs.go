@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 
@@ -93,7 +93,7 @@ func runsLogs(ctx context.Context, e env, args []string) error {
 				}
 				continue
 			}
-			fmt.Fprintln(e.stdout, api.FormatLogLine(l.At, l.Level, l.Step, l.Slot, l.Message))
+			fmt.Fprintln(e.stdout, v1.FormatLogLine(l.At, l.Level, l.Step, l.Slot, l.Message))
 		}
 		if page.NextCursor != "" {
 			cursor = page.NextCursor

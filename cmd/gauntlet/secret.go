@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"os"
 
 	"golang.org/x/term"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 var secretGroup = group{name: "secret", subs: []subcommand{
@@ -20,7 +19,7 @@ var secretGroup = group{name: "secret", subs: []subcommand{
 }}
 
 // maxSecretInput bounds a value read from stdin.
-const maxSecretInput = api.MaxSecretValue
+const maxSecretInput = v1.MaxSecretValue
 
 func secretSet(ctx context.Context, e env, args []string) error {
 	cmd := newAPICommand(e, "secret set", "secret set NAME [--scope workspace|personal] < value")
@@ -89,7 +88,7 @@ func secretList(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if cmd.flags.json {
-		return printJSON(e.stdout, api.SecretList{Secrets: list})
+		return printJSON(e.stdout, v1.SecretList{Secrets: list})
 	}
 	t := newTable(e.stdout, "NAME", "SCOPE", "SET BY", "SET AT")
 	for _, s := range list {

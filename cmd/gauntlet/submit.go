@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 
@@ -96,7 +96,7 @@ func submit(ctx context.Context, e env, args []string) error {
 }
 
 // rejected turns a failed validation into an error listing every problem.
-func rejected(r api.ValidationReport) error {
+func rejected(r v1.ValidationReport) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the run config has %d problems:", len(r.Problems))
 	for _, p := range r.Problems {
@@ -124,7 +124,7 @@ const watchInterval = 500 * time.Millisecond
 
 // watchRun follows a run until it ends and its metrics cover every
 // result: a progress bar on a terminal, a line per change otherwise.
-func watchRun(ctx context.Context, e env, c *client.Client, id string, quiet bool) (api.RunDetail, error) {
+func watchRun(ctx context.Context, e env, c *client.Client, id string, quiet bool) (v1.RunDetail, error) {
 	var bar *progressbar.ProgressBar
 	lastLine := ""
 	for {
@@ -164,11 +164,11 @@ func watchRun(ctx context.Context, e env, c *client.Client, id string, quiet boo
 	}
 }
 
-func progressLine(d api.RunDetail) string {
+func progressLine(d v1.RunDetail) string {
 	return fmt.Sprintf("%s: %s %d/%d (%s)", d.Name, d.Status, d.Progress.Completed, d.Progress.Total, outcomeLine(d.Outcomes))
 }
 
-func outcomeLine(o api.Outcomes) string {
+func outcomeLine(o v1.Outcomes) string {
 	s := fmt.Sprintf("passed %d, failed %d, errored %d", o.Passed, o.Failed, o.Errored)
 	if o.Cancelled > 0 {
 		s += fmt.Sprintf(", cancelled %d", o.Cancelled)
@@ -177,7 +177,7 @@ func outcomeLine(o api.Outcomes) string {
 }
 
 // printRunSummary prints a run's header and one line per agent.
-func printRunSummary(w io.Writer, d api.RunDetail) error {
+func printRunSummary(w io.Writer, d v1.RunDetail) error {
 	fmt.Fprintf(w, "run %s (%s): %s", d.Name, d.ID, d.Status)
 	if d.Reason != "" {
 		fmt.Fprintf(w, " (%s)", d.Reason)

@@ -134,20 +134,35 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   await page.waitForURL(`${BASE}/benchmarks/demo-bench`);
   const rows = page.locator('#leaderboard-body tbody tr');
   await rows.first().waitFor();
-  assert.equal(await rows.count(), 2);
+  // One list: the parity run's two entrants and the full-list entrant.
+  assert.equal(await rows.count(), 3);
+  assert.equal(await page.locator('#leaderboard-body table').count(), 1, 'one table, not one per task set');
   const first = await rows.nth(0).locator('td').allInnerTexts();
   const second = await rows.nth(1).locator('td').allInnerTexts();
+  const third = await rows.nth(2).locator('td').allInnerTexts();
   assert.equal(first[0], '1');
-  assert.equal(first[1], 'oracle (oracle)');
+  assert.equal(first[1], 'oracle (oracle) parity', 'the task set is a badge on the row');
   assert.match(first[2], /^100\.0% \(100\.0–100\.0\)$/, 'pass@1 with its interval');
-  assert.equal(second[1], 'nop (nop)');
+  assert.equal(second[1], 'nop (nop) parity');
   assert.match(second[2], /^0\.0%/);
   assert.equal(second[0], '2', 'nop is significantly worse than oracle: no tie');
-  assert.match(first[7], new RegExp(RUN_ID.slice(0, 12)), 'the run behind the row');
+  assert.equal(third[1], 'nop-full-list (nop)', 'the full-list row has no task-set badge');
+  assert.equal(third[0], '2', 'ranked by its number');
+  assert.match(first[7], new RegExp(RUN_ID), 'the run behind the row');
+  // The full-list row is another measurement: its comparison says it was not tested.
+  await rows.nth(2).hover();
+  await page.locator('#tooltip:has-text("Not tested against the best")').waitFor();
+  await page.mouse.move(0, 0);
 
   await rows.nth(1).hover();
   const tip = page.locator('#tooltip');
   await tip.waitFor({ state: 'visible' });
+  // The comparison sits beside the table, never over its rows.
+  const tipBox = await tip.boundingBox();
+  const tableBox = await page.locator('#leaderboard-body table').boundingBox();
+  const overlaps = tipBox.x < tableBox.x + tableBox.width && tipBox.x + tipBox.width > tableBox.x
+    && tipBox.y < tableBox.y + tableBox.height && tipBox.y + tipBox.height > tableBox.y;
+  assert.ok(!overlaps, `tooltip ${JSON.stringify(tipBox)} overlaps the table ${JSON.stringify(tableBox)}`);
   const tipText = await tip.innerText();
   assert.match(tipText, /nop \(nop\) vs oracle \(oracle\)/);
   assert.match(tipText, /Difference\s+−100\.0 pp/);
@@ -163,7 +178,26 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   assert.equal(await page.locator('button[data-metric="time"]').getAttribute('aria-pressed'), 'true');
   await page.waitForURL(/metric=time/);
   await rows.first().waitFor();
-  assert.equal(await rows.count(), 2);
+  assert.equal(await rows.count(), 3);
+  // A metric's column header re-ranks too, with the same URL parameter.
+  await page.click('#leaderboard-body th button[data-sort="pass@k"]');
+  await page.waitForURL(/metric=pass%40k|metric=pass@k/);
+  await page.locator('#leaderboard-body th button[data-sort="pass@k"][aria-pressed="true"]').waitFor();
+  assert.equal(await page.locator('button[data-metric="pass@k"]').getAttribute('aria-pressed'), 'true');
+  // Clicking a row opens the run behind its score.
+  await page.locator('#leaderboard-body tbody tr').first().click();
+  await page.waitForURL(`${BASE}/benchmarks/runs/${RUN_ID}`);
+  await page.goBack();
+  await page.waitForURL(/\/benchmarks\/demo-bench/);
+
+  // The header: the task-count badge, the source reference and the actions menu.
+  assert.equal(await page.locator('#task-count').innerText(), '15 tasks');
+  assert.ok(await page.locator('#source-ref').count() === 1, 'the source reference is a copy button');
+  // The Benchmark runs table under the leaderboard lists the seed run, without Stop once finished.
+  const runRow = page.locator(`#benchmark-runs tr[data-id="${RUN_ID}"]`);
+  await runRow.waitFor();
+  assert.match(await runRow.innerText(), /finished/);
+  assert.equal(await runRow.locator('button[data-stop]').count(), 0);
 
   const tasks = page.locator('#tasks tbody tr');
   assert.equal(await tasks.count(), 15);
@@ -173,9 +207,58 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   noProblems();
 });
 
+test('the New Run form builds a multi-agent config that is the TOML editor\'s, with a running summary', async () => {
+  await page.goto(`${BASE}/runs/new?benchmark=demo-bench`);
+  await page.locator('#tasks-all').waitFor();
+  await page.locator('#summary-tasks:has-text("15")').waitFor();
+  await page.check('#tasks-task_set');
+  await page.selectOption('#task-set', 'parity');
+  await page.locator('#summary-tasks:has-text("8")').waitFor();
+
+  await page.click('#tab-agents');
+  await page.selectOption('#agent-0-harness', 'oracle');
+  await page.fill('#agent-0-model', 'openai/gpt-5.2');
+  await page.click('#add-agent');
+  await page.selectOption('#agent-1-harness', 'nop');
+  await page.selectOption('#agent-1-model-type', 'hosted');
+  await page.fill('#agent-1-base-model', 'demo/base');
+  assert.equal(await page.locator('#agent-1-model').count(), 0, 'a hosted model has no model field');
+  assert.equal(await page.locator('input[type="password"]').count(), 0, 'no field takes a key value');
+  await page.locator('#summary-agents:has-text("2")').waitFor();
+
+  await page.click('#tab-settings');
+  await page.fill('#exec-attempts_per_task', '2');
+  await page.locator('#summary-attempts:has-text("32")').waitFor(); // 8 tasks × 2 agents × 2 attempts
+  await shot('05-new-run-form');
+
+  await page.click('#tab-toml');
+  const toml = await page.locator('#config').inputValue();
+  assert.equal(toml, [
+    '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "parity"', '',
+    '[execution]', 'attempts_per_task = 2', 'max_concurrent_attempts = 4', 'timeout_multiplier = 1.0', 'max_retries = 0', '',
+    '[[agents]]', 'harness = "oracle"', '', '[agents.model]', 'type = "provider"', 'model = "openai/gpt-5.2"', '',
+    '[[agents]]', 'harness = "nop"', '', '[agents.model]', 'type = "hosted"', 'base_model = "demo/base"', '',
+  ].join('\n'));
+  // An edit in the TOML shows in the form, and a secret the workspace lacks is flagged with a link to create it.
+  await page.locator('#config').fill(toml.replace('model = "openai/gpt-5.2"', 'model = "openai/gpt-5.2"\napi_key_secret = "FORM_MISSING_KEY"'));
+  await page.locator('#missing-secrets:has-text("FORM_MISSING_KEY")').waitFor();
+  assert.equal(await page.locator('#missing-secrets a').getAttribute('href'), '/secrets?new=FORM_MISSING_KEY');
+  await page.click('#tab-agents');
+  assert.equal(await page.locator('#agent-0-key').inputValue(), 'FORM_MISSING_KEY');
+  // Bad TOML keeps the form closed until it is fixed, saying where.
+  await page.click('#tab-toml');
+  await page.locator('#config').fill('[execution]\nattempts_per_task = = 3\n');
+  await page.locator('#toml-error:has-text("line 2")').waitFor();
+  await page.click('#tab-tasks');
+  assert.equal(await page.locator('#tab-toml').getAttribute('aria-selected'), 'true');
+  await page.locator('#config').fill(toml);
+  noProblems();
+});
+
 test('the submit page validates a config and shows each field error next to its key', async () => {
   await page.click('nav a[href="/runs/new"]');
   await page.waitForURL(`${BASE}/runs/new`);
+  await page.click('#tab-toml');
   const editor = page.locator('#config');
   assert.match(await editor.inputValue(), /\[experiment\]/, 'prefilled from an example');
   const invalid = [
@@ -204,23 +287,24 @@ test('the submit page validates a config and shows each field error next to its 
   assert.match(await page.locator('#validation-failed').innerText(), /problem/);
   const marked = await page.locator('.editor .gutter .has-error').allInnerTexts();
   assert.deepEqual(marked, ['5', '6'], 'the gutter marks the lines of both keys');
-  await shot('05-submit-invalid');
+  await shot('05b-submit-invalid');
 
   await editor.fill([
     '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "smoke"', '',
     '[[agents]]', 'harness = "codex"', '[agents.model]', 'type = "provider"', 'model = "openai/gpt-5.2"',
     'api_key_secret = "CONSOLE_TEST_KEY"', '',
   ].join('\n'));
+  // The summary flags the missing record as soon as the config names it.
+  await page.locator('#missing-secrets:has-text("CONSOLE_TEST_KEY")').waitFor();
   await page.click('#validate');
-  await page.locator('#missing-secrets').waitFor();
-  assert.match(await page.locator('#missing-secrets').innerText(), /CONSOLE_TEST_KEY/);
-  assert.equal(await page.locator('#resolved-tasks').innerText(), '3');
+  await page.locator('#validation #resolved-tasks:has-text("3")').waitFor();
   await shot('06-submit-missing-secret');
   noProblems();
 });
 
 test('the run page shows status, metrics, charts, results with a drawer, logs and config', async () => {
   await page.goto(`${BASE}/runs/${RUN_ID}`);
+  await page.waitForURL(`${BASE}/benchmarks/runs/${RUN_ID}`); // the old address redirects
   await page.locator('#run-name').waitFor();
   assert.match(await page.locator('.page-head .sub').first().innerText(), /finished/);
   assert.equal(await page.locator('#stop-run').count(), 0, 'no Stop button on a finished run');
@@ -292,6 +376,7 @@ test('the runs list filters by status and links to the run', async () => {
 
 test('a submitted run opens live, and Stop stops it', async () => {
   await page.click('nav a[href="/runs/new"]');
+  await page.click('#tab-toml');
   await page.locator('#config').fill([
     '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "parity"', '',
     '[execution]', 'attempts_per_task = 3', 'max_concurrent_attempts = 1', '',

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lineOf, splitPath } from '../dist/js/toml.js';
-import { estimateText, pct, pValue, seconds, signedPP, tokens, usd } from '../dist/js/format.js';
+import { estimateText, pct, pText, pValue, seconds, signedPP, tokens, usd } from '../dist/js/format.js';
 
 const CONFIG = `[experiment]
 benchmark = "demo-bench"   # a comment with = in it
@@ -90,4 +90,151 @@ test('scores, money, time and tokens format as the pages show them', () => {
     [pValue(1), '1'],
   ];
   for (const [got, want] of cases) assert.equal(got, want);
+});
+
+// ---------- New Run form model ----------
+import { fromTOML, newDocument, referencedSecrets, selectedTasks, setModelType, setTaskMode, summary, taskMode, toTOML } from '../dist/js/runform.js';
+
+const MANIFEST = {
+  tasks: [
+    { name: 'a', category: 'data' }, { name: 'b', category: 'data' }, { name: 'c', category: 'web' }, { name: 'd', category: null },
+  ],
+  task_set_tasks: { parity: ['a', 'c'] },
+  required_secrets: ['BENCH_TOKEN'],
+};
+
+test('the form document round-trips through TOML, keeping keys the form has no field for', () => {
+  const text = `[experiment]
+benchmark = "demo-bench"
+
+[tasks]
+categories = ["data"]
+
+[execution]
+attempts_per_task = 3
+max_concurrent_attempts = 4
+timeout_multiplier = 1.5
+max_retries = 1
+
+[env]
+LOG_LEVEL = "info"
+
+[[agents]]
+name = "fast"
+harness = "codex"
+[agents.model]
+type = "endpoint"
+model = "qwen"
+base_url = "https://llm.example.com/v1"
+api_key_secret = "LLM_KEY"
+extra_headers = { "X-Team" = "evals" }
+[agents.env]
+EFFORT = "high"
+
+[[agents]]
+harness = "claude-code"
+[agents.model]
+type = "provider"
+model = "anthropic/claude-sonnet-4-5"
+api_key_secret = "ANTHROPIC_API_KEY"
+`;
+  const doc = fromTOML(text);
+  const again = fromTOML(toTOML(doc));
+  assert.deepEqual(again, doc);
+  assert.equal(again.agents[0].env.EFFORT, 'high');
+  assert.equal(again.agents[0].model.extra_headers['X-Team'], 'evals');
+  assert.equal(again.execution.timeout_multiplier, 1.5);
+});
+
+test('toTOML writes sections in the documented order and leaves empty fields out', () => {
+  const doc = newDocument('demo-bench', 'codex');
+  doc.agents[0].model.model = 'openai/gpt-5.2';
+  const text = toTOML(doc);
+  assert.ok(text.indexOf('[experiment]') < text.indexOf('[execution]'));
+  assert.ok(text.indexOf('[execution]') < text.indexOf('[[agents]]'));
+  assert.doesNotMatch(text, /api_key_secret/, 'an empty secret picker writes no key');
+  assert.match(text, /model = "openai\/gpt-5.2"/);
+  assert.match(text, /^timeout_multiplier = 1\.0$/m, 'a float key stays a float');
+});
+
+test('task selection: every task, a task set, and the union of names and categories', () => {
+  const doc = newDocument('x');
+  assert.equal(taskMode(doc), 'all');
+  assert.equal(selectedTasks(doc, MANIFEST).size, 4);
+  setTaskMode(doc, 'task_set', 'parity');
+  assert.deepEqual([...selectedTasks(doc, MANIFEST)].sort(), ['a', 'c']);
+  setTaskMode(doc, 'categories', ['data']);
+  assert.equal(taskMode(doc), 'categories');
+  assert.deepEqual([...selectedTasks(doc, MANIFEST)].sort(), ['a', 'b']);
+  doc.tasks.task_names = ['d', 'nope'];
+  assert.deepEqual([...selectedTasks(doc, MANIFEST)].sort(), ['a', 'b', 'd'], 'unknown names select nothing');
+  setTaskMode(doc, 'all');
+  assert.equal(doc.tasks, undefined);
+  assert.throws(() => setTaskMode(doc, 'some'), /task mode some/);
+});
+
+test('changing the model type keeps only the fields the new type has', () => {
+  const agent = { model: { type: 'endpoint', model: 'm', base_url: 'https://x/v1', api_key_secret: 'K' } };
+  setModelType(agent, 'provider');
+  assert.deepEqual(agent.model, { type: 'provider', model: 'm', api_key_secret: 'K' });
+  setModelType(agent, 'hosted');
+  assert.deepEqual(agent.model, { type: 'hosted' });
+});
+
+test('the summary counts tasks × agents × attempts and flags missing secret records', () => {
+  const doc = fromTOML(`[experiment]
+benchmark = "x"
+[tasks]
+task_set = "parity"
+[execution]
+attempts_per_task = 5
+judge_api_key_secret = "JUDGE_KEY"
+[secrets]
+required = ["GITHUB_TOKEN"]
+[[agents]]
+harness = "codex"
+[agents.model]
+type = "provider"
+model = "openai/gpt-5.2"
+api_key_secret = "OPENAI_API_KEY"
+[[agents]]
+harness = "cursor-cli"
+harness_api_key_secret = "CURSOR_API_KEY"
+[agents.model]
+type = "provider"
+model = "openai/gpt-5.2"
+api_key_secret = "OPENAI_API_KEY"
+`);
+  const s = summary(doc, MANIFEST, [{ name: 'OPENAI_API_KEY', scope: 'personal' }, { name: 'GITHUB_TOKEN', scope: 'workspace' }]);
+  assert.equal(s.tasks, 2);
+  assert.equal(s.agents, 2);
+  assert.equal(s.total, 2 * 2 * 5);
+  assert.deepEqual(s.secrets.map((x) => x.name), ['BENCH_TOKEN', 'OPENAI_API_KEY', 'CURSOR_API_KEY', 'GITHUB_TOKEN', 'JUDGE_KEY']);
+  assert.deepEqual(s.missing.map((x) => x.name), ['BENCH_TOKEN', 'CURSOR_API_KEY', 'JUDGE_KEY']);
+  assert.deepEqual(referencedSecrets(doc, MANIFEST).find((x) => x.name === 'OPENAI_API_KEY').where,
+    ['agents[0].model.api_key_secret', 'agents[1].model.api_key_secret']);
+});
+
+test('bad TOML is an error that names the line', () => {
+  assert.throws(() => fromTOML('[execution]\nattempts_per_task = = 3\n'), /line 2/);
+});
+
+test('pText states a p-value without "= <"', () => {
+  assert.equal(pText(0.0001), 'p < 0.001');
+  assert.equal(pText(0.0421), 'p = 0.042');
+  assert.equal(pText(null), 'p —');
+});
+
+// placeTooltip lives in components.js, which imports dom.js: both are DOM-free at import time.
+test('a tooltip that must avoid a table goes beside it, else below, and only then over it', async () => {
+  const { placeTooltip } = await import('../dist/js/components.js');
+  const view = { width: 1440, height: 900 };
+  const tip = { width: 300, height: 150 };
+  const row = { top: 200, bottom: 230, left: 20, right: 900 };
+  const tableBeside = { top: 100, bottom: 400, left: 20, right: 900 };
+  assert.deepEqual(placeTooltip(row, tip, tableBeside, view), { top: 200, left: 908 });
+  const wide = { top: 100, bottom: 400, left: 10, right: 1430 };
+  assert.deepEqual(placeTooltip(row, tip, wide, view), { top: 408, left: 20 }, 'below the table when no side has room');
+  const tall = { top: 10, bottom: 890, left: 10, right: 1430 };
+  assert.equal(placeTooltip(row, tip, tall, view).top, 236, 'below the row when nothing fits');
 });

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"net/mail"
 	"regexp"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -23,10 +23,6 @@ import (
 // admin group, or a local API token of a records.Admin); everyone else gets
 // 403 on these routes. Every admin action is logged with who did what,
 // never with a token.
-
-// CodeForbidden is the error code of an authenticated caller who may not
-// use a route (403).
-const CodeForbidden = "FORBIDDEN"
 
 // Bounds of admin inputs.
 const (
@@ -57,7 +53,7 @@ func (h *Handler) adminRoutes() []route {
 func (h *Handler) adminOnly(next handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if !identity(r.Context()).Admin {
-			return errorf(http.StatusForbidden, CodeForbidden, "%s %s is for platform operators; the caller is not in the admin group", r.Method, r.URL.Path)
+			return errorf(http.StatusForbidden, v1.CodeForbidden, "%s %s is for platform operators; the caller is not in the admin group", r.Method, r.URL.Path)
 		}
 		return next(w, r)
 	}
@@ -71,65 +67,8 @@ func (h *Handler) logAdmin(ctx context.Context, action, ws string, attrs ...any)
 		"workspace", ws, "request_id", requestID(ctx)}, attrs...)...)
 }
 
-// AdminWorkspaceView is a workspace as a platform operator sees it.
-type AdminWorkspaceView struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// AdminWorkspaceList is one page of workspaces, oldest first.
-type AdminWorkspaceList struct {
-	Workspaces []AdminWorkspaceView `json:"workspaces"`
-	NextCursor string               `json:"next_cursor,omitempty"`
-}
-
-// CreateWorkspaceRequest is the body of POST /v1/admin/workspaces. ID,
-// when set, is the workspace id (what users' tokens carry as their
-// workspace claim); empty derives it from the Idempotency-Key, else the
-// name.
-type CreateWorkspaceRequest struct {
-	Name string `json:"name"`
-	ID   string `json:"id,omitempty"`
-}
-
-// SetBillingRequest is the body of PUT /v1/admin/workspaces/{id}/billing.
-// An empty Plan keeps the current plan.
-type SetBillingRequest struct {
-	Status string `json:"status"`
-	Plan   string `json:"plan,omitempty"`
-}
-
-// AdminBillingView is a workspace's billing record after a change.
-type AdminBillingView struct {
-	Workspace string    `json:"workspace"`
-	Status    string    `json:"status"`
-	Plan      string    `json:"plan,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
-	CanSubmit bool      `json:"can_submit"`
-}
-
-// AddUserRequest is the body of POST /v1/admin/workspaces/{id}/users: the
-// user's id (the identity provider's "sub") and, optionally, an email
-// shown as the user's name.
-type AddUserRequest struct {
-	User  string `json:"user"`
-	Email string `json:"email,omitempty"`
-}
-
-// AdminUserView is a workspace member. Token is set only when the API
-// issues its own tokens (`gauntlet local`), only in the answer that minted
-// it; it is never stored or shown again.
-type AdminUserView struct {
-	Workspace string    `json:"workspace"`
-	User      string    `json:"user"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	Token     string    `json:"token,omitempty"`
-}
-
 func (h *Handler) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) error {
-	var req CreateWorkspaceRequest
+	var req v1.CreateWorkspaceRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -138,11 +77,11 @@ func (h *Handler) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	if req.ID != "" && !workspaceIDPattern.MatchString(req.ID) {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "id %q must be 1 to 128 of A-Z, a-z, 0-9, '.', '_', ':', '@', '-', starting with a letter or digit", req.ID)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "id %q must be 1 to 128 of A-Z, a-z, 0-9, '.', '_', ':', '@', '-', starting with a letter or digit", req.ID)
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if key != "" && !validIdempotencyKey(key) {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "Idempotency-Key must be 1 to 128 printable ASCII characters without spaces")
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "Idempotency-Key must be 1 to 128 printable ASCII characters without spaces")
 	}
 	ctx := r.Context()
 	id := req.ID
@@ -177,11 +116,11 @@ func workspaceID(operator, key, name string) string {
 func checkWorkspaceName(name string) error {
 	switch {
 	case name == "":
-		return errorf(http.StatusBadRequest, CodeBadRequest, "name is required: send {\"name\": \"…\"}")
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "name is required: send {\"name\": \"…\"}")
 	case len(name) > maxWorkspaceName:
-		return errorf(http.StatusBadRequest, CodeBadRequest, "name is longer than %d bytes", maxWorkspaceName)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "name is longer than %d bytes", maxWorkspaceName)
 	case !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return errorf(http.StatusBadRequest, CodeBadRequest, "name must be UTF-8 text without control characters")
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "name must be UTF-8 text without control characters")
 	}
 	return nil
 }
@@ -198,8 +137,8 @@ func validIdempotencyKey(k string) bool {
 	return true
 }
 
-func adminWorkspaceView(w records.Workspace) AdminWorkspaceView {
-	return AdminWorkspaceView{ID: w.ID, Name: w.Name, CreatedAt: w.CreatedAt}
+func adminWorkspaceView(w records.Workspace) v1.AdminWorkspaceView {
+	return v1.AdminWorkspaceView{ID: w.ID, Name: w.Name, CreatedAt: w.CreatedAt}
 }
 
 func (h *Handler) adminListWorkspaces(w http.ResponseWriter, r *http.Request) error {
@@ -211,7 +150,7 @@ func (h *Handler) adminListWorkspaces(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	out := AdminWorkspaceList{Workspaces: make([]AdminWorkspaceView, len(page)), NextCursor: next}
+	out := v1.AdminWorkspaceList{Workspaces: make([]v1.AdminWorkspaceView, len(page)), NextCursor: next}
 	for i, ws := range page {
 		out.Workspaces[i] = adminWorkspaceView(ws)
 	}
@@ -223,7 +162,7 @@ func (h *Handler) adminListWorkspaces(w http.ResponseWriter, r *http.Request) er
 func (h *Handler) adminWorkspace(r *http.Request) (records.Workspace, error) {
 	id := r.PathValue("id")
 	if !workspaceIDPattern.MatchString(id) {
-		return records.Workspace{}, errorf(http.StatusBadRequest, CodeBadRequest, "%q is not a workspace id", id)
+		return records.Workspace{}, errorf(http.StatusBadRequest, v1.CodeBadRequest, "%q is not a workspace id", id)
 	}
 	ws, err := h.cfg.Records.Workspace(r.Context(), id)
 	if errors.Is(err, records.ErrNotFound) {
@@ -233,7 +172,7 @@ func (h *Handler) adminWorkspace(r *http.Request) (records.Workspace, error) {
 }
 
 func (h *Handler) adminSetBilling(w http.ResponseWriter, r *http.Request) error {
-	var req SetBillingRequest
+	var req v1.SetBillingRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -241,10 +180,10 @@ func (h *Handler) adminSetBilling(w http.ResponseWriter, r *http.Request) error 
 	switch status {
 	case records.BillingActive, records.BillingTrialing, records.BillingPastDue, records.BillingCanceled:
 	default:
-		return errorf(http.StatusBadRequest, CodeBadRequest, "status %q must be one of active, trialing, past_due, canceled", req.Status)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "status %q must be one of active, trialing, past_due, canceled", req.Status)
 	}
 	if req.Plan != "" && !planPattern.MatchString(req.Plan) {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "plan %q must be 1 to 64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit", req.Plan)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "plan %q must be 1 to 64 of a-z, 0-9, '.', '_', '-', starting with a letter or digit", req.Plan)
 	}
 	ws, err := h.adminWorkspace(r)
 	if err != nil {
@@ -263,20 +202,20 @@ func (h *Handler) adminSetBilling(w http.ResponseWriter, r *http.Request) error 
 		return fmt.Errorf("set billing of %s: %w", ws.ID, err)
 	}
 	h.logAdmin(ctx, "billing.set", ws.ID, "status", string(b.Status), "plan", b.Plan)
-	return writeJSON(w, http.StatusOK, AdminBillingView{Workspace: ws.ID, Status: string(b.Status), Plan: b.Plan,
+	return writeJSON(w, http.StatusOK, v1.AdminBillingView{Workspace: ws.ID, Status: string(b.Status), Plan: b.Plan,
 		UpdatedAt: b.UpdatedAt, CanSubmit: b.Check() == nil})
 }
 
 func (h *Handler) adminAddUser(w http.ResponseWriter, r *http.Request) error {
-	var req AddUserRequest
+	var req v1.AddUserRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	if !userIDPattern.MatchString(req.User) {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "user %q must be the identity provider's user id (sub): 1 to 256 of A-Z, a-z, 0-9, '.', '_', ':', '@', '|', '+', '-'", req.User)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "user %q must be the identity provider's user id (sub): 1 to 256 of A-Z, a-z, 0-9, '.', '_', ':', '@', '|', '+', '-'", req.User)
 	}
 	if req.Email != "" && !validEmail(req.Email) {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "email %q is not a plain address like name@example.com", req.Email)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "email %q is not a plain address like name@example.com", req.Email)
 	}
 	ws, err := h.adminWorkspace(r)
 	if err != nil {
@@ -293,7 +232,7 @@ func (h *Handler) adminAddUser(w http.ResponseWriter, r *http.Request) error {
 	if err := h.cfg.Records.PutUser(ctx, u); err != nil {
 		return fmt.Errorf("add user %s to %s: %w", u.ID, ws.ID, err)
 	}
-	view := AdminUserView{Workspace: ws.ID, User: u.ID, Name: u.Name, CreatedAt: u.CreatedAt}
+	view := v1.AdminUserView{Workspace: ws.ID, User: u.ID, Name: u.Name, CreatedAt: u.CreatedAt}
 	if h.mintsTokens {
 		if view.Token, err = h.mintToken(ctx, u); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"log/slog"
 	"math/big"
@@ -140,21 +141,21 @@ func TestCloudFirstWorkspace(t *testing.T) {
 	// The operator's own custom:workspace need not exist yet.
 	operator := p.idToken(t, "op-sub", "w-operators", jwtauth.DefaultAdminGroup)
 
-	var ws api.AdminWorkspaceView
-	if got := send(t, srv, operator, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "acme", ID: "acme"}, &ws); got != http.StatusCreated || ws.ID != "acme" {
+	var ws v1.AdminWorkspaceView
+	if got := send(t, srv, operator, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "acme", ID: "acme"}, &ws); got != http.StatusCreated || ws.ID != "acme" {
 		t.Fatalf("create workspace = %d %+v, want 201 with id acme", got, ws)
 	}
-	var b api.AdminBillingView
-	if got := send(t, srv, operator, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", api.SetBillingRequest{Status: "active", Plan: "team"}, &b); got != http.StatusOK || !b.CanSubmit {
+	var b v1.AdminBillingView
+	if got := send(t, srv, operator, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", v1.SetBillingRequest{Status: "active", Plan: "team"}, &b); got != http.StatusOK || !b.CanSubmit {
 		t.Fatalf("set billing = %d %+v, want 200 and can submit", got, b)
 	}
-	var u api.AdminUserView
-	if got := send(t, srv, operator, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", api.AddUserRequest{User: "user-sub", Email: "u@acme.example"}, &u); got != http.StatusCreated || u.Token != "" {
+	var u v1.AdminUserView
+	if got := send(t, srv, operator, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", v1.AddUserRequest{User: "user-sub", Email: "u@acme.example"}, &u); got != http.StatusCreated || u.Token != "" {
 		t.Fatalf("add user = %d %+v, want 201 without a token", got, u)
 	}
 
 	user := p.idToken(t, "user-sub", ws.ID)
-	var view api.WorkspaceView
+	var view v1.WorkspaceView
 	if got := send(t, srv, user, "GET", "/v1/workspace", nil, &view); got != http.StatusOK {
 		t.Fatalf("GET /v1/workspace with the user's ID token = %d, want 200", got)
 	}
@@ -168,15 +169,15 @@ func TestCloudFirstWorkspace(t *testing.T) {
 		want  int
 		code  string
 	}{
-		{"member without the admin group", user, http.StatusForbidden, api.CodeForbidden},
-		{"another group", p.idToken(t, "x-sub", ws.ID, "readers"), http.StatusForbidden, api.CodeForbidden},
+		{"member without the admin group", user, http.StatusForbidden, v1.CodeForbidden},
+		{"another group", p.idToken(t, "x-sub", ws.ID, "readers"), http.StatusForbidden, v1.CodeForbidden},
 		{"access token (no custom attributes)", p.sign(t, jwt.MapClaims{"iss": p.url, "client_id": clientID, "sub": "op-sub",
 			"token_use": "access", "cognito:groups": []string{jwtauth.DefaultAdminGroup},
-			"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}), http.StatusUnauthorized, api.CodeUnauthorized},
+			"iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}), http.StatusUnauthorized, v1.CodeUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var e api.Error
+			var e v1.Error
 			if got := send(t, srv, tt.token, "GET", "/v1/admin/workspaces", nil, &e); got != tt.want || e.Code != tt.code {
 				t.Fatalf("GET /v1/admin/workspaces = %d %+v, want %d %s", got, e, tt.want, tt.code)
 			}

@@ -13,8 +13,8 @@ package api
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -24,14 +24,8 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
-
-// OpenAPI is the OpenAPI 3.1 document of the API, served at /v1/openapi.json.
-//
-//go:embed openapi.json
-var OpenAPI []byte
 
 // Runs is the part of the run pipeline the API drives.
 type Runs interface {
@@ -73,16 +67,6 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Body limits.
-const (
-	// MaxRunBody bounds a run config body (TOML or JSON): the run
-	// config's own limit, so a larger body is a 413, never a 422 from the
-	// parser after the read.
-	MaxRunBody = runconfig.MaxConfigBytes
-	// MaxSmallBody bounds every other request body.
-	MaxSmallBody = 64 << 10
-)
-
 // Handler serves the API.
 type Handler struct {
 	cfg  Config
@@ -94,6 +78,8 @@ type Handler struct {
 	manifests  map[string]*manifestInfo // immutable manifest versions, by ws/key/version
 
 	answers answerCache // rendered leaderboards and runs
+
+	secrets *pipeline.Secrets
 
 	// mintsTokens is set when the handler authenticates its own API tokens
 	// (New): adding a user then issues one.
@@ -121,7 +107,8 @@ func newHandler(cfg Config, auth Authenticator) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, auth: auth, mux: http.NewServeMux(), log: cfg.Logger, manifests: map[string]*manifestInfo{}}
+	h := &Handler{cfg: cfg, auth: auth, mux: http.NewServeMux(), log: cfg.Logger, manifests: map[string]*manifestInfo{},
+		secrets: pipeline.NewSecrets(cfg.Secrets, cfg.Records, cfg.Now)}
 	for _, rt := range h.routes() {
 		handle := rt.handle
 		if rt.admin {
@@ -133,7 +120,7 @@ func newHandler(cfg Config, auth Authenticator) *Handler {
 		h.mux.Handle(rt.method+" "+rt.pattern, h.handler(handle))
 	}
 	h.mux.Handle("/", h.handler(func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusNotFound, CodeNotFound, "no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path)
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "no route %s %s; see /v1/openapi.json", r.Method, r.URL.Path)
 	}))
 	return h
 }
@@ -157,6 +144,7 @@ func (h *Handler) routes() []route {
 		{method: "GET", pattern: "/healthz", public: true, handle: h.health},
 		{method: "GET", pattern: "/v1/openapi.json", public: true, handle: h.openAPI},
 		{method: "GET", pattern: "/v1/workspace", handle: h.workspace},
+		{method: "GET", pattern: "/v1/harnesses", handle: h.listHarnesses},
 		{method: "GET", pattern: "/v1/secrets", handle: h.listSecrets},
 		{method: "PUT", pattern: "/v1/secrets/{name}", handle: h.putSecret},
 		{method: "DELETE", pattern: "/v1/secrets/{name}", handle: h.deleteSecret},
@@ -227,6 +215,6 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
-	_, err := w.Write(OpenAPI)
+	_, err := w.Write(v1.OpenAPI)
 	return err
 }

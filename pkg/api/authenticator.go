@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 )
 
@@ -35,16 +36,16 @@ func (h *Handler) authenticated(next handlerFunc) handlerFunc {
 		token, ok := bearer(r.Header.Get("Authorization"))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet"`)
-			return errorf(http.StatusUnauthorized, CodeUnauthorized, "send a token as `Authorization: Bearer <token>`")
+			return errorf(http.StatusUnauthorized, v1.CodeUnauthorized, "send a token as `Authorization: Bearer <token>`")
 		}
 		id, err := h.auth.Authenticate(r.Context(), token)
 		switch {
 		case errors.Is(err, ErrInvalidCredentials):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="gauntlet", error="invalid_token"`)
-			return errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not valid: %s", clientMessage(err))
+			return errorf(http.StatusUnauthorized, v1.CodeUnauthorized, "the token is not valid: %s", clientMessage(err))
 		case errors.Is(err, ErrAuthUnavailable):
 			h.log.ErrorContext(r.Context(), "authentication unavailable", "request_id", requestID(r.Context()), "err", err)
-			return errorf(http.StatusServiceUnavailable, CodeUnavailable, "tokens cannot be checked right now; try again shortly")
+			return errorf(http.StatusServiceUnavailable, v1.CodeUnavailable, "tokens cannot be checked right now; try again shortly")
 		case err != nil:
 			return fmt.Errorf("authenticate: %w", err)
 		case id.Workspace == "" || id.User == "":

@@ -4,118 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
-// BenchmarkView is a benchmark as the list shows it.
-type BenchmarkView struct {
-	Key         string           `json:"key"`
-	Name        string           `json:"name"`
-	Description string           `json:"description,omitempty"`
-	Source      benchmark.Source `json:"source"`
-	// Status is the sync status: pending, syncing, ready or failed.
-	Status        string       `json:"status"`
-	Progress      SyncProgress `json:"progress"`
-	SyncError     string       `json:"sync_error,omitempty"`
-	TaskCount     int          `json:"task_count"`
-	CategoryCount int          `json:"category_count"`
-	// Version and Digest name the ready manifest version runs pin.
-	Version  string    `json:"version,omitempty"`
-	Digest   string    `json:"digest,omitempty"`
-	RunCount int       `json:"run_count"`
-	LastRun  *RunBrief `json:"last_run"`
-	// Removable is false for managed benchmarks.
-	Removable bool      `json:"removable"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// SyncProgress counts the tasks of a sync.
-type SyncProgress struct {
-	Synced int `json:"synced"`
-	Total  int `json:"total"`
-}
-
-// RunBrief names a run.
-type RunBrief struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// BenchmarkList is the answer of GET /v1/benchmarks.
-type BenchmarkList struct {
-	Benchmarks []BenchmarkView `json:"benchmarks"`
-}
-
-// BenchmarkDetail is the answer of GET /v1/benchmarks/{key}: the list view
-// plus the ready manifest (null until a sync succeeded).
-type BenchmarkDetail struct {
-	BenchmarkView
-	Manifest *ManifestView `json:"manifest"`
-}
-
-// ManifestView is a manifest version as the API shows it.
-type ManifestView struct {
-	Version         string              `json:"version"`
-	Digest          string              `json:"digest"`
-	Tasks           []TaskView          `json:"tasks"`
-	Categories      []CategoryView      `json:"categories"`
-	TaskSets        []TaskSetView       `json:"task_sets"`
-	Harness         HarnessView         `json:"harness"`
-	Judge           benchmark.Judge     `json:"judge"`
-	PassThreshold   float64             `json:"pass_threshold"`
-	RequiredSecrets []string            `json:"required_secrets"`
-	Difficulties    map[string]int      `json:"difficulties"`
-	TaskSetTasks    map[string][]string `json:"task_set_tasks"`
-}
-
-// TaskView is one task; category and difficulty are null when the source
-// gives none.
-type TaskView struct {
-	Name       string   `json:"name"`
-	Category   *string  `json:"category"`
-	Difficulty *string  `json:"difficulty"`
-	Tags       []string `json:"tags"`
-}
-
-// CategoryView is a category with its task count.
-type CategoryView struct {
-	Name  string `json:"name"`
-	Tasks int    `json:"tasks"`
-}
-
-// TaskSetView is a named task set.
-type TaskSetView struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	Recommended bool   `json:"recommended"`
-	Tasks       int    `json:"tasks"`
-}
-
-// HarnessView is a benchmark's harness requirement.
-type HarnessView struct {
-	Requirement string `json:"requirement"`
-	Default     string `json:"default,omitempty"`
-}
-
-// AddBenchmarkRequest is the body of POST /v1/benchmarks.
-type AddBenchmarkRequest struct {
-	// Source is a Harbor registry dataset, "name" or "name@version".
-	Source string `json:"source"`
-}
-
 // visibleBenchmark returns the workspace's benchmark, or the managed one
 // with the key; another workspace's benchmark is not found.
 func (h *Handler) visibleBenchmark(ctx context.Context, ws, key string) (records.Benchmark, error) {
 	if !benchmark.ValidKey(key) {
-		return records.Benchmark{}, errorf(http.StatusNotFound, CodeNotFound, "benchmark %q not found: keys are lowercase letters, digits and dashes", key)
+		return records.Benchmark{}, errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %q not found: keys are lowercase letters, digits and dashes", key)
 	}
 	b, err := h.cfg.Records.Benchmark(ctx, ws, key)
 	if errors.Is(err, records.ErrNotFound) && ws != h.cfg.ManagedWorkspace {
@@ -153,10 +55,10 @@ func (h *Handler) visibleBenchmarks(ctx context.Context, ws string) ([]records.B
 	return own, nil
 }
 
-func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchmark) (BenchmarkView, error) {
-	v := BenchmarkView{
-		Key: b.Key, Name: b.Name, Description: b.Description, Source: b.Source, Status: string(b.Status),
-		Progress: SyncProgress{Synced: b.Synced, Total: b.Total}, SyncError: b.SyncError, TaskCount: b.TaskCount,
+func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchmark) (v1.BenchmarkView, error) {
+	v := v1.BenchmarkView{
+		Key: b.Key, Name: b.Name, Description: b.Description, Source: v1.Source{Type: string(b.Source.Type), Ref: b.Source.Ref, URL: b.Source.URL}, Status: string(b.Status),
+		Progress: v1.SyncProgress{Synced: b.Synced, Total: b.Total}, SyncError: b.SyncError, TaskCount: b.TaskCount,
 		Version: b.ReadyVersion, Digest: b.ReadyDigest, Removable: b.Source.Type != benchmark.Managed, UpdatedAt: b.UpdatedAt,
 	}
 	if b.ReadyVersion != "" {
@@ -174,7 +76,7 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 	v.RunCount = len(runs)
 	if n := len(runs); n > 0 {
 		last := runs[n-1]
-		v.LastRun = &RunBrief{ID: last.ID, Name: last.Name, Status: string(last.Status), CreatedAt: last.CreatedAt}
+		v.LastRun = &v1.RunBrief{ID: last.ID, Name: last.Name, Status: string(last.Status), CreatedAt: last.CreatedAt}
 	}
 	return v, nil
 }
@@ -195,7 +97,7 @@ func (h *Handler) listBenchmarks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := BenchmarkList{Benchmarks: make([]BenchmarkView, 0, len(all))}
+	out := v1.BenchmarkList{Benchmarks: make([]v1.BenchmarkView, 0, len(all))}
 	for _, b := range all {
 		v, err := h.benchmarkView(r.Context(), ws, b)
 		if err != nil {
@@ -216,7 +118,7 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := BenchmarkDetail{BenchmarkView: v}
+	out := v1.BenchmarkDetail{BenchmarkView: v}
 	if b.ReadyVersion != "" {
 		info, err := h.manifest(r.Context(), b.Workspace, b.Key, b.ReadyVersion)
 		if err != nil {
@@ -227,26 +129,26 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func manifestView(m benchmark.Manifest) *ManifestView {
-	v := &ManifestView{
-		Version: m.Version, Digest: m.Digest, Tasks: make([]TaskView, len(m.Tasks)),
-		Categories: []CategoryView{}, TaskSets: []TaskSetView{},
-		Harness:       HarnessView{Requirement: string(m.HarnessRequirement), Default: m.DefaultHarness},
-		Judge:         m.Judge,
+func manifestView(m benchmark.Manifest) *v1.ManifestView {
+	v := &v1.ManifestView{
+		Version: m.Version, Digest: m.Digest, Tasks: make([]v1.TaskView, len(m.Tasks)),
+		Categories: []v1.CategoryView{}, TaskSets: []v1.TaskSetView{},
+		Harness:       v1.HarnessView{Requirement: string(m.HarnessRequirement), Default: m.DefaultHarness},
+		Judge:         v1.Judge{Required: m.Judge.Required, DefaultModel: m.Judge.DefaultModel},
 		PassThreshold: m.EffectivePassThreshold(), RequiredSecrets: nonNil(m.RequiredSecrets),
 		Difficulties: map[string]int{}, TaskSetTasks: map[string][]string{},
 	}
 	for i, t := range m.Tasks {
-		v.Tasks[i] = TaskView{Name: t.Name, Category: optional(t.Category), Difficulty: optional(t.Difficulty), Tags: nonNil(t.Tags)}
+		v.Tasks[i] = v1.TaskView{Name: t.Name, Category: optional(t.Category), Difficulty: optional(t.Difficulty), Tags: nonNil(t.Tags)}
 		if t.Difficulty != "" {
 			v.Difficulties[t.Difficulty]++
 		}
 	}
 	for _, c := range m.Categories() {
-		v.Categories = append(v.Categories, CategoryView{Name: c.Name, Tasks: c.Tasks})
+		v.Categories = append(v.Categories, v1.CategoryView{Name: c.Name, Tasks: c.Tasks})
 	}
 	for _, s := range m.TaskSetCounts() {
-		v.TaskSets = append(v.TaskSets, TaskSetView{Name: s.Name, Description: s.Description, Recommended: s.Recommended, Tasks: s.Tasks})
+		v.TaskSets = append(v.TaskSets, v1.TaskSetView{Name: s.Name, Description: s.Description, Recommended: s.Recommended, Tasks: s.Tasks})
 		v.TaskSetTasks[s.Name] = nonNil(m.TaskSets[s.Name].Tasks)
 	}
 	return v
@@ -267,13 +169,13 @@ func nonNil[T any](s []T) []T {
 }
 
 func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
-	var req AddBenchmarkRequest
+	var req v1.AddBenchmarkRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	spec := strings.TrimSpace(req.Source)
 	if spec == "" || len(spec) > 256 {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "source must name a registry dataset as name or name@version (at most 256 bytes)")
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "source must name a registry dataset as name or name@version (at most 256 bytes)")
 	}
 	ws := identity(r.Context()).Workspace
 	b, err := h.cfg.Benchmarks.Add(r.Context(), ws, spec)
@@ -290,7 +192,7 @@ func (h *Handler) syncBenchmark(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if b.Workspace != ws {
-		return errorf(http.StatusConflict, CodeConflict, "benchmark %q is managed by the platform; its operator syncs it", b.Key)
+		return errorf(http.StatusConflict, v1.CodeConflict, "benchmark %q is managed by the platform; its operator syncs it", b.Key)
 	}
 	b, err = h.cfg.Benchmarks.Sync(r.Context(), ws, b.Key)
 	if err != nil {
@@ -306,7 +208,7 @@ func (h *Handler) deleteBenchmark(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if b.Source.Type == benchmark.Managed || b.Workspace != ws {
-		return errorf(http.StatusConflict, CodeConflict, "benchmark %q is managed: it belongs to every workspace and cannot be removed", b.Key)
+		return errorf(http.StatusConflict, v1.CodeConflict, "benchmark %q is managed: it belongs to every workspace and cannot be removed", b.Key)
 	}
 	if err := h.cfg.Benchmarks.Delete(r.Context(), ws, b.Key); err != nil {
 		return err

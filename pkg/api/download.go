@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"net/http"
 	"strconv"
@@ -44,10 +45,10 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) error {
 	switch kind {
 	case DownloadSummary, DownloadResults, DownloadArtifacts, DownloadLogs, DownloadAll:
 	default:
-		return errorf(http.StatusBadRequest, CodeBadRequest, "type %q must be summary, results, artifacts, logs or all", kind)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "type %q must be summary, results, artifacts, logs or all", kind)
 	}
 	if rn.Status == run.Pending || rn.Status == run.Queued {
-		return errorf(http.StatusConflict, CodeConflict, "run %s is %s: nothing has run yet; download once it is running", rn.ID, rn.Status)
+		return errorf(http.StatusConflict, v1.CodeConflict, "run %s is %s: nothing has run yet; download once it is running", rn.ID, rn.Status)
 	}
 	d := download{h: h, run: rn}
 	if d.agents, err = h.cfg.Records.Agents(ctx, rn.ID); err != nil {
@@ -165,7 +166,7 @@ func (d *download) logs(ctx context.Context, zw *zip.Writer) error {
 			return fmt.Errorf("list logs of run %s: %w", d.run.ID, err)
 		}
 		for _, l := range lines {
-			if _, err := io.WriteString(f, FormatLogLine(l.At, l.Level, l.Step, l.Slot, l.Message)+"\n"); err != nil {
+			if _, err := io.WriteString(f, v1.FormatLogLine(l.At, l.Level, l.Step, l.Slot, l.Message)+"\n"); err != nil {
 				return err
 			}
 		}
@@ -195,7 +196,7 @@ func (d *download) artifacts(ctx context.Context, zw *zip.Writer) error {
 		if err != nil {
 			return fmt.Errorf("list artifacts of %s: %w", res.SlotID, err)
 		}
-		dir := "artifacts/" + ResultID(res.Agent, res.Attempt, res.Task) + "/"
+		dir := "artifacts/" + v1.ResultID(res.Agent, res.Attempt, res.Task) + "/"
 		for _, info := range infos {
 			if err := d.copyBlob(ctx, zw, info.Key, dir+strings.TrimPrefix(info.Key, res.ArtifactsPrefix)); err != nil {
 				return err
@@ -221,7 +222,7 @@ func (d *download) copyBlob(ctx context.Context, zw *zip.Writer, key, name strin
 
 func num(f float64) string { return strconv.FormatFloat(f, 'g', 10, 64) }
 
-func estimateCells(e *Estimate) []string {
+func estimateCells(e *v1.Estimate) []string {
 	if e == nil {
 		return []string{"", "", ""}
 	}
@@ -232,7 +233,7 @@ func estimateCells(e *Estimate) []string {
 	return []string{num(e.Value), lo, hi}
 }
 
-func estimateValue(e *Estimate) string {
+func estimateValue(e *v1.Estimate) string {
 	if e == nil {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -17,42 +18,13 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
-// Error codes of the error shape.
-const (
-	CodeBadRequest       = "BAD_REQUEST"
-	CodeValidation       = "VALIDATION_FAILED"
-	CodeUnauthorized     = "UNAUTHORIZED"
-	CodeBillingRequired  = "BILLING_REQUIRED"
-	CodeNotFound         = "NOT_FOUND"
-	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
-	CodeConflict         = "CONFLICT"
-	CodeTooLarge         = "BODY_TOO_LARGE"
-	CodeUnsupportedType  = "UNSUPPORTED_MEDIA_TYPE"
-	CodeUnavailable      = "UNAVAILABLE"
-	CodeRegistryInvalid  = "REGISTRY_INVALID"
-	CodeInternal         = "INTERNAL"
-)
-
-// Error is the one error shape of every non-2xx answer.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Details carries structured context, e.g. {"problems": […]} for a
-	// rejected submission; omitted when there is none.
-	Details any `json:"details,omitempty"`
-}
-
-// Error implements error.
-func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
-
-func errorf(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+func errorf(status int, code, format string, args ...any) *v1.Error {
+	return &v1.Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // notFound is the answer for a missing entity and for another workspace's.
-func notFound(what, id string) *Error {
-	return errorf(http.StatusNotFound, CodeNotFound, "%s %q not found", what, id)
+func notFound(what, id string) *v1.Error {
+	return errorf(http.StatusNotFound, v1.CodeNotFound, "%s %q not found", what, id)
 }
 
 // writeError maps an error to its status code and writes the error shape.
@@ -66,8 +38,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	_ = writeJSON(w, e.Status, e)
 }
 
-func (h *Handler) classify(err error) *Error {
-	var apiErr *Error
+func (h *Handler) classify(err error) *v1.Error {
+	var apiErr *v1.Error
 	var rejected *pipeline.RejectedError
 	var tooLarge *http.MaxBytesError
 	var unknownDataset *benchsync.UnknownDatasetError
@@ -77,35 +49,25 @@ func (h *Handler) classify(err error) *Error {
 	case errors.As(err, &rejected):
 		return rejectedError(rejected)
 	case errors.As(err, &tooLarge):
-		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
+		return errorf(http.StatusRequestEntityTooLarge, v1.CodeTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
 	case errors.Is(err, benchsync.ErrInvalidSpec):
-		return errorf(http.StatusBadRequest, CodeBadRequest, "%s", clientMessage(err))
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "%s", clientMessage(err))
 	case errors.As(err, &unknownDataset):
-		return errorf(http.StatusNotFound, CodeNotFound, "%s", unknownDataset.Error())
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "%s", unknownDataset.Error())
 	case errors.Is(err, benchsync.ErrRegistryInvalid):
 		// The operator's registry is broken, not the request: say where.
-		return errorf(http.StatusBadGateway, CodeRegistryInvalid, "the benchmark registry is invalid: %s", registryProblem(err))
+		return errorf(http.StatusBadGateway, v1.CodeRegistryInvalid, "the benchmark registry is invalid: %s", registryProblem(err))
 	case errors.Is(err, store.ErrInvalidCursor):
-		return errorf(http.StatusBadRequest, CodeBadRequest, "cursor is not one this API returned; start again without it")
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "cursor is not one this API returned; start again without it")
 	case errors.Is(err, benchsync.ErrRegistryUnavailable):
-		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the benchmark registry could not be read; check the registry location and try again")
+		return errorf(http.StatusServiceUnavailable, v1.CodeUnavailable, "the benchmark registry could not be read; check the registry location and try again")
 	case errors.Is(err, records.ErrNotFound):
-		return errorf(http.StatusNotFound, CodeNotFound, "not found")
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "not found")
 	case errors.Is(err, records.ErrConflict), errors.Is(err, run.ErrIllegalTransition), errors.Is(err, pipeline.ErrNotStoppable):
-		return errorf(http.StatusConflict, CodeConflict, "%s", clientMessage(err))
+		return errorf(http.StatusConflict, v1.CodeConflict, "%s", clientMessage(err))
 	}
-	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+	return &v1.Error{Status: http.StatusInternalServerError, Code: v1.CodeInternal,
 		Message: "internal error; the server log has the details"}
-}
-
-// registryProblem is the registry's own error without the sentinel's words,
-// at most a few hundred bytes of it.
-func registryProblem(err error) string {
-	msg := strings.TrimPrefix(err.Error(), benchsync.ErrRegistryInvalid.Error()+": ")
-	if len(msg) > 600 {
-		msg = strings.ToValidUTF8(msg[:600], "") + "…"
-	}
-	return msg
 }
 
 // clientMessage is the text of a 4xx domain error: the error without the
@@ -118,13 +80,8 @@ func clientMessage(err error) string {
 	return msg
 }
 
-// problemsDetails is the details of a rejected submission.
-type problemsDetails struct {
-	Problems []pipeline.Problem `json:"problems"`
-}
-
-func rejectedError(rej *pipeline.RejectedError) *Error {
-	details := problemsDetails{Problems: rej.Problems}
+func rejectedError(rej *pipeline.RejectedError) *v1.Error {
+	details := v1.ProblemsDetails{Problems: problems(rej.Problems)}
 	if rej.Has(pipeline.CodeBillingRequired) {
 		msg := "billing required"
 		for _, p := range rej.Problems {
@@ -132,7 +89,7 @@ func rejectedError(rej *pipeline.RejectedError) *Error {
 				msg = p.Message
 			}
 		}
-		return &Error{Status: http.StatusPaymentRequired, Code: CodeBillingRequired, Message: msg, Details: details}
+		return &v1.Error{Status: http.StatusPaymentRequired, Code: v1.CodeBillingRequired, Message: msg, Details: details}
 	}
 	parts := make([]string, len(rej.Problems))
 	for i, p := range rej.Problems {
@@ -141,7 +98,7 @@ func rejectedError(rej *pipeline.RejectedError) *Error {
 			parts[i] = p.Field + ": " + p.Message
 		}
 	}
-	return &Error{Status: http.StatusUnprocessableEntity, Code: CodeValidation,
+	return &v1.Error{Status: http.StatusUnprocessableEntity, Code: v1.CodeValidation,
 		Message: fmt.Sprintf("the submission has %d problems: %s", len(parts), strings.Join(parts, "; ")), Details: details}
 }
 
@@ -157,27 +114,37 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // trailing data are errors.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := mediaType(r); ct != "application/json" && ct != "" {
-		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedType, "send Content-Type: application/json, not %q", ct)
+		return errorf(http.StatusUnsupportedMediaType, v1.CodeUnsupportedType, "send Content-Type: application/json, not %q", ct)
 	}
-	body, err := readBody(w, r, MaxSmallBody)
+	body, err := readBody(w, r, v1.MaxSmallBody)
 	if err != nil {
 		return err
 	}
 	if err := checkUniqueKeys(body); err != nil {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: %s", err)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON body: %s", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
-			return errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty; send a JSON object")
+			return errorf(http.StatusBadRequest, v1.CodeBadRequest, "the request body is empty; send a JSON object")
 		}
-		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: %s", jsonProblem(err))
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON body: %s", jsonProblem(err))
 	}
 	if dec.More() {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON body: data after the object")
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON body: data after the object")
 	}
 	return nil
+}
+
+// registryProblem is the registry's own error without the sentinel's words,
+// at most a few hundred bytes of it.
+func registryProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), benchsync.ErrRegistryInvalid.Error()+": ")
+	if len(msg) > 600 {
+		msg = strings.ToValidUTF8(msg[:600], "") + "…"
+	}
+	return msg
 }
 
 // jsonProblem says what is wrong with a JSON body in JSON's words: the

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
@@ -29,20 +31,20 @@ func TestClassify(t *testing.T) {
 		{"api error", errorf(http.StatusTeapot, "TEAPOT", "short and stout"), http.StatusTeapot, "TEAPOT"},
 		{"billing first", &pipeline.RejectedError{Problems: []pipeline.Problem{
 			{Code: pipeline.CodeInvalidConfig, Field: "a", Message: "bad"},
-			{Code: pipeline.CodeBillingRequired, Message: "billing required: set one up"}}}, http.StatusPaymentRequired, CodeBillingRequired},
+			{Code: pipeline.CodeBillingRequired, Message: "billing required: set one up"}}}, http.StatusPaymentRequired, v1.CodeBillingRequired},
 		{"rejected", fmt.Errorf("submit: %w", &pipeline.RejectedError{Problems: []pipeline.Problem{{Code: pipeline.CodeMissingSecret, Message: "m"}}}),
-			http.StatusUnprocessableEntity, CodeValidation},
-		{"body too large", fmt.Errorf("read: %w", &http.MaxBytesError{Limit: 10}), http.StatusRequestEntityTooLarge, CodeTooLarge},
-		{"invalid spec", fmt.Errorf("%w: no name", benchsync.ErrInvalidSpec), http.StatusBadRequest, CodeBadRequest},
-		{"unknown dataset", &benchsync.UnknownDatasetError{Registry: "r", Name: "x"}, http.StatusNotFound, CodeNotFound},
-		{"registry down", fmt.Errorf("%w: dial", benchsync.ErrRegistryUnavailable), http.StatusServiceUnavailable, CodeUnavailable},
-		{"registry invalid", fmt.Errorf("%w: registry r.json: decode registry: line 3, column 9: tasks.name: want a string", benchsync.ErrRegistryInvalid), http.StatusBadGateway, CodeRegistryInvalid},
-		{"garbage cursor", fmt.Errorf("list runs: query: %w: not from this table", store.ErrInvalidCursor), http.StatusBadRequest, CodeBadRequest},
-		{"not found", fmt.Errorf("get run: %w", records.ErrNotFound), http.StatusNotFound, CodeNotFound},
-		{"conflict", fmt.Errorf("key reused: %w", records.ErrConflict), http.StatusConflict, CodeConflict},
-		{"illegal transition", fmt.Errorf("run: %w", run.ErrIllegalTransition), http.StatusConflict, CodeConflict},
-		{"not stoppable", fmt.Errorf("stop: %w", pipeline.ErrNotStoppable), http.StatusConflict, CodeConflict},
-		{"anything else", errors.New("disk on fire at /var/lib/secret-path"), http.StatusInternalServerError, CodeInternal},
+			http.StatusUnprocessableEntity, v1.CodeValidation},
+		{"body too large", fmt.Errorf("read: %w", &http.MaxBytesError{Limit: 10}), http.StatusRequestEntityTooLarge, v1.CodeTooLarge},
+		{"invalid spec", fmt.Errorf("%w: no name", benchsync.ErrInvalidSpec), http.StatusBadRequest, v1.CodeBadRequest},
+		{"unknown dataset", &benchsync.UnknownDatasetError{Registry: "r", Name: "x"}, http.StatusNotFound, v1.CodeNotFound},
+		{"registry down", fmt.Errorf("%w: dial", benchsync.ErrRegistryUnavailable), http.StatusServiceUnavailable, v1.CodeUnavailable},
+		{"registry invalid", fmt.Errorf("%w: registry r.json: decode registry: line 3, column 9: tasks.name: want a string", benchsync.ErrRegistryInvalid), http.StatusBadGateway, v1.CodeRegistryInvalid},
+		{"garbage cursor", fmt.Errorf("list runs: query: %w: not from this table", store.ErrInvalidCursor), http.StatusBadRequest, v1.CodeBadRequest},
+		{"not found", fmt.Errorf("get run: %w", records.ErrNotFound), http.StatusNotFound, v1.CodeNotFound},
+		{"conflict", fmt.Errorf("key reused: %w", records.ErrConflict), http.StatusConflict, v1.CodeConflict},
+		{"illegal transition", fmt.Errorf("run: %w", run.ErrIllegalTransition), http.StatusConflict, v1.CodeConflict},
+		{"not stoppable", fmt.Errorf("stop: %w", pipeline.ErrNotStoppable), http.StatusConflict, v1.CodeConflict},
+		{"anything else", errors.New("disk on fire at /var/lib/secret-path"), http.StatusInternalServerError, v1.CodeInternal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,8 +65,8 @@ func TestParseResultID(t *testing.T) {
 		want   string
 		wantOK bool
 	}{
-		{ResultID(0, 1, "csv-summary"), "0/csv-summary/1", true},
-		{ResultID(12, 3, "org/task-name"), "12/org/task-name/3", true},
+		{v1.ResultID(0, 1, "csv-summary"), "0/csv-summary/1", true},
+		{v1.ResultID(12, 3, "org/task-name"), "12/org/task-name/3", true},
 		{"0-0-task", "", false},
 		{"x-1-task", "", false},
 		{"1-2-", "", false},
@@ -131,6 +133,14 @@ func TestRegistryInvalidSaysWhere(t *testing.T) {
 	e := h.classify(fmt.Errorf("%w: registry r.json: decode registry: line 3, column 9: tasks.name: want a string", benchsync.ErrRegistryInvalid))
 	if want := "the benchmark registry is invalid: registry r.json: decode registry: line 3, column 9: tasks.name: want a string"; e.Message != want {
 		t.Errorf("message = %q, want %q", e.Message, want)
+	}
+}
+
+// TestRunBodyLimitIsTheConfigLimit: the API reads exactly as much of a run
+// config as the parser accepts, so a larger one is a 413, not a 422.
+func TestRunBodyLimitIsTheConfigLimit(t *testing.T) {
+	if v1.MaxRunBody != runconfig.MaxConfigBytes {
+		t.Errorf("v1.MaxRunBody = %d, runconfig.MaxConfigBytes = %d; they must agree (and docs/API.md with them)", v1.MaxRunBody, runconfig.MaxConfigBytes)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // FuzzRequestBodies feeds mutated JSON bodies to the strict decoder of
@@ -20,8 +22,8 @@ func FuzzRequestBodies(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 	}
 	targets := []func() any{
-		func() any { return &AddBenchmarkRequest{} }, func() any { return &CreateWorkspaceRequest{} },
-		func() any { return &SetBillingRequest{} }, func() any { return &AddUserRequest{} }, func() any { return &secretBody{} },
+		func() any { return &v1.AddBenchmarkRequest{} }, func() any { return &v1.CreateWorkspaceRequest{} },
+		func() any { return &v1.SetBillingRequest{} }, func() any { return &v1.AddUserRequest{} }, func() any { return &v1.SecretValue{} },
 	}
 	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
 		v := targets[int(which)%len(targets)]()
@@ -31,7 +33,7 @@ func FuzzRequestBodies(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var apiErr *Error
+		var apiErr *v1.Error
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500:

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
@@ -15,7 +14,7 @@ import (
 // agents, as the pipeline last recomputed them, and how many final results
 // they cover. Before the first recompute every summary is empty.
 func (h *Handler) runSummaries(ctx context.Context, r run.Run, agents []run.Agent) ([]leaderboard.Summary, int, error) {
-	m, err := pipeline.ReadRunMetrics(ctx, h.cfg.Records, r.ID)
+	m, err := h.cfg.Records.RunMetrics(ctx, r.ID)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
 		return nil, 0, fmt.Errorf("load metrics of run %s: %w", r.ID, err)
 	}

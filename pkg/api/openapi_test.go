@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,7 +18,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		OpenAPI string                                `json:"openapi"`
 		Paths   map[string]map[string]json.RawMessage `json:"paths"`
 	}
-	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+	if err := json.Unmarshal(v1.OpenAPI, &doc); err != nil {
 		t.Fatalf("openapi.json: %v", err)
 	}
 	if doc.OpenAPI != "3.1.0" {
@@ -52,10 +53,10 @@ func TestOpenAPIRefsResolve(t *testing.T) {
 		} `json:"components"`
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
-	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+	if err := json.Unmarshal(v1.OpenAPI, &doc); err != nil {
 		t.Fatalf("openapi.json: %v", err)
 	}
-	for _, m := range regexp.MustCompile(`"\$ref": ?"#/components/schemas/([A-Za-z0-9]+)"`).FindAllSubmatch(OpenAPI, -1) {
+	for _, m := range regexp.MustCompile(`"\$ref": ?"#/components/schemas/([A-Za-z0-9]+)"`).FindAllSubmatch(v1.OpenAPI, -1) {
 		if _, ok := doc.Components.Schemas[string(m[1])]; !ok {
 			t.Errorf("$ref to missing schema %s", m[1])
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"mime"
 	"net/http"
@@ -12,7 +13,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -21,68 +21,6 @@ import (
 
 // maxInlineArtifact bounds the artifact text a result detail inlines.
 const maxInlineArtifact = 64 << 10
-
-// ResultView is one row of a run's results: the final attempt result of one
-// agent × task × attempt.
-type ResultView struct {
-	// ID is "<agent>-<attempt>-<task>".
-	ID         string             `json:"id"`
-	Agent      int                `json:"agent"`
-	AgentLabel string             `json:"agent_label"`
-	Task       string             `json:"task"`
-	Attempt    int                `json:"attempt"`
-	Generation int                `json:"generation"`
-	Outcome    string             `json:"outcome"`
-	ErrorClass string             `json:"error_class,omitempty"`
-	Message    string             `json:"message,omitempty"`
-	Reward     *float64           `json:"reward"`
-	Rewards    map[string]float64 `json:"rewards,omitempty"`
-	Tokens     Tokens             `json:"tokens"`
-	CostUSD    float64            `json:"cost_usd"`
-	// DurationSec is the attempt's wall time.
-	DurationSec float64    `json:"duration_sec"`
-	StartedAt   *time.Time `json:"started_at"`
-	EndedAt     *time.Time `json:"ended_at"`
-}
-
-// ResultList is one page of results.
-type ResultList struct {
-	Results    []ResultView `json:"results"`
-	NextCursor string       `json:"next_cursor,omitempty"`
-}
-
-// ResultDetail is the answer of GET /v1/runs/{id}/results/{result}.
-type ResultDetail struct {
-	ResultView
-	// Output is the verifier's graded output (stdout and stderr of tests).
-	Output PhaseOutput `json:"output"`
-	// Agent is the agent's transcript: its stdout and stderr.
-	AgentOutput PhaseOutput `json:"agent_output"`
-	// Trajectory is the agent's trajectory file (agent/trajectory.json)
-	// when the harness wrote one; null otherwise.
-	Trajectory json.RawMessage `json:"trajectory"`
-	// Artifacts lists every stored file of the attempt with a download URL
-	// served by this API.
-	Artifacts []ArtifactView `json:"artifacts"`
-	// EarlierAttempts are the generations retried after infrastructure
-	// errors, oldest first.
-	EarlierAttempts []ResultView `json:"earlier_attempts"`
-}
-
-// PhaseOutput is the captured output of one phase; Truncated is set when a
-// stream was longer than the inline limit (the artifact has it all).
-type PhaseOutput struct {
-	Stdout    string `json:"stdout"`
-	Stderr    string `json:"stderr"`
-	Truncated bool   `json:"truncated"`
-}
-
-// ArtifactView is one stored file of an attempt.
-type ArtifactView struct {
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-	URL  string `json:"url"`
-}
 
 // ResultID names the final result of agent × attempt × task.
 func ResultID(agent, attempt int, task string) string {
@@ -103,12 +41,12 @@ func parseResultID(id string) (string, bool) {
 	return run.SlotID(agent, parts[2], attempt), true
 }
 
-func resultView(res run.Result, agents []run.Agent) ResultView {
-	v := ResultView{
-		ID: ResultID(res.Agent, res.Attempt, res.Task), Agent: res.Agent, Task: res.Task, Attempt: res.Attempt,
+func resultView(res run.Result, agents []run.Agent) v1.ResultView {
+	v := v1.ResultView{
+		ID: v1.ResultID(res.Agent, res.Attempt, res.Task), Agent: res.Agent, Task: res.Task, Attempt: res.Attempt,
 		Generation: res.Generation, Outcome: string(res.Outcome), ErrorClass: string(res.ErrorClass), Message: res.Message,
 		Reward: res.Reward, Rewards: res.Rewards, CostUSD: res.CostUSD, DurationSec: float64(res.DurationMS) / 1000,
-		Tokens:    Tokens{Input: res.InputTokens, Cache: res.CacheTokens, Output: res.OutputTokens},
+		Tokens:    v1.Tokens{Input: res.InputTokens, Cache: res.CacheTokens, Output: res.OutputTokens},
 		StartedAt: timePtr(res.StartedAt), EndedAt: timePtr(res.EndedAt),
 	}
 	if res.Agent >= 0 && res.Agent < len(agents) {
@@ -130,12 +68,12 @@ func parseResultFilter(q url.Values) (resultFilter, error) {
 	if s := q.Get("agent"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
-			return f, errorf(http.StatusBadRequest, CodeBadRequest, "agent %q must be an agent index (0, 1, …)", s)
+			return f, errorf(http.StatusBadRequest, v1.CodeBadRequest, "agent %q must be an agent index (0, 1, …)", s)
 		}
 		f.agent = n
 	}
 	if f.outcome != "" && !f.outcome.Valid() {
-		return f, errorf(http.StatusBadRequest, CodeBadRequest, "outcome %q must be passed, failed, errored or cancelled", f.outcome)
+		return f, errorf(http.StatusBadRequest, v1.CodeBadRequest, "outcome %q must be passed, failed, errored or cancelled", f.outcome)
 	}
 	return f, nil
 }
@@ -174,7 +112,7 @@ func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
-	out := ResultList{Results: []ResultView{}}
+	out := v1.ResultList{Results: []v1.ResultView{}}
 	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
 		page, next, err := h.cfg.Records.Results(ctx, rn.ID, cursor, n)
 		if err != nil {
@@ -209,7 +147,7 @@ func (h *Handler) finalResult(ctx context.Context, rn run.Run, id string) (run.R
 	}
 	res, err := h.cfg.Records.Result(ctx, rn.ID, slotID, slot.Generation)
 	if errors.Is(err, records.ErrNotFound) {
-		return run.Result{}, nil, errorf(http.StatusNotFound, CodeNotFound, "result %q has no final outcome yet (slot is %s)", id, slot.Status)
+		return run.Result{}, nil, errorf(http.StatusNotFound, v1.CodeNotFound, "result %q has no final outcome yet (slot is %s)", id, slot.Status)
 	}
 	if err != nil {
 		return run.Result{}, nil, fmt.Errorf("load result %s: %w", id, err)
@@ -240,7 +178,7 @@ func (h *Handler) getResult(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
-	out := ResultDetail{ResultView: resultView(res, agents), Artifacts: []ArtifactView{}, EarlierAttempts: []ResultView{}}
+	out := v1.ResultDetail{ResultView: resultView(res, agents), Artifacts: []v1.ArtifactView{}, EarlierAttempts: []v1.ResultView{}}
 	for _, e := range earlier {
 		out.EarlierAttempts = append(out.EarlierAttempts, resultView(e, agents))
 	}
@@ -254,7 +192,7 @@ func (h *Handler) getResult(w http.ResponseWriter, r *http.Request) error {
 
 // fillArtifacts lists the attempt's stored files and inlines the verifier
 // and agent output and the trajectory.
-func (h *Handler) fillArtifacts(ctx context.Context, runID string, res run.Result, out *ResultDetail) error {
+func (h *Handler) fillArtifacts(ctx context.Context, runID string, res run.Result, out *v1.ResultDetail) error {
 	infos, err := h.cfg.Blobs.List(ctx, res.ArtifactsPrefix)
 	if err != nil {
 		return fmt.Errorf("list artifacts of %s: %w", res.SlotID, err)
@@ -262,7 +200,7 @@ func (h *Handler) fillArtifacts(ctx context.Context, runID string, res run.Resul
 	base := "/v1/runs/" + url.PathEscape(runID) + "/results/" + url.PathEscape(out.ID) + "/artifacts/"
 	for _, info := range infos {
 		rel := strings.TrimPrefix(info.Key, res.ArtifactsPrefix)
-		out.Artifacts = append(out.Artifacts, ArtifactView{Path: rel, Size: info.Size, URL: base + escapePath(rel)})
+		out.Artifacts = append(out.Artifacts, v1.ArtifactView{Path: rel, Size: info.Size, URL: base + escapePath(rel)})
 	}
 	read := func(rel string) (string, bool, error) { return h.readText(ctx, res.ArtifactsPrefix+rel) }
 	var t1, t2, t3, t4 bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,43 +23,6 @@ const (
 	maxScan = 2000
 )
 
-// CreatedRun is the answer of POST /v1/runs.
-type CreatedRun struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Status    string   `json:"status"`
-	TaskCount int      `json:"task_count"`
-	SlotCount int      `json:"slot_count"`
-	Replayed  bool     `json:"replayed"`
-	Warnings  []string `json:"warnings"`
-}
-
-// ValidationReport is the answer of POST /v1/runs/validate: what the
-// submission would create and every problem that would reject it.
-type ValidationReport struct {
-	Valid           bool               `json:"valid"`
-	Benchmark       string             `json:"benchmark,omitempty"`
-	ManifestVersion string             `json:"manifest_version,omitempty"`
-	TaskCount       int                `json:"task_count"`
-	SlotCount       int                `json:"slot_count"`
-	MissingSecrets  []string           `json:"missing_secrets"`
-	BillingProblem  string             `json:"billing_problem,omitempty"`
-	Problems        []pipeline.Problem `json:"problems"`
-	Warnings        []string           `json:"warnings"`
-}
-
-// RunList is one page of runs.
-type RunList struct {
-	Runs       []RunView `json:"runs"`
-	NextCursor string    `json:"next_cursor,omitempty"`
-}
-
-// LogList is one page of run log lines.
-type LogList struct {
-	Logs       []records.LogLine `json:"logs"`
-	NextCursor string            `json:"next_cursor,omitempty"`
-}
-
 // submitRequest builds a submission from a run config body: TOML
 // (application/toml, the default) or JSON (application/json).
 func submitRequest(w http.ResponseWriter, r *http.Request) (pipeline.SubmitRequest, error) {
@@ -70,22 +34,22 @@ func submitRequest(w http.ResponseWriter, r *http.Request) (pipeline.SubmitReque
 	case "application/json":
 		req.Format = "json"
 	default:
-		return req, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedType,
+		return req, errorf(http.StatusUnsupportedMediaType, v1.CodeUnsupportedType,
 			"send the run config as Content-Type: application/toml or application/json, not %q", ct)
 	}
 	if len(req.Name) > 128 {
-		return req, errorf(http.StatusBadRequest, CodeBadRequest, "name is longer than 128 bytes")
+		return req, errorf(http.StatusBadRequest, v1.CodeBadRequest, "name is longer than 128 bytes")
 	}
-	body, err := readBody(w, r, MaxRunBody)
+	body, err := readBody(w, r, v1.MaxRunBody)
 	if err != nil {
 		return req, err
 	}
 	if len(body) == 0 {
-		return req, errorf(http.StatusBadRequest, CodeBadRequest, "the request body is empty; send a run config")
+		return req, errorf(http.StatusBadRequest, v1.CodeBadRequest, "the request body is empty; send a run config")
 	}
 	if req.Format == "json" {
 		if err := checkUniqueKeys(body); err != nil {
-			return req, errorf(http.StatusBadRequest, CodeBadRequest, "invalid JSON run config: %s", err)
+			return req, errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON run config: %s", err)
 		}
 	}
 	req.Document = body
@@ -101,7 +65,7 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := CreatedRun{ID: res.Run.ID, Name: res.Run.Name, Status: string(res.Run.Status), TaskCount: len(res.Run.Tasks),
+	out := v1.CreatedRun{ID: res.Run.ID, Name: res.Run.Name, Status: string(res.Run.Status), TaskCount: len(res.Run.Tasks),
 		SlotCount: res.Run.TotalSlots(), Replayed: res.Replayed, Warnings: nonNil(res.Warnings)}
 	w.Header().Set("Location", "/v1/runs/"+res.Run.ID)
 	status := http.StatusCreated
@@ -122,11 +86,11 @@ func (h *Handler) validateRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil && !errors.As(err, &rejected) {
 		return err
 	}
-	out := ValidationReport{Valid: err == nil, Benchmark: v.Benchmark.Key, ManifestVersion: v.ManifestVersion,
+	out := v1.ValidationReport{Valid: err == nil, Benchmark: v.Benchmark.Key, ManifestVersion: v.ManifestVersion,
 		TaskCount: v.TaskCount, SlotCount: v.SlotCount, MissingSecrets: nonNil(v.MissingSecrets),
-		BillingProblem: v.BillingProblem, Problems: []pipeline.Problem{}, Warnings: nonNil(v.Resolved.Warnings)}
+		BillingProblem: v.BillingProblem, Problems: []v1.Problem{}, Warnings: nonNil(v.Resolved.Warnings)}
 	if rejected != nil {
-		out.Problems = rejected.Problems
+		out.Problems = problems(rejected.Problems)
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -153,13 +117,13 @@ func pageParams(r *http.Request) (limit int, cursor string, err error) {
 	if s := q.Get("limit"); s != "" {
 		n, perr := strconv.Atoi(s)
 		if perr != nil || n < 1 || n > maxLimit {
-			return 0, "", errorf(http.StatusBadRequest, CodeBadRequest, "limit %q must be a whole number from 1 to %d", s, maxLimit)
+			return 0, "", errorf(http.StatusBadRequest, v1.CodeBadRequest, "limit %q must be a whole number from 1 to %d", s, maxLimit)
 		}
 		limit = n
 	}
 	cursor = q.Get("cursor")
 	if len(cursor) > 1024 {
-		return 0, "", errorf(http.StatusBadRequest, CodeBadRequest, "cursor is not one this API returned")
+		return 0, "", errorf(http.StatusBadRequest, v1.CodeBadRequest, "cursor is not one this API returned")
 	}
 	return limit, cursor, nil
 }
@@ -172,13 +136,13 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	bench, status := q.Get("benchmark"), run.Status(q.Get("status"))
 	if status != "" && !status.Valid() {
-		return errorf(http.StatusBadRequest, CodeBadRequest, "status %q must be one of pending, queued, running, finished, failed, stopping, stopped", status)
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "status %q must be one of pending, queued, running, finished, failed, stopping, stopped", status)
 	}
 	keep := func(rn run.Run) bool {
 		return (bench == "" || rn.Benchmark == bench || rn.BenchmarkName == bench) && (status == "" || rn.Status == status)
 	}
 	ws := identity(r.Context()).Workspace
-	out := RunList{Runs: []RunView{}}
+	out := v1.RunList{Runs: []v1.RunView{}}
 	now := h.cfg.Now()
 	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
 		runs, next, err := h.cfg.Records.RunsByWorkspace(r.Context(), ws, cursor, n)
@@ -256,7 +220,7 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 		return nil, time.Time{}, err
 	}
 	now := h.cfg.Now()
-	out := RunDetail{RunView: runView(rn, t, now), AgentsDetail: make([]AgentView, len(agents)),
+	out := v1.RunDetail{RunView: runView(rn, t, now), AgentsDetail: make([]v1.AgentView, len(agents)),
 		MetricsResults: covered, MetricsCurrent: int64(covered) >= t.Done}
 	perAgent := len(rn.Tasks) * rn.Settings.AttemptsPerTask
 	for i, a := range agents {
@@ -264,8 +228,8 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("load tally of run %s agent %d: %w", rn.ID, a.Index, err)
 		}
-		out.AgentsDetail[i] = AgentView{Index: a.Index, Name: a.Name, Label: a.Label(), Harness: a.Harness, Model: a.Model,
-			Status: string(a.Status), Progress: Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
+		out.AgentsDetail[i] = v1.AgentView{Index: a.Index, Name: a.Name, Label: a.Label(), Harness: a.Harness, Model: a.Model,
+			Status: string(a.Status), Progress: v1.Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
 			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, Metrics: metricsOf(summaries[i])}
 	}
 	body, err := render(out)
@@ -299,7 +263,7 @@ func (h *Handler) runLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list logs of run %s: %w", rn.ID, err)
 	}
-	return writeJSON(w, http.StatusOK, LogList{Logs: nonNil(lines), NextCursor: next})
+	return writeJSON(w, http.StatusOK, v1.LogList{Logs: logLines(lines), NextCursor: next})
 }
 
 func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
@@ -308,7 +272,7 @@ func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !rn.Status.Stoppable() {
-		return errorf(http.StatusConflict, CodeConflict, "run %s is %s; only pending, queued or running runs can be stopped", rn.ID, rn.Status)
+		return errorf(http.StatusConflict, v1.CodeConflict, "run %s is %s; only pending, queued or running runs can be stopped", rn.ID, rn.Status)
 	}
 	rn, err = h.cfg.Runs.Stop(r.Context(), rn.ID, identity(r.Context()).User)
 	if err != nil {

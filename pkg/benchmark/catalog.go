@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/BurntSushi/toml"
+	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
@@ -211,7 +211,7 @@ func ValidTaskSetName(name string) bool { return taskSetNameRE.MatchString(name)
 // synced: CatalogEntry.Manifest does that.
 func ParseCatalog(data []byte, file string) (Catalog, error) {
 	var raw catalogFile
-	md, err := toml.Decode(string(data), &raw)
+	md, err := tomldoc.Decode(data, &raw)
 	if err != nil {
 		return Catalog{}, &CatalogError{File: file, Problems: []CatalogProblem{{Message: tomlMessage(err)}}}
 	}
@@ -243,9 +243,9 @@ func ParseCatalog(data []byte, file string) (Catalog, error) {
 }
 
 func tomlMessage(err error) string {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)
+	var se *tomldoc.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("line %d: %s", se.Line, se.Message)
 	}
 	return err.Error()
 }

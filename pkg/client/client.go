@@ -9,14 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 // Client talks to one API endpoint with one token.
@@ -45,18 +44,19 @@ func New(baseURL, token string, httpClient *http.Client) (*Client, error) {
 // URL returns the API base URL.
 func (c *Client) URL() string { return c.base.String() }
 
-// Error is an API error answer.
+// Error is an API error answer: the wire error shape with the HTTP status,
+// worded for a terminal.
 type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details any    `json:"details,omitempty"`
+	answer
 }
 
-// Error implements error.
+// answer names the embedded wire shape, whose own Error method Error's shadows.
+type answer = v1.Error
+
+// Error implements error; a rejected submission lists its problems.
 func (e *Error) Error() string {
 	msg := e.Message
-	if rej, ok := e.Problems(); ok && len(rej) > 0 && e.Code == api.CodeValidation {
+	if rej, ok := e.Problems(); ok && len(rej) > 0 && e.Code == v1.CodeValidation {
 		parts := make([]string, len(rej))
 		for i, p := range rej {
 			parts[i] = "  - " + p.Message
@@ -67,28 +67,6 @@ func (e *Error) Error() string {
 		msg = fmt.Sprintf("the submission has %d problems:\n%s", len(rej), strings.Join(parts, "\n"))
 	}
 	return fmt.Sprintf("%s (%d %s)", msg, e.Status, e.Code)
-}
-
-// Problem is one problem of a rejected submission.
-type Problem struct {
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
-// Problems returns details.problems of a rejected submission.
-func (e *Error) Problems() ([]Problem, bool) {
-	raw, err := json.Marshal(e.Details)
-	if err != nil || e.Details == nil {
-		return nil, false
-	}
-	var d struct {
-		Problems []Problem `json:"problems"`
-	}
-	if json.Unmarshal(raw, &d) != nil || d.Problems == nil {
-		return nil, false
-	}
-	return d.Problems, true
 }
 
 // IsStatus reports whether err is an API error with the status code.
@@ -134,9 +112,9 @@ func (c *Client) do(ctx context.Context, rq request) (*http.Response, error) {
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	apiErr := &Error{Status: resp.StatusCode}
+	apiErr := &Error{answer{Status: resp.StatusCode}}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if json.Unmarshal(data, apiErr) != nil || apiErr.Code == "" {
+	if json.Unmarshal(data, &apiErr.answer) != nil || apiErr.Code == "" {
 		apiErr.Code, apiErr.Message = "HTTP_"+strconv.Itoa(resp.StatusCode), strings.TrimSpace(string(data))
 	}
 	return nil, apiErr
@@ -184,21 +162,21 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // Workspace returns the caller's workspace.
-func (c *Client) Workspace(ctx context.Context) (api.WorkspaceView, error) {
-	var out api.WorkspaceView
+func (c *Client) Workspace(ctx context.Context) (v1.WorkspaceView, error) {
+	var out v1.WorkspaceView
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "workspace")}, &out)
 }
 
 // Secrets lists the secret records the caller sees.
-func (c *Client) Secrets(ctx context.Context) ([]api.SecretView, error) {
-	var out api.SecretList
+func (c *Client) Secrets(ctx context.Context) ([]v1.SecretView, error) {
+	var out v1.SecretList
 	err := c.call(ctx, request{method: http.MethodGet, path: path("v1", "secrets")}, &out)
 	return out.Secrets, err
 }
 
 // PutSecret sets a secret value in scope (workspace or personal).
-func (c *Client) PutSecret(ctx context.Context, name, scope string, value []byte) (api.SecretView, error) {
-	var out api.SecretView
+func (c *Client) PutSecret(ctx context.Context, name, scope string, value []byte) (v1.SecretView, error) {
+	var out v1.SecretView
 	err := c.call(ctx, request{method: http.MethodPut, path: path("v1", "secrets", name), query: scopeQuery(scope),
 		body: bytes.NewReader(value), contentType: "application/octet-stream"}, &out)
 	return out, err

@@ -3,32 +3,31 @@ package client
 import (
 	"bytes"
 	"context"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 // Benchmarks lists the workspace's benchmarks.
-func (c *Client) Benchmarks(ctx context.Context) ([]api.BenchmarkView, error) {
-	var out api.BenchmarkList
+func (c *Client) Benchmarks(ctx context.Context) ([]v1.BenchmarkView, error) {
+	var out v1.BenchmarkList
 	err := c.call(ctx, request{method: http.MethodGet, path: path("v1", "benchmarks")}, &out)
 	return out.Benchmarks, err
 }
 
 // Benchmark returns one benchmark with its manifest.
-func (c *Client) Benchmark(ctx context.Context, key string) (api.BenchmarkDetail, error) {
-	var out api.BenchmarkDetail
+func (c *Client) Benchmark(ctx context.Context, key string) (v1.BenchmarkDetail, error) {
+	var out v1.BenchmarkDetail
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "benchmarks", key)}, &out)
 }
 
 // AddBenchmark adds a registry dataset ("name[@version]").
-func (c *Client) AddBenchmark(ctx context.Context, source string) (api.BenchmarkView, error) {
-	var out api.BenchmarkView
-	body, err := jsonBody(api.AddBenchmarkRequest{Source: source})
+func (c *Client) AddBenchmark(ctx context.Context, source string) (v1.BenchmarkView, error) {
+	var out v1.BenchmarkView
+	body, err := jsonBody(v1.AddBenchmarkRequest{Source: source})
 	if err != nil {
 		return out, err
 	}
@@ -36,8 +35,8 @@ func (c *Client) AddBenchmark(ctx context.Context, source string) (api.Benchmark
 }
 
 // SyncBenchmark retries a benchmark's sync.
-func (c *Client) SyncBenchmark(ctx context.Context, key string) (api.BenchmarkView, error) {
-	var out api.BenchmarkView
+func (c *Client) SyncBenchmark(ctx context.Context, key string) (v1.BenchmarkView, error) {
+	var out v1.BenchmarkView
 	return out, c.call(ctx, request{method: http.MethodPost, path: path("v1", "benchmarks", key, "sync")}, &out)
 }
 
@@ -48,8 +47,8 @@ func (c *Client) DeleteBenchmark(ctx context.Context, key string) error {
 
 // Leaderboard returns the benchmark's leaderboard ranked by metric ("" =
 // pass@1).
-func (c *Client) Leaderboard(ctx context.Context, key, metric string) (api.LeaderboardView, error) {
-	var out api.LeaderboardView
+func (c *Client) Leaderboard(ctx context.Context, key, metric string) (v1.LeaderboardView, error) {
+	var out v1.LeaderboardView
 	q := url.Values{}
 	if metric != "" {
 		q.Set("metric", metric)
@@ -83,14 +82,14 @@ func (s Submission) request(p string) request {
 }
 
 // SubmitRun submits a run.
-func (c *Client) SubmitRun(ctx context.Context, s Submission) (api.CreatedRun, error) {
-	var out api.CreatedRun
+func (c *Client) SubmitRun(ctx context.Context, s Submission) (v1.CreatedRun, error) {
+	var out v1.CreatedRun
 	return out, c.call(ctx, s.request(path("v1", "runs")), &out)
 }
 
 // ValidateRun checks a submission without creating anything.
-func (c *Client) ValidateRun(ctx context.Context, s Submission) (api.ValidationReport, error) {
-	var out api.ValidationReport
+func (c *Client) ValidateRun(ctx context.Context, s Submission) (v1.ValidationReport, error) {
+	var out v1.ValidationReport
 	return out, c.call(ctx, s.request(path("v1", "runs", "validate")), &out)
 }
 
@@ -101,7 +100,7 @@ type RunFilter struct {
 }
 
 // Runs returns one page of runs, newest first.
-func (c *Client) Runs(ctx context.Context, f RunFilter) (api.RunList, error) {
+func (c *Client) Runs(ctx context.Context, f RunFilter) (v1.RunList, error) {
 	q := url.Values{}
 	setNonEmpty(q, "benchmark", f.Benchmark)
 	setNonEmpty(q, "status", f.Status)
@@ -109,7 +108,7 @@ func (c *Client) Runs(ctx context.Context, f RunFilter) (api.RunList, error) {
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out api.RunList
+	var out v1.RunList
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs"), query: q}, &out)
 }
 
@@ -120,8 +119,8 @@ func setNonEmpty(q url.Values, k, v string) {
 }
 
 // Run returns one run with its agents and metrics.
-func (c *Client) Run(ctx context.Context, id string) (api.RunDetail, error) {
-	var out api.RunDetail
+func (c *Client) Run(ctx context.Context, id string) (v1.RunDetail, error) {
+	var out v1.RunDetail
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", id)}, &out)
 }
 
@@ -137,19 +136,19 @@ func (c *Client) RunConfig(ctx context.Context, id string) (string, error) {
 }
 
 // RunLogs returns one page of the run's log lines.
-func (c *Client) RunLogs(ctx context.Context, id, cursor string, limit int) (api.LogList, error) {
+func (c *Client) RunLogs(ctx context.Context, id, cursor string, limit int) (v1.LogList, error) {
 	q := url.Values{}
 	setNonEmpty(q, "cursor", cursor)
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out api.LogList
+	var out v1.LogList
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", id, "logs"), query: q}, &out)
 }
 
 // StopRun asks the run to stop.
-func (c *Client) StopRun(ctx context.Context, id string) (api.RunView, error) {
-	var out api.RunView
+func (c *Client) StopRun(ctx context.Context, id string) (v1.RunView, error) {
+	var out v1.RunView
 	return out, c.call(ctx, request{method: http.MethodPost, path: path("v1", "runs", id, "stop")}, &out)
 }
 
@@ -162,7 +161,7 @@ type ResultFilter struct {
 }
 
 // Results returns one page of the run's results.
-func (c *Client) Results(ctx context.Context, id string, f ResultFilter) (api.ResultList, error) {
+func (c *Client) Results(ctx context.Context, id string, f ResultFilter) (v1.ResultList, error) {
 	q := url.Values{}
 	if f.Agent != nil {
 		q.Set("agent", strconv.Itoa(*f.Agent))
@@ -174,13 +173,13 @@ func (c *Client) Results(ctx context.Context, id string, f ResultFilter) (api.Re
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
 	}
-	var out api.ResultList
+	var out v1.ResultList
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", id, "results"), query: q}, &out)
 }
 
 // Result returns one result in detail.
-func (c *Client) Result(ctx context.Context, runID, resultID string) (api.ResultDetail, error) {
-	var out api.ResultDetail
+func (c *Client) Result(ctx context.Context, runID, resultID string) (v1.ResultDetail, error) {
+	var out v1.ResultDetail
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "runs", runID, "results", resultID)}, &out)
 }
 

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 )
 
 // DefaultVerifierTimeoutSec is Harbor's verifier timeout when task.toml sets none.
@@ -155,7 +154,7 @@ var schemaVersionPattern = regexp.MustCompile(`^1\.[0-9]+$`)
 // file and the dotted field, joined into one error.
 func ParseTaskConfig(data []byte, file string) (TaskConfig, error) {
 	var doc map[string]any
-	if _, err := toml.Decode(string(data), &doc); err != nil {
+	if _, err := tomldoc.Decode(data, &doc); err != nil {
 		return TaskConfig{}, fmt.Errorf("%s: %w", file, err)
 	}
 	r := &fieldReader{file: file}

@@ -45,28 +45,23 @@ func (m Metric) Direction() stats.Direction {
 	return stats.HigherIsBetter
 }
 
-// Board is a leaderboard ranked by one metric. Entrants are only ever
-// compared within one Group: the same task set of the same resolved manifest
-// version (version string and digest), so a board holds one independently
-// ranked group per (task set, version).
+// Board is a leaderboard ranked by one metric: every eligible entrant in
+// one list. Task set and resolved manifest version enter only the tie test:
+// a row is tied with the best only when it ran the same task set on the same
+// version (string and digest) as the best and the paired t-test cannot
+// separate them; any other row is ranked by its value and never tied, since
+// a parity sample and a full run, or runs on different versions, are not the
+// same measurement.
 type Board struct {
-	Metric Metric  `json:"metric"`
-	Groups []Group `json:"groups"`
-}
-
-// Group is the ranked rows of one (task set, manifest version).
-type Group struct {
-	TaskSet         string `json:"task_set"`
-	ManifestVersion string `json:"manifest_version"`
-	ManifestDigest  string `json:"manifest_digest"`
-	// K is the group's pass@k depth: the deepest k every row reached, i.e.
+	Metric Metric `json:"metric"`
+	// K is the board's pass@k depth: the deepest k every row reached, i.e.
 	// the smallest len(PassAtK) over rows that have pass@1 (0 when none
 	// has). MetricPassAtK ranks by pass@K; displays show pass@K.
 	K    int   `json:"k"`
 	Rows []Row `json:"rows"`
 }
 
-// Row is one entrant's place in a Group.
+// Row is one entrant's place on a Board.
 type Row struct {
 	// Rank is the competition rank: 1 for the best row and every row tied
 	// with it, otherwise 1 + the number of rows with a strictly better
@@ -77,19 +72,21 @@ type Row struct {
 	Best bool `json:"best"`
 	// TiedWithBest marks a row with a worse value than the best that shares
 	// rank 1 only because the paired t-test cannot separate it from the best
-	// (a statistical tie). A row whose value equals the best's has rank 1
-	// outright and is not marked.
+	// (a statistical tie; only rows of the best's task set and version are
+	// tested). A row whose value equals the best's has rank 1 outright and is
+	// not marked.
 	TiedWithBest bool `json:"tied_with_best"`
 	// Value is the row's value of the metric; nil when it has none.
 	Value   *float64 `json:"value,omitempty"`
 	Summary Summary  `json:"summary"`
 	// VsBest compares the row with the best row on the metric; nil for the
-	// best row and for rows without a value.
+	// best row, for rows without a value, and for rows of another task set
+	// or manifest version than the best's (they are never compared).
 	VsBest *Comparison `json:"vs_best,omitempty"`
 }
 
-// Comparison is a paired comparison of a row with the best row of its group
-// over the tasks both have a value for.
+// Comparison is a paired comparison of a row with the best row over the
+// tasks both have a value for.
 type Comparison struct {
 	// Tasks is the number of paired tasks.
 	Tasks int `json:"tasks"`
@@ -132,42 +129,22 @@ func Boards(summaries []Summary) []Board {
 	return boards
 }
 
-// NewBoard groups summaries by (task set, manifest version, digest) and ranks
-// each group by metric. It does not filter: pass it LatestEligible's result
-// for a leaderboard. Groups are ordered by task set, version and digest.
+// NewBoard ranks summaries by metric in one list. It does not filter: pass
+// it LatestEligible's result for a leaderboard.
 func NewBoard(summaries []Summary, metric Metric) Board {
-	byKey := map[boardKey][]Summary{}
-	var keys []boardKey
-	for _, s := range summaries {
-		k := keyOf(s.Run)
-		if _, ok := byKey[k]; !ok {
-			keys = append(keys, k)
-		}
-		byKey[k] = append(byKey[k], s)
-	}
-	slices.SortFunc(keys, func(a, b boardKey) int {
-		return cmp.Or(strings.Compare(a.taskSet, b.taskSet), strings.Compare(a.version, b.version), strings.Compare(a.digest, b.digest))
-	})
-	board := Board{Metric: metric, Groups: make([]Group, len(keys))}
-	for i, k := range keys {
-		board.Groups[i] = rankGroup(k, byKey[k], metric)
-	}
-	return board
-}
-
-func rankGroup(key boardKey, members []Summary, metric Metric) Group {
+	members := slices.Clone(summaries)
 	slices.SortStableFunc(members, func(a, b Summary) int {
 		return cmp.Or(strings.Compare(a.Entrant.String(), b.Entrant.String()), strings.Compare(a.Run.ID, b.Run.ID))
 	})
-	g := Group{TaskSet: key.taskSet, ManifestVersion: key.version, ManifestDigest: key.digest, K: groupDepth(members)}
+	board := Board{Metric: metric, K: groupDepth(members)}
 	dir := metric.Direction()
 	values := make([]float64, len(members))
 	for i := range members {
-		values[i] = metricValue(&members[i], metric, g.K)
+		values[i] = metricValue(&members[i], metric, board.K)
 	}
 	best := stats.Best(values, dir)
 	tied := make([]bool, len(members))
-	g.Rows = make([]Row, len(members))
+	board.Rows = make([]Row, len(members))
 	var buf []float64
 	for i := range members {
 		row := Row{Summary: members[i], Best: i == best}
@@ -175,26 +152,27 @@ func rankGroup(key boardKey, members []Summary, metric Metric) Group {
 			v := values[i]
 			row.Value = &v
 		}
-		if i == best {
+		switch {
+		case i == best:
 			tied[i] = true
-		} else if best >= 0 && row.Value != nil {
+		case best >= 0 && row.Value != nil && keyOf(members[i].Run) == keyOf(members[best].Run):
 			var c Comparison
-			c, buf = compare(&members[i], &members[best], metric, g.K, buf)
+			c, buf = compare(&members[i], &members[best], metric, board.K, buf)
 			row.VsBest = &c
 			tied[i] = !c.Tested || *c.P >= 1-stats.Confidence
 			row.TiedWithBest = tied[i] && dir.Better(values[best], values[i])
 		}
-		g.Rows[i] = row
+		board.Rows[i] = row
 	}
 	ranks := stats.CompetitionRanks(values, dir, tied)
-	for i := range g.Rows {
-		g.Rows[i].Rank = ranks[i]
+	for i := range board.Rows {
+		board.Rows[i].Rank = ranks[i]
 	}
-	sortRows(g.Rows, dir)
-	return g
+	sortRows(board.Rows, dir)
+	return board
 }
 
-// groupDepth is the deepest k every row with pass@1 reached.
+// groupDepth is the deepest k every summary with pass@1 reached.
 func groupDepth(members []Summary) int {
 	depth := -1
 	for i := range members {

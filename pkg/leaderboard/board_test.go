@@ -19,9 +19,9 @@ type rowView struct {
 	Value   *float64
 }
 
-func view(g Group) []rowView {
+func view(b Board) []rowView {
 	var out []rowView
-	for _, r := range g.Rows {
+	for _, r := range b.Rows {
 		out = append(out, rowView{Entrant: r.Summary.Entrant.String(), Rank: r.Rank, Best: r.Best, Tied: r.TiedWithBest, Value: r.Value})
 	}
 	return out
@@ -148,10 +148,7 @@ func TestNewBoardRanks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := Build(tt.inputs, tt.metric, Options{})
-			if len(b.Groups) != 1 {
-				t.Fatalf("Build() made %d groups, want 1", len(b.Groups))
-			}
-			if diff := cmp.Diff(tt.want, view(b.Groups[0]), approx); diff != "" {
+			if diff := cmp.Diff(tt.want, view(b), approx); diff != "" {
 				t.Errorf("Build(%s) rows mismatch (-want +got):\n%s", tt.metric, diff)
 			}
 		})
@@ -164,7 +161,7 @@ func TestNewBoardComparison(t *testing.T) {
 		input("h", "b", eligibleRun("r2", t0), tasks(append(repeat("P", 9), "F")...)),
 		input("h", "c", eligibleRun("r3", t0), tasks(append(repeat("F", 8), "P", "P")...)),
 	}
-	rows := Build(inputs, MetricPass1, Options{}).Groups[0].Rows
+	rows := Build(inputs, MetricPass1, Options{}).Rows
 	// Independently: B − A = −0.1 ± 2.262157·0.1, t = −1, p = 0.3434364
 	// (numerical integration of the t(9) density); C − A = −0.8 ± 2.262157·0.4/3,
 	// t = −6, p = 0.0002025.
@@ -187,16 +184,20 @@ func TestNewBoardUntestableComparisonIsATie(t *testing.T) {
 		input("h", "a", eligibleRun("r1", t0), tasks("PP")),
 		input("h", "b", eligibleRun("r2", t0), tasks("FF")),
 	}
-	rows := Build(inputs, MetricPass1, Options{}).Groups[0].Rows
+	rows := Build(inputs, MetricPass1, Options{}).Rows
 	want := &Comparison{Tasks: 1, Tested: false, Diff: -1}
 	if diff := cmp.Diff(want, rows[1].VsBest); diff != "" || rows[1].Rank != 1 || !rows[1].TiedWithBest {
 		t.Errorf("Build() one-task comparison = rank %d tied %v %+v, want rank 1 tied; diff:\n%s", rows[1].Rank, rows[1].TiedWithBest, rows[1].VsBest, diff)
 	}
 }
 
-func TestNewBoardGroupsNeverCompared(t *testing.T) {
+// TestNewBoardOneListTiesOnlyWithinTheBestsMeasurement pins the spec's
+// rule: every entrant ranks in one list, and task set and version enter only
+// the tie test — a row is tested against the best (and can tie with it) only
+// when it ran the same task set on the same resolved version.
+func TestNewBoardOneListTiesOnlyWithinTheBestsMeasurement(t *testing.T) {
 	strong := tasks(repeat("P", 10)...)
-	weak := tasks(repeat("F", 10)...)
+	nine := tasks(append(repeat("P", 9), "F")...)
 	parity := eligibleRun("r2", t0)
 	parity.TaskSet, parity.Coverage = "parity", CoverageParity
 	v2 := eligibleRun("r3", t0)
@@ -205,31 +206,56 @@ func TestNewBoardGroupsNeverCompared(t *testing.T) {
 	redigested.ManifestDigest = "sha256:cc"
 	inputs := []EntrantInput{
 		input("h", "strong", eligibleRun("r1", t0), strong),
-		input("h", "weak-parity", parity, weak),
-		input("h", "weak-v2", v2, weak),
-		input("h", "weak-redigested", redigested, weak),
+		// The same 90 % on the best's measurement ties (p = 0.34) …
+		input("h", "close", eligibleRun("r5", t0), nine),
+		// … and on any other measurement is ranked by its number, never tied.
+		input("h", "close-parity", parity, nine),
+		input("h", "close-v2", v2, nine),
+		input("h", "close-redigested", redigested, nine),
 	}
 	b := Build(inputs, MetricPass1, Options{})
-	type groupView struct {
-		TaskSet, Version, Digest string
-		Rows                     []rowView
+	want := []rowView{
+		{"strong (h)", 1, true, false, ptr(1.0)},
+		{"close (h)", 1, false, true, ptr(0.9)},
+		// Competition rank: 1 + the one entrant with a strictly better value.
+		{"close-parity (h)", 2, false, false, ptr(0.9)},
+		{"close-redigested (h)", 2, false, false, ptr(0.9)},
+		{"close-v2 (h)", 2, false, false, ptr(0.9)},
 	}
-	var got []groupView
-	for _, g := range b.Groups {
-		got = append(got, groupView{g.TaskSet, g.ManifestVersion, g.ManifestDigest, view(g)})
+	if diff := cmp.Diff(want, view(b), approx); diff != "" {
+		t.Errorf("Build() rows mismatch (-want +got):\n%s", diff)
 	}
-	want := []groupView{
-		{"", "v1", "sha256:aa", []rowView{{"strong (h)", 1, true, false, ptr(1.0)}}},
-		{"", "v1", "sha256:cc", []rowView{{"weak-redigested (h)", 1, true, false, ptr(0.0)}}},
-		{"", "v2", "sha256:bb", []rowView{{"weak-v2 (h)", 1, true, false, ptr(0.0)}}},
-		{"parity", "v1", "sha256:aa", []rowView{{"weak-parity (h)", 1, true, false, ptr(0.0)}}},
+	for _, r := range b.Rows {
+		other := r.Summary.Run.TaskSet != "" || r.Summary.Run.ManifestVersion != "v1" || r.Summary.Run.ManifestDigest != "sha256:aa"
+		if other && r.VsBest != nil {
+			t.Errorf("%s: compared with the best across measurements: %+v", r.Summary.Entrant, r.VsBest)
+		}
+		if r.Summary.Entrant.Model == "close" && r.VsBest == nil {
+			t.Errorf("close: no comparison with the best of its own measurement")
+		}
 	}
-	if diff := cmp.Diff(want, got, approx); diff != "" {
-		t.Errorf("Build() groups mismatch (-want +got):\n%s", diff)
+	if b.K != 1 {
+		t.Errorf("Build().K = %d, want 1", b.K)
 	}
-	for _, g := range b.Groups {
-		if g.Rows[0].VsBest != nil {
-			t.Errorf("group %q/%q: best row has a comparison %+v", g.TaskSet, g.ManifestVersion, g.Rows[0].VsBest)
+}
+
+// TestNewBoardRowsWithoutUsageRankLast: an entrant that reports no cost
+// (or tokens) has no value for that metric; it ranks after every entrant
+// with a value, unranked, never first.
+func TestNewBoardRowsWithoutUsageRankLast(t *testing.T) {
+	inputs := []EntrantInput{
+		input("h", "free", eligibleRun("r1", t0), tasks("P", "P", "P")),
+		input("h", "paid", eligibleRun("r2", t0), costAttempts(1, 2, 3)),
+		input("h", "cheap", eligibleRun("r3", t0), costAttempts(0.1, 0.2, 0.3)),
+	}
+	for _, m := range []Metric{MetricCost, MetricTokens} {
+		b := Build(inputs, m, Options{})
+		last := b.Rows[len(b.Rows)-1]
+		if last.Summary.Entrant.Model != "free" || last.Rank != 0 || last.Value != nil {
+			t.Errorf("%s: last row = %s rank %d value %v, want free unranked without a value", m, last.Summary.Entrant, last.Rank, last.Value)
+		}
+		if first := b.Rows[0]; first.Summary.Entrant.Model != "cheap" || first.Rank != 1 {
+			t.Errorf("%s: first row = %s rank %d, want cheap rank 1", m, first.Summary.Entrant, first.Rank)
 		}
 	}
 }

@@ -22,7 +22,7 @@ func Eligible(s Summary) (ok bool, reason string) {
 	return true, ""
 }
 
-// boardKey identifies the entrants that are ever compared with each other:
+// boardKey identifies the entrants that are ever tested against each other:
 // the same task set of the same resolved manifest version.
 type boardKey struct {
 	taskSet, version, digest string
@@ -32,11 +32,10 @@ func keyOf(r Run) boardKey {
 	return boardKey{taskSet: r.TaskSet, version: r.ManifestVersion, digest: r.ManifestDigest}
 }
 
-// LatestEligible keeps, for every entrant (harness + model) and every
-// (task set, manifest version) it ran, the eligible summary of its latest
-// run: the greatest Run.FinishedAt, then the greatest Run.ID on equal times.
-// An entrant's runs on different task sets or versions are on different
-// boards, so each keeps its own latest run. Ineligible summaries are dropped.
+// LatestEligible keeps, for every entrant (harness + model), the eligible
+// summary of its latest run — the greatest Run.FinishedAt, then the greatest
+// Run.ID on equal times — whatever its task set or version: a later parity
+// run replaces a full run and vice versa. Ineligible summaries are dropped.
 // The result keeps the input order.
 func LatestEligible(summaries []Summary) []Summary {
 	idx := LatestEligibleIndices(summaries)
@@ -50,19 +49,14 @@ func LatestEligible(summaries []Summary) []Summary {
 // LatestEligibleIndices is LatestEligible as indices into summaries, in
 // increasing order.
 func LatestEligibleIndices(summaries []Summary) []int {
-	type slot struct {
-		entrant Entrant
-		board   boardKey
-	}
-	latest := map[slot]int{}
+	latest := map[Entrant]int{}
 	for i := range summaries {
 		s := &summaries[i]
 		if ok, _ := Eligible(*s); !ok {
 			continue
 		}
-		key := slot{entrant: s.Entrant, board: keyOf(s.Run)}
-		if j, seen := latest[key]; !seen || later(s.Run, summaries[j].Run) {
-			latest[key] = i
+		if j, seen := latest[s.Entrant]; !seen || later(s.Run, summaries[j].Run) {
+			latest[s.Entrant] = i
 		}
 	}
 	kept := make([]int, 0, len(latest))

@@ -49,7 +49,7 @@ func TestLatestEligible(t *testing.T) {
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
 	unfinished := eligibleRun("r-unfinished", at(9))
 	unfinished.Finished = false
-	parity := eligibleRun("r-parity-old", at(1))
+	parity := eligibleRun("r-d-parity", at(2))
 	parity.TaskSet, parity.Coverage = "parity", CoverageParity
 	v2 := eligibleRun("r-v2", at(0))
 	v2.ManifestVersion = "v2"
@@ -62,9 +62,12 @@ func TestLatestEligible(t *testing.T) {
 		input("h", "b", unfinished, tasks("P")),
 		// Same model under another harness is another entrant.
 		input("other", "a", eligibleRun("r-other", at(0)), tasks("P")),
-		// Another task set or version keeps its own latest run.
-		input("h", "a", parity, tasks("P")),
-		input("h", "a", v2, tasks("P")),
+		// Another task set or version is the same entrant: the latest run of
+		// any of them counts (a later parity run replaces a full run).
+		input("h", "d", eligibleRun("r-d-full", at(1)), tasks("P")),
+		input("h", "d", parity, tasks("P")),
+		input("h", "e", eligibleRun("r-e-full", at(1)), tasks("P")),
+		input("h", "e", v2, tasks("P")),
 		// Equal finish times: the greater run id wins.
 		input("h", "c", eligibleRun("r-c-1", at(4)), tasks("P")),
 		input("h", "c", eligibleRun("r-c-2", at(4)), tasks("P")),
@@ -73,7 +76,7 @@ func TestLatestEligible(t *testing.T) {
 	for _, s := range LatestEligible(SummarizeAll(inputs, Options{})) {
 		got = append(got, s.Run.ID)
 	}
-	want := []string{"r-a-new", "r-b", "r-other", "r-parity-old", "r-v2", "r-c-2"}
+	want := []string{"r-a-new", "r-b", "r-other", "r-d-parity", "r-e-full", "r-c-2"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LatestEligible() run ids mismatch (-want +got):\n%s", diff)
 	}
@@ -88,7 +91,7 @@ func TestBuildExcludesIneligibleRuns(t *testing.T) {
 	}
 	b := Build(inputs, MetricPass1, Options{})
 	want := []rowView{{"a (h)", 1, true, false, ptr(0.0)}}
-	if diff := cmp.Diff(want, view(b.Groups[0]), approx); diff != "" || len(b.Groups) != 1 {
+	if diff := cmp.Diff(want, view(b), approx); diff != "" {
 		t.Errorf("Build() rows mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -126,10 +126,10 @@ func TestPlatformRunsToLeaderboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := p.Records()
-	var board pipeline.Leaderboard
+	var board records.Leaderboard
 	waitFor(t, 3*time.Minute, "the leaderboard", func() bool {
 		var err error
-		board, err = pipeline.ReadLeaderboard(ctx, recs, ws, "demo-bench")
+		board, err = recs.Leaderboard(ctx, ws, "demo-bench")
 		return err == nil
 	})
 	got, err := recs.Run(ctx, r.ID)
@@ -137,10 +137,10 @@ func TestPlatformRunsToLeaderboard(t *testing.T) {
 		t.Fatalf("run = %s, %v; want finished", got.Status, err)
 	}
 	b, _ := board.Board(leaderboard.MetricPass1)
-	if len(b.Groups) != 1 || len(b.Groups[0].Rows) != 2 {
-		t.Fatalf("pass@1 board = %+v, want one group of two rows", b)
+	if len(b.Rows) != 2 {
+		t.Fatalf("pass@1 board = %+v, want two rows", b)
 	}
-	for _, row := range b.Groups[0].Rows {
+	for _, row := range b.Rows {
 		want := map[string]struct {
 			rank  int
 			value float64

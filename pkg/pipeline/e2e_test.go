@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
@@ -76,21 +75,21 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		t.Errorf("global gate after the run = %d, want 0", g)
 	}
 
-	var metrics pipeline.RunMetrics
-	if err := e.recs.RunMetrics(e.ctx, r.ID, &metrics); err != nil {
+	metrics, err := e.recs.RunMetrics(e.ctx, r.ID)
+	if err != nil {
 		t.Fatalf("run metrics: %v", err)
 	}
 	if metrics.Results != 48 || len(metrics.Agents) != 2 || metrics.Agents[0].Summary.Pass1 == nil || metrics.Agents[0].Summary.Pass1.Mean != 1 {
 		t.Errorf("run metrics = %+v, want 48 results and oracle pass@1 = 1", metrics)
 	}
 
-	board, err := pipeline.ReadLeaderboard(e.ctx, e.recs, testWS, "demo-bench")
+	board, err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench")
 	if err != nil {
 		t.Fatalf("leaderboard: %v", err)
 	}
 	b, ok := board.Board(leaderboard.MetricPass1)
-	if !ok || len(b.Groups) != 1 {
-		t.Fatalf("pass@1 board = %+v, want one group", b)
+	if !ok || len(b.Rows) != 2 {
+		t.Fatalf("pass@1 board = %+v, want two rows", b)
 	}
 	type row struct {
 		Harness string
@@ -98,13 +97,15 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		Value   float64
 	}
 	var got []row
-	for _, rw := range b.Groups[0].Rows {
+	for _, rw := range b.Rows {
 		got = append(got, row{rw.Entrant.Harness, rw.Rank, *rw.Value})
 	}
 	if diff := cmp.Diff([]row{{"oracle", 1, 1}, {"nop", 2, 0}}, got); diff != "" {
 		t.Errorf("pass@1 leaderboard rows (-want +got):\n%s", diff)
 	}
-	if b.Groups[0].TaskSet != "parity" || b.Groups[0].ManifestVersion != r.ManifestVersion {
-		t.Errorf("board group = %s@%s, want parity@%s", b.Groups[0].TaskSet, b.Groups[0].ManifestVersion, r.ManifestVersion)
+	for _, rw := range b.Rows {
+		if rw.TaskSet != "parity" || rw.ManifestVersion != r.ManifestVersion {
+			t.Errorf("row %s measured %s@%s, want parity@%s", rw.Entrant, rw.TaskSet, rw.ManifestVersion, r.ManifestVersion)
+		}
 	}
 }

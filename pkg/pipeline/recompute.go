@@ -132,17 +132,17 @@ func (s *Service) RecomputeRun(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	m := RunMetrics{RunID: r.ID, Results: n, Agents: make([]AgentMetrics, len(agents))}
-	var tallies []agentTallies
+	m := records.RunMetrics{RunID: r.ID, Results: n, Agents: make([]records.AgentMetrics, len(agents)), Generation: s.now().UnixNano()}
+	var tallies []records.AgentTallies
 	for i, a := range agents {
 		t := leaderboard.Tally(inputs[i])
-		m.Agents[i] = AgentMetrics{Index: a.Index, Name: a.Name, Harness: a.Harness, Model: a.Model,
+		m.Agents[i] = records.AgentMetrics{Index: a.Index, Name: a.Name, Harness: a.Harness, Model: a.Model,
 			Summary: leaderboard.SummarizeTallies(t, opts)}
 		if r.Status == run.Finished {
-			tallies = append(tallies, agentTallies{Agent: a.Index, Tasks: t.Tasks})
+			tallies = append(tallies, records.AgentTallies{Agent: a.Index, Tasks: t.Tasks})
 		}
 	}
-	if err := s.storeRunMetrics(ctx, m, tallies); err != nil {
+	if err := s.recs.PutRunMetrics(ctx, m, tallies); err != nil {
 		return fmt.Errorf("recompute run %s: %w", runID, err)
 	}
 	s.markMetrics(runID, n)

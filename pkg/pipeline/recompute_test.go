@@ -141,15 +141,13 @@ func (b *scoredBench) changes() []store.Change {
 
 // entrants lists the harnesses on the stored pass@1 board.
 func (b *scoredBench) entrants() []string {
-	board, err := pipeline.ReadBoard(b.e.ctx, b.e.recs, testWS, b.manifest.Key, leaderboard.MetricPass1)
+	board, err := b.e.recs.Board(b.e.ctx, testWS, b.manifest.Key, leaderboard.MetricPass1)
 	if err != nil {
 		b.e.t.Fatalf("ReadBoard: %v", err)
 	}
 	var names []string
-	for _, g := range board.Groups {
-		for _, r := range g.Rows {
-			names = append(names, r.Entrant.Harness)
-		}
+	for _, r := range board.Rows {
+		names = append(names, r.Entrant.Harness)
 	}
 	slices.Sort(names)
 	return names
@@ -251,7 +249,7 @@ func TestRunMetricsOfManyCategoriesSpill(t *testing.T) {
 		if err := e.svc.RecomputeRun(e.ctx, "r-wide"); err != nil {
 			t.Fatalf("RecomputeRun: %v", err)
 		}
-		m, err := pipeline.ReadRunMetrics(e.ctx, e.recs, "r-wide")
+		m, err := e.recs.RunMetrics(e.ctx, "r-wide")
 		if err != nil {
 			t.Fatalf("ReadRunMetrics: %v", err)
 		}
@@ -315,10 +313,8 @@ func TestBoardReadsStoredTalliesNotResults(t *testing.T) {
 		Tasks        int
 	}
 	var got []row
-	for _, g := range before[leaderboard.MetricPass1].Groups {
-		for _, r := range g.Rows {
-			got = append(got, row{r.Entrant.Harness, r.RunID, r.Pass1.Mean, r.Pass1.Tasks})
-		}
+	for _, r := range before[leaderboard.MetricPass1].Rows {
+		got = append(got, row{r.Entrant.Harness, r.RunID, r.Pass1.Mean, r.Pass1.Tasks})
 	}
 	want := []row{{"alpha", "r-2", 0.5, tasks}, {"beta", "r-1", 1000.0 / tasks, tasks}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -371,7 +367,7 @@ func TestBoardBackfillsTalliesOfOlderMetrics(t *testing.T) {
 	if err := e.svc.RecomputeRun(e.ctx, "r-old"); err != nil { // still running: no tallies kept
 		t.Fatalf("RecomputeRun: %v", err)
 	}
-	if tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old"); err != nil || ok || tallies != nil {
+	if tallies, ok, err := e.recs.RunTallies(e.ctx, "r-old"); err != nil || ok || tallies != nil {
 		t.Fatalf("ReadRunTallies of a running run = %v, %v, %v; want no tallies", tallies, ok, err)
 	}
 	b.finish("r-old")
@@ -381,18 +377,18 @@ func TestBoardBackfillsTalliesOfOlderMetrics(t *testing.T) {
 	if diff := cmp.Diff([]string{"alpha", "beta"}, b.entrants()); diff != "" {
 		t.Errorf("board (-want +got):\n%s", diff)
 	}
-	tallies, ok, err := pipeline.ReadRunTallies(e.ctx, e.recs, "r-old")
+	tallies, ok, err := e.recs.RunTallies(e.ctx, "r-old")
 	if err != nil || !ok || len(tallies) != 2 || len(tallies[0]) != 12 || len(tallies[1]) != 12 {
 		t.Errorf("ReadRunTallies after the board recompute: %d agents, ok %v, err %v; want 2 agents × 12 tasks", len(tallies), ok, err)
 	}
 }
 
 // readBoards reads every metric's stored board.
-func readBoards(t *testing.T, e *env, key string) map[leaderboard.Metric]pipeline.Board {
+func readBoards(t *testing.T, e *env, key string) map[leaderboard.Metric]records.Board {
 	t.Helper()
-	out := map[leaderboard.Metric]pipeline.Board{}
+	out := map[leaderboard.Metric]records.Board{}
 	for _, m := range leaderboard.Metrics {
-		board, err := pipeline.ReadBoard(e.ctx, e.recs, testWS, key, m)
+		board, err := e.recs.Board(e.ctx, testWS, key, m)
 		if err != nil {
 			t.Fatalf("ReadBoard %s: %v", m, err)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
@@ -60,15 +59,13 @@ func TestRedeliveredShuffledMessagesChangeNothing(t *testing.T) {
 		}
 		got[i] = outcomes(e.results(r.ID))
 		tallies[i] = e.tally(r.ID)
-		board, err := pipeline.ReadLeaderboard(e.ctx, e.recs, testWS, "demo-bench")
+		board, err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench")
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := board.Board(leaderboard.MetricPass1)
-		for _, g := range b.Groups {
-			for _, row := range g.Rows {
-				boards[i] = append(boards[i], row.Entrant.Harness)
-			}
+		for _, row := range b.Rows {
+			boards[i] = append(boards[i], row.Entrant.Harness)
 		}
 		if g, _ := e.recs.GlobalGate(e.ctx); g != 0 {
 			t.Errorf("env %d: global gate = %d after the run, want 0", i, g)

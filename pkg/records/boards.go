@@ -26,7 +26,7 @@ import (
 // Parts of generations before the head's previous one are deleted after a
 // swap (the previous one stays for readers that read the old head).
 //
-// A run's metrics are one head item, RUN#<run> | METRICS (runs.go), that
+// A run's metrics are one head item, RUN#<run> | METRICS (metrics.go), that
 // carries every agent's scores; when the per-category scores would make it
 // too large they spill into RUN#<run> | METRICS#CAT#<gen>#<part> items of
 // the head's generation, cleaned up the same way. A finished run's metrics
@@ -60,15 +60,6 @@ type LeaderboardHead struct {
 	ComputedAt time.Time      `json:"computed_at"`
 
 	Version int64 `json:"-"`
-}
-
-// LeaderboardPart is one stored part of a board: Data (opaque JSON) holds
-// some rows of group Group of metric Metric; Index orders the parts of a group.
-type LeaderboardPart struct {
-	Metric string
-	Group  int
-	Index  int
-	Data   json.RawMessage
 }
 
 // NextLeaderboardWatermark atomically takes the benchmark's next leaderboard
@@ -117,66 +108,10 @@ func (s *Store) SwapLeaderboardHead(ctx context.Context, h LeaderboardHead) (Lea
 	return h, nil
 }
 
-// PutLeaderboardParts writes the parts of one leaderboard generation.
-func (s *Store) PutLeaderboardParts(ctx context.Context, ws, key string, gen int64, parts []LeaderboardPart) error {
-	for _, p := range parts {
-		sk := fmt.Sprintf("%s%05d#%04d", boardPartPrefix(gen, p.Metric), p.Group, p.Index)
-		if _, err := s.tbl.Put(ctx, store.Item{PK: benchPK(ws, key), SK: sk, Data: p.Data}, store.Cond{}); err != nil {
-			return fmt.Errorf("put leaderboard part %s of %s: %w", sk, key, err)
-		}
-	}
-	return nil
-}
-
-// LeaderboardParts returns the parts of one metric of a leaderboard
-// generation, ordered by group and index.
-func (s *Store) LeaderboardParts(ctx context.Context, ws, key string, gen int64, metric string) ([]json.RawMessage, error) {
-	return s.dataItems(ctx, store.Query{PK: benchPK(ws, key), Prefix: boardPartPrefix(gen, metric)})
-}
-
 // DeleteLeaderboardParts deletes the parts of every leaderboard generation
 // older than gen.
 func (s *Store) DeleteLeaderboardParts(ctx context.Context, ws, key string, gen int64) error {
 	return s.deleteGenerations(ctx, benchPK(ws, key), "BOARD#", gen)
-}
-
-// PutRunMetricsParts writes spilled parts of a run's metrics for generation
-// gen (see RunMetricsParts).
-func (s *Store) PutRunMetricsParts(ctx context.Context, runID string, gen int64, parts []json.RawMessage) error {
-	return s.putGeneration(ctx, runID, catPrefix, gen, parts)
-}
-
-// RunMetricsParts returns the spilled parts of a run's metrics of
-// generation gen, in order.
-func (s *Store) RunMetricsParts(ctx context.Context, runID string, gen int64) ([]json.RawMessage, error) {
-	return s.dataItems(ctx, store.Query{PK: runPK(runID), Prefix: fmt.Sprintf("%s%019d#", catPrefix, gen)})
-}
-
-// PutRunTaskTallies writes the parts holding the per-task tallies of a
-// finished run whose metrics cover results final results. They are keyed by
-// that count rather than by a generation: a finished run's tallies of a
-// given result count are always the same, so concurrent recomputes write
-// the same items and a reader never loses the parts its head names.
-func (s *Store) PutRunTaskTallies(ctx context.Context, runID string, results int, parts []json.RawMessage) error {
-	return s.putGeneration(ctx, runID, taskPrefix, int64(results), parts)
-}
-
-// RunTaskTallies returns the per-task tally parts of a run for a result
-// count, in order.
-func (s *Store) RunTaskTallies(ctx context.Context, runID string, results int) ([]json.RawMessage, error) {
-	return s.dataItems(ctx, store.Query{PK: runPK(runID), Prefix: fmt.Sprintf("%s%019d#", taskPrefix, results)})
-}
-
-// DeleteRunTaskTallies deletes the per-task tally parts of result counts
-// below results.
-func (s *Store) DeleteRunTaskTallies(ctx context.Context, runID string, results int) error {
-	return s.deleteGenerations(ctx, runPK(runID), taskPrefix, int64(results))
-}
-
-// DeleteRunMetricsParts deletes the spilled metrics parts of every
-// generation older than gen.
-func (s *Store) DeleteRunMetricsParts(ctx context.Context, runID string, gen int64) error {
-	return s.deleteGenerations(ctx, runPK(runID), catPrefix, gen)
 }
 
 func (s *Store) putGeneration(ctx context.Context, runID, prefix string, gen int64, parts []json.RawMessage) error {
@@ -187,6 +122,11 @@ func (s *Store) putGeneration(ctx context.Context, runID, prefix string, gen int
 		}
 	}
 	return nil
+}
+
+// generationQuery selects the parts prefix<gen>#… under pk, in order.
+func generationQuery(pk, prefix string, gen int64) store.Query {
+	return store.Query{PK: pk, Prefix: fmt.Sprintf("%s%019d#", prefix, gen)}
 }
 
 func (s *Store) dataItems(ctx context.Context, q store.Query) ([]json.RawMessage, error) {

@@ -2,11 +2,12 @@ package records_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
 // TestDeleteLeaderboardRemovesEveryPart: deleting a benchmark's leaderboard
@@ -14,13 +15,21 @@ import (
 func TestDeleteLeaderboardRemovesEveryPart(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
-	part := func(metric string) records.LeaderboardPart {
-		return records.LeaderboardPart{Metric: metric, Data: json.RawMessage(`{"rows":[]}`)}
+	boards := []leaderboard.Board{
+		{Metric: leaderboard.MetricPass1},
+		{Metric: leaderboard.MetricCost},
 	}
 	for gen := int64(1); gen <= 2; gen++ {
-		if err := s.PutLeaderboardParts(ctx, "ws1", "bench", gen, []records.LeaderboardPart{part("pass@1"), part("cost")}); err != nil {
+		counts, err := s.PutLeaderboardParts(ctx, "ws1", "bench", gen, boards)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if counts[string(leaderboard.MetricPass1)] != 1 || counts[string(leaderboard.MetricCost)] != 1 {
+			t.Fatalf("PutLeaderboardParts counts = %v, want one part per metric", counts)
+		}
+	}
+	if page, err := s.Table().Query(ctx, store.Query{PK: "BENCH#ws1#bench", Prefix: "BOARD#"}); err != nil || len(page.Items) != 4 {
+		t.Fatalf("parts before delete: %d, %v; want 4", len(page.Items), err)
 	}
 	if _, err := s.SwapLeaderboardHead(ctx, records.LeaderboardHead{Workspace: "ws1", Benchmark: "bench", Generation: 2, Previous: 1}); err != nil {
 		t.Fatal(err)
@@ -31,15 +40,11 @@ func TestDeleteLeaderboardRemovesEveryPart(t *testing.T) {
 	if _, err := s.LeaderboardHead(ctx, "ws1", "bench"); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("LeaderboardHead after delete = %v, want ErrNotFound", err)
 	}
-	for gen := int64(1); gen <= 2; gen++ {
-		for _, metric := range []string{"pass@1", "cost"} {
-			parts, err := s.LeaderboardParts(ctx, "ws1", "bench", gen, metric)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(parts) != 0 {
-				t.Errorf("generation %d %s: %d parts left after delete", gen, metric, len(parts))
-			}
-		}
+	page, err := s.Table().Query(ctx, store.Query{PK: "BENCH#ws1#bench", Prefix: "BOARD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range page.Items {
+		t.Errorf("%s left after delete", it.SK)
 	}
 }

@@ -38,10 +38,19 @@ func resultSK(slot string, gen int) string { return fmt.Sprintf("RESULT#%s#G%03d
 // timeKey renders t as a fixed-width sortable string.
 func timeKey(t time.Time) string { return t.UTC().Format("20060102T150405.000000000Z") }
 
+// storedRun is a run's stored encoding: its status first, ahead of the
+// task list and the config (which can be long), so that RunStatus stops
+// reading there. The outer Status hides the run's own; decoding into a
+// run.Run fills it from the same key.
+type storedRun struct {
+	Status run.Status `json:"status"`
+	*run.Run
+}
+
 var runCodec = codec[run.Run]{
 	name: "run",
 	item: func(r *run.Run) (store.Item, error) {
-		data, err := encode(r)
+		data, err := encode(storedRun{Status: r.Status, Run: r})
 		if err != nil {
 			return store.Item{}, err
 		}
@@ -139,8 +148,8 @@ func (s *Store) Run(ctx context.Context, id string) (run.Run, error) {
 }
 
 // RunStatus returns a run's current status, reading its stored JSON only
-// as far as the status (encoded ahead of the task list and the config, which
-// can be long); an item written with the status further on is read on.
+// as far as the status (storedRun encodes it first); an item written with
+// the status further on is read on.
 func (s *Store) RunStatus(ctx context.Context, id string) (run.Status, error) {
 	it, err := s.tbl.Get(ctx, runPK(id), runItemSK)
 	if err != nil {
@@ -354,16 +363,6 @@ func (s *Store) AppendLog(ctx context.Context, l LogLine) error {
 // Logs returns one page of the run's log lines, oldest first.
 func (s *Store) Logs(ctx context.Context, runID, cursor string, limit int) ([]LogLine, string, error) {
 	return queryPage(ctx, s.tbl, logCodec, store.Query{PK: runPK(runID), Prefix: "LOG#", Limit: limit, Cursor: cursor})
-}
-
-// PutRunMetrics stores the run's recomputed metrics (any JSON value).
-func (s *Store) PutRunMetrics(ctx context.Context, runID string, metrics any) error {
-	return s.putJSON(ctx, runPK(runID), "METRICS", metrics)
-}
-
-// RunMetrics decodes the run's metrics into out.
-func (s *Store) RunMetrics(ctx context.Context, runID string, out any) error {
-	return s.getJSON(ctx, runPK(runID), "METRICS", out)
 }
 
 // ChangeEvent is what a change-stream record means to the data model.

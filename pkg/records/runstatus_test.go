@@ -8,13 +8,19 @@ import (
 )
 
 func TestStatusOf(t *testing.T) {
-	stored, err := encode(&run.Run{ID: "r-1", Status: run.Stopping, Tasks: []string{"a", `"status":"finished"`},
-		Config: "status = \"running\"\n[\"status\"]"})
+	r := run.Run{ID: "r-1", Status: run.Stopping, Tasks: []string{"a", `"status":"finished"`},
+		Config: "status = \"running\"\n[\"status\"]"}
+	it, err := runCodec.item(&r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(stored), `{"id":"r-1","status":"stopping"`) {
-		t.Errorf("encoded run starts %.40s; want the status right after the id", stored)
+	stored := it.Data
+	if !strings.HasPrefix(string(stored), `{"status":"stopping","id":"r-1"`) {
+		t.Errorf("stored run starts %.40s; want the status first", stored)
+	}
+	back, err := decode(runCodec, it)
+	if err != nil || back.Status != run.Stopping || back.ID != "r-1" || len(back.Tasks) != 2 || back.Config != r.Config {
+		t.Errorf("decoded stored run = %+v, %v; want the run back", back, err)
 	}
 	for _, c := range []struct {
 		name, data string

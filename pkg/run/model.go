@@ -12,10 +12,7 @@ import (
 // Run is one execution of N agents × T tasks × A attempts against a pinned
 // manifest version of a benchmark.
 type Run struct {
-	ID string `json:"id"`
-	// Status is encoded right after the id, ahead of the task list and the
-	// config, so that a reader needing only the status (dispatch, for every
-	// slot) stops reading there (records.Store.RunStatus).
+	ID     string `json:"id"`
 	Status Status `json:"status"`
 	// Reason says why the run failed or was stopped.
 	Reason    string `json:"reason,omitempty"`

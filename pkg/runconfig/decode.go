@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 )
 
 // Parse parses and validates a TOML run config. On any problem it returns a
@@ -24,7 +23,7 @@ func Parse(data []byte) (Config, error) {
 		return Config{}, err
 	}
 	var raw map[string]any
-	if _, err := toml.Decode(string(data), &raw); err != nil {
+	if _, err := tomldoc.Decode(data, &raw); err != nil {
 		return Config{}, &ValidationError{Errors: []FieldError{{Message: tomlSyntaxMessage(err)}}}
 	}
 	return fromDocument(raw)
@@ -65,9 +64,9 @@ func checkSize(data []byte) error {
 var quotedRE = regexp.MustCompile(`"[^"]*"`)
 
 func tomlSyntaxMessage(err error) string {
-	var pe toml.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Sprintf("invalid TOML at line %d, column %d: %s", pe.Position.Line, pe.Position.Col, quotedRE.ReplaceAllString(pe.Message, `"…"`))
+	var se *tomldoc.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid TOML at line %d, column %d: %s", se.Line, se.Column, quotedRE.ReplaceAllString(se.Message, `"…"`))
 	}
 	return "invalid TOML"
 }

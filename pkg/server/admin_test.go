@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"net/url"
 	"slices"
@@ -46,19 +47,19 @@ func adminJSON(t *testing.T, method, path string, body any, header map[string]st
 // every admin route, a caller without a token 401.
 func TestAdminRoutesNeedAnOperator(t *testing.T) {
 	routes := []request{
-		adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "sneaky"}, nil),
+		adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "sneaky"}, nil),
 		adminJSON(t, "GET", "/v1/admin/workspaces", nil, nil),
-		adminJSON(t, "PUT", "/v1/admin/workspaces/"+tenantB.Workspace+"/billing", api.SetBillingRequest{Status: "active"}, nil),
-		adminJSON(t, "POST", "/v1/admin/workspaces/"+tenantB.Workspace+"/users", api.AddUserRequest{User: "mallory"}, nil),
+		adminJSON(t, "PUT", "/v1/admin/workspaces/"+tenantB.Workspace+"/billing", v1.SetBillingRequest{Status: "active"}, nil),
+		adminJSON(t, "POST", "/v1/admin/workspaces/"+tenantB.Workspace+"/users", v1.AddUserRequest{User: "mallory"}, nil),
 	}
 	for _, rq := range routes {
 		t.Run(rq.method+" "+rq.path, func(t *testing.T) {
-			wantError(t, bob(), rq, http.StatusForbidden, api.CodeForbidden)
-			wantError(t, anon, rq, http.StatusUnauthorized, api.CodeUnauthorized)
+			wantError(t, bob(), rq, http.StatusForbidden, v1.CodeForbidden)
+			wantError(t, anon, rq, http.StatusUnauthorized, v1.CodeUnauthorized)
 		})
 	}
 	// Nothing was written: bob's workspace has no user "mallory".
-	var list api.AdminWorkspaceList
+	var list v1.AdminWorkspaceList
 	alice().get(t, "/v1/admin/workspaces?limit=500", http.StatusOK, &list)
 	for _, ws := range list.Workspaces {
 		if ws.Name == "sneaky" {
@@ -72,65 +73,65 @@ func TestAdminRoutesNeedAnOperator(t *testing.T) {
 // (who gets a token), and billing decides whether that user may submit.
 func TestAdminProvisionsAWorkspace(t *testing.T) {
 	key := map[string]string{"Idempotency-Key": "provision-acme-1"}
-	var ws api.AdminWorkspaceView
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: " Acme Corp "}, key), http.StatusCreated, &ws)
+	var ws v1.AdminWorkspaceView
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: " Acme Corp "}, key), http.StatusCreated, &ws)
 	if !strings.HasPrefix(ws.ID, "w-") || ws.Name != "Acme Corp" || ws.CreatedAt.IsZero() {
 		t.Fatalf("created workspace = %+v, want a w- id, the trimmed name and a creation time", ws)
 	}
-	var replay api.AdminWorkspaceView
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "Acme Corp"}, key), http.StatusOK, &replay)
+	var replay v1.AdminWorkspaceView
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "Acme Corp"}, key), http.StatusOK, &replay)
 	if diff := cmp.Diff(ws, replay); diff != "" {
 		t.Errorf("replayed create (-first +replay):\n%s", diff)
 	}
-	wantError(t, alice(), adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "Other Corp"}, key), http.StatusConflict, api.CodeConflict)
+	wantError(t, alice(), adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "Other Corp"}, key), http.StatusConflict, v1.CodeConflict)
 	// Without a key the id derives from the name; an explicit id wins.
-	var byName, sameName, chosen api.AdminWorkspaceView
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "By Name"}, nil), http.StatusCreated, &byName)
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "By Name"}, nil), http.StatusOK, &sameName)
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "By Name", ID: "by-name.ops"}, nil), http.StatusCreated, &chosen)
+	var byName, sameName, chosen v1.AdminWorkspaceView
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "By Name"}, nil), http.StatusCreated, &byName)
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "By Name"}, nil), http.StatusOK, &sameName)
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "By Name", ID: "by-name.ops"}, nil), http.StatusCreated, &chosen)
 	if sameName.ID != byName.ID || chosen.ID != "by-name.ops" {
 		t.Errorf("by name %s, again %s, chosen %s; want the first two equal and the chosen id kept", byName.ID, sameName.ID, chosen.ID)
 	}
 
-	var user api.AdminUserView
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", api.AddUserRequest{User: "dana-sub-1", Email: "dana@acme.example"}, nil), http.StatusCreated, &user)
+	var user v1.AdminUserView
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", v1.AddUserRequest{User: "dana-sub-1", Email: "dana@acme.example"}, nil), http.StatusCreated, &user)
 	if user.Workspace != ws.ID || user.User != "dana-sub-1" || user.Name != "dana@acme.example" || !strings.HasPrefix(user.Token, api.TokenPrefix) {
 		t.Fatalf("added user = %+v, want dana in %s with a token", user, ws.ID)
 	}
 	dana := caller{token: user.Token}
-	var mine api.WorkspaceView
+	var mine v1.WorkspaceView
 	dana.get(t, "/v1/workspace", http.StatusOK, &mine)
 	if mine.ID != ws.ID || mine.User.ID != "dana-sub-1" || mine.Billing.Status != "none" || mine.Billing.CanSubmit {
 		t.Fatalf("dana's workspace = %+v, want %s without billing", mine, ws.ID)
 	}
-	wantError(t, dana, adminJSON(t, "GET", "/v1/admin/workspaces", nil, nil), http.StatusForbidden, api.CodeForbidden)
+	wantError(t, dana, adminJSON(t, "GET", "/v1/admin/workspaces", nil, nil), http.StatusForbidden, v1.CodeForbidden)
 
 	readyBenchmark(t, dana, "demo-bench")
-	wantError(t, dana, toml("/v1/runs", oneTaskConfig), http.StatusPaymentRequired, api.CodeBillingRequired)
+	wantError(t, dana, toml("/v1/runs", oneTaskConfig), http.StatusPaymentRequired, v1.CodeBillingRequired)
 
-	var billing api.AdminBillingView
-	alice().call(t, adminJSON(t, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", api.SetBillingRequest{Status: "past_due", Plan: "team"}, nil), http.StatusOK, &billing)
+	var billing v1.AdminBillingView
+	alice().call(t, adminJSON(t, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", v1.SetBillingRequest{Status: "past_due", Plan: "team"}, nil), http.StatusOK, &billing)
 	if billing.Status != "past_due" || billing.Plan != "team" || billing.CanSubmit {
 		t.Fatalf("billing past_due = %+v", billing)
 	}
-	if e := wantError(t, dana, toml("/v1/runs", oneTaskConfig), http.StatusPaymentRequired, api.CodeBillingRequired); !strings.Contains(e.Message, "past_due") {
+	if e := wantError(t, dana, toml("/v1/runs", oneTaskConfig), http.StatusPaymentRequired, v1.CodeBillingRequired); !strings.Contains(e.Message, "past_due") {
 		t.Errorf("402 message %q does not name the status", e.Message)
 	}
 
-	alice().call(t, adminJSON(t, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", api.SetBillingRequest{Status: "active"}, nil), http.StatusOK, &billing)
+	alice().call(t, adminJSON(t, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", v1.SetBillingRequest{Status: "active"}, nil), http.StatusOK, &billing)
 	if billing.Status != "active" || billing.Plan != "team" || !billing.CanSubmit {
 		t.Fatalf("billing active without a plan = %+v, want the plan kept", billing)
 	}
-	var created api.CreatedRun
+	var created v1.CreatedRun
 	dana.call(t, toml("/v1/runs", oneTaskConfig), http.StatusCreated, &created)
 	if d := finishedRun(t, dana, created.ID); d.Status != "finished" {
 		t.Errorf("dana's run ended %s, want finished", d.Status)
 	}
-	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + created.ID}, http.StatusNotFound, api.CodeNotFound)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + created.ID}, http.StatusNotFound, v1.CodeNotFound)
 
 	// Adding the same user again keeps one membership and issues another token.
-	var again api.AdminUserView
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", api.AddUserRequest{User: "dana-sub-1"}, nil), http.StatusOK, &again)
+	var again v1.AdminUserView
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", v1.AddUserRequest{User: "dana-sub-1"}, nil), http.StatusOK, &again)
 	if again.Token == "" || again.Token == user.Token {
 		t.Errorf("second add issued token %q, want a new one", again.Token)
 	}
@@ -150,8 +151,8 @@ func TestAdminProvisionsAWorkspace(t *testing.T) {
 }
 
 func TestAdminRejectsBadInput(t *testing.T) {
-	var ws api.AdminWorkspaceView
-	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "input-checks"}, nil), http.StatusCreated, &ws)
+	var ws v1.AdminWorkspaceView
+	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "input-checks"}, nil), http.StatusCreated, &ws)
 	billing := "/v1/admin/workspaces/" + ws.ID + "/billing"
 	users := "/v1/admin/workspaces/" + ws.ID + "/users"
 	tests := []struct {
@@ -160,29 +161,29 @@ func TestAdminRejectsBadInput(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"empty name", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "  "}`, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"long name", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: strings.Repeat("n", 129)}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"control character", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "a\nb"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"unknown field", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "x", "owner": "me"}`, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"bad id", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "x", ID: "a#b"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"id of another workspace", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "x", ID: ws.ID}, nil), http.StatusConflict, api.CodeConflict},
-		{"bad idempotency key", adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: "x"}, map[string]string{"Idempotency-Key": "has space"}), http.StatusBadRequest, api.CodeBadRequest},
-		{"huge body", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "`+strings.Repeat("x", api.MaxSmallBody)+`"}`, nil), http.StatusRequestEntityTooLarge, api.CodeTooLarge},
-		{"bad status", adminJSON(t, "PUT", billing, api.SetBillingRequest{Status: "free"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"bad plan", adminJSON(t, "PUT", billing, api.SetBillingRequest{Status: "active", Plan: "Team Plan"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"unknown workspace", adminJSON(t, "PUT", "/v1/admin/workspaces/w-0000000000000000/billing", api.SetBillingRequest{Status: "active"}, nil), http.StatusNotFound, api.CodeNotFound},
-		{"malformed workspace id", adminJSON(t, "PUT", "/v1/admin/workspaces/w%23x/billing", api.SetBillingRequest{Status: "active"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"bad user id", adminJSON(t, "POST", users, api.AddUserRequest{User: "a b"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"bad email", adminJSON(t, "POST", users, api.AddUserRequest{User: "u1", Email: "Dana <dana@x.example>"}, nil), http.StatusBadRequest, api.CodeBadRequest},
-		{"user of an unknown workspace", adminJSON(t, "POST", "/v1/admin/workspaces/w-0000000000000000/users", api.AddUserRequest{User: "u1"}, nil), http.StatusNotFound, api.CodeNotFound},
-		{"bad limit", adminJSON(t, "GET", "/v1/admin/workspaces?limit=0", nil, nil), http.StatusBadRequest, api.CodeBadRequest},
+		{"empty name", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "  "}`, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"long name", adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: strings.Repeat("n", 129)}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"control character", adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "a\nb"}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"unknown field", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "x", "owner": "me"}`, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"bad id", adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "x", ID: "a#b"}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"id of another workspace", adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "x", ID: ws.ID}, nil), http.StatusConflict, v1.CodeConflict},
+		{"bad idempotency key", adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: "x"}, map[string]string{"Idempotency-Key": "has space"}), http.StatusBadRequest, v1.CodeBadRequest},
+		{"huge body", adminJSON(t, "POST", "/v1/admin/workspaces", `{"name": "`+strings.Repeat("x", v1.MaxSmallBody)+`"}`, nil), http.StatusRequestEntityTooLarge, v1.CodeTooLarge},
+		{"bad status", adminJSON(t, "PUT", billing, v1.SetBillingRequest{Status: "free"}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"bad plan", adminJSON(t, "PUT", billing, v1.SetBillingRequest{Status: "active", Plan: "Team Plan"}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"unknown workspace", adminJSON(t, "PUT", "/v1/admin/workspaces/w-0000000000000000/billing", v1.SetBillingRequest{Status: "active"}, nil), http.StatusNotFound, v1.CodeNotFound},
+		{"malformed workspace id", adminJSON(t, "PUT", "/v1/admin/workspaces/w%23x/billing", v1.SetBillingRequest{Status: "active"}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"bad user id", adminJSON(t, "POST", users, v1.AddUserRequest{User: "a b"}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"bad email", adminJSON(t, "POST", users, v1.AddUserRequest{User: "u1", Email: "Dana <dana@x.example>"}, nil), http.StatusBadRequest, v1.CodeBadRequest},
+		{"user of an unknown workspace", adminJSON(t, "POST", "/v1/admin/workspaces/w-0000000000000000/users", v1.AddUserRequest{User: "u1"}, nil), http.StatusNotFound, v1.CodeNotFound},
+		{"bad limit", adminJSON(t, "GET", "/v1/admin/workspaces?limit=0", nil, nil), http.StatusBadRequest, v1.CodeBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wantError(t, alice(), tt.rq, tt.status, tt.code)
 		})
 	}
-	var mine api.WorkspaceView
+	var mine v1.WorkspaceView
 	alice().get(t, "/v1/workspace", http.StatusOK, &mine)
 	if mine.Billing.Status != "active" {
 		t.Errorf("alice's billing = %+v after rejected admin calls, want it untouched", mine.Billing)
@@ -194,14 +195,14 @@ func TestAdminRejectsBadInput(t *testing.T) {
 func TestAdminListPaginates(t *testing.T) {
 	var made []string
 	for _, name := range []string{"page-a", "page-b", "page-c", "page-d", "page-e"} {
-		var ws api.AdminWorkspaceView
-		alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", api.CreateWorkspaceRequest{Name: name}, nil), http.StatusCreated, &ws)
+		var ws v1.AdminWorkspaceView
+		alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces", v1.CreateWorkspaceRequest{Name: name}, nil), http.StatusCreated, &ws)
 		made = append(made, ws.ID)
 	}
 	var seen []string
 	cursor, pages := "", 0
 	for {
-		var page api.AdminWorkspaceList
+		var page v1.AdminWorkspaceList
 		alice().get(t, "/v1/admin/workspaces?limit=2&cursor="+url.QueryEscape(cursor), http.StatusOK, &page)
 		pages++
 		if len(page.Workspaces) > 2 || pages > 100 {

@@ -1,12 +1,11 @@
 package server_test
 
 import (
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 func TestManagedBenchmark(t *testing.T) {
@@ -45,14 +44,14 @@ func TestManagedBenchmark(t *testing.T) {
 		t.Errorf("categories cover %d tasks, version %q digest %q; want 15, 1.0, a digest", total, m.Version, m.Digest)
 	}
 
-	wantError(t, alice(), request{method: "DELETE", path: "/v1/benchmarks/demo-bench"}, http.StatusConflict, api.CodeConflict)
-	wantError(t, alice(), request{method: "POST", path: "/v1/benchmarks/demo-bench/sync"}, http.StatusConflict, api.CodeConflict)
+	wantError(t, alice(), request{method: "DELETE", path: "/v1/benchmarks/demo-bench"}, http.StatusConflict, v1.CodeConflict)
+	wantError(t, alice(), request{method: "POST", path: "/v1/benchmarks/demo-bench/sync"}, http.StatusConflict, v1.CodeConflict)
 	readyBenchmark(t, bob(), "demo-bench") // managed benchmarks are in every workspace
 }
 
 func TestAddSyncRemoveBenchmark(t *testing.T) {
 	add := request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@1.0"}`), contentType: "application/json"}
-	var added api.BenchmarkView
+	var added v1.BenchmarkView
 	alice().call(t, add, http.StatusAccepted, &added)
 	if added.Key != "demo-bench-1-0" || added.Source.Type != "harbor" || added.Source.Ref != "demo-bench@1.0" || !added.Removable {
 		t.Fatalf("added = %+v, want harbor demo-bench-1-0 from demo-bench@1.0", added)
@@ -72,7 +71,7 @@ func TestAddSyncRemoveBenchmark(t *testing.T) {
 		t.Errorf("second add = %+v, want the ready benchmark", added)
 	}
 
-	var list api.BenchmarkList
+	var list v1.BenchmarkList
 	alice().get(t, "/v1/benchmarks", http.StatusOK, &list)
 	var keys []string
 	for _, b := range list.Benchmarks {
@@ -85,9 +84,9 @@ func TestAddSyncRemoveBenchmark(t *testing.T) {
 	if len(list.Benchmarks) != 1 || list.Benchmarks[0].Key != "demo-bench" {
 		t.Errorf("bob's benchmarks = %+v, want only the managed demo-bench", list.Benchmarks)
 	}
-	wantError(t, bob(), request{method: "GET", path: "/v1/benchmarks/demo-bench-1-0"}, http.StatusNotFound, api.CodeNotFound)
-	wantError(t, bob(), request{method: "DELETE", path: "/v1/benchmarks/demo-bench-1-0"}, http.StatusNotFound, api.CodeNotFound)
-	wantError(t, bob(), request{method: "GET", path: "/v1/benchmarks/demo-bench-1-0/leaderboard"}, http.StatusNotFound, api.CodeNotFound)
+	wantError(t, bob(), request{method: "GET", path: "/v1/benchmarks/demo-bench-1-0"}, http.StatusNotFound, v1.CodeNotFound)
+	wantError(t, bob(), request{method: "DELETE", path: "/v1/benchmarks/demo-bench-1-0"}, http.StatusNotFound, v1.CodeNotFound)
+	wantError(t, bob(), request{method: "GET", path: "/v1/benchmarks/demo-bench-1-0/leaderboard"}, http.StatusNotFound, v1.CodeNotFound)
 
 	bad := []struct {
 		name   string
@@ -95,19 +94,19 @@ func TestAddSyncRemoveBenchmark(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"unknown dataset", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"no-such-bench@1.0"}`), contentType: "application/json"}, 404, api.CodeNotFound},
-		{"unknown version", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@9.9"}`), contentType: "application/json"}, 404, api.CodeNotFound},
-		{"empty source", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":""}`), contentType: "application/json"}, 400, api.CodeBadRequest},
-		{"unknown field", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"name":"demo-bench"}`), contentType: "application/json"}, 400, api.CodeBadRequest},
-		{"not json", request{method: "POST", path: "/v1/benchmarks", body: []byte(`demo-bench`), contentType: "text/plain"}, 415, api.CodeUnsupportedType},
-		{"sync a ready one", request{method: "POST", path: "/v1/benchmarks/demo-bench-1-0/sync"}, 409, api.CodeConflict},
-		{"unknown key", request{method: "GET", path: "/v1/benchmarks/nope"}, 404, api.CodeNotFound},
-		{"invalid key", request{method: "GET", path: "/v1/benchmarks/NOT_A_KEY"}, 404, api.CodeNotFound},
+		{"unknown dataset", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"no-such-bench@1.0"}`), contentType: "application/json"}, 404, v1.CodeNotFound},
+		{"unknown version", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@9.9"}`), contentType: "application/json"}, 404, v1.CodeNotFound},
+		{"empty source", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":""}`), contentType: "application/json"}, 400, v1.CodeBadRequest},
+		{"unknown field", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"name":"demo-bench"}`), contentType: "application/json"}, 400, v1.CodeBadRequest},
+		{"not json", request{method: "POST", path: "/v1/benchmarks", body: []byte(`demo-bench`), contentType: "text/plain"}, 415, v1.CodeUnsupportedType},
+		{"sync a ready one", request{method: "POST", path: "/v1/benchmarks/demo-bench-1-0/sync"}, 409, v1.CodeConflict},
+		{"unknown key", request{method: "GET", path: "/v1/benchmarks/nope"}, 404, v1.CodeNotFound},
+		{"invalid key", request{method: "GET", path: "/v1/benchmarks/NOT_A_KEY"}, 404, v1.CodeNotFound},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) { wantError(t, alice(), tt.rq, tt.status, tt.code) })
 	}
 
 	alice().call(t, request{method: "DELETE", path: "/v1/benchmarks/demo-bench-1-0"}, http.StatusNoContent, nil)
-	wantError(t, alice(), request{method: "GET", path: "/v1/benchmarks/demo-bench-1-0"}, http.StatusNotFound, api.CodeNotFound)
+	wantError(t, alice(), request{method: "GET", path: "/v1/benchmarks/demo-bench-1-0"}, http.StatusNotFound, v1.CodeNotFound)
 }

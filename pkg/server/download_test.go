@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/csv"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"net/http"
 	"slices"
@@ -11,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 // unzip downloads a run's zip of kind and returns its files by name.
@@ -80,20 +79,20 @@ func checkDownload(t *testing.T, id string) {
 		t.Errorf("results.csv ids (-api +csv):\n%s", diff)
 	}
 
-	var logs api.LogList
+	var logs v1.LogList
 	alice().get(t, "/v1/runs/"+id+"/logs?limit=500", http.StatusOK, &logs)
 	lines := strings.Split(strings.TrimSuffix(string(files["logs.txt"]), "\n"), "\n")
 	if len(lines) != len(logs.Logs) {
 		t.Errorf("logs.txt has %d lines, want %d", len(lines), len(logs.Logs))
 	}
 	for i, l := range logs.Logs {
-		if i < len(lines) && lines[i] != api.FormatLogLine(l.At, l.Level, l.Step, l.Slot, l.Message) {
+		if i < len(lines) && lines[i] != v1.FormatLogLine(l.At, l.Level, l.Step, l.Slot, l.Message) {
 			t.Errorf("logs.txt line %d = %q, want %+v", i, lines[i], l)
 		}
 	}
 
 	for _, r := range results {
-		var d api.ResultDetail
+		var d v1.ResultDetail
 		alice().get(t, "/v1/runs/"+id+"/results/"+r.ID, http.StatusOK, &d)
 		for _, a := range d.Artifacts {
 			name := "artifacts/" + r.ID + "/" + a.Path
@@ -107,7 +106,7 @@ func checkDownload(t *testing.T, id string) {
 			}
 		}
 	}
-	d := api.ResultID(2, 1, "word-frequency")
+	d := v1.ResultID(2, 1, "word-frequency")
 	if _, ok := files["artifacts/"+d+"/result.json"]; !ok {
 		t.Errorf("zip lacks artifacts/%s/result.json", d)
 	}
@@ -130,5 +129,5 @@ func checkDownload(t *testing.T, id string) {
 	if len(onlyArtifacts) < len(results) {
 		t.Errorf("download type=artifacts holds %d files, want at least one per result", len(onlyArtifacts))
 	}
-	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/download?type=everything"}, 400, api.CodeBadRequest)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/download?type=everything"}, 400, v1.CodeBadRequest)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // TestIsolationEveryRoute is the isolation suite, generated from the route
@@ -26,14 +26,14 @@ func TestIsolationEveryRoute(t *testing.T) {
 	}
 	readyBenchmark(t, alice(), "demo-bench-1-0")
 	alice().call(t, request{method: "PUT", path: "/v1/secrets/ISOLATION_SECRET", body: []byte("isolation-value-1234")}, http.StatusCreated, nil)
-	var created api.CreatedRun
+	var created v1.CreatedRun
 	alice().call(t, toml("/v1/runs", oneTaskConfig), http.StatusCreated, &created)
 	finishedRun(t, alice(), created.ID)
 	results := listResults(t, created.ID, "", 10)
 	if len(results) == 0 {
 		t.Fatal("alice's run has no results")
 	}
-	var detail api.ResultDetail
+	var detail v1.ResultDetail
 	alice().get(t, "/v1/runs/"+created.ID+"/results/"+results[0].ID, http.StatusOK, &detail)
 	if len(detail.Artifacts) == 0 {
 		t.Fatal("alice's result has no artifacts")

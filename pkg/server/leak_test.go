@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // leakCanary is the secret the leak suite's agent tries to get out.
@@ -82,7 +82,7 @@ func encodedForms(v string) []string {
 func TestLeakSuite(t *testing.T) {
 	readyBenchmark(t, alice(), "demo-bench")
 	alice().call(t, request{method: "PUT", path: "/v1/secrets/LEAK_CANARY", body: []byte(leakCanary)}, http.StatusCreated, nil)
-	var created api.CreatedRun
+	var created v1.CreatedRun
 	alice().call(t, toml("/v1/runs", leakConfig), http.StatusCreated, &created)
 	d := finishedRun(t, alice(), created.ID)
 	var responses []string
@@ -103,7 +103,7 @@ func TestLeakSuite(t *testing.T) {
 	}
 	artifacts := 0
 	for _, r := range results {
-		var detail api.ResultDetail
+		var detail v1.ResultDetail
 		body := get("/v1/runs/" + d.ID + "/results/" + r.ID)
 		if err := json.Unmarshal(body, &detail); err != nil {
 			t.Fatal(err)

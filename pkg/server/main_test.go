@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"net/http"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
 )
@@ -167,9 +167,9 @@ func jsonBody(t *testing.T, v any) []byte {
 }
 
 // apiError decodes an error answer and checks its code.
-func wantError(t *testing.T, c caller, rq request, status int, code string) api.Error {
+func wantError(t *testing.T, c caller, rq request, status int, code string) v1.Error {
 	t.Helper()
-	var e api.Error
+	var e v1.Error
 	c.call(t, rq, status, &e)
 	if e.Code != code || e.Message == "" {
 		t.Fatalf("%s %s: error %+v, want code %s with a message", rq.method, rq.path, e, code)
@@ -190,9 +190,9 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 }
 
 // readyBenchmark waits until the caller's benchmark key is synced.
-func readyBenchmark(t *testing.T, c caller, key string) api.BenchmarkDetail {
+func readyBenchmark(t *testing.T, c caller, key string) v1.BenchmarkDetail {
 	t.Helper()
-	var b api.BenchmarkDetail
+	var b v1.BenchmarkDetail
 	waitFor(t, "benchmark "+key+" ready", 2*time.Minute, func() bool {
 		c.get(t, "/v1/benchmarks/"+key, http.StatusOK, &b)
 		if b.Status == "failed" {
@@ -204,9 +204,9 @@ func readyBenchmark(t *testing.T, c caller, key string) api.BenchmarkDetail {
 }
 
 // finishedRun waits until a run ends and its metrics are current.
-func finishedRun(t *testing.T, c caller, id string) api.RunDetail {
+func finishedRun(t *testing.T, c caller, id string) v1.RunDetail {
 	t.Helper()
-	var d api.RunDetail
+	var d v1.RunDetail
 	waitFor(t, "run "+id+" to end", 4*time.Minute, func() bool {
 		c.get(t, "/v1/runs/"+id, http.StatusOK, &d)
 		return (d.Status == "finished" || d.Status == "failed" || d.Status == "stopped") && d.MetricsCurrent

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
@@ -85,7 +85,7 @@ func TestRunLifecycle(t *testing.T) {
 	readyBenchmark(t, alice(), "demo-bench")
 	alice().call(t, request{method: "PUT", path: "/v1/secrets/RUN_TOKEN", body: []byte(secretValue)}, http.StatusCreated, nil)
 
-	var report api.ValidationReport
+	var report v1.ValidationReport
 	alice().call(t, toml("/v1/runs/validate", parityConfig), http.StatusOK, &report)
 	if !report.Valid || report.TaskCount != 8 || report.SlotCount != 48 || len(report.Problems) != 0 || report.ManifestVersion != "1.0" {
 		t.Fatalf("validate = %+v, want valid, 8 tasks, 48 slots on 1.0", report)
@@ -95,21 +95,21 @@ func TestRunLifecycle(t *testing.T) {
 	key := map[string]string{"Idempotency-Key": "lifecycle-1"}
 	submit := toml("/v1/runs", parityConfig)
 	submit.header = key
-	var created api.CreatedRun
+	var created v1.CreatedRun
 	alice().call(t, submit, http.StatusCreated, &created)
 	if created.ID == "" || created.Name == "" || created.TaskCount != 8 || created.SlotCount != 48 || created.Replayed {
 		t.Fatalf("created = %+v, want an id, a name, 8 tasks, 48 slots", created)
 	}
-	var replay api.CreatedRun
+	var replay v1.CreatedRun
 	alice().call(t, submit, http.StatusOK, &replay)
 	if replay.ID != created.ID || !replay.Replayed {
 		t.Errorf("replay = %+v, want the same run %s, replayed", replay, created.ID)
 	}
 	conflicting := toml("/v1/runs", strings.Replace(parityConfig, "attempts_per_task = 2", "attempts_per_task = 3", 1))
 	conflicting.header = key
-	wantError(t, alice(), conflicting, http.StatusConflict, api.CodeConflict)
+	wantError(t, alice(), conflicting, http.StatusConflict, v1.CodeConflict)
 
-	var live api.RunDetail
+	var live v1.RunDetail
 	alice().get(t, "/v1/runs/"+created.ID, http.StatusOK, &live)
 	if live.Progress.Total != 48 || len(live.AgentsDetail) != 3 || live.Status == "" {
 		t.Errorf("live run = %+v, want 48 slots and 3 agents", live.RunView)
@@ -125,16 +125,16 @@ func TestRunLifecycle(t *testing.T) {
 	t.Run("leaderboard", func(t *testing.T) { checkLeaderboard(t) })
 	t.Run("list", func(t *testing.T) { checkRunList(t, d.ID) })
 	t.Run("isolation", func(t *testing.T) { checkRunIsolation(t, d.ID) })
-	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + d.ID + "/stop"}, http.StatusConflict, api.CodeConflict)
+	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + d.ID + "/stop"}, http.StatusConflict, v1.CodeConflict)
 }
 
 func checkRejections(t *testing.T) {
-	var report api.ValidationReport
+	var report v1.ValidationReport
 	alice().call(t, toml("/v1/runs/validate", badConfig), http.StatusOK, &report)
 	if report.Valid || len(report.Problems) < 2 {
 		t.Errorf("validate bad config = %+v, want invalid with every problem", report)
 	}
-	e := wantError(t, alice(), toml("/v1/runs", badConfig), http.StatusUnprocessableEntity, api.CodeValidation)
+	e := wantError(t, alice(), toml("/v1/runs", badConfig), http.StatusUnprocessableEntity, v1.CodeValidation)
 	for _, want := range []string{"experiment.colour", "execution.attempts_per_task"} {
 		if !strings.Contains(e.Message, want) {
 			t.Errorf("rejection %q does not name %s", e.Message, want)
@@ -151,20 +151,20 @@ func checkRejections(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"html", request{method: "POST", path: "/v1/runs", body: []byte("x"), contentType: "text/html"}, 415, api.CodeUnsupportedType},
-		{"empty", toml("/v1/runs", ""), 400, api.CodeBadRequest},
-		{"too large", toml("/v1/runs", strings.Repeat("#", api.MaxRunBody+1)), 413, api.CodeTooLarge},
-		{"bad json", request{method: "POST", path: "/v1/runs", body: []byte(`{"experiment":`), contentType: "application/json"}, 422, api.CodeValidation},
+		{"html", request{method: "POST", path: "/v1/runs", body: []byte("x"), contentType: "text/html"}, 415, v1.CodeUnsupportedType},
+		{"empty", toml("/v1/runs", ""), 400, v1.CodeBadRequest},
+		{"too large", toml("/v1/runs", strings.Repeat("#", v1.MaxRunBody+1)), 413, v1.CodeTooLarge},
+		{"bad json", request{method: "POST", path: "/v1/runs", body: []byte(`{"experiment":`), contentType: "application/json"}, 422, v1.CodeValidation},
 		{"bad idempotency key", request{method: "POST", path: "/v1/runs", body: []byte(parityConfig), contentType: "application/toml",
-			header: map[string]string{"Idempotency-Key": strings.Repeat("k", 200)}}, 422, api.CodeValidation},
+			header: map[string]string{"Idempotency-Key": strings.Repeat("k", 200)}}, 422, v1.CodeValidation},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) { wantError(t, alice(), tt.rq, tt.status, tt.code) })
 	}
 }
 
-func checkFinishedRun(t *testing.T, d api.RunDetail) {
-	if d.Status != "finished" || d.Progress != (api.Progress{Completed: 48, Total: 48}) || d.DurationSec <= 0 || d.EndedAt == nil {
+func checkFinishedRun(t *testing.T, d v1.RunDetail) {
+	if d.Status != "finished" || d.Progress != (v1.Progress{Completed: 48, Total: 48}) || d.DurationSec <= 0 || d.EndedAt == nil {
 		t.Errorf("run = %s %+v duration %v; want finished 48/48 with a duration", d.Status, d.Progress, d.DurationSec)
 	}
 	if d.ManifestVersion != "1.0" || d.TaskSet != "parity" || d.Coverage != "parity" || d.Submission.Settings.AttemptsPerTask != 2 {
@@ -189,7 +189,7 @@ func checkFinishedRun(t *testing.T, d api.RunDetail) {
 	}
 }
 
-func checkConfig(t *testing.T, d api.RunDetail) {
+func checkConfig(t *testing.T, d v1.RunDetail) {
 	status, hdr, body := alice().do(t, request{method: "GET", path: "/v1/runs/" + d.ID + "/config"})
 	if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "application/toml") {
 		t.Fatalf("GET config = %d %s", status, hdr.Get("Content-Type"))
@@ -202,12 +202,12 @@ func checkConfig(t *testing.T, d api.RunDetail) {
 }
 
 func checkLogs(t *testing.T, id string) {
-	var all api.LogList
+	var all v1.LogList
 	alice().get(t, "/v1/runs/"+id+"/logs?limit=500", http.StatusOK, &all)
-	var paged []records.LogLine
+	var paged []v1.LogLine
 	cursor := ""
 	for pages := 0; ; pages++ {
-		var page api.LogList
+		var page v1.LogList
 		alice().get(t, "/v1/runs/"+id+"/logs?limit=7&cursor="+url.QueryEscape(cursor), http.StatusOK, &page)
 		if len(page.Logs) > 7 || pages > 100 {
 			t.Fatalf("log page of %d lines after %d pages", len(page.Logs), pages)
@@ -227,15 +227,15 @@ func checkLogs(t *testing.T, id string) {
 	if steps["submitted"] != 1 || steps["result"] < 48 || steps["finished"] < 1 {
 		t.Errorf("log steps = %v, want submitted, 48 results, finished", steps)
 	}
-	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/logs?limit=0"}, 400, api.CodeBadRequest)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/logs?limit=0"}, 400, v1.CodeBadRequest)
 }
 
-func listResults(t *testing.T, id, query string, limit int) []api.ResultView {
+func listResults(t *testing.T, id, query string, limit int) []v1.ResultView {
 	t.Helper()
-	var out []api.ResultView
+	var out []v1.ResultView
 	cursor := ""
 	for pages := 0; ; pages++ {
-		var page api.ResultList
+		var page v1.ResultList
 		q := query + "&limit=" + strconv.Itoa(limit) + "&cursor=" + url.QueryEscape(cursor)
 		alice().get(t, "/v1/runs/"+id+"/results?"+q, http.StatusOK, &page)
 		if len(page.Results) > limit || pages > 200 {
@@ -266,14 +266,14 @@ func checkResults(t *testing.T, id string) {
 	}
 	filters := []struct {
 		query string
-		want  func(api.ResultView) bool
+		want  func(v1.ResultView) bool
 		n     int
 	}{
-		{"agent=1", func(r api.ResultView) bool { return r.Agent == 1 && r.Outcome == "failed" }, 16},
-		{"agent=0&outcome=passed", func(r api.ResultView) bool { return r.Agent == 0 && r.Outcome == "passed" }, 16},
-		{"task=csv-summary", func(r api.ResultView) bool { return r.Task == "csv-summary" }, 6},
-		{"q=CSV", func(r api.ResultView) bool { return strings.Contains(r.Task, "csv") }, 6},
-		{"outcome=cancelled", func(api.ResultView) bool { return false }, 0},
+		{"agent=1", func(r v1.ResultView) bool { return r.Agent == 1 && r.Outcome == "failed" }, 16},
+		{"agent=0&outcome=passed", func(r v1.ResultView) bool { return r.Agent == 0 && r.Outcome == "passed" }, 16},
+		{"task=csv-summary", func(r v1.ResultView) bool { return r.Task == "csv-summary" }, 6},
+		{"q=CSV", func(r v1.ResultView) bool { return strings.Contains(r.Task, "csv") }, 6},
+		{"outcome=cancelled", func(v1.ResultView) bool { return false }, 0},
 	}
 	for _, f := range filters {
 		got := listResults(t, id, f.query, 5)
@@ -287,18 +287,18 @@ func checkResults(t *testing.T, id string) {
 		}
 	}
 	for _, q := range []string{"agent=x", "outcome=bogus", "limit=501"} {
-		wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/results?" + q}, 400, api.CodeBadRequest)
+		wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/results?" + q}, 400, v1.CodeBadRequest)
 	}
 }
 
 func checkResultDetail(t *testing.T, id string) {
-	rid := api.ResultID(0, 1, "csv-summary")
-	var d api.ResultDetail
+	rid := v1.ResultID(0, 1, "csv-summary")
+	var d v1.ResultDetail
 	alice().get(t, "/v1/runs/"+id+"/results/"+rid, http.StatusOK, &d)
 	if d.ID != rid || d.Outcome != "passed" || d.Reward == nil || *d.Reward != 1 || d.AgentLabel != "oracle (oracle)" {
 		t.Errorf("result %s = %+v, want the oracle's pass with reward 1", rid, d.ResultView)
 	}
-	paths := map[string]api.ArtifactView{}
+	paths := map[string]v1.ArtifactView{}
 	for _, a := range d.Artifacts {
 		paths[a.Path] = a
 	}
@@ -318,21 +318,25 @@ func checkResultDetail(t *testing.T, id string) {
 		"/v1/runs/" + id + "/results/" + rid + "/artifacts/nope.txt",
 		"/v1/runs/" + id + "/results/" + rid + "/artifacts/..%2F..%2Fsecrets",
 	} {
-		wantError(t, alice(), request{method: "GET", path: path}, http.StatusNotFound, api.CodeNotFound)
+		wantError(t, alice(), request{method: "GET", path: path}, http.StatusNotFound, v1.CodeNotFound)
 	}
 }
 
 func checkLeaderboard(t *testing.T) {
-	var board api.LeaderboardView
+	var board v1.LeaderboardView
 	waitFor(t, "the leaderboard to list the run", time.Minute, func() bool {
 		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard", http.StatusOK, &board)
-		return len(board.Groups) == 1 && len(board.Groups[0].Rows) == 3
+		return len(board.Rows) == 3
 	})
-	g := board.Groups[0]
-	if g.TaskSet != "parity" || g.ManifestVersion != "1.0" || g.K != 2 || board.Metric != "pass@1" {
-		t.Errorf("group = %+v, want parity on 1.0 with k = 2, by pass@1", g)
+	if board.K != 2 || board.Metric != "pass@1" {
+		t.Errorf("board = k %d by %s, want k = 2, by pass@1", board.K, board.Metric)
 	}
-	first, last := g.Rows[0], g.Rows[2]
+	for _, r := range board.Rows {
+		if r.TaskSet != "parity" || r.ManifestVersion != "1.0" || r.ManifestDigest == "" {
+			t.Errorf("row %s measured %q on %q (%q), want parity on 1.0 with its digest", r.Label, r.TaskSet, r.ManifestVersion, r.ManifestDigest)
+		}
+	}
+	first, last := board.Rows[0], board.Rows[2]
 	if first.Harness != "oracle" || first.Rank != 1 || !first.Best || first.Pass1 == nil || first.Pass1.Value != 1 || first.VsBest != nil {
 		t.Errorf("first row = %+v, want the oracle, rank 1, best, pass@1 1", first)
 	}
@@ -341,13 +345,13 @@ func checkLeaderboard(t *testing.T) {
 	}
 	for _, m := range []string{"pass@k", "cost", "time", "tokens"} {
 		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard?metric="+url.QueryEscape(m), http.StatusOK, &board)
-		if board.Metric != m || len(board.Groups) != 1 {
+		if board.Metric != m || len(board.Rows) != 3 {
 			t.Errorf("leaderboard by %s = %+v", m, board)
 		}
 	}
-	wantError(t, alice(), request{method: "GET", path: "/v1/benchmarks/demo-bench/leaderboard?metric=elo"}, 400, api.CodeBadRequest)
+	wantError(t, alice(), request{method: "GET", path: "/v1/benchmarks/demo-bench/leaderboard?metric=elo"}, 400, v1.CodeBadRequest)
 	bob().get(t, "/v1/benchmarks/demo-bench/leaderboard", http.StatusOK, &board)
-	if len(board.Groups) != 0 {
+	if len(board.Rows) != 0 {
 		t.Errorf("bob's demo-bench leaderboard = %+v, want empty (alice's runs are hers)", board)
 	}
 }
@@ -356,7 +360,7 @@ func checkRunList(t *testing.T, id string) {
 	var ids []string
 	cursor := ""
 	for {
-		var page api.RunList
+		var page v1.RunList
 		alice().get(t, "/v1/runs?limit=1&cursor="+url.QueryEscape(cursor), http.StatusOK, &page)
 		for _, r := range page.Runs {
 			ids = append(ids, r.ID)
@@ -369,23 +373,23 @@ func checkRunList(t *testing.T, id string) {
 		t.Errorf("runs paged by 1 = %v, want %s once", ids, id)
 	}
 	for _, q := range []string{"status=finished", "benchmark=demo-bench", "benchmark=demo-bench&status=finished"} {
-		var page api.RunList
+		var page v1.RunList
 		alice().get(t, "/v1/runs?"+q, http.StatusOK, &page)
-		if !slices.ContainsFunc(page.Runs, func(r api.RunView) bool { return r.ID == id }) {
+		if !slices.ContainsFunc(page.Runs, func(r v1.RunView) bool { return r.ID == id }) {
 			t.Errorf("runs?%s lacks %s", q, id)
 		}
 	}
-	var none api.RunList
+	var none v1.RunList
 	alice().get(t, "/v1/runs?status=stopped&benchmark=demo-bench-9", http.StatusOK, &none)
 	if len(none.Runs) != 0 {
 		t.Errorf("runs of a benchmark without runs = %+v", none.Runs)
 	}
-	wantError(t, alice(), request{method: "GET", path: "/v1/runs?status=bogus"}, 400, api.CodeBadRequest)
-	wantError(t, alice(), request{method: "GET", path: "/v1/runs/r-nope"}, 404, api.CodeNotFound)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs?status=bogus"}, 400, v1.CodeBadRequest)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/r-nope"}, 404, v1.CodeNotFound)
 }
 
 func checkRunIsolation(t *testing.T, id string) {
-	rid := api.ResultID(0, 1, "csv-summary")
+	rid := v1.ResultID(0, 1, "csv-summary")
 	for _, rq := range []request{
 		{method: "GET", path: "/v1/runs/" + id},
 		{method: "GET", path: "/v1/runs/" + id + "/config"},
@@ -396,9 +400,9 @@ func checkRunIsolation(t *testing.T, id string) {
 		{method: "GET", path: "/v1/runs/" + id + "/download"},
 		{method: "POST", path: "/v1/runs/" + id + "/stop"},
 	} {
-		wantError(t, bob(), rq, http.StatusNotFound, api.CodeNotFound)
+		wantError(t, bob(), rq, http.StatusNotFound, v1.CodeNotFound)
 	}
-	var list api.RunList
+	var list v1.RunList
 	bob().get(t, "/v1/runs", http.StatusOK, &list)
 	if len(list.Runs) != 0 {
 		t.Errorf("bob sees runs %+v, want none", list.Runs)
@@ -428,13 +432,13 @@ const smokeJSON = `{"experiment": {"benchmark": "demo-bench"},
 
 func TestStopRun(t *testing.T) {
 	readyBenchmark(t, alice(), "demo-bench")
-	var created api.CreatedRun
+	var created v1.CreatedRun
 	alice().call(t, request{method: "POST", path: "/v1/runs?name=to-stop", body: []byte(smokeJSON), contentType: "application/json"},
 		http.StatusCreated, &created)
 	if created.Name != "to-stop" || created.TaskCount != 15 || created.SlotCount != 75 {
 		t.Errorf("JSON submission = %+v, want run to-stop with 15 tasks, 75 slots", created)
 	}
-	var stopping api.RunView
+	var stopping v1.RunView
 	alice().call(t, request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusAccepted, &stopping)
 	if stopping.Status != "stopping" && stopping.Status != "stopped" {
 		t.Errorf("stop answer status %s, want stopping", stopping.Status)
@@ -443,7 +447,7 @@ func TestStopRun(t *testing.T) {
 	if d.Status != "stopped" || d.Outcomes.Cancelled == 0 || d.Progress.Completed != d.Progress.Total {
 		t.Errorf("stopped run = %s %+v %+v, want stopped with cancelled slots", d.Status, d.Progress, d.Outcomes)
 	}
-	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusConflict, api.CodeConflict)
+	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusConflict, v1.CodeConflict)
 }
 
 func TestDownloadPendingRun(t *testing.T) {
@@ -458,8 +462,8 @@ func TestDownloadPendingRun(t *testing.T) {
 	if err := env.Server.Records().Transact(context.Background(), ops[:1]); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + r.ID + "/download"}, http.StatusConflict, api.CodeConflict)
-	wantError(t, bob(), request{method: "GET", path: "/v1/runs/" + r.ID + "/download"}, http.StatusNotFound, api.CodeNotFound)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + r.ID + "/download"}, http.StatusConflict, v1.CodeConflict)
+	wantError(t, bob(), request{method: "GET", path: "/v1/runs/" + r.ID + "/download"}, http.StatusNotFound, v1.CodeNotFound)
 }
 
 func TestBillingRequired(t *testing.T) {
@@ -473,16 +477,16 @@ func TestBillingRequired(t *testing.T) {
 	}
 	carol := caller{token: c.Token}
 	readyBenchmark(t, carol, "demo-bench")
-	e := wantError(t, carol, toml("/v1/runs", smokeConfig), http.StatusPaymentRequired, api.CodeBillingRequired)
+	e := wantError(t, carol, toml("/v1/runs", smokeConfig), http.StatusPaymentRequired, v1.CodeBillingRequired)
 	if !strings.Contains(e.Message, "past_due") {
 		t.Errorf("402 message %q does not say what is wrong", e.Message)
 	}
-	var report api.ValidationReport
+	var report v1.ValidationReport
 	carol.call(t, toml("/v1/runs/validate", smokeConfig), http.StatusOK, &report)
 	if report.Valid || report.BillingProblem == "" {
 		t.Errorf("validate without billing = %+v, want the billing problem", report)
 	}
-	var ws api.WorkspaceView
+	var ws v1.WorkspaceView
 	carol.get(t, "/v1/workspace", http.StatusOK, &ws)
 	if ws.Billing.Status != "past_due" || ws.Billing.CanSubmit {
 		t.Errorf("workspace billing = %+v, want past_due, cannot submit", ws.Billing)

@@ -2,14 +2,13 @@ package server_test
 
 import (
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 )
 
 func TestPublicRoutesAndAuth(t *testing.T) {
@@ -33,11 +32,11 @@ func TestPublicRoutesAndAuth(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, path := range []string{"/v1/workspace", "/v1/benchmarks", "/v1/runs", "/v1/secrets"} {
-				wantError(t, tt.caller, request{method: "GET", path: path, header: tt.header}, http.StatusUnauthorized, api.CodeUnauthorized)
+				wantError(t, tt.caller, request{method: "GET", path: path, header: tt.header}, http.StatusUnauthorized, v1.CodeUnauthorized)
 			}
 		})
 	}
-	wantError(t, alice(), request{method: "GET", path: "/v1/nothing-here"}, http.StatusNotFound, api.CodeNotFound)
+	wantError(t, alice(), request{method: "GET", path: "/v1/nothing-here"}, http.StatusNotFound, v1.CodeNotFound)
 	if status, hdr, body := anon.do(t, request{method: "GET", path: "/"}); status != http.StatusOK ||
 		!strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !strings.Contains(string(body), "<html") {
 		t.Errorf("GET / = %d %s, want the console's index.html", status, hdr.Get("Content-Type"))
@@ -45,10 +44,10 @@ func TestPublicRoutesAndAuth(t *testing.T) {
 }
 
 func TestWorkspace(t *testing.T) {
-	var got api.WorkspaceView
+	var got v1.WorkspaceView
 	alice().get(t, "/v1/workspace", http.StatusOK, &got)
-	want := api.WorkspaceView{ID: env.Tenant.Workspace, Name: "local", User: api.UserView{ID: env.Tenant.User, Name: got.User.Name},
-		Billing: api.BillingView{Status: "active", Plan: "local", CanSubmit: true}}
+	want := v1.WorkspaceView{ID: env.Tenant.Workspace, Name: "local", User: v1.UserView{ID: env.Tenant.User, Name: got.User.Name},
+		Billing: v1.BillingView{Status: "active", Plan: "local", CanSubmit: true}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GET /v1/workspace (-want +got):\n%s", diff)
 	}
@@ -64,7 +63,7 @@ const secretValue = "s3cr3t-value-7f1d2c9a-never-shown"
 
 func secretNames(t *testing.T, c caller) []string {
 	t.Helper()
-	var list api.SecretList
+	var list v1.SecretList
 	c.get(t, "/v1/secrets", http.StatusOK, &list)
 	var names []string
 	for _, s := range list.Secrets {
@@ -93,7 +92,7 @@ func TestSecrets(t *testing.T) {
 	if status, b := put(bob(), "BOB_KEY", "?scope=workspace", "", []byte(secretValue)); status != http.StatusCreated {
 		t.Fatalf("bob PUT = %d %s, want 201", status, b)
 	}
-	var rec api.SecretView
+	var rec v1.SecretView
 	if _, b := put(alice(), "API_KEY_ONE", "", "", []byte(secretValue)); json.Unmarshal(b, &rec) != nil || rec.SetBy != env.Tenant.User || rec.Scope != "workspace" {
 		t.Errorf("PUT answer = %s, want the record set by %s", b, env.Tenant.User)
 	}
@@ -111,20 +110,20 @@ func TestSecrets(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"lowercase name", request{method: "PUT", path: "/v1/secrets/lower", body: []byte("x")}, 400, api.CodeBadRequest},
-		{"bad scope", request{method: "PUT", path: "/v1/secrets/OK_NAME?scope=team", body: []byte("x")}, 400, api.CodeBadRequest},
-		{"empty value", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: nil}, 400, api.CodeBadRequest},
-		{"json unknown field", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(`{"valeu":"x"}`), contentType: "application/json"}, 400, api.CodeBadRequest},
-		{"too large", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(strings.Repeat("x", api.MaxSecretValue+1))}, 413, api.CodeTooLarge},
-		{"too large json", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(`{"value":"` + strings.Repeat("x", api.MaxSmallBody) + `"}`), contentType: "application/json"}, 413, api.CodeTooLarge},
-		{"delete missing", request{method: "DELETE", path: "/v1/secrets/NOPE"}, 404, api.CodeNotFound},
-		{"delete other tenant's", request{method: "DELETE", path: "/v1/secrets/BOB_KEY"}, 404, api.CodeNotFound},
-		{"delete workspace scope of a personal record", request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO"}, 404, api.CodeNotFound},
+		{"lowercase name", request{method: "PUT", path: "/v1/secrets/lower", body: []byte("x")}, 400, v1.CodeBadRequest},
+		{"bad scope", request{method: "PUT", path: "/v1/secrets/OK_NAME?scope=team", body: []byte("x")}, 400, v1.CodeBadRequest},
+		{"empty value", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: nil}, 400, v1.CodeBadRequest},
+		{"json unknown field", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(`{"valeu":"x"}`), contentType: "application/json"}, 400, v1.CodeBadRequest},
+		{"too large", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(strings.Repeat("x", v1.MaxSecretValue+1))}, 413, v1.CodeTooLarge},
+		{"too large json", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(`{"value":"` + strings.Repeat("x", v1.MaxSmallBody) + `"}`), contentType: "application/json"}, 413, v1.CodeTooLarge},
+		{"delete missing", request{method: "DELETE", path: "/v1/secrets/NOPE"}, 404, v1.CodeNotFound},
+		{"delete other tenant's", request{method: "DELETE", path: "/v1/secrets/BOB_KEY"}, 404, v1.CodeNotFound},
+		{"delete workspace scope of a personal record", request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO"}, 404, v1.CodeNotFound},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) { wantError(t, alice(), tt.rq, tt.status, tt.code) })
 	}
-	wantError(t, bob(), request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO?scope=personal"}, 404, api.CodeNotFound)
+	wantError(t, bob(), request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO?scope=personal"}, 404, v1.CodeNotFound)
 
 	alice().call(t, request{method: "DELETE", path: "/v1/secrets/API_KEY_TWO?scope=personal"}, http.StatusNoContent, nil)
 	if diff := cmp.Diff([]string{"workspace:API_KEY_ONE"}, secretNames(t, alice())); diff != "" {

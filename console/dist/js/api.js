@@ -117,6 +117,8 @@ export const api = {
   result: (id, resultID, o) => request('GET', `/v1/runs/${enc(id)}/results/${enc(resultID)}`, o),
   downloadPath: (id, type) => `/v1/runs/${enc(id)}/download?type=${enc(type)}`,
 
+  harnesses: (o) => request('GET', '/v1/harnesses', o),
+
   secrets: (o) => request('GET', '/v1/secrets', o),
   putSecret: (name, scope, value) => request('PUT', `/v1/secrets/${enc(name)}`, { query: { scope }, body: value, contentType: 'text/plain' }),
   deleteSecret: (name, scope) => request('DELETE', `/v1/secrets/${enc(name)}`, { query: { scope } }),

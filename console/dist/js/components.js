@@ -119,13 +119,17 @@ export function loading(what = 'Loading') {
   return h('div', { class: 'loading' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), ` ${what}…`);
 }
 
-/** table renders a data table from column specs {label, class, cell(row)}. */
+/**
+ * table renders a data table from column specs {label, class, cell(row)};
+ * a column's header (a node) replaces its label text in the head, and sort
+ * sets the column's aria-sort.
+ */
 export function table(columns, rows, { caption, rowAttrs, empty = 'Nothing here yet.' } = {}) {
   if (!rows.length) return h('div', { class: 'table-wrap' }, h('div', { class: 'empty' }, empty));
   return h('div', { class: 'table-wrap' },
     h('table', { class: 'data' },
       caption ? h('caption', {}, caption) : null,
-      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.class || null, scope: 'col', title: c.title || null }, c.label)))),
+      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.class || null, scope: 'col', title: c.title || null, 'aria-sort': c.sort || null }, c.header || c.label)))),
       h('tbody', {}, rows.map((r, i) => h('tr', rowAttrs ? rowAttrs(r, i) : {},
         columns.map((c) => h('td', { class: c.class || null }, c.cell(r, i))))))));
 }
@@ -194,8 +198,11 @@ export function confirmDialog({ title, body, confirmLabel = 'Confirm', danger = 
 /**
  * tooltip shows rich content next to an element on hover and focus. The
  * element gets aria-describedby pointing at the shared tooltip while shown.
+ * With avoid (an element, e.g. the table the element is in), the tooltip is
+ * placed beside that element — right, left, below or above, the first that
+ * fits — so it never covers the rows it is about.
  */
-export function attachTooltip(el, content) {
+export function attachTooltip(el, content, { avoid } = {}) {
   const tip = document.getElementById('tooltip');
   const show = () => {
     const body = typeof content === 'function' ? content() : content;
@@ -203,12 +210,8 @@ export function attachTooltip(el, content) {
     replace(tip, body);
     tip.hidden = false;
     el.setAttribute('aria-describedby', 'tooltip');
-    const r = el.getBoundingClientRect();
-    const t = tip.getBoundingClientRect();
-    let top = r.bottom + 6;
-    if (top + t.height > window.innerHeight - 8) top = Math.max(8, r.top - t.height - 6);
-    let left = Math.min(window.innerWidth - t.width - 8, Math.max(8, r.left + 24));
-    if (el.tagName === 'TR') left = Math.min(window.innerWidth - t.width - 8, Math.max(8, r.left + r.width / 3));
+    const { top, left } = placeTooltip(el.getBoundingClientRect(), tip.getBoundingClientRect(),
+      avoid ? avoid.getBoundingClientRect() : null, { width: window.innerWidth, height: window.innerHeight });
     tip.style.top = `${top}px`;
     tip.style.left = `${left}px`;
   };
@@ -221,6 +224,28 @@ export function attachTooltip(el, content) {
   el.addEventListener('focus', show);
   el.addEventListener('blur', hide);
   el.addEventListener('keydown', (e) => { if (e.key === 'Escape') hide(); });
+}
+
+const GAP = 8;
+
+/**
+ * placeTooltip picks the tooltip's viewport position for an anchor rect: just
+ * below it (above when there is no room); with an avoid rect, outside that
+ * rect — to its right, left, below or above, the first side with room,
+ * aligned with the anchor — and only when no side has room, below the anchor.
+ */
+export function placeTooltip(anchor, tip, avoid, view) {
+  const clampX = (x) => Math.min(view.width - tip.width - GAP, Math.max(GAP, x));
+  const clampY = (y) => Math.min(view.height - tip.height - GAP, Math.max(GAP, y));
+  if (avoid) {
+    if (avoid.right + GAP + tip.width <= view.width - GAP) return { top: clampY(anchor.top), left: avoid.right + GAP };
+    if (avoid.left - GAP - tip.width >= GAP) return { top: clampY(anchor.top), left: avoid.left - GAP - tip.width };
+    if (avoid.bottom + GAP + tip.height <= view.height - GAP) return { top: avoid.bottom + GAP, left: clampX(anchor.left) };
+    if (avoid.top - GAP - tip.height >= GAP) return { top: avoid.top - GAP - tip.height, left: clampX(anchor.left) };
+  }
+  let top = anchor.bottom + 6;
+  if (top + tip.height > view.height - GAP) top = Math.max(GAP, anchor.top - tip.height - 6);
+  return { top, left: clampX(anchor.left + 24) };
 }
 
 /** hideTooltip hides the shared tooltip (on navigation). */

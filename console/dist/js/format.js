@@ -87,6 +87,12 @@ export function pValue(p) {
   return p.toFixed(3);
 }
 
+/** pText is a p-value as a statement: "p < 0.001" or "p = 0.042". */
+export function pText(p) {
+  if (p === null || p === undefined || Number.isNaN(p)) return `p ${DASH}`;
+  return p < 0.001 ? 'p < 0.001' : `p = ${pValue(p)}`;
+}
+
 /** dateTime formats an ISO time as local "2026-11-29 20:26". */
 export function dateTime(iso) {
   if (!iso) return DASH;

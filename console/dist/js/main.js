@@ -16,10 +16,13 @@ import { workspace } from './workspace.js';
 route('/signin', renderSignIn, { public: true });
 route('/', () => navigate('/benchmarks', { replace: true }));
 route('/benchmarks', renderBenchmarks, { nav: 'benchmarks' });
+// A run lives under its benchmark's section, as the product describes it;
+// /runs/<id> (the old address) redirects there, query and all.
+route('/benchmarks/runs/:id', renderRun, { nav: 'runs' });
 route('/benchmarks/:key', renderBenchmark, { nav: 'benchmarks' });
 route('/runs', renderRuns, { nav: 'runs' });
 route('/runs/new', renderSubmit, { nav: 'submit' });
-route('/runs/:id', renderRun, { nav: 'runs' });
+route('/runs/:id', ({ params }) => navigate(`/benchmarks/runs/${encodeURIComponent(params.id)}${window.location.search}`, { replace: true }));
 route('/secrets', renderSecrets, { nav: 'secrets' });
 notFound(async ({ main }) => {
   document.title = 'Not found · gauntlet';
@@ -47,7 +50,7 @@ guard((page, url) => {
 const NAV = [
   ['benchmarks', '/benchmarks', 'Benchmarks'],
   ['runs', '/runs', 'Runs'],
-  ['submit', '/runs/new', 'Submit run'],
+  ['submit', '/runs/new', 'New run'],
   ['secrets', '/secrets', 'Secrets'],
 ];
 

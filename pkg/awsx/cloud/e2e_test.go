@@ -215,8 +215,8 @@ func TestCloudShapeEndToEnd(t *testing.T) {
 	cloudBoard, usage := runCloud(t, ctx, runner)
 	localBoard := runLocal(t, ctx, runner)
 	opts := cmp.Options{
-		cmpopts.IgnoreFields(pipeline.Leaderboard{}, "Generation", "ComputedAt"),
-		cmpopts.IgnoreFields(pipeline.BoardRow{}, "RunID", "FinishedAt", "TimePerTask"), // run ids and wall-clock times differ
+		cmpopts.IgnoreFields(records.Leaderboard{}, "Generation", "ComputedAt"),
+		cmpopts.IgnoreFields(records.BoardRow{}, "RunID", "FinishedAt", "TimePerTask"), // run ids and wall-clock times differ
 	}
 	if diff := cmp.Diff(comparable(t, localBoard), comparable(t, cloudBoard), opts); diff != "" {
 		t.Errorf("cloud leaderboard differs from the SQLite default's (-sqlite +cloud):\n%s", diff)
@@ -225,9 +225,9 @@ func TestCloudShapeEndToEnd(t *testing.T) {
 }
 
 // comparable drops the time board (wall-clock values) from a leaderboard.
-func comparable(t *testing.T, l pipeline.Leaderboard) pipeline.Leaderboard {
+func comparable(t *testing.T, l records.Leaderboard) records.Leaderboard {
 	t.Helper()
-	var boards []pipeline.Board
+	var boards []records.Board
 	for _, b := range l.Boards {
 		if b.Metric != leaderboard.MetricTime {
 			boards = append(boards, b)
@@ -247,7 +247,7 @@ type cloudUsage struct {
 	attempts    int
 }
 
-func runCloud(t *testing.T, ctx context.Context, runner string) (pipeline.Leaderboard, cloudUsage) {
+func runCloud(t *testing.T, ctx context.Context, runner string) (records.Leaderboard, cloudUsage) {
 	env := cloudtest.NewEnv(t)
 	vars := env.Setenv(t, nil)
 	counter := cloudtest.NewCounter()
@@ -334,14 +334,14 @@ func runCloud(t *testing.T, ctx context.Context, runner string) (pipeline.Leader
 	if r.Status != run.Finished {
 		t.Fatalf("cloud run ended %s (%s), want finished", r.Status, r.Reason)
 	}
-	board, err := pipeline.ReadLeaderboard(ctx, pl.recs, e2eWS, "demo-bench")
+	board, err := pl.recs.Leaderboard(ctx, e2eWS, "demo-bench")
 	if err != nil {
 		t.Fatalf("cloud leaderboard: %v", err)
 	}
 	return board, cloudUsage{counter: counter, invocations: pl.invocations, attempts: e2eAttempts}
 }
 
-func runLocal(t *testing.T, ctx context.Context, runner string) pipeline.Leaderboard {
+func runLocal(t *testing.T, ctx context.Context, runner string) records.Leaderboard {
 	dir := t.TempDir()
 	db, err := sqlite.Open(filepath.Join(dir, "gauntlet.db"))
 	if err != nil {
@@ -399,7 +399,7 @@ func runLocal(t *testing.T, ctx context.Context, runner string) pipeline.Leaderb
 	if r.Status != run.Finished {
 		t.Fatalf("SQLite run ended %s (%s), want finished", r.Status, r.Reason)
 	}
-	board, err := pipeline.ReadLeaderboard(ctx, pl.recs, e2eWS, "demo-bench")
+	board, err := pl.recs.Leaderboard(ctx, e2eWS, "demo-bench")
 	if err != nil {
 		t.Fatalf("SQLite leaderboard: %v", err)
 	}

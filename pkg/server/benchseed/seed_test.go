@@ -3,6 +3,7 @@ package benchseed_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,11 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/benchseed"
 )
@@ -50,8 +49,8 @@ func TestSeed(t *testing.T) {
 		t.Errorf("seeded %d runs, %d results; want %d and %d", len(seeded.Runs), seeded.Results, shape.Entrants, shape.Entrants*shape.Tasks*shape.Attempts)
 	}
 	board := readBoard(t, srv, seeded.Benchmark, leaderboard.MetricPass1)
-	if len(board.Groups) != 1 || len(board.Groups[0].Rows) != shape.Entrants {
-		t.Fatalf("leaderboard = %+v, want one group of %d rows", board, shape.Entrants)
+	if len(board.Rows) != shape.Entrants {
+		t.Fatalf("leaderboard = %+v, want %d rows", board, shape.Entrants)
 	}
 	out, err := json.Marshal(seeded)
 	if err != nil {
@@ -80,10 +79,7 @@ func TestTerminalBenchSizedBoard(t *testing.T) {
 	}
 	for _, metric := range leaderboard.Metrics {
 		board := readBoard(t, srv, seeded.Benchmark, metric)
-		if len(board.Groups) != 1 {
-			t.Fatalf("%s board has %d groups, want 1", metric, len(board.Groups))
-		}
-		g := board.Groups[0]
+		g := board
 		type shapeOf struct{ Rows, Best, K, WithPass1, WithPassAtK, WithCost, WithVsBest int }
 		got := shapeOf{Rows: len(g.Rows), K: g.K}
 		var runs []string
@@ -103,7 +99,7 @@ func TestTerminalBenchSizedBoard(t *testing.T) {
 		if diff := cmp.Diff(seeded.Runs, runs); diff != "" {
 			t.Errorf("%s board's runs (-want +got):\n%s", metric, diff)
 		}
-		if !slices.IsSortedFunc(g.Rows, func(a, b api.BoardRow) int { return a.Rank - b.Rank }) || g.Rows[0].Rank != 1 {
+		if !slices.IsSortedFunc(g.Rows, func(a, b v1.BoardRow) int { return a.Rank - b.Rank }) || g.Rows[0].Rank != 1 {
 			t.Errorf("%s board rows are not in rank order from 1", metric)
 		}
 	}
@@ -137,7 +133,7 @@ func apiClient(t *testing.T, srv *server.Server) *client.Client {
 	return c
 }
 
-func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.Metric) api.LeaderboardView {
+func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.Metric) v1.LeaderboardView {
 	t.Helper()
 	board, err := apiClient(t, srv).Leaderboard(context.Background(), key, string(metric))
 	if err != nil {
@@ -165,8 +161,8 @@ func BenchmarkReadBoard(b *testing.B) {
 	}
 	b.Run("store", func(b *testing.B) {
 		for b.Loop() {
-			board, err := pipeline.ReadBoard(ctx, srv.Records(), srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
-			if err != nil || len(board.Groups[0].Rows) != 50 {
+			board, err := srv.Records().Board(ctx, srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
+			if err != nil || len(board.Rows) != 50 {
 				b.Fatalf("ReadBoard: %v", err)
 			}
 		}
@@ -180,7 +176,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	})
 	b.Run("run-metrics", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := pipeline.ReadRunMetrics(ctx, srv.Records(), seeded.Runs[0]); err != nil {
+			if _, err := srv.Records().RunMetrics(ctx, seeded.Runs[0]); err != nil {
 				b.Fatalf("ReadRunMetrics: %v", err)
 			}
 		}

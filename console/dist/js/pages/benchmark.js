@@ -3,10 +3,14 @@
 
 import { api } from '../api.js';
 import { h, replace, link, qs } from '../dom.js';
-import { errorBox, loading, sourceBadge, statusBadge, syncProgress, table } from '../components.js';
-import { count, pct, shortDigest } from '../format.js';
+import {
+  STOPPABLE, confirmDialog, errorBox, loading, menu, outcomeBar, sourceBadge, statusBadge, syncProgress, table, toast,
+} from '../components.js';
+import { ago, count, dateTime, pct, plural, shortDigest } from '../format.js';
 import { renderLeaderboard } from './leaderboard.js';
 import { poll } from '../poll.js';
+import { navigate } from '../router.js';
+import { userLabel } from '../workspace.js';
 
 /** renderBenchmark renders /benchmarks/:key. */
 export async function renderBenchmark(ctx) {
@@ -24,9 +28,12 @@ export async function renderBenchmark(ctx) {
   document.title = `${b.name || b.key} · gauntlet`;
   const head = h('div', {});
   const board = h('section', { class: 'section', 'aria-labelledby': 'leaderboard-title' });
+  const runs = h('section', { class: 'section', id: 'benchmark-runs', 'aria-labelledby': 'benchmark-runs-title' });
   const manifest = h('section', { class: 'section', 'aria-labelledby': 'manifest-title' });
-  replace(ctx.main, head, board, manifest);
+  replace(ctx.main, head, board, runs, manifest);
+  const header = (view) => headerOf(view, { onChange: () => renderBenchmark(ctx) });
   replace(head, header(b));
+  renderRuns(ctx, runs, key);
   renderManifest(manifest, b);
   if (b.status !== 'ready' && !b.manifest) {
     // Follow the sync until the manifest is ready, then show everything.
@@ -49,7 +56,7 @@ function crumbs() {
   return h('div', { class: 'crumbs' }, link('/benchmarks', 'Benchmarks'), ' /');
 }
 
-function header(b) {
+function headerOf(b, { onChange }) {
   const m = b.manifest;
   return h('div', {},
     crumbs(),
@@ -59,19 +66,108 @@ function header(b) {
         h('div', { class: 'sub' },
           h('span', { class: 'mono' }, b.key),
           sourceBadge(b.source?.type),
-          b.source?.ref ? h('span', { class: 'mono' }, b.source.ref) : null,
-          b.source?.url ? h('a', { href: b.source.url, target: '_blank', rel: 'noopener noreferrer' }, 'upstream ↗') : null,
+          b.source?.ref ? copyButton(b.source.ref) : null,
           statusBadge(b.status),
+          b.status === 'ready' ? h('span', { class: 'badge plain', id: 'task-count' }, plural(b.task_count, 'task')) : null,
           b.status === 'syncing' ? syncProgress(b.progress) : null,
           m ? h('span', {}, 'version ', h('strong', {}, m.version)) : null,
           m ? h('span', { class: 'mono', title: m.digest }, shortDigest(m.digest)) : null),
         b.description ? h('p', { class: 'muted' }, b.description) : null,
         b.status === 'failed' ? h('div', { class: 'alert bad' }, h('div', { class: 'title' }, 'Sync failed'), b.sync_error || '') : null),
       h('div', { class: 'actions' },
-        h('a', { class: 'button', href: `/runs${qs({ benchmark: b.key })}` }, `Runs (${count(b.run_count)})`),
+        actionsMenu(b, onChange),
         b.status === 'ready'
-          ? h('a', { class: 'button primary', href: `/runs/new${qs({ benchmark: b.key })}` }, 'Submit a run')
+          ? h('a', { class: 'button primary', href: `/runs/new${qs({ benchmark: b.key })}` }, 'New run')
           : null)));
+}
+
+// copyButton shows the source reference; a click copies it.
+function copyButton(ref) {
+  return h('button', { type: 'button', class: 'link mono', id: 'source-ref', title: 'Copy the source reference', onclick: async () => {
+    try {
+      await navigator.clipboard.writeText(ref);
+      toast(`Copied ${ref}`, 'ok');
+    } catch (err) {
+      toast(`Could not copy: ${err.message}`, 'bad');
+    }
+  } }, ref, ' ⧉');
+}
+
+// actionsMenu offers View source, Retry sync after a failed sync, and
+// Remove for benchmarks the workspace added (managed ones cannot be removed).
+function actionsMenu(b, onChange) {
+  const items = [];
+  if (b.source?.url) {
+    items.push({ label: 'View source', sub: b.source.url, onSelect: () => window.open(b.source.url, '_blank', 'noopener,noreferrer') });
+  }
+  if (b.status === 'failed') {
+    items.push({ label: 'Retry sync', sub: 'page the task list in again', onSelect: async () => {
+      try {
+        await api.syncBenchmark(b.key);
+        toast(`Syncing ${b.name || b.key} again.`, 'ok');
+        onChange();
+      } catch (err) {
+        toast(err.message, 'bad');
+      }
+    } });
+  }
+  if (b.removable) {
+    items.push({ label: 'Remove', sub: 'its runs stay listed', onSelect: async () => {
+      const ok = await confirmDialog({ title: `Remove ${b.name || b.key}?`, body: 'The benchmark leaves this workspace; runs already made stay listed.', confirmLabel: 'Remove', danger: true });
+      if (!ok) return;
+      try {
+        await api.deleteBenchmark(b.key);
+        toast(`Removed ${b.name || b.key}.`, 'ok');
+        navigate('/benchmarks');
+      } catch (err) {
+        toast(err.message, 'bad');
+      }
+    } });
+  }
+  if (!items.length) return null;
+  return menu('Actions', items, { id: 'benchmark-actions' });
+}
+
+// renderRuns lists the benchmark's runs (newest first) below its
+// leaderboard, live while any is going, with Stop on the ones that can stop.
+async function renderRuns(ctx, box, key) {
+  const list = h('div', {}, loading('Loading runs'));
+  replace(box, h('div', { class: 'section-head' }, h('h2', { id: 'benchmark-runs-title' }, 'Benchmark runs'),
+    link(`/runs${qs({ benchmark: key })}`, 'All runs of this benchmark')), list);
+  const load = async () => {
+    try {
+      const res = await api.runs({ benchmark: key, limit: 10 }, { signal: ctx.signal });
+      replace(list, runsTable(res.runs || [], load));
+      return (res.runs || []).some((r) => ['pending', 'queued', 'running', 'stopping'].includes(r.status));
+    } catch (err) {
+      if (err.name === 'AbortError') throw err;
+      replace(list, errorBox(err, 'Could not load runs'));
+      return false;
+    }
+  };
+  if (await load()) poll(ctx, load, 3000);
+}
+
+function runsTable(runs, reload) {
+  return table([
+    { label: 'Run', class: 'wrap', cell: (r) => link(`/benchmarks/runs/${encodeURIComponent(r.id)}`, h('strong', {}, r.name || r.id)) },
+    { label: 'Status', cell: (r) => statusBadge(r.status) },
+    { label: 'Agents', class: 'num', cell: (r) => count(r.agent_count) },
+    { label: 'Progress', cell: (r) => outcomeBar(r.progress, r.outcomes) },
+    { label: 'Submitted', cell: (r) => [h('span', { title: dateTime(r.created_at) }, ago(r.created_at)),
+      r.submission?.submitted_by ? h('div', { class: 'sub' }, `by ${r.submission.submitted_by_name || userLabel(r.submission.submitted_by)}`) : null] },
+    { label: '', cell: (r) => (STOPPABLE.has(r.status) ? h('button', { type: 'button', class: 'small danger', dataset: { stop: r.id }, onclick: async () => {
+      const ok = await confirmDialog({ title: `Stop ${r.name || r.id}?`, body: 'No new attempt starts; running ones are stopped. Results so far stay.', confirmLabel: 'Stop run', danger: true });
+      if (!ok) return;
+      try {
+        await api.stopRun(r.id);
+        toast(`Stopping ${r.name || r.id}.`, 'ok');
+        reload();
+      } catch (err) {
+        toast(err.message, 'bad');
+      }
+    } }, 'Stop') : null) },
+  ], runs, { empty: 'No runs yet. New run starts one.', rowAttrs: (r) => ({ dataset: { id: r.id, status: r.status } }) });
 }
 
 function renderManifest(box, b) {

@@ -93,7 +93,7 @@ function benchmarkTable(list, refresh) {
     { label: 'Tasks', class: 'num', cell: (b) => count(b.task_count) },
     { label: 'Categories', class: 'num', cell: (b) => count(b.category_count) },
     { label: 'Last run', cell: (b) => (b.last_run
-      ? [link(`/runs/${encodeURIComponent(b.last_run.id)}`, b.last_run.name || b.last_run.id), ' ', statusBadge(b.last_run.status),
+      ? [link(`/benchmarks/runs/${encodeURIComponent(b.last_run.id)}`, b.last_run.name || b.last_run.id), ' ', statusBadge(b.last_run.status),
         h('div', { class: 'sub', title: dateTime(b.last_run.created_at) }, ago(b.last_run.created_at))]
       : h('span', { class: 'muted' }, 'never')) },
     { label: 'Runs', class: 'num', cell: (b) => (b.run_count

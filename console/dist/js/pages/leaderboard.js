@@ -1,12 +1,12 @@
-// The leaderboard of a benchmark: a metric switcher and one ranked table
-// per (task set, manifest version) group; hovering or focusing a row shows
-// its paired comparison with the best row.
+// The leaderboard of a benchmark: a metric switcher and one ranked list of
+// every eligible entrant (its task set as a badge); hovering or focusing a
+// row shows its paired comparison with the best row.
 
 import { api } from '../api.js';
 import { h, replace } from '../dom.js';
 import { attachTooltip, errorBox, loading, numCell, table } from '../components.js';
-import { estimateParts, pct, pValue, seconds, shortDigest, signedPP, tokens, usd, dateTime } from '../format.js';
-import { setQuery } from '../router.js';
+import { estimateParts, pct, pText, pValue, seconds, shortDigest, signedPP, tokens, usd, dateTime } from '../format.js';
+import { navigate, setQuery } from '../router.js';
 
 /** METRICS are the leaderboard's metrics in display order. */
 export const METRICS = [
@@ -23,10 +23,13 @@ const ALPHA = 0.05;
 export async function renderLeaderboard(ctx, box, key, initialMetric) {
   let metric = METRICS.some((m) => m.id === initialMetric) ? initialMetric : 'pass@1';
   const body = h('div', { id: 'leaderboard-body' });
+  // rank re-ranks by a metric: from the metric selector or a column header,
+  // both carried in the URL's ?metric=.
+  const rank = (id) => { metric = id; setQuery({ metric: id === 'pass@1' ? '' : id }); load(); };
   const buttons = METRICS.map((m) => h('button', {
     type: 'button', 'aria-pressed': String(m.id === metric), dataset: { metric: m.id },
     title: `Rank by ${m.label} (${m.better} is better)`,
-    onclick: () => { metric = m.id; setQuery({ metric: m.id === 'pass@1' ? '' : m.id }); load(); },
+    onclick: () => rank(m.id),
   }, m.label));
   replace(box,
     h('div', { class: 'section-head' },
@@ -39,7 +42,7 @@ export async function renderLeaderboard(ctx, box, key, initialMetric) {
     replace(body, loading('Ranking entrants'));
     try {
       const board = await api.leaderboard(key, metric, { signal: ctx.signal });
-      replace(body, boardView(board));
+      replace(body, boardView(board, rank));
     } catch (err) {
       if (err.name === 'AbortError') return;
       replace(body, errorBox(err, 'Could not load the leaderboard'));
@@ -48,49 +51,67 @@ export async function renderLeaderboard(ctx, box, key, initialMetric) {
   await load();
 }
 
-function boardView(board) {
-  const groups = board.groups || [];
-  if (!groups.length) {
+function boardView(board, rank) {
+  const rows = board.rows || [];
+  if (!rows.length) {
     return h('div', { class: 'table-wrap' }, h('div', { class: 'empty' },
       'No eligible runs yet. A run agent enters the leaderboard once its run finished on the full task list or a published task set and every attempt produced a result.'));
   }
   return h('div', {},
-    groups.map((g) => groupView(board.metric, g)),
+    listView(board.metric, board.k || 0, rows, rank),
     h('p', { class: 'small muted' },
       h('strong', {}, '1*'), ' marks a statistical tie with the best row: a two-sided paired t-test over the tasks both ran cannot tell them apart (α = 0.05). ',
-      'Intervals are 95% confidence intervals over tasks. Hover or focus a row to compare it with the best.'));
+      'Only rows that ran the same task set on the same manifest version as the best are tested; the others are ranked by their number. ',
+      'Intervals are 95% confidence intervals over tasks. Hover or focus a row to compare it with the best; click it to open its run.'));
 }
 
-function groupView(metric, group) {
-  const k = group.k || 0;
-  const best = (group.rows || []).find((r) => r.best);
+function listView(metric, k, rows, rank) {
+  const best = rows.find((r) => r.best);
   const active = (id) => (metric === id ? 'num active-metric' : 'num');
+  // A metric's header is a button that re-ranks by it.
+  const head = (id, label) => h('button', {
+    type: 'button', class: 'th-sort', dataset: { sort: id }, 'aria-pressed': String(metric === id),
+    title: `Rank by ${label}`, onclick: () => rank(id),
+  }, label, metric === id ? ' ▾' : '');
+  const sorted = (id) => (metric === id ? (METRICS.find((m) => m.id === id).better === 'higher' ? 'descending' : 'ascending') : null);
+  const passK = k ? `pass@${k}` : 'pass@k';
   const columns = [
     { label: 'Rank', cell: rankCell },
-    { label: 'Agent', class: 'wrap', cell: (r) => h('strong', {}, agentLabel(r)) },
-    { label: 'pass@1', class: active('pass@1'), cell: (r) => numCell(estimateParts(r.pass1)) },
-    { label: k ? `pass@${k}` : 'pass@k', class: active('pass@k'), title: 'The deepest k every row of this group reached', cell: (r) => numCell(estimateParts(r.pass_at_k)) },
-    { label: 'Cost/task', class: active('cost'), cell: (r) => numCell(estimateParts(r.cost_per_task, usd)) },
-    { label: 'Time/task', class: active('time'), cell: (r) => numCell(estimateParts(r.time_per_task, seconds)) },
-    { label: 'Tokens/task', class: active('tokens'), cell: (r) => numCell(estimateParts(r.tokens_per_task, tokens)) },
-    { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, shortID(r.run_id)),
+    { label: 'Agent', class: 'wrap', cell: (r) => [h('strong', {}, agentLabel(r)), ' ', measurementBadge(r, best)] },
+    { label: 'pass@1', header: head('pass@1', 'pass@1'), sort: sorted('pass@1'), class: active('pass@1'), cell: (r) => numCell(estimateParts(r.pass1)) },
+    { label: passK, header: head('pass@k', passK), sort: sorted('pass@k'), class: active('pass@k'), title: 'The deepest k every row reached', cell: (r) => numCell(estimateParts(r.pass_at_k)) },
+    { label: 'Cost/task', header: head('cost', 'Cost/task'), sort: sorted('cost'), class: active('cost'), cell: (r) => numCell(estimateParts(r.cost_per_task, usd)) },
+    { label: 'Time/task', header: head('time', 'Time/task'), sort: sorted('time'), class: active('time'), cell: (r) => numCell(estimateParts(r.time_per_task, seconds)) },
+    { label: 'Tokens/task', header: head('tokens', 'Tokens/task'), sort: sorted('tokens'), class: active('tokens'), cell: (r) => numCell(estimateParts(r.tokens_per_task, tokens)) },
+    { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/benchmarks/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, r.run_id),
       h('div', { class: 'sub' }, dateTime(r.finished_at))] : '—') },
   ];
-  const wrap = table(columns, group.rows || [], {
+  // Clicking a row (or Enter on it) opens the run behind its score.
+  const open = (r) => { if (r.run_id) navigate(`/benchmarks/runs/${encodeURIComponent(r.run_id)}`); };
+  const wrap = table(columns, rows, {
     caption: null,
     rowAttrs: (r) => ({
-      class: ['leader-row', r.rank === 0 && 'ineligible'], tabindex: '0',
-      dataset: { rank: String(r.rank), tied: String(!!r.tied), best: String(!!r.best) },
+      class: ['leader-row', r.rank === 0 && 'ineligible', r.run_id && 'clickable'], tabindex: '0',
+      dataset: { rank: String(r.rank), tied: String(!!r.tied), best: String(!!r.best), run: r.run_id || '', taskSet: r.task_set || '' },
       'aria-label': `${rankText(r)}: ${agentLabel(r)}`,
+      onclick: (e) => { if (!e.target.closest('a, button')) open(r); },
+      onkeydown: (e) => { if (e.key === 'Enter') open(r); },
     }),
   });
-  const rows = wrap.querySelectorAll('tbody tr');
-  (group.rows || []).forEach((r, i) => attachTooltip(rows[i], () => comparisonView(metric, r, best, k)));
-  const heading = h('div', { class: 'group-head' },
-    h('h3', {}, group.task_set ? `Task set ${group.task_set}` : 'Full task list'),
-    h('span', { class: 'muted small' }, `manifest version ${group.manifest_version || '—'} · `,
-      h('span', { class: 'mono', title: group.manifest_digest }, shortDigest(group.manifest_digest))));
-  return h('div', { class: 'board-group', dataset: { taskSet: group.task_set || '' } }, heading, wrap);
+  const trs = wrap.querySelectorAll('tbody tr');
+  rows.forEach((r, i) => attachTooltip(trs[i], () => comparisonView(metric, r, best, k), { avoid: wrap }));
+  return h('div', { class: 'board-list' }, wrap);
+}
+
+// measurementBadge names a row's task set, and its manifest version when it
+// differs from the best's: what the tie test compares by.
+function measurementBadge(r, best) {
+  const otherVersion = best && (r.manifest_version !== best.manifest_version || r.manifest_digest !== best.manifest_digest);
+  const parts = [r.task_set ? h('span', { class: 'tag task-set', title: `Scored on the ${r.task_set} task set` }, r.task_set) : null];
+  if (otherVersion) {
+    parts.push(' ', h('span', { class: 'tag', title: `Manifest ${r.manifest_digest}` }, `v${r.manifest_version} `, shortDigest(r.manifest_digest)));
+  }
+  return parts;
 }
 
 function rankText(r) {
@@ -109,10 +130,6 @@ function rankCell(r) {
 export function agentLabel(r) {
   if (r.label) return r.label;
   return r.model ? `${r.model} (${r.harness})` : r.harness;
-}
-
-function shortID(id) {
-  return id.length > 14 ? `${id.slice(0, 12)}…` : id;
 }
 
 // diffFormat formats a difference and interval in the metric's unit.
@@ -147,17 +164,22 @@ function comparisonView(metric, r, best, k) {
       h('div', {}, `Best ${name}: `, h('strong', {}, metricValue(metric, r))),
       h('div', { class: 'muted' }, 'Every other row is compared with this one.'));
   }
-  if (!r.vs_best || r.rank === 0) {
+  if (r.rank === 0) {
     return h('div', {}, h('h4', {}, agentLabel(r)), h('div', { class: 'muted' }, `No ${name} value, so this row is not ranked.`));
+  }
+  if (!r.vs_best) {
+    return h('div', {}, h('h4', {}, agentLabel(r)),
+      h('div', {}, `${name}: `, h('strong', {}, metricValue(metric, r)), best ? ` vs ${metricValue(metric, best)} for the best` : ''),
+      h('div', { class: 'muted' }, 'Not tested against the best: it ran another task set or manifest version, which is not the same measurement, so it is ranked by its number and never tied.'));
   }
   const c = r.vs_best;
   const fmt = diffFormat(metric);
   const ci = c.ci_low !== null && c.ci_low !== undefined ? fmt.range(c.ci_low, c.ci_high) : '—';
   let verdict;
   if (!c.tested) verdict = 'Fewer than two shared tasks: no test can separate it from the best, so it counts as tied.';
-  else if (r.tied) verdict = `Statistical tie with the best (p = ${pValue(c.p_value)} ≥ ${ALPHA}).`;
+  else if (r.tied) verdict = `Statistical tie with the best (${pText(c.p_value)}, not below α = ${ALPHA}).`;
   else if (r.rank === 1) verdict = 'Same value as the best.';
-  else verdict = `Significantly different from the best (p = ${pValue(c.p_value)} < ${ALPHA}).`;
+  else verdict = `Significantly different from the best (${pText(c.p_value)}, below α = ${ALPHA}).`;
   return h('div', { class: 'comparison' },
     h('h4', {}, `${agentLabel(r)} vs ${best ? agentLabel(best) : 'the best'}`),
     h('dl', { class: 'kv' },

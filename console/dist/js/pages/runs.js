@@ -32,7 +32,7 @@ export async function renderRuns(ctx) {
   replace(ctx.main,
     h('div', { class: 'page-head' },
       h('div', { class: 'titles' }, h('h1', {}, 'Runs'), h('div', { class: 'sub' }, 'Every run of this workspace, newest first.')),
-      h('div', { class: 'actions' }, h('a', { class: 'button primary', href: '/runs/new' }, 'Submit a run'))),
+      h('div', { class: 'actions' }, h('a', { class: 'button primary', href: '/runs/new' }, 'New run'))),
     h('div', { class: 'toolbar', role: 'search', 'aria-label': 'Filter runs' },
       h('label', { for: 'filter-benchmark' }, 'Benchmark', benchSelect),
       h('label', { for: 'filter-status' }, 'Status', statusSelect)),
@@ -93,7 +93,7 @@ function runTable(runs, state) {
   const filtered = state.benchmark || state.status;
   return table([
     { label: 'Run', class: 'wrap', cell: (r) => [
-      link(`/runs/${encodeURIComponent(r.id)}`, h('strong', {}, r.name || r.id)),
+      link(`/benchmarks/runs/${encodeURIComponent(r.id)}`, h('strong', {}, r.name || r.id)),
       h('div', { class: 'sub mono' }, r.id),
     ] },
     { label: 'Benchmark', cell: (r) => [link(`/benchmarks/${encodeURIComponent(r.benchmark)}`, r.benchmark_name || r.benchmark),

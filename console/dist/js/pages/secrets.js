@@ -22,7 +22,7 @@ export async function renderSecrets(ctx) {
       h('section', { 'aria-labelledby': 'secrets-title' }, h('h2', { id: 'secrets-title', class: 'visually-hidden' }, 'Secret records'), listBox),
       h('section', { class: 'card', 'aria-labelledby': 'set-secret-title' },
         h('div', { class: 'card-head' }, h('h2', { id: 'set-secret-title' }, 'Set a secret')),
-        h('div', { class: 'card-body' }, setForm(formStatus, () => refresh()), formStatus))));
+        h('div', { class: 'card-body' }, setForm(formStatus, () => refresh(), ctx.query.get('new') || ''), formStatus))));
 
   const refresh = async () => {
     try {
@@ -36,8 +36,9 @@ export async function renderSecrets(ctx) {
   await refresh();
 }
 
-function setForm(status, refresh) {
-  const name = h('input', { type: 'text', id: 'secret-name', name: 'name', placeholder: 'OPENAI_API_KEY', autocomplete: 'off', spellcheck: 'false', required: true, 'aria-describedby': 'secret-name-hint' });
+function setForm(status, refresh, prefill) {
+  // ?new=NAME (the New Run form's "Create it" link) prefills the name.
+  const name = h('input', { type: 'text', id: 'secret-name', name: 'name', value: prefill, placeholder: 'OPENAI_API_KEY', autocomplete: 'off', spellcheck: 'false', required: true, 'aria-describedby': 'secret-name-hint' });
   const value = h('input', { type: 'password', id: 'secret-value', name: 'value', autocomplete: 'new-password', required: true, 'aria-describedby': 'secret-value-hint' });
   const scope = h('select', { id: 'secret-scope', name: 'scope' },
     h('option', { value: 'workspace' }, 'workspace: every member\'s runs can use it'),

@@ -1,4 +1,4 @@
-package pipeline
+package records
 
 import (
 	"context"
@@ -9,13 +9,12 @@ import (
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
-	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
 // RunMetrics are a run's scores per agent, recomputed from its attempt
-// results. They are stored as one item (records.Store.RunMetrics) unless the
-// per-category scores would make it too large, in which case those spill
-// into parts of the same generation; ReadRunMetrics reassembles them.
+// results. They are stored as one head item, RUN#<run> | METRICS, unless
+// the per-category scores would make it too large, in which case those
+// spill into parts of the same generation; RunMetrics reassembles them.
 type RunMetrics struct {
 	RunID string `json:"run_id"`
 	// Results counts the final attempt results the metrics are computed from.
@@ -26,8 +25,7 @@ type RunMetrics struct {
 	Generation    int64 `json:"generation,omitempty"`
 	CategoryParts int   `json:"category_parts,omitempty"`
 	// TaskParts counts the parts holding the agents' per-task tallies of
-	// these Results, kept once the run finished (0: none); see
-	// ReadRunTallies.
+	// these Results, kept once the run finished (0: none); see RunTallies.
 	TaskParts int `json:"task_parts,omitempty"`
 }
 
@@ -40,9 +38,9 @@ type AgentMetrics struct {
 	Summary leaderboard.Summary `json:"summary"`
 }
 
-// agentTallies is one stored part of a finished run's per-task tallies:
-// some tasks of one agent.
-type agentTallies struct {
+// AgentTallies are one agent's per-task tallies, as a finished run's
+// metrics keep them (and one stored part holds some of them).
+type AgentTallies struct {
 	Agent int                     `json:"agent"`
 	Tasks []leaderboard.TaskTally `json:"tasks"`
 }
@@ -61,87 +59,118 @@ const (
 	partBytes          = 128 << 10
 )
 
-// storeRunMetrics writes m as its head item, with the per-task tallies of
-// a finished run in parts keyed by the results they cover, and spilling
-// per-category scores into parts of its generation first when the head
-// would be too large. Parts are written before the head that names them.
-func (s *Service) storeRunMetrics(ctx context.Context, m RunMetrics, tallies []agentTallies) error {
-	m.Generation = s.now().UnixNano()
+// readAttempts bounds the re-reads of a reader that raced a writer.
+const readAttempts = 3
+
+// ErrMissingTallies reports fewer stored tally parts than a metrics head
+// names: a recompute of more results replaced them meanwhile, or they are
+// damaged.
+var ErrMissingTallies = errors.New("records: tally parts missing")
+
+// PutRunMetrics writes m (whose Generation the caller stamps) as the run's
+// metrics head, with the per-task tallies of a finished run in parts keyed
+// by the results they cover, and spilling per-category scores into parts of
+// its generation first when the head would be too large. Parts are written
+// before the head that names them.
+func (s *Store) PutRunMetrics(ctx context.Context, m RunMetrics, tallies []AgentTallies) error {
 	if len(tallies) > 0 {
 		parts, err := encodeTallies(tallies)
 		if err != nil {
 			return err
 		}
-		if err := s.recs.PutRunTaskTallies(ctx, m.RunID, m.Results, parts); err != nil {
+		if err := s.putGeneration(ctx, m.RunID, taskPrefix, int64(m.Results), parts); err != nil {
 			return err
 		}
 		m.TaskParts = len(parts)
+	} else {
+		m.TaskParts = 0
 	}
 	inline, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode metrics: %w", err)
 	}
 	if len(inline) <= inlineMetricsBytes {
-		err = s.recs.PutRunMetrics(ctx, m.RunID, json.RawMessage(inline))
+		err = s.putJSON(ctx, runPK(m.RunID), metricsSK, json.RawMessage(inline))
 	} else {
-		err = s.storeSpilledMetrics(ctx, m)
+		err = s.putSpilledMetrics(ctx, m)
 	}
 	if err != nil || m.TaskParts == 0 {
 		return err
 	}
 	// Results only grow, so tallies of fewer results are stale; a reader
 	// of an older head that loses them reads the head again.
-	return s.recs.DeleteRunTaskTallies(ctx, m.RunID, m.Results)
+	return s.deleteGenerations(ctx, runPK(m.RunID), taskPrefix, int64(m.Results))
 }
 
-// storeSpilledMetrics writes m with its per-category scores spilled into
+// putSpilledMetrics writes m with its per-category scores spilled into
 // parts of its generation.
-func (s *Service) storeSpilledMetrics(ctx context.Context, m RunMetrics) error {
+func (s *Store) putSpilledMetrics(ctx context.Context, m RunMetrics) error {
 	parts, err := spillCategories(&m)
 	if err != nil {
 		return err
 	}
-	var previous RunMetrics
-	if err := s.recs.RunMetrics(ctx, m.RunID, &previous); err != nil && !errors.Is(err, records.ErrNotFound) {
+	previous, err := s.RunMetricsHead(ctx, m.RunID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if err := s.recs.PutRunMetricsParts(ctx, m.RunID, m.Generation, parts); err != nil {
+	if err := s.putGeneration(ctx, m.RunID, catPrefix, m.Generation, parts); err != nil {
 		return err
 	}
-	if err := s.recs.PutRunMetrics(ctx, m.RunID, m); err != nil {
+	if err := s.putJSON(ctx, runPK(m.RunID), metricsSK, m); err != nil {
 		return err
 	}
 	// The previous generation stays for readers of the previous head.
-	return s.recs.DeleteRunMetricsParts(ctx, m.RunID, previous.Generation)
+	return s.deleteGenerations(ctx, runPK(m.RunID), catPrefix, previous.Generation)
 }
 
-// encodeTallies splits every agent's per-task tallies into encoded parts
-// of at most about partBytes each.
-func encodeTallies(tallies []agentTallies) ([]json.RawMessage, error) {
-	var parts []json.RawMessage
-	for _, a := range tallies {
-		encoded, err := encodeChunks(a.Tasks, func(c []leaderboard.TaskTally) any { return agentTallies{Agent: a.Agent, Tasks: c} })
+// RunMetricsHead returns the run's stored metrics head alone: spilled
+// per-category scores are not merged in and tallies not read (ErrNotFound
+// before the first recompute).
+func (s *Store) RunMetricsHead(ctx context.Context, runID string) (RunMetrics, error) {
+	var m RunMetrics
+	err := s.getJSON(ctx, runPK(runID), metricsSK, &m)
+	return m, err
+}
+
+// RunMetrics returns a run's stored metrics with every agent's per-category
+// scores; ErrNotFound before the first recompute.
+func (s *Store) RunMetrics(ctx context.Context, runID string) (RunMetrics, error) {
+	for range readAttempts {
+		m, err := s.RunMetricsHead(ctx, runID)
 		if err != nil {
-			return nil, err
+			return RunMetrics{}, err
 		}
-		parts = append(parts, encoded...)
+		if m.CategoryParts == 0 {
+			return m, nil
+		}
+		raw, err := s.dataItems(ctx, generationQuery(runPK(runID), catPrefix, m.Generation))
+		if err != nil {
+			return RunMetrics{}, err
+		}
+		if len(raw) != m.CategoryParts {
+			continue // a newer recompute replaced these parts meanwhile
+		}
+		if err := mergeCategories(&m, raw); err != nil {
+			return RunMetrics{}, fmt.Errorf("metrics of run %s: %w", runID, err)
+		}
+		return m, nil
 	}
-	return parts, nil
+	return RunMetrics{}, fmt.Errorf("metrics of run %s: %w", runID, ErrContention)
 }
 
-// ReadRunTallies returns the per-task tallies a finished run's metrics keep,
-// by agent index. ok is false when the metrics keep no tallies (the run had
-// not finished when they were last computed); ErrNotFound (records) before
-// the first recompute.
-func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
+// RunTallies returns the per-task tallies a finished run's metrics keep, by
+// agent index. ok is false when the metrics keep no tallies (the run had not
+// finished when they were last computed); ErrNotFound before the first
+// recompute.
+func (s *Store) RunTallies(ctx context.Context, runID string) (tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
 	var last RunMetrics
 	for range readAttempts {
-		var m RunMetrics
-		if err := recs.RunMetrics(ctx, runID, &m); err != nil {
+		m, err := s.RunMetricsHead(ctx, runID)
+		if err != nil {
 			return nil, false, err
 		}
-		tallies, err := readTallies(ctx, recs, m)
-		if !errors.Is(err, errMissingTallies) {
+		tallies, err := s.HeadTallies(ctx, m)
+		if !errors.Is(err, ErrMissingTallies) {
 			return tallies, err == nil && m.TaskParts > 0, err
 		}
 		// A recompute of more results replaced these parts meanwhile,
@@ -151,29 +180,27 @@ func ReadRunTallies(ctx context.Context, recs *records.Store, runID string) (tal
 		}
 		last = m
 	}
-	return nil, false, fmt.Errorf("task tallies of run %s: %w", runID, records.ErrContention)
+	return nil, false, fmt.Errorf("task tallies of run %s: %w", runID, ErrContention)
 }
 
-// errMissingTallies reports fewer stored tally parts than a head names.
-var errMissingTallies = errors.New("tally parts missing")
-
-// readTallies reads and decodes the per-task tally parts the metrics head m
-// names (none when it names none).
-func readTallies(ctx context.Context, recs *records.Store, m RunMetrics) (map[int][]leaderboard.TaskTally, error) {
+// HeadTallies reads and decodes the per-task tally parts the metrics head m
+// names (none when it names none); an error wraps ErrMissingTallies when
+// fewer parts are stored.
+func (s *Store) HeadTallies(ctx context.Context, m RunMetrics) (map[int][]leaderboard.TaskTally, error) {
 	if m.TaskParts == 0 {
 		return nil, nil
 	}
-	raw, err := recs.RunTaskTallies(ctx, m.RunID, m.Results)
+	raw, err := s.dataItems(ctx, generationQuery(runPK(m.RunID), taskPrefix, int64(m.Results)))
 	if err != nil {
 		return nil, err
 	}
 	if len(raw) < m.TaskParts {
 		return nil, fmt.Errorf("task tallies of run %s: %d of the %d parts of %d results are stored: %w",
-			m.RunID, len(raw), m.TaskParts, m.Results, errMissingTallies)
+			m.RunID, len(raw), m.TaskParts, m.Results, ErrMissingTallies)
 	}
 	tallies := map[int][]leaderboard.TaskTally{}
 	for _, data := range raw[:m.TaskParts] { // parts past the head's count are another encoding's leftovers
-		var p agentTallies
+		var p AgentTallies
 		if err := json.Unmarshal(data, &p); err != nil {
 			return nil, fmt.Errorf("task tallies of run %s: %w", m.RunID, err)
 		}
@@ -185,6 +212,20 @@ func readTallies(ctx context.Context, recs *records.Store, m RunMetrics) (map[in
 		}
 	}
 	return tallies, nil
+}
+
+// encodeTallies splits every agent's per-task tallies into encoded parts
+// of at most about partBytes each.
+func encodeTallies(tallies []AgentTallies) ([]json.RawMessage, error) {
+	var parts []json.RawMessage
+	for _, a := range tallies {
+		encoded, err := encodeChunks(a.Tasks, func(c []leaderboard.TaskTally) any { return AgentTallies{Agent: a.Agent, Tasks: c} })
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, encoded...)
+	}
+	return parts, nil
 }
 
 // spillCategories moves every agent's per-category scores out of m into
@@ -204,6 +245,24 @@ func spillCategories(m *RunMetrics) ([]json.RawMessage, error) {
 	}
 	m.CategoryParts = len(parts)
 	return parts, nil
+}
+
+func mergeCategories(m *RunMetrics, raw []json.RawMessage) error {
+	byIndex := make(map[int]*AgentMetrics, len(m.Agents))
+	for i := range m.Agents {
+		byIndex[m.Agents[i].Index] = &m.Agents[i]
+	}
+	for _, data := range raw {
+		var p metricsPart
+		if err := json.Unmarshal(data, &p); err != nil {
+			return fmt.Errorf("decode metrics part: %w", err)
+		}
+		if a, ok := byIndex[p.Agent]; ok {
+			a.Summary.Categories = append(a.Summary.Categories, p.Categories...)
+		}
+	}
+	m.CategoryParts = 0
+	return nil
 }
 
 // encodeChunks splits items into chunks of at most about partBytes and
@@ -242,51 +301,4 @@ func chunkBySize[T any](items []T, budget int) ([][]T, error) {
 		chunks = append(chunks, items[start:])
 	}
 	return chunks, nil
-}
-
-// readAttempts bounds the re-reads of a reader that raced a writer.
-const readAttempts = 3
-
-// ReadRunMetrics returns a run's stored metrics with every agent's
-// per-category scores; ErrNotFound (records) before the first recompute.
-func ReadRunMetrics(ctx context.Context, recs *records.Store, runID string) (RunMetrics, error) {
-	for range readAttempts {
-		var m RunMetrics
-		if err := recs.RunMetrics(ctx, runID, &m); err != nil {
-			return RunMetrics{}, err
-		}
-		if m.CategoryParts == 0 {
-			return m, nil
-		}
-		raw, err := recs.RunMetricsParts(ctx, runID, m.Generation)
-		if err != nil {
-			return RunMetrics{}, err
-		}
-		if len(raw) != m.CategoryParts {
-			continue // a newer recompute replaced these parts meanwhile
-		}
-		if err := mergeCategories(&m, raw); err != nil {
-			return RunMetrics{}, fmt.Errorf("metrics of run %s: %w", runID, err)
-		}
-		return m, nil
-	}
-	return RunMetrics{}, fmt.Errorf("metrics of run %s: %w", runID, records.ErrContention)
-}
-
-func mergeCategories(m *RunMetrics, raw []json.RawMessage) error {
-	byIndex := make(map[int]*AgentMetrics, len(m.Agents))
-	for i := range m.Agents {
-		byIndex[m.Agents[i].Index] = &m.Agents[i]
-	}
-	for _, data := range raw {
-		var p metricsPart
-		if err := json.Unmarshal(data, &p); err != nil {
-			return fmt.Errorf("decode metrics part: %w", err)
-		}
-		if a, ok := byIndex[p.Agent]; ok {
-			a.Summary.Categories = append(a.Summary.Categories, p.Categories...)
-		}
-	}
-	m.CategoryParts = 0
-	return nil
 }

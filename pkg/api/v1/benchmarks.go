@@ -1,0 +1,121 @@
+package v1
+
+import "time"
+
+// BenchmarkView is a benchmark as the list shows it.
+type BenchmarkView struct {
+	Key         string `json:"key"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Source      Source `json:"source"`
+	// Status is the sync status: pending, syncing, ready or failed.
+	Status        string       `json:"status"`
+	Progress      SyncProgress `json:"progress"`
+	SyncError     string       `json:"sync_error,omitempty"`
+	TaskCount     int          `json:"task_count"`
+	CategoryCount int          `json:"category_count"`
+	// Version and Digest name the ready manifest version runs pin.
+	Version  string    `json:"version,omitempty"`
+	Digest   string    `json:"digest,omitempty"`
+	RunCount int       `json:"run_count"`
+	LastRun  *RunBrief `json:"last_run"`
+	// Removable is false for managed benchmarks.
+	Removable bool      `json:"removable"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SyncProgress counts the tasks of a sync.
+type SyncProgress struct {
+	Synced int `json:"synced"`
+	Total  int `json:"total"`
+}
+
+// RunBrief names a run.
+type RunBrief struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// BenchmarkList is the answer of GET /v1/benchmarks.
+type BenchmarkList struct {
+	Benchmarks []BenchmarkView `json:"benchmarks"`
+}
+
+// BenchmarkDetail is the answer of GET /v1/benchmarks/{key}: the list view
+// plus the ready manifest (null until a sync succeeded).
+type BenchmarkDetail struct {
+	BenchmarkView
+	Manifest *ManifestView `json:"manifest"`
+}
+
+// ManifestView is a manifest version as the API shows it.
+type ManifestView struct {
+	Version         string              `json:"version"`
+	Digest          string              `json:"digest"`
+	Tasks           []TaskView          `json:"tasks"`
+	Categories      []CategoryView      `json:"categories"`
+	TaskSets        []TaskSetView       `json:"task_sets"`
+	Harness         HarnessView         `json:"harness"`
+	Judge           Judge               `json:"judge"`
+	PassThreshold   float64             `json:"pass_threshold"`
+	RequiredSecrets []string            `json:"required_secrets"`
+	Difficulties    map[string]int      `json:"difficulties"`
+	TaskSetTasks    map[string][]string `json:"task_set_tasks"`
+}
+
+// TaskView is one task; category and difficulty are null when the source
+// gives none.
+type TaskView struct {
+	Name       string   `json:"name"`
+	Category   *string  `json:"category"`
+	Difficulty *string  `json:"difficulty"`
+	Tags       []string `json:"tags"`
+}
+
+// CategoryView is a category with its task count.
+type CategoryView struct {
+	Name  string `json:"name"`
+	Tasks int    `json:"tasks"`
+}
+
+// TaskSetView is a named task set.
+type TaskSetView struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Recommended bool   `json:"recommended"`
+	Tasks       int    `json:"tasks"`
+}
+
+// HarnessView is a benchmark's harness requirement.
+type HarnessView struct {
+	Requirement string `json:"requirement"`
+	Default     string `json:"default,omitempty"`
+}
+
+// AddBenchmarkRequest is the body of POST /v1/benchmarks.
+type AddBenchmarkRequest struct {
+	// Source is a Harbor registry dataset, "name" or "name@version".
+	Source string `json:"source"`
+}
+
+// Source says where a benchmark comes from.
+type Source struct {
+	// Type is managed (the platform's catalog) or harbor (added from the
+	// Harbor registry).
+	Type string `json:"type"`
+	// Ref is the registry spec ("terminal-bench@2.0") or, for a managed
+	// benchmark kept in a local directory, that directory.
+	Ref string `json:"ref"`
+	// URL links to the upstream project, when known.
+	URL string `json:"url,omitempty"`
+}
+
+// Judge is a benchmark's LLM-judge requirement.
+type Judge struct {
+	// Required is true when grading needs an LLM judge.
+	Required bool `json:"required"`
+	// DefaultModel is the judge model used when a run names none.
+	DefaultModel string `json:"default_model,omitempty"`
+}

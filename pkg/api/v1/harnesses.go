@@ -1,0 +1,20 @@
+package v1
+
+// HarnessInfo is one row of the harness table as the API shows it: what
+// the New Run form offers in its harness picker.
+type HarnessInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Version     string `json:"version"`
+	// TakesCommand is true for the harness that runs the agent config's own
+	// command (the form then asks for it).
+	TakesCommand bool `json:"takes_command"`
+	// KeyEnv names the variable through which the harness takes its model
+	// key; "" when it takes none.
+	KeyEnv string `json:"key_env,omitempty"`
+}
+
+// HarnessList is the answer of GET /v1/harnesses.
+type HarnessList struct {
+	Harnesses []HarnessInfo `json:"harnesses"`
+}

@@ -1,0 +1,57 @@
+package v1
+
+import "time"
+
+// LeaderboardView is the answer of GET /v1/benchmarks/{key}/leaderboard:
+// every eligible entrant in one list, each scored by its latest eligible
+// run. Task set and manifest version enter only the tie test.
+type LeaderboardView struct {
+	Benchmark string `json:"benchmark"`
+	Metric    string `json:"metric"`
+	// K is the pass@k depth every row reached.
+	K    int        `json:"k"`
+	Rows []BoardRow `json:"rows"`
+}
+
+// BoardRow is one entrant's place.
+type BoardRow struct {
+	Rank int `json:"rank"`
+	// Rank is 0 for a row without a value for the metric (shown "–").
+	// Tied marks a row that shares rank 1 only because the paired t-test
+	// cannot separate it from the best; only rows of the best's task set
+	// and manifest version are tested.
+	Tied    bool   `json:"tied"`
+	Best    bool   `json:"best"`
+	Label   string `json:"label"`
+	Harness string `json:"harness"`
+	Model   string `json:"model"`
+	// TaskSet ("" for the full task list), ManifestVersion and
+	// ManifestDigest name the measurement the row's run made.
+	TaskSet         string        `json:"task_set"`
+	ManifestVersion string        `json:"manifest_version"`
+	ManifestDigest  string        `json:"manifest_digest"`
+	Value           *float64      `json:"value"`
+	Pass1           *Estimate     `json:"pass1"`
+	PassAtK         *PassAtKPoint `json:"pass_at_k"`
+	// CostPerTask (USD), TimePerTask (seconds), TokensPerTask.
+	CostPerTask   *Estimate `json:"cost_per_task"`
+	TimePerTask   *Estimate `json:"time_per_task"`
+	TokensPerTask *Estimate `json:"tokens_per_task"`
+	RunID         string    `json:"run_id"`
+	FinishedAt    time.Time `json:"finished_at"`
+	// VsBest compares the row with the best row (null for the best row and
+	// for rows of another measurement than the best's).
+	VsBest *Comparison `json:"vs_best"`
+}
+
+// Comparison is a row's paired difference from the best row: its mean over
+// shared tasks, the 95% interval and the two-sided p-value (null when
+// fewer than two tasks pair up).
+type Comparison struct {
+	Tasks  int      `json:"tasks"`
+	Tested bool     `json:"tested"`
+	Diff   float64  `json:"diff"`
+	CILow  *float64 `json:"ci_low"`
+	CIHigh *float64 `json:"ci_high"`
+	PValue *float64 `json:"p_value"`
+}

@@ -1,0 +1,276 @@
+package v1
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RunView is a run as lists and the run page show it.
+type RunView struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	Status        string `json:"status"`
+	Reason        string `json:"reason,omitempty"`
+	Benchmark     string `json:"benchmark"`
+	BenchmarkName string `json:"benchmark_name,omitempty"`
+	// ManifestVersion and ManifestDigest are the pinned manifest version.
+	ManifestVersion string `json:"manifest_version"`
+	ManifestDigest  string `json:"manifest_digest"`
+	TaskSet         string `json:"task_set,omitempty"`
+	// Coverage is full, parity or subset.
+	Coverage  string   `json:"coverage"`
+	TaskCount int      `json:"task_count"`
+	Agents    int      `json:"agent_count"`
+	Progress  Progress `json:"progress"`
+	Outcomes  Outcomes `json:"outcomes"`
+	// DurationSec runs from the first sandbox start to the end, live while
+	// the run is going; 0 before anything started.
+	DurationSec float64    `json:"duration_sec"`
+	Tokens      Tokens     `json:"tokens"`
+	CostUSD     float64    `json:"cost_usd"`
+	Submission  Submission `json:"submission"`
+	CreatedAt   time.Time  `json:"created_at"`
+	QueuedAt    *time.Time `json:"queued_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+}
+
+// Progress counts a run's (or agent's) slots with a final result.
+type Progress struct {
+	Completed int `json:"completed"`
+	Total     int `json:"total"`
+}
+
+// Outcomes counts final attempt outcomes.
+type Outcomes struct {
+	Passed       int64 `json:"passed"`
+	Failed       int64 `json:"failed"`
+	Errored      int64 `json:"errored"`
+	InfraErrored int64 `json:"infra_errored"`
+	Cancelled    int64 `json:"cancelled"`
+	Retries      int64 `json:"retries"`
+}
+
+// Tokens counts model tokens; Cache is the cached part of Input.
+type Tokens struct {
+	Input  int64 `json:"input"`
+	Cache  int64 `json:"cache"`
+	Output int64 `json:"output"`
+}
+
+// Submission says who submitted a run and with which settings.
+type Submission struct {
+	SubmittedBy    string   `json:"submitted_by,omitempty"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	Settings       Settings `json:"settings"`
+}
+
+// RunDetail is the answer of GET /v1/runs/{id}.
+type RunDetail struct {
+	RunView
+	AgentsDetail []AgentView `json:"agents"`
+	// MetricsResults counts the final results the agents' metrics cover;
+	// MetricsCurrent is true once they cover every completed slot (metrics
+	// are recomputed shortly after each result).
+	MetricsResults int  `json:"metrics_results"`
+	MetricsCurrent bool `json:"metrics_current"`
+}
+
+// AgentView is one run agent with its progress and metrics.
+type AgentView struct {
+	Index    int      `json:"index"`
+	Name     string   `json:"name,omitempty"`
+	Label    string   `json:"label"`
+	Harness  string   `json:"harness"`
+	Model    string   `json:"model,omitempty"`
+	Status   string   `json:"status"`
+	Progress Progress `json:"progress"`
+	Outcomes Outcomes `json:"outcomes"`
+	Tokens   Tokens   `json:"tokens"`
+	CostUSD  float64  `json:"cost_usd"`
+	// Metrics are the agent's scores so far, with the leaderboard's metrics.
+	Metrics Metrics `json:"metrics"`
+}
+
+// Estimate is a score over tasks with its 95% interval (null bounds when
+// fewer than two tasks) and the number of tasks.
+type Estimate struct {
+	Value  float64  `json:"value"`
+	CILow  *float64 `json:"ci_low"`
+	CIHigh *float64 `json:"ci_high"`
+	N      int      `json:"n"`
+}
+
+// PassAtKPoint is one point of a pass@k curve.
+type PassAtKPoint struct {
+	K int `json:"k"`
+	Estimate
+}
+
+// CategoryPass1 is the pass@1 of one category's tasks.
+type CategoryPass1 struct {
+	Category string   `json:"category"`
+	Pass1    Estimate `json:"pass1"`
+}
+
+// Metrics are an entrant's scores. A null score is not defined yet (pass@k
+// needs every task attempted at least k times; cost, time and tokens need
+// attempts that report them).
+type Metrics struct {
+	Pass1 *Estimate `json:"pass1"`
+	// PassAtK is the deepest pass@k every task reached; PassAtKCurve holds
+	// k = 1..attempts as far as defined.
+	PassAtK       *PassAtKPoint   `json:"pass_at_k"`
+	PassAtKCurve  []PassAtKPoint  `json:"pass_at_k_curve"`
+	CostPerTask   *Estimate       `json:"cost_per_task"`
+	TimePerTask   *Estimate       `json:"time_per_task"`
+	TokensPerTask *Estimate       `json:"tokens_per_task"`
+	Categories    []CategoryPass1 `json:"categories"`
+	Tasks         int             `json:"tasks"`
+	Scored        int             `json:"scored_attempts"`
+	Passes        int             `json:"passes"`
+}
+
+// CreatedRun is the answer of POST /v1/runs.
+type CreatedRun struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Status    string   `json:"status"`
+	TaskCount int      `json:"task_count"`
+	SlotCount int      `json:"slot_count"`
+	Replayed  bool     `json:"replayed"`
+	Warnings  []string `json:"warnings"`
+}
+
+// ValidationReport is the answer of POST /v1/runs/validate: what the
+// submission would create and every problem that would reject it.
+type ValidationReport struct {
+	Valid           bool      `json:"valid"`
+	Benchmark       string    `json:"benchmark,omitempty"`
+	ManifestVersion string    `json:"manifest_version,omitempty"`
+	TaskCount       int       `json:"task_count"`
+	SlotCount       int       `json:"slot_count"`
+	MissingSecrets  []string  `json:"missing_secrets"`
+	BillingProblem  string    `json:"billing_problem,omitempty"`
+	Problems        []Problem `json:"problems"`
+	Warnings        []string  `json:"warnings"`
+}
+
+// RunList is one page of runs.
+type RunList struct {
+	Runs       []RunView `json:"runs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// LogList is one page of run log lines.
+type LogList struct {
+	Logs       []LogLine `json:"logs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// ResultView is one row of a run's results: the final attempt result of one
+// agent × task × attempt.
+type ResultView struct {
+	// ID is "<agent>-<attempt>-<task>".
+	ID         string             `json:"id"`
+	Agent      int                `json:"agent"`
+	AgentLabel string             `json:"agent_label"`
+	Task       string             `json:"task"`
+	Attempt    int                `json:"attempt"`
+	Generation int                `json:"generation"`
+	Outcome    string             `json:"outcome"`
+	ErrorClass string             `json:"error_class,omitempty"`
+	Message    string             `json:"message,omitempty"`
+	Reward     *float64           `json:"reward"`
+	Rewards    map[string]float64 `json:"rewards,omitempty"`
+	Tokens     Tokens             `json:"tokens"`
+	CostUSD    float64            `json:"cost_usd"`
+	// DurationSec is the attempt's wall time.
+	DurationSec float64    `json:"duration_sec"`
+	StartedAt   *time.Time `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+}
+
+// ResultList is one page of results.
+type ResultList struct {
+	Results    []ResultView `json:"results"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// ResultDetail is the answer of GET /v1/runs/{id}/results/{result}.
+type ResultDetail struct {
+	ResultView
+	// Output is the verifier's graded output (stdout and stderr of tests).
+	Output PhaseOutput `json:"output"`
+	// Agent is the agent's transcript: its stdout and stderr.
+	AgentOutput PhaseOutput `json:"agent_output"`
+	// Trajectory is the agent's trajectory file (agent/trajectory.json)
+	// when the harness wrote one; null otherwise.
+	Trajectory json.RawMessage `json:"trajectory"`
+	// Artifacts lists every stored file of the attempt with a download URL
+	// served by this API.
+	Artifacts []ArtifactView `json:"artifacts"`
+	// EarlierAttempts are the generations retried after infrastructure
+	// errors, oldest first.
+	EarlierAttempts []ResultView `json:"earlier_attempts"`
+}
+
+// PhaseOutput is the captured output of one phase; Truncated is set when a
+// stream was longer than the inline limit (the artifact has it all).
+type PhaseOutput struct {
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated"`
+}
+
+// ArtifactView is one stored file of an attempt.
+type ArtifactView struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	URL  string `json:"url"`
+}
+
+// Settings are a run's execution settings as submitted and resolved.
+type Settings struct {
+	AttemptsPerTask       int     `json:"attempts_per_task"`
+	MaxConcurrentAttempts int     `json:"max_concurrent_attempts"`
+	TimeoutMultiplier     float64 `json:"timeout_multiplier"`
+	MaxRetries            int     `json:"max_retries"`
+	PassThreshold         float64 `json:"pass_threshold"`
+	JudgeModel            string  `json:"judge_model,omitempty"`
+	// Env holds literal variables given to every agent.
+	Env map[string]string `json:"env,omitempty"`
+	// SecretNames are secret records every agent receives ([secrets].required).
+	SecretNames []string `json:"secret_names,omitempty"`
+	// VerifierSecretNames are secret records the verifier receives.
+	VerifierSecretNames []string `json:"verifier_secret_names,omitempty"`
+	// VerifierEnv holds literal variables for the verifier only.
+	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
+}
+
+// LogLine is one line of a run's log.
+type LogLine struct {
+	RunID   string    `json:"run_id"`
+	At      time.Time `json:"at"`
+	Level   string    `json:"level"` // info, warn or error
+	Step    string    `json:"step"`  // submitted, planned, launched, result, retry, stop, finished, …
+	Message string    `json:"message"`
+	Slot    string    `json:"slot,omitempty"`
+}
+
+// FormatLogLine renders a run log line as logs.txt and `gauntlet runs logs`
+// show it.
+func FormatLogLine(at time.Time, level, step, slot, msg string) string {
+	s := at.UTC().Format(time.RFC3339Nano) + " " + strings.ToUpper(level) + " " + step
+	if slot != "" {
+		s += " [" + slot + "]"
+	}
+	return s + " " + msg
+}
+
+// ResultID names the final result of agent × attempt × task.
+func ResultID(agent, attempt int, task string) string {
+	return strconv.Itoa(agent) + "-" + strconv.Itoa(attempt) + "-" + task
+}

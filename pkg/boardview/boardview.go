@@ -1,0 +1,64 @@
+// Package boardview turns the scoring package's boards into the API's wire
+// shape and renders that shape as the one text table the CLI prints, both
+// for `gauntlet leaderboard` (a stored board through the API) and `gauntlet
+// score` (a board computed offline from attempt files).
+package boardview
+
+import (
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
+)
+
+// Estimate is the wire form of an estimate; nil stays nil.
+func Estimate(e *leaderboard.Estimate) *v1.Estimate {
+	if e == nil {
+		return nil
+	}
+	out := v1.Estimate{Value: e.Mean, N: e.Tasks}
+	if e.CI != nil {
+		lo, hi := e.CI.Lo, e.CI.Hi
+		out.CILow, out.CIHigh = &lo, &hi
+	}
+	return &out
+}
+
+// PassAtK is the wire form of a pass@k point; nil stays nil.
+func PassAtK(p *leaderboard.PassAtK) *v1.PassAtKPoint {
+	if p == nil {
+		return nil
+	}
+	return &v1.PassAtKPoint{K: p.K, Estimate: *Estimate(&p.Estimate)}
+}
+
+// Comparison is the wire form of a comparison with the best; nil stays nil.
+func Comparison(c *leaderboard.Comparison) *v1.Comparison {
+	if c == nil {
+		return nil
+	}
+	out := &v1.Comparison{Tasks: c.Tasks, Tested: c.Tested, Diff: c.Diff, PValue: c.P}
+	if c.CI != nil {
+		lo, hi := c.CI.Lo, c.CI.Hi
+		out.CILow, out.CIHigh = &lo, &hi
+	}
+	return out
+}
+
+// FromBoard is the wire form of a board computed by the scoring package.
+func FromBoard(benchmark string, b leaderboard.Board) v1.LeaderboardView {
+	out := v1.LeaderboardView{Benchmark: benchmark, Metric: string(b.Metric), K: b.K, Rows: make([]v1.BoardRow, len(b.Rows))}
+	for i, r := range b.Rows {
+		s := r.Summary
+		row := v1.BoardRow{
+			Rank: r.Rank, Tied: r.TiedWithBest, Best: r.Best, Label: s.Entrant.String(), Harness: s.Entrant.Harness,
+			Model: s.Entrant.Model, TaskSet: s.Run.TaskSet, ManifestVersion: s.Run.ManifestVersion,
+			ManifestDigest: s.Run.ManifestDigest, Value: r.Value, Pass1: Estimate(s.Pass1),
+			CostPerTask: Estimate(s.CostPerTask), TimePerTask: Estimate(s.TimePerTask), TokensPerTask: Estimate(s.TokensPerTask),
+			RunID: s.Run.ID, FinishedAt: s.Run.FinishedAt, VsBest: Comparison(r.VsBest),
+		}
+		if b.K >= 1 && b.K <= len(s.PassAtK) {
+			row.PassAtK = PassAtK(&s.PassAtK[b.K-1])
+		}
+		out.Rows[i] = row
+	}
+	return out
+}

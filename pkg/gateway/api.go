@@ -1,0 +1,108 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// WireAPI is a model API as it goes over the wire. Each harness speaks one;
+// each upstream serves one or more.
+type WireAPI string
+
+// The wire APIs the gateway meters.
+const (
+	// Responses is OpenAI's Responses API, POST {base}/responses (codex).
+	Responses WireAPI = "openai-responses"
+	// Chat is OpenAI's Chat Completions, POST {base}/chat/completions
+	// (opencode, any OpenAI-compatible server).
+	Chat WireAPI = "openai-chat"
+	// Messages is Anthropic's Messages API, POST {base}/messages (claude-code).
+	Messages WireAPI = "anthropic-messages"
+	// Gemini is Google's generateContent, POST
+	// {base}/models/{model}:streamGenerateContent (gemini-cli).
+	Gemini WireAPI = "gemini"
+)
+
+// WireAPIs lists the wire APIs in documentation order.
+var WireAPIs = []WireAPI{Responses, Chat, Messages, Gemini}
+
+// Title is the API's name for messages.
+func (a WireAPI) Title() string {
+	switch a {
+	case Responses:
+		return "OpenAI Responses"
+	case Chat:
+		return "OpenAI Chat Completions"
+	case Messages:
+		return "Anthropic Messages"
+	case Gemini:
+		return "Gemini generateContent"
+	}
+	return string(a)
+}
+
+// Valid reports whether a is one of WireAPIs.
+func (a WireAPI) Valid() bool {
+	for _, w := range WireAPIs {
+		if a == w {
+			return true
+		}
+	}
+	return false
+}
+
+// setKey puts the upstream's key where api expects it.
+func (a WireAPI) setKey(h http.Header, key string) {
+	switch a {
+	case Messages:
+		h.Set("x-api-key", key)
+	case Gemini:
+		h.Set("x-goog-api-key", key)
+	default:
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// authHeaders are the headers any harness may carry its key (the gateway
+// token) in; none is forwarded.
+var authHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Proxy-Authorization"}
+
+// op is one operation a harness request asks for.
+type op struct {
+	api WireAPI
+	// rest is the upstream path after the base URL, with the model
+	// substituted where the path carries it (Gemini).
+	rest string
+	// metered operations generate tokens; the others (token counting, model
+	// lists) pass through and are recorded without usage.
+	metered bool
+	// bodyModel says the JSON body carries the model in "model".
+	bodyModel bool
+}
+
+// parseOp maps a harness request's path (any prefix: /v1, /v1beta, none)
+// onto the operation and the upstream path; model replaces the model a
+// Gemini path names.
+func parseOp(method, path, model string) (op, error) {
+	switch {
+	case method == http.MethodPost && strings.HasSuffix(path, "/responses"):
+		return op{api: Responses, rest: "/responses", metered: true, bodyModel: true}, nil
+	case method == http.MethodPost && strings.HasSuffix(path, "/chat/completions"):
+		return op{api: Chat, rest: "/chat/completions", metered: true, bodyModel: true}, nil
+	case method == http.MethodPost && strings.HasSuffix(path, "/messages/count_tokens"):
+		return op{api: Messages, rest: "/messages/count_tokens", bodyModel: true}, nil
+	case method == http.MethodPost && strings.HasSuffix(path, "/messages"):
+		return op{api: Messages, rest: "/messages", metered: true, bodyModel: true}, nil
+	}
+	if i := strings.LastIndex(path, "/models/"); i >= 0 && method == http.MethodPost {
+		_, action, ok := strings.Cut(path[i+len("/models/"):], ":")
+		switch {
+		case ok && (action == "streamGenerateContent" || action == "generateContent"):
+			return op{api: Gemini, rest: "/models/" + model + ":" + action, metered: true}, nil
+		case ok && action == "countTokens":
+			return op{api: Gemini, rest: "/models/" + model + ":" + action}, nil
+		}
+	}
+	return op{}, fmt.Errorf("%s %s is not a model call the gateway forwards (it forwards POST …/responses, …/chat/completions, …/messages, …/messages/count_tokens and …/models/M:streamGenerateContent|generateContent|countTokens)", method, path)
+}

@@ -1,0 +1,312 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+)
+
+// Route is where a model's calls go: the upstream base URL, the model name
+// it knows the model by, the wire APIs it serves and the headers it needs.
+// A route comes from a run config's model through a Resolver.
+type Route struct {
+	// BaseURLs holds, for each wire API the upstream serves, the URL the
+	// API's path is appended to ("https://api.openai.com/v1" + "/responses").
+	BaseURLs map[WireAPI]string
+	// Model is the upstream's name for the model; the gateway puts it in
+	// every request, whatever model the harness asked for.
+	Model string
+	// Headers are sent with every upstream request (an endpoint's
+	// extra_headers); never Authorization.
+	Headers map[string]string
+	// PriceProvider is the provider id in the price table ("openai"); ""
+	// for endpoint and hosted models, which get tokens and no cost.
+	PriceProvider string
+	// Label is the model as the run config names it, for messages.
+	Label string
+}
+
+// Speaks reports whether the route's upstream serves api.
+func (r Route) Speaks(api WireAPI) bool { return r.BaseURLs[api] != "" }
+
+// APIs lists the wire APIs the upstream serves, in WireAPIs order.
+func (r Route) APIs() []WireAPI {
+	var out []WireAPI
+	for _, a := range WireAPIs {
+		if r.Speaks(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func sameBase(apis []WireAPI, base string) map[WireAPI]string {
+	m := map[WireAPI]string{}
+	for _, a := range apis {
+		m[a] = strings.TrimSuffix(base, "/")
+	}
+	return m
+}
+
+// upstreamAPI is the wire API a harness's api call goes upstream over: api
+// itself, or Chat Completions for a Responses call to an upstream that
+// serves Chat only (the gateway translates, translate.go).
+func (r Route) upstreamAPI(api WireAPI) (WireAPI, bool) {
+	switch {
+	case r.Speaks(api):
+		return api, true
+	case api == Responses && r.Speaks(Chat):
+		return Chat, true
+	}
+	return "", false
+}
+
+// Translates reports whether a harness speaking api reaches this route only
+// through the gateway's translation (Responses to Chat Completions).
+func (r Route) Translates(api WireAPI) bool {
+	up, ok := r.upstreamAPI(api)
+	return ok && up != api
+}
+
+// CheckHarness says whether a harness speaking api can use the route: the
+// upstream must serve the harness's API, or the gateway must translate it
+// (it translates OpenAI Responses to Chat Completions, nothing else).
+func (r Route) CheckHarness(api WireAPI) error {
+	if _, ok := r.upstreamAPI(api); ok {
+		return nil
+	}
+	var served []string
+	for _, a := range r.APIs() {
+		served = append(served, a.Title())
+	}
+	return fmt.Errorf("the harness speaks %s, but model %q is served over %s only; the model gateway translates only OpenAI Responses to Chat Completions: choose a harness that speaks %s, or a model served over %s",
+		api.Title(), r.Label, strings.Join(served, " and "), strings.Join(served, " or "), api.Title())
+}
+
+// Provider is one row of the provider table: where a provider's API lives
+// and which wire APIs it serves there.
+type Provider struct {
+	// BaseURLs is the base of the provider's API for each wire API it serves.
+	BaseURLs map[WireAPI]string `toml:"base_urls"`
+	// Headers are sent with every request to the provider (an operator's own
+	// LLM gateway may want some); never Authorization.
+	Headers map[string]string `toml:"headers"`
+	// Prices is the provider's id in the price table; "" when it has none.
+	Prices string `toml:"prices"`
+}
+
+// DefaultProviders is the provider table operators start from. Each base URL
+// is what an OpenAI- or Anthropic-style client puts before the API's path.
+func DefaultProviders() map[string]Provider {
+	chat := func(base, prices string) Provider {
+		return Provider{BaseURLs: map[WireAPI]string{Chat: base}, Prices: prices}
+	}
+	return map[string]Provider{
+		"openai":    {BaseURLs: map[WireAPI]string{Responses: "https://api.openai.com/v1", Chat: "https://api.openai.com/v1"}, Prices: "openai"},
+		"anthropic": {BaseURLs: map[WireAPI]string{Messages: "https://api.anthropic.com/v1"}, Prices: "anthropic"},
+		"google": {BaseURLs: map[WireAPI]string{
+			Gemini: "https://generativelanguage.googleapis.com/v1beta",
+			Chat:   "https://generativelanguage.googleapis.com/v1beta/openai",
+		}, Prices: "google"},
+		"openrouter": chat("https://openrouter.ai/api/v1", "openrouter"),
+		"together":   chat("https://api.together.xyz/v1", "together"),
+		"deepseek":   chat("https://api.deepseek.com/v1", "deepseek"),
+		"mistral":    chat("https://api.mistral.ai/v1", "mistral"),
+		"groq":       chat("https://api.groq.com/openai/v1", "groq"),
+		"fireworks":  chat("https://api.fireworks.ai/inference/v1", "fireworks"),
+		"x-ai":       {BaseURLs: map[WireAPI]string{Responses: "https://api.x.ai/v1", Chat: "https://api.x.ai/v1"}, Prices: "x-ai"},
+		"moonshotai": chat("https://api.moonshot.ai/v1", "moonshotai"),
+		"cerebras":   chat("https://api.cerebras.ai/v1", "cerebras"),
+	}
+}
+
+// Hosted is the operator's endpoint for hosted models (a base model with a
+// LoRA adapter, served by e.g. vLLM), invisible to users.
+type Hosted struct {
+	BaseURL string            `toml:"base_url"`
+	APIs    []WireAPI         `toml:"apis"`
+	Headers map[string]string `toml:"headers"`
+}
+
+// Resolver turns a run config's model into a Route.
+type Resolver struct {
+	Providers map[string]Provider
+	// Hosted is nil when the platform hosts no models.
+	Hosted *Hosted
+}
+
+// NewResolver returns a resolver with the default provider table and no
+// hosted endpoint.
+func NewResolver() *Resolver { return &Resolver{Providers: DefaultProviders()} }
+
+// EndpointAPIs are the wire APIs an `endpoint` model is assumed to serve:
+// "OpenAI-compatible" servers (vLLM, SGLang) serve Chat Completions, and
+// both of those serve Responses too.
+var EndpointAPIs = []WireAPI{Chat, Responses}
+
+// operatorFile is the operator's override file.
+type operatorFile struct {
+	Providers map[string]Provider `toml:"providers"`
+	Hosted    *Hosted             `toml:"hosted"`
+}
+
+// ParseOperatorConfig reads an operator's TOML overrides onto the default
+// table: a [providers.NAME] replaces (or adds) that provider, e.g. to route
+// it through the operator's own LLM gateway; [hosted] configures the hosted
+// models' endpoint.
+//
+//	[providers.openai]
+//	base_urls = { openai-responses = "https://llm.example.com/openai/v1" }
+//	prices = "openai"
+//
+//	[hosted]
+//	base_url = "http://vllm.internal:8000/v1"
+//	apis = ["openai-chat", "openai-responses"]
+func ParseOperatorConfig(data []byte) (*Resolver, error) {
+	var f operatorFile
+	md, err := toml.Decode(string(data), &f)
+	if err != nil {
+		return nil, fmt.Errorf("model gateway config: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return nil, fmt.Errorf("model gateway config: unknown field %s", und[0])
+	}
+	r := NewResolver()
+	var errs []error
+	for name, p := range f.Providers {
+		field := "providers." + name
+		if len(p.BaseURLs) == 0 {
+			errs = append(errs, fmt.Errorf("%s.base_urls: is required (a base URL per wire API: %s)", field, apiList()))
+		}
+		for api, u := range p.BaseURLs {
+			if !api.Valid() {
+				errs = append(errs, fmt.Errorf("%s.base_urls: unknown wire API %q (allowed: %s)", field, api, apiList()))
+			}
+			if err := checkBaseURL(u); err != nil {
+				errs = append(errs, fmt.Errorf("%s.base_urls.%s: %w", field, api, err))
+			}
+		}
+		if err := checkHeaders(p.Headers); err != nil {
+			errs = append(errs, fmt.Errorf("%s.headers: %w", field, err))
+		}
+		r.Providers[name] = p
+	}
+	if h := f.Hosted; h != nil {
+		if err := checkBaseURL(h.BaseURL); err != nil {
+			errs = append(errs, fmt.Errorf("hosted.base_url: %w", err))
+		}
+		if len(h.APIs) == 0 {
+			h.APIs = EndpointAPIs
+		}
+		for _, api := range h.APIs {
+			if !api.Valid() {
+				errs = append(errs, fmt.Errorf("hosted.apis: unknown wire API %q (allowed: %s)", api, apiList()))
+			}
+		}
+		if err := checkHeaders(h.Headers); err != nil {
+			errs = append(errs, fmt.Errorf("hosted.headers: %w", err))
+		}
+		r.Hosted = h
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("model gateway config: %w", err)
+	}
+	return r, nil
+}
+
+// Resolve returns the route for a run config's model. Errors name the field
+// (as in the run config, under "model.") and what is allowed.
+func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
+	switch m.Type {
+	case runconfig.Provider:
+		name, model, ok := strings.Cut(m.Model, "/")
+		if !ok || name == "" || model == "" {
+			return Route{}, fmt.Errorf("model.model: %q is not <provider>/<model> (e.g. openai/gpt-5.2)", m.Model)
+		}
+		p, ok := r.Providers[name]
+		if !ok {
+			return Route{}, fmt.Errorf("model.model: unknown provider %q (available: %s)", name, strings.Join(r.providerNames(), ", "))
+		}
+		bases := map[WireAPI]string{}
+		for api, u := range p.BaseURLs {
+			bases[api] = strings.TrimSuffix(u, "/")
+		}
+		return Route{BaseURLs: bases, Model: model, PriceProvider: p.Prices, Headers: p.Headers, Label: m.Model}, nil
+	case runconfig.Endpoint:
+		if err := checkBaseURL(m.BaseURL); err != nil {
+			return Route{}, fmt.Errorf("model.base_url: %w", err)
+		}
+		if m.Model == "" {
+			return Route{}, errors.New("model.model: is required for an endpoint model (the name the endpoint serves it under)")
+		}
+		if err := checkHeaders(m.ExtraHeaders); err != nil {
+			return Route{}, fmt.Errorf("model.extra_headers: %w", err)
+		}
+		return Route{BaseURLs: sameBase(EndpointAPIs, m.BaseURL), Model: m.Model, Headers: m.ExtraHeaders, Label: m.Model}, nil
+	case runconfig.Hosted:
+		if m.BaseModel == "" || m.LoraModelName == "" {
+			return Route{}, errors.New("model.base_model and model.lora_model_name: both are required for a hosted model")
+		}
+		if r.Hosted == nil {
+			return Route{}, errors.New("model.type: hosted models are not available: this platform's operator has configured no hosted-model endpoint")
+		}
+		return Route{BaseURLs: sameBase(r.Hosted.APIs, r.Hosted.BaseURL), Model: m.LoraModelName,
+			Headers: r.Hosted.Headers, Label: m.Label()}, nil
+	}
+	return Route{}, fmt.Errorf("model.type: %q is not a model type (allowed: provider, endpoint, hosted)", m.Type)
+}
+
+func (r *Resolver) providerNames() []string {
+	var names []string
+	for n := range r.Providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func apiList() string {
+	var s []string
+	for _, a := range WireAPIs {
+		s = append(s, string(a))
+	}
+	return strings.Join(s, ", ")
+}
+
+func checkBaseURL(s string) error {
+	if s == "" {
+		return errors.New("is required")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q: give a base URL without credentials, query or fragment", s)
+	}
+	return nil
+}
+
+// forbiddenHeaders may not be set by users or operators: the gateway owns
+// the credentials and the framing of upstream requests.
+var forbiddenHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "X-Goog-Api-Key", "Host", "Content-Length",
+	"Transfer-Encoding", "Connection", "Cookie"}
+
+func checkHeaders(h map[string]string) error {
+	for k := range h {
+		ck := http.CanonicalHeaderKey(k)
+		for _, f := range forbiddenHeaders {
+			if ck == f {
+				return fmt.Errorf("%q may not be set: the gateway sets the key and framing headers itself", k)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sys/unix"
+)
+
+// Info describes one stored image.
+type Info struct {
+	Names    []string  // repo:tag names it was resolved or imported under
+	Digest   string    // image manifest digest
+	Config   string    // config digest
+	Size     int64     // compressed size of config and layers
+	Stored   bool      // every layer blob is in the store
+	Added    time.Time // first stored
+	Source   string    // endpoint it last came from, or "import"
+	Unpacked bool      // its rootfs is in the cache
+	Rootfs   int64     // bytes of the unpacked rootfs
+	LastUsed time.Time // last Rootfs call for it
+	InUse    bool      // a Rootfs is open on it (here or in another process)
+}
+
+// List returns the stored images, most recently used first.
+func (s *Store) List(ctx context.Context) ([]Info, error) {
+	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, e := range ents {
+		hex, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		if err != nil || !found {
+			continue // being written or removed
+		}
+		info := Info{Names: rec.Names, Digest: rec.Digest, Config: rec.Config, Size: rec.ConfigSize, Added: rec.Added, Source: rec.Source, Stored: true}
+		for _, l := range rec.Layers {
+			info.Size += l.Size
+			if !s.hasBlob(mustHash(l.Digest), l.Size) {
+				info.Stored = false
+			}
+		}
+		cfg := mustHash(rec.Config)
+		if rr, ok := s.rootfsRecord(cfg); ok {
+			info.Unpacked, info.Rootfs = true, rr.Size
+			lock := filepath.Join(s.dir, "rootfs", cfg.Hex+".lock")
+			if fi, err := os.Stat(lock); err == nil {
+				info.LastUsed = fi.ModTime()
+			}
+			info.InUse = inUse(lock)
+		}
+		out = append(out, info)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].LastUsed.Equal(out[j].LastUsed) {
+			return out[i].LastUsed.After(out[j].LastUsed)
+		}
+		return out[i].Added.After(out[j].Added)
+	})
+	return out, nil
+}
+
+// inUse reports whether someone holds the lock (shared or exclusive).
+func inUse(lockPath string) bool {
+	f, err := os.Open(lockPath)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	return false
+}
+
+// Pull resolves ref, downloads what is missing and unpacks its rootfs, so
+// that the first attempt on it starts at once. progress (may be nil) hears
+// the download and unpack phases.
+func (s *Store) Pull(ctx context.Context, ref string, progress func(Progress), creds ...Credential) (Resolved, error) {
+	res, err := s.resolve(ctx, ref, creds)
+	if err != nil {
+		return Resolved{}, imageErr(ref, err)
+	}
+	r, err := s.rootfs(ctx, res.Ref, creds, progress)
+	if err != nil {
+		return Resolved{}, imageErr(ref, err)
+	}
+	if err := r.Close(); err != nil {
+		return Resolved{}, imageErr(ref, err)
+	}
+	return res, nil
+}
+
+// PruneOptions choose what Prune removes.
+type PruneOptions struct {
+	// Images also forgets every image record whose rootfs is not in use, and
+	// so its blobs: the next use pulls again. Without it, only unpacked
+	// rootfs dirs (not in use) and unreferenced blobs go.
+	Images bool
+}
+
+// PruneReport says what Prune removed and what it left because it was in use.
+type PruneReport struct {
+	Rootfs      int   // unpacked rootfs dirs removed
+	RootfsBytes int64 // their size
+	Images      int   // image records removed
+	Blobs       int   // blobs removed
+	BlobBytes   int64 // their size
+	InUse       int   // rootfs dirs kept because a sandbox holds them
+}
+
+// orphanAge is how old a temp entry or an unreferenced blob must be before
+// Prune takes it: younger ones may belong to a pull in progress elsewhere.
+const orphanAge = time.Hour
+
+// Prune removes unpacked rootfs dirs not in use, temp leftovers, blobs no
+// image record refers to and, with opts.Images, the image records too.
+func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
+	var rep PruneReport
+	cached, err := s.listCachedRootfs()
+	if err != nil {
+		return rep, err
+	}
+	held := map[string]bool{}
+	for _, c := range cached {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		removed, err := s.removeRootfs(c.hex)
+		if err != nil {
+			return rep, fmt.Errorf("prune rootfs sha256:%s: %w", c.hex, err)
+		}
+		if !removed {
+			rep.InUse++
+			held["sha256:"+c.hex] = true
+			continue
+		}
+		rep.Rootfs++
+		rep.RootfsBytes += c.size
+	}
+	if opts.Images {
+		ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+		if err != nil {
+			return rep, err
+		}
+		for _, e := range ents {
+			hex, ok := strings.CutSuffix(e.Name(), ".json")
+			if !ok {
+				continue
+			}
+			rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+			if err != nil || !found || held[rec.Config] {
+				continue
+			}
+			if err := os.Remove(filepath.Join(s.dir, "images", e.Name())); err != nil && !os.IsNotExist(err) {
+				return rep, err
+			}
+			rep.Images++
+		}
+	}
+	n, bytes, err := s.gcBlobs(ctx)
+	rep.Blobs, rep.BlobBytes = n, bytes
+	if err != nil {
+		return rep, err
+	}
+	return rep, s.cleanTmp()
+}
+
+// gcBlobs removes blobs older than orphanAge that no record refers to
+// (manifest, its index, config, layers).
+func (s *Store) gcBlobs(ctx context.Context) (int, int64, error) {
+	keep := map[string]bool{}
+	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, e := range ents {
+		hex, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		if err != nil || !found {
+			continue
+		}
+		keep[rec.Digest], keep[rec.Config], keep[rec.Index] = true, true, true
+		for _, l := range rec.Layers {
+			keep[l.Digest] = true
+		}
+	}
+	blobs, err := os.ReadDir(filepath.Join(s.dir, "blobs", "sha256"))
+	if err != nil {
+		return 0, 0, err
+	}
+	var n int
+	var total int64
+	for _, b := range blobs {
+		if err := ctx.Err(); err != nil {
+			return n, total, err
+		}
+		if keep["sha256:"+b.Name()] {
+			continue
+		}
+		fi, err := b.Info()
+		if err != nil || time.Since(fi.ModTime()) < orphanAge {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.dir, "blobs", "sha256", b.Name())); err != nil && !os.IsNotExist(err) {
+			return n, total, err
+		}
+		n++
+		total += fi.Size()
+	}
+	return n, total, nil
+}
+
+// cleanTmp removes temp entries older than orphanAge (left by a crash).
+func (s *Store) cleanTmp() error {
+	dir := filepath.Join(s.dir, "tmp")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < orphanAge {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,387 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
+)
+
+// Config is the part of an image config a sandbox applies.
+type Config struct {
+	Env        []string          // KEY=value, in order
+	WorkingDir string            // "" means /
+	User       string            // "", "name", "uid", "uid:gid", "name:group"
+	Entrypoint []string          // informational: attempts run their own commands
+	Cmd        []string          // informational
+	Labels     map[string]string // image labels
+}
+
+// Rootfs is an unpacked image, held in use until Close. Dir is the lower
+// directory of an overlay: never write into it (attempts get their own upper
+// elsewhere). While a Rootfs is open its directory is never evicted, by this
+// process or another sharing the store.
+type Rootfs struct {
+	Dir    string // absolute path of the unpacked root
+	Ref    string // the pinned reference it was unpacked for
+	Digest string // image manifest digest
+	Image  string // config digest (the cache key)
+	Config Config
+	Size   int64 // bytes of file content
+
+	lock *os.File
+}
+
+// Close releases the rootfs (its shared lock); eviction may remove it after.
+func (r *Rootfs) Close() error {
+	if r == nil || r.lock == nil {
+		return nil
+	}
+	err := r.lock.Close()
+	r.lock = nil
+	return err
+}
+
+// rootfsRecord is rootfs/<hex>.json: written last, so its presence means the
+// directory is complete.
+type rootfsRecord struct {
+	Config   string    `json:"config"`
+	Size     int64     `json:"size"`
+	Unpacked time.Time `json:"unpacked"`
+	Layers   int       `json:"layers"`
+}
+
+// Rootfs returns the unpacked root filesystem of a pinned image reference
+// (repository@sha256:…, as Resolve returns), pulling and unpacking it on
+// first use. Concurrent first users, in this process or others, wait for one
+// unpack. The caller must Close the result when the sandbox using it is gone.
+func (s *Store) Rootfs(ctx context.Context, pinnedRef string, creds ...Credential) (*Rootfs, error) {
+	r, err := s.rootfs(ctx, pinnedRef, creds, nil)
+	return r, imageErr(pinnedRef, err)
+}
+
+func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential, progress func(Progress)) (*Rootfs, error) {
+	ref, err := parseRef(pinnedRef)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ref.(name.Digest); !ok {
+		return nil, fmt.Errorf("%w: %q is not pinned: want repository@sha256:<hex> (from Resolve)", ErrInvalidReference, pinnedRef)
+	}
+	res, err := s.resolve(ctx, pinnedRef, creds)
+	if err != nil {
+		return nil, err
+	}
+	rec, ok, err := s.loadRecord(mustHash(res.Digest))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("image record %s vanished", res.Digest)
+	}
+	cfgHash := mustHash(rec.Config)
+	cfg, err := s.imageConfig(cfgHash)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(s.dir, "rootfs", cfgHash.Hex)
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	out := &Rootfs{Dir: dir, Ref: res.Ref, Digest: rec.Digest, Image: rec.Config, Config: cfg, lock: lock}
+	fail := func(err error) (*Rootfs, error) { lock.Close(); return nil, err }
+	// Fast path: a complete rootfs, held shared.
+	if err := flock(lock, unix.LOCK_SH); err != nil {
+		return fail(err)
+	}
+	if rr, ok := s.rootfsRecord(cfgHash); ok {
+		out.Size = rr.Size
+		s.touch(lock)
+		return out, nil
+	}
+	// Slow path: exclusive, check again, unpack once.
+	if err := flock(lock, unix.LOCK_EX); err != nil {
+		return fail(err)
+	}
+	rr, ok := s.rootfsRecord(cfgHash)
+	if !ok {
+		if err := s.fetchLayers(ctx, res, rec, creds, progress); err != nil {
+			return fail(err)
+		}
+		rr, err = s.unpack(ctx, rec, dir, progress)
+		if err != nil {
+			return fail(err)
+		}
+	}
+	// Downgrade to shared: other users may now proceed, eviction may not.
+	if err := flock(lock, unix.LOCK_SH); err != nil {
+		return fail(err)
+	}
+	out.Size = rr.Size
+	s.touch(lock)
+	if s.maxRootfs > 0 && !ok {
+		s.evict(cfgHash.Hex)
+	}
+	return out, nil
+}
+
+// CachedRootfs is Rootfs without the network and without unpacking: the
+// rootfs of a pinned reference if it is in the cache, else an error wrapping
+// ErrNotCached. A sandbox launch uses it, since images are pulled and
+// unpacked at sync, outside the run's concurrency slots. Close the result
+// when the sandbox is gone.
+func (s *Store) CachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, error) {
+	r, err := s.cachedRootfs(ctx, pinnedRef)
+	return r, imageErr(pinnedRef, err)
+}
+
+func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, error) {
+	ref, err := parseRef(pinnedRef)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := ref.(name.Digest)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q is not pinned: want repository@sha256:<hex> (from Resolve)", ErrInvalidReference, pinnedRef)
+	}
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReference, err)
+	}
+	rec, ok, err := s.loadRecord(h)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: the image is not in the store (pull it, or sync the benchmark)", ErrNotCached)
+	}
+	cfgHash := mustHash(rec.Config)
+	dir := filepath.Join(s.dir, "rootfs", cfgHash.Hex)
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(lock, unix.LOCK_SH); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	rr, ok := s.rootfsRecord(cfgHash)
+	if !ok {
+		lock.Close()
+		return nil, fmt.Errorf("%w: its rootfs is not unpacked (evicted or never pulled)", ErrNotCached)
+	}
+	cfg, err := s.imageConfig(cfgHash)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.touch(lock)
+	return &Rootfs{Dir: dir, Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
+		Config: cfg, Size: rr.Size, lock: lock}, nil
+}
+
+func (s *Store) touch(lock *os.File) {
+	now := time.Now()
+	_ = os.Chtimes(lock.Name(), now, now)
+}
+
+func (s *Store) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "rootfs", cfg.Hex+".json"))
+	if err != nil {
+		return rootfsRecord{}, false
+	}
+	var rr rootfsRecord
+	if json.Unmarshal(b, &rr) != nil {
+		return rootfsRecord{}, false
+	}
+	if fi, err := os.Stat(filepath.Join(s.dir, "rootfs", cfg.Hex)); err != nil || !fi.IsDir() {
+		return rootfsRecord{}, false
+	}
+	return rr, true
+}
+
+func (s *Store) imageConfig(cfg v1.Hash) (Config, error) {
+	b, err := s.readBlob(cfg)
+	if err != nil {
+		return Config{}, err
+	}
+	cf, err := v1.ParseConfigFile(strings.NewReader(string(b)))
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: config %s: %v", ErrCorrupt, cfg, err)
+	}
+	c := cf.Config
+	return Config{Env: c.Env, WorkingDir: c.WorkingDir, User: c.User, Entrypoint: c.Entrypoint, Cmd: c.Cmd, Labels: c.Labels}, nil
+}
+
+// fetchLayers downloads the layers not yet stored, three at a time, from the
+// first endpoint that has each.
+func (s *Store) fetchLayers(ctx context.Context, res Resolved, rec record, creds []Credential, progress func(Progress)) error {
+	var missing []layerRecord
+	var total int64
+	for _, l := range rec.Layers {
+		if !s.hasBlob(mustHash(l.Digest), l.Size) {
+			missing = append(missing, l)
+			total += l.Size
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	repo, err := name.NewRepository(res.Name, name.WeakValidation)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidReference, err)
+	}
+	p, err := s.puller(creds)
+	if err != nil {
+		return err
+	}
+	eps, err := s.mirrors.endpoints(repo)
+	if err != nil {
+		return err
+	}
+	counter := newProgressCounter(progress, "download", total)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(3)
+	for _, l := range missing {
+		g.Go(func() error { return s.fetchLayer(gctx, p, eps, l, counter) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	counter.done()
+	s.logger.InfoContext(ctx, "image pulled", "image", res.Ref, "layers", len(missing), "bytes", total, "source", rec.Source)
+	return nil
+}
+
+func (s *Store) fetchLayer(ctx context.Context, p *remote.Puller, eps []endpoint, l layerRecord, counter *progressCounter) error {
+	d := mustHash(l.Digest)
+	var errs []error
+	for _, ep := range eps {
+		rl, err := p.Layer(ctx, ep.repo.Digest(l.Digest))
+		if err == nil {
+			var n int64
+			err = s.fetchBlob(rl, d, l.Size, func(k int64) { n += k; counter.add(k) })
+			if err != nil {
+				counter.add(-n)
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err = classify(err)
+		errs = append(errs, fmt.Errorf("layer %s from %s: %w", shortDigest(l.Digest), ep.label, err))
+		if errors.Is(err, ErrCorrupt) {
+			continue // another endpoint may hold good bytes; if none does, corrupt is the answer
+		}
+	}
+	return joinEndpointErrors(errs)
+}
+
+// unpack applies the layers into a temp dir and renames it into place.
+func (s *Store) unpack(ctx context.Context, rec record, dir string, progress func(Progress)) (rootfsRecord, error) {
+	start := time.Now()
+	tmp, err := os.MkdirTemp(filepath.Join(s.dir, "tmp"), "rootfs-*")
+	if err != nil {
+		return rootfsRecord{}, err
+	}
+	defer os.RemoveAll(tmp)
+	// MkdirTemp makes 0700; an overlay lower read from a user namespace needs
+	// the root readable. A layer's own "./" entry may set it again.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return rootfsRecord{}, err
+	}
+	a, err := newApplier(tmp)
+	if err != nil {
+		return rootfsRecord{}, err
+	}
+	defer a.Close()
+	if !a.chown {
+		s.logger.WarnContext(ctx, "not running as root: the unpacked rootfs keeps this user's ownership, not the image's", "image", rec.Digest, "euid", a.euid)
+	}
+	var total int64
+	for _, l := range rec.Layers {
+		total += l.Size
+	}
+	counter := newProgressCounter(progress, "unpack", total)
+	for i, l := range rec.Layers {
+		if err := ctx.Err(); err != nil {
+			return rootfsRecord{}, err
+		}
+		if err := s.applyLayer(a, l, counter); err != nil {
+			return rootfsRecord{}, fmt.Errorf("layer %d (%s): %w", i+1, shortDigest(l.Digest), err)
+		}
+	}
+	counter.done()
+	// Replace a leftover directory without a record (a crash between rename
+	// and record write, or an interrupted eviction).
+	if _, err := os.Lstat(dir); err == nil {
+		if err := removeTree(s.dir, dir); err != nil {
+			return rootfsRecord{}, err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return rootfsRecord{}, err
+	}
+	rr := rootfsRecord{Config: rec.Config, Size: a.size, Unpacked: time.Now().UTC(), Layers: len(rec.Layers)}
+	b, _ := json.Marshal(rr)
+	if err := writeFileAtomic(s.dir, dir+".json", b); err != nil {
+		return rootfsRecord{}, err
+	}
+	s.logger.InfoContext(ctx, "image unpacked", "image", rec.Digest, "config", rec.Config, "bytes", a.size, "took", time.Since(start).Round(time.Millisecond))
+	return rr, nil
+}
+
+func (s *Store) applyLayer(a *applier, l layerRecord, counter *progressCounter) error {
+	blob, err := s.openBlob(mustHash(l.Digest), l.Size)
+	if err != nil {
+		return err
+	}
+	var src = &countingReader{r: blob, add: counter.add}
+	zr, err := decompress(src)
+	if err != nil {
+		blob.Close()
+		return fmt.Errorf("%w: decompress: %v", ErrCorrupt, err)
+	}
+	aerr := a.apply(zr)
+	if aerr != nil && !errors.Is(aerr, ErrCorrupt) && !errors.Is(aerr, ErrUnsafeLayer) && isReadErr(aerr) {
+		aerr = fmt.Errorf("%w: %v", ErrCorrupt, aerr)
+	}
+	zr.Close()
+	if cerr := blob.Close(); aerr == nil && cerr != nil {
+		return cerr
+	}
+	return aerr
+}
+
+func isReadErr(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "gzip") || strings.Contains(s, "zstd") || strings.Contains(s, "unexpected EOF") || strings.Contains(s, "flate")
+}
+
+// removeTree removes a directory through a rename into tmp first, so that a
+// half-removed tree never sits at a cache path.
+func removeTree(storeDir, dir string) error {
+	trash, err := os.MkdirTemp(filepath.Join(storeDir, "tmp"), "trash-*")
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(dir, filepath.Join(trash, "x")); err != nil {
+		os.Remove(trash)
+		return err
+	}
+	return os.RemoveAll(trash)
+}
