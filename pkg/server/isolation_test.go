@@ -26,6 +26,9 @@ func TestIsolationEveryRoute(t *testing.T) {
 	}
 	readyBenchmark(t, alice(), "demo-bench-1-0")
 	alice().call(t, request{method: "PUT", path: "/v1/secrets/ISOLATION_SECRET", body: []byte("isolation-value-1234")}, http.StatusCreated, nil)
+	t.Cleanup(func() { // other tests list alice's secrets
+		alice().do(t, request{method: "DELETE", path: "/v1/secrets/ISOLATION_SECRET"})
+	})
 	var created v1.CreatedRun
 	alice().call(t, toml("/v1/runs", oneTaskConfig), http.StatusCreated, &created)
 	finishedRun(t, alice(), created.ID)

@@ -82,6 +82,9 @@ func encodedForms(v string) []string {
 func TestLeakSuite(t *testing.T) {
 	readyBenchmark(t, alice(), "demo-bench")
 	alice().call(t, request{method: "PUT", path: "/v1/secrets/LEAK_CANARY", body: []byte(leakCanary)}, http.StatusCreated, nil)
+	t.Cleanup(func() { // other tests list alice's secrets
+		alice().do(t, request{method: "DELETE", path: "/v1/secrets/LEAK_CANARY"})
+	})
 	var created v1.CreatedRun
 	alice().call(t, toml("/v1/runs", leakConfig), http.StatusCreated, &created)
 	d := finishedRun(t, alice(), created.ID)
