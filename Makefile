@@ -10,16 +10,17 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: node-modules-guard all build test lint run stop deps tools bench fuzz clean lambdas synth emulators-up emulators-down base-images prices
+.PHONY: agents node-modules-guard all build test lint run stop deps tools bench fuzz clean lambdas synth emulators-up emulators-down base-images prices
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
 all: build
 
 ## deps: system and npm packages the platform and its tests use — bubblewrap
-## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test),
+## (sandboxes), Java (DynamoDB Local), chromium (the console's browser test), tmux
+## (terminus-2's tmux terminal tests),
 ## and the project-local npm packages pinned in package-lock.json.
-APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git
+APT_PACKAGES := bubblewrap:bwrap openjdk-17-jre-headless:java chromium:chromium git:git tmux:tmux buildah:buildah
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -41,9 +42,21 @@ tools: $(BIN)/staticcheck
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## build: every binary into ./bin.
+## build: every binary into ./bin; sandbox-runner and terminus-2 run inside
+## the task's image, mounted read-only: static, no libc.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	# Static: image sandboxes run it inside the task's image (see docs/SANDBOX.md).
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/sandbox-runner
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/terminus-2 ./cmd/terminus-2
+
+## agents: the agent bundles — codex, claude-code, gemini-cli (with its
+## Node), opencode, pinned in agents/package-lock.json — prepared once into
+## ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents (≈ 1.1 GB; npm ci of the
+## lock, then pruned). A second run, or CI's fresh clone with the same
+## cache, reuses them. `make run` prepares codex alone.
+agents: build
+	$(BIN)/gauntlet agents install
 
 ## lint: gofmt, go vet, staticcheck.
 lint: tools node-modules-guard
@@ -54,7 +67,7 @@ lint: tools node-modules-guard
 
 ## test: everything — lint, then every test (the AWS adapters' tests start
 ## DynamoDB Local and fauxqs through scripts/emulators.sh; stopped afterwards).
-test: deps lint
+test: deps lint agents
 	@status=0; $(GO) test -count=1 -timeout 25m ./... || status=$$?; \
 	scripts/emulators.sh down; exit $$status
 
@@ -74,7 +87,7 @@ lambdas:
 
 ## run: the main job — `gauntlet local` running a real demo run (scripts/demo.sh);
 ## `make stop` stops the server it leaves running.
-run: deps build
+run: deps build base-images
 	scripts/demo.sh
 
 stop:

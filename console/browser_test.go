@@ -172,7 +172,7 @@ func startPlatform(ctx context.Context, t *testing.T, root string) *server.Serve
 		Addr:            "127.0.0.1:0",
 		Registry:        filepath.Join(root, "examples", "registry.json"),
 		CredentialsPath: "-",
-		Local:           local.Options{RunnerPath: runner, Catalog: catalog},
+		Local:           local.Options{RunnerPath: runner, Catalog: catalog, Isolation: "bwrap-host"}, // the example tasks run on the host rootfs (development mode) until they carry images
 		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

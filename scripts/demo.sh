@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The `make run` flow: build gauntlet, start `gauntlet local` in the
-# background, add the example benchmark from examples/registry.json, submit
-# examples/runs/demo.toml and follow it, then print the leaderboard.
+# The `make run` flow: build gauntlet, serve the stand-in base images on
+# loopback (`gauntlet images serve`: Debian-built images under upstream
+# names, no public registry being reachable), start `gauntlet local` in the
+# background with that mirror setting, add the example benchmark from
+# examples/registry.json, submit examples/runs/demo.toml and follow it, print
+# the leaderboard; then add demo-envs (a docker_image task and a
+# Dockerfile-only task) and run the oracle and nop on it. Every task runs in
+# its own image, pulled or built at the first sync and cached after.
 #
 #   scripts/demo.sh          run the demo (leaves the server running)
 #   scripts/demo.sh stop     stop the server the demo started
@@ -13,12 +18,16 @@
 #
 # Environment:
 #   GAUNTLET_DATA         data dir (default ./.gauntlet)
+#   GAUNTLET_MOCK_ADDR    where the bundled mock model listens (default 127.0.0.1:8181)
+#   GAUNTLET_CACHE        agent bundle cache root (default ~/.cache/gauntlet)
 #   GAUNTLET_ADDR         listen address (default 127.0.0.1:8080)
 #   GAUNTLET_DEMO_CONFIG  run config to submit (default examples/runs/demo.toml)
 #   GAUNTLET_DEMO_STOP=1  stop the server at the end (tests do)
 #   GAUNTLET_CREDENTIALS  where the server writes CLI credentials
 #                         (default ~/.config/gauntlet/credentials)
-#   GAUNTLET_SANDBOX      bwrap (default) or process
+#   GAUNTLET_SANDBOX      bwrap (default: task images), bwrap-host or process
+#   GAUNTLET_REGISTRY_ADDR  where the stand-in base images are served
+#                         (default 127.0.0.1:5480)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,10 +38,26 @@ config=${GAUNTLET_DEMO_CONFIG:-examples/runs/demo.toml}
 bin=$root/bin
 pidfile=$data/server.pid
 logfile=$data/server.log
+regaddr=${GAUNTLET_REGISTRY_ADDR:-127.0.0.1:5480}
+regpidfile=$data/registry.pid
+reglogfile=$data/registry.log
+settings=$data/image-settings.toml
+mock_addr=${GAUNTLET_MOCK_ADDR:-127.0.0.1:8181}
+mockpid=$data/mock-model.pid
+gateway_config=$data/model-gateway.toml
 
 say() { printf '\n==> %s\n' "$*"; }
 
 server_alive() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+registry_alive() { [[ -f $regpidfile ]] && kill -0 "$(cat "$regpidfile")" 2>/dev/null; }
+
+stop_registry() {
+	if registry_alive; then
+		kill -TERM "$(cat "$regpidfile")"
+		echo "base image registry (pid $(cat "$regpidfile")) stopped"
+	fi
+	rm -f "$regpidfile"
+}
 
 stop_server() {
 	if server_alive; then
@@ -48,28 +73,86 @@ stop_server() {
 		echo "no gauntlet local started by the demo is running (data dir $data)"
 	fi
 	rm -f "$pidfile"
+	if [[ -f $mockpid ]] && kill -0 "$(cat "$mockpid")" 2>/dev/null; then
+		kill -TERM "$(cat "$mockpid")"
+		echo "mock model (pid $(cat "$mockpid")) stopped"
+	fi
+	rm -f "$mockpid"
 }
 
 if [[ ${1:-} == stop ]]; then
 	stop_server
+	stop_registry
 	exit 0
 fi
 
 say "building gauntlet and sandbox-runner into bin/"
 mkdir -p "$bin"
-go build -o "$bin/" ./cmd/gauntlet ./cmd/sandbox-runner
+go build -o "$bin/" ./cmd/gauntlet
+CGO_ENABLED=0 go build -o "$bin/" ./cmd/sandbox-runner # static: it runs inside task images
 
-# The data dir and server.log are the operator's alone (gauntlet local
-# tightens the dir and its files too): the log holds whatever the server
-# logged. No umask for the whole script: sandboxes inherit it.
+# The demo's codex agent is the real program (npm @openai/codex, pinned in
+# agents/package-lock.json), prepared once into the agent-bundle cache and
+# mounted read-only into its sandboxes; a second run reuses it.
+say "preparing the codex agent bundle (once; then reused from the cache)"
+"$bin/gauntlet" agents install codex
+
+# The data dir and every file the demo writes in it are the operator's
+# alone (gauntlet local tightens the dir and its files too): logs hold
+# whatever was logged. Only the demo's own writes get umask 077, never
+# gauntlet local (its sandboxes would inherit it).
 (umask 077 && mkdir -p "$data")
 chmod 700 "$data"
+sandbox=${GAUNTLET_SANDBOX:-bwrap}
+if [[ $sandbox == bwrap ]]; then
+	if registry_alive; then
+		say "reusing the base image registry (pid $(cat "$regpidfile")) on $regaddr"
+	else
+		say "serving the stand-in base images (built from Debian packages by make base-images) on $regaddr"
+		rm -f "$settings"
+		(umask 077 && exec nohup "$bin/gauntlet" images serve --addr "$regaddr" --write-settings "$settings" >"$reglogfile" 2>&1) &
+		(umask 077 && echo $! >"$regpidfile")
+		for i in $(seq 1 600); do
+			[[ -s $settings ]] && break
+			if ! registry_alive; then
+				echo "gauntlet images serve exited; its log:" >&2
+				tail -n 30 "$reglogfile" >&2
+				exit 1
+			fi
+			((i == 600)) && { echo "the base image registry did not start within 120 s" >&2; exit 1; }
+			sleep 0.2
+		done
+		cat "$reglogfile"
+	fi
+fi
+# codex talks to the bundled mock model (no API key needed) through the
+# model gateway: provider "mock" of the gateway's provider table is routed
+# to it. Point the same run at a real provider by changing the model (see
+# README.md, "Real agents").
+if ! { [[ -f $mockpid ]] && kill -0 "$(cat "$mockpid")" 2>/dev/null; }; then
+	say "starting the mock model on $mock_addr (gauntlet mock-model, script fix-median)"
+	(umask 077 && exec nohup "$bin/gauntlet" mock-model -listen "$mock_addr" -script fix-median >"$data/mock-model.log" 2>&1) &
+	(umask 077 && echo $! >"$mockpid")
+fi
+(umask 077 && : >"$gateway_config")
+cat >"$gateway_config" <<EOF
+# Written by scripts/demo.sh: the model gateway's provider "mock" is the
+# bundled mock model (gauntlet mock-model); it has no price, so runs show
+# tokens and no cost.
+[providers.mock]
+base_urls = { openai-responses = "http://$mock_addr/v1", openai-chat = "http://$mock_addr/v1", anthropic-messages = "http://$mock_addr/v1", gemini = "http://$mock_addr/v1beta" }
+EOF
 if server_alive; then
 	say "reusing gauntlet local (pid $(cat "$pidfile")) on data dir $data"
 else
 	say "starting gauntlet local on $addr, data dir $data (log: $logfile)"
 	args=(local --data "$data" --addr "$addr" --registry examples/registry.json --catalog examples/catalog.toml
-		--agents-dir examples/agents --runner "$bin/sandbox-runner" --sandbox "${GAUNTLET_SANDBOX:-bwrap}")
+		--agents-dir examples/agents --runner "$bin/sandbox-runner" --sandbox "$sandbox"
+		--model-gateway-config "$gateway_config")
+	if [[ $sandbox == bwrap ]]; then
+		args+=(--image-settings "$settings")
+		echo "the first start builds and unpacks the example tasks' images (minutes; cached in $data after)"
+	fi
 	if [[ -n ${GAUNTLET_CREDENTIALS:-} ]]; then
 		args+=(--credentials "$GAUNTLET_CREDENTIALS")
 	fi
@@ -78,12 +161,14 @@ else
 	(umask 077 && echo $! >"$pidfile")
 fi
 if [[ ${GAUNTLET_DEMO_STOP:-} == 1 ]]; then
-	trap stop_server EXIT
+	trap 'stop_server; stop_registry' EXIT
 fi
 
 # Wait until the server answers with the token it wrote.
 export GAUNTLET_URL="http://$addr"
-for i in $(seq 1 300); do
+# The first start syncs the managed catalog with its images (15 builds,
+# about a minute each on a busy 2-core machine): allow 30 minutes.
+for i in $(seq 1 9000); do
 	if [[ -s $data/token ]]; then
 		export GAUNTLET_TOKEN
 		GAUNTLET_TOKEN=$(cat "$data/token")
@@ -96,14 +181,18 @@ for i in $(seq 1 300); do
 		tail -n 30 "$logfile" >&2
 		exit 1
 	fi
-	if ((i == 300)); then
-		echo "gauntlet local did not answer on $GAUNTLET_URL within 60 s; its log:" >&2
+	if ((i == 9000)); then
+		echo "gauntlet local did not answer on $GAUNTLET_URL within 30 minutes; its log:" >&2
 		tail -n 30 "$logfile" >&2
 		exit 1
 	fi
 	sleep 0.2
 done
 echo "gauntlet local is up on $GAUNTLET_URL"
+
+# The codex agent's model key: a secret record like any provider's. The
+# mock accepts any key; the gateway keeps it out of the sandbox all the same.
+printf %s "mock-key-not-a-real-secret" | "$bin/gauntlet" secret set MOCK_API_KEY >/dev/null
 
 say "adding demo-bench@1.0 from examples/registry.json"
 "$bin/gauntlet" benchmark add demo-bench@1.0 --wait
@@ -120,6 +209,15 @@ say "submitting $config"
 benchmark=$("$bin/gauntlet" runs list --limit 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0]["benchmark"])')
 say "leaderboard of $benchmark"
 "$bin/gauntlet" leaderboard "$benchmark"
+
+if [[ $sandbox == bwrap ]]; then
+	say "adding demo-envs@1.0: a docker_image task and a Dockerfile-only task (images pinned by digest at sync)"
+	"$bin/gauntlet" benchmark add demo-envs@1.0 --wait
+	"$bin/gauntlet" benchmark info demo-envs-1-0
+	say "the oracle and nop on demo-envs, each attempt in its task's image"
+	"$bin/gauntlet" submit examples/runs/envs/oracle-nop.toml --yes --watch
+	"$bin/gauntlet" leaderboard demo-envs-1-0
+fi
 
 cat <<EOF
 

@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"strconv"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // adminGroups are the subcommand groups of `gauntlet admin`: what a

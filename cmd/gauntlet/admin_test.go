@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
 )
 

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 
@@ -17,6 +18,8 @@ var benchmarkGroup = group{name: "benchmark", subs: []subcommand{
 	{name: "add", usage: "benchmark add NAME[@VERSION] [--wait]", summary: "add a dataset from the registry", run: benchmarkAdd},
 	{name: "remove", usage: "benchmark remove KEY", summary: "remove a benchmark added from the registry", run: benchmarkRemove},
 	{name: "sync", usage: "benchmark sync KEY [--wait]", summary: "retry a failed sync", run: benchmarkSync},
+	{name: "check", usage: "benchmark check KEY [--no-wait]", summary: "run the oracle and nop once per task in its environment: which tasks are broken or trivial", run: benchmarkCheck},
+	{name: "build-log", usage: "benchmark build-log KEY TASK", summary: "print the image build log of a Dockerfile task", run: benchmarkBuildLog},
 }}
 
 func benchmarkList(ctx context.Context, e env, args []string) error {
@@ -45,10 +48,12 @@ func benchmarkList(ctx context.Context, e env, args []string) error {
 }
 
 func syncStatus(b v1.BenchmarkView) string {
-	switch b.Status {
-	case "syncing":
+	switch {
+	case b.Status == "syncing" && b.Progress.Label != "":
+		return "syncing: " + b.Progress.Label
+	case b.Status == "syncing":
 		return fmt.Sprintf("syncing %d/%d", b.Progress.Synced, b.Progress.Total)
-	case "failed":
+	case b.Status == "failed":
 		return "failed: " + b.SyncError
 	}
 	return b.Status
@@ -96,11 +101,90 @@ func benchmarkInfo(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "task set %s: %d tasks%s. %s\n", s.Name, s.Tasks, rec, s.Description)
 	}
 	fmt.Fprintln(e.stdout)
-	t := newTable(e.stdout, "TASK", "CATEGORY", "DIFFICULTY")
+	t := newTable(e.stdout, "TASK", "CATEGORY", "DIFFICULTY", "IMAGE", "CHECK")
 	for _, task := range m.Tasks {
-		t.row(task.Name, orDash(task.Category), orDash(task.Difficulty))
+		t.row(task.Name, orDash(task.Category), orDash(task.Difficulty), imageLabel(task.Environment), orDash(task.Check))
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	for _, u := range m.UnavailableTasks {
+		fmt.Fprintf(e.stdout, "\nunavailable: %s\n", u.Reason)
+	}
+	return nil
+}
+
+// imageLabel says where a task's image comes from and what it is pinned to.
+func imageLabel(env *v1.TaskEnvironment) string {
+	switch {
+	case env == nil:
+		return "–"
+	case env.Unavailable != "":
+		return env.Source + ": unavailable"
+	}
+	digest := env.Pinned
+	if i := strings.LastIndex(digest, "@sha256:"); i >= 0 && len(digest) >= i+20 {
+		digest = digest[i+1 : i+20]
+	}
+	if env.Image != "" {
+		return env.Source + " " + env.Image + " " + digest
+	}
+	return env.Source + " " + digest
+}
+
+func benchmarkCheck(ctx context.Context, e env, args []string) error {
+	cmd := newAPICommand(e, "benchmark check", "benchmark check KEY [--no-wait] [--json]")
+	noWait := cmd.fs.Bool("no-wait", false, "start the check and return at once")
+	pos, c, err := cmd.connect(args, 1, "want one benchmark key")
+	if err != nil {
+		return err
+	}
+	check, err := c.StartCheck(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if !cmd.flags.json {
+		fmt.Fprintf(e.stdout, "environment check of %s@%s: run %s (%s)\n", pos[0], check.Version, check.Run, check.Status)
+	}
+	for !*noWait && check.Status != "done" {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		if check, err = c.Check(ctx, pos[0]); err != nil {
+			return err
+		}
+	}
+	if cmd.flags.json {
+		return printJSON(e.stdout, check)
+	}
+	if check.Status == "done" {
+		fmt.Fprintf(e.stdout, "%d tasks checked; broken (the oracle fails): %s; trivial (nop passes): %s\n",
+			check.Checked, listOrNone(check.Broken), listOrNone(check.Trivial))
+	}
+	return nil
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func benchmarkBuildLog(ctx context.Context, e env, args []string) error {
+	cmd := newAPICommand(e, "benchmark build-log", "benchmark build-log KEY TASK")
+	pos, c, err := cmd.connect(args, 2, "want a benchmark key and a task name")
+	if err != nil {
+		return err
+	}
+	text, err := c.BuildLog(ctx, pos[0], pos[1])
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(e.stdout, text)
+	return err
 }
 
 func judge(required bool, model string) string {

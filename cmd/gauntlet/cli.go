@@ -39,7 +39,7 @@ type clientFlags struct {
 func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.url, "url", "", "API URL (default $GAUNTLET_URL, else the credentials file)")
 	fs.StringVar(&c.token, "token", "", "API token (default $GAUNTLET_TOKEN, else the credentials file)")
-	fs.StringVar(&c.credentials, "credentials", "", "credentials file (default ~/.config/gauntlet/credentials)")
+	fs.StringVar(&c.credentials, "credentials", "", "credentials file (default $GAUNTLET_CREDENTIALS, else ~/.config/gauntlet/credentials)")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
 }
 
@@ -85,11 +85,13 @@ func (c *apiCommand) connect(args []string, want int, wrongCount string) ([]stri
 }
 
 // client resolves the API URL and token: flags, then GAUNTLET_URL and
-// GAUNTLET_TOKEN, then the credentials file `gauntlet local` writes.
+// GAUNTLET_TOKEN, then the credentials file `gauntlet local` writes
+// (--credentials, else $GAUNTLET_CREDENTIALS — the variable `make run`
+// honours — else the default path).
 func (c *clientFlags) client() (*client.Client, error) {
 	url, token := first(c.url, os.Getenv("GAUNTLET_URL")), first(c.token, os.Getenv("GAUNTLET_TOKEN"))
 	if url == "" || token == "" {
-		path := c.credentials
+		path := first(c.credentials, os.Getenv("GAUNTLET_CREDENTIALS"))
 		if path == "" {
 			var err error
 			if path, err = client.DefaultCredentialsPath(); err != nil {

@@ -4,13 +4,13 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
 )
@@ -168,6 +168,15 @@ func TestCLIAgainstServer(t *testing.T) {
 	}
 	if out := bare.ok("", "benchmark", "list"); !strings.Contains(out, "demo-bench") {
 		t.Errorf("benchmark list with the credentials file:\n%s", out)
+	}
+	// GAUNTLET_CREDENTIALS (what make run honours) names another file.
+	elsewhere := filepath.Join(t.TempDir(), "creds")
+	if err := client.SaveCredentials(elsewhere, client.Credentials{URL: srv.URL, Token: srv.Tenant.Token}); err != nil {
+		t.Fatal(err)
+	}
+	moved := cliRun{t: t, env: []string{"GAUNTLET_URL=", "GAUNTLET_TOKEN=", "XDG_CONFIG_HOME=" + t.TempDir(), "GAUNTLET_CREDENTIALS=" + elsewhere}}
+	if out := moved.ok("", "benchmark", "list"); !strings.Contains(out, "demo-bench") {
+		t.Errorf("benchmark list with GAUNTLET_CREDENTIALS:\n%s", out)
 	}
 	if strings.Contains(srv.Logs(), value) {
 		t.Error("the secret value appeared in the server log")

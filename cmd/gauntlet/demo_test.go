@@ -18,7 +18,7 @@ import (
 // leaderboard, and (GAUNTLET_DEMO_STOP=1) stop the server.
 func TestMakeRunFlow(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the make-run flow runs 135 sandboxes; skipped with -short")
+		t.Skip("the make-run flow runs 180 sandboxes; skipped with -short")
 	}
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bubblewrap is not installed; run `make deps`")
@@ -30,7 +30,7 @@ func TestMakeRunFlow(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	data := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "../../scripts/demo.sh")
 	cmd.Env = append(os.Environ(), "GAUNTLET_DATA="+data, "GAUNTLET_ADDR="+addr, "GAUNTLET_DEMO_STOP=1",
@@ -49,9 +49,9 @@ func TestMakeRunFlow(t *testing.T) {
 		"benchmark demo-bench-1-0: ready",
 		// demo.toml names demo-bench: the managed benchmark's key, which wins
 		// over the name of the workspace's demo-bench-1-0 added just before.
-		"demo-bench@1.0: 15 tasks, 135 attempts in all",
-		": finished 135/135",
-		"oracle (oracle)", "nop (nop)", "demo/heuristic-v1 (command)",
+		"demo-bench@1.0: 15 tasks, 180 attempts in all",
+		": finished 180/180",
+		"oracle (oracle)", "nop (nop)", "demo/heuristic-v1 (command)", "mock/gpt-5 (codex)",
 		"demo-bench — ranked by pass@1 (cost, time and tokens per task)",
 		"console:  http://" + addr + "/",
 		"token:    " + data + "/token",

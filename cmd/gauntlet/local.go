@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 )
@@ -22,18 +23,24 @@ func runLocal(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|process] [--registry PATH|URL]", stderr)
+	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|bwrap-host|process] [--registry PATH|URL]", stderr)
 	data := fs.String("data", defaultDataDir(), "data directory (database, blobs, secrets, token)")
 	addr := fs.String("addr", server.DefaultAddr, "listen address; keep it on loopback unless you know why not")
-	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap) or process (NO isolation: trusted agents only)")
+	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap over each task's image), bwrap-host (bubblewrap over the host's root filesystem: development only) or process (NO isolation: trusted agents only)")
 	registry := fs.String("registry", existing("examples/registry.json"), "Harbor registry (path or URL) benchmarks are added from")
 	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
 	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
+	bundles := fs.String("agent-bundles", agentbundle.DefaultDir(), "agent bundle cache (gauntlet agents install fills it)")
+	gatewayCfg := fs.String("model-gateway-config", "", "operator TOML overriding the model gateway's provider table (e.g. route a provider to a local model server)")
+	pidsLimit := fs.Int("pids-limit", 0, "most processes per sandbox phase (0 = the runner's default, 1024; -1 = none)")
+	storageMB := fs.Int("storage-mb", 0, "storage limit of an attempt whose task sets no storage_mb (0 = the runner's default, 10240; -1 = none)")
+	networkCeiling := fs.String("network-ceiling", "", "most permissive network any sandbox phase gets: public (default), allowlist or no-network")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
 	allowPrivate := fs.Bool("allow-private-registry", false, "let registry and git fetches reach loopback, private and link-local addresses (and git's file://, ssh://, git://)")
 	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	images := addImageFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -41,8 +48,13 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if len(pos) != 0 {
 		return usageError("takes no arguments")
 	}
-	if *isolation != "bwrap" && *isolation != "process" {
-		return usageError("--sandbox %q: want bwrap or process", *isolation)
+	if *isolation != "bwrap" && *isolation != "bwrap-host" && *isolation != "process" {
+		return usageError("--sandbox %q: want bwrap, bwrap-host (development: the host's root filesystem) or process", *isolation)
+	}
+	switch *networkCeiling {
+	case "", "public", "allowlist", "no-network":
+	default:
+		return usageError("--network-ceiling %q: want public, allowlist or no-network", *networkCeiling)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -55,9 +67,14 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if host, _, err := net.SplitHostPort(*addr); err == nil && !isLoopback(host) {
 		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
 	}
+	lo := local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
+		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate,
+		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
+	if err := images.apply(&lo, *data, logger); err != nil {
+		return err
+	}
 	srv, err := server.Open(ctx, server.Options{
-		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger,
-		Local: local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate},
+		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger, Local: lo,
 	})
 	if err != nil {
 		return err

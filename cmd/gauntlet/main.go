@@ -36,6 +36,7 @@ var commands = []command{
 	{name: "runs", summary: "list, inspect, follow, stop and download runs", run: runsGroup.run},
 	{name: "leaderboard", summary: "show a benchmark's leaderboard", run: runLeaderboard},
 	{name: "secret", summary: "set, list and delete secret records (values are write-only)", run: secretGroup.run},
+	{name: "agents", summary: "list and install the agent bundles (the pinned agent programs)", run: runAgents},
 	{name: "images", summary: "list, pull and prune the local image store; serve base images on loopback", run: imagesGroup.run},
 	{name: "score", summary: "rank agents from attempt results (JSONL files or Harbor job directories)", run: runScore},
 	{name: "admin", summary: "platform operators: create workspaces, set billing, add users", run: runAdmin},

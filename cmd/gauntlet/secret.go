@@ -5,11 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"os"
 
 	"golang.org/x/term"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 var secretGroup = group{name: "secret", subs: []subcommand{

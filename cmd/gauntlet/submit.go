@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 )
 
@@ -189,7 +190,7 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 	for _, a := range d.AgentsDetail {
 		m := a.Metrics
 		t.row(strconv.Itoa(a.Index), a.Label, a.Status, fmt.Sprintf("%d/%d", a.Progress.Completed, a.Progress.Total),
-			percent(m.Pass1), passAtK(m.PassAtK), dollars(m.CostPerTask), seconds(m.TimePerTask), count(m.TokensPerTask))
+			boardview.Percent(m.Pass1), passAtK(m.PassAtK), boardview.Dollars(m.CostPerTask), boardview.Seconds(m.TimePerTask), count(m.TokensPerTask))
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -311,6 +311,17 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   const agents = page.locator('section[aria-labelledby="agents-title"] tbody tr');
   assert.equal(await agents.count(), 2);
   assert.match(await agents.nth(0).innerText(), /oracle \(oracle\)[\s\S]*100\.0%/);
+  // Every column sorts: pass@1 best first, then reversed.
+  await page.click('#agents-table th button[data-sort="pass1"]');
+  await page.locator('#agents-table th[aria-sort="descending"] button[data-sort="pass1"]').waitFor();
+  assert.match(await agents.nth(0).innerText(), /^oracle/);
+  await page.click('#agents-table th button[data-sort="pass1"]');
+  await page.locator('#agents-table th[aria-sort="ascending"] button[data-sort="pass1"]').waitFor();
+  assert.match(await agents.nth(0).innerText(), /^nop/);
+  await page.click('#agents-table th button[data-sort="agent"]');
+  await page.locator('#agents-table th[aria-sort="ascending"] button[data-sort="agent"]').waitFor();
+  assert.match(await agents.nth(0).innerText(), /^nop/, 'by name: nop before oracle');
+  assert.equal(await page.locator('#metrics-partial').count(), 0, 'a finished run\'s metrics are not partial');
   assert.equal(await page.locator('#pass-at-k svg circle').count(), 4, 'two agents × k = 1..2');
   assert.ok(await page.locator('#category-bars .bar-line').count() >= 2);
   const bar = page.locator('.run-progress [role="progressbar"]');
@@ -400,6 +411,10 @@ test('a submitted run opens live, and Stop stops it', async () => {
   const legend = await page.locator('.run-progress .legend').innerText();
   const cancelled = Number(/cancelled (\d+)/.exec(legend)?.[1]);
   assert.ok(cancelled > 0, `a stopped run cancels the attempts it did not start: ${legend}`);
+  // The progress counts the attempts that ran, not the cancelled ones.
+  const label = await page.locator('.run-progress .progress .label').innerText();
+  const ran = Number(/^(\d+)\/24/.exec(label)?.[1]);
+  assert.ok(ran < 24 && label.includes(`${cancelled} cancelled`), `progress of a stopped run: ${label}`);
   await shot('13-run-stopped');
   noProblems();
 });
@@ -415,6 +430,35 @@ test('secrets are set write-only and listed by name', async () => {
   assert.equal(await page.locator('#secret-value').inputValue(), '', 'the value field is cleared');
   assert.ok(!(await page.content()).includes('sk-console-test-value'), 'the value never shows');
   await shot('14-secrets');
+  noProblems();
+});
+
+test('every page fits a 375 px phone: no horizontal page scroll, the top bar on screen', async () => {
+  await page.setViewportSize({ width: 375, height: 800 });
+  try {
+    for (const [name, url, ready] of [
+      ['benchmarks', '/benchmarks', '#benchmark-list'],
+      ['benchmark', '/benchmarks/demo-bench', '#leaderboard-body tbody tr'],
+      ['run', `/benchmarks/runs/${RUN_ID}`, '#run-name'],
+      ['new-run', '/runs/new?benchmark=demo-bench', '#summary-tasks'],
+      ['runs', '/runs', '#run-list'],
+      ['secrets', '/secrets', '#secret-form'],
+    ]) {
+      await page.goto(`${BASE}${url}`);
+      await page.locator(ready).first().waitFor();
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 375, `${name}: the page is ${width} px wide at 375 px`);
+      const signOut = await page.locator('#topbar button:has-text("Sign out")').boundingBox();
+      assert.ok(signOut && signOut.x >= 0 && signOut.x + signOut.width <= 375, `${name}: Sign out is off-screen (${JSON.stringify(signOut)})`);
+      if (name === 'run') {
+        const tick = await page.locator('#pass-at-k svg .axis text').first().boundingBox();
+        assert.ok(tick && tick.height >= 9, `run: pass@k tick labels are ${tick && tick.height} px tall at 375 px`);
+      }
+      await shot(`15-narrow-${name}`);
+    }
+  } finally {
+    await page.setViewportSize({ width: 1440, height: 900 });
+  }
   noProblems();
 });
 

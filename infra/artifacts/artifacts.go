@@ -9,16 +9,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
-)
 
-// Key prefixes of the bucket; each function is granted only the prefixes it uses.
-const (
-	RunsPrefix      = "runs/"
-	TasksPrefix     = "tasks/"
-	DownloadsPrefix = "downloads/"
-	// LaunchesPrefix holds each sandbox launch's sealed secrets, read once by
-	// the runner through a presigned URL and expired after a day.
-	LaunchesPrefix = "launches/"
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 )
 
 // LaunchesExpireDays is how long sealed secrets stay in the bucket.
@@ -75,12 +67,12 @@ func New(scope constructs.Construct, id string, props Props) *Artifacts {
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			{
 				Id:         jsii.String("expire-downloads"),
-				Prefix:     jsii.String(DownloadsPrefix),
+				Prefix:     jsii.String(blob.DownloadsPrefix),
 				Expiration: awscdk.Duration_Days(jsii.Number(DownloadsExpireDays)),
 			},
 			{
 				Id:         jsii.String("expire-sealed-secrets"),
-				Prefix:     jsii.String(LaunchesPrefix),
+				Prefix:     jsii.String(blob.LaunchesPrefix),
 				Expiration: awscdk.Duration_Days(jsii.Number(LaunchesExpireDays)),
 			},
 			{

@@ -19,10 +19,19 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 )
 
-// Names are the functions under functions/, one asset directory each.
-var Names = []string{"api", "planner", "dispatcher", "grader", "ingester", "leaderboard", "registrysync", "watchdog"}
+// Names are the functions under functions/, one asset directory each, in
+// the order of the function table (pkg/fnspec).
+var Names = func() []string {
+	names := make([]string, len(fnspec.Functions))
+	for i, f := range fnspec.Functions {
+		names[i] = f.Name
+	}
+	return names
+}()
 
 // Props configures one function.
 type Props struct {

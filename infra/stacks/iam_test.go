@@ -11,10 +11,12 @@ import (
 )
 
 var (
-	logActions   = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
-	xrayActions  = []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
-	tableRead    = []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:GetItem", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:Query", "dynamodb:Scan"}
-	tableWrite   = []string{"dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	logActions  = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	xrayActions = []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+	// The table port's actions only (infra/table): no Scan, no batches, no
+	// DescribeTable, no stream reads besides the leaderboard's event source.
+	tableRead    = []string{"dynamodb:GetItem", "dynamodb:Query"}
+	tableWrite   = []string{"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 	sqsSend      = []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
 	sqsConsume   = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
 	streamRead   = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}

@@ -22,20 +22,18 @@ import (
 	"github.com/gauntlet-bench/gauntlet/infra/sandboxkey"
 	"github.com/gauntlet-bench/gauntlet/infra/secrets"
 	"github.com/gauntlet-bench/gauntlet/infra/table"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 )
 
-// Timeouts of the functions; the queues they consume derive their
-// visibility timeouts from these.
-var Timeouts = map[string]time.Duration{
-	"api":          29 * time.Second, // API Gateway's integration limit is 30 s
-	"planner":      2 * time.Minute,
-	"dispatcher":   time.Minute,
-	"grader":       2 * time.Minute,
-	"ingester":     time.Minute,
-	"leaderboard":  2 * time.Minute,
-	"registrysync": 10 * time.Minute,
-	"watchdog":     50 * time.Second, // shorter than its one-minute schedule
-}
+// Timeouts of the functions (from the function table, pkg/fnspec); the
+// queues they consume derive their visibility timeouts from these.
+var Timeouts = func() map[string]time.Duration {
+	out := make(map[string]time.Duration, len(fnspec.Functions))
+	for _, f := range fnspec.Functions {
+		out[f.Name] = f.Timeout
+	}
+	return out
+}()
 
 // Stateful is the stack of resources that hold data.
 type Stateful struct {
@@ -56,6 +54,14 @@ type Stateful struct {
 	SandboxKey *sandboxkey.Key
 }
 
+// queue returns the stack's queue of port q (nil for a port that is no queue).
+func (s *Stateful) queue(q fnspec.Port) *queues.Queue {
+	return map[fnspec.Port]*queues.Queue{
+		fnspec.PlanQueue: s.Plan, fnspec.SlotsQueue: s.Slots, fnspec.CompletionsQueue: s.Completions,
+		fnspec.ResultsQueue: s.Results, fnspec.SyncQueue: s.Sync,
+	}[q]
+}
+
 // StackName returns "Gauntlet-<Stage>-<kind>" with the stage's first letter capitalised.
 func StackName(stage, kind string) string {
 	return fmt.Sprintf("Gauntlet-%s-%s", strings.ToUpper(stage[:1])+stage[1:], kind)
@@ -72,21 +78,26 @@ func NewStateful(scope constructs.Construct, cfg config.Config, props *awscdk.St
 	s := &Stateful{Stack: stack}
 	s.Table = table.New(stack, "Data", table.Props{Retain: retain})
 	var err error
-	queue := func(id, consumer string, maxReceives int) *queues.Queue {
+	queue := func(id string, port fnspec.Port, maxReceives int) *queues.Queue {
 		if err != nil {
 			return nil
 		}
+		consumer, ok := fnspec.Consumer(port)
+		if !ok {
+			err = fmt.Errorf("queue %s: no function of the function table consumes it", port)
+			return nil
+		}
 		var q *queues.Queue
-		q, err = queues.New(stack, id, queues.Props{ConsumerTimeout: Timeouts[consumer], MaxReceiveCount: maxReceives, Retain: retain})
+		q, err = queues.New(stack, id, queues.Props{ConsumerTimeout: consumer.Timeout, MaxReceiveCount: maxReceives, Retain: retain})
 		return q
 	}
-	s.Plan = queue("PlanQueue", "planner", 5)
+	s.Plan = queue("PlanQueue", fnspec.PlanQueue, 5)
 	// The dispatcher returns a slot to the queue while its run is at its
 	// concurrency limit, so slots get more receives before dead-lettering.
-	s.Slots = queue("SlotsQueue", "dispatcher", 20)
-	s.Results = queue("ResultsQueue", "ingester", 5)
-	s.Sync = queue("SyncQueue", "registrysync", 3)
-	s.Completions = queue("CompletionsQueue", "grader", 5)
+	s.Slots = queue("SlotsQueue", fnspec.SlotsQueue, 20)
+	s.Results = queue("ResultsQueue", fnspec.ResultsQueue, 5)
+	s.Sync = queue("SyncQueue", fnspec.SyncQueue, 3)
+	s.Completions = queue("CompletionsQueue", fnspec.CompletionsQueue, 5)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -14,6 +15,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/infra/functions"
 	"github.com/gauntlet-bench/gauntlet/infra/queues"
 	"github.com/gauntlet-bench/gauntlet/infra/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 )
 
 // StatelessProps configures the stateless stack.
@@ -40,20 +42,6 @@ type Stateless struct {
 	EventFailures *queues.DeadLetter
 }
 
-// memoryMB of the functions that need more than the default.
-var memoryMB = map[string]int{"api": 512, "planner": 512, "grader": 512, "leaderboard": 1024, "registrysync": 1024}
-
-var descriptions = map[string]string{
-	"api":          "HTTP API (API Gateway payload v2)",
-	"planner":      "plan queue: fans a run out into slots",
-	"dispatcher":   "slots queue: launches sandboxes within the concurrency limits",
-	"grader":       "completions queue (ECS task stopped, failed launches, lost sandboxes): grades onto the results queue",
-	"ingester":     "results queue: records slot results",
-	"leaderboard":  "table stream: recomputes leaderboards",
-	"registrysync": "sync queue and hourly schedule: syncs benchmark registries",
-	"watchdog":     "every minute: stops overdue sandboxes, re-queues stuck slots",
-}
-
 // NewStateless creates the stateless stack of cfg's stage.
 func NewStateless(scope constructs.Construct, cfg config.Config, props StatelessProps) (*Stateless, error) {
 	sp := props.StackProps
@@ -76,28 +64,28 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	s.EventFailures = queues.NewDeadLetter(stack, "EventFailures", false)
 
 	env := s.environment(cfg, props.Stateful)
-	for _, name := range functions.Names {
+	for _, f := range fnspec.Functions {
 		reserved := 0
-		if cfg.ReservedConcurrency && (name == "watchdog" || name == "registrysync") {
-			reserved = 1 // singletons: overlapping sweeps or syncs only contend
+		if cfg.ReservedConcurrency && f.Singleton {
+			reserved = 1
 		}
-		fn, err := functions.New(stack, titleCase(name)+"Function", functions.Props{
-			Name:                name,
+		fn, err := functions.New(stack, titleCase(f.Name)+"Function", functions.Props{
+			Name:                f.Name,
 			AssetRoot:           cfg.LambdaAssets,
-			Description:         "gauntlet " + name + ": " + descriptions[name],
-			Timeout:             Timeouts[name],
-			MemoryMB:            memoryMB[name],
-			Environment:         env[name],
+			Description:         "gauntlet " + f.Name + ": " + f.Description,
+			Timeout:             f.Timeout,
+			MemoryMB:            f.MemoryMB,
+			Environment:         env[f.Name],
 			LogRetention:        retention,
 			ReservedConcurrency: reserved,
 		})
 		if err != nil {
 			return nil, err
 		}
-		s.Functions[name] = fn
+		s.Functions[f.Name] = fn
 	}
 	s.API, err = api.New(stack, "Api", api.Props{
-		Handler:       s.Functions["api"].Function,
+		Handler:       s.Functions[fnspec.APIFunction.Name].Function,
 		JWTIssuer:     cfg.JWTIssuer,
 		JWTAudience:   cfg.JWTAudience,
 		CORSOrigin:    s.consoleOrigin(cfg),
@@ -109,8 +97,8 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	if err != nil {
 		return nil, err
 	}
-	s.Functions["api"].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_ISSUER"), s.API.Issuer, nil)
-	s.Functions["api"].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_AUDIENCE"), s.API.Audience, nil)
+	s.Functions[fnspec.APIFunction.Name].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_ISSUER"), s.API.Issuer, nil)
+	s.Functions[fnspec.APIFunction.Name].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_AUDIENCE"), s.API.Audience, nil)
 
 	s.grant(props.Stateful)
 	if err := s.trigger(cfg, props.Stateful); err != nil {
@@ -128,53 +116,52 @@ func (s *Stateless) consoleOrigin(cfg config.Config) *string {
 	return s.Console.URL()
 }
 
-// environment returns each function's variables: only those its handlers
-// read (pkg/awsx/cloud's Needs of each function).
+// environment returns each function's variables: only those for the ports
+// and settings the function table gives it (what pkg/awsx/cloud loads for
+// it).
 func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[string]*string {
-	common := func(extra map[string]*string) map[string]*string {
-		extra["GAUNTLET_STAGE"] = jsii.String(cfg.Stage)
-		extra["GAUNTLET_TABLE"] = st.Table.Table.TableName()
-		extra["LOG_LEVEL"] = jsii.String(cfg.LogLevel)
-		return extra
-	}
-	bucket := st.Artifacts.Bucket.BucketName()
-	with := func(sets ...map[string]*string) map[string]*string {
-		out := map[string]*string{}
-		for _, set := range sets {
-			for k, v := range set {
-				out[k] = v
+	out := map[string]map[string]*string{}
+	for _, f := range fnspec.Functions {
+		env := map[string]*string{
+			"GAUNTLET_STAGE": jsii.String(cfg.Stage),
+			"GAUNTLET_TABLE": st.Table.Table.TableName(),
+			"LOG_LEVEL":      jsii.String(cfg.LogLevel),
+		}
+		set := func(vars map[string]*string) {
+			for k, v := range vars {
+				env[k] = v
 			}
 		}
-		return common(out)
+		for _, q := range fnspec.Queues {
+			if f.Access(q)&fnspec.Write != 0 {
+				env["GAUNTLET_"+strings.ToUpper(string(q))+"_QUEUE_URL"] = st.queue(q).Queue.QueueUrl()
+			}
+		}
+		if f.Access(fnspec.Blobs) != 0 {
+			env["GAUNTLET_BUCKET"] = st.Artifacts.Bucket.BucketName()
+		}
+		if f.Access(fnspec.Secrets) != 0 {
+			env["GAUNTLET_SECRETS_PREFIX"] = jsii.String(st.Secrets.Prefix)
+			env["GAUNTLET_SECRETS_KMS_KEY"] = st.Secrets.Key.KeyArn()
+		}
+		if f.Access(fnspec.Sandboxes) != 0 {
+			set(s.Sandbox.Environment())
+		}
+		if f.Access(fnspec.SandboxKey) != 0 {
+			env["GAUNTLET_SANDBOX_KMS_KEY"] = st.SandboxKey.Key.KeyArn()
+		}
+		if f.Reads(fnspec.MaxSandboxes) {
+			env["GAUNTLET_MAX_SANDBOXES"] = jsii.String(fmt.Sprint(cfg.MaxSandboxes))
+		}
+		if f.Reads(fnspec.Registry) && cfg.Registry != "" {
+			env["GAUNTLET_REGISTRY"] = jsii.String(cfg.Registry)
+		}
+		if f.Reads(fnspec.ConsoleOrigin) {
+			env["GAUNTLET_CONSOLE_ORIGIN"] = s.consoleOrigin(cfg)
+		}
+		out[f.Name] = env
 	}
-	sandboxes := s.Sandbox.Environment()
-	queueURL := func(name string, q *queues.Queue) map[string]*string {
-		return map[string]*string{"GAUNTLET_" + name + "_QUEUE_URL": q.Queue.QueueUrl()}
-	}
-	blobs := map[string]*string{"GAUNTLET_BUCKET": bucket}
-	secrets := map[string]*string{
-		"GAUNTLET_SECRETS_PREFIX":  jsii.String(st.Secrets.Prefix),
-		"GAUNTLET_SECRETS_KMS_KEY": st.Secrets.Key.KeyArn(),
-	}
-	registry := map[string]*string{}
-	if cfg.Registry != "" {
-		registry["GAUNTLET_REGISTRY"] = jsii.String(cfg.Registry)
-	}
-	return map[string]map[string]*string{
-		"api": with(queueURL("PLAN", st.Plan), queueURL("SYNC", st.Sync), blobs, secrets, sandboxes, registry,
-			map[string]*string{"GAUNTLET_CONSOLE_ORIGIN": s.consoleOrigin(cfg)}),
-		"planner": with(queueURL("SLOTS", st.Slots), sandboxes),
-		"dispatcher": with(queueURL("SLOTS", st.Slots), queueURL("COMPLETIONS", st.Completions), blobs, secrets, sandboxes,
-			map[string]*string{
-				"GAUNTLET_MAX_SANDBOXES":   jsii.String(fmt.Sprint(cfg.MaxSandboxes)),
-				"GAUNTLET_SANDBOX_KMS_KEY": st.SandboxKey.Key.KeyArn(),
-			}),
-		"grader":       with(queueURL("RESULTS", st.Results), blobs),
-		"ingester":     with(queueURL("SLOTS", st.Slots)),
-		"leaderboard":  with(),
-		"registrysync": with(queueURL("SYNC", st.Sync), blobs, registry),
-		"watchdog":     with(queueURL("PLAN", st.Plan), queueURL("SLOTS", st.Slots), queueURL("COMPLETIONS", st.Completions), sandboxes),
-	}
+	return out
 }
 
 func (s *Stateless) outputs() {

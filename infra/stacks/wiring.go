@@ -14,64 +14,53 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
-	"github.com/gauntlet-bench/gauntlet/infra/artifacts"
 	"github.com/gauntlet-bench/gauntlet/infra/config"
 	"github.com/gauntlet-bench/gauntlet/infra/queues"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/dynamo"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
-// grant gives each function exactly the permissions its handler uses.
+// grant gives each function exactly the permissions the function table
+// says it uses: per port, read or write, blobs under their prefixes.
+// Consuming a function's own source queue or stream comes with its event
+// source.
 func (s *Stateless) grant(st *Stateful) {
-	role := func(name string) awsiam.IRole { return s.Functions[name].Role }
-
-	api := role("api")
-	st.Table.GrantReadWrite(api)
-	st.Plan.Queue.GrantSendMessages(api)
-	st.Sync.Queue.GrantSendMessages(api)
-	st.Secrets.GrantManage(api)
-	st.Artifacts.GrantGet(api, artifacts.RunsPrefix, artifacts.DownloadsPrefix)
-	st.Artifacts.GrantPut(api, artifacts.DownloadsPrefix)
-	s.Sandbox.GrantWatch(api) // stopping a run stops its sandboxes
-
-	planner := role("planner")
-	st.Table.GrantReadWrite(planner)
-	st.Slots.Queue.GrantSendMessages(planner)
-	s.Sandbox.GrantWatch(planner) // draining a stopping run
-
-	dispatcher := role("dispatcher")
-	st.Table.GrantReadWrite(dispatcher)
-	st.Slots.Queue.GrantSendMessages(dispatcher)       // re-queue with a delay
-	st.Completions.Queue.GrantSendMessages(dispatcher) // a sandbox that failed to start
-	st.Secrets.GrantRead(dispatcher)
-	st.SandboxKey.GrantGenerate(dispatcher) // seals each launch's secrets
-	s.Sandbox.GrantLaunch(dispatcher)
-	st.Artifacts.GrantPut(dispatcher, artifacts.RunsPrefix, artifacts.LaunchesPrefix)
-	st.Artifacts.GrantGet(dispatcher, artifacts.RunsPrefix, artifacts.TasksPrefix, artifacts.LaunchesPrefix)
-
-	grader := role("grader")
-	st.Table.GrantRead(grader)
-	st.Results.Queue.GrantSendMessages(grader)
-	st.Artifacts.GrantGet(grader, artifacts.RunsPrefix)
-
-	ingester := role("ingester")
-	st.Table.GrantReadWrite(ingester)
-	st.Slots.Queue.GrantSendMessages(ingester) // retries of infrastructure errors
-
-	st.Table.GrantReadWrite(role("leaderboard")) // stream read comes with its event source
-
-	registrysync := role("registrysync")
-	st.Table.GrantReadWrite(registrysync)
-	st.Sync.Queue.GrantSendMessages(registrysync)
-	st.Artifacts.GrantPut(registrysync, artifacts.TasksPrefix)
-
-	watchdog := role("watchdog")
-	st.Table.GrantReadWrite(watchdog)
-	st.Plan.Queue.GrantSendMessages(watchdog)
-	st.Slots.Queue.GrantSendMessages(watchdog)
-	st.Completions.Queue.GrantSendMessages(watchdog) // a lost sandbox
-	s.Sandbox.GrantWatch(watchdog)
-
+	for _, f := range fnspec.Functions {
+		role := s.Functions[f.Name].Role
+		switch f.Access(fnspec.Table) {
+		case fnspec.ReadWrite, fnspec.Write:
+			st.Table.GrantReadWrite(role)
+		case fnspec.Read:
+			st.Table.GrantRead(role)
+		}
+		for _, q := range fnspec.Queues {
+			if f.Access(q)&fnspec.Write != 0 {
+				st.queue(q).Queue.GrantSendMessages(role)
+			}
+		}
+		if p := f.Prefixes(fnspec.Read); len(p) > 0 {
+			st.Artifacts.GrantGet(role, p...)
+		}
+		if p := f.Prefixes(fnspec.Write); len(p) > 0 {
+			st.Artifacts.GrantPut(role, p...)
+		}
+		if a := f.Access(fnspec.Secrets); a&fnspec.Write != 0 {
+			st.Secrets.GrantManage(role)
+		}
+		if a := f.Access(fnspec.Secrets); a&fnspec.Read != 0 {
+			st.Secrets.GrantRead(role)
+		}
+		switch f.Access(fnspec.Sandboxes) {
+		case fnspec.ReadWrite, fnspec.Write:
+			s.Sandbox.GrantLaunch(role)
+		case fnspec.Read:
+			s.Sandbox.GrantWatch(role)
+		}
+		if f.Access(fnspec.SandboxKey) != 0 {
+			st.SandboxKey.GrantGenerate(role) // seals each launch's secrets
+		}
+	}
 	// The sandbox task role's one permission: unwrapping its launch's data key.
 	st.SandboxKey.GrantDecrypt(s.Sandbox.TaskRole)
 }
@@ -88,12 +77,12 @@ func sqsSource(q *queues.Queue, batch, maxConcurrency int) awslambda.IEventSourc
 // trigger connects each function to what invokes it.
 func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 	fn := func(name string) awslambda.Function { return s.Functions[name].Function }
-	fn("planner").AddEventSource(sqsSource(st.Plan, 1, 5))
-	fn("dispatcher").AddEventSource(sqsSource(st.Slots, 10, cfg.DispatcherConcurrency))
-	fn("ingester").AddEventSource(sqsSource(st.Results, 10, 10))
-	fn("registrysync").AddEventSource(sqsSource(st.Sync, 1, 2))
-	fn("grader").AddEventSource(sqsSource(st.Completions, 10, 10))
-	fn("leaderboard").AddEventSource(awslambdaeventsources.NewDynamoEventSource(st.Table.Table, &awslambdaeventsources.DynamoEventSourceProps{
+	fn(fnspec.Planner.Name).AddEventSource(sqsSource(st.Plan, 1, 5))
+	fn(fnspec.Dispatcher.Name).AddEventSource(sqsSource(st.Slots, 10, cfg.DispatcherConcurrency))
+	fn(fnspec.Ingester.Name).AddEventSource(sqsSource(st.Results, 10, 10))
+	fn(fnspec.RegistrySync.Name).AddEventSource(sqsSource(st.Sync, 1, 2))
+	fn(fnspec.Grader.Name).AddEventSource(sqsSource(st.Completions, 10, 10))
+	fn(fnspec.Leaderboard.Name).AddEventSource(awslambdaeventsources.NewDynamoEventSource(st.Table.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(100),
 		MaxBatchingWindow:       awscdk.Duration_Seconds(jsii.Number(5)),
@@ -108,8 +97,11 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 
 	// Asynchronous invocations (EventBridge, Scheduler) retry twice and then
 	// land in the event-failures queue.
-	for _, name := range []string{"watchdog", "registrysync"} {
-		fn(name).ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+	for _, f := range fnspec.Functions {
+		if !f.Asynchronous() {
+			continue
+		}
+		fn(f.Name).ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 			RetryAttempts: jsii.Number(2),
 			MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
 			OnFailure:     awslambdadestinations.NewSqsDestination(s.EventFailures.Queue),
@@ -156,9 +148,9 @@ func (s *Stateless) trigger(cfg config.Config, st *Stateful) error {
 			AppliesTo: &[]any{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<[A-Za-z0-9]+\.Arn>:\*$/`)}},
 		}}, jsii.Bool(true))
 	}
-	schedule("RegistrySyncSchedule", cfg.SyncSchedule, "gauntlet: sync benchmark registries", fn("registrysync"), 2)
+	schedule("RegistrySyncSchedule", cfg.SyncSchedule, "gauntlet: sync benchmark registries", fn(fnspec.RegistrySync.Name), 2)
 	// A missed watchdog tick is covered by the next one a minute later.
-	schedule("WatchdogSchedule", cfg.WatchdogSchedule, "gauntlet: stop overdue sandboxes, re-queue stuck slots", fn("watchdog"), 0)
+	schedule("WatchdogSchedule", cfg.WatchdogSchedule, "gauntlet: stop overdue sandboxes, re-queue stuck slots", fn(fnspec.Watchdog.Name), 0)
 	return nil
 }
 

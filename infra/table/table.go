@@ -73,15 +73,28 @@ func New(scope constructs.Construct, id string, props Props) *Table {
 	return &Table{Construct: c, Table: t}
 }
 
-// GrantReadWrite lets role read and write items, in the table and its indexes.
+// The DynamoDB actions of the table port (pkg/awsx/dynamo): items are read
+// with GetItem and Query, written with PutItem, UpdateItem and DeleteItem,
+// and transactions (TransactWriteItems) are authorized per operation, a
+// condition check as ConditionCheckItem. Nothing scans, batches or
+// describes the table, so CDK's GrantReadData/GrantReadWriteData (which add
+// Scan, BatchGetItem, BatchWriteItem, DescribeTable and the stream reads)
+// grant more than any function uses.
+var (
+	ReadActions  = []string{"dynamodb:GetItem", "dynamodb:Query"}
+	WriteActions = []string{"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+)
+
+// GrantReadWrite lets role read and write items, in the table and its
+// indexes: ReadActions and WriteActions.
 func (t *Table) GrantReadWrite(role awsiam.IRole) {
-	t.Table.GrantReadWriteData(role)
+	t.Table.Grant(role, *jsii.Strings(append(append([]string{}, ReadActions...), WriteActions...)...)...)
 	suppressIndexes(role)
 }
 
-// GrantRead lets role read items, in the table and its indexes.
+// GrantRead lets role read items, in the table and its indexes: ReadActions.
 func (t *Table) GrantRead(role awsiam.IRole) {
-	t.Table.GrantReadData(role)
+	t.Table.Grant(role, *jsii.Strings(ReadActions...)...)
 	suppressIndexes(role)
 }
 

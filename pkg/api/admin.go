@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"net/mail"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
@@ -80,7 +80,7 @@ func (h *Handler) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) e
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "id %q must be 1 to 128 of A-Z, a-z, 0-9, '.', '_', ':', '@', '-', starting with a letter or digit", req.ID)
 	}
 	key := r.Header.Get("Idempotency-Key")
-	if key != "" && !validIdempotencyKey(key) {
+	if key != "" && !records.ValidIdempotencyKey(key) {
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "Idempotency-Key must be 1 to 128 printable ASCII characters without spaces")
 	}
 	ctx := r.Context()
@@ -123,18 +123,6 @@ func checkWorkspaceName(name string) error {
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "name must be UTF-8 text without control characters")
 	}
 	return nil
-}
-
-func validIdempotencyKey(k string) bool {
-	if len(k) == 0 || len(k) > 128 {
-		return false
-	}
-	for _, c := range k {
-		if c <= ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
 }
 
 func adminWorkspaceView(w records.Workspace) v1.AdminWorkspaceView {

@@ -7,7 +7,6 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"log/slog"
 	"math/big"
@@ -21,6 +20,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/auth/jwtauth"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"

@@ -1,4 +1,6 @@
-// Package api is gauntlet's HTTP API: the /v1 JSON routes every client (the
+// Package api is gauntlet's HTTP API handler.
+//
+// It is gauntlet's HTTP API: the /v1 JSON routes every client (the
 // CLI, the console, curl) uses, as one http.Handler. `gauntlet local` serves
 // it on loopback; the API Lambda wraps the same handler behind API Gateway.
 //
@@ -14,12 +16,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -56,8 +58,10 @@ type Config struct {
 	Records    *records.Store
 	Runs       Runs
 	Benchmarks Benchmarks
-	Blobs      blob.Store
-	Secrets    secret.Store
+	// Checks runs environment checks; nil answers their routes with 501.
+	Checks  Checks
+	Blobs   blob.Store
+	Secrets secret.Store
 	// ManagedWorkspace holds the managed benchmarks every workspace sees
 	// (default pipeline.PlatformWorkspace).
 	ManagedWorkspace string
@@ -154,6 +158,9 @@ func (h *Handler) routes() []route {
 		{method: "DELETE", pattern: "/v1/benchmarks/{key}", handle: h.deleteBenchmark},
 		{method: "POST", pattern: "/v1/benchmarks/{key}/sync", handle: h.syncBenchmark},
 		{method: "GET", pattern: "/v1/benchmarks/{key}/leaderboard", handle: h.leaderboard},
+		{method: "POST", pattern: "/v1/benchmarks/{key}/check", handle: h.startCheck},
+		{method: "GET", pattern: "/v1/benchmarks/{key}/check", handle: h.getCheck},
+		{method: "GET", pattern: "/v1/benchmarks/{key}/tasks/{task}/build-log", handle: h.buildLog},
 		{method: "POST", pattern: "/v1/runs", handle: h.createRun},
 		{method: "POST", pattern: "/v1/runs/validate", handle: h.validateRun},
 		{method: "GET", pattern: "/v1/runs", handle: h.listRuns},

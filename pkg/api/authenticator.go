@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // Authenticator maps a bearer token to the caller. The default (New) looks

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
@@ -58,7 +58,7 @@ func (h *Handler) visibleBenchmarks(ctx context.Context, ws string) ([]records.B
 func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchmark) (v1.BenchmarkView, error) {
 	v := v1.BenchmarkView{
 		Key: b.Key, Name: b.Name, Description: b.Description, Source: v1.Source{Type: string(b.Source.Type), Ref: b.Source.Ref, URL: b.Source.URL}, Status: string(b.Status),
-		Progress: v1.SyncProgress{Synced: b.Synced, Total: b.Total}, SyncError: b.SyncError, TaskCount: b.TaskCount,
+		Progress: v1.SyncProgress{Synced: b.Synced, Total: b.Total, Phase: string(b.Phase), Label: progressLabel(b)}, SyncError: b.SyncError, TaskCount: b.TaskCount,
 		Version: b.ReadyVersion, Digest: b.ReadyDigest, Removable: b.Source.Type != benchmark.Managed, UpdatedAt: b.UpdatedAt,
 	}
 	if b.ReadyVersion != "" {
@@ -124,22 +124,35 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out.Manifest = manifestView(info.m)
+		check, err := h.readCheck(r.Context(), ws, b.Key, b.ReadyVersion)
+		if err != nil {
+			return err
+		}
+		out.Manifest = manifestView(info.m, check)
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func manifestView(m benchmark.Manifest) *v1.ManifestView {
+func manifestView(m benchmark.Manifest, check records.EnvCheck) *v1.ManifestView {
 	v := &v1.ManifestView{
 		Version: m.Version, Digest: m.Digest, Tasks: make([]v1.TaskView, len(m.Tasks)),
 		Categories: []v1.CategoryView{}, TaskSets: []v1.TaskSetView{},
 		Harness:       v1.HarnessView{Requirement: string(m.HarnessRequirement), Default: m.DefaultHarness},
 		Judge:         v1.Judge{Required: m.Judge.Required, DefaultModel: m.Judge.DefaultModel},
 		PassThreshold: m.EffectivePassThreshold(), RequiredSecrets: nonNil(m.RequiredSecrets),
-		Difficulties: map[string]int{}, TaskSetTasks: map[string][]string{},
+		Difficulties: map[string]int{}, TaskSetTasks: map[string][]string{}, UnavailableTasks: []v1.UnavailableTask{},
 	}
+	if check.Version != "" {
+		cv := checkView(check)
+		v.Check = &cv
+	}
+	verdict := verdicts(check)
 	for i, t := range m.Tasks {
-		v.Tasks[i] = v1.TaskView{Name: t.Name, Category: optional(t.Category), Difficulty: optional(t.Difficulty), Tags: nonNil(t.Tags)}
+		v.Tasks[i] = v1.TaskView{Name: t.Name, Category: optional(t.Category), Difficulty: optional(t.Difficulty), Tags: nonNil(t.Tags),
+			Environment: environmentView(m.Key, t), Check: optional(verdict[t.Name])}
+		if reason := t.UnavailableReason(); reason != "" {
+			v.UnavailableTasks = append(v.UnavailableTasks, v1.UnavailableTask{Name: t.Name, Reason: reason})
+		}
 		if t.Difficulty != "" {
 			v.Difficulties[t.Difficulty]++
 		}

@@ -3,13 +3,13 @@ package api
 import (
 	"context"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
-	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
-	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"net/http"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
 func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {

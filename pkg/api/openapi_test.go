@@ -2,13 +2,14 @@ package api
 
 import (
 	"encoding/json"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // TestOpenAPIMatchesRoutes checks every registered route against

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"mime"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -112,6 +112,10 @@ func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
+	flags, err := h.taskFlags(ctx, rn)
+	if err != nil {
+		return err
+	}
 	out := v1.ResultList{Results: []v1.ResultView{}}
 	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
 		page, next, err := h.cfg.Records.Results(ctx, rn.ID, cursor, n)
@@ -120,7 +124,9 @@ func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 		}
 		for _, res := range page {
 			if filter.keep(res) {
-				out.Results = append(out.Results, resultView(res, agents))
+				v := resultView(res, agents)
+				v.TaskCheck = flags[res.Task]
+				out.Results = append(out.Results, v)
 			}
 		}
 		return len(page), next, nil
@@ -178,7 +184,12 @@ func (h *Handler) getResult(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
+	flags, err := h.taskFlags(ctx, rn)
+	if err != nil {
+		return err
+	}
 	out := v1.ResultDetail{ResultView: resultView(res, agents), Artifacts: []v1.ArtifactView{}, EarlierAttempts: []v1.ResultView{}}
+	out.TaskCheck = flags[res.Task]
 	for _, e := range earlier {
 		out.EarlierAttempts = append(out.EarlierAttempts, resultView(e, agents))
 	}
@@ -292,4 +303,21 @@ func (h *Handler) getArtifact(w http.ResponseWriter, r *http.Request) error {
 		h.log.WarnContext(ctx, "artifact download cut short", "request_id", requestID(ctx), "run_id", rn.ID, "err", err)
 	}
 	return nil
+}
+
+// taskFlags returns the tasks the environment check of the run's manifest
+// version found broken or trivial, so an environment fault is never read
+// as the agent's failure (nor a trivial pass as its success).
+func (h *Handler) taskFlags(ctx context.Context, rn run.Run) (map[string]string, error) {
+	c, err := h.readCheck(ctx, rn.Workspace, rn.Benchmark, rn.ManifestVersion)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for task, v := range verdicts(c) {
+		if v == string(records.CheckBroken) || v == string(records.CheckTrivial) {
+			out[task] = v
+		}
+	}
+	return out, nil
 }

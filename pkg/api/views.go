@@ -1,10 +1,10 @@
 package api
 
 import (
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
-	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
@@ -70,6 +70,10 @@ func runView(r run.Run, t run.Tally, now time.Time) v1.RunView {
 		CreatedAt:  r.CreatedAt, QueuedAt: timePtr(r.QueuedAt), StartedAt: timePtr(r.StartedAt), EndedAt: timePtr(r.EndedAt),
 	}
 	v.DurationSec = duration(r.StartedAt, r.EndedAt, now)
+	v.UnavailableTasks = make([]v1.UnavailableTask, len(r.UnavailableTasks))
+	for i, u := range r.UnavailableTasks {
+		v.UnavailableTasks[i] = v1.UnavailableTask{Name: u.Name, Reason: u.Reason}
+	}
 	return v
 }
 

@@ -8,6 +8,7 @@ package benchmark
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -98,6 +99,9 @@ type Task struct {
 	CPUs               float64  `json:"cpus,omitempty"`
 	MemoryMB           int      `json:"memory_mb,omitempty"`
 	StorageMB          int      `json:"storage_mb,omitempty"`
+	// Environment is the task's pinned image; nil in manifests synced
+	// without image preparation.
+	Environment *Environment `json:"environment,omitempty"`
 }
 
 // TaskSet is a named subset of a benchmark's tasks, such as "parity" (the
@@ -258,7 +262,7 @@ func validateTaskSets(sets map[string]TaskSet, tasks []Task) []error {
 		known[t.Name] = true
 	}
 	var errs []error
-	for _, name := range sortedKeys(sets) {
+	for _, name := range slices.Sorted(maps.Keys(sets)) {
 		s := sets[name]
 		if s.Name != name {
 			errs = append(errs, fmt.Errorf("task set %q: name field is %q", name, s.Name))
@@ -323,13 +327,4 @@ func QuoteList(names []string, limit int) string {
 		s += fmt.Sprintf("%q", n)
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

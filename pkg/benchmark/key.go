@@ -63,7 +63,9 @@ func SplitRef(ref string) (name, version string) {
 
 // ComputeDigest returns the manifest digest of tasks: "sha256:" and the hex
 // SHA-256 of the task names and task digests, sorted by name, each field
-// length-prefixed. It does not depend on the order of tasks.
+// length-prefixed, plus each task's pinned environment when it has one (so a
+// moved image tag is a new manifest). It does not depend on the order of
+// tasks.
 func ComputeDigest(tasks []Task) string {
 	sorted := make([]Task, len(tasks))
 	copy(sorted, tasks)
@@ -76,6 +78,9 @@ func ComputeDigest(tasks []Task) string {
 	h := sha256.New()
 	for _, t := range sorted {
 		fmt.Fprintf(h, "%d:%s%d:%s\n", len(t.Name), t.Name, len(t.Digest), t.Digest)
+		if line := t.Environment.digestLine(); line != "" {
+			fmt.Fprintf(h, "%s\n", line)
+		}
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -204,7 +204,7 @@ func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benc
 
 // refreshProgress records a refresh's progress on its sync state.
 func (s *Service) refreshProgress(ws, key string, token time.Time) progressWriter {
-	return func(ctx context.Context, n, total int, now time.Time) error {
+	return func(ctx context.Context, _ records.SyncPhase, n, total int, now time.Time) error {
 		_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
 			if !ownsRefresh(*st, token) {
 				return errSuperseded

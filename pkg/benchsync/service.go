@@ -72,6 +72,9 @@ type Config struct {
 	// registry.Options.AllowPrivateNetworks); off, registries' URLs reach
 	// public addresses only.
 	AllowPrivateNetworks bool
+	// Environments, when set, makes every sync prepare the task images
+	// (see Environments); nil stores manifests without environments.
+	Environments *Environments
 }
 
 // Service adds benchmarks to workspaces and syncs their task lists.
@@ -84,6 +87,7 @@ type Service struct {
 	now      func() time.Time
 	log      *slog.Logger
 	lease    time.Duration
+	envs     *Environments
 }
 
 // New returns a Service; Records and Blobs are required.
@@ -94,6 +98,10 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		records: cfg.Records, blobs: cfg.Blobs, open: cfg.Open, registry: cfg.Registry,
 		workDir: cfg.WorkDir, now: cfg.Now, log: cfg.Logger, lease: cfg.Lease,
+		envs: cfg.Environments,
+	}
+	if s.envs != nil && s.envs.Resolver == nil {
+		return nil, errors.New("benchsync: Environments needs a Resolver")
 	}
 	if s.workDir == "" {
 		s.workDir = os.TempDir()

@@ -348,7 +348,7 @@ func copyExample(t *testing.T, name, dst string) {
 	}
 }
 
-func writeRegistry(t *testing.T, path, content string) {
+func writeRegistry(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)

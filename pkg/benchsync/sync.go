@@ -73,7 +73,11 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 	case errors.As(err, &f):
 		return s.fail(ctx, ws, key, f.msg)
 	case ctx.Err() != nil:
-		return err // the lease lets a later delivery take over
+		// Shutting down (image builds make syncs long): hand the claim
+		// back so the next start takes it over at once instead of
+		// waiting for the lease to expire.
+		s.release(context.WithoutCancel(ctx), ws, key)
+		return err
 	}
 	s.release(ctx, ws, key)
 	return fmt.Errorf("sync %s/%s: %w", ws, key, err)
@@ -92,7 +96,7 @@ func (s *Service) claim(ctx context.Context, ws, key string) (records.Benchmark,
 		case b.Status == records.SyncSyncing && !s.leaseExpired(*b, now):
 			return fmt.Errorf("benchmark %s/%s: %w (%d/%d tasks, last progress %s)", ws, key, ErrSyncInProgress, b.Synced, b.Total, b.UpdatedAt.Format(time.RFC3339))
 		}
-		b.Status, b.Synced, b.SyncError, b.UpdatedAt = records.SyncSyncing, 0, "", now
+		b.Status, b.Synced, b.SyncError, b.UpdatedAt, b.Phase = records.SyncSyncing, 0, "", now, records.SyncPhaseTasks
 		claimed = true
 		return nil
 	})
@@ -182,22 +186,28 @@ func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSour
 	}
 	defer os.RemoveAll(tmp)
 
-	p := &progress{now: s.now, write: write, total: len(d.Tasks)}
+	p := &progress{now: s.now, write: write, phase: records.SyncPhaseTasks, total: len(d.Tasks)}
 	if err := p.record(ctx, 0, true); err != nil {
 		return benchmark.Manifest{}, nil, err
 	}
 	tasks := make([]benchmark.Task, 0, len(d.Tasks))
 	files := make(map[string]records.TaskFiles, len(d.Tasks))
+	dirs := make([]string, 0, len(d.Tasks))
 	for i, ref := range d.Tasks {
-		t, tf, err := s.syncTask(ctx, source, ref, filepath.Join(tmp, fmt.Sprintf("task-%d", i)))
+		dir := filepath.Join(tmp, fmt.Sprintf("task-%d", i))
+		t, tf, err := s.syncTask(ctx, source, ref, dir)
 		if err != nil {
 			return benchmark.Manifest{}, nil, err
 		}
 		tasks = append(tasks, t)
+		dirs = append(dirs, dir)
 		files[t.Name] = tf
 		if err := p.record(ctx, i+1, false); err != nil {
 			return benchmark.Manifest{}, nil, err
 		}
+	}
+	if err := s.prepareImages(ctx, tasks, dirs, write); err != nil {
+		return benchmark.Manifest{}, nil, err
 	}
 	m, err := buildManifest(b, src, d, tasks)
 	if err != nil {
@@ -268,7 +278,7 @@ func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
-		b.Status, b.SyncError, b.UpdatedAt = records.SyncReady, "", now
+		b.Status, b.SyncError, b.UpdatedAt, b.Phase = records.SyncReady, "", now, ""
 		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
 		b.ReadyVersion, b.ReadyDigest = m.Version, m.Digest
 		*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
@@ -321,14 +331,15 @@ func (s *Service) release(ctx context.Context, ws, key string) {
 	}
 }
 
-// progressWriter stores n of total tasks done at time now; each write also
-// renews the lease of the sync or refresh it belongs to.
-type progressWriter func(ctx context.Context, n, total int, now time.Time) error
+// progressWriter stores n of total steps of a phase done at time now; each
+// write also renews the lease of the sync or refresh it belongs to.
+type progressWriter func(ctx context.Context, phase records.SyncPhase, n, total int, now time.Time) error
 
 // progress batches the progress writes of one sync or refresh.
 type progress struct {
 	now        func() time.Time
 	write      progressWriter
+	phase      records.SyncPhase
 	total      int
 	lastCount  int
 	lastRecord time.Time
@@ -341,7 +352,7 @@ func (p *progress) record(ctx context.Context, n int, force bool) error {
 	if !force && n-p.lastCount < progressEveryTasks && now.Sub(p.lastRecord) < progressEvery {
 		return nil
 	}
-	if err := p.write(ctx, n, p.total, now); err != nil {
+	if err := p.write(ctx, p.phase, n, p.total, now); err != nil {
 		return err
 	}
 	p.lastCount, p.lastRecord = n, now
@@ -350,12 +361,12 @@ func (p *progress) record(ctx context.Context, n int, force bool) error {
 
 // syncProgress records a sync's progress on the syncing benchmark.
 func (s *Service) syncProgress(ws, key string) progressWriter {
-	return func(ctx context.Context, n, total int, now time.Time) error {
+	return func(ctx context.Context, phase records.SyncPhase, n, total int, now time.Time) error {
 		_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
 			if b.Status != records.SyncSyncing {
 				return errSuperseded
 			}
-			b.Synced, b.Total, b.UpdatedAt = n, total, now
+			b.Phase, b.Synced, b.Total, b.UpdatedAt = phase, n, total, now
 			return nil
 		})
 		if errors.Is(err, records.ErrNotFound) {

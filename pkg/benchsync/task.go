@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/registry"
@@ -22,7 +23,7 @@ import (
 // BundleKey returns the blob key of the bundle of a task with content digest
 // ("sha256:<hex>"): tasks/<hex>.tar.gz. Equal content shares one bundle.
 func BundleKey(digest string) string {
-	return "tasks/" + strings.TrimPrefix(digest, "sha256:") + ".tar.gz"
+	return blob.TasksPrefix + strings.TrimPrefix(digest, "sha256:") + ".tar.gz"
 }
 
 // syncTask fetches one task into dir, loads and digests it, and makes sure

@@ -38,3 +38,16 @@ type Presigner interface {
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
 	PresignPut(ctx context.Context, key string, ttl time.Duration) (string, error)
 }
+
+// Key prefixes of the blob store's layout; every writer builds its keys
+// under one of them and the cloud's grants are scoped to them.
+const (
+	// RunsPrefix holds each run's attempt artifacts (runs/<run>/…).
+	RunsPrefix = "runs/"
+	// TasksPrefix holds synced task bundles, named by digest.
+	TasksPrefix = "tasks/"
+	// DownloadsPrefix holds built run downloads.
+	DownloadsPrefix = "downloads/"
+	// LaunchesPrefix holds each launch's sealed secrets (the ECS driver).
+	LaunchesPrefix = "launches/"
+)

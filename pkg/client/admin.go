@@ -2,10 +2,11 @@ package client
 
 import (
 	"context"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // CreateWorkspace creates a workspace (platform operators only). Its id is

@@ -3,12 +3,13 @@ package client
 import (
 	"bytes"
 	"context"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // Benchmarks lists the workspace's benchmarks.

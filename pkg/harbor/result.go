@@ -92,10 +92,19 @@ const (
 	ExceptionAgentSetupTimeout = "AgentSetupTimeoutError"
 	ExceptionAgentTimeout      = "AgentTimeoutError"
 	ExceptionAgentExit         = "NonZeroAgentExitCodeError"
-	ExceptionVerifierTimeout   = "VerifierTimeoutError"
-	ExceptionRewardMissing     = "RewardFileNotFoundError"
-	ExceptionRewardEmpty       = "RewardFileEmptyError"
-	ExceptionRewardMalformed   = "VerifierOutputParseError"
+	// ExceptionAgentOOM is gauntlet's own (Harbor has none): the kernel
+	// killed the agent for exceeding its memory limit; an agent error.
+	ExceptionAgentOOM        = "AgentOutOfMemoryError"
+	ExceptionVerifierTimeout = "VerifierTimeoutError"
+	ExceptionRewardMissing   = "RewardFileNotFoundError"
+	ExceptionRewardEmpty     = "RewardFileEmptyError"
+	ExceptionRewardMalformed = "VerifierOutputParseError"
+	// The agent's model failed it (gauntlet's names; Harbor has none): the
+	// provider refused the key, stayed unavailable after retries, or the
+	// attempt's model budget ran out. All are the agent's errors.
+	ExceptionModelAuth        = "ModelAuthError"
+	ExceptionModelUnavailable = "ModelUnavailableError"
+	ExceptionModelBudget      = "ModelBudgetExceededError"
 )
 
 // ExceptionInfo describes the exception that ended a trial.

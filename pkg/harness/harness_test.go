@@ -16,11 +16,12 @@ func TestHarnessTable(t *testing.T) {
 			t.Errorf("harness %q lacks a description, version or run command", h.Name)
 		}
 	}
-	if diff := cmp.Diff([]string{"command", "nop", "oracle"}, names); diff != "" {
+	want := []string{"claude-code", "codex", "command", "cursor-cli", "gemini-cli", "mini-swe-agent", "nop", "opencode", "openhands", "oracle", "terminus-2"}
+	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("harness names (-want +got):\n%s", diff)
 	}
-	if _, ok := Lookup("codex"); ok {
-		t.Error(`Lookup("codex") found a row that does not exist yet`)
+	if _, ok := Lookup("no-such-harness"); ok {
+		t.Error(`Lookup("no-such-harness") found a row`)
 	}
 	oracle, ok := Lookup("oracle")
 	if !ok || !oracle.MountsSolution {
@@ -65,7 +66,7 @@ func TestReadUsageJSON(t *testing.T) {
 	}{
 		{name: "absent"},
 		{name: "full", content: `{"input_tokens": 10, "cache_tokens": 2, "output_tokens": 3, "cost_usd": 0.5, "extra": true}`,
-			want: Usage{InputTokens: 10, CacheTokens: 2, OutputTokens: 3, CostUSD: 0.5}, wantOK: true},
+			want: Usage{InputTokens: 10, CacheTokens: 2, OutputTokens: 3, CostUSD: 0.5, CostReported: true}, wantOK: true},
 		{name: "partial", content: `{"output_tokens": 7}`, want: Usage{OutputTokens: 7}, wantOK: true},
 		{name: "negative", content: `{"input_tokens": -1}`, wantErr: true},
 		{name: "not json", content: `tokens: 3`, wantErr: true},

@@ -15,10 +15,15 @@ import (
 
 // Usage is an agent's model usage for one trial.
 type Usage struct {
-	InputTokens  int64   `json:"input_tokens"`
-	CacheTokens  int64   `json:"cache_tokens"`
-	OutputTokens int64   `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
+	// InputTokens include the cached ones.
+	InputTokens int64 `json:"input_tokens"`
+	CacheTokens int64 `json:"cache_tokens"`
+	// OutputTokens include the reasoning ones.
+	OutputTokens    int64   `json:"output_tokens"`
+	ReasoningTokens int64   `json:"reasoning_tokens,omitempty"`
+	CostUSD         float64 `json:"cost_usd"`
+	// CostReported says the agent reported CostUSD (0 may be a price).
+	CostReported bool `json:"-"`
 }
 
 // UsageFile is the name of the usage report in /logs/agent.
@@ -40,6 +45,12 @@ func ReadUsageJSON(agentLogDir string) (Usage, bool, error) {
 		return Usage{}, false, err
 	}
 	var u Usage
+	var cost struct {
+		CostUSD *float64 `json:"cost_usd"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&cost); err == nil {
+		u.CostReported = cost.CostUSD != nil
+	}
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&u); err != nil {
 		return Usage{}, false, fmt.Errorf("%s: want a JSON object with input_tokens, cache_tokens, output_tokens, cost_usd: %w", UsageFile, err)
 	}

@@ -26,6 +26,9 @@ type Credential struct {
 // String keeps the secret out of logs and error messages.
 func (c Credential) String() string { return "Credential{" + c.Registry + ", [redacted]}" }
 
+// GoString keeps the secret out of %#v.
+func (c Credential) GoString() string { return c.String() }
+
 // LogValue keeps the secret out of slog output.
 func (c Credential) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("registry", c.Registry), slog.String("secret", "[redacted]"))

@@ -280,7 +280,7 @@ func TestCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resolve with credentials: %v", err)
 	}
-	if strings.Contains(fmt.Sprint(cred), "s3cret") || strings.Contains(fmt.Sprintf("%v", cred), "s3cret") {
+	if strings.Contains(fmt.Sprint(cred), "s3cret") || strings.Contains(fmt.Sprintf("%#v %+v", cred, []image.Credential{cred}), "s3cret") {
 		t.Fatalf("Credential prints its secret: %v", cred)
 	}
 	r, err := f.store.Rootfs(ctx, res.Ref, cred)

@@ -21,13 +21,29 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
+
+// SandboxPolicy is the operator's limits for every sandbox (zero values =
+// the runner's defaults; see docs/SANDBOX.md).
+type SandboxPolicy struct {
+	// PidsLimit bounds each phase's processes (0 = 1024, -1 = none).
+	PidsLimit int
+	// StorageMB is the storage limit of attempts whose task sets none
+	// (0 = 10240, -1 = none).
+	StorageMB int
+	// NetworkCeiling is the most permissive network mode any phase gets:
+	// "" or public, allowlist, no-network.
+	NetworkCeiling string
+}
 
 // Options configure a Platform.
 type Options struct {
@@ -35,10 +51,25 @@ type Options struct {
 	DataDir string
 	// RunnerPath is the sandbox-runner binary.
 	RunnerPath string
-	// Isolation is "bwrap" (default) or "process" (no isolation; opt-in).
+	// Isolation is "bwrap" (default: each task's image, from Images),
+	// "bwrap-host" (the host's root filesystem; a development opt-in) or
+	// "process" (no isolation; opt-in).
 	Isolation string
+	// Images gives the sandboxes their tasks' unpacked images (required
+	// by "bwrap").
+	Images localsandbox.Images
+	// Environments, when set, makes benchmark syncs prepare task images
+	// (pinned digests, builds, unavailable tasks; see benchsync.Environments
+	// and pkg/localimages).
+	Environments *benchsync.Environments
 	// AgentsDir is mounted read-only at /agent in sandboxes ("" = none).
 	AgentsDir string
+	// AgentBundles is the agent-bundle cache ("" = the default cache).
+	AgentBundles string
+	// ModelGatewayConfig is the operator's model gateway TOML ("" = none).
+	ModelGatewayConfig string
+	// Sandbox is the operator's policy for every sandbox.
+	Sandbox SandboxPolicy
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
 	// platform workspace through benchsync (as the cloud does) and syncs the
 	// benchmarks that need it before returning, so those whose tasks are on
@@ -64,12 +95,13 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
-// Queue names; each has a dead-letter queue named <name>-dlq.
+// Queue names, those of the function table's queues; each has a
+// dead-letter queue named <name>-dlq.
 const (
-	PlanQueue        = "plan"
-	SlotsQueue       = "slots"
-	CompletionsQueue = "completions"
-	ResultsQueue     = "results"
+	PlanQueue        = string(fnspec.PlanQueue)
+	SlotsQueue       = string(fnspec.SlotsQueue)
+	CompletionsQueue = string(fnspec.CompletionsQueue)
+	ResultsQueue     = string(fnspec.ResultsQueue)
 )
 
 // maxReceives is how often a failing message is delivered before it is
@@ -147,13 +179,35 @@ func (p *Platform) open() error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
-		Isolation: p.opts.Isolation, AgentsDir: p.opts.AgentsDir, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
+		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
+		ModelGatewayConfig: p.opts.ModelGatewayConfig, PidsLimit: p.opts.Sandbox.PidsLimit, StorageMB: p.opts.Sandbox.StorageMB,
+		NetworkCeiling: p.opts.Sandbox.NetworkCeiling, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	popts := p.opts.Pipeline
 	popts.MaxSandboxes, popts.Logger = p.opts.MaxSandboxes, p.log
+	if popts.CheckModel == nil {
+		// The same provider table the runners' gateways use.
+		models := gateway.NewResolver()
+		if p.opts.ModelGatewayConfig != "" {
+			data, err := os.ReadFile(p.opts.ModelGatewayConfig)
+			if err != nil {
+				return fmt.Errorf("local platform: model gateway config: %w", err)
+			}
+			if models, err = gateway.ParseOperatorConfig(data); err != nil {
+				return fmt.Errorf("local platform: %s: %w", p.opts.ModelGatewayConfig, err)
+			}
+		}
+		popts.CheckModel = func(m runconfig.Model, api string) error {
+			route, err := models.Resolve(m)
+			if err != nil {
+				return err
+			}
+			return route.CheckHarness(gateway.WireAPI(api))
+		}
+	}
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,
 		Sandboxes: p.driver}, popts)
@@ -175,7 +229,8 @@ func (p *Platform) installCatalog(ctx context.Context) error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
-		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, AllowPrivateNetworks: p.opts.AllowPrivateRegistry})
+		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments,
+		AllowPrivateNetworks: p.opts.AllowPrivateRegistry})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
@@ -239,10 +294,10 @@ func (p *Platform) Start(ctx context.Context) error {
 		return d
 	}
 	loops := []func(context.Context){
-		p.poller(PlanQueue, 1, vis(5*time.Minute), p.svc.HandlePlan),
-		p.poller(SlotsQueue, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
-		p.poller(CompletionsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
-		p.poller(ResultsQueue, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
+		p.poller(fnspec.Planner, 1, vis(5*time.Minute), p.svc.HandlePlan),
+		p.poller(fnspec.Dispatcher, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
+		p.poller(fnspec.Grader, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
+		p.poller(fnspec.Ingester, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
 		p.tailChanges,
 		p.watchdog,
 	}

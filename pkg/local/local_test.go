@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 
 func testOptions(dataDir, runner string) local.Options {
 	return local.Options{
-		DataDir: dataDir, RunnerPath: runner, Catalog: "../../examples/catalog.toml",
+		DataDir: dataDir, RunnerPath: runner, Catalog: "../../examples/catalog.toml", Isolation: "bwrap-host", // the example tasks run on the host rootfs (development mode) until they carry images
 		WatchInterval: 300 * time.Millisecond, Visibility: 3 * time.Second,
 		Pipeline: pipeline.Options{GateDelay: 50 * time.Millisecond, RetryBackoff: 50 * time.Millisecond,
 			LaunchTimeout: 3 * time.Second, LostGrace: time.Second},

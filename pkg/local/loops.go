@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
@@ -21,11 +22,12 @@ import (
 // redelivered on the next start).
 const handlerGrace = 10 * time.Second
 
-// poller returns a loop that receives from the named queue and hands each
-// message to handle on up to workers goroutines. A handled message is
-// deleted; a poison one goes to the dead-letter queue at once; a failed one
-// becomes visible again after a short backoff.
-func (p *Platform) poller(name string, workers int, visibility time.Duration, handle func(context.Context, []byte) error) func(context.Context) {
+// poller returns the loop of queue function f: it receives from f's source
+// queue and hands each message to handle on up to workers goroutines. A
+// handled message is deleted; a poison one goes to the dead-letter queue at
+// once; a failed one becomes visible again after a short backoff.
+func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Duration, handle func(context.Context, []byte) error) func(context.Context) {
+	name := string(f.Source)
 	q, dlq := p.queues[name], p.dlqs[name]
 	return func(ctx context.Context) {
 		// Handlers run on a context that outlives ctx by handlerGrace.

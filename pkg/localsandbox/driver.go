@@ -1,6 +1,8 @@
 // Package localsandbox is the local sandbox driver: it runs sandbox-runner for
 // each slot as a child process of the platform (the runner then isolates the
-// agent and the verifier with bubblewrap), stops it with its process group,
+// agent and the verifier with bubblewrap, on an overlay over the task's
+// image, which the driver finds unpacked in the image store's cache and
+// hands the runner), stops it with its process group,
 // copies its outputs into the blob store and reports each end as a
 // sandbox.Completion on a queue. It grades nothing and gates no concurrency;
 // the dispatcher does both.
@@ -22,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -37,13 +40,36 @@ type Config struct {
 	DataDir string
 	// RunnerPath is the sandbox-runner binary.
 	RunnerPath string
-	// Isolation is runner.IsolationBwrap (the default) or
-	// runner.IsolationProcess, an explicit opt-in to run agents unisolated.
+	// Isolation is runner.IsolationBwrap (the default: the task's image),
+	// runner.IsolationHostBwrap (the host's root filesystem, a logged
+	// development opt-in) or runner.IsolationProcess (no isolation, a
+	// logged opt-in).
 	Isolation string
+	// Images gives the unpacked rootfs of a spec's image (bwrap
+	// isolation: required).
+	Images Images
+	// InstalledAgentDir is mounted read-only at /installed-agent in the
+	// agent phase ("" = none).
+	InstalledAgentDir string
+	// StaticBinDir is mounted read-only at /opt/gauntlet/bin in every
+	// phase of an image sandbox ("" = none).
+	StaticBinDir string
+	// PidsLimit, StorageMB and NetworkCeiling are the operator's limits
+	// (see runner.Options; 0 / "" = the runner's defaults).
+	PidsLimit      int
+	StorageMB      int
+	NetworkCeiling string
+	// KeepDiff keeps each image sandbox's writable layer as an artifact.
+	KeepDiff bool
 	// AgentsDir is mounted read-only at /agent for command agents ("" = none).
 	AgentsDir string
 	// BwrapPath is the bubblewrap binary; "" looks up bwrap on PATH.
 	BwrapPath string
+	// AgentBundles is the agent-bundle cache ("" = agentbundle.DefaultDir()).
+	AgentBundles string
+	// ModelGatewayConfig is the operator's TOML for the model gateway's
+	// provider table ("" = the default table).
+	ModelGatewayConfig string
 	// Blobs receives each sandbox's outputs under its spec's Output.Prefix.
 	Blobs blob.Store
 	// Completions receives one JSON sandbox.Completion per sandbox end.
@@ -93,6 +119,8 @@ type proc struct {
 	mu      sync.Mutex
 	exited  bool // the process has been reaped: its pid may be reused
 	stopped bool // Stop was called
+	// release frees the image store's hold on the sandbox's rootfs.
+	release func()
 }
 
 // New checks the configuration and the isolation. When bubblewrap is needed
@@ -138,10 +166,24 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("%w: bubblewrap (%s) is not installed; install it with `apt-get install bubblewrap` (or `make deps`), or pass --sandbox=process to run agents without isolation", sandbox.ErrUnavailable, name)
 		}
 		d.bwrap = path
+		if d.cfg.Isolation == runner.IsolationBwrap && cfg.Images == nil {
+			return nil, errors.New("local sandbox config: bwrap isolation runs each task's image and Images is nil (no image store); for development only, isolation bwrap-host runs on the host's root filesystem")
+		}
+	case runner.IsolationHostBwrap:
+		name := cfg.BwrapPath
+		if name == "" {
+			name = "bwrap"
+		}
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bubblewrap (%s) is not installed; install it with `apt-get install bubblewrap` (or `make deps`)", sandbox.ErrUnavailable, name)
+		}
+		d.bwrap = path
+		d.log.Warn("sandboxes run on the HOST's root filesystem (--sandbox=bwrap-host, development only): tasks' images are not used")
 	case runner.IsolationProcess:
 		d.log.Warn("sandbox isolation is OFF (--sandbox=process): agents run as plain processes on this host with the platform's user rights and network")
 	default:
-		return nil, fmt.Errorf("local sandbox config: isolation %q: want %q or %q", cfg.Isolation, runner.IsolationBwrap, runner.IsolationProcess)
+		return nil, fmt.Errorf("local sandbox config: isolation %q: want %q, %q or %q", cfg.Isolation, runner.IsolationBwrap, runner.IsolationHostBwrap, runner.IsolationProcess)
 	}
 	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create sandboxes dir: %w", err)
@@ -177,6 +219,11 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if h, ok := d.ended.get(id, time.Now()); ok {
 		return h, nil
 	}
+	task, err := sandbox.ResolveLocal(ctx, spec.Task, d.cfg.Blobs)
+	if err != nil {
+		return sandbox.Handle{}, fmt.Errorf("launch %s: %w", spec.LaunchID, err)
+	}
+	spec.Task = task
 	h := sandbox.Handle{ID: id, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
 	log := d.log.With("sandbox_id", id, "launch_id", spec.LaunchID)
 	if d.cfg.Isolation == runner.IsolationProcess {
@@ -226,11 +273,30 @@ func (d *Driver) start(p *proc) error {
 	if d.bwrap != "" {
 		args = append(args, "--bwrap", d.bwrap)
 	}
+	bundles := d.cfg.AgentBundles
+	if bundles == "" {
+		bundles = agentbundle.DefaultDir()
+	}
+	args = append(args, "--agent-bundles", bundles)
+	if d.cfg.ModelGatewayConfig != "" {
+		args = append(args, "--model-gateway-config", d.cfg.ModelGatewayConfig)
+	}
+	imageArgs, err := d.imageArgs(p)
+	if err != nil {
+		return err
+	}
+	args = append(args, imageArgs...)
 	cmd := exec.Command(d.cfg.RunnerPath, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, runner.SecretEnv(p.spec)...)
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if d.cfg.Isolation == runner.IsolationBwrap && os.Geteuid() == 0 {
+		// The runner's overlay and loop mounts live in a mount namespace
+		// of its own: they vanish with it, whatever kills it.
+		cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS
+	}
 	if err := cmd.Start(); err != nil {
+		p.releaseImage()
 		return err
 	}
 	p.cmd = cmd
@@ -261,6 +327,7 @@ func (d *Driver) wait(p *proc) {
 func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string) {
 	defer d.wg.Done()
 	defer close(p.done)
+	defer p.releaseImage()
 	ctx := context.Background()
 	log := d.log.With("sandbox_id", p.handle.ID, "launch_id", p.spec.LaunchID)
 	if reason != sandbox.FailedToStart {

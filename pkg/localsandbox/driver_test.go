@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	runnerBinary = filepath.Join(dir, "sandbox-runner")
 	build := exec.Command("go", "build", "-o", runnerBinary, "github.com/gauntlet-bench/gauntlet/cmd/sandbox-runner")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build makes it
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build sandbox-runner:", err)
@@ -50,6 +52,37 @@ type fixture struct {
 	blobs       *memBlobs
 	completions *chanQueue
 	dataDir     string
+	images      *cachedImages
+}
+
+// testImageRef is the pinned reference the fixture's image cache holds.
+const testImageRef = "127.0.0.1:5000/test/minbase@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// cachedImages is an image cache holding one real unpacked rootfs (the test
+// rootfs) under testImageRef; any other reference is a cache miss. It
+// counts holds and releases.
+type cachedImages struct {
+	dir string
+
+	mu              sync.Mutex
+	holds, released int
+}
+
+func (c *cachedImages) CachedRootfs(_ context.Context, ref string) (Rootfs, error) {
+	if ref != testImageRef {
+		return Rootfs{}, fmt.Errorf("image %s is not in the cache (prepared at sync)", ref)
+	}
+	c.mu.Lock()
+	c.holds++
+	c.mu.Unlock()
+	return Rootfs{Dir: c.dir, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, WorkingDir: "/app",
+		Release: func() { c.mu.Lock(); c.released++; c.mu.Unlock() }}, nil
+}
+
+func (c *cachedImages) counts() (holds, released int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.holds, c.released
 }
 
 func newFixture(t *testing.T) fixture {
@@ -57,8 +90,10 @@ func newFixture(t *testing.T) fixture {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bubblewrap is required for the sandbox tests: apt-get install bubblewrap (%v)", err)
 	}
-	f := fixture{blobs: &memBlobs{objects: map[string][]byte{}}, completions: &chanQueue{ch: make(chan []byte, 16)}, dataDir: t.TempDir()}
-	d, err := New(Config{DataDir: f.dataDir, RunnerPath: runnerBinary, Blobs: f.blobs, Completions: f.completions, StopGrace: 500 * time.Millisecond})
+	f := fixture{blobs: &memBlobs{objects: map[string][]byte{}}, completions: &chanQueue{ch: make(chan []byte, 16)}, dataDir: t.TempDir(),
+		images: &cachedImages{dir: testrootfs.Dir(t)}}
+	d, err := New(Config{DataDir: f.dataDir, RunnerPath: runnerBinary, Blobs: f.blobs, Completions: f.completions, StopGrace: 500 * time.Millisecond,
+		Images: f.images})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -79,7 +114,7 @@ func taskDir(t *testing.T) string {
 func spec(t *testing.T, launch, harness, command string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: launch, Workspace: "ws", RunID: "run-1", SlotID: "slot-" + launch, Generation: 2,
-		Task: sandbox.TaskRef{Name: "task", Dir: taskDir(t)}, Harness: harness, Command: command,
+		Task: sandbox.TaskRef{Name: "task", Dir: taskDir(t)}, Harness: harness, Command: command, Image: testImageRef,
 		Network: harbor.NetworkNone, AgentTimeout: 60 * time.Second, VerifierTimeout: 30 * time.Second,
 		Output: sandbox.Output{Prefix: "runs/run-1/slots/" + launch + "/g2/"},
 	}
@@ -131,6 +166,37 @@ func TestLaunchRunsTheSlotAndStoresItsOutputs(t *testing.T) {
 	}
 	if live, _ := f.driver.List(context.Background(), "run-1"); len(live) != 0 {
 		t.Errorf("List after the end = %v, want none", live)
+	}
+	if holds, released := f.images.counts(); holds != 1 || released != 1 {
+		t.Errorf("image cache holds = %d, releases = %d; want 1 and 1", holds, released)
+	}
+	if log := string(f.blobs.get(t, "runs/run-1/slots/a/g2/artifacts/runner.log")); !strings.Contains(log, "image="+testImageRef) {
+		t.Errorf("runner.log does not name the image:\n%s", log)
+	}
+}
+
+func TestLaunchWithoutACachedImageFailsToStart(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct{ launch, image, want string }{
+		{launch: "no-image", image: "", want: "no fallback to the host's root filesystem"},
+		{launch: "miss", image: "127.0.0.1:5000/other@sha256:ffff", want: "not in the cache"},
+	} {
+		s := spec(t, tc.launch, "nop", "")
+		s.Image = tc.image
+		if _, err := f.driver.Launch(context.Background(), s); err != nil {
+			t.Fatalf("Launch = %v, want the handle and a FailedToStart completion", err)
+		}
+		c := f.nextCompletion(t)
+		if c.Reason != sandbox.FailedToStart || !strings.Contains(c.Message, tc.want) {
+			t.Errorf("%s: completion = %+v, want %s saying %q", tc.launch, c, sandbox.FailedToStart, tc.want)
+		}
+	}
+}
+
+func TestNewBwrapNeedsAnImageStore(t *testing.T) {
+	_, err := New(Config{DataDir: t.TempDir(), RunnerPath: runnerBinary, Blobs: &memBlobs{}, Completions: &chanQueue{}})
+	if err == nil || !strings.Contains(err.Error(), "Images is nil") {
+		t.Errorf("New(bwrap, no Images) = %v, want an error naming Images", err)
 	}
 }
 

@@ -54,7 +54,7 @@ func TestEndedSetForgetsTheOldestAndTheExpired(t *testing.T) {
 func TestDriverForgetsEndedSandboxesBeyondItsMemory(t *testing.T) {
 	f := newFixture(t)
 	d, err := New(Config{DataDir: t.TempDir(), RunnerPath: runnerBinary, Blobs: f.blobs, Completions: f.completions,
-		StopGrace: 500 * time.Millisecond, EndedMemory: 1})
+		StopGrace: 500 * time.Millisecond, EndedMemory: 1, Images: f.images})
 	if err != nil {
 		t.Fatal(err)
 	}

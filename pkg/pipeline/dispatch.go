@@ -276,7 +276,7 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 	if err != nil {
 		return sandbox.Spec{}, time.Time{}, err
 	}
-	ref, err := s.taskRef(ctx, task)
+	ref, err := taskRef(task)
 	if err != nil {
 		return sandbox.Spec{}, time.Time{}, err
 	}
@@ -289,7 +289,7 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 		Task: ref, Harness: a.Harness, Command: a.Command, Model: a.Model,
 		Env: mergeEnv(r.Settings.Env, a.Env), VerifierEnv: r.Settings.VerifierEnv,
 		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),
-		Image:           task.DockerImage, Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
+		Image:           pinnedImage(task.Task), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
 		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
 	}
 	if task.AgentTimeoutSec != nil {
@@ -307,9 +307,7 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 		return spec, time.Time{}, err
 	}
 	life := s.lifetime(task, r.Settings.TimeoutMultiplier)
-	if err := s.presignOutput(ctx, &spec.Output, min(life, maxUploadURLLifetime)); err != nil {
-		return spec, time.Time{}, err
-	}
+	spec.Output.Expires = s.now().Add(min(life, maxUploadURLLifetime))
 	return spec, s.now().Add(life), nil
 }
 
@@ -320,7 +318,7 @@ const maxUploadURLLifetime = 24 * time.Hour
 // OutputPrefix is the blob key prefix of one generation of a slot:
 // result.json and artifacts/ live under it.
 func OutputPrefix(runID, slotID string, gen int) string {
-	return fmt.Sprintf("runs/%s/slots/%s/g%d/", runID, slotID, gen)
+	return fmt.Sprintf("%s%s/slots/%s/g%d/", blob.RunsPrefix, runID, slotID, gen)
 }
 
 func scaled(sec, mult float64) time.Duration {
@@ -361,59 +359,13 @@ func (s *Service) secretValues(ctx context.Context, r run.Run, names []string) (
 	return out, nil
 }
 
-func (s *Service) taskRef(ctx context.Context, t *records.Task) (sandbox.TaskRef, error) {
-	ref := sandbox.TaskRef{Name: t.Name}
-	presigner, remote := s.ports.Blobs.(blob.Presigner)
-	local, hasFiles := s.ports.Blobs.(localBlobs)
-	switch {
-	case remote && t.Files.BundleKey != "":
-		// A remote sandbox reads the bundle through a short-lived URL; a
-		// local directory recorded at sync time means nothing to it.
-		url, err := presigner.PresignGet(ctx, t.Files.BundleKey, 2*time.Hour)
-		if err != nil {
-			return ref, fmt.Errorf("task %s: presign bundle: %w", t.Name, err)
-		}
-		ref.BundleURL = url
-	case t.Files.Dir != "" && !remote:
-		ref.Dir = t.Files.Dir
-	case hasFiles && t.Files.BundleKey != "":
-		path, err := local.Path(t.Files.BundleKey)
-		if err != nil {
-			return ref, fmt.Errorf("task %s: bundle: %w", t.Name, err)
-		}
-		ref.BundleFile = path
-	case t.Files.BundleKey != "":
-		return ref, fmt.Errorf("task %s: its bundle %s needs a blob store that presigns URLs or keeps local files", t.Name, t.Files.BundleKey)
-	default:
-		return ref, fmt.Errorf("task %s: no task files recorded", t.Name)
+// taskRef returns the stored references of a task's files; the sandbox
+// driver resolves them through its blob port.
+func taskRef(t *records.Task) (sandbox.TaskRef, error) {
+	if t.Files.BundleKey == "" && t.Files.Dir == "" {
+		return sandbox.TaskRef{}, fmt.Errorf("task %s: %w recorded", t.Name, sandbox.ErrNoTaskFiles)
 	}
-	return ref, nil
-}
-
-// localBlobs is a blob store whose objects are local files (fsblob), so a
-// local sandbox can unpack a task bundle without a copy.
-type localBlobs interface {
-	Path(key string) (string, error)
-}
-
-// presignOutput adds upload URLs when the blob store hands them out (cloud);
-// the local driver copies the runner's output itself.
-//
-// The URLs expire with the sandbox's deadline (the watchdog stops it then),
-// so a leaked URL cannot rewrite a result after the slot is over.
-func (s *Service) presignOutput(ctx context.Context, out *sandbox.Output, ttl time.Duration) error {
-	p, ok := s.ports.Blobs.(blob.Presigner)
-	if !ok {
-		return nil
-	}
-	var err error
-	if out.ResultURL, err = p.PresignPut(ctx, out.Prefix+"result.json", ttl); err != nil {
-		return fmt.Errorf("presign result upload: %w", err)
-	}
-	if out.ArtifactsURL, err = p.PresignPut(ctx, out.Prefix+"artifacts.tar.gz", ttl); err != nil {
-		return fmt.Errorf("presign artifacts upload: %w", err)
-	}
-	return nil
+	return sandbox.TaskRef{Name: t.Name, BundleKey: t.Files.BundleKey, Dir: t.Files.Dir}, nil
 }
 
 // runInfo returns the run as first read by this process, without its

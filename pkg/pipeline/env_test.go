@@ -75,7 +75,7 @@ type env struct {
 }
 
 type envOptions struct {
-	isolation string // "" = bubblewrap
+	isolation string // "" = bubblewrap on the host rootfs (the fixture tasks have no images)
 	agentsDir string
 	instant   bool
 	opts      pipeline.Options
@@ -105,6 +105,9 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.instant {
 		e.driver = &pipelinetest.InstantDriver{Blobs: e.blobs, Completions: e.queues["completions"]}
 	} else {
+		if o.isolation == "" {
+			o.isolation = "bwrap-host"
+		}
 		d, err := localsandbox.New(localsandbox.Config{DataDir: dir, RunnerPath: runnerBin, Isolation: o.isolation,
 			AgentsDir: o.agentsDir, Blobs: e.blobs, Completions: e.queues["completions"], StopGrace: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 		if err != nil {

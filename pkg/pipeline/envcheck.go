@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
@@ -58,4 +59,52 @@ func envCollisions(cfg runconfig.Config, harnesses, benchmarkSecrets []string, k
 func collision(field, name, by string) Problem {
 	return Problem{Code: CodeInvalidConfig, Field: field,
 		Message: fmt.Sprintf("%s is also set by %s; that secret would silently replace this value in the sandbox: rename or remove the variable", name, by)}
+}
+
+// harnessProblems rejects, at submit time, an agent whose effective harness
+// does not exist or cannot run on this platform (one that installs from the
+// network per attempt, where sandboxes may not), naming the field and the
+// harnesses that can run. Without it such a config is accepted and every
+// attempt ends as an infra error.
+func harnessProblems(harnesses []string, p harness.Platform) []Problem {
+	var problems []Problem
+	table := harness.All()
+	avail := strings.Join(harness.Runnable(table, p), ", ")
+	for i, name := range harnesses {
+		field := fmt.Sprintf("agents[%d].harness", i)
+		h, ok := harness.LookupIn(table, name)
+		switch {
+		case !ok:
+			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: field,
+				Message: fmt.Sprintf("unknown harness %q; available: %s", name, avail)})
+		case h.Available(p) != nil:
+			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: field,
+				Message: fmt.Sprintf("%v; available: %s", h.Available(p), avail)})
+		}
+	}
+	return problems
+}
+
+// modelProblems rejects an agent whose harness speaks a wire API its
+// model's upstream does not serve (the gateway forwards, it does not
+// translate): e.g. claude-code with an OpenAI model.
+func modelProblems(agents []runconfig.Agent, harnesses []string, check func(runconfig.Model, string) error) []Problem {
+	if check == nil {
+		return nil
+	}
+	var problems []Problem
+	for i, a := range agents {
+		if i >= len(harnesses) || a.Model == nil {
+			continue
+		}
+		h, ok := harness.Lookup(harnesses[i])
+		if !ok || h.WireAPI == "" {
+			continue
+		}
+		if err := check(*a.Model, h.WireAPI); err != nil {
+			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: fmt.Sprintf("agents[%d].model", i),
+				Message: fmt.Sprintf("harness %s: %v", h.Name, err)})
+		}
+	}
+	return problems
 }

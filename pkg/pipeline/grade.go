@@ -18,6 +18,8 @@ import (
 // phase itself failed (the agent's fault).
 var agentPhaseExceptions = []string{
 	harbor.ExceptionAgentSetup, harbor.ExceptionAgentSetupTimeout, harbor.ExceptionAgentTimeout, harbor.ExceptionAgentExit,
+	harbor.ExceptionAgentOOM,
+	harbor.ExceptionModelAuth, harbor.ExceptionModelUnavailable, harbor.ExceptionModelBudget,
 }
 
 // Grade turns a sandbox completion into an attempt result and sends it to

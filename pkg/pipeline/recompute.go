@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -47,7 +48,7 @@ func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
 		}
 	}
 	var errs []error
-	for _, id := range sortedKeys(metrics) {
+	for _, id := range slices.Sorted(maps.Keys(metrics)) {
 		if !metrics[id] && !s.metricsDue(id, inserted[id]) {
 			continue
 		}
@@ -105,15 +106,6 @@ func (s *Service) markMetrics(runID string, results int) {
 		clear(s.metricsAt)
 	}
 	s.metricsAt[runID] = metricsMark{at: s.now(), results: results}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // RecomputeRun recomputes and stores a run's metrics. A finished run's

@@ -1,4 +1,6 @@
-// Package pipeline holds the execution handlers of gauntlet — Submit, Plan,
+// Package pipeline holds the execution handlers of gauntlet.
+//
+// It holds the execution handlers of gauntlet — Submit, Plan,
 // Dispatch, Grade, Ingest, Recompute, Stop and Watch — as plain methods of a
 // Service built from ports. The cloud Lambdas and the local loops call the
 // same methods; only the adapters behind the ports differ.
@@ -16,9 +18,11 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
@@ -65,6 +69,14 @@ type Options struct {
 	// LostGrace is how long a running slot's sandbox may be missing from the
 	// driver's list before the slot is declared lost (default 2 min).
 	LostGrace time.Duration
+	// Platform is what this deployment's sandboxes can do; submit refuses
+	// harnesses they cannot run (the zero value: no network installs).
+	Platform harness.Platform
+	// CheckModel, when set, says whether an agent's model can serve a
+	// harness speaking wireAPI through the model gateway (the model
+	// resolves to an upstream that serves that API); submit rejects the
+	// agent otherwise. nil skips the check.
+	CheckModel func(m runconfig.Model, wireAPI string) error
 	// MetricsInterval is how often a running run's metrics are recomputed at
 	// most (default 2 s); an ended run's always are.
 	MetricsInterval time.Duration

@@ -110,11 +110,13 @@ func (e *RejectedError) Is(target error) bool {
 
 // Validation is what a submission would create, without creating it.
 type Validation struct {
-	Benchmark       records.Benchmark
-	Resolved        runconfig.Resolved
-	TaskCount       int
-	SlotCount       int
-	MissingSecrets  []string
+	Benchmark      records.Benchmark
+	Resolved       runconfig.Resolved
+	TaskCount      int
+	SlotCount      int
+	MissingSecrets []string
+	// Unavailable are selected tasks that get no slots (see splitUnavailable).
+	Unavailable     []run.UnavailableTask
 	BillingProblem  string
 	ManifestVersion string
 
@@ -154,7 +156,7 @@ func (s *Service) Validate(ctx context.Context, req SubmitRequest) (Validation, 
 // run it created, whatever changed since (billing included).
 func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	parseProblems := parseDocument(&req)
-	if len(parseProblems) == 0 && validIdempotencyKey(req.IdempotencyKey) {
+	if len(parseProblems) == 0 && records.ValidIdempotencyKey(req.IdempotencyKey) {
 		res, found, err := s.replay(ctx, req)
 		if found || err != nil {
 			return res, err
@@ -210,7 +212,7 @@ func (s *Service) afterConflict(ctx context.Context, req SubmitRequest, b record
 func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems []Problem) (Validation, []Problem, error) {
 	var problems []Problem
 	var v Validation
-	if req.IdempotencyKey != "" && !validIdempotencyKey(req.IdempotencyKey) {
+	if req.IdempotencyKey != "" && !records.ValidIdempotencyKey(req.IdempotencyKey) {
 		problems = append(problems, Problem{Code: CodeInvalidIdempotency, Field: "Idempotency-Key",
 			Message: "must be 1 to 128 printable ASCII characters without spaces"})
 	}
@@ -241,7 +243,16 @@ func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems [
 	if rerr != nil {
 		return v, append(problems, configProblems(rerr)...), nil
 	}
+	resolved.Tasks, v.Unavailable = splitUnavailable(manifest, resolved.Tasks)
+	switch {
+	case len(resolved.Tasks) == 0 && len(v.Unavailable) > 0:
+		problems = append(problems, unavailableProblem(v.Unavailable))
+	case len(v.Unavailable) > 0:
+		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable))
+	}
 	v.Resolved = resolved
+	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
+	problems = append(problems, modelProblems(resolved.Config.Agents, resolved.Harnesses, s.opts.CheckModel)...)
 	problems = append(problems, envCollisions(resolved.Config, resolved.Harnesses, manifest.RequiredSecrets, harnessKeyEnv)...)
 	v.TaskCount = len(resolved.Tasks)
 	v.SlotCount = len(resolved.Tasks) * len(resolved.Config.Agents) * resolved.Config.Execution.AttemptsPerTask
@@ -370,18 +381,6 @@ func secretField(cfg runconfig.Config, name string) string {
 	return "benchmark.required_secrets"
 }
 
-func validIdempotencyKey(k string) bool {
-	if len(k) == 0 || len(k) > 128 {
-		return false
-	}
-	for _, c := range k {
-		if c <= ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
-}
-
 // newRun builds the run and its agents from a checked submission.
 func (s *Service) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent, error) {
 	res := v.Resolved
@@ -400,8 +399,8 @@ func (s *Service) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent,
 		ID: id, Workspace: req.Workspace, SubmittedBy: req.User, IdempotencyKey: req.IdempotencyKey,
 		Benchmark: v.Benchmark.Key, BenchmarkName: v.Benchmark.Name, ManifestWorkspace: v.Benchmark.Workspace,
 		ManifestVersion: res.ManifestVersion, ManifestDigest: res.ManifestDigest,
-		TaskSet: res.TaskSet, FullTaskList: len(res.Tasks) == len(m.Tasks), ParitySet: isParitySet(m, res.TaskSet),
-		Tasks: res.Tasks, Agents: len(cfg.Agents), Config: string(rendered), Status: run.Pending, CreatedAt: now,
+		TaskSet: res.TaskSet, FullTaskList: len(res.Tasks) == availableCount(m), ParitySet: isParitySet(m, res.TaskSet),
+		Tasks: res.Tasks, UnavailableTasks: v.Unavailable, Agents: len(cfg.Agents), Config: string(rendered), Status: run.Pending, CreatedAt: now,
 		Settings: run.Settings{
 			AttemptsPerTask: cfg.Execution.AttemptsPerTask, MaxConcurrentAttempts: cfg.Execution.MaxConcurrentAttempts,
 			TimeoutMultiplier: cfg.Execution.TimeoutMultiplier, MaxRetries: cfg.Execution.MaxRetries,
@@ -479,6 +478,10 @@ func (s *Service) createRun(ctx context.Context, req SubmitRequest, b records.Be
 	ops.Add(records.LogOp(records.LogLine{RunID: r.ID, At: r.CreatedAt, Level: records.LevelInfo, Step: "submitted",
 		Message: fmt.Sprintf("run submitted: %d agents × %d tasks × %d attempts = %d slots on %s@%s",
 			len(agents), len(r.Tasks), r.Settings.AttemptsPerTask, r.TotalSlots(), r.Benchmark, r.ManifestVersion)}))
+	for _, u := range r.UnavailableTasks {
+		ops.Add(records.LogOp(records.LogLine{RunID: r.ID, At: r.CreatedAt, Level: records.LevelWarn,
+			Step: "unavailable", Message: fmt.Sprintf("task %s is unavailable and gets no attempts: %s", u.Name, u.Reason)}))
+	}
 	if req.IdempotencyKey != "" {
 		digest, err := requestDigest(req)
 		if err != nil {

@@ -24,6 +24,15 @@ const (
 	SyncFailed  SyncStatus = "failed"
 )
 
+// SyncPhase is the step a sync is in.
+type SyncPhase string
+
+// Sync phases.
+const (
+	SyncPhaseTasks  SyncPhase = "tasks"
+	SyncPhaseImages SyncPhase = "images"
+)
+
 // Benchmark is a benchmark as a workspace sees it: where it comes from, how
 // far its task list has synced, and which manifest version is ready.
 type Benchmark struct {
@@ -33,9 +42,13 @@ type Benchmark struct {
 	Description string           `json:"description,omitempty"`
 	Source      benchmark.Source `json:"source"`
 	Status      SyncStatus       `json:"status"`
-	Synced      int              `json:"synced"`
-	Total       int              `json:"total"`
-	SyncError   string           `json:"sync_error,omitempty"`
+	// Phase says what a syncing benchmark is doing: SyncPhaseTasks
+	// (fetching tasks), then SyncPhaseImages (preparing images); Synced of
+	// Total counts within the phase.
+	Phase     SyncPhase `json:"phase,omitempty"`
+	Synced    int       `json:"synced"`
+	Total     int       `json:"total"`
+	SyncError string    `json:"sync_error,omitempty"`
 	// ReadyVersion and ReadyDigest name the manifest version runs pin; empty
 	// until a sync has succeeded.
 	ReadyVersion string    `json:"ready_version,omitempty"`

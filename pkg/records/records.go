@@ -1,4 +1,6 @@
-// Package records is the single-table data model: the one place that knows
+// Package records is the single-table data model of every stored shape.
+//
+// It is the single-table data model: the one place that knows
 // how every entity of gauntlet is laid out as store items (partition key,
 // sort key, the two global secondary indexes, counters and TTL). The same
 // layout serves SQLite locally and DynamoDB in the cloud; callers never build

@@ -217,6 +217,22 @@ type Idempotency struct {
 // IdempotencyRetention is how long an Idempotency-Key is remembered.
 const IdempotencyRetention = 7 * 24 * time.Hour
 
+// ValidIdempotencyKey reports whether k can name an idempotency record (a
+// run submission's or a workspace creation's Idempotency-Key): 1 to 128
+// printable ASCII characters without spaces, as it becomes part of a sort
+// key.
+func ValidIdempotencyKey(k string) bool {
+	if len(k) == 0 || len(k) > 128 {
+		return false
+	}
+	for _, c := range k {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // CreateIdempotencyOp records the key (it must not exist yet).
 func CreateIdempotencyOp(ws string, i Idempotency) (store.Op, error) {
 	data, err := encode(i)

@@ -37,6 +37,9 @@ type Run struct {
 	// ParitySet is true when Tasks is a published parity task set.
 	ParitySet bool     `json:"parity_set,omitempty"`
 	Tasks     []string `json:"tasks"`
+	// UnavailableTasks are selected tasks whose environment could not be
+	// had at sync (with the reason); they are not in Tasks and get no slots.
+	UnavailableTasks []UnavailableTask `json:"unavailable_tasks,omitempty"`
 
 	Settings Settings `json:"settings"`
 	// Config is the resolved run config rendered as TOML.
@@ -64,6 +67,12 @@ type Run struct {
 	// Version is the stored item's version (optimistic concurrency); not
 	// part of the entity's JSON.
 	Version int64 `json:"-"`
+}
+
+// UnavailableTask is a selected task a run does not attempt, and why.
+type UnavailableTask struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // Settings are the run's execution settings, resolved from its config.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -275,7 +277,7 @@ func (d *decoder) stringMap(path string, v any, key func(path, k string) bool) m
 		return nil
 	}
 	out := make(map[string]string, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		at := join(path, k)
 		if len(k) > MaxStringBytes {
 			d.add(path, "keys must be at most %d bytes, got %d", MaxStringBytes, len(k))
@@ -298,15 +300,6 @@ func (d *decoder) envKey(path, k string) bool {
 		return false
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // typeName names a decoded value's type for messages.

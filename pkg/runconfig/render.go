@@ -3,9 +3,13 @@ package runconfig
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 )
 
 // Render renders cfg as TOML in the documented layout, with every
@@ -28,6 +32,12 @@ func RenderResolved(r Resolved) ([]byte, error) {
 		sel += fmt.Sprintf(" (task set %s)", r.TaskSet)
 	}
 	w.comment(fmt.Sprintf("%s, pass threshold %s.", sel, formatFloat(r.PassThreshold)))
+	for i, name := range r.Harnesses {
+		// The harness's pinned program version as of submission.
+		if h, ok := harness.Lookup(name); ok && h.Version != "" {
+			w.comment(fmt.Sprintf("agents[%d]: harness %s %s.", i, h.Name, h.Version))
+		}
+	}
 	for _, warning := range r.Warnings {
 		w.comment("Note: " + warning)
 	}
@@ -150,7 +160,7 @@ func (w *tomlWriter) stringTable(name string, m map[string]string) {
 		return
 	}
 	w.table(name)
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		fmt.Fprintf(&w.b, "%s = %s\n", tomlKey(k), tomlString(m[k]))
 	}
 }

@@ -241,6 +241,9 @@ func TestRenderResolvedRoundTrip(t *testing.T) {
 		"# 2 tasks (task set parity), pass threshold 0.5.\n",
 		"# Note: tasks.task_names and tasks.categories are ignored because tasks.task_set is set\n",
 		"manifest_version = \"1.0\"\nmanifest_digest = \"" + m.Digest + "\"\n",
+		// The pinned program version of each harness that has one.
+		"# agents[0]: harness codex 0.169.0.\n",
+		"# agents[1]: harness cursor-cli ",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("rendered config lacks %q:\n%s", want, out)

@@ -1,6 +1,7 @@
 package runconfig
 
 import (
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -401,13 +402,13 @@ func (d *decoder) envCollisions(cfg Config) {
 	reported := map[string]bool{}
 	for i := range cfg.Agents {
 		injected := injectedSecrets(cfg, i)
-		for _, k := range sortedKeys(cfg.Env) {
+		for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
 			if src, ok := injected[k]; ok && !reported[k] {
 				reported[k] = true
 				d.add(join("env", k), "%s is also a secret name given to agents[%d] (%s); the secret would replace the literal value: remove the env var or rename the secret record", k, i, src)
 			}
 		}
-		for _, k := range sortedKeys(cfg.Agents[i].Env) {
+		for _, k := range slices.Sorted(maps.Keys(cfg.Agents[i].Env)) {
 			if src, ok := injected[k]; ok {
 				d.add(join(join(index("agents", i), "env"), k), "%s is also a secret name given to this agent (%s); the secret would replace the literal value: remove the env var or rename the secret record", k, src)
 			}

@@ -219,9 +219,14 @@ func (e *containerEnv) seal(launch string) string {
 // directories read-only, its own /proc (new PID namespace), /dev and /tmp,
 // and the runner binary. It keeps the network (the runner reaches the test
 // servers; the Fargate task has egress too) and root's capabilities.
+// containerDirs are what the stand-in container holds of the host: a
+// container image's whole system, /etc included (the runner's own
+// host-rootfs mode binds only a few /etc files; a container has its own).
+var containerDirs = []string{"/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin"}
+
 func wrapperArgs(runner string) []string {
 	args := []string{"--tmpfs", "/"}
-	for _, d := range systemDirs {
+	for _, d := range containerDirs {
 		info, err := os.Lstat(d)
 		if err != nil {
 			continue

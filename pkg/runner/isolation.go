@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,13 @@ import (
 
 // Isolation modes for Options.Isolation.
 const (
-	// IsolationBwrap runs every phase in its own bubblewrap sandbox.
+	// IsolationBwrap runs every phase in its own bubblewrap sandbox whose
+	// root is the attempt's overlay over the task's image (Options.Image).
 	IsolationBwrap = "bwrap"
+	// IsolationHostBwrap runs every phase in bubblewrap over the HOST's
+	// system directories (and only the parts of /etc a process needs):
+	// an explicit, logged development opt-in; the task's image is ignored.
+	IsolationHostBwrap = "bwrap-host"
 	// IsolationProcess runs every phase as a plain child process on the host:
 	// no isolation at all, an explicit opt-in for machines without bubblewrap.
 	IsolationProcess = "process"
@@ -25,26 +31,39 @@ const (
 
 // In-sandbox paths of the bubblewrap layout (Harbor's conventions).
 const (
-	AppMount          = "/app"
-	AgentLogMount     = harness.AgentLogDir
-	VerifierLogMount  = "/logs/verifier"
-	TestsMount        = "/tests"
-	SolutionMount     = "/solution"
-	AgentsMount       = "/agent"
-	InstructionPath   = harness.InstructionPath
-	UsagePath         = harness.UsagePath
-	sandboxTmp        = "/tmp"
-	sandboxHostname   = "sandbox"
-	sandboxPath       = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	defaultBwrapPath  = "bwrap"
-	sandboxLocale     = "C.UTF-8"
-	sandboxTerminal   = "dumb"
-	processWarningMsg = "sandbox isolation is OFF (--isolation=process): the agent runs as a plain process on this host with the runner's user rights and full network access"
+	AppMount             = "/app"
+	AgentLogMount        = harness.AgentLogDir
+	VerifierLogMount     = "/logs/verifier"
+	TestsMount           = "/tests"
+	SolutionMount        = "/solution"
+	AgentsMount          = "/agent"
+	InstructionPath      = harness.InstructionPath
+	UsagePath            = harness.UsagePath
+	sandboxTmp           = "/tmp"
+	sandboxHostname      = "sandbox"
+	sandboxPath          = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	defaultBwrapPath     = "bwrap"
+	sandboxLocale        = "C.UTF-8"
+	sandboxTerminal      = "dumb"
+	hostRootfsWarningMsg = "sandbox root is the HOST's /usr, /bin, /lib (--isolation=bwrap-host, a development opt-in): the task's image is not used, so the agent and verifier do not see the task's environment"
+	processWarningMsg    = "sandbox isolation is OFF (--isolation=process): the agent runs as a plain process on this host with the runner's user rights and full network access"
 )
 
-// systemDirs are bound read-only into every bubblewrap sandbox; a directory
-// that is a symlink on the host (e.g. /bin → usr/bin) becomes the same symlink.
-var systemDirs = []string{"/usr", "/etc", "/bin", "/lib", "/lib64", "/sbin"}
+// systemDirs are bound read-only into every host-rootfs bubblewrap sandbox; a
+// directory that is a symlink on the host (e.g. /bin → usr/bin) becomes the
+// same symlink. /etc is not among them: see hostEtcFiles.
+var systemDirs = []string{"/usr", "/bin", "/lib", "/lib64", "/sbin"}
+
+// hostEtcFiles are the only parts of the host's /etc a host-rootfs sandbox
+// sees (read-only, where they exist): what the dynamic loader, TLS and the
+// Debian alternatives need. passwd and group are stubs the runner writes;
+// resolv.conf is bound only when the phase has the network. Never
+// /etc/shadow or any other host configuration.
+var hostEtcFiles = []string{
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/ssl/certs",
+	"/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/nsswitch.conf", "/etc/localtime",
+	"/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/python3", "/etc/python3.11",
+}
 
 // mount is one host directory made visible to a phase.
 type mount struct {
@@ -71,6 +90,15 @@ type phaseCommand struct {
 	tmpDir  string // host dir bound at /tmp; "" = a fresh tmpfs
 	workDir string // host path of the working directory (process isolation)
 	network bool
+	// netMode is the phase's effective network mode (netPublic,
+	// netAllowlist, netNone) in bubblewrap sandboxes.
+	netMode string
+	// allowedHosts are an allowlist phase's reachable hosts.
+	allowedHosts []string
+	// user is who the phase runs as under image isolation.
+	user imageUser
+	// etcDir holds the passwd and group stubs of a host-rootfs sandbox.
+	etcDir string
 }
 
 // isolation turns a phase command into a process to start.
@@ -88,12 +116,14 @@ type isolation interface {
 type layout struct {
 	App, AgentLogs, VerifierLogs, Tests, Solution, Agents, Tmp string
 	VerifierHome, VerifierTmp                                  string
+	// Artifacts is Harbor's /logs/artifacts ("" = not provided).
+	Artifacts string
 }
 
 func newIsolation(opts Options) (isolation, error) {
 	mode, bwrapPath := opts.Isolation, opts.BwrapPath
 	switch mode {
-	case "", IsolationBwrap:
+	case "", IsolationBwrap, IsolationHostBwrap:
 		if bwrapPath == "" {
 			bwrapPath = defaultBwrapPath
 		}
@@ -101,7 +131,10 @@ func newIsolation(opts Options) (isolation, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bubblewrap not found at %q (install it: apt-get install bubblewrap; or opt out of isolation with --isolation=process): %w", bwrapPath, err)
 		}
-		return bwrapIsolation{path: path}, nil
+		if mode == IsolationHostBwrap {
+			return bwrapIsolation{path: path}, nil
+		}
+		return newImageIsolation(path, opts)
 	case IsolationProcess:
 		return processIsolation{}, nil
 	case IsolationContainer:
@@ -114,12 +147,12 @@ func newIsolation(opts Options) (isolation, error) {
 		}
 		return newContainerIsolation(uid, gid)
 	}
-	return nil, fmt.Errorf("isolation %q: want %q, %q or %q", mode, IsolationBwrap, IsolationContainer, IsolationProcess)
+	return nil, fmt.Errorf("isolation %q: want %q, %q, %q or %q", mode, IsolationBwrap, IsolationHostBwrap, IsolationContainer, IsolationProcess)
 }
 
 type bwrapIsolation struct{ path string }
 
-func (bwrapIsolation) name() string { return IsolationBwrap }
+func (bwrapIsolation) name() string { return IsolationHostBwrap }
 
 func (bwrapIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
 	host = hostLayout(workDir, taskDir, agentsDir)
@@ -164,6 +197,17 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 		}
 		args = append(args, "--ro-bind", dir, dir)
 	}
+	for _, f := range hostEtcFiles {
+		args = append(args, "--ro-bind-try", f, f)
+	}
+	if pc.etcDir != "" {
+		args = append(args, "--ro-bind", filepath.Join(pc.etcDir, "passwd"), "/etc/passwd",
+			"--ro-bind", filepath.Join(pc.etcDir, "group"), "/etc/group",
+			"--ro-bind", filepath.Join(pc.etcDir, "hosts"), "/etc/hosts")
+		if pc.network {
+			args = append(args, "--ro-bind", filepath.Join(pc.etcDir, "resolv.conf"), "/etc/resolv.conf")
+		}
+	}
 	args = append(args, "--dev", "/dev", "--proc", "/proc")
 	if pc.tmpDir != "" {
 		args = append(args, "--bind", pc.tmpDir, sandboxTmp)
@@ -177,14 +221,24 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 		}
 		args = append(args, flag, m.host, m.target)
 	}
+	// The network namespace is always the sandbox's own: public gets
+	// slirp4netns in it, never the host's namespace (see launchBwrap).
 	args = append(args,
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", sandboxHostname,
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL")
-	if !pc.network {
-		args = append(args, "--unshare-net")
-	}
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--hostname", sandboxHostname,
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--info-fd", "3", "--block-fd", "4")
 	args = append(args, "--chdir", AppMount, "bash", "-c", pc.script)
 	return args, nil
+}
+
+// launch starts a host-rootfs phase like an image phase: cgroups and the
+// network attached before the command runs.
+func (b bwrapIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+	args, err := bwrapArgs(pc)
+	if err != nil {
+		return nil, nil, err
+	}
+	slirp, _ := exec.LookPath("slirp4netns")
+	return launchBwrap(b.path, args, slirp, pc, cg, stdout, stderr)
 }
 
 type processIsolation struct{}

@@ -35,19 +35,16 @@ type phaseOutcome struct {
 	TimedOut              bool
 	// Canceled reports that the runner itself was asked to stop.
 	Canceled bool
+	// OOMKills counts the phase's processes the kernel killed for its
+	// memory limit.
+	OOMKills int
 }
 
 // runPhase runs p under iso and waits for it. The error reports only that the
 // phase could not be run at all; a non-zero exit or a timeout is an outcome.
 func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error) {
 	out := phaseOutcome{ExitCode: -1}
-	cmd, err := iso.command(p.cmd)
-	if err != nil {
-		return out, fmt.Errorf("%s phase: %w", p.name, err)
-	}
-	prepareProcess(cmd)
 	cg := p.cgroup
-	cg.wrap(cmd)
 	stdout, err := newCappedFile(p.stdout, maxCapturedOutput)
 	if err != nil {
 		return out, fmt.Errorf("%s phase: %w", p.name, err)
@@ -58,8 +55,6 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 		return out, fmt.Errorf("%s phase: %w", p.name, err)
 	}
 	defer stderr.Close()
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = waitDelay
 
 	phaseCtx, cancel := ctx, context.CancelFunc(func() {})
 	if p.timeout > 0 {
@@ -68,10 +63,12 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 	defer cancel()
 
 	out.StartedAt = time.Now().UTC()
-	if err := cmd.Start(); err != nil {
+	cmd, release, err := startPhase(iso, p, stdout, stderr)
+	if err != nil {
 		out.FinishedAt = time.Now().UTC()
-		return out, fmt.Errorf("%s phase: start: %w", p.name, err)
+		return out, fmt.Errorf("%s phase: %w", p.name, err)
 	}
+	defer release()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
@@ -92,6 +89,27 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 		return out, fmt.Errorf("%s phase: wait: %w", p.name, waitErr)
 	}
 	return out, nil
+}
+
+// startPhase starts p's process: through the isolation when it starts
+// phases itself, else as the isolation's command joined to p's cgroups.
+// release frees what the start set up beside the process (its network).
+func startPhase(iso isolation, p phase, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+	if l, ok := iso.(launcher); ok {
+		return l.launch(p.cmd, p.cgroup, stdout, stderr)
+	}
+	cmd, err := iso.command(p.cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	prepareProcess(cmd)
+	p.cgroup.wrap(cmd)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start: %w", err)
+	}
+	return cmd, func() {}, nil
 }
 
 // killGroup sends SIGKILL to the process group led by pid.

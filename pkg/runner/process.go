@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,8 +49,12 @@ func execPhase(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(execPhaseCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dropCaps := fs.Bool("drop-caps", false, "drop "+capNames+" from the bounding set")
+	uid := fs.Int("uid", -1, "become this uid (and drop every capability) before the exec")
+	gid := fs.Int("gid", -1, "with --uid: become this gid")
+	groups := fs.String("groups", "", "with --uid: comma-separated supplementary gids")
+	dockerCaps := fs.Bool("docker-caps", false, "keep only Docker's default capabilities in the bounding set")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] -- program args...")
+		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] [--uid N --gid G [--groups A,B]] -- program args...")
 		return 127
 	}
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
@@ -64,6 +69,23 @@ func execPhase(args []string, stderr io.Writer) int {
 			}
 		}
 	}
+	if *dockerCaps {
+		for c := uintptr(0); c <= 63; c++ {
+			if slices.Contains(dockerDefaultCapNums, c) {
+				continue
+			}
+			if err := prctl(prCapBSetDrop, c); err != nil && !errors.Is(err, syscall.EINVAL) {
+				fmt.Fprintf(stderr, "sandbox-runner exec-phase: drop capability %d: %v\n", c, err)
+				return 127
+			}
+		}
+	}
+	if *uid >= 0 {
+		if err := becomeUser(*uid, *gid, *groups); err != nil {
+			fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
+			return 127
+		}
+	}
 	path, err := exec.LookPath(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
@@ -72,6 +94,42 @@ func execPhase(args []string, stderr io.Writer) int {
 	err = syscall.Exec(path, fs.Args(), os.Environ())
 	fmt.Fprintf(stderr, "sandbox-runner exec-phase: exec %s: %v\n", path, err)
 	return 127
+}
+
+// becomeUser empties the capability bounding set, then sets the
+// supplementary groups, gid and uid (all three of each): with every uid
+// non-zero the kernel clears the permitted and effective capabilities, and
+// no-new-privileges (set before) keeps setuid binaries from restoring them.
+func becomeUser(uid, gid int, groups string) error {
+	if uid <= 0 || gid < 0 {
+		return fmt.Errorf("--uid %d --gid %d: want a non-root uid and a gid", uid, gid)
+	}
+	gids := []int{}
+	for _, g := range strings.Split(groups, ",") {
+		if g == "" {
+			continue
+		}
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			return fmt.Errorf("--groups %q: %w", groups, err)
+		}
+		gids = append(gids, n)
+	}
+	for c := uintptr(0); c <= 63; c++ {
+		if err := prctl(prCapBSetDrop, c); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := syscall.Setgroups(gids); err != nil {
+		return fmt.Errorf("set groups: %w", err)
+	}
+	if err := syscall.Setresgid(gid, gid, gid); err != nil {
+		return fmt.Errorf("set gid %d: %w", gid, err)
+	}
+	if err := syscall.Setresuid(uid, uid, uid); err != nil {
+		return fmt.Errorf("set uid %d: %w", uid, err)
+	}
+	return nil
 }
 
 const capNames = "CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_PTRACE and CAP_SYS_ADMIN"

@@ -63,7 +63,12 @@ func stripDir(err error, dir string) string {
 
 // finish collects artifacts and writes (and uploads) result.json.
 func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
-	for part, src := range map[string]string{"agent": t.host.AgentLogs, "verifier": t.host.VerifierLogs} {
+	t.keepDiff()
+	parts := map[string]string{"agent": t.host.AgentLogs, "verifier": t.host.VerifierLogs}
+	if t.host.Artifacts != "" {
+		parts["artifacts"] = t.host.Artifacts
+	}
+	for part, src := range parts {
 		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes, redact: t.redact})
 		if err != nil {
 			return harbor.TrialResult{}, fmt.Errorf("collect artifacts: %w", err)
@@ -146,8 +151,24 @@ func (t *trial) agentResult() *harbor.AgentResult {
 	}
 	ar := &harbor.AgentResult{}
 	if u := t.usage; u != nil {
-		in, cache, out, cost := int(u.InputTokens), int(u.CacheTokens), int(u.OutputTokens), u.CostUSD
-		ar.NInputTokens, ar.NCacheTokens, ar.NOutputTokens, ar.CostUSD = &in, &cache, &out, &cost
+		in, cache, out := int(u.InputTokens), int(u.CacheTokens), int(u.OutputTokens)
+		ar.NInputTokens, ar.NCacheTokens, ar.NOutputTokens = &in, &cache, &out
+		if u.CostReported {
+			cost := u.CostUSD
+			ar.CostUSD = &cost
+		}
+	}
+	if t.gateway != nil || t.programUsage != nil {
+		ar.Metadata = map[string]any{}
+		if g := t.gateway; g != nil {
+			// The gateway metered these tokens; its cost is estimated from
+			// list prices unless the provider reported one.
+			ar.Metadata["model_gateway"] = g
+			ar.Metadata["cost_estimated"] = g.CostEstimated
+		}
+		if p := t.programUsage; p != nil {
+			ar.Metadata[programUsageMD] = p
+		}
 	}
 	return ar
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -54,6 +55,39 @@ type Options struct {
 	AgentsDir string
 	// BwrapPath is the bubblewrap binary; "" looks up bwrap on PATH.
 	BwrapPath string
+	// AgentBundles is the agent-bundle cache bundled harnesses run from
+	// ("" = agentbundle.DefaultDir()).
+	AgentBundles string
+	// Forwarder is the sandbox-runner binary the agent's sandbox runs to
+	// reach the model gateway ("" = this program, which is one).
+	Forwarder string
+	// Models resolves the agent's model to the upstream the model gateway
+	// forwards to (nil = gateway.NewResolver(), the default provider table).
+	Models *gateway.Resolver
+	// Image is the task's unpacked image (bwrap isolation: required).
+	Image *Image
+	// SelfPath is this runner's binary, bound into image sandboxes to
+	// enter a non-root image user ("" = os.Executable()). It must be
+	// statically linked: the image has its own libc, or none.
+	SelfPath string
+	// InstalledAgentDir, when set, is mounted read-only at
+	// /installed-agent in the agent phase (the harness's agent bundle).
+	InstalledAgentDir string
+	// StaticBinDir, when set, is mounted read-only at /opt/gauntlet/bin in
+	// every phase of an image sandbox (the platform's static helpers).
+	StaticBinDir string
+	// PidsLimit bounds each phase's processes (0 = DefaultPidsLimit, < 0 =
+	// none).
+	PidsLimit int
+	// StorageMB is the per-attempt storage limit when the task sets no
+	// storage_mb (0 = DefaultStorageMB, < 0 = none).
+	StorageMB int
+	// NetworkCeiling is the operator's most permissive network mode for
+	// every task ("" or public = no restriction, allowlist, no-network).
+	NetworkCeiling string
+	// KeepDiff keeps an image sandbox's writable layer as
+	// artifacts/diff.tar.gz (an OCI layer of what the attempt changed).
+	KeepDiff bool
 	// HTTPClient downloads task bundles and uploads outputs; nil uses a
 	// client with a 5-minute timeout.
 	HTTPClient *http.Client
@@ -90,6 +124,7 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []harness.H
 	}
 	t.redact = newRedactor(spec.Secrets, spec.VerifierSecrets)
 	defer t.closeLog()
+	defer t.closeLayer()
 	if err := t.run(ctx); err != nil {
 		t.log.Error("trial aborted", "err", err)
 		return harbor.TrialResult{}, err
@@ -105,6 +140,10 @@ type trial struct {
 	iso     isolation
 	// container is iso under container isolation, else nil.
 	container *containerIsolation
+	// image is iso under image (bwrap) isolation, else nil; layer is its
+	// attempt's writable root once set up.
+	image *imageIsolation
+	layer *layer
 	// redact scrubs the secret values out of everything collected.
 	redact  *redactor
 	work    string
@@ -119,8 +158,12 @@ type trial struct {
 	timings    map[string]*harbor.TimingInfo
 	exceptions []harbor.ExceptionInfo
 	usage      *harness.Usage
-	reward     *harbor.Reward
-	exitCodes  map[string]int
+	// programUsage is what a bundled program reported itself, kept beside
+	// the gateway's metering (usage); gateway is the gateway's totals.
+	programUsage *harness.Usage
+	gateway      *gateway.Totals
+	reward       *harbor.Reward
+	exitCodes    map[string]int
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -135,6 +178,7 @@ func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation)
 	t := &trial{spec: spec, opts: opts, harness: h, iso: iso, work: work, out: out,
 		startedAt: time.Now().UTC(), timings: map[string]*harbor.TimingInfo{}, exitCodes: map[string]int{}}
 	t.container, _ = iso.(*containerIsolation)
+	t.image, _ = iso.(*imageIsolation)
 	for _, dir := range []string{work, out} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -184,20 +228,27 @@ func (t *trial) run(ctx context.Context) error {
 	if _, ok := t.iso.(processIsolation); ok {
 		t.log.Warn(processWarningMsg)
 	}
+	if _, ok := t.iso.(bwrapIsolation); ok {
+		t.log.Warn(hostRootfsWarningMsg)
+	}
 	if t.container != nil && t.spec.Task.Dir != "" {
 		t.log.Warn("container isolation with a task directory: keep it unreadable to the agent uid (the cloud passes a bundle, unpacked into the root-only work dir)")
 	}
 	if err := t.setUpEnvironment(ctx); err != nil {
 		return err
 	}
-	runCmd, err := t.harness.RunCommand(harness.RunTemplateData{
-		Command: t.spec.Command, Model: t.spec.Model, InstructionFile: t.seen.AgentLogs + "/instruction.md",
-		SolutionDir: t.seen.Solution, AgentsDir: t.seen.Agents,
-	})
+	rig, err := t.prepareRig(ctx)
 	if err != nil {
 		return err
 	}
-	if err := t.runAgent(ctx, runCmd); err != nil {
+	runCmd, err := t.harness.RunCommand(t.templateData(rig))
+	if err != nil {
+		t.closeRig(rig)
+		return err
+	}
+	err = t.runAgent(ctx, runCmd, rig)
+	t.closeRig(rig)
+	if err != nil {
 		return err
 	}
 	if t.container != nil {
@@ -205,6 +256,9 @@ func (t *trial) run(ctx context.Context) error {
 			return err
 		}
 		t.log.Info("no process of the agent uid is left")
+	}
+	if rig != nil {
+		t.keepAgentLogs(rig)
 	}
 	return t.runVerifier(ctx)
 }
@@ -219,16 +273,24 @@ func (t *trial) setUpEnvironment(ctx context.Context) error {
 	if t.task, err = harbor.LoadTask(dir); err != nil {
 		return fmt.Errorf("load task: %w", err)
 	}
+	if err := t.setUpLayer(); err != nil {
+		return err
+	}
 	t.host, t.seen = t.iso.layouts(t.work, dir, t.opts.AgentsDir)
 	if err := t.prepareDirs(dir); err != nil {
 		return err
 	}
-	notes, err := seedApp(dir, t.host.App)
-	if err != nil {
-		return fmt.Errorf("seed %s: %w", AppMount, err)
-	}
-	for _, n := range notes {
-		t.log.Warn("environment file not copied", "note", n)
+	// An image already holds the task's environment (Harbor copies nothing
+	// from environment/ at run time); without one, /app is seeded from
+	// environment/files.
+	if t.image == nil {
+		notes, err := seedApp(dir, t.host.App)
+		if err != nil {
+			return fmt.Errorf("seed %s: %w", AppMount, err)
+		}
+		for _, n := range notes {
+			t.log.Warn("environment file not copied", "note", n)
+		}
 	}
 	instruction := filepath.Join(t.host.AgentLogs, "instruction.md")
 	if err := os.WriteFile(instruction, []byte(t.task.Instruction), 0o644); err != nil {
@@ -249,17 +311,23 @@ func (t *trial) prepareDirs(taskDir string) error {
 	if t.container != nil {
 		return t.container.prepareAgent(t.host, taskDir, t.harness.MountsSolution)
 	}
+	if t.image != nil {
+		return t.prepareImageDirs()
+	}
 	for _, dir := range []string{t.host.App, t.host.AgentLogs, t.host.VerifierLogs, t.host.Tmp} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
+	}
+	if _, ok := t.iso.(bwrapIsolation); ok {
+		return writeEtcStubs(t.etcStubs())
 	}
 	return nil
 }
 
 // runAgent runs the install step and the agent. Agent failures become
 // exceptions; the error reports only a phase that could not be started.
-func (t *trial) runAgent(ctx context.Context, runCmd string) error {
+func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) error {
 	if t.harness.MountsSolution && !t.task.HasSolution {
 		t.except(harbor.ExceptionAgentSetup, fmt.Sprintf("harness %q needs the task's %s, which does not exist", t.harness.Name, harbor.SolutionScript))
 		return nil
@@ -271,7 +339,15 @@ func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode)),
 	}
-	if t.harness.KeyEnv != "" && !t.hasSecret(t.harness.KeyEnv) {
+	if err := t.imagePhase(&base, roleAgent); err != nil {
+		return err
+	}
+	if rig != nil {
+		if err := t.rigPhase(rig, &base); err != nil {
+			return err
+		}
+	}
+	if rig == nil && t.harness.KeyEnv != "" && !t.hasSecret(t.harness.KeyEnv) {
 		t.log.Warn("the harness's model key variable is not among the agent's secrets", "key_env", t.harness.KeyEnv)
 	}
 	if t.harness.Install != "" {
@@ -292,15 +368,26 @@ func (t *trial) runAgent(ctx context.Context, runCmd string) error {
 	}
 	agent := base
 	agent.script = runCmd
+	if rig != nil {
+		t.rigScript(rig, &agent)
+	}
 	out, err := t.phase(ctx, "agent_execution", agent, t.spec.AgentTimeout, agentStdout, agentStderr, t.host.AgentLogs)
 	if err != nil {
 		return err
 	}
 	switch {
+	case out.OOMKills > 0:
+		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the agent exceeded its memory limit of %d MB; the kernel killed %d of its processes (exit code %d)", t.limits().MemoryMB, out.OOMKills, out.ExitCode))
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
-	case out.ExitCode != 0:
-		t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)", out.ExitCode, agentStderr))
+	default:
+		failed, err := t.modelException(rig, out.ExitCode)
+		if err != nil {
+			return err
+		}
+		if !failed && out.ExitCode != 0 {
+			t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)%s", out.ExitCode, agentStderr, t.storageNote()))
+		}
 	}
 	t.readUsage()
 	return nil
@@ -341,6 +428,9 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		mounts:  t.verifierMounts(),
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Verifier.NetworkMode)),
+	}
+	if err := t.imagePhase(&pc, roleVerifier); err != nil {
+		return err
 	}
 	out, err := t.phase(ctx, "verifier", pc, t.spec.VerifierTimeout, verifierStdout, verifierStderr, t.host.VerifierLogs)
 	if err != nil {
@@ -390,6 +480,9 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	}
 	timing.StartedAt, timing.FinishedAt = &out.StartedAt, &out.FinishedAt
 	t.exitCodes[name] = out.ExitCode
+	if out.OOMKills = cg.oomKills(); out.OOMKills > 0 {
+		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
+	}
 	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
 		"duration", out.FinishedAt.Sub(out.StartedAt).Round(time.Millisecond).String())
 	return out, nil
@@ -410,6 +503,9 @@ func (t *trial) phaseCgroup(name string, pc phaseCommand) (*cgroup, []string) {
 }
 
 func (t *trial) agentMounts() []mount {
+	if t.image != nil {
+		return t.imageAgentMounts()
+	}
 	m := []mount{
 		{host: t.host.App, target: AppMount, writable: true},
 		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
@@ -424,6 +520,9 @@ func (t *trial) agentMounts() []mount {
 }
 
 func (t *trial) verifierMounts() []mount {
+	if t.image != nil {
+		return t.imageVerifierMounts()
+	}
 	return []mount{
 		{host: t.host.App, target: AppMount, writable: true},
 		{host: t.host.AgentLogs, target: AgentLogMount},
@@ -442,7 +541,10 @@ func (t *trial) phaseNetwork(override string) string {
 }
 
 func (t *trial) limits() resourceLimits {
-	lim := resourceLimits{CPUs: t.spec.CPUs, MemoryMB: t.spec.MemoryMB}
+	lim := resourceLimits{CPUs: t.spec.CPUs, MemoryMB: t.spec.MemoryMB, Pids: t.opts.PidsLimit}
+	if lim.Pids == 0 {
+		lim.Pids = DefaultPidsLimit
+	}
 	if lim.CPUs == 0 {
 		lim.CPUs = t.task.Config.Environment.CPUs
 	}

@@ -46,26 +46,29 @@ func TestMain(m *testing.M) {
 	}
 	runnerBinary = filepath.Join(dir, "sandbox-runner")
 	build := exec.Command("go", "build", "-o", runnerBinary, "github.com/gauntlet-bench/gauntlet/cmd/sandbox-runner")
+	// Static, as make build makes it: image sandboxes run it inside the image.
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build sandbox-runner:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
+	benchDocker.stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 // requireBwrap fails (never skips) when bubblewrap is missing: the sandbox
 // is the point of these tests.
-func requireBwrap(t *testing.T) {
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bubblewrap is required for the sandbox tests: apt-get install bubblewrap (%v)", err)
 	}
 }
 
-func fixtureDir(t *testing.T) string {
+func fixtureDir(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs("testdata/task")
 	if err != nil {
@@ -74,7 +77,7 @@ func fixtureDir(t *testing.T) string {
 	return dir
 }
 
-func baseSpec(t *testing.T, harness string) sandbox.Spec {
+func baseSpec(t testing.TB, harness string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: "run-1/slot-1/g0", RunID: "run-1", SlotID: "slot-1",
 		Task:    sandbox.TaskRef{Name: "task", Dir: fixtureDir(t)},
@@ -98,6 +101,14 @@ func runTrialWith(t *testing.T, spec sandbox.Spec, opts Options, table []harness
 	requireBwrap(t)
 	dir := t.TempDir()
 	opts.WorkDir, opts.OutDir = filepath.Join(dir, "work"), filepath.Join(dir, "out")
+	if opts.Isolation == "" && opts.Image == nil {
+		// The fixture task has no image: these tests run on the host's
+		// root filesystem, the development mode.
+		opts.Isolation = IsolationHostBwrap
+	}
+	if opts.SelfPath == "" {
+		opts.SelfPath = runnerBinary
+	}
 	tr, err := run(context.Background(), spec, opts, table)
 	if err != nil {
 		t.Fatalf("Run(%s) error: %v", spec.Harness, err)
@@ -229,7 +240,9 @@ func TestRunAgentSandboxHidesTestsSolutionAndNetwork(t *testing.T) {
 	}{
 		{name: "no-network", network: harbor.NetworkNone, want: map[string]string{"net": "blocked", "interfaces": "lo "}},
 		{name: "empty mode denies", network: "", want: map[string]string{"net": "blocked", "interfaces": "lo "}},
-		{name: "public", network: harbor.NetworkPublic, want: map[string]string{"net": "open"}},
+		// public has a network of its own (slirp4netns), never the host's
+		// loopback, where the listener is.
+		{name: "public", network: harbor.NetworkPublic, want: map[string]string{"net": "blocked"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,7 +260,7 @@ func TestRunAgentSandboxHidesTestsSolutionAndNetwork(t *testing.T) {
 				want[k] = v
 			}
 			if tc.network == harbor.NetworkPublic {
-				delete(got, "interfaces") // the host's interfaces
+				delete(got, "interfaces") // lo and slirp4netns's tap0
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("probe from inside the agent sandbox (-want +got):\n%s", diff)
@@ -411,8 +424,9 @@ func TestRunAppliesMemoryLimit(t *testing.T) {
 	spec.MemoryMB = 64
 	spec.Command = `python3 -c 'b = bytearray(400 << 20); print(len(b))'`
 	r := runTrial(t, spec, Options{})
-	if r.result.ExceptionInfo == nil || r.result.ExceptionInfo.ExceptionType != harbor.ExceptionAgentExit {
-		t.Errorf("exception = %+v, want %s (the allocation is killed by the memory limit)", r.result.ExceptionInfo, harbor.ExceptionAgentExit)
+	if r.result.ExceptionInfo == nil || r.result.ExceptionInfo.ExceptionType != harbor.ExceptionAgentOOM ||
+		!strings.HasPrefix(r.result.ExceptionInfo.ExceptionMessage, "oom:") {
+		t.Errorf("exception = %+v, want %s (the allocation is killed by the memory limit)", r.result.ExceptionInfo, harbor.ExceptionAgentOOM)
 	}
 	if log := r.artifact(t, "runner.log"); !strings.Contains(log, "memory limit 64 MB applied") {
 		t.Errorf("runner.log does not record the memory limit:\n%s", log)
@@ -432,7 +446,7 @@ echo gauntlet > /app/answer.txt`
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(runnerBinary, "--out", filepath.Join(dir, "out"), "--work", filepath.Join(dir, "work"))
+	cmd := exec.Command(runnerBinary, "--isolation", IsolationHostBwrap, "--out", filepath.Join(dir, "out"), "--work", filepath.Join(dir, "work"))
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		SpecEnv + "=" + string(specJSON),
@@ -505,11 +519,12 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "unknown harness", spec: string(unknown), want: sandbox.ExitInfra},
 		{name: "bubblewrap missing", spec: string(good), args: []string{"--bwrap", "/nonexistent/bwrap"}, want: sandbox.ExitInfra},
 		{name: "bad isolation", spec: string(good), args: []string{"--isolation", "docker"}, want: sandbox.ExitInfra},
+		{name: "image isolation without an image", spec: string(good), args: []string{"--isolation", IsolationBwrap}, want: sandbox.ExitInfra},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := append([]string{"--out", filepath.Join(dir, "out"), "--work", filepath.Join(dir, "work")}, tc.args...)
+			args := append([]string{"--isolation", IsolationHostBwrap, "--out", filepath.Join(dir, "out"), "--work", filepath.Join(dir, "work")}, tc.args...)
 			env := []string{}
 			if tc.spec != "" {
 				env = append(env, SpecEnv+"="+tc.spec)
@@ -554,7 +569,7 @@ func TestRunBwrapMissingSaysHowToInstall(t *testing.T) {
 func TestRunRejectsAnEmptyCommand(t *testing.T) {
 	requireBwrap(t)
 	dir := t.TempDir()
-	_, err := Run(context.Background(), baseSpec(t, "command"), Options{WorkDir: filepath.Join(dir, "w"), OutDir: filepath.Join(dir, "o")})
+	_, err := Run(context.Background(), baseSpec(t, "command"), Options{Isolation: IsolationHostBwrap, WorkDir: filepath.Join(dir, "w"), OutDir: filepath.Join(dir, "o")})
 	if err == nil || !strings.Contains(err.Error(), "command") {
 		t.Errorf("Run(command harness without a command) error = %v, want one naming the command", err)
 	}
@@ -573,7 +588,7 @@ echo gauntlet > /app/answer.txt`
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	cmd := exec.Command(runnerBinary, "--out", out, "--work", filepath.Join(dir, "work"))
+	cmd := exec.Command(runnerBinary, "--isolation", IsolationHostBwrap, "--out", out, "--work", filepath.Join(dir, "work"))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), SpecEnv + "=" + string(specJSON),
 		"GAUNTLET_SECRET_AGENT_TOKEN=tok-agent-0123456789", "GAUNTLET_VERIFIER_SECRET_SHORT=1234"}
 	output, err := cmd.CombinedOutput()

@@ -1,4 +1,6 @@
-// Package sandbox defines the sandbox port: launching the sandbox-runner for
+// Package sandbox defines the sandbox port.
+//
+// It defines the sandbox port: launching the sandbox-runner for
 // one slot in an isolated environment, stopping it, listing a run's sandboxes,
 // and the completion event emitted when one ends. The local driver runs the
 // runner as a child process (bubblewrap isolation); the cloud driver runs an
@@ -20,13 +22,20 @@ var ErrNotFound = errors.New("sandbox: not found")
 // machine (for example bubblewrap is missing); its message says how to fix it.
 var ErrUnavailable = errors.New("sandbox: driver unavailable")
 
-// TaskRef says where the runner finds the task's files (task.toml,
-// instruction.md, tests/, solution/, environment/). Exactly one of Dir (a
-// local directory), BundleFile (a local .tar.gz, the local blob store's file)
-// and BundleURL (a presigned GET of a .tar.gz, in the cloud) is set.
+// TaskRef says where the task's files are (task.toml, instruction.md,
+// tests/, solution/, environment/).
+//
+// The pipeline fills the stored references: BundleKey, the blob key of the
+// task's .tar.gz bundle, and Dir, a local directory recorded at sync time
+// (managed benchmarks kept on disk). Each driver resolves them through its
+// blob port into the one location the runner reads — Dir, BundleFile (a
+// local .tar.gz) or BundleURL (a presigned GET) — so core code never asks
+// which blob adapter is wired (ResolveLocal is the local drivers' rule).
 type TaskRef struct {
-	Name       string `json:"name"`
-	Dir        string `json:"dir,omitempty"`
+	Name      string `json:"name"`
+	BundleKey string `json:"bundle_key,omitempty"`
+	Dir       string `json:"dir,omitempty"`
+	// BundleFile and BundleURL are set by the driver.
 	BundleFile string `json:"bundle_file,omitempty"`
 	BundleURL  string `json:"bundle_url,omitempty"`
 }
@@ -36,13 +45,21 @@ type TaskRef struct {
 // driver copies Dir into the blob store under Prefix; in the cloud the runner
 // uploads to the presigned URLs, so it needs no credentials.
 type Output struct {
-	Prefix       string `json:"prefix"`                  // blob key prefix, e.g. runs/<run>/slots/<slot>/g<gen>/
-	ResultURL    string `json:"result_url,omitempty"`    // presigned PUT for result.json
-	ArtifactsURL string `json:"artifacts_url,omitempty"` // presigned PUT for artifacts.tar.gz
+	Prefix string `json:"prefix"` // blob key prefix, e.g. runs/<run>/slots/<slot>/g<gen>/
+	// Expires is when upload URLs a driver hands out must expire: the
+	// sandbox's deadline (the watchdog stops it then), so a leaked URL
+	// cannot rewrite a result after the slot is over.
+	Expires      time.Time `json:"expires,omitzero"`
+	ResultURL    string    `json:"result_url,omitempty"`    // presigned PUT for result.json
+	ArtifactsURL string    `json:"artifacts_url,omitempty"` // presigned PUT for artifacts.tar.gz
 }
 
+// SpecEnv is the environment variable that carries a slot spec (JSON) to
+// the runner when no spec file is given (the ECS driver's task override).
+const SpecEnv = "GAUNTLET_SLOT_SPEC"
+
 // Spec is everything a sandbox needs to run one slot. It is serialized to
-// JSON for the runner (GAUNTLET_SLOT_SPEC); Secrets never are.
+// JSON for the runner (a file, or SpecEnv); Secrets never are.
 type Spec struct {
 	// LaunchID identifies this launch (run, slot, generation); launching the
 	// same LaunchID twice adopts the first sandbox instead of starting another.

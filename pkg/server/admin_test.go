@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 // oneTaskConfig runs the oracle once on one task: the cheapest submission.

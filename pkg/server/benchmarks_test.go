@@ -1,11 +1,12 @@
 package server_test
 
 import (
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 func TestManagedBenchmark(t *testing.T) {

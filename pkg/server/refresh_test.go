@@ -36,7 +36,7 @@ func TestPeriodicRefresh(t *testing.T) {
 		DataDir: t.TempDir(), Addr: "127.0.0.1:0", Registry: ex("registry.json"), CredentialsPath: "-",
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RefreshEvery: 100 * time.Millisecond, RefreshAfter: time.Millisecond,
-		Local: local.Options{RunnerPath: runner, Isolation: "bwrap", Catalog: ex("catalog.toml")},
+		Local: local.Options{RunnerPath: runner, Isolation: "bwrap-host", Catalog: ex("catalog.toml")}, // the example tasks run on the host rootfs (development mode) until they carry images
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,13 +2,14 @@ package server_test
 
 import (
 	"encoding/json"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 func TestPublicRoutesAndAuth(t *testing.T) {

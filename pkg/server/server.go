@@ -1,4 +1,6 @@
-// Package server composes `gauntlet local`: the embedded platform
+// Package server composes `gauntlet local`.
+//
+// It composes `gauntlet local`: the embedded platform
 // (pkg/local: SQLite, local queues, blobs, secrets, sandboxes and the
 // pipeline loops), the benchmark sync service with its queue loop, the HTTP
 // API and the web console, served on loopback. On first start it creates a
@@ -21,6 +23,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
@@ -31,7 +34,7 @@ const DefaultAddr = "127.0.0.1:8080"
 
 // SyncQueue is the local queue of benchmark sync messages (dead letters go
 // to SyncQueue-dlq).
-const SyncQueue = "sync"
+const SyncQueue = string(fnspec.SyncQueue)
 
 // syncMaxReceives is how often a failing sync message is delivered before
 // it is dead-lettered.
@@ -130,12 +133,13 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
-		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, AllowPrivateNetworks: lo.AllowPrivateRegistry})
+		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments,
+		AllowPrivateNetworks: lo.AllowPrivateRegistry})
 	if err != nil {
 		return err
 	}
 	s.benchmarks = &benchmarks{benchsync.Queued{Service: s.sync, Queue: syncQueue}}
-	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Benchmarks: s.benchmarks,
+	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: s.benchmarks,
 		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
 		return err

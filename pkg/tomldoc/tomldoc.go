@@ -1,4 +1,6 @@
-// Package tomldoc decodes the TOML documents gauntlet reads (run configs,
+// Package tomldoc decodes TOML documents with one decoder configuration.
+//
+// It decodes the TOML documents gauntlet reads (run configs,
 // the benchmark catalog, Harbor's task.toml) with one decoder configuration.
 //
 // Every caller gets the same decoder (BurntSushi/toml, TOML 1.0) called the

@@ -49,13 +49,18 @@ export function outcomeBar(progress, outcomes, { large = false } = {}) {
   } else {
     segs.push(h('span', { class: 'seg-done', style: { width: frac(done) } }));
   }
-  const percent = total > 0 ? Math.floor((100 * done) / total) : 0;
+  // Cancelled slots ended but never ran: the count is of attempts that ran
+  // (a run stopped before anything started is 0 of N, not N of N).
+  const cancelled = outcomes ? (outcomes.cancelled || 0) : 0;
+  const ran = Math.max(0, done - cancelled);
+  const percent = total > 0 ? Math.floor((100 * ran) / total) : 0;
   return h('div', { class: ['progress', large && 'large'] },
     h('div', {
-      class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': done,
-      'aria-label': `${count(done)} of ${count(total)} complete`,
+      class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': total, 'aria-valuenow': ran,
+      'aria-label': `${count(ran)} of ${count(total)} ran${cancelled ? `, ${count(cancelled)} cancelled` : ''}`,
     }, segs),
-    h('span', { class: 'label' }, `${count(done)}/${count(total)}`, large ? ` · ${percent}%` : ''));
+    h('span', { class: 'label' }, `${count(ran)}/${count(total)}`, large ? ` · ${percent}%` : '',
+      large && cancelled ? ` · ${count(cancelled)} cancelled` : ''));
 }
 
 /** outcomeLegend explains the outcome colours of outcomeBar. */
@@ -71,7 +76,9 @@ export function outcomeLegend(outcomes) {
 
 /** syncProgress renders a benchmark sync's synced/total. */
 export function syncProgress(p) {
-  return outcomeBar({ completed: p?.synced || 0, total: p?.total || 0 }, null);
+  const bar = outcomeBar({ completed: p?.synced || 0, total: p?.total || 0 }, null);
+  // "Preparing images · 3 / 15" while a sync pins and builds task images.
+  return p?.label ? h('div', {}, bar, h('div', { class: 'sub' }, p.label)) : bar;
 }
 
 /**

@@ -24,10 +24,15 @@ type BenchmarkView struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// SyncProgress counts the tasks of a sync.
+// SyncProgress counts the steps of a sync's phase.
 type SyncProgress struct {
 	Synced int `json:"synced"`
 	Total  int `json:"total"`
+	// Phase is tasks (fetching tasks) or images (preparing task images)
+	// while syncing; empty otherwise.
+	Phase string `json:"phase,omitempty"`
+	// Label says it in words: "Fetching tasks · 4 / 15", "Preparing images · 3 / 15".
+	Label string `json:"label,omitempty"`
 }
 
 // RunBrief names a run.
@@ -63,6 +68,10 @@ type ManifestView struct {
 	RequiredSecrets []string            `json:"required_secrets"`
 	Difficulties    map[string]int      `json:"difficulties"`
 	TaskSetTasks    map[string][]string `json:"task_set_tasks"`
+	// UnavailableTasks are tasks whose image could not be had at sync.
+	UnavailableTasks []UnavailableTask `json:"unavailable_tasks"`
+	// Check is the environment check of this version; null until one ran.
+	Check *EnvCheckView `json:"check"`
 }
 
 // TaskView is one task; category and difficulty are null when the source
@@ -72,6 +81,49 @@ type TaskView struct {
 	Category   *string  `json:"category"`
 	Difficulty *string  `json:"difficulty"`
 	Tags       []string `json:"tags"`
+	// Environment is the task's pinned image; null in manifests synced
+	// without image preparation.
+	Environment *TaskEnvironment `json:"environment"`
+	// Check is the environment check's verdict (ok, broken, trivial,
+	// unavailable); null until a check ran on this manifest version.
+	Check *string `json:"check"`
+}
+
+// TaskEnvironment is where a task's image comes from and what it is pinned to.
+type TaskEnvironment struct {
+	// Source is pull (docker_image), build (environment/Dockerfile) or
+	// default (the platform's default image).
+	Source string `json:"source"`
+	// Image is the reference as the task (or platform) states it.
+	Image string `json:"image,omitempty"`
+	// Pinned is the digest reference every attempt runs.
+	Pinned   string `json:"pinned,omitempty"`
+	BuildKey string `json:"build_key,omitempty"`
+	// BuildLog is the API path of the build log, for Dockerfile tasks.
+	BuildLog string `json:"build_log,omitempty"`
+	// Unavailable says why the task cannot be attempted.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// UnavailableTask is a task that gets no attempts, and why.
+type UnavailableTask struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// EnvCheckView is the environment check of a manifest version: the oracle
+// and nop run once per task in its real environment; broken tasks (the
+// oracle fails) and trivial ones (nop passes) are listed.
+type EnvCheckView struct {
+	Version string `json:"version"`
+	// Status is running or done.
+	Status    string     `json:"status"`
+	Run       string     `json:"run,omitempty"`
+	Broken    []string   `json:"broken"`
+	Trivial   []string   `json:"trivial"`
+	Checked   int        `json:"checked"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
 }
 
 // CategoryView is a category with its task count.

@@ -22,7 +22,7 @@ var schemaTypes = map[string]any{
 	"ResultDetail": ResultDetail{}, "ResultList": ResultList{}, "Run": RunView{}, "RunBrief": RunBrief{},
 	"RunDetail": RunDetail{}, "RunList": RunList{}, "Secret": SecretView{}, "SecretList": SecretList{},
 	"SecretValue": SecretValue{}, "SetBilling": SetBillingRequest{}, "Source": Source{}, "Tokens": Tokens{}, "ValidationReport": ValidationReport{},
-	"Workspace": WorkspaceView{},
+	"Workspace": WorkspaceView{}, "TaskEnvironment": TaskEnvironment{}, "UnavailableTask": UnavailableTask{}, "EnvCheck": EnvCheckView{},
 }
 
 type schema struct {

@@ -20,11 +20,14 @@ type RunView struct {
 	ManifestDigest  string `json:"manifest_digest"`
 	TaskSet         string `json:"task_set,omitempty"`
 	// Coverage is full, parity or subset.
-	Coverage  string   `json:"coverage"`
-	TaskCount int      `json:"task_count"`
-	Agents    int      `json:"agent_count"`
-	Progress  Progress `json:"progress"`
-	Outcomes  Outcomes `json:"outcomes"`
+	Coverage  string `json:"coverage"`
+	TaskCount int    `json:"task_count"`
+	// UnavailableTasks are selected tasks the run does not attempt: their
+	// image could not be had at sync.
+	UnavailableTasks []UnavailableTask `json:"unavailable_tasks"`
+	Agents           int               `json:"agent_count"`
+	Progress         Progress          `json:"progress"`
+	Outcomes         Outcomes          `json:"outcomes"`
 	// DurationSec runs from the first sandbox start to the end, live while
 	// the run is going; 0 before anything started.
 	DurationSec float64    `json:"duration_sec"`
@@ -191,6 +194,10 @@ type ResultView struct {
 	DurationSec float64    `json:"duration_sec"`
 	StartedAt   *time.Time `json:"started_at"`
 	EndedAt     *time.Time `json:"ended_at"`
+	// TaskCheck flags a task the environment check of the run's manifest
+	// version found broken (the oracle fails there, so a failure says
+	// nothing of the agent) or trivial (nop passes); omitted otherwise.
+	TaskCheck string `json:"task_check,omitempty"`
 }
 
 // ResultList is one page of results.

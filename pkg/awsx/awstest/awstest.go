@@ -1,4 +1,6 @@
-// Package awstest connects tests to the real-protocol AWS emulators the
+// Package awstest connects tests to the local AWS emulators.
+//
+// It connects tests to the real-protocol AWS emulators the
 // project runs locally (DynamoDB Local, fauxqs for SQS and S3), starting them
 // with scripts/emulators.sh when they are not already running. Tests that
 // need an emulator fail, never skip, when it cannot be started.

@@ -44,7 +44,7 @@ func (p *Platform) API() (*api.Handler, error) {
 		return nil, err
 	}
 	return api.NewWithAuthenticator(api.Config{
-		Records: svc.Records(), Runs: svc, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
+		Records: svc.Records(), Runs: svc, Checks: svc, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
 		Blobs: p.Ports.Blobs, Secrets: p.Ports.Secrets, Logger: p.Logger,
 	}, JWTAuthenticator{Verifier: verifier}), nil
 }

@@ -114,6 +114,7 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 		sc.Region = awsCfg.Region
 		if p.Blobs != nil {
 			sc.Sealed = p.Blobs // sealed per-launch secrets, fetched by the runner via a presigned URL
+			sc.Files = p.Blobs  // task bundles and outputs, through presigned URLs
 		}
 		if sc.KMSKey != "" {
 			sc.DataKeys = kmskeys.New(kms.NewFromConfig(awsCfg), sc.KMSKey) // one data key per launch

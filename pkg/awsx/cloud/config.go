@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 )
 
 // Environment variables the CDK stack sets (infra/stacks).
@@ -65,19 +66,30 @@ type Needs struct {
 	SandboxKey bool
 }
 
-// The ports each function's handlers reach, read from pkg/pipeline:
-// Stop and a stopping run's drain stop sandboxes (api, planner, watchdog);
-// Ingest sends retries to the slots queue; Watch re-sends plan and slot
-// messages and sends lost-sandbox completions.
+// NeedsOf returns the ports and settings function f of the function table
+// wires: the queues it sends to, and every other port it uses at all.
+func NeedsOf(f fnspec.Function) Needs {
+	return Needs{
+		Plan: f.Access(fnspec.PlanQueue) != 0, Slots: f.Access(fnspec.SlotsQueue) != 0,
+		Completions: f.Access(fnspec.CompletionsQueue) != 0, Results: f.Access(fnspec.ResultsQueue) != 0,
+		Sync:  f.Access(fnspec.SyncQueue) != 0,
+		Blobs: f.Access(fnspec.Blobs) != 0, Secrets: f.Access(fnspec.Secrets) != 0,
+		Sandboxes: f.Access(fnspec.Sandboxes) != 0, SandboxKey: f.Access(fnspec.SandboxKey) != 0,
+		JWT: f.Reads(fnspec.JWT), MaxSandboxes: f.Reads(fnspec.MaxSandboxes), Registry: f.Reads(fnspec.Registry),
+		Refresh: f.Reads(fnspec.Refresh),
+	}
+}
+
+// The needs of each function, from the function table.
 var (
-	API          = Needs{Plan: true, Sync: true, Blobs: true, Secrets: true, Sandboxes: true, JWT: true, Registry: true}
-	Planner      = Needs{Slots: true, Sandboxes: true}
-	Dispatcher   = Needs{Slots: true, Completions: true, Blobs: true, Secrets: true, Sandboxes: true, MaxSandboxes: true, SandboxKey: true}
-	Grader       = Needs{Results: true, Blobs: true}
-	Ingester     = Needs{Slots: true}
-	Leaderboard  = Needs{}
-	RegistrySync = Needs{Sync: true, Blobs: true, Registry: true, Refresh: true}
-	Watchdog     = Needs{Plan: true, Slots: true, Completions: true, Sandboxes: true}
+	API          = NeedsOf(fnspec.APIFunction)
+	Planner      = NeedsOf(fnspec.Planner)
+	Dispatcher   = NeedsOf(fnspec.Dispatcher)
+	Grader       = NeedsOf(fnspec.Grader)
+	Ingester     = NeedsOf(fnspec.Ingester)
+	Leaderboard  = NeedsOf(fnspec.Leaderboard)
+	RegistrySync = NeedsOf(fnspec.RegistrySync)
+	Watchdog     = NeedsOf(fnspec.Watchdog)
 )
 
 // Config is what a function read from its environment.

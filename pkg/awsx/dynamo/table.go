@@ -1,4 +1,6 @@
-// Package dynamo is the DynamoDB adapter of the table port (store.Table) and
+// Package dynamo is the DynamoDB adapter of the table port.
+//
+// It is the DynamoDB adapter of the table port (store.Table) and
 // its change stream (DynamoDB Streams, NEW_AND_OLD_IMAGES). It serves the same
 // single-table data model as the SQLite adapter and passes the same contract
 // suite, against AWS's DynamoDB Local in tests.

@@ -1,4 +1,6 @@
-// Package ecssandbox is the ECS Fargate adapter of the sandbox port, and the
+// Package ecssandbox is the ECS Fargate adapter of the sandbox port.
+//
+// It is the ECS Fargate adapter of the sandbox port, and the
 // decoder of EventBridge "ECS Task State Change" events into completions.
 //
 // Every sandbox is one Fargate task of a task definition registered once per
@@ -55,6 +57,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
 )
@@ -84,6 +87,11 @@ type Config struct {
 	// Sealed stores a launch's sealed secrets; the runner fetches them once
 	// through a presigned URL. Required when a launch carries secrets.
 	Sealed SealedStore
+	// Files presigns the stored files a sandbox reads and writes: the task
+	// bundle (spec.Task.BundleKey) and its outputs under spec.Output.Prefix.
+	// A Fargate task holds no platform credentials, so it reaches them only
+	// through these URLs.
+	Files blob.Presigner
 	// KMSKey is the sandbox KMS key (ARN) launch data keys come from
 	// (GAUNTLET_SANDBOX_KMS_KEY).
 	KMSKey string
@@ -108,8 +116,6 @@ const (
 	RunnerContainer = "runner-init"
 	TaskContainer   = "task"
 	runnerMount     = "/gauntlet"
-	// SpecEnv carries the slot spec (JSON) to the runner.
-	SpecEnv = "GAUNTLET_SLOT_SPEC"
 )
 
 // Driver implements sandbox.Driver on ECS Fargate.
@@ -141,6 +147,45 @@ func New(api API, cfg Config) (*Driver, error) {
 	return &Driver{api: api, cfg: cfg, defs: map[string]string{}}, nil
 }
 
+// resolveFiles turns the spec's stored-file references into presigned URLs:
+// a GET of the task bundle, PUTs of result.json and artifacts.tar.gz that
+// expire at spec.Output.Expires. A task directory recorded on some host
+// means nothing to a Fargate task.
+func (d *Driver) resolveFiles(ctx context.Context, spec *sandbox.Spec) error {
+	t := &spec.Task
+	switch {
+	case t.BundleKey == "" && t.Dir != "":
+		return fmt.Errorf("task %s has only a local directory (%s), no stored bundle a Fargate task can fetch: %w", t.Name, t.Dir, sandbox.ErrNoTaskFiles)
+	case t.BundleKey == "":
+		return fmt.Errorf("task %s: %w recorded", t.Name, sandbox.ErrNoTaskFiles)
+	case d.cfg.Files == nil:
+		return errors.New("no presigning blob store is configured for task files (GAUNTLET_BUCKET)")
+	}
+	url, err := d.cfg.Files.PresignGet(ctx, t.BundleKey, sandbox.BundleURLTTL)
+	if err != nil {
+		return fmt.Errorf("task %s: presign bundle: %w", t.Name, err)
+	}
+	t.BundleURL, t.Dir, t.BundleFile = url, "", ""
+	ttl := time.Until(spec.Output.Expires)
+	if spec.Output.Expires.IsZero() || ttl > maxOutputURLTTL {
+		ttl = maxOutputURLTTL
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("output upload window of %s closed at %s", spec.SlotID, spec.Output.Expires)
+	}
+	out := &spec.Output
+	if out.ResultURL, err = d.cfg.Files.PresignPut(ctx, out.Prefix+"result.json", ttl); err != nil {
+		return fmt.Errorf("presign result upload: %w", err)
+	}
+	if out.ArtifactsURL, err = d.cfg.Files.PresignPut(ctx, out.Prefix+"artifacts.tar.gz", ttl); err != nil {
+		return fmt.Errorf("presign artifacts upload: %w", err)
+	}
+	return nil
+}
+
+// maxOutputURLTTL bounds the upload URLs of a spec that names no expiry.
+const maxOutputURLTTL = 24 * time.Hour
+
 // Launch runs one Fargate task. The launch id is RunTask's clientToken, so a
 // retried Launch is answered with the task the first call started.
 func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle, error) {
@@ -150,6 +195,9 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if (len(spec.Secrets) > 0 || len(spec.VerifierSecrets) > 0) && (d.cfg.Sealed == nil || d.cfg.DataKeys == nil) {
 		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: the launch carries secrets but no sealed-secrets store or data-key source (GAUNTLET_SANDBOX_KMS_KEY) is configured", spec.LaunchID)
 	}
+	if err := d.resolveFiles(ctx, &spec); err != nil {
+		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
 	def, err := d.taskDefinition(ctx, spec)
 	if err != nil {
 		return sandbox.Handle{}, err
@@ -158,7 +206,7 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if err != nil {
 		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: encode spec: %w", spec.LaunchID, err)
 	}
-	env := []types.KeyValuePair{{Name: aws.String(SpecEnv), Value: aws.String(string(specJSON))}}
+	env := []types.KeyValuePair{{Name: aws.String(sandbox.SpecEnv), Value: aws.String(string(specJSON))}}
 	sealedEnv, err := d.sealSecrets(ctx, spec)
 	if err != nil {
 		return sandbox.Handle{}, err
@@ -229,7 +277,7 @@ func (d *Driver) sealSecrets(ctx context.Context, spec sandbox.Spec) ([]types.Ke
 	// of the first attempt (same clientToken) must not overwrite the object
 	// that task's data key opens.
 	fp := sha256.Sum256(wrapped)
-	blobKey := "launches/" + clientToken(spec.LaunchID) + "/" + hex.EncodeToString(fp[:8]) + ".sealed"
+	blobKey := blob.LaunchesPrefix + clientToken(spec.LaunchID) + "/" + hex.EncodeToString(fp[:8]) + ".sealed"
 	if err := d.cfg.Sealed.Put(ctx, blobKey, bytes.NewReader(ct)); err != nil {
 		return nil, fmt.Errorf("ecs launch %s: store sealed secrets: %w", spec.LaunchID, err)
 	}

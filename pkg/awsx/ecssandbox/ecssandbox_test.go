@@ -114,12 +114,18 @@ func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer, *kmstest.Server) {
 		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 	})
-	d, err := ecssandbox.New(client, ecssandbox.Config{
+	cfg := ecssandbox.Config{
 		Cluster: "arn:aws:ecs:us-east-1:111122223333:cluster/sandboxes", Subnets: []string{"subnet-a", "subnet-b"},
 		SecurityGroups: []string{"sg-egress"}, TaskRoleARN: "arn:aws:iam::111122223333:role/sandbox-task",
 		ExecutionRoleARN: "arn:aws:iam::111122223333:role/sandbox-exec", LogGroup: "/gauntlet/sandboxes",
 		Region: "us-east-1", RunnerImage: "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
-		Sealed: newSealedStore(t), KMSKey: kmstest.KeyARN, DataKeys: kmskeys.New(kmsClient(keys, "DISPATCHER"), kmstest.KeyARN),
+		KMSKey: kmstest.KeyARN, DataKeys: kmskeys.New(kmsClient(keys, "DISPATCHER"), kmstest.KeyARN),
+	}
+	files := newSealedStore(t)
+	d, err := ecssandbox.New(client, ecssandbox.Config{
+		Cluster: cfg.Cluster, Subnets: cfg.Subnets, SecurityGroups: cfg.SecurityGroups, TaskRoleARN: cfg.TaskRoleARN,
+		ExecutionRoleARN: cfg.ExecutionRoleARN, LogGroup: cfg.LogGroup, Region: cfg.Region, RunnerImage: cfg.RunnerImage,
+		KMSKey: cfg.KMSKey, DataKeys: cfg.DataKeys, Sealed: files, Files: files,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -130,10 +136,10 @@ func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer, *kmstest.Server) {
 func testSpec(launch string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: launch, Workspace: "ws1", RunID: "run1", SlotID: "0/hello/1", Generation: 0,
-		Task:    sandbox.TaskRef{Name: "hello", BundleURL: "https://bucket.example/tasks/hello.tgz"},
+		Task:    sandbox.TaskRef{Name: "hello", BundleKey: "tasks/hello.tar.gz", Dir: "/srv/tasks/hello"},
 		Harness: "codex", Model: "openai/gpt-5.2", Image: "ghcr.io/example/task:1", CPUs: 1, MemoryMB: 2048,
 		AgentTimeout: 10 * time.Minute, VerifierTimeout: 5 * time.Minute,
-		Output:  sandbox.Output{Prefix: "runs/run1/slots/x/g0/", ResultURL: "https://put/result", ArtifactsURL: "https://put/artifacts"},
+		Output:  sandbox.Output{Prefix: "runs/run1/slots/x/g0/", Expires: time.Now().Add(time.Hour)},
 		Secrets: map[string]secret.Value{"OPENAI_API_KEY": "sk-live-do-not-leak"},
 	}
 }
@@ -213,8 +219,19 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 		env[m["name"].(string)] = m["value"].(string)
 	}
 	var spec sandbox.Spec
-	if err := json.Unmarshal([]byte(env[ecssandbox.SpecEnv]), &spec); err != nil {
+	if err := json.Unmarshal([]byte(env[sandbox.SpecEnv]), &spec); err != nil {
 		t.Fatal(err)
+	}
+	// The task's stored files reach it through presigned URLs only: a GET of
+	// its bundle, PUTs of its outputs; a host directory means nothing to it.
+	presigned := func(u, key string) bool {
+		return strings.Contains(u, "/artifacts/"+key) && strings.Contains(u, "X-Amz-Signature=")
+	}
+	if spec.Task.Dir != "" || spec.Task.BundleFile != "" || !presigned(spec.Task.BundleURL, "tasks/hello.tar.gz") {
+		t.Errorf("spec task = %+v, want only a presigned bundle URL", spec.Task)
+	}
+	if !presigned(spec.Output.ResultURL, "runs/run1/slots/x/g0/result.json") || !presigned(spec.Output.ArtifactsURL, "runs/run1/slots/x/g0/artifacts.tar.gz") {
+		t.Errorf("spec output = %+v, want presigned upload URLs under the prefix", spec.Output)
 	}
 	// The secret travels sealed: the runner fetches it by presigned URL and
 	// opens it with the data key KMS unwraps for this launch only, with the

@@ -62,7 +62,7 @@ func CompletionFromEvent(ev events.CloudWatchEvent) (sandbox.Completion, error) 
 	found := false
 	for _, o := range d.Overrides.ContainerOverrides {
 		for _, e := range o.Environment {
-			if o.Name == TaskContainer && e.Name == SpecEnv {
+			if o.Name == TaskContainer && e.Name == sandbox.SpecEnv {
 				if err := json.Unmarshal([]byte(e.Value), &spec); err != nil {
 					return sandbox.Completion{}, fmt.Errorf("task %s: decode slot spec: %w", d.TaskArn, err)
 				}
@@ -71,7 +71,7 @@ func CompletionFromEvent(ev events.CloudWatchEvent) (sandbox.Completion, error) 
 		}
 	}
 	if !found {
-		return sandbox.Completion{}, fmt.Errorf("task %s has no %s override: %w", d.TaskArn, SpecEnv, ErrNotSandbox)
+		return sandbox.Completion{}, fmt.Errorf("task %s has no %s override: %w", d.TaskArn, sandbox.SpecEnv, ErrNotSandbox)
 	}
 	c := sandbox.Completion{
 		SandboxID: d.TaskArn, LaunchID: spec.LaunchID, Workspace: spec.Workspace,

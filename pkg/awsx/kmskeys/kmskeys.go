@@ -1,4 +1,6 @@
-// Package kmskeys is the AWS KMS adapter of the sealed package's data-key
+// Package kmskeys is the AWS KMS adapter of the sealed data-key ports.
+//
+// It is the AWS KMS adapter of the sealed package's data-key
 // ports: the dispatcher asks KMS for a fresh data key per launch
 // (kms:GenerateDataKey on the sandbox key) and the sandbox-runner unwraps it
 // (kms:Decrypt), both with the encryption context {"gauntlet:launch":

@@ -1,4 +1,6 @@
-// Package s3blob is the S3 adapter of the blob port, with presigned URLs so
+// Package s3blob is the S3 adapter of the blob port.
+//
+// It is the S3 adapter of the blob port, with presigned URLs so
 // sandboxes upload and clients download without platform credentials.
 package s3blob
 

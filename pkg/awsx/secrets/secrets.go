@@ -1,4 +1,6 @@
-// Package secrets is the Secrets Manager adapter of the secret port. Each
+// Package secrets is the Secrets Manager adapter of the secret port.
+//
+// It is the Secrets Manager adapter of the secret port. Each
 // record is one secret named <prefix><workspace>/workspace/<NAME> or
 // <prefix><workspace>/personal/<owner>/<NAME>, encrypted under the stack's
 // customer-managed KMS key. Values are never logged or returned in errors.

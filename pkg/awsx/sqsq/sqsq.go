@@ -1,4 +1,6 @@
-// Package sqsq is the SQS adapter of the queue port, and the SQS-event-source
+// Package sqsq is the SQS adapter of the queue port.
+//
+// It is the SQS adapter of the queue port, and the SQS-event-source
 // side of it: a batch handler that reports partial batch failures.
 package sqsq
 

@@ -1,4 +1,6 @@
-// Package pipelinetest holds test fixtures of the pipeline: InstantDriver, a
+// Package pipelinetest holds test fixtures of the pipeline.
+//
+// It holds test fixtures of the pipeline: InstantDriver, a
 // sandbox driver that runs nothing and completes every launch at once with a
 // valid result.json, used ONLY to measure the platform's own overhead per
 // attempt (go test -bench) — every functional test runs real sandboxes — and

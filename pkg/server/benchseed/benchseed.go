@@ -1,4 +1,6 @@
-// Package benchseed fills a `gauntlet local` data dir with a large finished
+// Package benchseed seeds a data dir with a large finished benchmark.
+//
+// It fills a `gauntlet local` data dir with a large finished
 // benchmark for the API load test (scripts/bench-api.sh): one synthetic
 // benchmark, N entrants each with its own finished run over every task with
 // A attempts, the stored run metrics and the leaderboard, written straight

@@ -121,7 +121,7 @@ func (e *Env) start() error {
 	srv, err := server.Open(ctx, server.Options{
 		DataDir: e.DataDir, Addr: "127.0.0.1:0", Registry: ex("registry.json"),
 		CredentialsPath: "-", Logger: logger,
-		Local: local.Options{RunnerPath: runner, Isolation: "bwrap", AgentsDir: ex("agents"), Catalog: ex("catalog.toml"), MaxSandboxes: max(2, runtime.NumCPU())},
+		Local: local.Options{RunnerPath: runner, Isolation: "bwrap-host", AgentsDir: ex("agents"), Catalog: ex("catalog.toml"), MaxSandboxes: max(2, runtime.NumCPU())},
 	})
 	if err != nil {
 		cancel()

@@ -90,7 +90,7 @@ function copyButton(ref) {
     } catch (err) {
       toast(`Could not copy: ${err.message}`, 'bad');
     }
-  } }, ref, ' ⧉');
+  } }, ref, h('span', { class: 'small muted' }, ' copy'));
 }
 
 // actionsMenu offers View source, Retry sync after a failed sync, and
@@ -184,7 +184,36 @@ function renderManifest(box, b) {
       requirementsCard(m),
       categoriesCard(m),
       taskSetsCard(m)),
+    environmentNotes(m),
     h('div', { class: 'section' }, tasksTable(m)));
+}
+
+// environmentNotes says which tasks cannot run (their image could not be
+// had at sync: the reason names the image and the cause, with the build
+// log's last lines for a failed build) and what the environment check found.
+function environmentNotes(m) {
+  const unavailable = m.unavailable_tasks || [];
+  const check = m.check;
+  if (!unavailable.length && !check) return null;
+  return h('div', { class: 'section', id: 'environments' },
+    unavailable.length ? h('div', { class: 'alert bad', id: 'unavailable-tasks' },
+      h('div', { class: 'title' }, `${plural(unavailable.length, 'task')} unavailable: runs skip them`),
+      unavailable.map((u) => h('pre', { class: 'small wrap' }, u.reason))) : null,
+    check ? h('div', { class: 'alert', id: 'environment-check' },
+      h('div', { class: 'title' }, check.status === 'done' ? `Environment check: ${plural(check.checked, 'task')} checked` : 'Environment check running'),
+      check.status === 'done' ? [
+        h('div', {}, 'Broken (the oracle fails): ', check.broken.length ? check.broken.map((t) => [h('code', {}, t), ' ']) : 'none'),
+        h('div', {}, 'Trivial (nop passes): ', check.trivial.length ? check.trivial.map((t) => [h('code', {}, t), ' ']) : 'none'),
+      ] : null) : null);
+}
+
+function imageText(env) {
+  if (!env) return h('span', { class: 'muted' }, '—');
+  if (env.unavailable) return [h('span', { class: 'tag' }, env.source), ' ', h('span', { class: 'bad' }, 'unavailable')];
+  const pinned = env.pinned || '';
+  const at = pinned.indexOf('@sha256:');
+  return [h('span', { class: 'tag' }, env.source), ' ', env.image ? h('code', {}, env.image) : null, ' ',
+    at >= 0 ? h('span', { class: 'mono small muted', title: pinned }, pinned.slice(at + 1, at + 20)) : null];
 }
 
 function requirementsCard(m) {
@@ -263,6 +292,8 @@ function tasksTable(m) {
       { label: 'Difficulty', cell: (t) => t.difficulty || h('span', { class: 'muted' }, '—') },
       { label: 'Task sets', cell: (t) => (inSet[t.name] || []).map((s) => [h('span', { class: 'tag' }, s), ' ']) },
       { label: 'Tags', class: 'wrap', cell: (t) => (t.tags || []).join(', ') },
+      { label: 'Image', cell: (t) => imageText(t.environment) },
+      { label: 'Check', cell: (t) => (t.check ? h('span', { class: 'tag' }, t.check) : h('span', { class: 'muted' }, '—')) },
     ], rows, { empty: 'No task matches the filter.' });
   };
   const box = h('div', {}, render());

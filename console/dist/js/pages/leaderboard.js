@@ -74,7 +74,9 @@ function listView(metric, k, rows, rank) {
     title: `Rank by ${label}`, onclick: () => rank(id),
   }, label, metric === id ? ' ▾' : '');
   const sorted = (id) => (metric === id ? (METRICS.find((m) => m.id === id).better === 'higher' ? 'descending' : 'ascending') : null);
-  const passK = k ? `pass@${k}` : 'pass@k';
+  // With k = 1 (some row made one attempt per task) the pass@k column would
+  // repeat pass@1's header: it says which k it is.
+  const passK = k > 1 ? `pass@${k}` : k === 1 ? 'pass@k (k=1)' : 'pass@k';
   const columns = [
     { label: 'Rank', cell: rankCell },
     { label: 'Agent', class: 'wrap', cell: (r) => [h('strong', {}, agentLabel(r)), ' ', measurementBadge(r, best)] },

@@ -143,7 +143,11 @@ const DOWNLOADS = [
 
 function downloadMenu(run) {
   if (run.status === 'pending' || run.status === 'queued') {
-    return h('button', { type: 'button', disabled: true, title: 'Downloads open once the run is running.' }, 'Download ▾');
+    return h('button', { type: 'button', disabled: true, id: 'download-menu', title: 'Downloads open once the run is running.' }, 'Download ▾');
+  }
+  const o = run.outcomes || {};
+  if (!(o.passed || o.failed || o.errored) && !STOPPABLE.has(run.status) && run.status !== 'stopping') {
+    return h('button', { type: 'button', disabled: true, id: 'download-menu', title: 'Nothing to download: no attempt ran.' }, 'Download ▾');
   }
   return menu('Download', DOWNLOADS.map(([type, label, sub]) => ({
     label, sub, onSelect: async () => {
@@ -181,7 +185,8 @@ function overview(run) {
   const agents = run.agents || [];
   return h('div', {},
     h('section', { class: 'section', 'aria-labelledby': 'agents-title' },
-      h('div', { class: 'section-head' }, h('h2', { id: 'agents-title' }, 'Agents')),
+      h('div', { class: 'section-head' }, h('h2', { id: 'agents-title' }, 'Agents'),
+        ACTIVE_RUN.has(run.status) ? h('span', { class: 'badge warn plain', id: 'metrics-partial', title: 'Scores so far: they change as attempts finish' }, 'partial') : null),
       agentsTable(agents)),
     h('div', { class: 'grid-2 section' },
       h('section', { class: 'card', 'aria-labelledby': 'categories-title' },
@@ -192,23 +197,63 @@ function overview(run) {
         h('div', { class: 'card-body', id: 'pass-at-k' }, passAtKChart(run, agents)))));
 }
 
+// AGENT_SORT gives each sortable column of the agents table its key.
+const AGENT_SORT = {
+  agent: (a) => a.label, status: (a) => a.status, progress: (a) => a.progress?.completed || 0,
+  pass1: (a) => a.metrics?.pass1?.value, passk: (a) => a.metrics?.pass_at_k?.value,
+  cost_task: (a) => a.metrics?.cost_per_task?.value, time_task: (a) => a.metrics?.time_per_task?.value,
+  tokens_task: (a) => a.metrics?.tokens_per_task?.value, outcomes: (a) => a.outcomes?.passed || 0, cost: (a) => a.cost_usd,
+};
+
+// agentSort is the Agent Results order the user chose; it outlives the
+// re-renders of a live run's polling.
+let agentSort = { key: '', dir: 1 };
+
+/** agentsTable renders the Agent Results table, sortable by every column (click a header; again to reverse). */
 function agentsTable(agents) {
+  let sort = agentSort;
+  const box = h('div', { id: 'agents-table' });
+  const paint = () => {
+    const rows = agents.map((a, i) => ({ a, i }));
+    if (sort.key) {
+      const key = AGENT_SORT[sort.key];
+      rows.sort((x, y) => {
+        const vx = key(x.a); const vy = key(y.a);
+        if (vx === undefined || vx === null) return 1; // missing values last either way
+        if (vy === undefined || vy === null) return -1;
+        return (typeof vx === 'string' ? vx.localeCompare(vy) : vx - vy) * sort.dir;
+      });
+    }
+    replace(box, agentsRows(rows, agents, sort, (key) => {
+      sort = { key, dir: sort.key === key ? -sort.dir : (key === 'agent' || key === 'status' ? 1 : -1) };
+      agentSort = sort;
+      paint();
+    }));
+  };
+  paint();
+  return box;
+}
+
+function agentsRows(rows, agents, sort, onSort) {
   const k = agents.reduce((max, a) => Math.max(max, a.metrics?.pass_at_k?.k || 0), 0);
+  const head = (key, label) => h('button', { type: 'button', class: 'th-sort', dataset: { sort: key }, 'aria-pressed': String(sort.key === key),
+    onclick: () => onSort(key) }, label, sort.key === key ? (sort.dir > 0 ? ' ▴' : ' ▾') : '');
+  const col = (key, label, rest) => ({ label, header: head(key, label), sort: sort.key === key ? (sort.dir > 0 ? 'ascending' : 'descending') : null, ...rest });
   return table([
-    { label: 'Agent', class: 'wrap', cell: (a, i) => [
+    col('agent', 'Agent', { class: 'wrap', cell: ({ a, i }) => [
       h('span', { class: 'swatch-dot', style: { background: seriesColor(i) } }),
-      h('strong', {}, a.label), a.name && !a.label.includes(a.name) ? h('div', { class: 'sub' }, a.name) : null] },
-    { label: 'Status', cell: (a) => statusBadge(a.status) },
-    { label: 'Progress', cell: (a) => outcomeBar(a.progress, a.outcomes) },
-    { label: 'pass@1', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.pass1)) },
-    { label: k ? `pass@k (k≤${k})` : 'pass@k', class: 'num', cell: (a) => (a.metrics?.pass_at_k
-      ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_at_k.k} `), numCell(estimateParts(a.metrics.pass_at_k))] : '—') },
-    { label: 'Cost/task', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.cost_per_task, usd)) },
-    { label: 'Time/task', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.time_per_task, seconds)) },
-    { label: 'Tokens/task', class: 'num', cell: (a) => numCell(estimateParts(a.metrics?.tokens_per_task, tokens)) },
-    { label: 'Passed / failed / errored', class: 'num', cell: (a) => `${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}` },
-    { label: 'Cost', class: 'num', cell: (a) => usd(a.cost_usd) },
-  ], agents, { empty: 'This run has no agents.', rowAttrs: (a) => ({ dataset: { agent: String(a.index) } }) });
+      h('strong', {}, a.label), a.name && !a.label.includes(a.name) ? h('div', { class: 'sub' }, a.name) : null] }),
+    col('status', 'Status', { cell: ({ a }) => statusBadge(a.status) }),
+    col('progress', 'Progress', { cell: ({ a }) => outcomeBar(a.progress, a.outcomes) }),
+    col('pass1', 'pass@1', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.pass1)) }),
+    col('passk', k ? `pass@k (k≤${k})` : 'pass@k', { class: 'num', cell: ({ a }) => (a.metrics?.pass_at_k
+      ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_at_k.k} `), numCell(estimateParts(a.metrics.pass_at_k))] : '—') }),
+    col('cost_task', 'Cost/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.cost_per_task, usd)) }),
+    col('time_task', 'Time/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.time_per_task, seconds)) }),
+    col('tokens_task', 'Tokens/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.tokens_per_task, tokens)) }),
+    col('outcomes', 'Passed / failed / errored', { class: 'num', cell: ({ a }) => `${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}` }),
+    col('cost', 'Cost', { class: 'num', cell: ({ a }) => usd(a.cost_usd) }),
+  ], rows, { empty: 'This run has no agents.', rowAttrs: ({ a }) => ({ dataset: { agent: String(a.index) } }) });
 }
 
 function categoryBars(agents) {

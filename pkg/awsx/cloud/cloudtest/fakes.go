@@ -1,4 +1,6 @@
-// Package cloudtest gives tests of the cloud shape what no emulator on this
+// Package cloudtest holds fakes and fixtures for tests of the cloud shape.
+//
+// It gives tests of the cloud shape what no emulator on this
 // machine provides: an ECS and a Secrets Manager that speak their JSON 1.1
 // protocols to the real SDK clients (httptest servers), a fresh set of
 // emulator resources (table with stream, queues with dead-letter queues,

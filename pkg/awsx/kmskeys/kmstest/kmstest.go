@@ -1,4 +1,6 @@
-// Package kmstest is an in-process stand-in for AWS KMS that speaks KMS's
+// Package kmstest is an in-process stand-in for AWS KMS.
+//
+// It is an in-process stand-in for AWS KMS that speaks KMS's
 // JSON 1.1 protocol (X-Amz-Target TrentService.GenerateDataKey and
 // TrentService.Decrypt) to the real SDK client. It wraps data keys with
 // AES-GCM under a key of its own and binds them to their encryption context

@@ -1,4 +1,4 @@
-package pipeline
+package sandbox_test
 
 import (
 	"context"
@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
-	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // presigningStore is a file blob store that also hands out URLs, standing in
@@ -23,7 +24,9 @@ func (presigningStore) PresignPut(_ context.Context, key string, _ time.Duration
 	return "https://bucket.example/" + key + "?X-Amz-Signature=y", nil
 }
 
-func TestTaskRefPicksWhatTheSandboxCanRead(t *testing.T) {
+// TestResolveLocal: a local driver resolves the stored references to what
+// its runner can read, by what its blob port offers.
+func TestResolveLocal(t *testing.T) {
 	ctx := context.Background()
 	files, err := fsblob.New(t.TempDir())
 	if err != nil {
@@ -32,30 +35,31 @@ func TestTaskRefPicksWhatTheSandboxCanRead(t *testing.T) {
 	if err := files.Put(ctx, "tasks/abc.tar.gz", strings.NewReader("bundle")); err != nil {
 		t.Fatal(err)
 	}
-	dirAndBundle := &records.Task{Files: records.TaskFiles{Dir: "/srv/tasks/hello", BundleKey: "tasks/abc.tar.gz"}}
-	bundleOnly := &records.Task{Files: records.TaskFiles{BundleKey: "tasks/abc.tar.gz"}}
-	missing := &records.Task{Files: records.TaskFiles{BundleKey: "tasks/missing.tar.gz"}}
+	dirAndBundle := sandbox.TaskRef{Name: "hello", Dir: "/srv/tasks/hello", BundleKey: "tasks/abc.tar.gz"}
+	bundleOnly := sandbox.TaskRef{Name: "hello", BundleKey: "tasks/abc.tar.gz"}
+	missing := sandbox.TaskRef{Name: "hello", BundleKey: "tasks/missing.tar.gz"}
 
-	local := &Service{ports: Ports{Blobs: files}}
-	cloud := &Service{ports: Ports{Blobs: presigningStore{files}}}
+	var local blob.Store = files
+	var cloud blob.Store = presigningStore{files}
 	tests := []struct {
 		name    string
-		svc     *Service
-		task    *records.Task
+		blobs   blob.Store
+		task    sandbox.TaskRef
 		check   func(dir, file, url string) bool
 		wantErr bool
 	}{
 		{"local prefers the synced directory", local, dirAndBundle, func(d, f, u string) bool { return d == "/srv/tasks/hello" && f == "" && u == "" }, false},
 		{"local unpacks a git task's bundle file", local, bundleOnly, func(d, f, u string) bool { return d == "" && strings.HasSuffix(f, "tasks/abc.tar.gz") && u == "" }, false},
 		{"local with a missing bundle fails", local, missing, nil, true},
-		{"cloud always sends a URL", cloud, dirAndBundle, func(d, f, u string) bool { return d == "" && f == "" && strings.HasPrefix(u, "https://") }, false},
+		{"a presigning store always gives a URL", cloud, dirAndBundle, func(d, f, u string) bool { return d == "" && f == "" && strings.HasPrefix(u, "https://") }, false},
+		{"no references at all fail", local, sandbox.TaskRef{Name: "hello"}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ref, err := tt.svc.taskRef(ctx, tt.task)
+			ref, err := sandbox.ResolveLocal(ctx, tt.task, tt.blobs)
 			if tt.wantErr {
 				if err == nil {
-					t.Fatalf("taskRef = %+v, want an error", ref)
+					t.Fatalf("ResolveLocal = %+v, want an error", ref)
 				}
 				return
 			}
@@ -63,7 +67,7 @@ func TestTaskRefPicksWhatTheSandboxCanRead(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !tt.check(ref.Dir, ref.BundleFile, ref.BundleURL) {
-				t.Errorf("taskRef = %+v", ref)
+				t.Errorf("ResolveLocal = %+v", ref)
 			}
 		})
 	}

@@ -1,0 +1,96 @@
+package benchmark
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ImageSource says where a task's container image comes from.
+type ImageSource string
+
+// Image sources, chosen by Harbor's rules (see ChooseImage).
+const (
+	// ImagePull runs the image task.toml names in [environment].docker_image.
+	ImagePull ImageSource = "pull"
+	// ImageBuild runs the image built from the task's environment/Dockerfile.
+	ImageBuild ImageSource = "build"
+	// ImageDefault runs the operator's default image: the task names no
+	// image and ships no Dockerfile.
+	ImageDefault ImageSource = "default"
+)
+
+// Environment is the pinned container image of one task in a manifest
+// version, decided and resolved at sync. A run pins its manifest version and
+// therefore its images: a tag that moves upstream changes Digest, which
+// changes the manifest digest, which the next sync stores as a new version.
+type Environment struct {
+	Source ImageSource `json:"source"`
+	// Image is the reference the task (or the operator, for ImageDefault)
+	// states, as written: "alexgshaw/fix-git:20251031". Empty for builds.
+	Image string `json:"image,omitempty"`
+	// Pinned is the digest reference the sandbox runs
+	// ("host/repo@sha256:…"); empty when the task is unavailable.
+	Pinned string `json:"pinned,omitempty"`
+	// Digest is the image manifest digest in Pinned ("sha256:…").
+	Digest string `json:"digest,omitempty"`
+	// BuildKey identifies a Dockerfile build: the sha256 of the build
+	// context and the resolved digests of its FROM images. Equal keys
+	// share one built image.
+	BuildKey string `json:"build_key,omitempty"`
+	// Bases are the FROM images of a build, pinned ("ref" → digest ref).
+	Bases map[string]string `json:"bases,omitempty"`
+	// BuildLog is the blob key of the build's log, kept for failed and
+	// successful builds alike.
+	BuildLog string `json:"build_log,omitempty"`
+	// Unavailable, when set, says why the task's image cannot be had (it
+	// names the task, the image and the cause); such a task is listed in a
+	// run's unavailable tasks instead of being attempted.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// Available reports whether the task can be attempted: it has no
+// environment record (a manifest synced without image preparation) or its
+// image is pinned.
+func (t Task) Available() bool { return t.Environment == nil || t.Environment.Unavailable == "" }
+
+// UnavailableReason is why the task cannot be attempted; "" when it can.
+func (t Task) UnavailableReason() string {
+	if t.Environment == nil {
+		return ""
+	}
+	return t.Environment.Unavailable
+}
+
+// digestLine is what an environment adds to the manifest digest. A build's
+// resulting image digest is left out on purpose: builds are not byte
+// reproducible, and the build key already pins their inputs.
+func (e *Environment) digestLine() string {
+	if e == nil {
+		return ""
+	}
+	pinned := e.Pinned
+	if e.Source == ImageBuild {
+		pinned = ""
+	}
+	return fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(e.Unavailable), e.Unavailable)
+}
+
+// ErrNoImage reports a task with no image, no Dockerfile and no operator
+// default image.
+var ErrNoImage = errors.New("no image")
+
+// ChooseImage applies Harbor's rules to a task: a docker_image is pulled
+// (unless forceBuild asks for a build and the task has a Dockerfile); else a
+// Dockerfile is built; else the operator's default image runs. It returns
+// the source and, for pulls and the default, the reference to resolve.
+func ChooseImage(dockerImage string, hasDockerfile, forceBuild bool, defaultImage string) (ImageSource, string, error) {
+	switch {
+	case dockerImage != "" && !(forceBuild && hasDockerfile):
+		return ImagePull, dockerImage, nil
+	case hasDockerfile:
+		return ImageBuild, "", nil
+	case defaultImage != "":
+		return ImageDefault, defaultImage, nil
+	}
+	return "", "", fmt.Errorf("%w: the task sets no [environment].docker_image and has no environment/Dockerfile, and the platform has no default image (set one in the platform config)", ErrNoImage)
+}

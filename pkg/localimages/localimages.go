@@ -1,0 +1,170 @@
+// Package localimages wires task environments for the embedded platform
+// (`gauntlet local`): benchmark sync resolves images with the local image
+// store (pkg/image), builds Dockerfile tasks with buildah (pkg/imagebuild)
+// into that store, and unpacks every pinned image into the store's rootfs
+// cache at sync, so that a sandbox launch finds it there and never pulls
+// inside an attempt's concurrency slot.
+package localimages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/image"
+	"github.com/gauntlet-bench/gauntlet/pkg/imagebuild"
+	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
+)
+
+// Policy is the operator's part of task environments beyond the store's
+// own settings (mirrors, credentials, cache size).
+type Policy struct {
+	// DefaultImage runs tasks that name no docker_image and ship no
+	// Dockerfile; "" makes such tasks unavailable.
+	DefaultImage string
+	// ForceBuild builds a task's Dockerfile even when it names a docker_image.
+	ForceBuild bool
+	// NoPublicNetwork forbids network_mode "public": tasks that need it are
+	// unavailable with that reason.
+	NoPublicNetwork bool
+	// MaxBuildTimeout caps a task's build_timeout_sec (0: no cap).
+	MaxBuildTimeout time.Duration
+}
+
+// Config wires the environments of a local platform.
+type Config struct {
+	Store *image.Store
+	// Mirrors are the store's mirror setting; builds pull their FROM
+	// images through the same mirrors.
+	Mirrors []image.Mirror
+	// BuildDir holds buildah's storage (kept between builds so layers are
+	// cached). "" disables builds: Dockerfile tasks are unavailable.
+	BuildDir string
+	Policy   Policy
+}
+
+// Environments returns the sync configuration of a local platform.
+func Environments(cfg Config) (*benchsync.Environments, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("local images: Store is required")
+	}
+	envs := &benchsync.Environments{
+		Resolver: resolver{cfg.Store}, Warm: warmer{cfg.Store}.warm,
+		DefaultImage: cfg.Policy.DefaultImage, ForceBuild: cfg.Policy.ForceBuild,
+		NoPublicNetwork: cfg.Policy.NoPublicNetwork, MaxBuildTimeout: cfg.Policy.MaxBuildTimeout,
+	}
+	if cfg.BuildDir != "" {
+		mirrors, err := BuildMirrors(cfg.Mirrors)
+		if err != nil {
+			return nil, err
+		}
+		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Mirrors: mirrors, Import: importer{cfg.Store}.importLayout})
+		if err != nil {
+			return nil, fmt.Errorf("local images: %w", err)
+		}
+		envs.Builder = builder{b}
+	}
+	return envs, nil
+}
+
+// resolver pins references with the image store.
+type resolver struct{ s *image.Store }
+
+func (r resolver) Resolve(ctx context.Context, ref string) (string, error) {
+	res, err := r.s.Resolve(ctx, ref)
+	if err != nil {
+		return "", cause(err)
+	}
+	return res.Ref, nil
+}
+
+// warmer unpacks a pinned image into the rootfs cache.
+type warmer struct{ s *image.Store }
+
+func (w warmer) warm(ctx context.Context, pinned string) error {
+	rf, err := w.s.Rootfs(ctx, pinned)
+	if err != nil {
+		return cause(err)
+	}
+	return rf.Close()
+}
+
+// cause drops the store's "image X:" wrapper: sync names the image itself.
+func cause(err error) error {
+	var ie *image.Error
+	if errors.As(err, &ie) {
+		return ie.Err
+	}
+	return err
+}
+
+// importer takes built layouts into the store under a name of the build key.
+type importer struct{ s *image.Store }
+
+// BuildRepository is the repository built task images are stored under.
+const BuildRepository = "gauntlet.local/build"
+
+func (i importer) importLayout(ctx context.Context, dir, key string) (string, error) {
+	res, err := i.s.Import(ctx, dir, BuildRepository+":"+key[:min(len(key), 64)])
+	if err != nil {
+		return "", cause(err)
+	}
+	return res.Ref, nil
+}
+
+// builder adapts imagebuild to the sync's port.
+type builder struct{ b *imagebuild.Builder }
+
+func (b builder) Build(ctx context.Context, r benchsync.BuildRequest) (string, error) {
+	return b.b.Build(ctx, imagebuild.Request{Key: r.Key, ContextDir: r.ContextDir, Dockerfile: r.Dockerfile, Log: r.Log})
+}
+
+// BuildMirrors turns the store's mirror setting into buildah's
+// registries.conf entries (the first endpoint of each prefix; http
+// endpoints are insecure, which the store allows on loopback only).
+func BuildMirrors(ms []image.Mirror) ([]imagebuild.Mirror, error) {
+	var out []imagebuild.Mirror
+	for _, m := range ms {
+		if len(m.Endpoints) == 0 {
+			continue
+		}
+		u, err := url.Parse(m.Endpoints[0])
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("mirror %s: endpoint %q: want a URL such as http://127.0.0.1:5000", m.Prefix, m.Endpoints[0])
+		}
+		prefix := m.Prefix
+		if prefix == "docker.io" || strings.HasPrefix(prefix, "docker.io/") {
+			// containers' registries.conf spells Docker Hub docker.io too.
+			prefix = strings.TrimSuffix(prefix, "/")
+		}
+		out = append(out, imagebuild.Mirror{Prefix: prefix, Location: u.Host + strings.TrimSuffix(u.Path, "/"), Insecure: u.Scheme == "http"})
+	}
+	return out, nil
+}
+
+// DefaultBuildDir is where a platform on dataDir keeps buildah's storage.
+func DefaultBuildDir(dataDir string) string { return filepath.Join(dataDir, "buildah") }
+
+// SandboxImages is the sandbox driver's view of the image store: the
+// unpacked rootfs of a pinned image from the cache only (Store.CachedRootfs),
+// never a pull — images are pulled, built and unpacked at sync, outside any
+// attempt's concurrency slot. A miss is the launch's infrastructure error.
+func SandboxImages(s *image.Store) localsandbox.Images { return sandboxImages{s} }
+
+type sandboxImages struct{ s *image.Store }
+
+var _ localsandbox.Images = sandboxImages{}
+
+func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsandbox.Rootfs, error) {
+	rf, err := si.s.CachedRootfs(ctx, ref)
+	if err != nil {
+		return localsandbox.Rootfs{}, fmt.Errorf("images are pulled, built and unpacked at sync: %w", cause(err))
+	}
+	return localsandbox.Rootfs{Dir: rf.Dir, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
+		Release: func() { _ = rf.Close() }}, nil
+}

@@ -1,0 +1,87 @@
+package localsandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+)
+
+// Images is what the driver needs of the image store: the unpacked rootfs
+// of a pinned image reference, from its cache. Images are pulled or built at
+// sync (or ahead of the first launch), never here: a launch runs inside the
+// run's concurrency slot, so a cache miss is an error (the slot is retried
+// as an infrastructure failure), not a pull.
+type Images interface {
+	CachedRootfs(ctx context.Context, pinnedRef string) (Rootfs, error)
+}
+
+// Rootfs is an unpacked image held for one sandbox.
+type Rootfs struct {
+	// Dir is the unpacked root: the lower of the sandbox's overlay.
+	Dir string
+	// Env, WorkingDir and User are the image config's.
+	Env        []string
+	WorkingDir string
+	User       string
+	// Release lets the store evict the rootfs again once the sandbox is
+	// gone (nil = nothing to release).
+	Release func()
+}
+
+// imageArgs resolves the spec's image to a cached rootfs, writes the
+// runner's image file and returns the runner's image and limit flags.
+func (d *Driver) imageArgs(p *proc) ([]string, error) {
+	var args []string
+	if d.cfg.InstalledAgentDir != "" {
+		args = append(args, "--installed-agent-dir", d.cfg.InstalledAgentDir)
+	}
+	if d.cfg.PidsLimit != 0 {
+		args = append(args, "--pids-limit", strconv.Itoa(d.cfg.PidsLimit))
+	}
+	if d.cfg.Isolation != runner.IsolationBwrap {
+		return args, nil
+	}
+	if p.spec.Image == "" {
+		return nil, errors.New("the spec names no image (dispatch pins each task's image at sync); there is no fallback to the host's root filesystem")
+	}
+	rf, err := d.cfg.Images.CachedRootfs(context.Background(), p.spec.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", p.spec.Image, err)
+	}
+	p.release = rf.Release
+	file := filepath.Join(p.dir, "image.json")
+	img := runner.Image{Ref: p.spec.Image, Rootfs: rf.Dir, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
+	if err := runner.WriteImage(file, img); err != nil {
+		p.releaseImage()
+		return nil, err
+	}
+	args = append(args, "--image", file)
+	if d.cfg.StaticBinDir != "" {
+		args = append(args, "--static-bin-dir", d.cfg.StaticBinDir)
+	}
+	if d.cfg.StorageMB != 0 {
+		args = append(args, "--storage-mb", strconv.Itoa(d.cfg.StorageMB))
+	}
+	if d.cfg.NetworkCeiling != "" {
+		args = append(args, "--network-ceiling", d.cfg.NetworkCeiling)
+	}
+	if d.cfg.KeepDiff {
+		args = append(args, "--keep-diff")
+	}
+	return args, nil
+}
+
+// releaseImage lets go of the sandbox's rootfs (once).
+func (p *proc) releaseImage() {
+	p.mu.Lock()
+	release := p.release
+	p.release = nil
+	p.mu.Unlock()
+	if release != nil {
+		release()
+	}
+}

@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
+)
+
+// The environment check runs these two harness rows: the oracle (the
+// task's own solution/solve.sh) and nop (does nothing). They are harness
+// data like any other; the check only needs their two roles.
+const (
+	checkOracle = "oracle"
+	checkNop    = "nop"
+)
+
+// checkConfig is the run config of an environment check: the oracle and nop
+// once on every task, one infrastructure retry.
+const checkConfig = `
+[experiment]
+benchmark = %q
+[execution]
+attempts_per_task = 1
+max_concurrent_attempts = 4
+max_retries = 1
+[[agents]]
+name = "envcheck-oracle"
+harness = %q
+[agents.model]
+type = "hosted"
+model = "oracle"
+[[agents]]
+name = "envcheck-nop"
+harness = %q
+[agents.model]
+type = "hosted"
+model = "nop"
+`
+
+// StartCheck starts the environment check of the benchmark's ready manifest
+// version: a run of the oracle and nop, once per available task, in each
+// task's real environment. It is idempotent per manifest version: a check
+// already started (or done) is returned as it is, and the run is submitted
+// with an idempotency key derived from the version, so a retried request
+// never starts a second run.
+func (s *Service) StartCheck(ctx context.Context, ws, user, ref string) (records.EnvCheck, error) {
+	b, m, problem, err := s.readyBenchmark(ctx, ws, ref)
+	if err != nil {
+		return records.EnvCheck{}, err
+	}
+	if problem != nil {
+		return records.EnvCheck{}, &RejectedError{Problems: []Problem{*problem}}
+	}
+	existing, err := s.recs.EnvCheck(ctx, ws, b.Key, m.Version)
+	switch {
+	case err == nil:
+		return s.finishCheck(ctx, existing)
+	case !errors.Is(err, records.ErrNotFound):
+		return records.EnvCheck{}, err
+	}
+	doc := fmt.Sprintf(checkConfig, b.Key, checkOracle, checkNop)
+	res, err := s.Submit(ctx, SubmitRequest{Workspace: ws, User: user, Document: []byte(doc),
+		IdempotencyKey: "envcheck:" + b.Key + "@" + m.Version, Name: "environment check of " + b.Key + "@" + m.Version})
+	if err != nil {
+		return records.EnvCheck{}, err
+	}
+	c := records.EnvCheck{Workspace: ws, Key: b.Key, Version: res.Run.ManifestVersion, Status: records.CheckRunning,
+		Run: res.Run.ID, StartedAt: res.Run.CreatedAt}
+	for _, u := range res.Run.UnavailableTasks {
+		c.Tasks = append(c.Tasks, records.TaskCheck{Task: u.Name, Verdict: records.CheckUnavailable, Detail: u.Reason})
+	}
+	if err := s.recs.PutEnvCheck(ctx, c); err != nil {
+		return records.EnvCheck{}, err
+	}
+	s.log.InfoContext(ctx, "environment check started", "workspace", ws, "key", b.Key, "version", c.Version, "run_id", c.Run)
+	return c, nil
+}
+
+// Check returns the environment check of a manifest version, first
+// recording its verdicts when its run has ended since; ErrNotFound when no
+// check was started.
+func (s *Service) Check(ctx context.Context, ws, key, version string) (records.EnvCheck, error) {
+	c, err := s.recs.EnvCheck(ctx, ws, key, version)
+	if err != nil {
+		return records.EnvCheck{}, err
+	}
+	return s.finishCheck(ctx, c)
+}
+
+// finishCheck turns a running check whose run is terminal into verdicts.
+// Recomputing from the same results gives the same verdicts, so two
+// readers finishing it at once write the same item.
+func (s *Service) finishCheck(ctx context.Context, c records.EnvCheck) (records.EnvCheck, error) {
+	if c.Status != records.CheckRunning {
+		return c, nil
+	}
+	r, err := s.recs.Run(ctx, c.Run)
+	if err != nil {
+		return c, fmt.Errorf("environment check run %s: %w", c.Run, err)
+	}
+	if !r.Status.Terminal() {
+		return c, nil
+	}
+	results, err := s.recs.AllResults(ctx, r.ID)
+	if err != nil {
+		return c, err
+	}
+	c.Tasks = checkVerdicts(r, results, c.Tasks)
+	c.Status, c.EndedAt = records.CheckDone, r.EndedAt
+	if c.EndedAt.IsZero() {
+		c.EndedAt = s.now()
+	}
+	if err := s.recs.PutEnvCheck(ctx, c); err != nil {
+		return c, err
+	}
+	s.log.InfoContext(ctx, "environment check done", "workspace", c.Workspace, "key", c.Key, "version", c.Version,
+		"broken", len(c.Broken()), "trivial", len(c.Trivial()))
+	return c, nil
+}
+
+// checkVerdicts judges each task of the check run from its final results
+// (agent 0 is the oracle, agent 1 nop); unavailable keeps the tasks sync
+// could not prepare.
+func checkVerdicts(r run.Run, results []run.Result, unavailable []records.TaskCheck) []records.TaskCheck {
+	type pair struct{ oracle, nop *run.Result }
+	byTask := map[string]*pair{}
+	for i := range results {
+		res := &results[i]
+		if !res.Final() {
+			continue
+		}
+		p := byTask[res.Task]
+		if p == nil {
+			p = &pair{}
+			byTask[res.Task] = p
+		}
+		switch res.Agent {
+		case 0:
+			p.oracle = res
+		case 1:
+			p.nop = res
+		}
+	}
+	out := make([]records.TaskCheck, 0, len(r.Tasks)+len(unavailable))
+	for _, task := range r.Tasks {
+		tc := records.TaskCheck{Task: task, Verdict: records.CheckOK}
+		p := byTask[task]
+		if p == nil {
+			p = &pair{}
+		}
+		tc.Oracle, tc.Nop = outcomeText(p.oracle), outcomeText(p.nop)
+		switch {
+		case p.oracle == nil || p.oracle.Outcome != run.Passed:
+			tc.Verdict = records.CheckBroken
+			tc.Detail = "the oracle (the task's own solution) does not pass: " + tc.Oracle
+		case p.nop != nil && p.nop.Outcome == run.Passed:
+			tc.Verdict = records.CheckTrivial
+			tc.Detail = "nop (doing nothing) passes"
+		}
+		out = append(out, tc)
+	}
+	return append(out, unavailable...)
+}
+
+func outcomeText(res *run.Result) string {
+	switch {
+	case res == nil:
+		return "no result"
+	case res.Message != "":
+		return string(res.Outcome) + ": " + res.Message
+	}
+	return string(res.Outcome)
+}

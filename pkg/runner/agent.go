@@ -1,0 +1,484 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
+	"github.com/gauntlet-bench/gauntlet/pkg/atif"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+)
+
+// Paths of the agent phase of a bundled harness, in the sandbox.
+const (
+	// gatewayMount holds the gateway's unix socket and the runner binary
+	// that relays a loopback port to it.
+	gatewayMount   = "/run/gauntlet"
+	gatewaySocket  = gatewayMount + "/gateway.sock"
+	forwarderPath  = "/run/gauntlet-runner"
+	nativeLogDir   = "native"
+	gatewayRecord  = "gateway-calls.jsonl"
+	forwarderLog   = "gateway-forward.log"
+	programUsageMD = "program_usage"
+)
+
+// gatewayTokenName names the gateway token where it is redacted.
+const gatewayTokenName = "gateway_token"
+
+// testHookGatewayToken, when set (by tests only), is told each attempt's
+// gateway token, so a test can search everything stored for it.
+var testHookGatewayToken func(token string)
+
+// agentRig is what the runner sets up around a harness that runs a bundled
+// program through the model gateway: the bundle mounted read-only, the
+// gateway (outside the sandbox) and how the sandbox reaches it.
+type agentRig struct {
+	bundle string // host path of the prepared bundle
+	gw     *gateway.Gateway
+	// url is the gateway's base URL as the agent reaches it.
+	url string
+	// forwardPort is the loopback port the in-sandbox forwarder listens on
+	// (bubblewrap); 0 when the agent reaches the gateway's TCP port.
+	forwardPort int
+	// keyNames are the agent secrets that hold the model key: withheld from
+	// the sandbox, which gets the gateway token instead.
+	keyNames []string
+}
+
+// bundleRoot is the root filesystem the agent phase runs on, against which
+// a bundle's program is checked: the host's system directories under the
+// bubblewrap layout and process isolation, the container's own root under
+// container isolation.
+func (t *trial) bundleRoot() string {
+	if t.image != nil {
+		return t.image.img.Rootfs
+	}
+	return "/"
+}
+
+// ownNetwork reports whether the agent phase runs in a network namespace
+// of its own (bubblewrap, on the host's root or the task's image), where it
+// reaches the gateway through the in-sandbox forwarder; process and
+// container isolation share the runner's.
+func (t *trial) ownNetwork() bool {
+	switch t.iso.(type) {
+	case bwrapIsolation, *imageIsolation:
+		return true
+	}
+	return false
+}
+
+// prepareRig finds the harness's bundle, checks that it can run in the
+// sandbox's root filesystem and starts the model gateway. Its error is the
+// platform's (an infra error): the bundle is missing or cannot run here, or
+// the gateway cannot start.
+func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
+	h := t.harness
+	if h.Bundle == nil {
+		return nil, nil
+	}
+	started := time.Now()
+	dir := t.opts.InstalledAgentDir
+	if dir == "" {
+		var err error
+		if dir, err = (agentbundle.Cache{Dir: t.opts.AgentBundles}).Path(h); err != nil {
+			return nil, fmt.Errorf("agent bundle: %w", err)
+		}
+	}
+	if err := agentbundle.CheckRunnable(filepath.Join(dir, h.Bundle.Program), t.bundleRoot()); err != nil {
+		return nil, fmt.Errorf("agent bundle %s %s: %w", h.Name, h.Version, err)
+	}
+	rig := &agentRig{bundle: dir}
+	route, err := t.modelRoute()
+	if err != nil {
+		return nil, err
+	}
+	if err := route.CheckHarness(gateway.WireAPI(h.WireAPI)); err != nil {
+		return nil, fmt.Errorf("harness %s: %w", h.Name, err)
+	}
+	key := t.spec.Secrets[h.KeyEnv]
+	for name, v := range t.spec.Secrets {
+		if key != "" && v == key {
+			rig.keyNames = append(rig.keyNames, name)
+		}
+	}
+	cfg := gateway.Config{
+		Route: route, Key: key.Reveal(),
+		SocketPath: filepath.Join(t.work, "gateway", "gateway.sock"),
+		RecordPath: filepath.Join(t.out, ArtifactsDir, gatewayRecord),
+		Redact:     t.secretValues(),
+		Logger:     t.log.With("component", "model-gateway"),
+	}
+	if t.spec.AgentTimeout > 0 {
+		cfg.Limits.Deadline = time.Now().Add(t.spec.AgentTimeout)
+	}
+	bwrap := t.ownNetwork()
+	if !bwrap {
+		// Process and container isolation share the runner's network
+		// namespace: the agent reaches the gateway's loopback port.
+		cfg.TCPAddr = "127.0.0.1:0"
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.SocketPath), 0o755); err != nil {
+		return nil, fmt.Errorf("model gateway: %w", err)
+	}
+	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
+		return nil, err
+	}
+	t.redact = newRedactor(t.spec.Secrets, t.spec.VerifierSecrets, map[string]secret.Value{gatewayTokenName: secret.Value(rig.gw.Token())})
+	if testHookGatewayToken != nil {
+		testHookGatewayToken(rig.gw.Token())
+	}
+	rig.url = rig.gw.URL()
+	if bwrap {
+		if rig.forwardPort, err = freeLoopbackPort(); err != nil {
+			_ = rig.gw.Close()
+			return nil, fmt.Errorf("model gateway: %w", err)
+		}
+		rig.url = "http://127.0.0.1:" + strconv.Itoa(rig.forwardPort)
+	}
+	t.log.Info("agent rig ready", "bundle", filepath.Base(dir), "wire_api", h.WireAPI, "upstream_model", route.Model,
+		"duration", time.Since(started).Round(time.Microsecond).String())
+	return rig, nil
+}
+
+// modelRoute resolves the agent's model ("<provider>/<name>") to the
+// upstream the gateway forwards to.
+func (t *trial) modelRoute() (gateway.Route, error) {
+	r := t.opts.Models
+	if r == nil {
+		r = gateway.NewResolver()
+	}
+	route, err := r.Resolve(runconfig.Model{Type: runconfig.Provider, Model: t.spec.Model})
+	if err != nil {
+		return gateway.Route{}, fmt.Errorf("agent model %q: %w", t.spec.Model, err)
+	}
+	return route, nil
+}
+
+// freeLoopbackPort picks a port for the in-sandbox forwarder. In the
+// sandbox's own network namespace any port is free; where the sandbox
+// shares the host's (network_mode public), one free here is the best guess.
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// secretValues are every secret value of the trial, which the gateway must
+// keep out of its records.
+func (t *trial) secretValues() []string {
+	var out []string
+	for _, set := range []map[string]secret.Value{t.spec.Secrets, t.spec.VerifierSecrets} {
+		for _, v := range set {
+			if len(v) >= MinRedactedLen {
+				out = append(out, v.Reveal())
+			}
+		}
+	}
+	return out
+}
+
+// templateData is what the harness's templates see.
+func (t *trial) templateData(rig *agentRig) harness.RunTemplateData {
+	d := harness.RunTemplateData{
+		Command: t.spec.Command, Model: t.spec.Model, ModelName: modelName(t.spec.Model),
+		InstructionFile: t.seen.AgentLogs + "/instruction.md",
+		SolutionDir:     t.seen.Solution, AgentsDir: t.seen.Agents,
+		Home: t.seen.Tmp, KeyEnv: t.harness.KeyEnv,
+	}
+	if rig != nil {
+		d.BundleDir = t.bundleSeen(rig)
+		d.GatewayURL = rig.url
+	}
+	return d
+}
+
+// bundleSeen is where the phase sees the bundle.
+func (t *trial) bundleSeen(rig *agentRig) string {
+	if t.ownNetwork() {
+		return harness.BundleMount
+	}
+	return rig.bundle
+}
+
+// modelName is the model's name without its provider ("openai/gpt-5.2" →
+// "gpt-5.2").
+func modelName(model string) string {
+	if _, name, ok := strings.Cut(model, "/"); ok {
+		return name
+	}
+	return model
+}
+
+// rigPhase completes the agent phase's command (after the image's own
+// environment is applied) for the rig: the harness's environment with the
+// gateway token in place of the key and the attempt's /tmp as $HOME, its
+// files there, the bundle and the gateway socket mounted.
+func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
+	data := t.templateData(rig)
+	env, err := t.harness.Environment(data)
+	if err != nil {
+		return err
+	}
+	files, err := t.harness.HomeFiles(data)
+	if err != nil {
+		return err
+	}
+	for rel, content := range files {
+		path := filepath.Join(t.host.Tmp, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("write harness file %s: %w", rel, err)
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			return fmt.Errorf("write harness file %s: %w", rel, err)
+		}
+		if err := ownLikeHome(t.host.Tmp, path); err != nil {
+			return err
+		}
+	}
+	list := pc.env[:0:0]
+	withheld := map[string]bool{}
+	for _, n := range rig.keyNames {
+		withheld[n] = true
+	}
+	path := sandboxPath
+	for _, kv := range pc.env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case withheld[k], k == t.harness.KeyEnv:
+			continue
+		case k == "PATH":
+			path = v
+			continue
+		case k == "HOME":
+			continue
+		}
+		if _, ok := env[k]; ok {
+			continue
+		}
+		list = append(list, kv)
+	}
+	for _, dir := range t.harness.Bundle.Path {
+		path = data.BundleDir + "/" + dir + ":" + path
+	}
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	// The programs keep their state and native logs under $HOME: the
+	// attempt's /tmp, which the runner reads afterwards (an image user's
+	// own home is inside the writable layer the runner does not inspect).
+	list = append(list, "PATH="+path, "HOME="+data.Home, t.harness.KeyEnv+"="+rig.gw.Token())
+	pc.env = list
+	var extra []mount
+	if t.opts.InstalledAgentDir == "" || t.image == nil {
+		extra = append(extra, mount{host: rig.bundle, target: harness.BundleMount})
+	}
+	if rig.forwardPort != 0 {
+		self := t.opts.Forwarder
+		if self == "" {
+			var err error
+			if self, err = os.Executable(); err != nil {
+				return fmt.Errorf("model gateway forwarder: %w", err)
+			}
+		}
+		extra = append(extra,
+			mount{host: filepath.Dir(rig.gw.SocketPath()), target: gatewayMount},
+			mount{host: self, target: forwarderPath})
+	}
+	if t.image != nil {
+		for _, m := range extra {
+			ensure := ensureMountPoint
+			if m.target == forwarderPath {
+				ensure = ensureFileMountPoint
+			}
+			if err := ensure(t.image.layer.root, m.target); err != nil {
+				return err
+			}
+		}
+	}
+	pc.mounts = append(pc.mounts, extra...)
+	return nil
+}
+
+// rigScript starts the in-sandbox forwarder before the program. It prints
+// "listening on ADDR" once it accepts; reading that line is the wait. It
+// dies with the sandbox.
+func (t *trial) rigScript(rig *agentRig, pc *phaseCommand) {
+	if rig.forwardPort == 0 {
+		return
+	}
+	pc.script = fmt.Sprintf("exec 3< <(exec %s %s -listen 127.0.0.1:%d -socket %s 2>>%s/%s)\n"+
+		"read -r _ <&3 || { echo 'model gateway forwarder did not start' >&2; exit 125; }\n%s",
+		forwarderPath, ForwardCommand, rig.forwardPort, gatewaySocket, t.seen.AgentLogs, forwarderLog, pc.script)
+}
+
+// ownLikeHome gives path (and its directories up to home) the owner of
+// home: the agent may run under a uid of its own (an image's user, the
+// container isolation's agent uid) and must be able to write its config
+// directory (CODEX_HOME, ~/.gemini).
+func ownLikeHome(home, path string) error {
+	info, err := os.Stat(home)
+	if err != nil {
+		return err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid == uint32(os.Geteuid()) {
+		return nil
+	}
+	for p := path; p != home && strings.HasPrefix(p, home+string(filepath.Separator)); p = filepath.Dir(p) {
+		if err := os.Lchown(p, int(st.Uid), int(st.Gid)); err != nil {
+			return fmt.Errorf("hand %s to the agent: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// ForwardCommand is the runner subcommand the sandbox runs to relay its
+// loopback port to the model gateway's socket.
+const ForwardCommand = "gateway-forward"
+
+// modelException records the model failure the attempt ended with, from
+// the gateway's view first (what the provider answered), else from what the
+// program reported. It reports whether there was one. A gateway fault is
+// the platform's: an error.
+func (t *trial) modelException(rig *agentRig, exitCode int) (bool, error) {
+	class, detail := "", ""
+	if rig != nil {
+		if f := rig.gw.Fault(); f != nil {
+			if f.Kind == gateway.FaultGateway {
+				return false, fmt.Errorf("model gateway failed: %s", f.Message)
+			}
+			class, detail = f.Kind, f.Message
+		}
+	}
+	if class == "" && exitCode != 0 && t.harness.ModelError != nil {
+		class, detail = t.harness.ModelError(t.host.AgentLogs, exitCode)
+	}
+	typ := map[string]string{
+		gateway.FaultAuth: harbor.ExceptionModelAuth, gateway.FaultModelUnavailable: harbor.ExceptionModelUnavailable,
+		gateway.FaultBudget: harbor.ExceptionModelBudget,
+	}[class]
+	if typ == "" {
+		return false, nil
+	}
+	t.except(typ, fmt.Sprintf("%s: %s (agent exit code %d)", class, detail, exitCode))
+	return true, nil
+}
+
+// closeRig stops the gateway and takes its usage: the attempt's tokens and
+// cost are the gateway's (metered from the wire), the program's own report
+// is kept beside them and a mismatch logged.
+func (t *trial) closeRig(rig *agentRig) {
+	if rig == nil {
+		return
+	}
+	if err := rig.gw.Close(); err != nil {
+		t.log.Warn("model gateway did not close cleanly", "err", err)
+	}
+	tot := rig.gw.Totals()
+	t.gateway = &tot
+	program := t.usage
+	u := harness.Usage{InputTokens: tot.Usage.Input, CacheTokens: tot.Usage.Cached, OutputTokens: tot.Usage.Output,
+		ReasoningTokens: tot.Usage.Reasoning, CostUSD: tot.CostUSD, CostReported: tot.CostKnown}
+	t.usage = &u
+	t.programUsage = program
+	t.log.Info("model usage", "calls", tot.Calls, "input_tokens", u.InputTokens, "cached_tokens", u.CacheTokens,
+		"output_tokens", u.OutputTokens, "cost_usd", u.CostUSD, "cost_known", tot.CostKnown, "cost_estimated", tot.CostEstimated)
+	if program != nil && (program.InputTokens != u.InputTokens || program.CacheTokens != u.CacheTokens || program.OutputTokens != u.OutputTokens) {
+		t.log.Warn("the program's usage report differs from the gateway's metering; the gateway's is recorded",
+			"program_input", program.InputTokens, "program_cached", program.CacheTokens, "program_output", program.OutputTokens,
+			"gateway_input", u.InputTokens, "gateway_cached", u.CacheTokens, "gateway_output", u.OutputTokens)
+	}
+}
+
+// keepAgentLogs copies the program's native logs out of the agent's home
+// into /logs/agent/native/ (collected, redacted, as artifacts) and builds
+// the ATIF trajectory from them, checked against the gateway's record. It
+// runs after every agent process has ended. Nothing here fails the trial:
+// a missing or unreadable log is logged.
+func (t *trial) keepAgentLogs(rig *agentRig) {
+	h := t.harness
+	for _, pattern := range h.NativeLogs {
+		matches, _ := filepath.Glob(filepath.Join(t.host.Tmp, pattern))
+		for _, src := range matches {
+			rel, err := filepath.Rel(t.host.Tmp, src)
+			if err != nil {
+				continue
+			}
+			dst := filepath.Join(t.host.AgentLogs, nativeLogDir, rel)
+			if err := copyNative(src, dst); err != nil {
+				t.log.Warn("native log not kept", "file", rel, "err", err)
+			}
+		}
+	}
+	if h.Trajectory == nil {
+		return
+	}
+	tr, err := h.Trajectory(harness.LogSource{AgentLogDir: t.host.AgentLogs, HomeDir: t.host.Tmp})
+	if err != nil {
+		t.log.Warn("no trajectory", "err", err)
+		return
+	}
+	tr.SchemaVersion = atif.SchemaVersion
+	tr.Agent = atif.Agent{Name: h.Name, Version: h.Version, ModelName: t.spec.Model}
+	tr.Total()
+	if err := atif.Validate(tr); err != nil {
+		t.log.Warn("trajectory does not validate as ATIF; kept as it is", "err", err)
+	}
+	if t.gateway != nil {
+		fm := tr.FinalMetrics
+		if tr.ModelCalls() != t.gateway.Calls || fm.TotalPromptTokens != t.gateway.Usage.Input ||
+			fm.TotalCompletionTokens != t.gateway.Usage.Output || fm.TotalCachedTokens != t.gateway.Usage.Cached {
+			t.log.Warn("the trajectory differs from the gateway's record",
+				"trajectory_calls", tr.ModelCalls(), "gateway_calls", t.gateway.Calls,
+				"trajectory_prompt_tokens", fm.TotalPromptTokens, "gateway_input_tokens", t.gateway.Usage.Input,
+				"trajectory_completion_tokens", fm.TotalCompletionTokens, "gateway_output_tokens", t.gateway.Usage.Output)
+		} else {
+			t.log.Info("trajectory matches the gateway's record", "model_calls", tr.ModelCalls())
+		}
+	}
+	data, err := json.MarshalIndent(tr, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(t.host.AgentLogs, atif.FileName), data, 0o644)
+	}
+	if err != nil {
+		t.log.Warn("trajectory not written", "err", err)
+	}
+}
+
+// copyNative copies one native log (never following a symlink the agent
+// may have planted).
+func copyNative(src, dst string) error {
+	info, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return errors.New("not a regular file")
+	}
+	data, err := harness.ReadAgentFile(src, maxArtifactBytes)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, fs.FileMode(0o644))
+}

@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkImageSandboxStart measures an image sandbox's start with the
+// image cached: from nothing to the agent command having run — the
+// attempt's quota filesystem (sparse ext4, mkfs, loop mount), the overlay
+// over the cached rootfs, the root's preparation, cgroups (memory, cpu,
+// pids), bwrap with private /dev, /proc and namespaces, the cgroup join
+// and the release of the command (`true`), until it exited. The layer
+// alone (quota filesystem and overlay) is layer-ms-median; tear-down
+// (unmounts, removal) is measured apart, as teardown-ms-median.
+func BenchmarkImageSandboxStart(b *testing.B) {
+	img := testImage(b)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Fatal("bubblewrap is required: apt-get install bubblewrap")
+	}
+	iso := &imageIsolation{bwrap: bwrap, img: img, self: runnerBinary}
+	var starts, layers, teardowns []time.Duration
+	for i := 0; b.Loop(); i++ {
+		dir := filepath.Join(b.TempDir(), "w")
+		began := time.Now()
+		l, err := newLayer(dir, img.Rootfs, DefaultStorageMB)
+		if err != nil {
+			b.Fatal(err)
+		}
+		layers = append(layers, time.Since(began))
+		iso.layer = l
+		if err := iso.prepareRoot(imageUser{home: "/root"}); err != nil {
+			b.Fatal(err)
+		}
+		logs := filepath.Join(l.logsDir(), "agent")
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		cg, _ := newCgroup(cgroupRoot, fmt.Sprintf("bench-%d-%d", os.Getpid(), i), resourceLimits{CPUs: 1, MemoryMB: 512, Pids: DefaultPidsLimit})
+		pc := phaseCommand{script: "true", env: imageEnv(img, imageUser{home: "/root"}, nil), netMode: netNone,
+			user: imageUser{home: "/root"}, mounts: []mount{{host: logs, target: AgentLogMount, writable: true}}}
+		var stderr bytes.Buffer
+		cmd, release, err := iso.launch(pc, cg, &bytes.Buffer{}, &stderr)
+		if err != nil {
+			b.Fatalf("launch: %v: %s", err, stderr.String())
+		}
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("sandbox: %v: %s", err, stderr.String())
+		}
+		starts = append(starts, time.Since(began))
+		down := time.Now()
+		release()
+		_ = cg.remove()
+		if err := l.close(); err != nil {
+			b.Fatal(err)
+		}
+		teardowns = append(teardowns, time.Since(down))
+	}
+	b.ReportMetric(medianMS(starts), "ms-median")
+	b.ReportMetric(medianMS(layers), "layer-ms-median")
+	b.ReportMetric(medianMS(teardowns), "teardown-ms-median")
+}
+
+// BenchmarkDockerRunStart measures `docker run --rm --network none` of the
+// same rootfs (docker import of the same tree) running `true`, on a Docker
+// engine the benchmark starts itself (dockerd with its own data root and
+// socket, no iptables, no bridge) and stops by its pid at the end.
+func BenchmarkDockerRunStart(b *testing.B) {
+	img := testImage(b)
+	sock, err := benchDocker.start(img.Rootfs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var runs []time.Duration
+	for b.Loop() {
+		began := time.Now()
+		out, err := exec.Command("docker", "-H", "unix://"+sock, "run", "--rm", "--network", "none", benchDockerImage, "/bin/true").CombinedOutput()
+		if err != nil {
+			b.Fatalf("docker run: %v: %s", err, out)
+		}
+		runs = append(runs, time.Since(began))
+	}
+	b.ReportMetric(medianMS(runs), "ms-median")
+}
+
+func medianMS(d []time.Duration) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+const benchDockerImage = "gauntlet-bench/minbase:latest"
+
+// benchDocker is the Docker engine the Docker benchmark starts (once per
+// test binary); TestMain stops it.
+var benchDocker dockerEngine
+
+type dockerEngine struct {
+	once sync.Once
+	dir  string
+	cmd  *exec.Cmd
+	sock string
+	err  error
+}
+
+func (e *dockerEngine) start(rootfs string) (string, error) {
+	e.once.Do(func() { e.sock, e.err = e.boot(rootfs) })
+	return e.sock, e.err
+}
+
+func (e *dockerEngine) boot(rootfs string) (string, error) {
+	if _, err := exec.LookPath("dockerd"); err != nil {
+		return "", fmt.Errorf("the Docker comparison needs dockerd (apt-get install docker.io): %v", err)
+	}
+	dir, err := os.MkdirTemp("", "gauntlet-bench-docker-")
+	if err != nil {
+		return "", err
+	}
+	e.dir = dir
+	sock := filepath.Join(dir, "docker.sock")
+	log, err := os.Create(filepath.Join(dir, "dockerd.log"))
+	if err != nil {
+		return "", err
+	}
+	e.cmd = exec.Command("dockerd", "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
+		"--host", "unix://"+sock, "--pidfile", filepath.Join(dir, "docker.pid"), "--iptables=false", "--bridge=none")
+	e.cmd.Stdout, e.cmd.Stderr = log, log
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := e.cmd.Start(); err != nil {
+		return "", fmt.Errorf("start dockerd: %w", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if exec.Command("docker", "-H", "unix://"+sock, "info").Run() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			data, _ := os.ReadFile(log.Name())
+			return "", fmt.Errorf("dockerd did not come up in 60 s: %s", tailString(string(data), 2000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	tarCmd := exec.Command("tar", "-C", rootfs, "--numeric-owner", "-c", ".")
+	imp := exec.Command("docker", "-H", "unix://"+sock, "import", "-", benchDockerImage)
+	pipe, err := tarCmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	imp.Stdin = pipe
+	if err := tarCmd.Start(); err != nil {
+		return "", err
+	}
+	out, err := imp.CombinedOutput()
+	if werr := tarCmd.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return "", fmt.Errorf("docker import: %v: %s", err, out)
+	}
+	return sock, nil
+}
+
+// stop ends dockerd by its pid and removes its data.
+func (e *dockerEngine) stop() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = e.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-done
+	}
+	// Its overlay2 mounts go with it; anything left is unmounted first.
+	if data, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], e.dir) {
+				_ = syscall.Unmount(f[4], syscall.MNT_DETACH)
+			}
+		}
+	}
+	_ = os.RemoveAll(e.dir)
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

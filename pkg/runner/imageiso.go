@@ -1,0 +1,381 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// In-sandbox paths of the image layout besides Harbor's /app, /logs/...,
+// /tests and /solution.
+const (
+	// InstalledAgentMount is where the agent bundle dir is mounted read-only.
+	InstalledAgentMount = "/installed-agent"
+	// StaticBinMount is where the platform's static helper binaries are
+	// mounted read-only (in every phase).
+	StaticBinMount = "/opt/gauntlet/bin"
+	// ArtifactsMount is Harbor's /logs/artifacts, writable in every phase.
+	ArtifactsMount = "/logs/artifacts"
+	// userHelperPath is where the runner binary is bound, read-only, in
+	// every image phase: it drops capabilities (and, for a non-root image
+	// user, becomes that user) and execs the phase's command.
+	userHelperPath = "/opt/gauntlet/.user-helper"
+)
+
+// dockerDefaultCaps is Docker's default capability set for a container's
+// root (moby's oci/caps/defaults.go): a root image user gets exactly these
+// (effective, permitted and bounding), so apt, chown and friends behave as
+// under Docker. dockerDefaultCapNums are their numbers.
+var (
+	dockerDefaultCaps = []string{
+		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+		"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+		"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+	}
+	dockerDefaultCapNums = []uintptr{0, 1, 4, 3, 27, 13, 6, 7, 31, 8, 10, 18, 5, 29}
+)
+
+// userSwitchCaps are what the user helper needs to drop to a non-root user
+// (and then loses with the switch).
+var userSwitchCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
+
+// imageIsolation runs every phase with bubblewrap on the attempt's overlay
+// over the task's image: `bwrap --bind <merged> /`, private /dev, /proc,
+// PID, IPC, UTS and network namespaces, the phase's mounts. bwrap runs as
+// root without a user namespace. A root image user keeps Docker's default
+// capabilities; a non-root one is entered by the runner's own binary
+// (exec-phase --uid), which drops every capability and the bounding set and
+// becomes that uid and gid, as a container runtime does: the phase's uid is
+// the host uid, exactly as under Docker without userns-remap. (bwrap
+// --unshare-user --uid N from root would map N to host root.)
+type imageIsolation struct {
+	bwrap  string
+	img    Image
+	self   string // the runner binary (static), bound for non-root users
+	layer  *layer
+	slirp  string // slirp4netns binary ("" = public network unavailable)
+	policy string // the operator's network ceiling
+}
+
+func (*imageIsolation) name() string { return IsolationBwrap }
+
+func (i *imageIsolation) layouts(_, taskDir, agentsDir string) (host, seen layout) {
+	logs := i.layer.logsDir()
+	host = layout{
+		App:          filepath.Join(i.layer.root, i.img.workDir()),
+		AgentLogs:    filepath.Join(logs, "agent"),
+		VerifierLogs: filepath.Join(logs, "verifier"),
+		Artifacts:    filepath.Join(logs, "artifacts"),
+		Tests:        filepath.Join(taskDir, "tests"),
+		Solution:     filepath.Join(taskDir, "solution"),
+		Agents:       agentsDir,
+		Tmp:          filepath.Join(i.layer.root, "tmp"),
+		VerifierHome: filepath.Join(i.layer.root, "tmp"),
+		VerifierTmp:  filepath.Join(i.layer.root, "tmp"),
+	}
+	seen = layout{App: i.img.workDir(), AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount, Artifacts: ArtifactsMount,
+		Tests: TestsMount, Solution: SolutionMount, Tmp: sandboxTmp, VerifierHome: sandboxTmp, VerifierTmp: sandboxTmp}
+	if agentsDir != "" {
+		seen.Agents = AgentsMount
+	}
+	return host, seen
+}
+
+// prepareRoot readies the merged root for the phases: /tmp 1777, the
+// working directory (created if missing, owned by the image user when not
+// root, as a build's WORKDIR would leave it), /etc/hosts, and the mount
+// points of the phases' binds (created as root now: the image's own
+// directories are root's).
+func (i *imageIsolation) prepareRoot(u imageUser) error {
+	root := i.layer.root
+	tmp := filepath.Join(root, "tmp")
+	if err := mkdirInRoot(root, "/tmp", 0o1777); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o1777|os.ModeSticky); err != nil {
+		return fmt.Errorf("image sandbox: chmod /tmp: %w", err)
+	}
+	wd := i.img.workDir()
+	if _, err := os.Lstat(filepath.Join(root, wd)); errors.Is(err, os.ErrNotExist) {
+		if err := mkdirInRoot(root, wd, 0o755); err != nil {
+			return err
+		}
+		if !u.root() {
+			if err := os.Lchown(filepath.Join(root, wd), int(u.uid), int(u.gid)); err != nil {
+				return fmt.Errorf("image sandbox: chown working dir %s: %w", wd, err)
+			}
+		}
+	}
+	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + sandboxHostname + "\n"
+	return writeInRoot(root, "/etc/hosts", hosts)
+}
+
+// setResolver writes the phase's /etc/resolv.conf: slirp4netns's DNS
+// forwarder when the phase has the network, nothing otherwise.
+func (i *imageIsolation) setResolver(public bool) error {
+	conf := "# no network in this phase\n"
+	if public {
+		conf = "nameserver " + slirpDNS + "\n"
+	}
+	return writeInRoot(i.layer.root, "/etc/resolv.conf", conf)
+}
+
+// mkdirInRoot creates dir (absolute inside root) and its parents, refusing
+// any existing component that is a symlink: the image could point one at
+// the host's files, and the runner is root.
+func mkdirInRoot(root, dir string, perm os.FileMode) error {
+	cur := root
+	for _, part := range strings.Split(strings.Trim(filepath.Clean(dir), "/"), "/") {
+		if part == "" {
+			continue
+		}
+		cur = filepath.Join(cur, part)
+		info, err := os.Lstat(cur)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if err := os.Mkdir(cur, perm); err != nil {
+				return fmt.Errorf("image sandbox: create %s: %w", dir, err)
+			}
+		case err != nil:
+			return fmt.Errorf("image sandbox: %w", err)
+		case !info.IsDir():
+			return fmt.Errorf("image sandbox: %s in the image is not a directory (a symlink or file), cannot mount on it", strings.TrimPrefix(cur, root))
+		}
+	}
+	return nil
+}
+
+// writeInRoot replaces file (absolute inside root) with content, never
+// through a symlink of the image.
+func writeInRoot(root, file, content string) error {
+	if err := mkdirInRoot(root, filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(root, file)
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("image sandbox: replace %s: %w", file, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("image sandbox: write %s: %w", file, err)
+	}
+	_, err = io.WriteString(f, content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("image sandbox: write %s: %w", file, err)
+	}
+	return os.Chmod(path, 0o644)
+}
+
+// command is not used for image phases: launch starts them.
+func (i *imageIsolation) command(phaseCommand) (*exec.Cmd, error) {
+	return nil, errors.New("image sandbox: phases start through launch")
+}
+
+// bwrapArgs builds the phase's bubblewrap command line. Fds 3 and 4 are
+// bwrap's info and block fds.
+func (i *imageIsolation) bwrapArgs(pc phaseCommand) []string {
+	args := []string{"--bind", i.layer.root, "/", "--dev", "/dev", "--proc", "/proc"}
+	for _, m := range pc.mounts {
+		flag := "--ro-bind"
+		if m.writable {
+			flag = "--bind"
+		}
+		args = append(args, flag, m.host, m.target)
+	}
+	args = append(args,
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--hostname", sandboxHostname, "--die-with-parent", "--new-session",
+		"--info-fd", "3", "--block-fd", "4", "--cap-drop", "ALL")
+	// bwrap as root narrows the effective set but not the bounding set:
+	// the helper (the runner's static binary) empties the bounding set down
+	// to the phase's capabilities (a non-root user: none) before the exec.
+	caps := dockerDefaultCaps
+	helper := []string{userHelperPath, execPhaseCommand, "--docker-caps"}
+	if !pc.user.root() {
+		caps = userSwitchCaps
+		helper = []string{userHelperPath, execPhaseCommand, "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
+			"--gid", strconv.FormatUint(uint64(pc.user.gid), 10), "--groups", joinIDs(pc.user.groups)}
+	}
+	args = append(args, "--ro-bind", i.self, userHelperPath)
+	for _, c := range caps {
+		args = append(args, "--cap-add", c)
+	}
+	args = append(args, "--chdir", i.img.workDir(), "--")
+	args = append(args, helper...)
+	return append(args, "--", "bash", "-c", pc.script)
+}
+
+func joinIDs(ids []uint32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(uint64(id), 10)
+	}
+	return strings.Join(s, ",")
+}
+
+// launch starts the phase: bwrap sets up the sandbox and stops before the
+// phase's command (its block fd); meanwhile the runner moves bwrap and the
+// sandbox's init into the phase's cgroups and attaches the network, then
+// lets it go. Nothing of the phase's command ever runs outside its limits
+// or before its network is in place. release stops the phase's network.
+func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+	return launchBwrap(i.bwrap, i.bwrapArgs(pc), i.slirp, pc, cg, stdout, stderr)
+}
+
+// launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4
+// and --unshare-net), joins its processes to cg, gives the sandbox's
+// network namespace its network mode (slirp4netns for public, the egress
+// proxy for allowlist, nothing for no-network) and only then lets the
+// phase's command run.
+func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (cmd *exec.Cmd, release func(), err error) {
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("image sandbox: %w", err)
+	}
+	defer infoR.Close()
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		infoW.Close()
+		return nil, nil, fmt.Errorf("image sandbox: %w", err)
+	}
+	defer blockW.Close()
+	cmd = exec.Command(bwrap, args...)
+	cmd.Env = pc.env
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{infoW, blockR}
+	cmd.WaitDelay = waitDelay
+	prepareProcess(cmd)
+	err = cmd.Start()
+	infoW.Close()
+	blockR.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start bwrap: %w", err)
+	}
+	release = func() {}
+	fail := func(err error) (*exec.Cmd, func(), error) {
+		killGroup(cmd.Process.Pid)
+		release()
+		_ = cmd.Wait()
+		return nil, nil, err
+	}
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(io.LimitReader(infoR, 4096)).Decode(&info); err != nil || info.ChildPID <= 0 {
+		return fail(fmt.Errorf("image sandbox: bwrap reported no sandbox pid (it failed to set up; see the phase's stderr): %v", err))
+	}
+	if err := cg.join(cmd.Process.Pid, info.ChildPID); err != nil {
+		return fail(err)
+	}
+	switch pc.netMode {
+	case netPublic:
+		stop, err := startSlirp(slirp, info.ChildPID)
+		if err != nil {
+			return fail(err)
+		}
+		release = stop
+	case netAllowlist:
+		proxy, err := startEgressProxy(info.ChildPID, pc.allowedHosts)
+		if err != nil {
+			return fail(err)
+		}
+		release = proxy.stop
+	}
+	if _, err := blockW.Write([]byte{1}); err != nil {
+		return fail(fmt.Errorf("image sandbox: release the phase: %w", err))
+	}
+	return cmd, release, nil
+}
+
+// slirpDNS is slirp4netns's DNS forwarder in the sandbox's network.
+const slirpDNS = "10.0.2.3"
+
+// slirpReadyTimeout bounds how long slirp4netns may take to configure the
+// sandbox's tap device.
+const slirpReadyTimeout = 10 * time.Second
+
+// startSlirp attaches slirp4netns (a user-mode network stack) to the network
+// namespace of pid: the sandbox gets tap0 (10.0.2.100/24, gateway 10.0.2.2,
+// DNS 10.0.2.3) and egress through the runner's own network, without the
+// host's loopback (--disable-host-loopback: 10.0.2.2 does not reach the
+// host's 127.0.0.1). It returns once the device is up.
+func startSlirp(bin string, pid int) (stop func(), err error) {
+	if bin == "" {
+		return nil, errors.New("image sandbox: the phase needs public network but slirp4netns is not installed (apt-get install slirp4netns)")
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer readyR.Close()
+	cmd := exec.Command(bin, "--configure", "--mtu=65520", "--disable-host-loopback", "--ready-fd=3",
+		strconv.Itoa(pid), "tap0")
+	cmd.ExtraFiles = []*os.File{readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		readyW.Close()
+		return nil, fmt.Errorf("image sandbox: start slirp4netns: %w", err)
+	}
+	readyW.Close()
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	done := make(chan error, 1)
+	go func() {
+		b := make([]byte, 1)
+		_, err := readyR.Read(b)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(slirpReadyTimeout):
+		err = errors.New("timed out")
+	}
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("image sandbox: slirp4netns did not come up: %v: %s", err, strings.TrimSpace(errBuf.String()))
+	}
+	return stop, nil
+}
+
+// launcher is an isolation that starts a phase itself (image isolation:
+// the phase's cgroups and network are attached between bwrap's setup and
+// the phase's command).
+type launcher interface {
+	launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error)
+}
+
+func newImageIsolation(bwrap string, opts Options) (*imageIsolation, error) {
+	if opts.Image == nil {
+		return nil, errors.New("bwrap isolation runs the task's image and none was given (--image; the driver resolves the spec's image): there is no fallback to the host's root filesystem; for development only, --isolation=bwrap-host runs on the host's")
+	}
+	if err := opts.Image.check(); err != nil {
+		return nil, err
+	}
+	self := opts.SelfPath
+	if self == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("image sandbox: find the runner binary: %w", err)
+		}
+		self = exe
+	}
+	slirp, _ := exec.LookPath("slirp4netns")
+	return &imageIsolation{bwrap: bwrap, img: *opts.Image, self: self, slirp: slirp, policy: opts.NetworkCeiling}, nil
+}

@@ -1,0 +1,343 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+)
+
+// Effective network modes of a phase.
+const (
+	netPublic    = harbor.NetworkPublic
+	netNone      = harbor.NetworkNone
+	netAllowlist = harbor.NetworkAllowlist
+)
+
+// maxDiffBytes bounds the diff artifact of a kept writable layer.
+const maxDiffBytes = 1 << 30
+
+// DiffArtifact is the artifact a kept writable layer is written to.
+const DiffArtifact = "diff.tar.gz"
+
+// setUpLayer mounts the attempt's writable root (image isolation only) and
+// logs what is and is not enforced.
+func (t *trial) setUpLayer() error {
+	if t.image == nil {
+		if _, host := t.iso.(bwrapIsolation); host {
+			t.log.Warn("limits", "storage", "NOT enforced in the host-rootfs development mode (no quota filesystem)",
+				"network", "each phase in its own network namespace, as in image sandboxes")
+		}
+		return nil
+	}
+	storage := t.task.Config.Environment.StorageMB
+	source := "task storage_mb"
+	if storage == 0 {
+		storage, source = t.opts.StorageMB, "platform default"
+		if storage == 0 {
+			storage = DefaultStorageMB
+		}
+	}
+	if storage < 0 {
+		storage = 0
+	}
+	// The layer's mounts live under a per-attempt dir named by a hash, so
+	// every path overlayfs options carry is free of the characters they
+	// cannot.
+	sum := sha256.Sum256([]byte(t.work))
+	dir := filepath.Join(t.work, "layer-"+hex.EncodeToString(sum[:4]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("image sandbox: create %s: %w", dir, err)
+	}
+	l, err := newLayer(dir, t.image.img.Rootfs, storage)
+	if err != nil {
+		return err
+	}
+	t.layer, t.image.layer = l, l
+	t.log.Info("image sandbox", "image", t.image.img.Ref, "rootfs", t.image.img.Rootfs,
+		"user", userOrRoot(t.image.img.User), "working_dir", t.image.img.workDir())
+	if storage > 0 {
+		t.log.Info("limits", "storage", fmt.Sprintf("%d MB (%s), enforced by the attempt's own ext4 filesystem holding its writable layer, /tmp and /logs: a full disk is the agent's ENOSPC", storage, source))
+		if free := hostFreeMB(t.work); free >= 0 && free < int64(storage) {
+			t.log.Warn("the host has less free disk than the attempt's storage limit", "host_free_mb", free, "storage_mb", storage)
+		}
+	} else {
+		t.log.Warn("limits", "storage", "NOT enforced (storage limit disabled by the operator)")
+	}
+	t.log.Info("limits", "network", "each phase in its own network namespace: public through slirp4netns without the host's loopback, allowlist through an egress proxy on the sandbox's loopback, no-network with loopback only")
+	return nil
+}
+
+func userOrRoot(u string) string {
+	if u == "" {
+		return "root"
+	}
+	return u
+}
+
+func hostFreeMB(dir string) int64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return -1
+	}
+	return int64(st.Bavail) * st.Bsize >> 20
+}
+
+// isStaticELF reports whether file is an ELF executable without a program
+// interpreter (statically linked), which runs in any image.
+func isStaticELF(file string) bool {
+	f, err := elf.Open(file)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}
+
+// closeLayer writes the diff artifact when asked, then unmounts and deletes
+// the attempt's writable root: nothing of it survives the attempt.
+func (t *trial) closeLayer() {
+	if t.layer == nil {
+		return
+	}
+	if err := t.layer.close(); err != nil {
+		t.log.Warn("writable layer not fully removed", "err", err)
+	}
+	t.layer = nil
+}
+
+// keepDiff writes the writable layer as artifacts/diff.tar.gz when the
+// options ask for it.
+func (t *trial) keepDiff() {
+	if t.layer == nil || !t.opts.KeepDiff {
+		return
+	}
+	if err := t.layer.writeDiff(filepath.Join(t.out, ArtifactsDir, DiffArtifact), maxDiffBytes); err != nil {
+		t.log.Warn("diff artifact not written", "err", err)
+		return
+	}
+	t.log.Info("writable layer kept", "artifact", DiffArtifact)
+}
+
+// prepareImageDirs creates /logs/{agent,verifier,artifacts} on the
+// attempt's filesystem, owned by the phase users that write them, and
+// readies the merged root.
+func (t *trial) prepareImageDirs() error {
+	agentUser, err := t.phaseUser(roleAgent)
+	if err != nil {
+		return err
+	}
+	verifierUser, err := t.phaseUser(roleVerifier)
+	if err != nil {
+		return err
+	}
+	owners := map[string]imageUser{t.host.AgentLogs: agentUser, t.host.Artifacts: agentUser, t.host.VerifierLogs: verifierUser}
+	for dir, u := range owners {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		if err := os.Chown(dir, int(u.uid), int(u.gid)); err != nil {
+			return fmt.Errorf("chown %s: %w", dir, err)
+		}
+	}
+	if info, err := os.Stat(t.image.self); err != nil || !isStaticELF(t.image.self) || info.Mode().Perm()&0o005 != 0o005 {
+		return fmt.Errorf("image sandbox: the runner binary %s runs inside the image, so it must be a statically linked executable readable by every uid (build it with CGO_ENABLED=0; make build does)", t.image.self)
+	}
+	return t.image.prepareRoot(agentUser)
+}
+
+// phaseUser is who runs a phase: task.toml's [agent].user or
+// [verifier].user, else the image's USER.
+func (t *trial) phaseUser(role phaseRole) (imageUser, error) {
+	spec := t.image.img.User
+	override := t.task.Config.Agent.User
+	if role == roleVerifier {
+		override = t.task.Config.Verifier.User
+	}
+	if override != "" {
+		spec = override
+	}
+	return resolveUser(t.image.img.Rootfs, spec)
+}
+
+// imagePhase completes a phase command for the sandbox it runs in: under
+// image isolation its user, network mode, the image's environment, its
+// mount points and /etc/resolv.conf; in a host-rootfs sandbox the /etc
+// stubs.
+func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
+	_, host := t.iso.(bwrapIsolation)
+	if t.image == nil && !host {
+		return nil
+	}
+	override, hosts := t.task.Config.Agent.NetworkMode, t.task.Config.Agent.AllowedHosts
+	if role == roleVerifier {
+		override, hosts = t.task.Config.Verifier.NetworkMode, t.task.Config.Verifier.AllowedHosts
+	}
+	if len(hosts) == 0 {
+		hosts = t.task.Config.Environment.AllowedHosts
+	}
+	asked := t.phaseNetwork(override)
+	mode := effectiveNetwork(asked, t.opts.NetworkCeiling)
+	if mode != asked && asked != "" {
+		t.log.Warn("phase network restricted", "asked", asked, "given", mode, "ceiling", t.opts.NetworkCeiling)
+	}
+	pc.netMode, pc.network = mode, mode == netPublic
+	if mode == netAllowlist {
+		pc.allowedHosts = hosts
+		pc.env = append(pc.env, proxyEnv()...)
+		t.log.Info("phase egress through the allow-listing proxy", "allowed_hosts", strings.Join(hosts, ","))
+	}
+	if host {
+		pc.etcDir = t.etcStubs()
+		return nil
+	}
+	u, err := t.phaseUser(role)
+	if err != nil {
+		return err
+	}
+	pc.user = u
+	pc.env = imageEnv(t.image.img, u, pc.env)
+	if err := t.image.setResolver(pc.network); err != nil {
+		return err
+	}
+	for _, m := range pc.mounts {
+		if err := ensureMountPoint(t.layer.root, m.target); err != nil {
+			return err
+		}
+	}
+	return ensureFileMountPoint(t.layer.root, userHelperPath)
+}
+
+// effectiveNetwork is the phase's network mode under the operator's
+// ceiling; an unknown or empty mode is no-network (fail closed).
+func effectiveNetwork(asked, ceiling string) string {
+	rank := map[string]int{netPublic: 2, netAllowlist: 1, netNone: 0}
+	mode := asked
+	if _, ok := rank[mode]; !ok {
+		mode = netNone
+	}
+	if c, ok := rank[ceiling]; ok && c < rank[mode] {
+		mode = ceiling
+	}
+	return mode
+}
+
+// ensureMountPoint makes target a real directory of the merged root: the
+// agent may have replaced it (or a parent) with a symlink between phases,
+// which would send the bind elsewhere; that entry is removed.
+func ensureMountPoint(root, target string) error {
+	cur := root
+	for _, part := range strings.Split(strings.Trim(filepath.Clean(target), "/"), "/") {
+		cur = filepath.Join(cur, part)
+		info, err := os.Lstat(cur)
+		if err == nil && !info.IsDir() {
+			if err := os.RemoveAll(cur); err != nil {
+				return fmt.Errorf("image sandbox: clear mount point %s: %w", target, err)
+			}
+			err = os.ErrNotExist
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			if err := os.Mkdir(cur, 0o755); err != nil {
+				return fmt.Errorf("image sandbox: create mount point %s: %w", target, err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("image sandbox: %w", err)
+		}
+	}
+	return nil
+}
+
+// ensureFileMountPoint makes target a regular file of the merged root.
+func ensureFileMountPoint(root, target string) error {
+	if err := ensureMountPoint(root, filepath.Dir(target)); err != nil {
+		return err
+	}
+	path := filepath.Join(root, target)
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		if err := os.RemoveAll(path); err != nil {
+			return fmt.Errorf("image sandbox: clear mount point %s: %w", target, err)
+		}
+	}
+	return writeInRoot(root, target, "")
+}
+
+func (t *trial) imageAgentMounts() []mount {
+	m := []mount{
+		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
+		{host: t.host.Artifacts, target: ArtifactsMount, writable: true},
+	}
+	if t.harness.MountsSolution {
+		m = append(m, mount{host: t.host.Solution, target: SolutionMount})
+	}
+	if t.host.Agents != "" {
+		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
+	}
+	if t.opts.InstalledAgentDir != "" {
+		m = append(m, mount{host: t.opts.InstalledAgentDir, target: InstalledAgentMount})
+	}
+	if t.opts.StaticBinDir != "" {
+		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
+	}
+	return m
+}
+
+func (t *trial) imageVerifierMounts() []mount {
+	m := []mount{
+		{host: t.host.AgentLogs, target: AgentLogMount},
+		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
+		{host: t.host.Artifacts, target: ArtifactsMount, writable: true},
+		{host: t.host.Tests, target: TestsMount},
+	}
+	if t.opts.StaticBinDir != "" {
+		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
+	}
+	return m
+}
+
+// storageNote says, for an agent failure, that the attempt's storage limit
+// is full (so the failure was most likely its ENOSPC).
+func (t *trial) storageNote() string {
+	full, used := t.layer.full()
+	if !full {
+		return ""
+	}
+	return fmt.Sprintf("; the attempt's storage limit is full (%d MB used): the agent got ENOSPC", used)
+}
+
+// etcStubs is the dir of a host-rootfs sandbox's /etc/passwd and /etc/group.
+func (t *trial) etcStubs() string { return filepath.Join(t.work, "etc-stubs") }
+
+// writeEtcStubs writes passwd and group naming only root and nobody: a
+// host-rootfs sandbox never sees the host's accounts.
+func writeEtcStubs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	files := map[string]string{
+		"passwd": "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":  "root:x:0:\nnogroup:x:65534:\n",
+		"hosts":  "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t" + sandboxHostname + "\n",
+		// slirp4netns's DNS forwarder: the host's resolver may be on its
+		// loopback, which the sandbox never reaches.
+		"resolv.conf": "nameserver " + slirpDNS + "\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write %s stub: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,403 @@
+package runner
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultStorageMB is the per-attempt storage limit when the task's
+// storage_mb sets none and the operator configured no other default.
+const DefaultStorageMB = 10240
+
+// Names inside an attempt's layer dir (the runner's work dir).
+const (
+	layerDiskImage = "disk.img" // sparse backing file of the quota filesystem
+	layerDisk      = "disk"     // mount point of the quota filesystem
+	layerRoot      = "root"     // mount point of the merged overlay: the sandbox's /
+	layerUpper     = "upper"    // on the quota filesystem
+	layerOverWork  = "ovlwork"  // overlayfs workdir, on the quota filesystem
+	layerLogs      = "logs"     // the attempt's /logs, on the quota filesystem
+)
+
+// layer is one attempt's writable root: a kernel overlay whose lower is the
+// image's cached rootfs (never written) and whose upper lives on a
+// filesystem of the attempt's own, a sparse ext4 image loop-mounted with the
+// attempt's storage limit as its size. Everything the phases can write — the
+// root (so /app and /tmp), /logs — is on that filesystem, so a full disk is
+// the attempt's ENOSPC and never the host's. Closing it unmounts both and
+// deletes the lot: the next attempt starts from the image again.
+type layer struct {
+	dir       string // the work dir holding disk.img, disk/ and root/
+	lower     string
+	root      string // merged: the sandbox's /
+	disk      string // quota filesystem mount point ("" = none: no storage limit)
+	storageMB int
+	mounted   []string // mount points, innermost last
+}
+
+// newLayer makes the attempt's writable root under dir (which must not be
+// on the quota filesystem itself) over the rootfs lower, limited to
+// storageMB (0 = no quota filesystem: the upper lives in dir, unlimited).
+func newLayer(dir, lower string, storageMB int) (l *layer, err error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("image sandbox: the runner must run as root to mount the attempt's overlay and quota filesystem (rootless overlays are not supported yet; use --isolation=bwrap-host for development)")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("image sandbox: create %s: %w", dir, err)
+	}
+	l = &layer{dir: dir, lower: lower, root: filepath.Join(dir, layerRoot), storageMB: storageMB}
+	defer func() {
+		if err != nil {
+			_ = l.close()
+			l = nil
+		}
+	}()
+	base := dir
+	if storageMB > 0 {
+		l.disk = filepath.Join(dir, layerDisk)
+		if err := l.mountDisk(); err != nil {
+			return nil, err
+		}
+		base = l.disk
+	}
+	upper, work := filepath.Join(base, layerUpper), filepath.Join(base, layerOverWork)
+	for _, d := range []string{upper, work, l.root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("image sandbox: create %s: %w", d, err)
+		}
+	}
+	// The lowerdir option is a comma-separated list: refuse what would
+	// split or escape it rather than quote it.
+	for _, p := range []string{lower, upper, work} {
+		if strings.ContainsAny(p, ",:\\") {
+			return nil, fmt.Errorf("image sandbox: path %q holds a character overlayfs options cannot carry (, : \\)", p)
+		}
+	}
+	opts := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
+	if err := unix.Mount("overlay", l.root, "overlay", unix.MS_NODEV, opts); err != nil {
+		return nil, fmt.Errorf("image sandbox: mount overlay (lower %s): %w", lower, err)
+	}
+	l.mounted = append(l.mounted, l.root)
+	return l, nil
+}
+
+// mountDisk gives the attempt its quota filesystem: a sparse copy of a
+// formatted ext4 image of the storage limit's size (formatted once per size
+// and machine, with lazy inode tables and no journal; the copy moves only
+// the few allocated blocks), attached to a free loop device with autoclear
+// and mounted nodev, nosuid. The device goes with the last unmount, also
+// when the runner's mount namespace dies with it.
+func (l *layer) mountDisk() error {
+	img := filepath.Join(l.dir, layerDiskImage)
+	tmpl, err := ext4Template(l.storageMB)
+	if err != nil {
+		return err
+	}
+	if err := sparseCopy(tmpl, img); err != nil {
+		return fmt.Errorf("image sandbox: copy the %d MB filesystem: %w", l.storageMB, err)
+	}
+	if err := os.MkdirAll(l.disk, 0o700); err != nil {
+		return fmt.Errorf("image sandbox: create %s: %w", l.disk, err)
+	}
+	if err := loopMount(img, l.disk); err != nil {
+		return fmt.Errorf("image sandbox: loop-mount the storage limit: %w", err)
+	}
+	l.mounted = append(l.mounted, l.disk)
+	return nil
+}
+
+// ext4TemplateDir holds the formatted, empty ext4 images, one per size.
+var ext4TemplateDir = filepath.Join(os.TempDir(), "gauntlet-ext4-templates")
+
+// ext4Template returns the formatted empty image of sizeMB, making it
+// (under a lock shared with other runners) when missing.
+func ext4Template(sizeMB int) (string, error) {
+	if err := os.MkdirAll(ext4TemplateDir, 0o700); err != nil {
+		return "", fmt.Errorf("image sandbox: %w", err)
+	}
+	path := filepath.Join(ext4TemplateDir, fmt.Sprintf("ext4-%dM.img", sizeMB))
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("image sandbox: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("image sandbox: lock %s: %w", path, err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("image sandbox: %w", err)
+	}
+	err = f.Truncate(int64(sizeMB) << 20)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("image sandbox: size %s: %w", tmp, err)
+	}
+	mkfs := exec.Command("mkfs.ext4", "-q", "-F", "-O", "^has_journal,^resize_inode", "-m", "0", "-i", "16384",
+		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", tmp)
+	if out, err := mkfs.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("image sandbox: mkfs.ext4 the %d MB storage limit (install e2fsprogs): %w: %s", sizeMB, err, strings.TrimSpace(string(out)))
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// sparseCopy copies src to dst keeping holes: only the data extents
+// (SEEK_DATA / SEEK_HOLE) are copied, in the kernel (copy_file_range).
+func sparseCopy(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := out.Truncate(info.Size()); err != nil {
+		return err
+	}
+	inFd, outFd := int(in.Fd()), int(out.Fd())
+	for off := int64(0); off < info.Size(); {
+		data, err := unix.Seek(inFd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole is left
+		}
+		if err != nil {
+			return err
+		}
+		hole, err := unix.Seek(inFd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		for pos := data; pos < hole; {
+			r, w := pos, pos
+			n, err := unix.CopyFileRange(inFd, &r, outFd, &w, int(hole-pos), 0)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return io.ErrUnexpectedEOF
+			}
+			pos += int64(n)
+		}
+		off = hole
+	}
+	return out.Close()
+}
+
+// loopMount attaches img to a free loop device (autoclear) and mounts its
+// ext4 at dir.
+func loopMount(img, dir string) error {
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	back, err := os.OpenFile(img, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer back.Close()
+	for range 10 {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return fmt.Errorf("find a free loop device: %w", err)
+		}
+		dev := fmt.Sprintf("/dev/loop%d", n)
+		lf, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		cfg := unix.LoopConfig{Fd: uint32(back.Fd()), Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}}
+		err = unix.IoctlLoopConfigure(int(lf.Fd()), &cfg)
+		if errors.Is(err, unix.EBUSY) {
+			lf.Close() // taken meanwhile by another process: try the next
+			continue
+		}
+		if err != nil {
+			lf.Close()
+			return fmt.Errorf("configure %s: %w", dev, err)
+		}
+		err = unix.Mount(dev, dir, "ext4", unix.MS_NODEV|unix.MS_NOSUID|unix.MS_NOATIME, "")
+		// With autoclear the device detaches once this fd is closed and,
+		// after a successful mount, once the filesystem is unmounted.
+		lf.Close()
+		if err != nil {
+			return fmt.Errorf("mount %s: %w", dev, err)
+		}
+		return nil
+	}
+	return errors.New("no free loop device after 10 tries")
+}
+
+// logsDir is where the attempt's /logs live on the host (on the quota
+// filesystem when there is one).
+func (l *layer) logsDir() string {
+	if l.disk != "" {
+		return filepath.Join(l.disk, layerLogs)
+	}
+	return filepath.Join(l.dir, layerLogs)
+}
+
+func (l *layer) upperDir() string {
+	if l.disk != "" {
+		return filepath.Join(l.disk, layerUpper)
+	}
+	return filepath.Join(l.dir, layerUpper)
+}
+
+// full reports whether the quota filesystem has (almost) no space or inodes
+// left, and how much it holds.
+func (l *layer) full() (full bool, usedMB int64) {
+	if l == nil || l.disk == "" {
+		return false, 0
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(l.disk, &st); err != nil {
+		return false, 0
+	}
+	used := int64(st.Blocks-st.Bfree) * st.Bsize >> 20
+	return st.Bavail*uint64(st.Bsize) < 1<<20 || st.Ffree == 0, used
+}
+
+// close unmounts the overlay and the quota filesystem and removes the
+// layer's files. Safe to call twice.
+func (l *layer) close() error {
+	if l == nil {
+		return nil
+	}
+	var errs []error
+	for i := len(l.mounted) - 1; i >= 0; i-- {
+		flags := 0
+		if l.mounted[i] == l.disk {
+			// Nothing on it is kept: detach at once and let the kernel
+			// write back and free it (and its loop device) in the
+			// background instead of waiting for that here.
+			flags = unix.MNT_DETACH
+		}
+		if err := unix.Unmount(l.mounted[i], flags); err != nil && !errors.Is(err, unix.EINVAL) {
+			// Busy: a process of the sandbox still holds it. Detach now; the
+			// kernel frees it when the last user goes.
+			if err2 := unix.Unmount(l.mounted[i], unix.MNT_DETACH); err2 != nil {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", l.mounted[i], err))
+			}
+		}
+	}
+	l.mounted = nil
+	for _, p := range []string{l.root, l.disk, filepath.Join(l.dir, layerDiskImage), filepath.Join(l.dir, layerUpper), filepath.Join(l.dir, layerOverWork), filepath.Join(l.dir, layerLogs)} {
+		if p == "" {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeDiff writes the upper dir as a gzipped OCI layer tar: what the
+// attempt changed against the image, deletions as .wh. whiteouts and
+// opaque directories as .wh..wh..opq, as an image layer records them.
+func (l *layer) writeDiff(dst string, limit int64) error {
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("diff artifact: %w", err)
+	}
+	defer f.Close()
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	upper := l.upperDir()
+	var written int64
+	err = filepath.WalkDir(upper, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(upper, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st, _ := info.Sys().(*syscall.Stat_t)
+		if info.Mode()&fs.ModeCharDevice != 0 && st != nil && st.Rdev == 0 {
+			return tw.WriteHeader(&tar.Header{Name: filepath.Join(filepath.Dir(rel), ".wh."+d.Name()), Typeflag: tar.TypeReg, Mode: 0o600})
+		}
+		link := ""
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return nil // sockets and the like: not part of a diff
+		}
+		hdr.Name = rel
+		if d.IsDir() {
+			hdr.Name += "/"
+		}
+		if st != nil {
+			hdr.Uid, hdr.Gid = int(st.Uid), int(st.Gid)
+		}
+		hdr.Uname, hdr.Gname = "", ""
+		if info.Mode().IsRegular() && written+info.Size() > limit {
+			return fmt.Errorf("diff larger than %d bytes", limit)
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if v, err := unix.Lgetxattr(path, "trusted.overlay.opaque", make([]byte, 1)); err == nil && v == 1 {
+				return tw.WriteHeader(&tar.Header{Name: filepath.Join(rel, ".wh..wh..opq"), Typeflag: tar.TypeReg, Mode: 0o600})
+			}
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		n, err := io.Copy(tw, in)
+		written += n
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("diff artifact: %w", err)
+	}
+	return nil
+}
