@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices run-deps
+.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices run-deps fuzz
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -116,6 +116,26 @@ prices:
 synth: lambdas
 	@[ -x node_modules/.bin/cdk ] || npm ci --no-audit --no-fund --loglevel=error
 	npx --no-install cdk synth --quiet
+
+## fuzz: every native fuzz target (parsers of outside input) for FUZZTIME
+## each, one after the other; `make test` runs their seed corpora only.
+## Minimization is capped (FUZZMINIMIZE) so new inputs do not stall the run.
+FUZZTIME ?= 60s
+FUZZMINIMIZE ?= 5s
+FUZZ_TARGETS := \
+	./pkg/runconfig:FuzzParse \
+	./pkg/harbor:FuzzParseRegistry \
+	./pkg/harbor:FuzzParseTaskConfig \
+	./pkg/harbor:FuzzDecodeTrialResult \
+	./pkg/harbor:FuzzParseReward \
+	./pkg/score:FuzzReadJSONL \
+	./pkg/api:FuzzRequestBodies \
+	./pkg/runner:FuzzExtractTarGz
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg || exit 1; \
+	done
 
 ## base-images: the Debian rootfs tarballs (mmdebstrap) that stand in for the
 ## upstream base images in tests and the demo, into

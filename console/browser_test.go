@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := requireBrowserTooling(t, root)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// One deadline for the whole test; the browser's waits share what is
+	// left of it (GAUNTLET_WAIT_MS), so under load the test waits longer for
+	// each state instead of failing at a fixed step timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	srv := startPlatform(ctx, t, root)
@@ -126,7 +130,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
 		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID,
-		"GAUNTLET_SCREENSHOTS="+shots, "GAUNTLET_CHROMIUM="+chromiumPath)
+		"GAUNTLET_SCREENSHOTS="+shots, "GAUNTLET_CHROMIUM="+chromiumPath, "GAUNTLET_WAIT_MS="+waitBudget(ctx))
 	out, err := cmd.CombinedOutput()
 	t.Logf("screenshots in %s", shots)
 	if err != nil {
@@ -238,4 +242,14 @@ func (c apiClient) do(ctx context.Context, method, path, contentType string, bod
 		return fmt.Errorf("%s %s: decode %q: %w", method, path, data, err)
 	}
 	return nil
+}
+
+// waitBudget is the time left before ctx's deadline, less a margin for the
+// node process to report, in milliseconds.
+func waitBudget(ctx context.Context) string {
+	left := time.Minute
+	if deadline, ok := ctx.Deadline(); ok {
+		left = time.Until(deadline) - 10*time.Second
+	}
+	return strconv.FormatInt(max(left.Milliseconds(), 1000), 10)
 }

@@ -97,7 +97,12 @@ CGO_ENABLED=0 go build -o "$bin/" ./cmd/sandbox-runner # static: it runs inside 
 say "preparing the codex agent bundle (once; then reused from the cache)"
 "$bin/gauntlet" agents install codex
 
-mkdir -p "$data"
+# The data dir and every file the demo writes in it are the operator's
+# alone (gauntlet local tightens the dir and its files too): logs hold
+# whatever was logged. Only the demo's own writes get umask 077, never
+# gauntlet local (its sandboxes would inherit it).
+(umask 077 && mkdir -p "$data")
+chmod 700 "$data"
 sandbox=${GAUNTLET_SANDBOX:-bwrap}
 if [[ $sandbox == bwrap ]]; then
 	if registry_alive; then
@@ -105,8 +110,8 @@ if [[ $sandbox == bwrap ]]; then
 	else
 		say "serving the stand-in base images (built from Debian packages by make base-images) on $regaddr"
 		rm -f "$settings"
-		nohup "$bin/gauntlet" images serve --addr "$regaddr" --write-settings "$settings" >"$reglogfile" 2>&1 &
-		echo $! >"$regpidfile"
+		(umask 077 && exec nohup "$bin/gauntlet" images serve --addr "$regaddr" --write-settings "$settings" >"$reglogfile" 2>&1) &
+		(umask 077 && echo $! >"$regpidfile")
 		for i in $(seq 1 600); do
 			[[ -s $settings ]] && break
 			if ! registry_alive; then
@@ -126,9 +131,10 @@ fi
 # README.md, "Real agents").
 if ! { [[ -f $mockpid ]] && kill -0 "$(cat "$mockpid")" 2>/dev/null; }; then
 	say "starting the mock model on $mock_addr (gauntlet mock-model, script fix-median)"
-	nohup "$bin/gauntlet" mock-model -listen "$mock_addr" -script fix-median >"$data/mock-model.log" 2>&1 &
-	echo $! >"$mockpid"
+	(umask 077 && exec nohup "$bin/gauntlet" mock-model -listen "$mock_addr" -script fix-median >"$data/mock-model.log" 2>&1) &
+	(umask 077 && echo $! >"$mockpid")
 fi
+(umask 077 && : >"$gateway_config")
 cat >"$gateway_config" <<EOF
 # Written by scripts/demo.sh: the model gateway's provider "mock" is the
 # bundled mock model (gauntlet mock-model); it has no price, so runs show
@@ -150,8 +156,9 @@ else
 	if [[ -n ${GAUNTLET_CREDENTIALS:-} ]]; then
 		args+=(--credentials "$GAUNTLET_CREDENTIALS")
 	fi
-	nohup "$bin/gauntlet" "${args[@]}" >"$logfile" 2>&1 &
-	echo $! >"$pidfile"
+	(umask 077 && : >"$logfile") && chmod 600 "$logfile"
+	nohup "$bin/gauntlet" "${args[@]}" >>"$logfile" 2>&1 &
+	(umask 077 && echo $! >"$pidfile")
 fi
 if [[ ${GAUNTLET_DEMO_STOP:-} == 1 ]]; then
 	trap 'stop_server; stop_registry' EXIT

@@ -62,7 +62,43 @@ func TestMakeRunFlow(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, got)
 		}
 	}
+	checkPrivateDataDir(t, data)
 	if _, err := os.Stat(filepath.Join(data, "server.pid")); !os.IsNotExist(err) {
 		t.Errorf("server.pid left behind (err %v): the server was not stopped", err)
+	}
+}
+
+// checkPrivateDataDir asserts the data dir is 0700, every file directly in
+// it 0600, and the token in none of them but the token file.
+func checkPrivateDataDir(t *testing.T, data string) {
+	t.Helper()
+	if info, err := os.Stat(data); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("data dir %s: mode %v (%v), want 0700", data, info.Mode().Perm(), err)
+	}
+	token, err := os.ReadFile(filepath.Join(data, "token"))
+	if err != nil || len(bytes.TrimSpace(token)) == 0 {
+		t.Fatalf("read token: %v", err)
+	}
+	entries, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", e.Name(), info.Mode().Perm())
+		}
+		if e.Name() == "token" || strings.HasPrefix(e.Name(), "gauntlet.db") {
+			continue
+		}
+		if content, err := os.ReadFile(filepath.Join(data, e.Name())); err == nil && bytes.Contains(content, bytes.TrimSpace(token)) {
+			t.Errorf("%s holds the operator token", e.Name())
+		}
 	}
 }

@@ -37,6 +37,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	storageMB := fs.Int("storage-mb", 0, "storage limit of an attempt whose task sets no storage_mb (0 = the runner's default, 10240; -1 = none)")
 	networkCeiling := fs.String("network-ceiling", "", "most permissive network any sandbox phase gets: public (default), allowlist or no-network")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
+	allowPrivate := fs.Bool("allow-private-registry", false, "let registry and git fetches reach loopback, private and link-local addresses (and git's file://, ssh://, git://)")
 	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	images := addImageFlags(fs)
@@ -67,7 +68,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
 	}
 	lo := local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
-		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes,
+		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate,
 		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
 	if err := images.apply(&lo, *data, logger); err != nil {
 		return err
@@ -95,7 +96,8 @@ func printBanner(w io.Writer, srv *server.Server) {
 	}
 	fmt.Fprintf(w, "gauntlet local is serving on %s (%s %s)\n", srv.URL(), state, t.Workspace)
 	fmt.Fprintf(w, "  console: %s/\n  API:     %s/v1   (OpenAPI: %s/v1/openapi.json)\n", srv.URL(), srv.URL(), srv.URL())
-	fmt.Fprintf(w, "  token:   %s\n           saved in %s", t.Token, srv.TokenPath())
+	// The token itself is never printed: stdout often lands in a log file.
+	fmt.Fprintf(w, "  token:   in %s (mode 0600)", srv.TokenPath())
 	if p := srv.CredentialsPath(); p != "-" {
 		fmt.Fprintf(w, " and %s (the CLI reads it)", p)
 	}

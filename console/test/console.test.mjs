@@ -24,6 +24,11 @@ const TOKEN = env('GAUNTLET_TOKEN');
 const RUN_ID = env('GAUNTLET_RUN_ID');
 const SHOTS = env('GAUNTLET_SCREENSHOTS');
 const CHROMIUM = process.env.GAUNTLET_CHROMIUM || '/usr/bin/chromium';
+// Every wait is for a state (an element, a URL, an event), never for a
+// time; WAIT only bounds how long a state may take to come: the rest of the
+// Go test's deadline (GAUNTLET_WAIT_MS), so a loaded machine slows the test
+// down instead of failing it.
+const WAIT = Number(process.env.GAUNTLET_WAIT_MS) || 120_000;
 
 let browser;
 let page;
@@ -37,7 +42,8 @@ before(async () => {
       '--disable-component-update', '--disable-sync'],
   });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-  context.setDefaultTimeout(10_000);
+  context.setDefaultTimeout(WAIT);
+  context.setDefaultNavigationTimeout(WAIT);
   page = await context.newPage();
   page.on('console', (m) => {
     // The browser logs every 4xx answer as a failed resource; the tests
@@ -110,7 +116,7 @@ test('adding a registry dataset syncs it; a harbor benchmark can be removed', as
   await row.waitFor();
   assert.match(await row.innerText(), /harbor/);
   // The list follows the sync until the benchmark is ready.
-  await page.waitForFunction(() => document.querySelector('#benchmark-list tr[data-key="demo-bench-1-0"] [data-status="ready"]'), null, { timeout: 20_000 });
+  await page.waitForFunction(() => document.querySelector('#benchmark-list tr[data-key="demo-bench-1-0"] [data-status="ready"]'), null, { timeout: WAIT });
   assert.equal((await row.locator('td').allInnerTexts())[3], '15');
   await shot('02b-benchmark-added');
 
@@ -395,12 +401,12 @@ test('a submitted run opens live, and Stop stops it', async () => {
   await stop.waitFor();
   // Live polling moves the progress bar while the run goes.
   await page.waitForFunction(() => Number(document.querySelector('.run-progress [role="progressbar"]')?.getAttribute('aria-valuenow')) > 0,
-    null, { timeout: 20_000 });
+    null, { timeout: WAIT });
   assert.equal(await page.locator('.run-progress [role="progressbar"]').getAttribute('aria-valuemax'), '24');
   await shot('12-run-live');
   await stop.click();
   await page.locator('dialog[open] button[value="ok"]').click();
-  await page.waitForFunction(() => document.querySelector('.page-head .badge')?.dataset.status === 'stopped', null, { timeout: 20_000 });
+  await page.waitForFunction(() => document.querySelector('.page-head .badge')?.dataset.status === 'stopped', null, { timeout: WAIT });
   assert.equal(await page.locator('#stop-run').count(), 0, 'no Stop button once stopped');
   const legend = await page.locator('.run-progress .legend').innerText();
   const cancelled = Number(/cancelled (\d+)/.exec(legend)?.[1]);

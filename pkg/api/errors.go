@@ -1,11 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
@@ -13,6 +15,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
 func errorf(status int, code, format string, args ...any) *v1.Error {
@@ -51,6 +54,11 @@ func (h *Handler) classify(err error) *v1.Error {
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "%s", clientMessage(err))
 	case errors.As(err, &unknownDataset):
 		return errorf(http.StatusNotFound, v1.CodeNotFound, "%s", unknownDataset.Error())
+	case errors.Is(err, benchsync.ErrRegistryInvalid):
+		// The operator's registry is broken, not the request: say where.
+		return errorf(http.StatusBadGateway, v1.CodeRegistryInvalid, "the benchmark registry is invalid: %s", registryProblem(err))
+	case errors.Is(err, store.ErrInvalidCursor):
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "cursor is not one this API returned; start again without it")
 	case errors.Is(err, benchsync.ErrRegistryUnavailable):
 		return errorf(http.StatusServiceUnavailable, v1.CodeUnavailable, "the benchmark registry could not be read; check the registry location and try again")
 	case errors.Is(err, records.ErrNotFound):
@@ -108,22 +116,77 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := mediaType(r); ct != "application/json" && ct != "" {
 		return errorf(http.StatusUnsupportedMediaType, v1.CodeUnsupportedType, "send Content-Type: application/json, not %q", ct)
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, v1.MaxSmallBody))
+	body, err := readBody(w, r, v1.MaxSmallBody)
+	if err != nil {
+		return err
+	}
+	if err := checkUniqueKeys(body); err != nil {
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON body: %s", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
 		if errors.Is(err, io.EOF) {
 			return errorf(http.StatusBadRequest, v1.CodeBadRequest, "the request body is empty; send a JSON object")
 		}
-		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON body: %s", jsonProblem(err))
 	}
 	if dec.More() {
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON body: data after the object")
 	}
 	return nil
+}
+
+// registryProblem is the registry's own error without the sentinel's words,
+// at most a few hundred bytes of it.
+func registryProblem(err error) string {
+	msg := strings.TrimPrefix(err.Error(), benchsync.ErrRegistryInvalid.Error()+": ")
+	if len(msg) > 600 {
+		msg = strings.ToValidUTF8(msg[:600], "") + "…"
+	}
+	return msg
+}
+
+// jsonProblem says what is wrong with a JSON body in JSON's words: the
+// field and the kind of value wanted, never a Go type name.
+func jsonProblem(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Sprintf("%s: want %s, got %s", typeErr.Field, jsonKind(typeErr.Type), typeErr.Value)
+	case errors.As(err, &typeErr):
+		return fmt.Sprintf("want %s, got %s", jsonKind(typeErr.Type), typeErr.Value)
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("%s (at byte %d)", syntax.Error(), syntax.Offset)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another kind of value"
 }
 
 // readBody reads a bounded body.

@@ -16,6 +16,8 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
 func TestClassify(t *testing.T) {
@@ -36,6 +38,8 @@ func TestClassify(t *testing.T) {
 		{"invalid spec", fmt.Errorf("%w: no name", benchsync.ErrInvalidSpec), http.StatusBadRequest, v1.CodeBadRequest},
 		{"unknown dataset", &benchsync.UnknownDatasetError{Registry: "r", Name: "x"}, http.StatusNotFound, v1.CodeNotFound},
 		{"registry down", fmt.Errorf("%w: dial", benchsync.ErrRegistryUnavailable), http.StatusServiceUnavailable, v1.CodeUnavailable},
+		{"registry invalid", fmt.Errorf("%w: registry r.json: decode registry: line 3, column 9: tasks.name: want a string", benchsync.ErrRegistryInvalid), http.StatusBadGateway, v1.CodeRegistryInvalid},
+		{"garbage cursor", fmt.Errorf("list runs: query: %w: not from this table", store.ErrInvalidCursor), http.StatusBadRequest, v1.CodeBadRequest},
 		{"not found", fmt.Errorf("get run: %w", records.ErrNotFound), http.StatusNotFound, v1.CodeNotFound},
 		{"conflict", fmt.Errorf("key reused: %w", records.ErrConflict), http.StatusConflict, v1.CodeConflict},
 		{"illegal transition", fmt.Errorf("run: %w", run.ErrIllegalTransition), http.StatusConflict, v1.CodeConflict},
@@ -121,5 +125,41 @@ func TestAnswerCache(t *testing.T) {
 			t.Fatal("the refreshed answer v3 never replaced the stale one")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRegistryInvalidSaysWhere(t *testing.T) {
+	h := &Handler{log: slog.New(slog.DiscardHandler)}
+	e := h.classify(fmt.Errorf("%w: registry r.json: decode registry: line 3, column 9: tasks.name: want a string", benchsync.ErrRegistryInvalid))
+	if want := "the benchmark registry is invalid: registry r.json: decode registry: line 3, column 9: tasks.name: want a string"; e.Message != want {
+		t.Errorf("message = %q, want %q", e.Message, want)
+	}
+}
+
+// TestRunBodyLimitIsTheConfigLimit: the API reads exactly as much of a run
+// config as the parser accepts, so a larger one is a 413, not a 422.
+func TestRunBodyLimitIsTheConfigLimit(t *testing.T) {
+	if v1.MaxRunBody != runconfig.MaxConfigBytes {
+		t.Errorf("v1.MaxRunBody = %d, runconfig.MaxConfigBytes = %d; they must agree (and docs/API.md with them)", v1.MaxRunBody, runconfig.MaxConfigBytes)
+	}
+}
+
+func TestCheckUniqueKeys(t *testing.T) {
+	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
+	tests := []struct {
+		name, body, wantErr string
+	}{
+		{"plain", `{"a":1,"b":{"c":[1,{"d":2}]}}`, ""},
+		{"same key in sibling objects", `[{"a":1},{"a":2}]`, ""},
+		{"top-level duplicate", `{"name":"x","name":"y"}`, `key "name" appears twice in the top-level object`},
+		{"nested duplicate", `{"agents":[{"harness":"a"},{"harness":"b","harness":"c"}]}`, `key "harness" appears twice in agents[1]`},
+		{"syntax error left to the decoder", `{"a":`, ""},
+		{"too deep", deep, "deeper than 64 levels"},
+	}
+	for _, tt := range tests {
+		err := checkUniqueKeys([]byte(tt.body))
+		if (tt.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%s: checkUniqueKeys(%.40q) = %v, want %q", tt.name, tt.body, err, tt.wantErr)
+		}
 	}
 }

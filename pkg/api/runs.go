@@ -47,6 +47,11 @@ func submitRequest(w http.ResponseWriter, r *http.Request) (pipeline.SubmitReque
 	if len(body) == 0 {
 		return req, errorf(http.StatusBadRequest, v1.CodeBadRequest, "the request body is empty; send a run config")
 	}
+	if req.Format == "json" {
+		if err := checkUniqueKeys(body); err != nil {
+			return req, errorf(http.StatusBadRequest, v1.CodeBadRequest, "invalid JSON run config: %s", err)
+		}
+	}
 	req.Document = body
 	return req, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/registry"
 )
 
 // maxListedNames bounds how many dataset names an UnknownDatasetError lists.
@@ -73,7 +74,10 @@ func (s *Service) resolve(ctx context.Context, location, name, version string) (
 	defer src.Close()
 	reg, err := src.Registry(ctx)
 	if err != nil {
-		return harbor.Dataset{}, fmt.Errorf("%w: %w", ErrRegistryUnavailable, err)
+		if errors.Is(err, registry.ErrUnreachable) || errors.Is(err, registry.ErrAddressRefused) || ctx.Err() != nil {
+			return harbor.Dataset{}, fmt.Errorf("%w: %w", ErrRegistryUnavailable, err)
+		}
+		return harbor.Dataset{}, fmt.Errorf("%w: %w", ErrRegistryInvalid, err)
 	}
 	return resolveIn(reg, location, name, version)
 }

@@ -36,6 +36,9 @@ var (
 	ErrInvalidSpec = errors.New("invalid dataset spec")
 	// ErrRegistryUnavailable reports a registry that could not be read.
 	ErrRegistryUnavailable = errors.New("registry unavailable")
+	// ErrRegistryInvalid reports a registry that was read but is not a
+	// valid registry.json; the error says the file, line and field.
+	ErrRegistryInvalid = errors.New("registry invalid")
 	// ErrSyncInProgress reports a sync another worker holds the lease of;
 	// the message should be delivered again later.
 	ErrSyncInProgress = errors.New("sync in progress elsewhere")
@@ -64,6 +67,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Lease is DefaultLease when zero.
 	Lease time.Duration
+	// AllowPrivateNetworks lets the default Open reach loopback, private
+	// and link-local addresses and git's file/ssh/git transports (see
+	// registry.Options.AllowPrivateNetworks); off, registries' URLs reach
+	// public addresses only.
+	AllowPrivateNetworks bool
 	// Environments, when set, makes every sync prepare the task images
 	// (see Environments); nil stores manifests without environments.
 	Environments *Environments
@@ -108,7 +116,7 @@ func New(cfg Config) (*Service, error) {
 		s.log = slog.Default()
 	}
 	if s.open == nil {
-		opts := registry.Options{TempDir: s.workDir, Logger: s.log}
+		opts := registry.Options{TempDir: s.workDir, Logger: s.log, AllowPrivateNetworks: cfg.AllowPrivateNetworks}
 		s.open = func(location string) (registry.Source, error) { return registry.OpenWith(location, opts) }
 	}
 	if s.lease <= 0 {

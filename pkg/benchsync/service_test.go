@@ -78,7 +78,8 @@ func newEnv(t testing.TB, registryLocation string) *env {
 	e.svc, err = New(Config{
 		Records: e.rec, Blobs: blobs, Registry: registryLocation,
 		WorkDir: filepath.Join(dir, "work"), Now: e.clock.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		AllowPrivateNetworks: true, // the tests' registries and repositories are local
+		Logger:               slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -177,6 +177,9 @@ func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSour
 	if err != nil {
 		return benchmark.Manifest{}, nil, failf("%v", err)
 	}
+	if len(d.Tasks) == 0 {
+		return benchmark.Manifest{}, nil, failf("dataset %s in %s lists no tasks; a benchmark needs at least one", d.Spec(), location)
+	}
 	tmp, err := os.MkdirTemp(s.workDir, "sync-")
 	if err != nil {
 		return benchmark.Manifest{}, nil, fmt.Errorf("sync work dir: %w", err)

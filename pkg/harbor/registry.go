@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 )
 
 // HeadVersion is the version name Harbor resolves to first when a dataset is
@@ -51,9 +53,16 @@ func (d Dataset) Spec() string { return d.Name + "@" + d.Version }
 // ParseRegistry decodes and checks a registry.json document. Every entry
 // must have a name, a version and tasks with names and paths; every
 // problem is reported, each naming the entry.
+//
+// At most MaxRegistryBytes are read; decode errors say the line, column and
+// field.
 func ParseRegistry(r io.Reader) (Registry, error) {
+	data, err := ReadLimited(r, MaxRegistryBytes, "registry")
+	if err != nil {
+		return nil, err
+	}
 	var reg Registry
-	if err := json.NewDecoder(r).Decode(&reg); err != nil {
+	if err := decodeJSON(data, &reg); err != nil {
 		return nil, fmt.Errorf("decode registry: %w", err)
 	}
 	if reg == nil {
@@ -74,11 +83,13 @@ func (d Dataset) validate(index int) []error {
 	fail := func(field, reason string) {
 		errs = append(errs, fmt.Errorf("registry entry %d (%q): %s: %s", index, d.Spec(), field, reason))
 	}
-	if d.Name == "" {
-		fail("name", "is required")
+	if err := benchmark.CheckDatasetName(d.Name); err != nil {
+		fail("name", err.Error())
 	}
 	if d.Version == "" {
 		fail("version", "is required")
+	} else if len(d.Version) > 128 || !versionPattern.MatchString(d.Version) {
+		fail("version", fmt.Sprintf("%q is not a version: letters, digits, '.', '_', '+', '!' or '-', starting with a letter or digit, at most 128 bytes", d.Version))
 	}
 	if d.Tasks == nil {
 		fail("tasks", "is required")
@@ -86,6 +97,8 @@ func (d Dataset) validate(index int) []error {
 	for i, t := range d.Tasks {
 		if t.Name == "" {
 			fail(fmt.Sprintf("tasks[%d].name", i), "is required")
+		} else if !benchmark.ValidTaskName(t.Name) {
+			fail(fmt.Sprintf("tasks[%d].name", i), fmt.Sprintf("%q is not a task name: %s", t.Name, benchmark.NameRule))
 		}
 		if t.Path == "" {
 			fail(fmt.Sprintf("tasks[%d].path", i), "is required")

@@ -179,6 +179,11 @@ func TestParseRegistryErrors(t *testing.T) {
 		{"missing fields", `[{"description":""}]`, []string{`entry 0 ("@"): name: is required`, "version: is required", "tasks: is required"}},
 		{"bad task", `[{"name":"a","version":"1","description":"","tasks":[{"name":"t"},{"path":"p","git_commit_id":"abc"}]}]`,
 			[]string{`entry 0 ("a@1"): tasks[0].path: is required`, "tasks[1].name: is required", "tasks[1].git_commit_id: needs git_url"}},
+		{"task name with a path", `[{"name":"a","version":"1","description":"","tasks":[{"name":"../../../tmp/x","path":"p"}]}]`,
+			[]string{`tasks[0].name: "../../../tmp/x" is not a task name`}},
+		{"dataset name with a dot segment", `[{"name":"a/../b","version":"1","description":"","tasks":[]}]`, []string{`name: "a/../b" is not a dataset name`}},
+		{"version with a slash", `[{"name":"a","version":"1/../x","description":"","tasks":[]}]`, []string{`version: "1/../x" is not a version`}},
+		{"wrong type says where", "[\n{\"name\":\"a\",\"version\":\"1\",\"tasks\":[{\"name\":7}]}]", []string{"line 2, column", "tasks.name: want a string, got a JSON number"}},
 		{"bad metric", `[{"name":"a","version":"1","description":"","tasks":[],"metrics":[{"kwargs":{}}]}]`, []string{`metrics[0]: must be an object with a "type"`}},
 	}
 	for _, tt := range tests {

@@ -152,11 +152,21 @@ func ReadTrialResult(path string) (TrialResult, error) {
 	return tr, nil
 }
 
-// DecodeTrialResult decodes one result.json document. task_name, trial_name
-// and agent_info.name are required.
+// DecodeTrialResult decodes one result.json document of at most
+// MaxTrialResultBytes. task_name, trial_name and agent_info.name are
+// required; decode errors say the line, column and field.
 func DecodeTrialResult(r io.Reader) (TrialResult, error) {
+	data, err := ReadLimited(r, MaxTrialResultBytes, "trial result")
+	if err != nil {
+		return TrialResult{}, err
+	}
+	return parseTrialResult(data)
+}
+
+// parseTrialResult decodes and checks one result.json document.
+func parseTrialResult(data []byte) (TrialResult, error) {
 	var tr TrialResult
-	if err := json.NewDecoder(r).Decode(&tr); err != nil {
+	if err := decodeJSON(data, &tr); err != nil {
 		return TrialResult{}, fmt.Errorf("decode trial result: %w", err)
 	}
 	if err := tr.validate(false); err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,20 +48,26 @@ type Reward struct {
 // ErrRewardEmpty or ErrRewardMalformed.
 func ReadReward(verifierDir string) (Reward, error) {
 	jsonPath := filepath.Join(verifierDir, RewardJSONFile)
-	data, err := os.ReadFile(jsonPath)
+	data, err := ReadFileLimited(jsonPath, MaxRewardBytes)
 	if err == nil {
 		return parseRewardJSON(data, jsonPath)
+	}
+	if errors.Is(err, ErrTooLarge) {
+		return Reward{}, fmt.Errorf("%w: %w", ErrRewardMalformed, err)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return Reward{}, fmt.Errorf("read reward: %w", err)
 	}
 	textPath := filepath.Join(verifierDir, RewardTextFile)
-	data, err = os.ReadFile(textPath)
+	data, err = ReadFileLimited(textPath, MaxRewardBytes)
 	if err == nil {
 		return parseRewardText(data, textPath)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return Reward{}, fmt.Errorf("%w: neither %s nor %s exists", ErrRewardMissing, jsonPath, textPath)
+	}
+	if errors.Is(err, ErrTooLarge) {
+		return Reward{}, fmt.Errorf("%w: %w", ErrRewardMalformed, err)
 	}
 	return Reward{}, fmt.Errorf("read reward: %w", err)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 )
 
@@ -250,7 +251,9 @@ func (r *fieldReader) authors(t map[string]any) []Author {
 func (r *fieldReader) metadata(doc map[string]any) Metadata {
 	m := Metadata(r.table(doc, "", "metadata"))
 	r.str(m, "metadata", "difficulty")
-	r.str(m, "metadata", "category")
+	if c, ok := r.str(m, "metadata", "category"); ok && c != "" && !benchmark.ValidCategory(c) {
+		r.fail("metadata.category", "%q is not a category: %s", c, benchmark.NameRule)
+	}
 	r.strList(m, "metadata", "tags")
 	return m
 }

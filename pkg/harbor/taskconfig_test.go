@@ -293,3 +293,10 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 		}
 	}
 }
+
+func TestParseTaskConfigCategoryIsAName(t *testing.T) {
+	_, err := ParseTaskConfig([]byte("[metadata]\ncategory = \"../../etc\"\n"), "task.toml")
+	if err == nil || !strings.Contains(err.Error(), `metadata.category: "../../etc" is not a category`) {
+		t.Fatalf("ParseTaskConfig(category ../../etc) error = %v, want metadata.category named", err)
+	}
+}

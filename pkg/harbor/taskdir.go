@@ -48,7 +48,7 @@ func LoadTask(dir string) (Task, error) {
 		}
 	}
 	configPath := filepath.Join(dir, TaskConfigFile)
-	data, err := os.ReadFile(configPath)
+	data, err := ReadFileLimited(configPath, MaxTaskConfigBytes)
 	if err != nil {
 		return Task{}, fmt.Errorf("read task config: %w", err)
 	}
@@ -56,7 +56,7 @@ func LoadTask(dir string) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	instruction, err := os.ReadFile(filepath.Join(dir, InstructionFile))
+	instruction, err := ReadFileLimited(filepath.Join(dir, InstructionFile), MaxInstructionBytes)
 	if err != nil {
 		return Task{}, fmt.Errorf("read instruction: %w", err)
 	}

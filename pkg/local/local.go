@@ -77,6 +77,9 @@ type Options struct {
 	Catalog string
 	// MaxSandboxes caps concurrent sandboxes across runs (0 = no cap).
 	MaxSandboxes int
+	// AllowPrivateRegistry lets registry and git fetches reach loopback,
+	// private and link-local addresses (benchsync.Config.AllowPrivateNetworks).
+	AllowPrivateRegistry bool
 	// Workers is how many messages each queue poller handles at once
 	// (default 4; the plan poller always uses 1).
 	Workers int
@@ -139,8 +142,8 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 	if opts.WatchInterval <= 0 {
 		opts.WatchInterval = 30 * time.Second
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("local platform: create data dir: %w", err)
+	if err := SecureDataDir(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("local platform: %w", err)
 	}
 	p := &Platform{opts: opts, log: opts.Logger, queues: map[string]*sqlite.Queue{}, dlqs: map[string]*sqlite.Queue{}}
 	if err := p.open(); err != nil {
@@ -158,7 +161,7 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 
 func (p *Platform) open() error {
 	var err error
-	if p.db, err = sqlite.Open(filepath.Join(p.opts.DataDir, "gauntlet.db")); err != nil {
+	if p.db, err = sqlite.Open(filepath.Join(p.opts.DataDir, DatabaseFile)); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {
@@ -226,7 +229,8 @@ func (p *Platform) installCatalog(ctx context.Context) error {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
-		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments})
+		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments,
+		AllowPrivateNetworks: p.opts.AllowPrivateRegistry})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
@@ -265,6 +269,23 @@ func (p *Platform) Start(ctx context.Context) error {
 		return errors.New("local platform: already started or closed")
 	}
 	p.started = true
+	// Every sandbox of an earlier process died with it: settle their slots
+	// now rather than after the watchdog's grace (see pipeline.Reconcile).
+	// Before the loops start, so nothing this process launches is touched.
+	// Messages the previous process had received are visible again at
+	// once: their handlers died with it.
+	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {
+		if n, err := p.queues[name].ReleaseInFlight(ctx); err != nil {
+			p.log.ErrorContext(ctx, "release in-flight messages at start", "queue", name, "err", err)
+		} else if n > 0 {
+			p.log.InfoContext(ctx, "released in-flight messages of the previous process", "queue", name, "messages", n)
+		}
+	}
+	if rec, err := p.svc.Reconcile(ctx); err != nil {
+		p.log.ErrorContext(ctx, "reconcile at start", "err", err)
+	} else if rec.Lost+rec.Requeued > 0 {
+		p.log.InfoContext(ctx, "reconciled slots of the previous process", "lost", rec.Lost, "requeued", rec.Requeued)
+	}
 	ctx, p.cancel = context.WithCancel(ctx)
 	vis := func(d time.Duration) time.Duration {
 		if p.opts.Visibility > 0 {

@@ -56,9 +56,19 @@ func testOptions(dataDir, runner string) local.Options {
 	}
 }
 
+// prodTimingEnv, set for the helper, gives it the platform's default
+// watchdog timing (30 s period, LostGrace and visibility in minutes), so
+// only the restart reconcile can make recovery fast.
+const prodTimingEnv = "GAUNTLET_LOCAL_HELPER_PROD_TIMING"
+
 func runHelper(dataDir, runner string) int {
 	ctx := context.Background()
-	p, err := local.Open(ctx, testOptions(dataDir, runner))
+	opts := testOptions(dataDir, runner)
+	if os.Getenv(prodTimingEnv) != "" {
+		opts.WatchInterval, opts.Visibility = 0, 0
+		opts.Pipeline.LaunchTimeout, opts.Pipeline.LostGrace = 0, 0
+	}
+	p, err := local.Open(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -160,10 +170,10 @@ harness = "command"
 command = "sleep 1"
 `
 
-func startHelper(t *testing.T, dir string) *exec.Cmd {
+func startHelper(t *testing.T, dir string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir, "GAUNTLET_LOCAL_HELPER_RUNNER="+runnerBin)
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+dir, "GAUNTLET_LOCAL_HELPER_RUNNER="+runnerBin), env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

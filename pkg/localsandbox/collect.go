@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,6 +24,9 @@ const runnerOutputFile = "runner-output.log"
 // output into the blob store under the spec's Output.Prefix. result.json goes
 // last, so whoever sees it also finds the artifacts.
 func (d *Driver) collect(ctx context.Context, p *proc) error {
+	// Keys are joined by concatenation, never path.Join: cleaning would turn
+	// a prefix with ".." segments into another, valid key outside the
+	// slot's prefix, where the blob store's key check must refuse it.
 	prefix := strings.Trim(p.spec.Output.Prefix, "/")
 	if prefix == "" {
 		prefix = "sandboxes/" + p.handle.ID
@@ -47,7 +49,7 @@ func (d *Driver) collect(ctx context.Context, p *proc) error {
 		return fmt.Errorf("list outputs: %w", err)
 	}
 	var errs []error
-	if err := d.put(ctx, path.Join(prefix, runner.ArtifactsDir, runnerOutputFile), filepath.Join(p.dir, runnerOutputFile)); err != nil {
+	if err := d.put(ctx, prefix+"/"+runner.ArtifactsDir+"/"+runnerOutputFile, filepath.Join(p.dir, runnerOutputFile)); err != nil {
 		errs = append(errs, err)
 	}
 	result := ""
@@ -60,12 +62,12 @@ func (d *Driver) collect(ctx context.Context, p *proc) error {
 			result = file
 			continue
 		}
-		if err := d.put(ctx, path.Join(prefix, filepath.ToSlash(rel)), file); err != nil {
+		if err := d.put(ctx, prefix+"/"+filepath.ToSlash(rel), file); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) == 0 && result != "" {
-		errs = append(errs, d.put(ctx, path.Join(prefix, harbor.TrialResultFile), result))
+		errs = append(errs, d.put(ctx, prefix+"/"+harbor.TrialResultFile, result))
 	}
 	return errors.Join(errs...)
 }

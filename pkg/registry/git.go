@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -29,6 +30,7 @@ type gitCache struct {
 
 	mu     sync.Mutex
 	root   string            // temporary directory, created on first use
+	proxy  *fetchProxy       // guards git's connections; started on first use
 	heads  map[string]string // git_url → resolved default-branch head
 	repos  map[repoKey]*gitRepo
 	closed bool
@@ -55,6 +57,9 @@ func (g *gitCache) fetch(ctx context.Context, url, commit, rel, dst string) (str
 	if err := checkGitURL(url); err != nil {
 		return "", err
 	}
+	if err := g.checkTransport(url); err != nil {
+		return "", err
+	}
 	if commit == "" || strings.EqualFold(commit, "HEAD") {
 		head, err := g.head(ctx, url)
 		if err != nil {
@@ -78,7 +83,7 @@ func (g *gitCache) fetch(ctx context.Context, url, commit, rel, dst string) (str
 	if info, err := os.Stat(src); err != nil || !info.IsDir() {
 		return "", fmt.Errorf("path %q is not a directory in %s at %s", filepath.ToSlash(rel), url, repo.commit)
 	}
-	if err := copyTree(src, dst); err != nil {
+	if err := copyTree(repo.dir, rel, dst); err != nil {
 		return "", err
 	}
 	return repo.commit, nil
@@ -203,9 +208,22 @@ func (g *gitCache) sparseAdd(ctx context.Context, repo *gitRepo, rel string) err
 func (g *gitCache) run(ctx context.Context, dir string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.opts.GitTimeout)
 	defer cancel()
+	env := gitEnv()
+	var proxy *fetchProxy
+	if !g.opts.AllowPrivateNetworks {
+		var err error
+		if proxy, err = g.fetchProxy(); err != nil {
+			return "", err
+		}
+		// Every HTTP(S) connection git makes goes through the proxy, which
+		// dials through the guarded dialer; no environment may steer it.
+		args = append([]string{"-c", "http.proxy=" + proxy.URL(), "-c", "http.proxyAuthMethod=basic"}, args...)
+		env = slices.DeleteFunc(env, isProxyEnv)
+		env = append(env, "GIT_ALLOW_PROTOCOL="+guardedGitProtocols)
+	}
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	g.opts.Logger.DebugContext(ctx, "git", "args", args)
@@ -216,9 +234,41 @@ func (g *gitCache) run(ctx context.Context, dir string, args ...string) (string,
 	case ctx.Err() == context.DeadlineExceeded:
 		return "", fmt.Errorf("timed out after %s", g.opts.GitTimeout)
 	case err != nil:
+		if proxy != nil {
+			if refused := proxy.lastRefusal(); refused != nil {
+				return "", refused
+			}
+		}
 		return "", fmt.Errorf("%w: %s", err, lastLines(stderr.String(), 2048))
 	}
 	return stdout.String(), nil
+}
+
+// fetchProxy starts the guarding proxy once.
+func (g *gitCache) fetchProxy() (*fetchProxy, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.proxy == nil {
+		p, err := startFetchProxy(g.opts.refuse)
+		if err != nil {
+			return nil, err
+		}
+		g.proxy = p
+	}
+	return g.proxy, nil
+}
+
+// checkTransport refuses, under the default policy, git transports whose
+// connections the fetch proxy cannot check.
+func (g *gitCache) checkTransport(url string) error {
+	if g.opts.AllowPrivateNetworks {
+		return nil
+	}
+	scheme, _, ok := strings.Cut(url, "://")
+	if ok && strings.Contains(":"+guardedGitProtocols+":", ":"+strings.ToLower(scheme)+":") {
+		return nil
+	}
+	return fmt.Errorf("git_url %q: %w: only https:// and http:// repositories are fetched (file://, ssh:// and git:// reach where no address check can be made) unless the operator chooses to %s", url, ErrAddressRefused, AllowOption)
 }
 
 func gitEnv() []string {
@@ -275,6 +325,10 @@ func (g *gitCache) close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.closed = true
+	if g.proxy != nil {
+		_ = g.proxy.close()
+		g.proxy = nil
+	}
 	if g.root == "" {
 		return nil
 	}

@@ -21,7 +21,7 @@ func bareRepo(t *testing.T) (url, first, second string) {
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	for name, example := range map[string]string{"alpha": "fix-median", "beta": "word-frequency"} {
-		if err := copyTree(filepath.Join("../../examples/demo-bench", example), filepath.Join(work, "tasks", name)); err != nil {
+		if err := copyTree("../../examples/demo-bench", example, filepath.Join(work, "tasks", name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +42,7 @@ func bareRepo(t *testing.T) (url, first, second string) {
 func TestGitFetch(t *testing.T) {
 	url, first, second := bareRepo(t)
 	ctx := context.Background()
-	c, err := OpenWith(exampleRegistry, Options{TempDir: t.TempDir()})
+	c, err := OpenWith(exampleRegistry, Options{TempDir: t.TempDir(), AllowPrivateNetworks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestGitFetchErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := OpenWith(exampleRegistry, Options{TempDir: t.TempDir()})
+			c, err := OpenWith(exampleRegistry, Options{TempDir: t.TempDir(), AllowPrivateNetworks: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 )
 
@@ -70,6 +72,16 @@ type Options struct {
 	MaxRegistrySize int64
 	// Logger receives debug lines about git commands; default slog.Default().
 	Logger *slog.Logger
+	// AllowPrivateNetworks lets registry and git fetches reach loopback,
+	// private, link-local and other non-public addresses, and lets git use
+	// its file://, ssh:// and git:// transports. Off by default: a
+	// registry's URLs come from outside, and must not make the server reach
+	// its own network. Tests with a local registry turn it on explicitly.
+	// It does not apply to an HTTPClient the caller provides.
+	AllowPrivateNetworks bool
+
+	// refuse replaces refusedAddr in tests, which can reach only loopback.
+	refuse func(netip.Addr) string
 }
 
 // Client reads one registry location. It implements Source.
@@ -95,7 +107,11 @@ func Open(location string) (Source, error) { return OpenWith(location, Options{}
 // OpenWith is Open with options.
 func OpenWith(location string, opts Options) (*Client, error) {
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+		if opts.AllowPrivateNetworks {
+			opts.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+		} else {
+			opts.HTTPClient = guardedClient(DefaultHTTPTimeout, opts.refuse)
+		}
 	}
 	if opts.GitTimeout <= 0 {
 		opts.GitTimeout = DefaultGitTimeout
@@ -145,6 +161,9 @@ func OpenDir(dir string, opts Options) (*Client, error) {
 	d := harbor.Dataset{Name: filepath.Base(abs), Version: DirVersion, Tasks: []harbor.TaskRef{}}
 	for _, e := range entries {
 		if e.IsDir() && isFile(filepath.Join(abs, e.Name(), harbor.TaskConfigFile)) {
+			if !benchmark.ValidTaskName(e.Name()) {
+				return nil, fmt.Errorf("dataset directory %s: task directory %q is not a task name: %s", abs, e.Name(), benchmark.NameRule)
+			}
 			d.Tasks = append(d.Tasks, harbor.TaskRef{Name: e.Name(), Path: e.Name()})
 		}
 	}
@@ -259,7 +278,7 @@ func (c *Client) fetchLocal(ref harbor.TaskRef, rel, dst string) (Fetched, error
 	if !info.IsDir() {
 		return Fetched{}, fmt.Errorf("task %s: %s is not a directory", ref.Name, src)
 	}
-	if err := copyTree(src, dst); err != nil {
+	if err := copyTree(c.fileDir, rel, dst); err != nil {
 		return Fetched{}, fmt.Errorf("task %s: %w", ref.Name, err)
 	}
 	return Fetched{Ref: ref, LocalDir: src}, nil

@@ -131,7 +131,7 @@ func TestHTTPRegistry(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 
-	src, err := Open(srv.URL + "/registry.json")
+	src, err := OpenWith(srv.URL+"/registry.json", Options{AllowPrivateNetworks: true}) // the test server is on loopback
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,9 +152,9 @@ func TestHTTPRegistry(t *testing.T) {
 		name, location, wantErr string
 		opts                    Options
 	}{
-		{"not found", srv.URL + "/missing.json", "registry " + srv.URL + "/missing.json unreachable: HTTP status 404 Not Found", Options{}},
-		{"too large", srv.URL + "/big.json", "larger than the limit of 1024 bytes", Options{MaxRegistrySize: 1024}},
-		{"refused", "http://" + closedAddr(t) + "/registry.json", "unreachable: dial tcp", Options{}},
+		{"not found", srv.URL + "/missing.json", "registry " + srv.URL + "/missing.json unreachable: HTTP status 404 Not Found", Options{AllowPrivateNetworks: true}},
+		{"too large", srv.URL + "/big.json", "larger than the limit of 1024 bytes", Options{MaxRegistrySize: 1024, AllowPrivateNetworks: true}},
+		{"refused", "http://" + closedAddr(t) + "/registry.json", "unreachable: dial tcp", Options{AllowPrivateNetworks: true}},
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {

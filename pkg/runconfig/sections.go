@@ -94,12 +94,23 @@ func (d *decoder) tasks(v any) Tasks {
 		}
 	}
 	if v, ok := lookup(m, "task_names"); ok {
-		t.TaskNames = d.list("tasks.task_names", v, 0, d.nonEmpty)
+		t.TaskNames = d.list("tasks.task_names", v, 0, d.taskName)
 	}
 	if v, ok := lookup(m, "categories"); ok {
-		t.Categories = d.list("tasks.categories", v, 0, d.nonEmpty)
+		t.Categories = d.list("tasks.categories", v, 0, d.taskName)
 	}
 	return t
+}
+
+// taskName converts a task name or category: benchmark.ValidTaskName, the
+// rule registries and task directories are held to as well.
+func (d *decoder) taskName(path string, v any) (string, bool) {
+	s, ok := d.nonEmpty(path, v)
+	if ok && !benchmark.ValidTaskName(s) {
+		d.add(path, "%q is not a task name: %s", s, benchmark.NameRule)
+		return "", false
+	}
+	return s, ok
 }
 
 func (d *decoder) execution(v any, e *Execution) {

@@ -18,8 +18,12 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
-// maxBundleBytes bounds the unpacked size of a downloaded task bundle.
-const maxBundleBytes = 2 << 30
+// Bounds of an unpacked task bundle: its total size and its number of
+// entries (a tar of a million empty files costs inodes, not bytes).
+const (
+	maxBundleBytes   = 2 << 30
+	maxBundleEntries = 100_000
+)
 
 // taskDir returns the local directory holding the task's files: ref.Dir, or
 // the bundle in ref.BundleFile or at ref.BundleURL unpacked under dest.
@@ -83,7 +87,10 @@ func downloadBundle(ctx context.Context, client *http.Client, url, dest string) 
 
 // extractTarGz unpacks a .tar.gz into dest. Every write goes through an
 // os.Root, so no entry (a "../" name, or a file below a symlink entry) can
-// land outside dest.
+// land outside dest; and every symlink entry must resolve inside dest once
+// the whole archive is out (a link may point at a later entry), because the
+// runner reads the task's files on the host: a bundle's instruction.md ->
+// /etc/shadow is refused, naming the entry.
 func extractTarGz(r io.Reader, dest string) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
@@ -96,11 +103,15 @@ func extractTarGz(r io.Reader, dest string) error {
 	}
 	defer root.Close()
 	tr := tar.NewReader(gz)
-	var total int64
+	var (
+		total   int64
+		entries int
+		links   []string
+	)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return checkLinks(root, links)
 		}
 		if err != nil {
 			return fmt.Errorf("read tar: %w", err)
@@ -112,7 +123,13 @@ func extractTarGz(r io.Reader, dest string) error {
 		if !filepath.IsLocal(name) {
 			return fmt.Errorf("tar entry %q leaves the bundle", hdr.Name)
 		}
-		total += hdr.Size
+		if entries++; entries > maxBundleEntries {
+			return fmt.Errorf("bundle has more than %d entries", maxBundleEntries)
+		}
+		if hdr.Typeflag == tar.TypeSymlink {
+			links = append(links, name)
+		}
+		total += max(hdr.Size, 0)
 		if total > maxBundleBytes {
 			return fmt.Errorf("bundle unpacks to more than %d bytes", int64(maxBundleBytes))
 		}
@@ -145,6 +162,18 @@ func extractEntry(root *os.Root, name string, hdr *tar.Header, r io.Reader) erro
 		return root.Symlink(hdr.Linkname, name)
 	}
 	return nil // other entry types (devices, FIFOs, hard links) are ignored
+}
+
+// checkLinks refuses a symlink that does not resolve inside root (outside,
+// absolute, or dangling).
+func checkLinks(root *os.Root, links []string) error {
+	for _, name := range links {
+		if _, err := root.Stat(name); err != nil {
+			target, _ := root.Readlink(name)
+			return fmt.Errorf("tar entry %q is a symbolic link to %q, which does not resolve inside the bundle: refused", name, target)
+		}
+	}
+	return nil
 }
 
 // bundleRoot finds the task directory in an unpacked bundle: dest itself, or

@@ -2,14 +2,18 @@ package runner
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
@@ -23,8 +27,9 @@ const MinRedactedLen = 8
 const redactChunk = 64 << 10
 
 // redactor replaces every secret value handed to a phase with
-// [redacted:NAME] in what leaves the sandbox. It matches each value as is
-// and as it appears inside a JSON string (trajectories are JSON).
+// [redacted:NAME] in what leaves the sandbox. It matches each value as is,
+// as it appears inside a JSON string (trajectories are JSON), and in the
+// encodings an agent might print it in (valueForms).
 type redactor struct {
 	patterns []redactPattern
 	maxLen   int
@@ -61,10 +66,19 @@ func newRedactor(sets ...map[string]secret.Value) *redactor {
 	return r
 }
 
-// valueForms are the spellings of a value to look for: itself and its
-// JSON string escapings (with and without HTML escaping).
+// valueForms are the spellings of a value to look for: itself, its JSON
+// string escapings (with and without HTML escaping), its URL encodings
+// (query and path), hex in both cases, and base64 in the standard and URL
+// alphabets — the whole encoding with and without padding, and, for each
+// of the three byte alignments the value can have inside a longer encoded
+// text, the characters that depend on the value's bytes alone.
 func valueForms(value string) []string {
 	forms := []string{value}
+	add := func(form string) {
+		if len(form) >= MinRedactedLen && !slices.Contains(forms, form) {
+			forms = append(forms, form)
+		}
+	}
 	for _, escapeHTML := range []bool{true, false} {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -73,11 +87,36 @@ func valueForms(value string) []string {
 			continue
 		}
 		quoted := bytes.TrimSpace(buf.Bytes())
-		if form := string(quoted[1 : len(quoted)-1]); !slices.Contains(forms, form) {
-			forms = append(forms, form)
+		add(string(quoted[1 : len(quoted)-1]))
+	}
+	add(url.QueryEscape(value))
+	add(url.PathEscape(value))
+	add(hex.EncodeToString([]byte(value)))
+	add(strings.ToUpper(hex.EncodeToString([]byte(value))))
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		add(enc.EncodeToString([]byte(value)))
+		raw := enc.WithPadding(base64.NoPadding)
+		add(raw.EncodeToString([]byte(value)))
+		for offset := range 3 {
+			add(base64Core(raw, value, offset))
 		}
 	}
 	return forms
+}
+
+// base64Core returns the base64 characters of value placed offset bytes
+// into an encoded stream that depend on value's bits only: character i
+// covers bits [6i, 6i+6) and value covers [8·offset, 8·(offset+len)).
+func base64Core(enc *base64.Encoding, value string, offset int) string {
+	padded := make([]byte, offset+len(value))
+	copy(padded[offset:], value)
+	full := enc.EncodeToString(padded)
+	start := (8*offset + 5) / 6
+	end := 8 * (offset + len(value)) / 6
+	if end <= start {
+		return ""
+	}
+	return full[start:end]
 }
 
 // active reports whether there is anything to redact.

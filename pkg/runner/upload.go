@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
@@ -134,8 +135,10 @@ func writeTarGz(dir, dest string) error {
 	return walkErr
 }
 
+// copyFileTo copies a regular file without following a symlink swapped in
+// for it after the walk (artifacts come from the sandbox).
 func copyFileTo(w io.Writer, path string) error {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
@@ -64,7 +63,7 @@ func readJobDir(dir string, threshold float64, c *collector) error {
 // looksLikeTrialResult reports whether the JSON object at path names a task
 // or a trial, which a job-level result.json does not.
 func looksLikeTrialResult(path string) (bool, error) {
-	data, err := os.ReadFile(path)
+	data, err := harbor.ReadFileLimited(path, harbor.MaxTrialResultBytes)
 	if err != nil {
 		return false, err
 	}

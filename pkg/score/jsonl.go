@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,17 @@ type jsonlLine struct {
 	TaskSet      *string  `json:"task_set"`
 	Version      *string  `json:"version"`
 }
+
+// Bounds of a JSONL input: a line, the whole input, and the attempt number
+// (the platform's own runs go to runconfig.MaxAttemptsPerTask = 100; other
+// tools' runs are allowed far more, but not any integer). A reader stops
+// at a bound with an error that says it, so `gauntlet score /dev/zero`
+// costs at most MaxLineBytes of memory.
+const (
+	MaxLineBytes  = 64 << 10
+	MaxInputBytes = 1 << 30
+	MaxAttempt    = 1_000_000
+)
 
 // LineError is a problem with one line of a JSONL input.
 type LineError struct {
@@ -70,10 +82,13 @@ func ReadJSONL(r io.Reader, name string, threshold float64) ([]leaderboard.Entra
 }
 
 func readJSONL(r io.Reader, name string, threshold float64, c *collector) error {
-	br := bufio.NewReader(r)
-	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
+	lim := &io.LimitedReader{R: r, N: MaxInputBytes + 1}
+	sc := bufio.NewScanner(lim)
+	sc.Buffer(make([]byte, 0, 4096), MaxLineBytes)
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		if line := sc.Bytes(); len(bytes.TrimSpace(line)) > 0 {
 			rec, lerr := parseLine(line, threshold)
 			if lerr != nil {
 				lerr.File, lerr.Line = name, lineNo
@@ -84,13 +99,16 @@ func readJSONL(r io.Reader, name string, threshold float64, c *collector) error 
 				return &LineError{File: name, Line: lineNo, Field: "attempt", Msg: "duplicate of " + first}
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s:%d: read: %w", name, lineNo, err)
-		}
 	}
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return &LineError{File: name, Line: lineNo + 1, Msg: fmt.Sprintf("line longer than the %d-byte limit", MaxLineBytes)}
+	case err != nil:
+		return fmt.Errorf("%s:%d: read: %w", name, lineNo+1, err)
+	case lim.N <= 0:
+		return &LineError{File: name, Line: lineNo, Msg: fmt.Sprintf("input larger than the %d-byte limit", int64(MaxInputBytes))}
+	}
+	return nil
 }
 
 func parseLine(line []byte, threshold float64) (record, *LineError) {
@@ -110,7 +128,10 @@ func parseLine(line []byte, threshold float64) (record, *LineError) {
 func decodeError(err error) *LineError {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return &LineError{Field: typeErr.Field, Msg: fmt.Sprintf("want %s, got %s", jsonKind(typeErr.Type.String()), typeErr.Value)}
+		if typeErr.Field == "" {
+			return &LineError{Msg: fmt.Sprintf("want a JSON object, got %s", typeErr.Value)}
+		}
+		return &LineError{Field: typeErr.Field, Msg: fmt.Sprintf("want %s, got %s", jsonKind(typeErr.Type), typeErr.Value)}
 	}
 	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name, _ := strconv.Unquote(field)
@@ -119,16 +140,26 @@ func decodeError(err error) *LineError {
 	return &LineError{Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
 }
 
-func jsonKind(goType string) string {
-	switch strings.TrimPrefix(goType, "*") {
-	case "int", "int64":
-		return "an integer"
-	case "float64":
-		return "a number"
-	case "string":
-		return "a string"
+// jsonKind names, in JSON's words, what a field of type t holds: never a
+// Go type name.
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	return goType
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Struct, reflect.Map:
+		return "a JSON object"
+	}
+	return "another kind of value"
 }
 
 func (l jsonlLine) record(threshold float64) (record, *LineError) {
@@ -144,8 +175,8 @@ func (l jsonlLine) record(threshold float64) (record, *LineError) {
 	if l.Attempt == nil {
 		return record{}, &LineError{Field: "attempt", Msg: "required"}
 	}
-	if *l.Attempt < 1 {
-		return record{}, &LineError{Field: "attempt", Msg: fmt.Sprintf("must be ≥ 1, got %d", *l.Attempt)}
+	if *l.Attempt < 1 || *l.Attempt > MaxAttempt {
+		return record{}, &LineError{Field: "attempt", Msg: fmt.Sprintf("must be from 1 to %d, got %d", MaxAttempt, *l.Attempt)}
 	}
 	a := leaderboard.Attempt{Task: *l.Task}
 	switch {

@@ -96,7 +96,11 @@ func TestReadJSONLBadLines(t *testing.T) {
 		{"missing harness", `{"model":"m","task":"a","attempt":1,"reward":1}`, "f.jsonl:1: harness: required"},
 		{"blank task", `{"harness":"h","task":" ","attempt":1,"reward":1}`, "f.jsonl:1: task: required"},
 		{"missing attempt", `{"harness":"h","task":"a","reward":1}`, "f.jsonl:1: attempt: required"},
-		{"zero attempt", `{"harness":"h","task":"a","attempt":0,"reward":1}`, "f.jsonl:1: attempt: must be ≥ 1, got 0"},
+		{"zero attempt", `{"harness":"h","task":"a","attempt":0,"reward":1}`, "f.jsonl:1: attempt: must be from 1 to 1000000, got 0"},
+		{"huge attempt", `{"harness":"h","task":"a","attempt":99999999999,"reward":1}`, "f.jsonl:1: attempt: must be from 1 to 1000000, got 99999999999"},
+		{"not an object", `[1]`, "f.jsonl:1: want a JSON object, got array"},
+		{"object field of wrong kind", `{"harness":{"a":1},"task":"a","attempt":1,"reward":1}`, "f.jsonl:1: harness: want a string, got object"},
+		{"line over the limit", ok + `{"harness":"` + strings.Repeat("h", MaxLineBytes) + `"}`, "f.jsonl:2: line longer than the 65536-byte limit"},
 		{"fractional attempt", `{"harness":"h","task":"a","attempt":1.5,"reward":1}`, "f.jsonl:1: attempt: want an integer, got number 1.5"},
 		{"string reward", `{"harness":"h","task":"a","attempt":1,"reward":"1"}`, "f.jsonl:1: reward: want a number, got string"},
 		{"neither reward nor outcome", ok + ok[:len(ok)-len(`,"reward":1}`)-1] + `}`, "f.jsonl:2: reward: required when outcome is absent"},
@@ -160,5 +164,28 @@ func TestReadMergesFiles(t *testing.T) {
 	_, err = Read([]string{dir + "/a.jsonl", dir + "/dup.jsonl"}, 1)
 	if want := dir + "/dup.jsonl:1: attempt: duplicate of " + dir + "/a.jsonl:1"; err == nil || err.Error() != want {
 		t.Errorf("Read(duplicate across files) error = %v, want %q", err, want)
+	}
+}
+
+// zeros is /dev/zero: an endless stream of NUL bytes without a newline.
+type zeros struct{ read int64 }
+
+func (z *zeros) Read(p []byte) (int, error) {
+	clear(p)
+	z.read += int64(len(p))
+	return len(p), nil
+}
+
+// TestReadJSONLEndlessInput: `gauntlet score /dev/zero` stops at the line
+// limit, having read about that much, instead of growing without bound.
+func TestReadJSONLEndlessInput(t *testing.T) {
+	z := &zeros{}
+	_, err := ReadJSONL(z, "/dev/zero", 1)
+	var lineErr *LineError
+	if !errors.As(err, &lineErr) || !strings.Contains(err.Error(), "line longer than the 65536-byte limit") {
+		t.Fatalf("ReadJSONL(/dev/zero) error = %v, want the line limit", err)
+	}
+	if z.read > 2*MaxLineBytes {
+		t.Errorf("read %d bytes of /dev/zero before stopping, want at most about %d", z.read, MaxLineBytes)
 	}
 }

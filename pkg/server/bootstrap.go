@@ -109,7 +109,7 @@ func (s *Server) firstTenant(ctx context.Context) (Tenant, bool, error) {
 	if err != nil {
 		return Tenant{}, false, err
 	}
-	if err := os.WriteFile(path, []byte(t.Token+"\n"), 0o600); err != nil {
+	if err := writePrivate(path, []byte(t.Token+"\n")); err != nil {
 		return Tenant{}, false, fmt.Errorf("write %s: %w", path, err)
 	}
 	return t, true, nil
@@ -130,4 +130,23 @@ func currentUser() string {
 		}
 	}
 	return "local"
+}
+
+// writePrivate writes a file readable by its owner only, even when a file
+// with looser permissions is already there (WriteFile's mode applies only
+// to a file it creates).
+func writePrivate(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*") // 0600
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

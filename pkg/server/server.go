@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -106,8 +105,8 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	if err := local.SecureDataDir(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{opts: opts, log: opts.Logger, now: time.Now, done: make(chan struct{})}
 	if err := s.open(ctx); err != nil {
@@ -134,7 +133,8 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
-		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments})
+		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments,
+		AllowPrivateNetworks: lo.AllowPrivateRegistry})
 	if err != nil {
 		return err
 	}

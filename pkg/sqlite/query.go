@@ -198,14 +198,14 @@ func encodeCursor(index store.Index, last store.Item) string {
 func decodeCursor(s string, index store.Index) (cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return cursor{}, fmt.Errorf("cursor is not from this table: %w", err)
+		return cursor{}, fmt.Errorf("%w: not from this table (%v)", store.ErrInvalidCursor, err)
 	}
 	var c cursor
 	if err := json.Unmarshal(b, &c); err != nil {
-		return cursor{}, fmt.Errorf("cursor is not from this table: %w", err)
+		return cursor{}, fmt.Errorf("%w: not from this table (%v)", store.ErrInvalidCursor, err)
 	}
 	if c.Index != index {
-		return cursor{}, fmt.Errorf("cursor is for index %s, not %s", indexName(c.Index), indexName(index))
+		return cursor{}, fmt.Errorf("%w: for index %s, not %s", store.ErrInvalidCursor, indexName(c.Index), indexName(index))
 	}
 	return c, nil
 }

@@ -18,6 +18,10 @@ var ErrNotFound = errors.New("store: item not found")
 // ErrConditionFailed reports that a write's condition did not hold; nothing was written.
 var ErrConditionFailed = errors.New("store: condition failed")
 
+// ErrInvalidCursor reports a page cursor the table did not hand out
+// (garbage, truncated, or for another index): the caller's mistake.
+var ErrInvalidCursor = errors.New("store: invalid cursor")
+
 // ErrTooManyOps reports a transaction larger than MaxTransactOps.
 var ErrTooManyOps = errors.New("store: too many operations in one transaction")
 

@@ -26,6 +26,7 @@ const (
 	CodeTooLarge         = "BODY_TOO_LARGE"
 	CodeUnsupportedType  = "UNSUPPORTED_MEDIA_TYPE"
 	CodeUnavailable      = "UNAVAILABLE"
+	CodeRegistryInvalid  = "REGISTRY_INVALID"
 	CodeInternal         = "INTERNAL"
 )
 
@@ -41,8 +42,10 @@ type Error struct {
 
 // Body limits.
 const (
-	// MaxRunBody bounds a run config body (TOML or JSON).
-	MaxRunBody = 256 << 10
+	// MaxRunBody bounds a run config body (TOML or JSON): the run config's
+	// own limit (runconfig.MaxConfigBytes, pinned equal by a test in
+	// pkg/api), so a larger body is a 413, never a 422 after the read.
+	MaxRunBody = 64 << 10
 	// MaxSmallBody bounds every other request body.
 	MaxSmallBody = 64 << 10
 )

@@ -354,11 +354,11 @@ func encodeCursor(key map[string]types.AttributeValue) (string, error) {
 func decodeCursor(cursor string) (map[string]types.AttributeValue, error) {
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
-		return nil, fmt.Errorf("query: cursor is not one this table returned: %w", err)
+		return nil, fmt.Errorf("query: %w: not one this table returned (%v)", store.ErrInvalidCursor, err)
 	}
 	var plain map[string]string
-	if err := json.Unmarshal(b, &plain); err != nil {
-		return nil, fmt.Errorf("query: cursor is not one this table returned: %w", err)
+	if err := json.Unmarshal(b, &plain); err != nil || len(plain) == 0 {
+		return nil, fmt.Errorf("query: %w: not one this table returned", store.ErrInvalidCursor)
 	}
 	key := make(map[string]types.AttributeValue, len(plain))
 	for name, s := range plain {

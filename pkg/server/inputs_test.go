@@ -1,0 +1,46 @@
+package server_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+)
+
+// TestBadInputsAnswerWhatDocsAPISays: the error codes docs/API.md lists for
+// bad input, through the real server.
+func TestBadInputsAnswerWhatDocsAPISays(t *testing.T) {
+	big := "# " + strings.Repeat("x", runconfig.MaxConfigBytes) + "\n" + oneTaskConfig
+	tests := []struct {
+		name       string
+		rq         request
+		wantStatus int
+		wantCode   string
+		wantMsg    string
+	}{
+		{"garbage cursor", request{method: "GET", path: "/v1/runs?cursor=not-a-cursor"}, 400, v1.CodeBadRequest, "cursor is not one this API returned"},
+		{"run config over the limit", request{method: "POST", path: "/v1/runs", body: []byte(big), contentType: "application/toml"}, 413, v1.CodeTooLarge, "larger than 65536 bytes"},
+		{"wrong content type", request{method: "POST", path: "/v1/runs", body: []byte(oneTaskConfig), contentType: "image/png"}, 415, v1.CodeUnsupportedType, "application/toml or application/json"},
+		{"JSON body of another type", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@1.0"}`), contentType: "text/plain"}, 415, v1.CodeUnsupportedType, "application/json"},
+		{"duplicate key", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@1.0","source":"other@1"}`), contentType: "application/json"}, 400, v1.CodeBadRequest, `key "source" appears twice`},
+		{"duplicate key in a JSON run config", request{method: "POST", path: "/v1/runs", body: []byte(`{"experiment":{"benchmark":"a","benchmark":"b"},"agents":[{"harness":"oracle"}]}`), contentType: "application/json"}, 400, v1.CodeBadRequest, `key "benchmark" appears twice in experiment`},
+		{"wrong JSON kind names no Go type", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":7}`), contentType: "application/json"}, 400, v1.CodeBadRequest, "source: want a string, got number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, body := alice().do(t, tt.rq)
+			var e struct{ Code, Message string }
+			_ = json.Unmarshal(body, &e)
+			if status != tt.wantStatus || e.Code != tt.wantCode || !strings.Contains(e.Message, tt.wantMsg) {
+				t.Errorf("%s %s = %d %s, want %d %s containing %q", tt.rq.method, tt.rq.path, status, body, tt.wantStatus, tt.wantCode, tt.wantMsg)
+			}
+			for _, goType := range []string{"string", "struct", "map[", "[]"} {
+				if strings.Contains(e.Message, "Go ") || strings.Contains(e.Message, "of type "+goType) {
+					t.Errorf("message %q names a Go type", e.Message)
+				}
+			}
+		})
+	}
+}
