@@ -300,7 +300,8 @@ func TestRunConfigsParse(t *testing.T) {
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"oracle", "nop", runconfig.CommandHarness}, harnesses); diff != "" {
+	// The demo pits the three offline baselines against a real agent (codex, on the bundled mock model).
+	if diff := cmp.Diff([]string{"oracle", "nop", runconfig.CommandHarness, "codex"}, harnesses); diff != "" {
 		t.Errorf("demo.toml harnesses (-want +got):\n%s", diff)
 	}
 }
