@@ -43,7 +43,7 @@ func TestIsolationEveryRoute(t *testing.T) {
 	}
 	params := map[string]string{
 		"{id}": created.ID, "{key}": "demo-bench-1-0", "{result}": results[0].ID,
-		"{path}": detail.Artifacts[0].Path, "{name}": "ISOLATION_SECRET",
+		"{path}": detail.Artifacts[0].Path, "{name}": "ISOLATION_SECRET", "{task}": results[0].Task,
 	}
 	secretsBefore := aliceSecrets(t)
 
