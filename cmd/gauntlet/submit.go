@@ -189,7 +189,8 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 	t := newTable(w, "#", "AGENT", "STATUS", "DONE", "PASS@1", "PASS@K", "COST/TASK", "TIME/TASK", "TOKENS/TASK")
 	for _, a := range d.AgentsDetail {
 		m := a.Metrics
-		t.row(strconv.Itoa(a.Index), a.Label, a.Status, fmt.Sprintf("%d/%d", a.Progress.Completed, a.Progress.Total),
+		// Agents are numbered from 1, like ranks (Index is the config's 0-based position).
+		t.row(strconv.Itoa(a.Index+1), a.Label, a.Status, fmt.Sprintf("%d/%d", a.Progress.Completed, a.Progress.Total),
 			boardview.Percent(m.Pass1), passAtK(m.PassAtK), boardview.Dollars(m.CostPerTask), boardview.Seconds(m.TimePerTask), count(m.TokensPerTask))
 	}
 	if err := t.flush(); err != nil {
