@@ -2,6 +2,7 @@ package cloud_test
 
 import (
 	"context"
+	gauntletrunner "github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -270,7 +271,10 @@ func runCloud(t *testing.T, ctx context.Context, runner string) (records.Leaderb
 		t.Fatal(err)
 	}
 	sandboxBlobs := s3blob.New(s3.NewFromConfig(sandboxCfg, func(o *s3.Options) { o.UsePathStyle = true }), env.Bucket)
-	driver, err := localsandbox.New(localsandbox.Config{DataDir: t.TempDir(), RunnerPath: runner, Blobs: sandboxBlobs,
+	// The example tasks name no image: the sandbox runs on the host's root
+	// filesystem (the explicit development mode), the cloud path under test
+	// being the ports, not the task environment.
+	driver, err := localsandbox.New(localsandbox.Config{DataDir: t.TempDir(), RunnerPath: runner, Isolation: gauntletrunner.IsolationHostBwrap, Blobs: sandboxBlobs,
 		Completions: sqsq.New(sqs.NewFromConfig(sandboxCfg), env.Queues["completions"]), StopGrace: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +366,7 @@ func runLocal(t *testing.T, ctx context.Context, runner string) records.Leaderbo
 	if err != nil {
 		t.Fatal(err)
 	}
-	driver, err := localsandbox.New(localsandbox.Config{DataDir: dir, RunnerPath: runner, Blobs: blobs,
+	driver, err := localsandbox.New(localsandbox.Config{DataDir: dir, RunnerPath: runner, Isolation: gauntletrunner.IsolationHostBwrap, Blobs: blobs,
 		Completions: queues["completions"], StopGrace: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
