@@ -174,7 +174,10 @@ model = "nop"
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Minute)
+	// Wait for the run's terminal state, re-reading it on a ticker.
+	deadline := time.After(10 * time.Minute)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
 	var r run.Run
 	for {
 		if r, err = recs.Run(ctx, res.Run.ID); err != nil {
@@ -183,10 +186,11 @@ model = "nop"
 		if r.Status.Terminal() {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatalf("run still %s after 10 minutes", r.Status)
+		case <-tick.C:
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
 	results, err := recs.AllResults(ctx, r.ID)
 	if err != nil {

@@ -142,16 +142,17 @@ func (e *dockerEngine) boot(rootfs string) (string, error) {
 	if err := e.cmd.Start(); err != nil {
 		return "", fmt.Errorf("start dockerd: %w", err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if exec.Command("docker", "-H", "unix://"+sock, "info").Run() == nil {
-			break
-		}
-		if time.Now().After(deadline) {
+	// Wait for dockerd to answer, asking again on a ticker.
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for exec.Command("docker", "-H", "unix://"+sock, "info").Run() != nil {
+		select {
+		case <-deadline:
 			data, _ := os.ReadFile(log.Name())
 			return "", fmt.Errorf("dockerd did not come up in 60 s: %s", tailString(string(data), 2000))
+		case <-tick.C:
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	tarCmd := exec.Command("tar", "-C", rootfs, "--numeric-owner", "-c", ".")
 	imp := exec.Command("docker", "-H", "unix://"+sock, "import", "-", benchDockerImage)
