@@ -63,19 +63,25 @@ func (s *storeFlags) open(stderr io.Writer) (*image.Store, error) {
 	return image.Open(filepath.Join(s.data, "images"), opts)
 }
 
+// openNoArgs parses the flags of a subcommand that takes no positional
+// argument and opens the store they name.
+func (s *storeFlags) openNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) (*image.Store, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != 0 {
+		return nil, usageError("takes no arguments")
+	}
+	return s.open(stderr)
+}
+
 func imagesList(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet("images list", "images list [--json] [store flags]", e.stderr)
 	var sf storeFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageError("takes no arguments")
-	}
-	st, err := sf.open(e.stderr)
+	st, err := sf.openNoArgs(fs, args, e.stderr)
 	if err != nil {
 		return err
 	}
@@ -179,14 +185,7 @@ func imagesPrune(ctx context.Context, e env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	all := fs.Bool("images", false, "also forget the images themselves (their blobs go; the next use pulls again)")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usageError("takes no arguments")
-	}
-	st, err := sf.open(e.stderr)
+	st, err := sf.openNoArgs(fs, args, e.stderr)
 	if err != nil {
 		return err
 	}
