@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
@@ -243,7 +244,7 @@ func TestColdStartFailsNamingTheVariable(t *testing.T) {
 	if _, err := f.Invoke([]byte(`{"Records":[]}`)); err == nil {
 		t.Fatal("invoke succeeded without GAUNTLET_SLOTS_QUEUE_URL")
 	}
-	if !strings.Contains(f.Logs(), "GAUNTLET_SLOTS_QUEUE_URL is not set") {
-		t.Errorf("logs do not name the missing variable:\n%s", f.Logs())
+	if logs, ok := f.LogsContaining("GAUNTLET_SLOTS_QUEUE_URL is not set", time.Minute); !ok {
+		t.Errorf("logs do not name the missing variable:\n%s", logs)
 	}
 }

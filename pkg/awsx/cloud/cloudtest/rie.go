@@ -148,6 +148,27 @@ func (f *Function) Invoke(event []byte) ([]byte, error) {
 // Logs returns what the function and the emulator wrote so far.
 func (f *Function) Logs() string { return f.logs.String() }
 
+// LogsContaining waits until the logs contain want or within passes, and
+// returns the logs and whether they did. The emulator relays the
+// function's stderr on its own schedule, so a line the function wrote
+// before an invoke failed can reach the buffer after the invoke returns.
+func (f *Function) LogsContaining(want string, within time.Duration) (string, bool) {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if logs := f.logs.String(); strings.Contains(logs, want) {
+			return logs, true
+		}
+		select {
+		case <-deadline.C:
+			return f.logs.String(), false
+		case <-tick.C:
+		}
+	}
+}
+
 func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
