@@ -77,7 +77,7 @@ func TestEnvironment(t *testing.T) {
 	want := map[string][]string{
 		"api": append([]string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_SECRETS_PREFIX",
 			"GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_CONSOLE_ORIGIN", "GAUNTLET_JWT_ISSUER", "GAUNTLET_JWT_AUDIENCE"}, sandbox...),
-		"planner": append([]string{"GAUNTLET_SLOTS_QUEUE_URL"}, sandbox...),
+		"planner": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_PLAN_QUEUE_URL"}, sandbox...),
 		"dispatcher": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL", "GAUNTLET_BUCKET",
 			"GAUNTLET_SECRETS_PREFIX", "GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_MAX_SANDBOXES", "GAUNTLET_SANDBOX_KMS_KEY"}, sandbox...),
 		"grader":       {"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET"},

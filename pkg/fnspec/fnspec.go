@@ -169,8 +169,10 @@ var (
 	Planner = Function{
 		Name: "planner", Handler: "pipeline HandlePlan", Trigger: Queue, Source: PlanQueue,
 		Description: "plan queue: fans a run out into slots",
-		Uses:        []Use{{Port: Table, Access: ReadWrite}, {Port: SlotsQueue, Access: Write}, {Port: Sandboxes, Access: Read}},
-		Timeout:     2 * time.Minute, MemoryMB: 512,
+		Uses: []Use{{Port: Table, Access: ReadWrite}, {Port: SlotsQueue, Access: Write},
+			{Port: PlanQueue, Access: Write}, // a stopping run with more queued slots than one drain cancels continues in a new plan message
+			{Port: Sandboxes, Access: Read}},
+		Timeout: 2 * time.Minute, MemoryMB: 512,
 	}
 	Dispatcher = Function{
 		Name: "dispatcher", Handler: "pipeline HandleSlot", Trigger: Queue, Source: SlotsQueue,

@@ -127,7 +127,17 @@ func (r trialRun) artifact(t *testing.T, rel string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(r.out, "artifacts", rel))
 	if err != nil {
-		t.Fatalf("artifact %s: %v", rel, err)
+		// Say how the trial ended: a missing artifact is a symptom.
+		var logs []string
+		_ = filepath.WalkDir(filepath.Join(r.out, "artifacts"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".txt") {
+				if b, rerr := os.ReadFile(p); rerr == nil {
+					logs = append(logs, p+":\n"+string(b))
+				}
+			}
+			return nil
+		})
+		t.Fatalf("artifact %s: %v\nresult: exception %+v\n%s", rel, err, r.result.ExceptionInfo, strings.Join(logs, "\n"))
 	}
 	return string(data)
 }
