@@ -144,9 +144,15 @@ func (f *faults) runningRunner() int {
 // nothing was lost or duplicated: every slot exactly one final result and
 // the run's tally equal to the results.
 func TestSoak(t *testing.T) {
-	attempts := (max(*soakSlots, 6) + 5) / 6
+	// A run has at most 100 attempts of each of the smoke set's 3 tasks
+	// for each of its 2 agents: more slots are more runs, run at once.
+	const perAttempt, maxAttempts = 6, 100
+	attempts := (max(*soakSlots, perAttempt) + perAttempt - 1) / perAttempt
 	dir := t.TempDir()
-	r := submit(t, dir, soakConfig(attempts))
+	var runs []run.Run
+	for left := attempts; left > 0; left -= maxAttempts {
+		runs = append(runs, submit(t, dir, soakConfig(min(left, maxAttempts))))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, err := local.Open(ctx, testOptions(dir, runnerBin))
@@ -165,64 +171,76 @@ func TestSoak(t *testing.T) {
 		f.run(ctx, t, filepath.Join(dir, "gauntlet.db"))
 	}()
 	recs := p.Records()
-	waitFor(t, time.Duration(attempts)*20*time.Second+time.Minute, "the soak run to end", func() bool {
-		got, err := recs.Run(ctx, r.ID)
-		return err == nil && got.Status.Terminal()
+	waitFor(t, time.Duration(attempts)*20*time.Second+time.Minute, "the soak runs to end", func() bool {
+		for _, r := range runs {
+			got, err := recs.Run(ctx, r.ID)
+			if err != nil || !got.Status.Terminal() {
+				return false
+			}
+		}
+		return true
 	})
 	took := time.Since(start)
 	cancel()
 	<-injected
 
-	got, err := recs.Run(context.Background(), r.ID)
-	if err != nil || got.Status != run.Finished {
-		t.Fatalf("run ended %s (%s), want finished", got.Status, got.Reason)
-	}
-	results, err := recs.AllResults(context.Background(), r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	finals := map[string]int{}
-	var want run.Tally
-	for _, res := range results {
-		if !res.Final() {
-			want.Retries++
-			continue
+	var slots, lost, dup int
+	var all run.Tally
+	for _, r := range runs {
+		got, err := recs.Run(context.Background(), r.ID)
+		if err != nil || got.Status != run.Finished {
+			t.Fatalf("run %s ended %s (%s), want finished", r.ID, got.Status, got.Reason)
 		}
-		finals[res.SlotID]++
-		want.Done++
-		switch res.Outcome {
-		case run.Passed:
-			want.Passed++
-		case run.FailedOut:
-			want.Failed++
-		case run.Errored:
-			want.Errored++
+		results, err := recs.AllResults(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(finals) != r.TotalSlots() {
-		t.Errorf("%d slots have a final result, want %d (lost: %d)", len(finals), r.TotalSlots(), r.TotalSlots()-len(finals))
-	}
-	dup := 0
-	for slot, n := range finals {
-		if n != 1 {
-			dup++
-			t.Errorf("slot %s has %d final results, want exactly 1", slot, n)
+		finals := map[string]int{}
+		var want run.Tally
+		for _, res := range results {
+			if !res.Final() {
+				want.Retries++
+				continue
+			}
+			finals[res.SlotID]++
+			want.Done++
+			switch res.Outcome {
+			case run.Passed:
+				want.Passed++
+			case run.FailedOut:
+				want.Failed++
+			case run.Errored:
+				want.Errored++
+			}
 		}
-	}
-	tally, err := recs.RunTally(context.Background(), r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tally.Done != want.Done || tally.Passed != want.Passed || tally.Failed != want.Failed || tally.Errored != want.Errored {
-		t.Errorf("tally done/passed/failed/errored = %d/%d/%d/%d, the results say %d/%d/%d/%d",
-			tally.Done, tally.Passed, tally.Failed, tally.Errored, want.Done, want.Passed, want.Failed, want.Errored)
+		slots += r.TotalSlots()
+		if len(finals) != r.TotalSlots() {
+			lost += r.TotalSlots() - len(finals)
+			t.Errorf("run %s: %d slots have a final result, want %d", r.ID, len(finals), r.TotalSlots())
+		}
+		for slot, n := range finals {
+			if n != 1 {
+				dup++
+				t.Errorf("run %s: slot %s has %d final results, want exactly 1", r.ID, slot, n)
+			}
+		}
+		tally, err := recs.RunTally(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tally.Done != want.Done || tally.Passed != want.Passed || tally.Failed != want.Failed || tally.Errored != want.Errored {
+			t.Errorf("run %s: tally done/passed/failed/errored = %d/%d/%d/%d, the results say %d/%d/%d/%d", r.ID,
+				tally.Done, tally.Passed, tally.Failed, tally.Errored, want.Done, want.Passed, want.Failed, want.Errored)
+		}
+		all.Done, all.Passed, all.Failed, all.Errored, all.Retries = all.Done+want.Done, all.Passed+want.Passed,
+			all.Failed+want.Failed, all.Errored+want.Errored, all.Retries+want.Retries
 	}
 	// Only a killed sandbox may cost a slot its outcome (killed twice:
 	// errored after its one retry).
-	if want.Errored > f.killed.Load() {
-		t.Errorf("%d slots errored with only %d sandboxes killed", want.Errored, f.killed.Load())
+	if all.Errored > f.killed.Load() {
+		t.Errorf("%d slots errored with only %d sandboxes killed", all.Errored, f.killed.Load())
 	}
-	t.Logf("soak: %d slots in %.1f s; %d sandboxes killed, %d in-flight messages delivered again, %d write-lock holds; %d finals (%d passed, %d failed, %d errored), %d retries; lost %d, duplicated %d",
-		r.TotalSlots(), took.Seconds(), f.killed.Load(), f.redelivered.Load(), f.locks.Load(),
-		want.Done, want.Passed, want.Failed, want.Errored, want.Retries, r.TotalSlots()-len(finals), dup)
+	t.Logf("soak: %d slots (%d runs) in %.1f s; %d sandboxes killed, %d in-flight messages delivered again, %d write-lock holds; %d finals (%d passed, %d failed, %d errored), %d retries; lost %d, duplicated %d",
+		slots, len(runs), took.Seconds(), f.killed.Load(), f.redelivered.Load(), f.locks.Load(),
+		all.Done, all.Passed, all.Failed, all.Errored, all.Retries, lost, dup)
 }
