@@ -66,7 +66,7 @@ func runHelper(dataDir, runner string) int {
 	opts := testOptions(dataDir, runner)
 	if os.Getenv(prodTimingEnv) != "" {
 		opts.WatchInterval, opts.Visibility = 0, 0
-		opts.Pipeline.LaunchTimeout, opts.Pipeline.LostGrace = 0, 0
+		opts.Pipeline.LaunchTimeout, opts.Pipeline.LostGrace, opts.Pipeline.RetryBackoff = 0, 0, 0
 	}
 	p, err := local.Open(ctx, opts)
 	if err != nil {

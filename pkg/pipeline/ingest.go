@@ -30,7 +30,7 @@ func (s *Service) Ingest(ctx context.Context, m ResultMessage) error {
 		if slot.Generation != res.Generation || slot.Status == run.SlotDone || slot.Status == run.SlotQueued {
 			// Applied before, or stale. Finish what a crash may have cut short.
 			if res.Retried && slot.Generation == res.Generation+1 && slot.Status == run.SlotQueued {
-				if err := s.sendRetry(ctx, slot); err != nil {
+				if err := s.sendRetry(ctx, slot, res.PlatformRetry); err != nil {
 					return err
 				}
 			}
@@ -45,7 +45,7 @@ func (s *Service) Ingest(ctx context.Context, m ResultMessage) error {
 		}
 		if res.Retried {
 			slot.Generation++
-			if err := s.sendRetry(ctx, slot); err != nil {
+			if err := s.sendRetry(ctx, slot, res.PlatformRetry); err != nil {
 				return err
 			}
 		} else if slot.Status.Active() {
@@ -117,12 +117,23 @@ func resultLog(res run.Result, at time.Time) records.LogLine {
 	return l
 }
 
-func (s *Service) sendRetry(ctx context.Context, slot run.Slot) error {
+// sendRetry queues the slot's next generation. An infrastructure retry
+// backs off (retryDelay); a platform retry — the platform lost the attempt
+// (a restart, a lost sandbox) or never started it — goes out at once: its
+// cause is not the attempt's, PlatformRetryLimit bounds how often it
+// repeats, and the restart reconcile's target (every in-flight slot running
+// again within seconds) is missed by a backoff of 5 s doubling per
+// generation (the crash suite measured 5–20 s with it).
+func (s *Service) sendRetry(ctx context.Context, slot run.Slot, platform bool) error {
 	body, err := encodeMessage(SlotMessage{SchemaVersion: SchemaVersion, RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation})
 	if err != nil {
 		return err
 	}
-	if err := s.ports.Slots.Send(ctx, outgoing(body, s.retryDelay(slot.Generation-1))); err != nil {
+	delay := s.retryDelay(slot.Generation - 1)
+	if platform {
+		delay = 0
+	}
+	if err := s.ports.Slots.Send(ctx, outgoing(body, delay)); err != nil {
 		return fmt.Errorf("send retry of %s/%s: %w", slot.RunID, slot.ID, err)
 	}
 	return nil

@@ -236,7 +236,7 @@ func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.W
 }
 
 // launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4
-// and --unshare-net), joins its processes to cg, gives the sandbox's
+// and --unshare-net) and the sandbox's seccomp filter (seccomp.go), joins its processes to cg, gives the sandbox's
 // network namespace its network mode (slirp4netns for public, the egress
 // proxy for allowlist, nothing for no-network) and only then lets the
 // phase's command run.
@@ -252,10 +252,18 @@ func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg 
 		return nil, nil, fmt.Errorf("image sandbox: %w", err)
 	}
 	defer blockW.Close()
-	cmd = exec.Command(bwrap, args...)
+	filter, err := seccompFile()
+	if err != nil {
+		infoW.Close()
+		blockR.Close()
+		return nil, nil, fmt.Errorf("image sandbox: %w", err)
+	}
+	defer filter.Close()
+	// Fd 5 is the seccomp filter bwrap installs before the command.
+	cmd = exec.Command(bwrap, append([]string{"--seccomp", "5"}, args...)...)
 	cmd.Env = pc.env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{infoW, blockR}
+	cmd.ExtraFiles = []*os.File{infoW, blockR, filter}
 	cmd.WaitDelay = waitDelay
 	prepareProcess(cmd)
 	err = cmd.Start()
