@@ -107,18 +107,22 @@ func (d *Driver) registration(image string, cpu, mem int) (*ecs.RegisterTaskDefi
 	}}
 	mounts := []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount), ReadOnly: aws.Bool(true)}}
 	deps := []types.ContainerDependency{{ContainerName: aws.String(RunnerContainer), Condition: types.ContainerConditionSuccess}}
+	command := []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"}
 	if d.cfg.AgentsImage != "" {
-		// The agents image's entry point copies its bundles into the volume
-		// (infra/agents/Dockerfile); the image itself is never the task's.
+		// The agents image (infra/agents/Dockerfile) holds the bundle cache
+		// (<harness>-<version>-<digest>/ per bundle) under /agents; its init
+		// container copies it into the volume, which the task container
+		// mounts read-only and the runner reads as its --agent-bundles.
 		volumes = append(volumes, types.Volume{Name: aws.String("agents")})
 		inits = append(inits, types.ContainerDefinition{
 			Name: aws.String(AgentsContainer), Image: aws.String(d.cfg.AgentsImage), Essential: aws.Bool(false),
-			Command:          []string{"/agents-init/copy", "/agents"},
-			MountPoints:      []types.MountPoint{{SourceVolume: aws.String("agents"), ContainerPath: aws.String("/agents")}},
+			Command:          []string{"cp", "-a", "/agents/.", "/agents-out/"},
+			MountPoints:      []types.MountPoint{{SourceVolume: aws.String("agents"), ContainerPath: aws.String("/agents-out")}},
 			LogConfiguration: logs("agents-init"),
 		})
 		mounts = append(mounts, types.MountPoint{SourceVolume: aws.String("agents"), ContainerPath: aws.String(AgentsMount), ReadOnly: aws.Bool(true)})
 		deps = append(deps, types.ContainerDependency{ContainerName: aws.String(AgentsContainer), Condition: types.ContainerConditionSuccess})
+		command = append(command, "--agent-bundles", AgentsMount)
 	}
 	in := &ecs.RegisterTaskDefinitionInput{
 		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
@@ -135,7 +139,7 @@ func (d *Driver) registration(image string, cpu, mem int) (*ecs.RegisterTaskDefi
 			// outputs out of the agent's reach.
 			User:             aws.String("0"),
 			EntryPoint:       []string{runnerMount + "/sandbox-runner"},
-			Command:          []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"},
+			Command:          command,
 			DependsOn:        deps,
 			MountPoints:      mounts,
 			LogConfiguration: logs("task"),

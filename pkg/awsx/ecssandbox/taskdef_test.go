@@ -106,6 +106,9 @@ func TestMirrorsAndAgentBundles(t *testing.T) {
 	if agentMount == nil || agentMount["readOnly"] != true {
 		t.Errorf("task mounts %v: want /installed-agent read-only", task["mountPoints"])
 	}
+	if cmd := task["command"].([]any); cmd[len(cmd)-2] != "--agent-bundles" || cmd[len(cmd)-1] != ecssandbox.AgentsMount {
+		t.Errorf("task command %v: want the runner to read its bundles from %s", cmd, ecssandbox.AgentsMount)
+	}
 	deps := map[string]any{}
 	for _, dep := range task["dependsOn"].([]any) {
 		dep := dep.(map[string]any)
