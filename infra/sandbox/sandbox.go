@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscodebuild"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
@@ -64,6 +65,9 @@ type Sandbox struct {
 	// Mirrors are the ECR pull-through cache rules fronting Docker Hub and
 	// GHCR.
 	Mirrors []Mirror
+	// ImageBuilds is the CodeBuild project building Dockerfile tasks
+	// (AddImageBuilds; nil until the stack adds it).
+	ImageBuilds awscodebuild.Project
 	// Family is the family of the base task definition and the prefix of
 	// every per-image family the dispatcher registers.
 	Family string

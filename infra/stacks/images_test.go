@@ -98,3 +98,37 @@ func TestSandboxExecutionRolePullsOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestImageBuildProject: the build job pushes only to the task-images
+// repository and reads only build contexts.
+func TestImageBuildProject(t *testing.T) {
+	synthesized(t)
+	if n := len(infratest.Resources(statelessJSON, "AWS::CodeBuild::Project")); n != 1 {
+		t.Fatalf("%d CodeBuild projects, want the one image build project", n)
+	}
+	statements := infratest.RoleStatements(statelessJSON, "SandboxImageBuildsRole")
+	pushes, reads := 0, 0
+	for _, s := range statements {
+		res := strings.Join(s.Resources, " ")
+		if slices.Contains(s.Actions, "ecr:PutImage") {
+			pushes++
+			if len(s.Resources) != 1 || !strings.Contains(res, "SandboxTaskImages") {
+				t.Errorf("build role may push to %v, want only the task-images repository", s.Resources)
+			}
+		}
+		if slices.Contains(s.Actions, "s3:GetObject*") || slices.Contains(s.Actions, "s3:GetObject") {
+			reads++
+			if !strings.Contains(res, "/builds/*") {
+				t.Errorf("build role may read %v, want only builds/*", s.Resources)
+			}
+		}
+		for _, a := range s.Actions {
+			if strings.HasPrefix(a, "s3:Put") || strings.HasPrefix(a, "s3:Delete") || strings.HasPrefix(a, "ecs:") || a == "iam:PassRole" {
+				t.Errorf("build role may %s", a)
+			}
+		}
+	}
+	if pushes != 1 || reads != 1 {
+		t.Errorf("build role: %d push and %d context-read statements, want one each: %v", pushes, reads, statements)
+	}
+}
