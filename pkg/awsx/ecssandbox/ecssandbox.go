@@ -140,7 +140,7 @@ type Driver struct {
 	cfg Config
 
 	mu   sync.Mutex
-	defs map[string]string // family → task definition ARN
+	defs map[string]*taskDef // by family
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -167,7 +167,7 @@ func New(api API, cfg Config) (*Driver, error) {
 	if cfg.Family == "" {
 		cfg.Family = "gauntlet-sandbox"
 	}
-	return &Driver{api: api, cfg: cfg, defs: map[string]string{}}, nil
+	return &Driver{api: api, cfg: cfg, defs: map[string]*taskDef{}}, nil
 }
 
 // resolveFiles turns the spec's stored-file references into presigned URLs:

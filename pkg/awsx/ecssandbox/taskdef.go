@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
@@ -49,10 +50,19 @@ func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string,
 	}
 	family := aws.ToString(in.Family)
 
+	// One lock per family: launches of other environments, and cache
+	// hits, never wait behind this family's describe or register.
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if arn, ok := d.defs[family]; ok {
-		return arn, nil
+	def, ok := d.defs[family]
+	if !ok {
+		def = &taskDef{}
+		d.defs[family] = def
+	}
+	d.mu.Unlock()
+	def.mu.Lock()
+	defer def.mu.Unlock()
+	if def.arn != "" {
+		return def.arn, nil
 	}
 	arn, err := d.describe(ctx, family)
 	if err != nil {
@@ -65,8 +75,15 @@ func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string,
 		}
 		arn = aws.ToString(out.TaskDefinition.TaskDefinitionArn)
 	}
-	d.defs[family] = arn
+	def.arn = arn
 	return arn, nil
+}
+
+// taskDef is one family's ARN, found or registered under its own lock
+// (empty until then, and after a failure, so the next launch tries again).
+type taskDef struct {
+	mu  sync.Mutex
+	arn string
 }
 
 // describe returns the ARN of the family's latest active revision, or ""
@@ -189,6 +206,11 @@ func PullRef(ref string, mirrors map[string]string) string {
 	}
 	if host == "index.docker.io" || host == "registry-1.docker.io" {
 		host = "docker.io"
+	}
+	// A pinned "name:tag@digest" keeps only the digest: the tag says
+	// nothing the digest does not, and may have moved upstream since.
+	if i := strings.LastIndex(path, ":"); i > strings.LastIndex(path, "/") {
+		path = path[:i]
 	}
 	if host == "docker.io" && !strings.Contains(path, "/") {
 		path = "library/" + path

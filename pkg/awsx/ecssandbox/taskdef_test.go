@@ -3,7 +3,9 @@ package ecssandbox_test
 import (
 	"context"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,6 +55,35 @@ func TestTaskDefinitionIsReusedAcrossDispatchers(t *testing.T) {
 	}
 	if !strings.HasPrefix(regs[0]["family"].(string), "gauntlet-sandbox-") {
 		t.Errorf("family %v lacks the configured prefix", regs[0]["family"])
+	}
+}
+
+// TestConcurrentLaunchesRegisterOnce: launches of one new environment at
+// once in one dispatcher register it once.
+func TestConcurrentLaunchesRegisterOnce(t *testing.T) {
+	srv, url, keys := fakeECS(t)
+	d := driverOn(t, url, keys, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := d.Launch(context.Background(), testSpec("launch-"+strconv.Itoa(i)))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if n := len(srv.requests["RegisterTaskDefinition"]); n != 1 {
+		t.Fatalf("8 concurrent launches registered %d task definitions, want 1", n)
 	}
 }
 
