@@ -4,14 +4,18 @@
 // with (an execution role that pulls images and writes logs, and a task role
 // whose one permission, granted by the stack, is to decrypt its launch's
 // data key with the sandbox KMS key) and the base task definition of the
-// runner.
+// runner; and the images sandboxes run: the repository built task images
+// are pushed to, ECR pull-through cache rules fronting Docker Hub and GHCR,
+// and the agent-bundles image.
 package sandbox
 
 import (
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscodebuild"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -52,6 +56,18 @@ type Sandbox struct {
 	TaskRole       awsiam.Role
 	TaskDefinition awsecs.FargateTaskDefinition
 	RunnerImage    awsecrassets.DockerImageAsset
+	// AgentsImage holds the agent bundles the agents-init container copies
+	// into every sandbox task (mounted read-only at /installed-agent).
+	AgentsImage awsecrassets.DockerImageAsset
+	// TaskImages is the repository Dockerfile tasks built at sync are
+	// pushed to, tagged by build key.
+	TaskImages awsecr.Repository
+	// Mirrors are the ECR pull-through cache rules fronting Docker Hub and
+	// GHCR.
+	Mirrors []Mirror
+	// ImageBuilds is the CodeBuild project building Dockerfile tasks
+	// (AddImageBuilds; nil until the stack adds it).
+	ImageBuilds awscodebuild.Project
 	// Family is the family of the base task definition and the prefix of
 	// every per-image family the dispatcher registers.
 	Family string
@@ -120,6 +136,9 @@ func New(scope constructs.Construct, id string, props Props) (*Sandbox, error) {
 		}),
 		ReadonlyRootFilesystem: jsii.Bool(false),
 	})
+	if err := s.newImages(c, props); err != nil {
+		return nil, err
+	}
 	cdknag.NagSuppressions_AddResourceSuppressions(s.ExecutionRole, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		Reason:    jsii.String("ecr:GetAuthorizationToken supports no resource-level permissions; every other statement of the execution role names its repository or log group."),
@@ -224,6 +243,8 @@ func (s *Sandbox) Environment() map[string]*string {
 		"GAUNTLET_SANDBOX_LOG_GROUP":          s.LogGroup.LogGroupName(),
 		"GAUNTLET_RUNNER_IMAGE":               s.RunnerImage.ImageUri(),
 		"GAUNTLET_SANDBOX_TASK_FAMILY":        jsii.String(s.Family),
+		"GAUNTLET_SANDBOX_AGENTS_IMAGE":       s.AgentsImage.ImageUri(),
+		"GAUNTLET_SANDBOX_MIRRORS":            s.MirrorsSetting(),
 	}
 }
 

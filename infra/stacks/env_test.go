@@ -42,6 +42,13 @@ func TestFunctionEnvironmentsLoad(t *testing.T) {
 				if s, ok := v.(string); ok {
 					return s
 				}
+				if m, ok := v.(map[string]any); ok {
+					// An Fn::Sub of pseudo parameters only: what it deploys to.
+					if sub, ok := m["Fn::Sub"].(string); ok {
+						return strings.NewReplacer("${AWS::AccountId}", "111122223333", "${AWS::Region}", "us-east-1",
+							"${AWS::URLSuffix}", "amazonaws.com").Replace(sub)
+					}
+				}
 				switch {
 				case key == cloud.EnvMaxSandboxes:
 					return "50"

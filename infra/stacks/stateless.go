@@ -60,6 +60,9 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	if err != nil {
 		return nil, err
 	}
+	// The image build job reads its contexts from the artifacts bucket;
+	// GrantBuild and BuildEnvironment give the sync what it needs to start it.
+	s.Sandbox.AddImageBuilds(props.Stateful.Artifacts.Bucket, cfg.Stage)
 	s.Console = console.New(stack, "Console", console.Props{SiteDir: props.ConsoleSite})
 	s.EventFailures = queues.NewDeadLetter(stack, "EventFailures", false)
 

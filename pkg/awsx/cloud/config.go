@@ -33,6 +33,8 @@ const (
 	EnvSandboxTaskFamily    = "GAUNTLET_SANDBOX_TASK_FAMILY"
 	EnvSandboxDefaultImage  = "GAUNTLET_SANDBOX_DEFAULT_IMAGE"
 	EnvSandboxKMSKey        = "GAUNTLET_SANDBOX_KMS_KEY"
+	EnvSandboxAgentsImage   = "GAUNTLET_SANDBOX_AGENTS_IMAGE"
+	EnvSandboxMirrors       = "GAUNTLET_SANDBOX_MIRRORS"
 	EnvRunnerImage          = "GAUNTLET_RUNNER_IMAGE"
 	EnvJWTIssuer            = "GAUNTLET_JWT_ISSUER"
 	EnvJWTAudience          = "GAUNTLET_JWT_AUDIENCE"
@@ -153,6 +155,8 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 			RunnerImage:      e.required(EnvRunnerImage),
 			Family:           getenv(EnvSandboxTaskFamily),
 			DefaultImage:     getenv(EnvSandboxDefaultImage),
+			AgentsImage:      getenv(EnvSandboxAgentsImage),
+			Mirrors:          e.mirrors(EnvSandboxMirrors),
 		}
 		if n.SandboxKey {
 			c.Sandbox.KMSKey = e.required(EnvSandboxKMSKey)
@@ -212,6 +216,25 @@ func (e *env) list(name string, required bool) []string {
 		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, s)
 		}
+	}
+	return out
+}
+
+// mirrors reads "host=prefix,host=prefix" (the CDK stack maps docker.io and
+// ghcr.io to its ECR pull-through cache prefixes so); unset means none.
+func (e *env) mirrors(name string) map[string]string {
+	var out map[string]string
+	for _, pair := range e.list(name, false) {
+		host, prefix, ok := strings.Cut(pair, "=")
+		host, prefix = strings.TrimSpace(host), strings.TrimSpace(prefix)
+		if !ok || host == "" || prefix == "" || strings.Contains(host, "/") {
+			e.problems = append(e.problems, fmt.Sprintf("%s: %q is not registry-host=repository-prefix", name, pair))
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[host] = prefix
 	}
 	return out
 }

@@ -29,6 +29,7 @@ func stackEnv() map[string]string {
 		"GAUNTLET_SANDBOX_LOG_GROUP":          "/gauntlet/dev/sandboxes", "GAUNTLET_SANDBOX_TASK_FAMILY": "gauntlet-dev-sandbox",
 		"GAUNTLET_RUNNER_IMAGE":    "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
 		"GAUNTLET_SANDBOX_KMS_KEY": "arn:aws:kms:us-east-1:111122223333:key/sandbox",
+		"GAUNTLET_SANDBOX_MIRRORS": "docker.io=111122223333.dkr.ecr.us-east-1.amazonaws.com/docker-hub, ghcr.io=111122223333.dkr.ecr.us-east-1.amazonaws.com/ghcr",
 		"GAUNTLET_JWT_ISSUER":      "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Abc", "GAUNTLET_JWT_AUDIENCE": "client-1",
 		"GAUNTLET_MAX_SANDBOXES": "25", "LOG_LEVEL": "warn", "GAUNTLET_REGISTRY": "https://registry.example/registry.json",
 	}
@@ -51,6 +52,10 @@ func TestLoad(t *testing.T) {
 		Cluster: full["GAUNTLET_CLUSTER"], Subnets: []string{"subnet-a", "subnet-b"}, SecurityGroups: []string{"sg-1"},
 		TaskRoleARN: full["GAUNTLET_SANDBOX_TASK_ROLE_ARN"], ExecutionRoleARN: full["GAUNTLET_SANDBOX_EXECUTION_ROLE_ARN"],
 		LogGroup: "/gauntlet/dev/sandboxes", RunnerImage: full["GAUNTLET_RUNNER_IMAGE"], Family: "gauntlet-dev-sandbox",
+		Mirrors: map[string]string{
+			"docker.io": "111122223333.dkr.ecr.us-east-1.amazonaws.com/docker-hub",
+			"ghcr.io":   "111122223333.dkr.ecr.us-east-1.amazonaws.com/ghcr",
+		},
 	}
 	tests := []struct {
 		name    string
@@ -95,6 +100,12 @@ func TestLoad(t *testing.T) {
 			wantErr: []string{"GAUNTLET_TABLE is not set", "GAUNTLET_COMPLETIONS_QUEUE_URL is not set", "GAUNTLET_RUNNER_IMAGE is not set"}},
 		{name: "the dispatcher needs the sandbox KMS key", needs: cloud.Dispatcher,
 			env: without(full, "GAUNTLET_SANDBOX_KMS_KEY"), wantErr: []string{"GAUNTLET_SANDBOX_KMS_KEY is not set"}},
+		{name: "a mirror is host=prefix", needs: cloud.Dispatcher,
+			env: func() map[string]string {
+				e := without(full)
+				e["GAUNTLET_SANDBOX_MIRRORS"] = "docker.io"
+				return e
+			}(), wantErr: []string{`GAUNTLET_SANDBOX_MIRRORS: "docker.io" is not registry-host=repository-prefix`}},
 		{name: "malformed values", needs: cloud.Dispatcher,
 			env: func() map[string]string {
 				e := without(full)

@@ -30,7 +30,7 @@ func TestContract(t *testing.T) {
 		d, err := ecssandbox.New(client, ecssandbox.Config{
 			Cluster: "arn:aws:ecs:us-east-1:111122223333:cluster/sandboxes", Subnets: []string{"subnet-a"},
 			ExecutionRoleARN: "arn:aws:iam::111122223333:role/sandbox-exec", Region: "us-east-1",
-			RunnerImage: "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1", DefaultImage: "debian:bookworm",
+			RunnerImage: "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1", DefaultImage: "debian@sha256:5f0e8a4c3b2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f",
 			Sealed: files, Files: files,
 		})
 		if err != nil {

@@ -49,7 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +69,7 @@ type API interface {
 	StopTask(ctx context.Context, in *ecs.StopTaskInput, opts ...func(*ecs.Options)) (*ecs.StopTaskOutput, error)
 	ListTasks(ctx context.Context, in *ecs.ListTasksInput, opts ...func(*ecs.Options)) (*ecs.ListTasksOutput, error)
 	DescribeTasks(ctx context.Context, in *ecs.DescribeTasksInput, opts ...func(*ecs.Options)) (*ecs.DescribeTasksOutput, error)
+	DescribeTaskDefinition(ctx context.Context, in *ecs.DescribeTaskDefinitionInput, opts ...func(*ecs.Options)) (*ecs.DescribeTaskDefinitionOutput, error)
 }
 
 // Config names the resources the CDK stack created.
@@ -82,8 +83,19 @@ type Config struct {
 	Region           string
 	RunnerImage      string // image holding /sandbox-runner
 	Family           string // task definition family prefix, default "gauntlet-sandbox"
-	// DefaultImage runs tasks whose environment names no docker_image.
+	// DefaultImage runs tasks whose environment names no docker_image. Like
+	// every task image it must be a digest reference (repo@sha256:…).
 	DefaultImage string
+	// AgentsImage, when set, holds the prepared agent bundles under
+	// /installed-agent; an "agents-init" container copies them into a
+	// volume the task container mounts read-only at /installed-agent, so an
+	// attempt installs nothing over the network.
+	AgentsImage string
+	// Mirrors maps a registry host ("docker.io", "ghcr.io") to the
+	// repository prefix that fronts it, the ECR pull-through cache rule's
+	// "<account>.dkr.ecr.<region>.amazonaws.com/<prefix>", so Fargate pulls
+	// the pinned digest from ECR instead of the upstream registry.
+	Mirrors map[string]string
 	// Sealed stores a launch's sealed secrets; the runner fetches them once
 	// through a presigned URL. Required when a launch carries secrets.
 	Sealed SealedStore
@@ -114,8 +126,12 @@ type SealedStore interface {
 // Container names in every sandbox task definition.
 const (
 	RunnerContainer = "runner-init"
+	AgentsContainer = "agents-init"
 	TaskContainer   = "task"
 	runnerMount     = "/gauntlet"
+	// AgentsMount is where the agent bundles appear inside the task
+	// container (read-only), Harbor's /installed-agent.
+	AgentsMount = "/installed-agent"
 )
 
 // Driver implements sandbox.Driver on ECS Fargate.
@@ -124,7 +140,7 @@ type Driver struct {
 	cfg Config
 
 	mu   sync.Mutex
-	defs map[string]string // environment key → task definition ARN
+	defs map[string]*taskDef // by family
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -140,11 +156,18 @@ func New(api API, cfg Config) (*Driver, error) {
 		return nil, errors.New("ecs sandbox: runner image is empty (GAUNTLET_RUNNER_IMAGE)")
 	case cfg.ExecutionRoleARN == "":
 		return nil, errors.New("ecs sandbox: execution role is empty (GAUNTLET_SANDBOX_EXECUTION_ROLE_ARN)")
+	case cfg.DefaultImage != "" && !isDigestRef(cfg.DefaultImage):
+		return nil, fmt.Errorf("ecs sandbox: default image %q is not a digest reference (want repo@sha256:<64 hex>) (GAUNTLET_SANDBOX_DEFAULT_IMAGE)", cfg.DefaultImage)
+	}
+	for host, prefix := range cfg.Mirrors {
+		if host == "" || prefix == "" || strings.Contains(host, "/") {
+			return nil, fmt.Errorf("ecs sandbox: mirror %q → %q: want a registry host mapped to a non-empty repository prefix (GAUNTLET_SANDBOX_MIRRORS)", host, prefix)
+		}
 	}
 	if cfg.Family == "" {
 		cfg.Family = "gauntlet-sandbox"
 	}
-	return &Driver{api: api, cfg: cfg, defs: map[string]string{}}, nil
+	return &Driver{api: api, cfg: cfg, defs: map[string]*taskDef{}}, nil
 }
 
 // resolveFiles turns the spec's stored-file references into presigned URLs:
@@ -312,79 +335,6 @@ func startedBy(runID string) string {
 	}
 	sum := sha256.Sum256([]byte(runID))
 	return hex.EncodeToString(sum[:])[:36]
-}
-
-// taskDefinition registers (once per process and environment) the task
-// definition for the spec's image and size.
-func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string, error) {
-	image := spec.Image
-	if image == "" {
-		image = d.cfg.DefaultImage
-	}
-	if image == "" {
-		return "", fmt.Errorf("ecs launch %s: task %s names no docker_image and no default image is configured", spec.LaunchID, spec.Task.Name)
-	}
-	cpu, mem, err := fargateSize(max(spec.CPUs, 0.25), max(spec.MemoryMB, 512))
-	if err != nil {
-		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
-	}
-	key := fmt.Sprintf("%s|%d|%d", image, cpu, mem)
-	d.mu.Lock()
-	arn, ok := d.defs[key]
-	d.mu.Unlock()
-	if ok {
-		return arn, nil
-	}
-	sum := sha256.Sum256([]byte(key))
-	family := d.cfg.Family + "-" + hex.EncodeToString(sum[:])[:16]
-	logs := func(prefix string) *types.LogConfiguration {
-		return &types.LogConfiguration{LogDriver: types.LogDriverAwslogs, Options: map[string]string{
-			"awslogs-group": d.cfg.LogGroup, "awslogs-region": d.cfg.Region, "awslogs-stream-prefix": prefix,
-		}}
-	}
-	in := &ecs.RegisterTaskDefinitionInput{
-		Family:                  &family,
-		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
-		NetworkMode:             types.NetworkModeAwsvpc,
-		Cpu:                     aws.String(strconv.Itoa(cpu)),
-		Memory:                  aws.String(strconv.Itoa(mem)),
-		ExecutionRoleArn:        &d.cfg.ExecutionRoleARN,
-		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureX8664, OperatingSystemFamily: types.OSFamilyLinux},
-		Volumes:                 []types.Volume{{Name: aws.String("gauntlet")}},
-		ContainerDefinitions: []types.ContainerDefinition{
-			{
-				Name: aws.String(RunnerContainer), Image: &d.cfg.RunnerImage, Essential: aws.Bool(false),
-				Command:          []string{"install", runnerMount + "/sandbox-runner"},
-				MountPoints:      []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount)}},
-				LogConfiguration: logs("runner-init"),
-			},
-			{
-				Name: aws.String(TaskContainer), Image: &image, Essential: aws.Bool(true),
-				// Root, whatever the image's USER: the runner needs it to
-				// run the agent under its own uid and to keep its inputs
-				// and outputs out of the agent's reach.
-				User:             aws.String("0"),
-				EntryPoint:       []string{runnerMount + "/sandbox-runner"},
-				Command:          []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"},
-				DependsOn:        []types.ContainerDependency{{ContainerName: aws.String(RunnerContainer), Condition: types.ContainerConditionSuccess}},
-				MountPoints:      []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount), ReadOnly: aws.Bool(true)}},
-				LogConfiguration: logs("task"),
-			},
-		},
-		Tags: []types.Tag{{Key: aws.String("gauntlet:image"), Value: aws.String(truncate(image, 256))}},
-	}
-	if d.cfg.TaskRoleARN != "" {
-		in.TaskRoleArn = &d.cfg.TaskRoleARN
-	}
-	out, err := d.api.RegisterTaskDefinition(ctx, in)
-	if err != nil {
-		return "", fmt.Errorf("register task definition for %s: %w", image, err)
-	}
-	arn = aws.ToString(out.TaskDefinition.TaskDefinitionArn)
-	d.mu.Lock()
-	d.defs[key] = arn
-	d.mu.Unlock()
-	return arn, nil
 }
 
 func truncate(s string, n int) string {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,7 @@ type ecsServer struct {
 	mu       sync.Mutex
 	requests map[string][]map[string]any
 	tasks    map[string]string // clientToken → task ARN
+	families map[string]int    // family → latest revision
 }
 
 func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -57,8 +59,19 @@ func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	switch op {
 	case "RegisterTaskDefinition":
-		fmt := `{"taskDefinition":{"taskDefinitionArn":"arn:aws:ecs:us-east-1:111122223333:task-definition/%s:1"}}`
-		_, _ = io.WriteString(w, strings.Replace(fmt, "%s", req["family"].(string), 1))
+		family := req["family"].(string)
+		s.families[family]++
+		_, _ = io.WriteString(w, `{"taskDefinition":{"status":"ACTIVE","taskDefinitionArn":"`+defARN(family, s.families[family])+`"}}`)
+	case "DescribeTaskDefinition":
+		family := req["taskDefinition"].(string)
+		rev, ok := s.families[family]
+		if !ok {
+			// What ECS answers for a family it does not know.
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"__type":"ClientException","message":"Unable to describe task definition."}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"taskDefinition":{"status":"ACTIVE","family":"`+family+`","taskDefinitionArn":"`+defARN(family, rev)+`"}}`)
 	case "RunTask":
 		token := req["clientToken"].(string)
 		arn, ok := s.tasks[token]
@@ -79,6 +92,10 @@ func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.Error(w, `{"__type":"UnknownOperationException"}`, 400)
 	}
+}
+
+func defARN(family string, rev int) string {
+	return "arn:aws:ecs:us-east-1:111122223333:task-definition/" + family + ":" + strconv.Itoa(rev)
 }
 
 // newSealedStore is an S3 blob store on gofakes3, where sealed secrets go.
@@ -106,38 +123,48 @@ func kmsClient(srv *kmstest.Server, accessKey string) *kms.Client {
 
 func newDriver(t *testing.T) (*ecssandbox.Driver, *ecsServer, *kmstest.Server) {
 	t.Helper()
-	keys := kmstest.New(t)
-	srv := &ecsServer{requests: map[string][]map[string]any{}, tasks: map[string]string{}}
+	srv := &ecsServer{requests: map[string][]map[string]any{}, tasks: map[string]string{}, families: map[string]int{}}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
+	keys := kmstest.New(t)
+	return driverOn(t, hs.URL, keys, nil), srv, keys
+}
+
+// driverOn is a driver (one dispatcher) speaking to the fake ECS at url,
+// its configuration changed by edit.
+func driverOn(t *testing.T, url string, keys *kmstest.Server, edit func(*ecssandbox.Config)) *ecssandbox.Driver {
+	t.Helper()
 	client := ecs.New(ecs.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL),
+		Region: "us-east-1", BaseEndpoint: aws.String(url),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 	})
+	files := newSealedStore(t)
 	cfg := ecssandbox.Config{
 		Cluster: "arn:aws:ecs:us-east-1:111122223333:cluster/sandboxes", Subnets: []string{"subnet-a", "subnet-b"},
 		SecurityGroups: []string{"sg-egress"}, TaskRoleARN: "arn:aws:iam::111122223333:role/sandbox-task",
 		ExecutionRoleARN: "arn:aws:iam::111122223333:role/sandbox-exec", LogGroup: "/gauntlet/sandboxes",
 		Region: "us-east-1", RunnerImage: "111122223333.dkr.ecr.us-east-1.amazonaws.com/runner:1",
 		KMSKey: kmstest.KeyARN, DataKeys: kmskeys.New(kmsClient(keys, "DISPATCHER"), kmstest.KeyARN),
+		Sealed: files, Files: files,
 	}
-	files := newSealedStore(t)
-	d, err := ecssandbox.New(client, ecssandbox.Config{
-		Cluster: cfg.Cluster, Subnets: cfg.Subnets, SecurityGroups: cfg.SecurityGroups, TaskRoleARN: cfg.TaskRoleARN,
-		ExecutionRoleARN: cfg.ExecutionRoleARN, LogGroup: cfg.LogGroup, Region: cfg.Region, RunnerImage: cfg.RunnerImage,
-		KMSKey: cfg.KMSKey, DataKeys: cfg.DataKeys, Sealed: files, Files: files,
-	})
+	if edit != nil {
+		edit(&cfg)
+	}
+	d, err := ecssandbox.New(client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, srv, keys
+	return d
 }
+
+// testImage is a pinned task image, as a sync records it.
+const testImage = "ghcr.io/example/task@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func testSpec(launch string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: launch, Workspace: "ws1", RunID: "run1", SlotID: "0/hello/1", Generation: 0,
 		Task:    sandbox.TaskRef{Name: "hello", BundleKey: "tasks/hello.tar.gz", Dir: "/srv/tasks/hello"},
-		Harness: "codex", Model: "openai/gpt-5.2", Image: "ghcr.io/example/task:1", CPUs: 1, MemoryMB: 2048,
+		Harness: "codex", Model: "openai/gpt-5.2", Image: testImage, CPUs: 1, MemoryMB: 2048,
 		AgentTimeout: 10 * time.Minute, VerifierTimeout: 5 * time.Minute,
 		Output:  sandbox.Output{Prefix: "runs/run1/slots/x/g0/", Expires: time.Now().Add(time.Hour)},
 		Secrets: map[string]secret.Value{"OPENAI_API_KEY": "sk-live-do-not-leak"},
@@ -178,7 +205,7 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 	}
 	containers := def["containerDefinitions"].([]any)
 	task := containers[1].(map[string]any)
-	if task["image"] != "ghcr.io/example/task:1" || task["name"] != "task" {
+	if task["image"] != testImage || task["name"] != "task" {
 		t.Errorf("task container = %v", task)
 	}
 	if diff := cmp.Diff([]any{"/gauntlet/sandbox-runner"}, task["entryPoint"]); diff != "" {

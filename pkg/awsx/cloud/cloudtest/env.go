@@ -80,7 +80,7 @@ func (e *Env) Vars() map[string]string {
 		cloud.EnvSandboxExecutionRole: "arn:aws:iam::111122223333:role/gauntlet-test-sandbox-exec",
 		cloud.EnvSandboxLogGroup:      "/gauntlet/test/sandboxes",
 		cloud.EnvRunnerImage:          "111122223333.dkr.ecr.us-east-1.amazonaws.com/gauntlet-runner:test",
-		cloud.EnvSandboxDefaultImage:  "public.ecr.aws/docker/library/python:3.12-slim",
+		cloud.EnvSandboxDefaultImage:  "public.ecr.aws/docker/library/python@sha256:5f0e8a4c3b2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f",
 		cloud.EnvSandboxKMSKey:        "arn:aws:kms:us-east-1:111122223333:key/2f1c9a4e-0000-4000-8000-000000000002",
 		cloud.EnvMaxSandboxes:         "50",
 		cloud.EnvLogLevel:             "debug",

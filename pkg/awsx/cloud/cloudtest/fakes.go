@@ -26,7 +26,9 @@ type Request struct {
 }
 
 // ECS is an httptest server speaking enough of ECS's JSON 1.1 protocol for
-// the sandbox driver: RegisterTaskDefinition, RunTask (idempotent by
+// the sandbox driver: RegisterTaskDefinition (a new revision per call) and
+// DescribeTaskDefinition (the latest, or ECS's ClientException for an
+// unknown family), RunTask (idempotent by
 // clientToken), StopTask, ListTasks (by startedBy) and DescribeTasks (with
 // the launch tags).
 type ECS struct {
@@ -36,6 +38,7 @@ type ECS struct {
 	requests []Request
 	tasks    map[string]*ecsTask // by task ARN
 	byToken  map[string]string   // clientToken → task ARN
+	families map[string]int      // family → latest revision
 }
 
 type ecsTask struct {
@@ -47,7 +50,7 @@ type ecsTask struct {
 
 // NewECS starts the server; it stops when the test ends.
 func NewECS(t testing.TB) *ECS {
-	e := &ECS{tasks: map[string]*ecsTask{}, byToken: map[string]string{}}
+	e := &ECS{tasks: map[string]*ecsTask{}, byToken: map[string]string{}, families: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL
@@ -80,8 +83,19 @@ func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case "RegisterTaskDefinition":
 		family, _ := req["family"].(string)
-		writeJSON(w, map[string]any{"taskDefinition": map[string]any{
-			"taskDefinitionArn": fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task-definition/%s:1", family)}})
+		e.families[family]++
+		writeJSON(w, map[string]any{"taskDefinition": map[string]any{"family": family, "status": "ACTIVE",
+			"taskDefinitionArn": fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task-definition/%s:%d", family, e.families[family])}})
+	case "DescribeTaskDefinition":
+		family, _ := req["taskDefinition"].(string)
+		rev, ok := e.families[family]
+		if !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"__type": "ClientException", "message": "Unable to describe task definition."})
+			return
+		}
+		writeJSON(w, map[string]any{"taskDefinition": map[string]any{"family": family, "status": "ACTIVE",
+			"taskDefinitionArn": fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task-definition/%s:%d", family, rev)}})
 	case "RunTask":
 		token, _ := req["clientToken"].(string)
 		arn, ok := e.byToken[token]

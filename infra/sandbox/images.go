@@ -1,0 +1,142 @@
+package sandbox
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// AgentsDockerfile is the agent-bundles image's Dockerfile, relative to the
+// build context (the repository root).
+const AgentsDockerfile = "infra/agents/Dockerfile"
+
+// agentsContextExcludes keep the agents image's context down to what its
+// Dockerfile copies (the gauntlet binary prepares the bundles).
+var agentsContextExcludes = []string{"*", "!go.mod", "!go.sum", "!agents", "!cmd", "!console", "!pkg", "!infra", "infra/*", "!infra/agents"}
+
+// Upstream is a registry an ECR pull-through cache rule fronts.
+type Upstream struct {
+	// Host is the registry as image references name it ("docker.io").
+	Host string
+	// URL is the upstream registry ECR pulls from ("registry-1.docker.io").
+	URL string
+	// Kind is ECR's upstreamRegistry value ("docker-hub").
+	Kind string
+	// Suffix names the rule's repository prefix: gauntlet-<stage>-<suffix>.
+	Suffix string
+}
+
+// Upstreams are the registries whose images sandboxes pull through ECR,
+// so attempts never meet Docker Hub's or GHCR's rate limits. Both need
+// credentials (ECR refuses an anonymous rule for them).
+var Upstreams = []Upstream{
+	{Host: "docker.io", URL: "registry-1.docker.io", Kind: "docker-hub", Suffix: "dockerhub"},
+	{Host: "ghcr.io", URL: "ghcr.io", Kind: "github-container-registry", Suffix: "ghcr"},
+}
+
+// ecrPrefix is ECR's rule for a repository prefix.
+var ecrPrefix = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
+
+// Mirror is one pull-through cache rule and the secret holding its
+// upstream credentials.
+type Mirror struct {
+	Upstream
+	// Prefix is the ECR repository prefix of the cached repositories.
+	Prefix string
+	// Credentials is the Secrets Manager secret ECR signs in to the
+	// upstream with ({"username": …, "accessToken": …}); the operator puts
+	// the token in after the first deploy.
+	Credentials awssecretsmanager.Secret
+	Rule        awsecr.CfnPullThroughCacheRule
+}
+
+// newImages creates the repository built task images are pushed to, the
+// pull-through cache rules with their credential secrets, and the agent
+// bundles image, and lets the execution role pull all of them.
+func (s *Sandbox) newImages(c constructs.Construct, props Props) error {
+	s.TaskImages = awsecr.NewRepository(c, jsii.String("TaskImages"), &awsecr.RepositoryProps{
+		// Tags are build keys: a tag never moves, so a redelivered sync
+		// finds the image its build key names instead of building again.
+		ImageTagMutability: awsecr.TagMutability_IMMUTABLE,
+		ImageScanOnPush:    jsii.Bool(true),
+		Encryption:         awsecr.RepositoryEncryption_KMS(),
+		// Manifest versions pin these digests; deleting the stack must not
+		// break the runs that name them.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	s.TaskImages.GrantPull(s.ExecutionRole)
+	stack := awscdk.Stack_Of(c)
+	for _, up := range Upstreams {
+		prefix := fmt.Sprintf("gauntlet-%s-%s", strings.ToLower(props.Stage), up.Suffix)
+		if len(prefix) > 30 || !ecrPrefix.MatchString(prefix) {
+			return fmt.Errorf("sandbox: ECR pull-through prefix %q (from stage %q) must be 2-30 characters of [a-z0-9._-]; choose a shorter stage name", prefix, props.Stage)
+		}
+		id := titleWord(up.Suffix)
+		secret := awssecretsmanager.NewSecret(c, jsii.String(id+"Credentials"), &awssecretsmanager.SecretProps{
+			// ECR only reads secrets under this prefix.
+			SecretName:  jsii.String("ecr-pullthroughcache/" + prefix),
+			Description: jsii.String(fmt.Sprintf("gauntlet %s: %s credentials ECR's pull-through cache signs in with; set {\"username\",\"accessToken\"} after deploying", props.Stage, up.Host)),
+			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+				SecretStringTemplate: jsii.String(`{"username":"set-me"}`),
+				GenerateStringKey:    jsii.String("accessToken"),
+			},
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		cdknag.NagSuppressions_AddResourceSuppressions(secret, &[]*cdknag.NagPackSuppression{{
+			Id:     jsii.String("AwsSolutions-SMG4"),
+			Reason: jsii.String("The value is a token issued by " + up.Host + ", which AWS cannot rotate; the operator replaces it."),
+		}}, jsii.Bool(false))
+		rule := awsecr.NewCfnPullThroughCacheRule(c, jsii.String(id+"PullThrough"), &awsecr.CfnPullThroughCacheRuleProps{
+			EcrRepositoryPrefix: jsii.String(prefix),
+			UpstreamRegistry:    jsii.String(up.Kind),
+			UpstreamRegistryUrl: jsii.String(up.URL),
+			CredentialArn:       secret.SecretArn(),
+		})
+		s.Mirrors = append(s.Mirrors, Mirror{Upstream: up, Prefix: prefix, Credentials: secret, Rule: rule})
+		// Pulling a digest that is not cached yet makes ECR create the
+		// repository and import the image as the pulling principal.
+		repos := stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("ecr"), Resource: jsii.String("repository"), ResourceName: jsii.String(prefix + "/*"),
+		})
+		s.ExecutionRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability",
+				"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"),
+			Resources: &[]*string{repos},
+		}))
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(s.ExecutionRole, &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String("ECR creates a pull-through cache's repositories on first pull, so their names are only known as the rule's prefix; the statement names that prefix."),
+		AppliesTo: &[]any{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::arn:<AWS::Partition>:ecr:<AWS::Region>:<AWS::AccountId>:repository\/gauntlet-.*\/\*$/g`)}},
+	}}, jsii.Bool(true))
+	s.AgentsImage = awsecrassets.NewDockerImageAsset(c, jsii.String("AgentsImage"), &awsecrassets.DockerImageAssetProps{
+		Directory:  jsii.String(props.RunnerContext),
+		File:       jsii.String(AgentsDockerfile),
+		Platform:   awsecrassets.Platform_LINUX_AMD64(),
+		IgnoreMode: awscdk.IgnoreMode_DOCKER,
+		Exclude:    jsii.Strings(agentsContextExcludes...),
+	})
+	s.AgentsImage.Repository().GrantPull(s.ExecutionRole)
+	return nil
+}
+
+// MirrorsSetting is GAUNTLET_SANDBOX_MIRRORS: each upstream host mapped to
+// its pull-through prefix in this account's registry.
+func (s *Sandbox) MirrorsSetting() *string {
+	var pairs []string
+	for _, m := range s.Mirrors {
+		pairs = append(pairs, m.Host+"=${AWS::AccountId}.dkr.ecr.${AWS::Region}.${AWS::URLSuffix}/"+m.Prefix)
+	}
+	return awscdk.Fn_Sub(jsii.String(strings.Join(pairs, ",")), nil)
+}
+
+func titleWord(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

@@ -1,0 +1,298 @@
+// Package codebuild is the cloud adapter of the sync's image-builder port
+// (benchsync.ImageBuilder): a task's environment/Dockerfile is built by an
+// AWS CodeBuild project and pushed to the platform's task-images ECR
+// repository, tagged with the task's build key.
+//
+// The build key is the sha256 of the build context and the pinned bases, so
+// a tag names exactly one image (the repository's tags are immutable) and
+// the adapter is idempotent: before starting anything it asks ECR for the
+// tag, and a redelivered sync whose build already pushed gets the recorded
+// digest back without a second build. StartBuild carries the key as its
+// idempotency token, so two syncs racing on one key within CodeBuild's
+// token window start one build.
+package codebuild
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/codebuild"
+	cbtypes "github.com/aws/aws-sdk-go-v2/service/codebuild/types"
+	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	ecrtypes "github.com/aws/aws-sdk-go-v2/service/ecr/types"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+)
+
+// CodeBuildAPI is the part of the CodeBuild client the builder uses.
+type CodeBuildAPI interface {
+	StartBuild(ctx context.Context, in *codebuild.StartBuildInput, opts ...func(*codebuild.Options)) (*codebuild.StartBuildOutput, error)
+	BatchGetBuilds(ctx context.Context, in *codebuild.BatchGetBuildsInput, opts ...func(*codebuild.Options)) (*codebuild.BatchGetBuildsOutput, error)
+	StopBuild(ctx context.Context, in *codebuild.StopBuildInput, opts ...func(*codebuild.Options)) (*codebuild.StopBuildOutput, error)
+}
+
+// ECRAPI is the part of the ECR client the builder uses.
+type ECRAPI interface {
+	DescribeImages(ctx context.Context, in *ecr.DescribeImagesInput, opts ...func(*ecr.Options)) (*ecr.DescribeImagesOutput, error)
+}
+
+// Contexts stores the zipped build contexts CodeBuild reads.
+type Contexts interface {
+	Put(ctx context.Context, key string, r io.Reader) error
+}
+
+// Config names what the CDK stack created (infra/sandbox).
+type Config struct {
+	Project string // CodeBuild project name (GAUNTLET_IMAGE_BUILD_PROJECT)
+	// Repository is the task-images repository's name, RepositoryURI its
+	// "<account>.dkr.ecr.<region>.amazonaws.com/<name>".
+	Repository, RepositoryURI string
+	// Bucket is where Contexts puts objects; CodeBuild's S3 source is
+	// "<bucket>/<key>".
+	Bucket   string
+	Contexts Contexts
+	// Poll is how often a running build is checked (default 10 s).
+	Poll time.Duration
+}
+
+// Builder implements benchsync.ImageBuilder with CodeBuild.
+type Builder struct {
+	cb  CodeBuildAPI
+	ecr ECRAPI
+	cfg Config
+}
+
+var _ benchsync.ImageBuilder = (*Builder)(nil)
+
+// ImageTagEnv is the build's variable naming the tag to push (the buildspec
+// of infra/sandbox pushes $REPOSITORY_URI:$IMAGE_TAG).
+const ImageTagEnv = "IMAGE_TAG"
+
+// ContextKey is the blob key of a build key's zipped context.
+func ContextKey(key string) string { return "builds/" + key + "/context.zip" }
+
+// New returns a builder; it checks the configuration and calls nothing.
+func New(cb CodeBuildAPI, ecrc ECRAPI, cfg Config) (*Builder, error) {
+	switch {
+	case cfg.Project == "":
+		return nil, errors.New("codebuild builder: project is empty (GAUNTLET_IMAGE_BUILD_PROJECT)")
+	case cfg.Repository == "" || cfg.RepositoryURI == "":
+		return nil, errors.New("codebuild builder: task-images repository is empty (GAUNTLET_TASK_IMAGES_REPOSITORY)")
+	case cfg.Bucket == "" || cfg.Contexts == nil:
+		return nil, errors.New("codebuild builder: no bucket for build contexts (GAUNTLET_BUCKET)")
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 10 * time.Second
+	}
+	return &Builder{cb: cb, ecr: ecrc, cfg: cfg}, nil
+}
+
+// Build returns the digest reference of req's image, building and pushing
+// it only when the repository has no image tagged with its build key.
+func (b *Builder) Build(ctx context.Context, req benchsync.BuildRequest) (string, error) {
+	if len(req.Key) != 64 || !isLowerHex(req.Key) {
+		return "", fmt.Errorf("task %s: build key %q is not 64 lowercase hex characters", req.Task, req.Key)
+	}
+	logw := req.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	if ref, err := b.pushed(ctx, req.Key); err != nil || ref != "" {
+		if ref != "" {
+			fmt.Fprintf(logw, "image for build key %s is already in %s: %s (not rebuilt)\n", req.Key, b.cfg.Repository, ref)
+		}
+		return ref, err
+	}
+	zipped, err := zipContext(req.ContextDir, req.Dockerfile)
+	if err != nil {
+		return "", fmt.Errorf("task %s: build context: %w", req.Task, err)
+	}
+	if err := b.cfg.Contexts.Put(ctx, ContextKey(req.Key), bytes.NewReader(zipped)); err != nil {
+		return "", fmt.Errorf("task %s: store build context: %w", req.Task, err)
+	}
+	start, err := b.cb.StartBuild(ctx, &codebuild.StartBuildInput{
+		ProjectName:            aws.String(b.cfg.Project),
+		SourceTypeOverride:     cbtypes.SourceTypeS3,
+		SourceLocationOverride: aws.String(b.cfg.Bucket + "/" + ContextKey(req.Key)),
+		EnvironmentVariablesOverride: []cbtypes.EnvironmentVariable{
+			{Name: aws.String(ImageTagEnv), Value: aws.String(req.Key), Type: cbtypes.EnvironmentVariableTypePlaintext},
+		},
+		// CodeBuild's token allows 64 characters, a build key is 64.
+		IdempotencyToken: aws.String(req.Key),
+	})
+	if err != nil {
+		return "", fmt.Errorf("task %s: start image build: %w", req.Task, err)
+	}
+	id := aws.ToString(start.Build.Id)
+	fmt.Fprintf(logw, "CodeBuild %s building %s:%s\n", id, b.cfg.RepositoryURI, req.Key)
+	build, err := b.wait(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("task %s: image build %s: %w", req.Task, id, err)
+	}
+	if build.BuildStatus != cbtypes.StatusTypeSucceeded {
+		return "", fmt.Errorf("task %s: image build %s ended %s%s", req.Task, id, build.BuildStatus, failure(build, logw))
+	}
+	ref, err := b.pushed(ctx, req.Key)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("task %s: %w", req.Task, err)
+	case ref == "":
+		return "", fmt.Errorf("task %s: image build %s succeeded but %s has no image tagged %s", req.Task, id, b.cfg.Repository, req.Key)
+	}
+	fmt.Fprintf(logw, "pushed %s\n", ref)
+	return ref, nil
+}
+
+// wait polls the build until it completes; a cancelled wait stops it, so
+// an abandoned sync leaves no build running.
+func (b *Builder) wait(ctx context.Context, id string) (cbtypes.Build, error) {
+	tick := time.NewTicker(b.cfg.Poll)
+	defer tick.Stop()
+	for {
+		out, err := b.cb.BatchGetBuilds(ctx, &codebuild.BatchGetBuildsInput{Ids: []string{id}})
+		if err != nil && ctx.Err() == nil {
+			return cbtypes.Build{}, fmt.Errorf("poll: %w", err)
+		}
+		if err == nil {
+			if len(out.Builds) == 0 {
+				return cbtypes.Build{}, errors.New("CodeBuild no longer knows the build")
+			}
+			if out.Builds[0].BuildComplete {
+				return out.Builds[0], nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			_, _ = b.cb.StopBuild(stopCtx, &codebuild.StopBuildInput{Id: aws.String(id)})
+			cancel()
+			return cbtypes.Build{}, fmt.Errorf("stopped waiting (build stopped): %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// pushed returns the digest reference of the image tagged key, or "".
+func (b *Builder) pushed(ctx context.Context, key string) (string, error) {
+	out, err := b.ecr.DescribeImages(ctx, &ecr.DescribeImagesInput{
+		RepositoryName: aws.String(b.cfg.Repository),
+		ImageIds:       []ecrtypes.ImageIdentifier{{ImageTag: aws.String(key)}},
+	})
+	var missing *ecrtypes.ImageNotFoundException
+	switch {
+	case errors.As(err, &missing):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("look up image %s:%s: %w", b.cfg.Repository, key, err)
+	case len(out.ImageDetails) == 0 || aws.ToString(out.ImageDetails[0].ImageDigest) == "":
+		return "", nil
+	}
+	return b.cfg.RepositoryURI + "@" + aws.ToString(out.ImageDetails[0].ImageDigest), nil
+}
+
+// failure says which phase failed and where the log is, and writes it to
+// the build log too.
+func failure(build cbtypes.Build, logw io.Writer) string {
+	var msg []string
+	for _, p := range build.Phases {
+		if p.PhaseStatus != cbtypes.StatusTypeSucceeded && p.PhaseStatus != "" {
+			detail := string(p.PhaseType) + " " + string(p.PhaseStatus)
+			for _, c := range p.Contexts {
+				if m := aws.ToString(c.Message); m != "" {
+					detail += ": " + m
+				}
+			}
+			msg = append(msg, detail)
+		}
+	}
+	if build.Logs != nil && aws.ToString(build.Logs.DeepLink) != "" {
+		msg = append(msg, "log: "+aws.ToString(build.Logs.DeepLink))
+	}
+	if len(msg) == 0 {
+		return ""
+	}
+	fmt.Fprintln(logw, strings.Join(msg, "\n"))
+	return " (" + strings.Join(msg, "; ") + ")"
+}
+
+// zipContext zips the build context with the pinned Dockerfile in place of
+// the task's own. Symlinks are stored as links (CodeBuild unzips them so);
+// nothing outside dir is read.
+func zipContext(dir string, dockerfile []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." || d.IsDir() {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == "Dockerfile" {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		hdr, err := zip.FileInfoHeader(info)
+		if err != nil {
+			return err
+		}
+		hdr.Name, hdr.Method = rel, zip.Deflate
+		w, err := zw.CreateHeader(hdr)
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(w, target)
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is neither a file, a directory nor a symlink", rel)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(w, f)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	w, err := zw.Create("Dockerfile")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(dockerfile); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func isLowerHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil && strings.ToLower(s) == s
+}

@@ -1,0 +1,223 @@
+package ecssandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+)
+
+// taskDefinition returns the task definition for the spec's pinned image and
+// Fargate size, registering it only when no process has yet.
+//
+// The family is a hash of the whole registration (image digest, size, runner
+// and agents images, roles, logs), so a family that exists holds exactly the
+// definition wanted: DescribeTaskDefinition answers every later launch, from
+// any dispatcher, and RegisterTaskDefinition runs once per environment.
+// Dispatchers racing on the very first launch of an environment may each
+// register a revision of the same family; each does so at most once (the
+// process cache below, filled under the lock), so the duplicates are bounded
+// by the number of dispatchers and every later describe returns one of them.
+func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string, error) {
+	image := spec.Image
+	if image == "" {
+		image = d.cfg.DefaultImage
+	}
+	if image == "" {
+		return "", fmt.Errorf("ecs launch %s: task %s names no docker_image and no default image is configured (GAUNTLET_SANDBOX_DEFAULT_IMAGE)", spec.LaunchID, spec.Task.Name)
+	}
+	if !isDigestRef(image) {
+		return "", fmt.Errorf("ecs launch %s: task %s: image %q is not pinned to a digest (want repo@sha256:<64 hex>; a sync pins every task image)", spec.LaunchID, spec.Task.Name, image)
+	}
+	cpu, mem, err := fargateSize(max(spec.CPUs, 0.25), max(spec.MemoryMB, 512))
+	if err != nil {
+		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
+	in, err := d.registration(PullRef(image, d.cfg.Mirrors), cpu, mem)
+	if err != nil {
+		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
+	family := aws.ToString(in.Family)
+
+	// One lock per family: launches of other environments, and cache
+	// hits, never wait behind this family's describe or register.
+	d.mu.Lock()
+	def, ok := d.defs[family]
+	if !ok {
+		def = &taskDef{}
+		d.defs[family] = def
+	}
+	d.mu.Unlock()
+	def.mu.Lock()
+	defer def.mu.Unlock()
+	if def.arn != "" {
+		return def.arn, nil
+	}
+	arn, err := d.describe(ctx, family)
+	if err != nil {
+		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+	}
+	if arn == "" {
+		out, err := d.api.RegisterTaskDefinition(ctx, in)
+		if err != nil {
+			return "", fmt.Errorf("ecs launch %s: register task definition %s for %s: %w", spec.LaunchID, family, image, err)
+		}
+		arn = aws.ToString(out.TaskDefinition.TaskDefinitionArn)
+	}
+	def.arn = arn
+	return arn, nil
+}
+
+// taskDef is one family's ARN, found or registered under its own lock
+// (empty until then, and after a failure, so the next launch tries again).
+type taskDef struct {
+	mu  sync.Mutex
+	arn string
+}
+
+// describe returns the ARN of the family's latest active revision, or ""
+// when the family has none.
+func (d *Driver) describe(ctx context.Context, family string) (string, error) {
+	out, err := d.api.DescribeTaskDefinition(ctx, &ecs.DescribeTaskDefinitionInput{TaskDefinition: &family})
+	var client *types.ClientException
+	switch {
+	case errors.As(err, &client):
+		// ECS answers an unknown family with a ClientException ("Unable to
+		// describe task definition"); any other failure is not "absent".
+		if strings.Contains(strings.ToLower(client.ErrorMessage()), "unable to describe task definition") {
+			return "", nil
+		}
+		return "", fmt.Errorf("describe task definition %s: %w", family, err)
+	case err != nil:
+		return "", fmt.Errorf("describe task definition %s: %w", family, err)
+	case out.TaskDefinition == nil || out.TaskDefinition.Status != types.TaskDefinitionStatusActive:
+		return "", nil
+	}
+	return aws.ToString(out.TaskDefinition.TaskDefinitionArn), nil
+}
+
+// registration builds the RegisterTaskDefinition input of one environment;
+// its family is the hash of everything else in it.
+func (d *Driver) registration(image string, cpu, mem int) (*ecs.RegisterTaskDefinitionInput, error) {
+	logs := func(prefix string) *types.LogConfiguration {
+		return &types.LogConfiguration{LogDriver: types.LogDriverAwslogs, Options: map[string]string{
+			"awslogs-group": d.cfg.LogGroup, "awslogs-region": d.cfg.Region, "awslogs-stream-prefix": prefix,
+		}}
+	}
+	volumes := []types.Volume{{Name: aws.String("gauntlet")}}
+	inits := []types.ContainerDefinition{{
+		Name: aws.String(RunnerContainer), Image: aws.String(d.cfg.RunnerImage), Essential: aws.Bool(false),
+		Command:          []string{"install", runnerMount + "/sandbox-runner"},
+		MountPoints:      []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount)}},
+		LogConfiguration: logs("runner-init"),
+	}}
+	mounts := []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount), ReadOnly: aws.Bool(true)}}
+	deps := []types.ContainerDependency{{ContainerName: aws.String(RunnerContainer), Condition: types.ContainerConditionSuccess}}
+	command := []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"}
+	if d.cfg.AgentsImage != "" {
+		// The agents image (infra/agents/Dockerfile) holds the bundle cache
+		// (<harness>-<version>-<digest>/ per bundle) under /agents; its init
+		// container copies it into the volume, which the task container
+		// mounts read-only and the runner reads as its --agent-bundles.
+		volumes = append(volumes, types.Volume{Name: aws.String("agents")})
+		inits = append(inits, types.ContainerDefinition{
+			Name: aws.String(AgentsContainer), Image: aws.String(d.cfg.AgentsImage), Essential: aws.Bool(false),
+			Command:          []string{"cp", "-a", "/agents/.", "/agents-out/"},
+			MountPoints:      []types.MountPoint{{SourceVolume: aws.String("agents"), ContainerPath: aws.String("/agents-out")}},
+			LogConfiguration: logs("agents-init"),
+		})
+		mounts = append(mounts, types.MountPoint{SourceVolume: aws.String("agents"), ContainerPath: aws.String(AgentsMount), ReadOnly: aws.Bool(true)})
+		deps = append(deps, types.ContainerDependency{ContainerName: aws.String(AgentsContainer), Condition: types.ContainerConditionSuccess})
+		command = append(command, "--agent-bundles", AgentsMount)
+	}
+	in := &ecs.RegisterTaskDefinitionInput{
+		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
+		NetworkMode:             types.NetworkModeAwsvpc,
+		Cpu:                     aws.String(strconv.Itoa(cpu)),
+		Memory:                  aws.String(strconv.Itoa(mem)),
+		ExecutionRoleArn:        aws.String(d.cfg.ExecutionRoleARN),
+		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureX8664, OperatingSystemFamily: types.OSFamilyLinux},
+		Volumes:                 volumes,
+		ContainerDefinitions: append(inits, types.ContainerDefinition{
+			Name: aws.String(TaskContainer), Image: aws.String(image), Essential: aws.Bool(true),
+			// Root, whatever the image's USER: the runner needs it to run
+			// the agent under its own uid and to keep its inputs and
+			// outputs out of the agent's reach.
+			User:             aws.String("0"),
+			EntryPoint:       []string{runnerMount + "/sandbox-runner"},
+			Command:          command,
+			DependsOn:        deps,
+			MountPoints:      mounts,
+			LogConfiguration: logs("task"),
+		}),
+	}
+	if d.cfg.TaskRoleARN != "" {
+		in.TaskRoleArn = aws.String(d.cfg.TaskRoleARN)
+	}
+	// The SDK's input types marshal deterministically (struct fields in
+	// order, map keys sorted), so equal registrations hash equally.
+	canon, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encode task definition: %w", err)
+	}
+	sum := sha256.Sum256(canon)
+	in.Family = aws.String(d.cfg.Family + "-" + hex.EncodeToString(sum[:])[:20])
+	in.Tags = []types.Tag{
+		{Key: aws.String("gauntlet:image"), Value: aws.String(truncate(image, 256))},
+		{Key: aws.String("gauntlet:size"), Value: aws.String(fmt.Sprintf("%d/%d", cpu, mem))},
+	}
+	return in, nil
+}
+
+// isDigestRef reports whether ref names an image by content digest.
+func isDigestRef(ref string) bool {
+	_, digest, ok := strings.Cut(ref, "@sha256:")
+	if !ok || len(digest) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(digest)
+	return err == nil && !strings.ContainsAny(digest, "ABCDEF")
+}
+
+// PullRef rewrites a digest reference to the mirror that fronts its
+// registry: "python@sha256:…" with docker.io → "<ecr>/docker-hub" becomes
+// "<ecr>/docker-hub/library/python@sha256:…" (ECR pull-through caches of
+// Docker Hub want the "library/" of official images spelled out). The
+// digest is kept, so the mirror serves exactly the pinned content.
+func PullRef(ref string, mirrors map[string]string) string {
+	if len(mirrors) == 0 {
+		return ref
+	}
+	name, digest, _ := strings.Cut(ref, "@")
+	host, path := "docker.io", name
+	if first, rest, ok := strings.Cut(name, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		host, path = first, rest
+	}
+	if host == "index.docker.io" || host == "registry-1.docker.io" {
+		host = "docker.io"
+	}
+	// A pinned "name:tag@digest" keeps only the digest: the tag says
+	// nothing the digest does not, and may have moved upstream since.
+	if i := strings.LastIndex(path, ":"); i > strings.LastIndex(path, "/") {
+		path = path[:i]
+	}
+	if host == "docker.io" && !strings.Contains(path, "/") {
+		path = "library/" + path
+	}
+	prefix, ok := mirrors[host]
+	if !ok {
+		return ref
+	}
+	return strings.TrimSuffix(prefix, "/") + "/" + path + "@" + digest
+}
