@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/stats"
 	"net/http"
 	"strconv"
 	"time"
@@ -232,6 +233,7 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 			Status: string(a.Status), Progress: v1.Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
 			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, Metrics: metricsOf(summaries[i])}
 	}
+	out.Power = runPower(out.AgentsDetail, rn.Settings.AttemptsPerTask)
 	body, err := render(out)
 	expires := now.Add(liveTTL)
 	if rn.Status.Terminal() && out.MetricsCurrent && t.Done >= int64(rn.TotalSlots()) {
@@ -283,4 +285,31 @@ func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 	}
 	return writeJSON(w, http.StatusAccepted, runView(rn, t, h.cfg.Now()))
+}
+
+// runPower plans the paired test between the two best agents by pass@1 at
+// the run's attempts per task; nil when there is no such pair to separate.
+func runPower(agents []v1.AgentView, attempts int) *v1.PowerPlan {
+	best, second := -1, -1
+	for i, a := range agents {
+		if a.Metrics.Pass1 == nil {
+			continue
+		}
+		switch {
+		case best < 0 || a.Metrics.Pass1.Value > agents[best].Metrics.Pass1.Value:
+			best, second = i, best
+		case second < 0 || a.Metrics.Pass1.Value > agents[second].Metrics.Pass1.Value:
+			second = i
+		}
+	}
+	if second < 0 || attempts < 1 {
+		return nil
+	}
+	a, b := agents[best], agents[second]
+	plan, err := stats.PairedSampleSize(a.Metrics.Pass1.Value, b.Metrics.Pass1.Value, 1-stats.Confidence, stats.DefaultPower, attempts)
+	if err != nil {
+		return nil // equal rates: no difference a sample size could detect
+	}
+	return &v1.PowerPlan{AgentA: a.Index, AgentB: b.Index, PassA: plan.PassA, PassB: plan.PassB, Alpha: plan.Alpha,
+		Power: plan.Power, Attempts: plan.Attempts, Pairs: plan.Pairs, Tasks: plan.Tasks, Assumptions: plan.Assumptions}
 }

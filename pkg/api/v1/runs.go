@@ -79,6 +79,24 @@ type RunDetail struct {
 	// are recomputed shortly after each result).
 	MetricsResults int  `json:"metrics_results"`
 	MetricsCurrent bool `json:"metrics_current"`
+	// Power is the power analysis for the two best agents by pass@1: how
+	// many tasks × attempts a paired test needs to separate their rates.
+	// Null with fewer than two scored agents or equal pass@1.
+	Power *PowerPlan `json:"power"`
+}
+
+// PowerPlan is a paired-test sample size for two agents' pass rates.
+type PowerPlan struct {
+	AgentA      int      `json:"agent_a"`
+	AgentB      int      `json:"agent_b"`
+	PassA       float64  `json:"pass_a"`
+	PassB       float64  `json:"pass_b"`
+	Alpha       float64  `json:"alpha"`
+	Power       float64  `json:"power"`
+	Attempts    int      `json:"attempts"`
+	Pairs       int      `json:"pairs"`
+	Tasks       int      `json:"tasks"`
+	Assumptions []string `json:"assumptions"`
 }
 
 // AgentView is one run agent with its progress and metrics.
