@@ -323,6 +323,10 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   assert.match(await agents.nth(0).innerText(), /^nop/, 'by name: nop before oracle');
   assert.equal(await page.locator('#metrics-partial').count(), 0, 'a finished run\'s metrics are not partial');
   assert.equal(await page.locator('#pass-at-k svg circle').count(), 4, 'two agents × k = 1..2');
+  // oracle (1.0) vs nop (0.0): ψ = 1, δ = 1, so n = z(0.975)² = 3.84 → 4
+  // pairs, 2 tasks at the seed's 2 attempts (Connor's formula by hand).
+  assert.equal(await page.locator('#power-tasks').innerText(), '2 tasks × 2 attempts');
+  assert.match(await page.locator('#power').innerText(), /gauntlet plan-size --pass-a 1 --pass-b 0 --attempts 2/);
   assert.ok(await page.locator('#category-bars .bar-line').count() >= 2);
   const bar = page.locator('.run-progress [role="progressbar"]');
   assert.equal(await bar.getAttribute('aria-valuenow'), await bar.getAttribute('aria-valuemax'));
