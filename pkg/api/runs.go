@@ -145,6 +145,7 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	ws := identity(r.Context()).Workspace
 	out := v1.RunList{Runs: []v1.RunView{}}
 	now := h.cfg.Now()
+	names := submitterNames{}
 	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
 		runs, next, err := h.cfg.Records.RunsByWorkspace(r.Context(), ws, cursor, n)
 		if err != nil {
@@ -158,7 +159,11 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return 0, "", fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 			}
-			out.Runs = append(out.Runs, runView(rn, t, now))
+			v := runView(rn, t, now)
+			if v.Submission.SubmittedByName, err = h.submitterName(r.Context(), names, rn.Workspace, rn.SubmittedBy); err != nil {
+				return 0, "", err
+			}
+			out.Runs = append(out.Runs, v)
 		}
 		return len(runs), next, nil
 	}, func() int { return len(out.Runs) }, &out.NextCursor)
@@ -223,6 +228,9 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 	now := h.cfg.Now()
 	out := v1.RunDetail{RunView: runView(rn, t, now), AgentsDetail: make([]v1.AgentView, len(agents)),
 		MetricsResults: covered, MetricsCurrent: int64(covered) >= t.Done}
+	if out.Submission.SubmittedByName, err = h.submitterName(ctx, submitterNames{}, rn.Workspace, rn.SubmittedBy); err != nil {
+		return nil, time.Time{}, err
+	}
 	perAgent := len(rn.Tasks) * rn.Settings.AttemptsPerTask
 	for i, a := range agents {
 		at, err := h.cfg.Records.AgentTally(ctx, rn.ID, a.Index)
@@ -312,4 +320,29 @@ func runPower(agents []v1.AgentView, attempts int) *v1.PowerPlan {
 	}
 	return &v1.PowerPlan{AgentA: a.Index, AgentB: b.Index, PassA: plan.PassA, PassB: plan.PassB, Alpha: plan.Alpha,
 		Power: plan.Power, Attempts: plan.Attempts, Pairs: plan.Pairs, Tasks: plan.Tasks, Assumptions: plan.Assumptions}
+}
+
+// submitterNames caches user names by id within one request: a runs page
+// lists the same few submitters many times.
+type submitterNames map[string]string
+
+// submitterName is the display name of the user who submitted a run, "" when
+// the run names no submitter or the user record is gone or unnamed (the
+// console then shows the id).
+func (h *Handler) submitterName(ctx context.Context, cache submitterNames, ws, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	if name, ok := cache[id]; ok {
+		return name, nil
+	}
+	u, err := h.cfg.Records.User(ctx, ws, id)
+	if errors.Is(err, records.ErrNotFound) {
+		u, err = records.User{}, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("load submitter %s: %w", id, err)
+	}
+	cache[id] = u.Name
+	return u.Name, nil
 }

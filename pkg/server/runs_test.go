@@ -372,6 +372,23 @@ func checkRunList(t *testing.T, id string) {
 	if !slices.Contains(ids, id) || len(ids) != len(slices.Compact(slices.Clone(ids))) {
 		t.Errorf("runs paged by 1 = %v, want %s once", ids, id)
 	}
+	// The runs list and the run view name the submitter, not only its id.
+	var me v1.WorkspaceView
+	alice().get(t, "/v1/workspace", http.StatusOK, &me)
+	var all v1.RunList
+	alice().get(t, "/v1/runs?benchmark=demo-bench", http.StatusOK, &all)
+	var detail v1.RunDetail
+	alice().get(t, "/v1/runs/"+id, http.StatusOK, &detail)
+	for _, sub := range append([]v1.Submission{detail.Submission}, func() (out []v1.Submission) {
+		for _, r := range all.Runs {
+			out = append(out, r.Submission)
+		}
+		return out
+	}()...) {
+		if me.User.Name == "" || sub.SubmittedBy != me.User.ID || sub.SubmittedByName != me.User.Name {
+			t.Errorf("submission %+v, want submitted by %s named %q", sub, me.User.ID, me.User.Name)
+		}
+	}
 	for _, q := range []string{"status=finished", "benchmark=demo-bench", "benchmark=demo-bench&status=finished"} {
 		var page v1.RunList
 		alice().get(t, "/v1/runs?"+q, http.StatusOK, &page)

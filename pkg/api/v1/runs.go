@@ -65,9 +65,12 @@ type Tokens struct {
 
 // Submission says who submitted a run and with which settings.
 type Submission struct {
-	SubmittedBy    string   `json:"submitted_by,omitempty"`
-	IdempotencyKey string   `json:"idempotency_key,omitempty"`
-	Settings       Settings `json:"settings"`
+	SubmittedBy string `json:"submitted_by,omitempty"`
+	// SubmittedByName is the submitter's display name, when the user record
+	// has one.
+	SubmittedByName string   `json:"submitted_by_name,omitempty"`
+	IdempotencyKey  string   `json:"idempotency_key,omitempty"`
+	Settings        Settings `json:"settings"`
 }
 
 // RunDetail is the answer of GET /v1/runs/{id}.

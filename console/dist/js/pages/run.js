@@ -178,7 +178,7 @@ function statStrip(run) {
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
       stat('LLM cost', usd(run.cost_usd)),
       stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
-      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${userLabel(run.submission.submitted_by)}` : null)));
+      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null)));
 }
 
 function overview(run) {
