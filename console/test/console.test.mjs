@@ -347,6 +347,24 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   assert.match(await page.locator('#result-reward').innerText(), /^0/);
   assert.match(await drawer.innerText(), /Graded output/);
   assert.ok(await page.locator('#artifact-list li').count() >= 1, 'artifact download links');
+  assert.match(await page.locator('#no-trajectory').innerText(), /This agent stored no trajectory/, 'the nop/oracle store none');
+  // The conversation view of a stored ATIF trajectory: each message, each
+  // tool call a closed fold holding its arguments and the output paired by id.
+  const conv = await page.evaluate(async () => {
+    const { conversation } = await import('/js/conversation.js');
+    const node = conversation({ steps: [
+      { step_id: 1, source: 'user', message: 'list the files' },
+      { step_id: 2, source: 'agent', message: 'running ls', tool_calls: [{ tool_call_id: 'c1', function_name: 'bash', arguments: { cmd: 'ls' } }],
+        observation: { results: [{ source_call_id: 'c1', content: 'a.txt' }] }, metrics: { prompt_tokens: 10, completion_tokens: 3 } },
+    ] });
+    const calls = node.querySelectorAll('details.tool-call');
+    return { messages: node.querySelectorAll('li.message').length, calls: calls.length, open: calls[0]?.open,
+      summary: calls[0]?.querySelector('summary')?.textContent, output: calls[0]?.querySelector('.tool-output')?.textContent,
+      text: node.textContent };
+  });
+  assert.deepEqual([conv.messages, conv.calls, conv.open, conv.summary, conv.output], [2, 1, false, 'tool call: bash', 'a.txt']);
+  assert.match(conv.text, /list the files/);
+  assert.match(conv.text, /"cmd": "ls"/);
   await shot('08-run-result-drawer');
   await page.keyboard.press('Escape');
   await drawer.waitFor({ state: 'detached' });

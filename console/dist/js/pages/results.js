@@ -2,6 +2,7 @@
 // cursor pages, and a drawer with one result's rewards, graded output,
 // agent transcript, trajectory and artifacts.
 
+import { conversation } from '../conversation.js';
 import { api, download } from '../api.js';
 import { h, replace } from '../dom.js';
 import { errorBox, loading, statusBadge, table, toast } from '../components.js';
@@ -156,10 +157,11 @@ function resultDetail(d) {
     phase(d.output, 'verifier', 'The verifier printed nothing.'),
     h('h3', {}, 'Agent transcript'),
     phase(d.agent_output, 'agent', 'The agent printed nothing.'),
-    h('h3', {}, 'Trajectory'),
+    h('h3', {}, 'Conversation'),
     d.trajectory
-      ? h('details', { class: 'fold' }, h('summary', {}, 'agent/trajectory.json'), h('pre', { class: 'block' }, JSON.stringify(d.trajectory, null, 2)))
-      : h('p', { class: 'muted' }, 'The harness wrote no trajectory.'),
+      ? [conversation(d.trajectory),
+        h('details', { class: 'fold' }, h('summary', {}, 'agent/trajectory.json'), h('pre', { class: 'block' }, JSON.stringify(d.trajectory, null, 2)))]
+      : h('p', { class: 'muted', id: 'no-trajectory' }, 'This agent stored no trajectory.'),
     h('h3', {}, `Artifacts (${count((d.artifacts || []).length)})`),
     artifacts(d.artifacts || []),
     (d.earlier_attempts || []).length ? [h('h3', {}, 'Earlier generations'),
