@@ -271,6 +271,8 @@ func checkResults(t *testing.T, id string) {
 	}{
 		{"agent=1", func(r v1.ResultView) bool { return r.Agent == 1 && r.Outcome == "failed" }, 16},
 		{"agent=0&outcome=passed", func(r v1.ResultView) bool { return r.Agent == 0 && r.Outcome == "passed" }, 16},
+		{"agent=0,1", func(r v1.ResultView) bool { return r.Agent == 0 || r.Agent == 1 }, 32},
+		{"agent=1&agent=2", func(r v1.ResultView) bool { return r.Agent == 1 || r.Agent == 2 }, 32},
 		{"task=csv-summary", func(r v1.ResultView) bool { return r.Task == "csv-summary" }, 6},
 		{"q=CSV", func(r v1.ResultView) bool { return strings.Contains(r.Task, "csv") }, 6},
 		{"outcome=cancelled", func(v1.ResultView) bool { return false }, 0},
@@ -286,7 +288,7 @@ func checkResults(t *testing.T, id string) {
 			}
 		}
 	}
-	for _, q := range []string{"agent=x", "outcome=bogus", "limit=501"} {
+	for _, q := range []string{"agent=x", "agent=0,-1", "outcome=bogus", "limit=501"} {
 		wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/results?" + q}, 400, v1.CodeBadRequest)
 	}
 }
