@@ -336,6 +336,17 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   const results = page.locator('#results-list tbody tr');
   await results.first().waitFor();
   assert.equal(await results.count(), 32, '2 agents × 8 parity tasks × 2 attempts');
+  // The agent filter takes one or more agents: one ticked halves the list,
+  // both ticked is every row again.
+  await page.check('#results-agent-0');
+  await page.waitForURL(/agent=0(&|$)/);
+  await page.waitForFunction(() => document.querySelectorAll('#results-list tbody tr').length === 16);
+  await page.check('#results-agent-1');
+  await page.waitForURL(/agent=0%2C1|agent=0,1/);
+  await page.waitForFunction(() => document.querySelectorAll('#results-list tbody tr').length === 32);
+  await page.uncheck('#results-agent-0');
+  await page.uncheck('#results-agent-1');
+  await page.waitForFunction(() => !/agent=/.test(window.location.search) && document.querySelectorAll('#results-list tbody tr').length === 32);
   await page.selectOption('#results-outcome', 'failed');
   await page.waitForURL(/outcome=failed/);
   await page.waitForFunction(() => [...document.querySelectorAll('#results-list tbody tr')].every((r) => r.dataset.outcome === 'failed')
