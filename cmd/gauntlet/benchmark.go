@@ -66,6 +66,9 @@ func benchmarkInfo(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if pos[0], err = resolveBenchmark(ctx, c, pos[0]); err != nil {
+		return err
+	}
 	if *wait {
 		if _, err := waitSynced(ctx, e, c, pos[0], true); err != nil {
 			return err
@@ -139,6 +142,9 @@ func benchmarkCheck(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if pos[0], err = resolveBenchmark(ctx, c, pos[0]); err != nil {
+		return err
+	}
 	check, err := c.StartCheck(ctx, pos[0])
 	if err != nil {
 		return err
@@ -177,6 +183,9 @@ func benchmarkBuildLog(ctx context.Context, e env, args []string) error {
 	cmd := newAPICommand(e, "benchmark build-log", "benchmark build-log KEY TASK")
 	pos, c, err := cmd.connect(args, 2, "want a benchmark key and a task name")
 	if err != nil {
+		return err
+	}
+	if pos[0], err = resolveBenchmark(ctx, c, pos[0]); err != nil {
 		return err
 	}
 	text, err := c.BuildLog(ctx, pos[0], pos[1])
@@ -270,6 +279,9 @@ func benchmarkRemove(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if pos[0], err = resolveBenchmark(ctx, c, pos[0]); err != nil {
+		return err
+	}
 	if err := c.DeleteBenchmark(ctx, pos[0]); err != nil {
 		return err
 	}
@@ -278,4 +290,33 @@ func benchmarkRemove(ctx context.Context, e env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "benchmark %s removed\n", pos[0])
 	return nil
+}
+
+// resolveBenchmark turns what the user typed into a benchmark key: a key is
+// taken as is (keys are unique); otherwise a name that one benchmark carries
+// names it, and a name two benchmarks carry is refused listing both keys,
+// since guessing would silently pick one. Anything else is passed on for the
+// API to report as not found.
+func resolveBenchmark(ctx context.Context, c *client.Client, ref string) (string, error) {
+	list, err := c.Benchmarks(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list benchmarks to resolve %q: %w", ref, err)
+	}
+	var matches, keys []string
+	for _, b := range list {
+		if b.Key == ref {
+			return ref, nil
+		}
+		if b.Name == ref {
+			keys = append(keys, b.Key)
+			matches = append(matches, fmt.Sprintf("%s (%s %s)", b.Key, b.Source.Type, b.Source.Ref))
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return ref, nil
+	case 1:
+		return keys[0], nil
+	}
+	return "", fmt.Errorf("ambiguous: benchmark name %q matches %d benchmarks: %s; give a key", ref, len(matches), strings.Join(matches, ", "))
 }

@@ -20,6 +20,9 @@ func showLeaderboard(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if pos[0], err = resolveBenchmark(ctx, c, pos[0]); err != nil {
+		return err
+	}
 	board, err := c.Leaderboard(ctx, pos[0], *metric)
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ var commands = []command{
 	{name: "agents", summary: "list and install the agent bundles (the pinned agent programs)", run: runAgents},
 	{name: "images", summary: "list, pull and prune the local image store; serve base images on loopback", run: imagesGroup.run},
 	{name: "score", summary: "rank agents from attempt results (JSONL files or Harbor job directories)", run: runScore},
+	{name: "plan-size", summary: "tasks × attempts a paired test needs to separate two pass rates (power analysis)", run: runPlanSize},
 	{name: "admin", summary: "platform operators: create workspaces, set billing, add users", run: runAdmin},
 	{name: "mock-model", summary: "serve a scripted mock model (OpenAI, Anthropic, Gemini wire APIs) for demos and tests", run: runMockModel},
 }

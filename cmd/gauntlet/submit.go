@@ -186,6 +186,8 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 	fmt.Fprintf(w, "\nbenchmark %s@%s, %d tasks, %d/%d attempts done, %s, duration %s, cost $%.4f, tokens %s in / %s out\n\n",
 		d.Benchmark, d.ManifestVersion, d.TaskCount, d.Progress.Completed, d.Progress.Total, outcomeLine(d.Outcomes),
 		span(d.DurationSec), d.CostUSD, humanCount(d.Tokens.Input), humanCount(d.Tokens.Output))
+	fmt.Fprintf(w, "pinned %s@%s %s; tokens %s cached; submitted %s by %s\n\n", d.Benchmark, d.ManifestVersion, d.ManifestDigest,
+		humanCount(d.Tokens.Cache), d.CreatedAt.UTC().Format(time.RFC3339), submitter(d.Submission))
 	t := newTable(w, "#", "AGENT", "STATUS", "DONE", "PASS@1", "PASS@K", "COST/TASK", "TIME/TASK", "TOKENS/TASK")
 	for _, a := range d.AgentsDetail {
 		m := a.Metrics
@@ -206,5 +208,32 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 		}
 		fmt.Fprintf(w, "  %s by category: %s\n", a.Label, strings.Join(parts, ", "))
 	}
+	for _, a := range d.AgentsDetail {
+		name := a.Name
+		if name == "" {
+			name = a.Label
+		}
+		model := a.Model
+		if model == "" {
+			model = "(none)"
+		}
+		fmt.Fprintf(w, "  agent %d %s: harness %s, model %s, tokens %s in / %s out, cost $%.4f\n",
+			a.Index+1, name, a.Harness, model, humanCount(a.Tokens.Input), humanCount(a.Tokens.Output), a.CostUSD)
+	}
+	if p := d.Power; p != nil {
+		fmt.Fprintf(w, "  to separate agents %d and %d (pass@1 %.3g vs %.3g) at %.0f%% power: %d tasks × %d attempts\n",
+			p.AgentA+1, p.AgentB+1, p.PassA, p.PassB, p.Power*100, p.Tasks, p.Attempts)
+	}
 	return nil
+}
+
+// submitter names who submitted a run: the user's name, else the id.
+func submitter(s v1.Submission) string {
+	switch {
+	case s.SubmittedByName != "":
+		return s.SubmittedByName
+	case s.SubmittedBy != "":
+		return s.SubmittedBy
+	}
+	return "unknown"
 }

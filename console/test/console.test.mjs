@@ -323,6 +323,10 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   assert.match(await agents.nth(0).innerText(), /^nop/, 'by name: nop before oracle');
   assert.equal(await page.locator('#metrics-partial').count(), 0, 'a finished run\'s metrics are not partial');
   assert.equal(await page.locator('#pass-at-k svg circle').count(), 4, 'two agents × k = 1..2');
+  // oracle (1.0) vs nop (0.0): ψ = 1, δ = 1, so n = z(0.975)² = 3.84 → 4
+  // pairs, 2 tasks at the seed's 2 attempts (Connor's formula by hand).
+  assert.equal(await page.locator('#power-tasks').innerText(), '2 tasks × 2 attempts');
+  assert.match(await page.locator('#power').innerText(), /gauntlet plan-size --pass-a 1 --pass-b 0 --attempts 2/);
   assert.ok(await page.locator('#category-bars .bar-line').count() >= 2);
   const bar = page.locator('.run-progress [role="progressbar"]');
   assert.equal(await bar.getAttribute('aria-valuenow'), await bar.getAttribute('aria-valuemax'));
@@ -332,6 +336,17 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   const results = page.locator('#results-list tbody tr');
   await results.first().waitFor();
   assert.equal(await results.count(), 32, '2 agents × 8 parity tasks × 2 attempts');
+  // The agent filter takes one or more agents: one ticked halves the list,
+  // both ticked is every row again.
+  await page.check('#results-agent-0');
+  await page.waitForURL(/agent=0(&|$)/);
+  await page.waitForFunction(() => document.querySelectorAll('#results-list tbody tr').length === 16);
+  await page.check('#results-agent-1');
+  await page.waitForURL(/agent=0%2C1|agent=0,1/);
+  await page.waitForFunction(() => document.querySelectorAll('#results-list tbody tr').length === 32);
+  await page.uncheck('#results-agent-0');
+  await page.uncheck('#results-agent-1');
+  await page.waitForFunction(() => !/agent=/.test(window.location.search) && document.querySelectorAll('#results-list tbody tr').length === 32);
   await page.selectOption('#results-outcome', 'failed');
   await page.waitForURL(/outcome=failed/);
   await page.waitForFunction(() => [...document.querySelectorAll('#results-list tbody tr')].every((r) => r.dataset.outcome === 'failed')
@@ -343,6 +358,24 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   assert.match(await page.locator('#result-reward').innerText(), /^0/);
   assert.match(await drawer.innerText(), /Graded output/);
   assert.ok(await page.locator('#artifact-list li').count() >= 1, 'artifact download links');
+  assert.match(await page.locator('#no-trajectory').innerText(), /This agent stored no trajectory/, 'the nop/oracle store none');
+  // The conversation view of a stored ATIF trajectory: each message, each
+  // tool call a closed fold holding its arguments and the output paired by id.
+  const conv = await page.evaluate(async () => {
+    const { conversation } = await import('/js/conversation.js');
+    const node = conversation({ steps: [
+      { step_id: 1, source: 'user', message: 'list the files' },
+      { step_id: 2, source: 'agent', message: 'running ls', tool_calls: [{ tool_call_id: 'c1', function_name: 'bash', arguments: { cmd: 'ls' } }],
+        observation: { results: [{ source_call_id: 'c1', content: 'a.txt' }] }, metrics: { prompt_tokens: 10, completion_tokens: 3 } },
+    ] });
+    const calls = node.querySelectorAll('details.tool-call');
+    return { messages: node.querySelectorAll('li.message').length, calls: calls.length, open: calls[0]?.open,
+      summary: calls[0]?.querySelector('summary')?.textContent, output: calls[0]?.querySelector('.tool-output')?.textContent,
+      text: node.textContent };
+  });
+  assert.deepEqual([conv.messages, conv.calls, conv.open, conv.summary, conv.output], [2, 1, false, 'tool call: bash', 'a.txt']);
+  assert.match(conv.text, /list the files/);
+  assert.match(conv.text, /"cmd": "ls"/);
   await shot('08-run-result-drawer');
   await page.keyboard.press('Escape');
   await drawer.waitFor({ state: 'detached' });

@@ -56,21 +56,30 @@ func resultView(res run.Result, agents []run.Agent) v1.ResultView {
 }
 
 // resultFilter is the ?agent=&task=&outcome=&q= of a results listing.
+// agent is one index or several, comma-separated or repeated (agent=0,2).
 type resultFilter struct {
-	agent   int // -1 = any
+	agents  map[int]bool // nil = any
 	task    string
 	outcome run.Outcome
 	q       string
 }
 
 func parseResultFilter(q url.Values) (resultFilter, error) {
-	f := resultFilter{agent: -1, task: q.Get("task"), outcome: run.Outcome(q.Get("outcome")), q: strings.ToLower(q.Get("q"))}
-	if s := q.Get("agent"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			return f, errorf(http.StatusBadRequest, v1.CodeBadRequest, "agent %q must be an agent index (0, 1, …)", s)
+	f := resultFilter{task: q.Get("task"), outcome: run.Outcome(q.Get("outcome")), q: strings.ToLower(q.Get("q"))}
+	for _, v := range q["agent"] {
+		for _, s := range strings.Split(v, ",") {
+			if s == "" {
+				continue
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				return f, errorf(http.StatusBadRequest, v1.CodeBadRequest, "agent %q must be an agent index (0, 1, …) or several, comma-separated", s)
+			}
+			if f.agents == nil {
+				f.agents = map[int]bool{}
+			}
+			f.agents[n] = true
 		}
-		f.agent = n
 	}
 	if f.outcome != "" && !f.outcome.Valid() {
 		return f, errorf(http.StatusBadRequest, v1.CodeBadRequest, "outcome %q must be passed, failed, errored or cancelled", f.outcome)
@@ -82,7 +91,7 @@ func (f resultFilter) keep(res run.Result) bool {
 	switch {
 	case !res.Final():
 		return false
-	case f.agent >= 0 && res.Agent != f.agent:
+	case f.agents != nil && !f.agents[res.Agent]:
 		return false
 	case f.task != "" && res.Task != f.task:
 		return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/stats"
 	"net/http"
 	"strconv"
 	"time"
@@ -144,6 +145,7 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	ws := identity(r.Context()).Workspace
 	out := v1.RunList{Runs: []v1.RunView{}}
 	now := h.cfg.Now()
+	names := submitterNames{}
 	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
 		runs, next, err := h.cfg.Records.RunsByWorkspace(r.Context(), ws, cursor, n)
 		if err != nil {
@@ -157,7 +159,11 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return 0, "", fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 			}
-			out.Runs = append(out.Runs, runView(rn, t, now))
+			v := runView(rn, t, now)
+			if v.Submission.SubmittedByName, err = h.submitterName(r.Context(), names, rn.Workspace, rn.SubmittedBy); err != nil {
+				return 0, "", err
+			}
+			out.Runs = append(out.Runs, v)
 		}
 		return len(runs), next, nil
 	}, func() int { return len(out.Runs) }, &out.NextCursor)
@@ -222,6 +228,9 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 	now := h.cfg.Now()
 	out := v1.RunDetail{RunView: runView(rn, t, now), AgentsDetail: make([]v1.AgentView, len(agents)),
 		MetricsResults: covered, MetricsCurrent: int64(covered) >= t.Done}
+	if out.Submission.SubmittedByName, err = h.submitterName(ctx, submitterNames{}, rn.Workspace, rn.SubmittedBy); err != nil {
+		return nil, time.Time{}, err
+	}
 	perAgent := len(rn.Tasks) * rn.Settings.AttemptsPerTask
 	for i, a := range agents {
 		at, err := h.cfg.Records.AgentTally(ctx, rn.ID, a.Index)
@@ -232,6 +241,7 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 			Status: string(a.Status), Progress: v1.Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
 			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, Metrics: metricsOf(summaries[i])}
 	}
+	out.Power = runPower(out.AgentsDetail, rn.Settings.AttemptsPerTask)
 	body, err := render(out)
 	expires := now.Add(liveTTL)
 	if rn.Status.Terminal() && out.MetricsCurrent && t.Done >= int64(rn.TotalSlots()) {
@@ -283,4 +293,56 @@ func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 	}
 	return writeJSON(w, http.StatusAccepted, runView(rn, t, h.cfg.Now()))
+}
+
+// runPower plans the paired test between the two best agents by pass@1 at
+// the run's attempts per task; nil when there is no such pair to separate.
+func runPower(agents []v1.AgentView, attempts int) *v1.PowerPlan {
+	best, second := -1, -1
+	for i, a := range agents {
+		if a.Metrics.Pass1 == nil {
+			continue
+		}
+		switch {
+		case best < 0 || a.Metrics.Pass1.Value > agents[best].Metrics.Pass1.Value:
+			best, second = i, best
+		case second < 0 || a.Metrics.Pass1.Value > agents[second].Metrics.Pass1.Value:
+			second = i
+		}
+	}
+	if second < 0 || attempts < 1 {
+		return nil
+	}
+	a, b := agents[best], agents[second]
+	plan, err := stats.PairedSampleSize(a.Metrics.Pass1.Value, b.Metrics.Pass1.Value, 1-stats.Confidence, stats.DefaultPower, attempts)
+	if err != nil {
+		return nil // equal rates: no difference a sample size could detect
+	}
+	return &v1.PowerPlan{AgentA: a.Index, AgentB: b.Index, PassA: plan.PassA, PassB: plan.PassB, Alpha: plan.Alpha,
+		Power: plan.Power, Attempts: plan.Attempts, Pairs: plan.Pairs, Tasks: plan.Tasks, Assumptions: plan.Assumptions}
+}
+
+// submitterNames caches user names by id within one request: a runs page
+// lists the same few submitters many times.
+type submitterNames map[string]string
+
+// submitterName is the display name of the user who submitted a run, "" when
+// the run names no submitter or the user record is gone or unnamed (the
+// console then shows the id).
+func (h *Handler) submitterName(ctx context.Context, cache submitterNames, ws, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	if name, ok := cache[id]; ok {
+		return name, nil
+	}
+	u, err := h.cfg.Records.User(ctx, ws, id)
+	if errors.Is(err, records.ErrNotFound) {
+		u, err = records.User{}, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("load submitter %s: %w", id, err)
+	}
+	cache[id] = u.Name
+	return u.Name, nil
 }

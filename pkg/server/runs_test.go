@@ -271,6 +271,8 @@ func checkResults(t *testing.T, id string) {
 	}{
 		{"agent=1", func(r v1.ResultView) bool { return r.Agent == 1 && r.Outcome == "failed" }, 16},
 		{"agent=0&outcome=passed", func(r v1.ResultView) bool { return r.Agent == 0 && r.Outcome == "passed" }, 16},
+		{"agent=0,1", func(r v1.ResultView) bool { return r.Agent == 0 || r.Agent == 1 }, 32},
+		{"agent=1&agent=2", func(r v1.ResultView) bool { return r.Agent == 1 || r.Agent == 2 }, 32},
 		{"task=csv-summary", func(r v1.ResultView) bool { return r.Task == "csv-summary" }, 6},
 		{"q=CSV", func(r v1.ResultView) bool { return strings.Contains(r.Task, "csv") }, 6},
 		{"outcome=cancelled", func(v1.ResultView) bool { return false }, 0},
@@ -286,7 +288,7 @@ func checkResults(t *testing.T, id string) {
 			}
 		}
 	}
-	for _, q := range []string{"agent=x", "outcome=bogus", "limit=501"} {
+	for _, q := range []string{"agent=x", "agent=0,-1", "outcome=bogus", "limit=501"} {
 		wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/results?" + q}, 400, v1.CodeBadRequest)
 	}
 }
@@ -371,6 +373,23 @@ func checkRunList(t *testing.T, id string) {
 	}
 	if !slices.Contains(ids, id) || len(ids) != len(slices.Compact(slices.Clone(ids))) {
 		t.Errorf("runs paged by 1 = %v, want %s once", ids, id)
+	}
+	// The runs list and the run view name the submitter, not only its id.
+	var me v1.WorkspaceView
+	alice().get(t, "/v1/workspace", http.StatusOK, &me)
+	var all v1.RunList
+	alice().get(t, "/v1/runs?benchmark=demo-bench", http.StatusOK, &all)
+	var detail v1.RunDetail
+	alice().get(t, "/v1/runs/"+id, http.StatusOK, &detail)
+	for _, sub := range append([]v1.Submission{detail.Submission}, func() (out []v1.Submission) {
+		for _, r := range all.Runs {
+			out = append(out, r.Submission)
+		}
+		return out
+	}()...) {
+		if me.User.Name == "" || sub.SubmittedBy != me.User.ID || sub.SubmittedByName != me.User.Name {
+			t.Errorf("submission %+v, want submitted by %s named %q", sub, me.User.ID, me.User.Name)
+		}
 	}
 	for _, q := range []string{"status=finished", "benchmark=demo-bench", "benchmark=demo-bench&status=finished"} {
 		var page v1.RunList

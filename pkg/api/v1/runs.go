@@ -65,9 +65,12 @@ type Tokens struct {
 
 // Submission says who submitted a run and with which settings.
 type Submission struct {
-	SubmittedBy    string   `json:"submitted_by,omitempty"`
-	IdempotencyKey string   `json:"idempotency_key,omitempty"`
-	Settings       Settings `json:"settings"`
+	SubmittedBy string `json:"submitted_by,omitempty"`
+	// SubmittedByName is the submitter's display name, when the user record
+	// has one.
+	SubmittedByName string   `json:"submitted_by_name,omitempty"`
+	IdempotencyKey  string   `json:"idempotency_key,omitempty"`
+	Settings        Settings `json:"settings"`
 }
 
 // RunDetail is the answer of GET /v1/runs/{id}.
@@ -79,6 +82,24 @@ type RunDetail struct {
 	// are recomputed shortly after each result).
 	MetricsResults int  `json:"metrics_results"`
 	MetricsCurrent bool `json:"metrics_current"`
+	// Power is the power analysis for the two best agents by pass@1: how
+	// many tasks × attempts a paired test needs to separate their rates.
+	// Null with fewer than two scored agents or equal pass@1.
+	Power *PowerPlan `json:"power"`
+}
+
+// PowerPlan is a paired-test sample size for two agents' pass rates.
+type PowerPlan struct {
+	AgentA      int      `json:"agent_a"`
+	AgentB      int      `json:"agent_b"`
+	PassA       float64  `json:"pass_a"`
+	PassB       float64  `json:"pass_b"`
+	Alpha       float64  `json:"alpha"`
+	Power       float64  `json:"power"`
+	Attempts    int      `json:"attempts"`
+	Pairs       int      `json:"pairs"`
+	Tasks       int      `json:"tasks"`
+	Assumptions []string `json:"assumptions"`
 }
 
 // AgentView is one run agent with its progress and metrics.

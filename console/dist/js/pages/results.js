@@ -2,6 +2,7 @@
 // cursor pages, and a drawer with one result's rewards, graded output,
 // agent transcript, trajectory and artifacts.
 
+import { conversation } from '../conversation.js';
 import { api, download } from '../api.js';
 import { h, replace } from '../dom.js';
 import { errorBox, loading, statusBadge, table, toast } from '../components.js';
@@ -18,9 +19,12 @@ export function renderResults(ctx, panel, run) {
     agent: q.get('agent') || '', task: q.get('task') || '', outcome: q.get('outcome') || '', q: q.get('q') || '',
     cursor: '', previous: [],
   };
-  const agentSel = h('select', { id: 'results-agent' }, h('option', { value: '' }, 'All agents'),
-    (run.agents || []).map((a) => h('option', { value: String(a.index) }, a.label)));
-  agentSel.value = state.agent;
+  // One or more agents: none ticked means every agent (agent=0,2 in the URL).
+  const picked = new Set(state.agent.split(',').filter(Boolean));
+  const agentBoxes = (run.agents || []).map((a) => h('input', { type: 'checkbox', value: String(a.index),
+    id: `results-agent-${a.index}`, checked: picked.has(String(a.index)) }));
+  const agentSel = h('fieldset', { id: 'results-agent', class: 'checks' }, h('legend', {}, 'Agents (none = all)'),
+    agentBoxes.map((box, i) => h('label', {}, box, ` ${run.agents[i].label}`)));
   const outcomeSel = h('select', { id: 'results-outcome' }, h('option', { value: '' }, 'Any outcome'),
     OUTCOMES.map((o) => h('option', { value: o }, o)));
   outcomeSel.value = state.outcome;
@@ -31,7 +35,7 @@ export function renderResults(ctx, panel, run) {
   const pager = h('div', { class: 'pager' });
   replace(panel,
     h('div', { class: 'toolbar', role: 'search', 'aria-label': 'Filter results' },
-      h('label', {}, 'Agent', agentSel),
+      agentSel,
       h('label', {}, 'Task', taskInput, taskList),
       h('label', {}, 'Outcome', outcomeSel),
       h('label', { class: 'grow' }, 'Search', search),
@@ -64,7 +68,10 @@ export function renderResults(ctx, panel, run) {
       h('button', { type: 'button', disabled: !next, onclick: () => { state.previous.push(state.cursor); state.cursor = next; load(); } }, 'Next →'));
   };
   const restart = () => { state.cursor = ''; state.previous = []; load(); };
-  agentSel.addEventListener('change', () => { state.agent = agentSel.value; restart(); });
+  agentSel.addEventListener('change', () => {
+    state.agent = agentBoxes.filter((b) => b.checked).map((b) => b.value).join(',');
+    restart();
+  });
   outcomeSel.addEventListener('change', () => { state.outcome = outcomeSel.value; restart(); });
   taskInput.addEventListener('change', () => { state.task = taskInput.value.trim(); restart(); });
   let timer = 0;
@@ -156,10 +163,11 @@ function resultDetail(d) {
     phase(d.output, 'verifier', 'The verifier printed nothing.'),
     h('h3', {}, 'Agent transcript'),
     phase(d.agent_output, 'agent', 'The agent printed nothing.'),
-    h('h3', {}, 'Trajectory'),
+    h('h3', {}, 'Conversation'),
     d.trajectory
-      ? h('details', { class: 'fold' }, h('summary', {}, 'agent/trajectory.json'), h('pre', { class: 'block' }, JSON.stringify(d.trajectory, null, 2)))
-      : h('p', { class: 'muted' }, 'The harness wrote no trajectory.'),
+      ? [conversation(d.trajectory),
+        h('details', { class: 'fold' }, h('summary', {}, 'agent/trajectory.json'), h('pre', { class: 'block' }, JSON.stringify(d.trajectory, null, 2)))]
+      : h('p', { class: 'muted', id: 'no-trajectory' }, 'This agent stored no trajectory.'),
     h('h3', {}, `Artifacts (${count((d.artifacts || []).length)})`),
     artifacts(d.artifacts || []),
     (d.earlier_attempts || []).length ? [h('h3', {}, 'Earlier generations'),

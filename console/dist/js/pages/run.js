@@ -178,7 +178,7 @@ function statStrip(run) {
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
       stat('LLM cost', usd(run.cost_usd)),
       stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
-      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${userLabel(run.submission.submitted_by)}` : null)));
+      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null)));
 }
 
 function overview(run) {
@@ -194,7 +194,26 @@ function overview(run) {
         h('div', { class: 'card-body' }, categoryBars(agents))),
       h('section', { class: 'card', 'aria-labelledby': 'curve-title' },
         h('div', { class: 'card-head' }, h('h3', { id: 'curve-title' }, 'pass@k curve')),
-        h('div', { class: 'card-body', id: 'pass-at-k' }, passAtKChart(run, agents)))));
+        h('div', { class: 'card-body', id: 'pass-at-k' }, passAtKChart(run, agents)))),
+    powerCard(run, agents));
+}
+
+// powerCard shows the server's power analysis: how many tasks × attempts a
+// paired test needs to separate the two best agents by pass@1.
+function powerCard(run, agents) {
+  const p = run.power;
+  if (!p) return null;
+  const label = (i) => agents.find((a) => a.index === i)?.label || `agent ${i}`;
+  const enough = (run.task_count || 0) >= p.tasks;
+  return h('section', { class: 'card section', id: 'power', 'aria-labelledby': 'power-title' },
+    h('div', { class: 'card-head' }, h('h3', { id: 'power-title' }, 'Sample size to separate the top two')),
+    h('div', { class: 'card-body' },
+      h('p', {}, `${label(p.agent_a)} (${pct(p.pass_a)}) vs ${label(p.agent_b)} (${pct(p.pass_b)}): a paired test needs `,
+        h('strong', { id: 'power-tasks' }, `${count(p.tasks)} tasks × ${count(p.attempts)} attempts`),
+        ` (${count(p.pairs)} paired observations) for ${Math.round(p.power * 100)}% power at α = ${p.alpha}. `,
+        enough ? 'This run has enough tasks.' : `This run has ${count(run.task_count)}.`),
+      h('ul', { class: 'muted small' }, ...p.assumptions.map((a) => h('li', {}, a))),
+      h('p', { class: 'muted small' }, 'Same figure offline: ', h('code', {}, `gauntlet plan-size --pass-a ${p.pass_a} --pass-b ${p.pass_b} --attempts ${p.attempts}`))));
 }
 
 // AGENT_SORT gives each sortable column of the agents table its key.

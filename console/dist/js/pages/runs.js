@@ -106,7 +106,7 @@ function runTable(runs, state) {
     { label: 'Tokens', class: 'num', cell: (r) => tokens((r.tokens?.input || 0) + (r.tokens?.output || 0)) },
     { label: 'Cost', class: 'num', cell: (r) => usd(r.cost_usd) },
     { label: 'Submitted', cell: (r) => [h('span', { title: dateTime(r.created_at) }, ago(r.created_at)),
-      r.submission?.submitted_by ? h('div', { class: 'sub' }, `by ${userLabel(r.submission.submitted_by)}`) : null] },
+      r.submission?.submitted_by ? h('div', { class: 'sub' }, `by ${r.submission.submitted_by_name || userLabel(r.submission.submitted_by)}`) : null] },
   ], runs, {
     empty: filtered ? 'No run matches these filters.' : 'No runs yet. Submit one to put agents on a leaderboard.',
     rowAttrs: (r) => ({ dataset: { id: r.id, status: r.status } }),
