@@ -42,7 +42,7 @@
 //	# command = "python3 solve.py"     # only, and required, for harness = "command"
 //	# harness_api_key_secret = "CURSOR_API_KEY"
 //	# secrets = ["NPM_TOKEN"]          # ≤ 16 more secret record names for this agent
-//	[agents.model]                     # required for every agent
+//	[agents.model]                     # optional for harnesses that use no model
 //	type = "provider"                  # provider | endpoint | hosted
 //	model = "openai/gpt-5.2"
 //	api_key_secret = "OPENAI_API_KEY"  # a secret record NAME, never a value
@@ -51,9 +51,8 @@
 //	[agents.env]
 //	REASONING_EFFORT = "high"
 //
-// A hosted model gives exactly base_model and lora_model_name (the Osmosis
-// form): the operator's endpoint serves it with the operator's key, so it
-// has no model, api_key_secret, base_url or extra_headers.
+// A hosted model gives either model, or base_model with an optional
+// lora_model_name (the Osmosis form); its api_key_secret is optional.
 package runconfig
 
 import (

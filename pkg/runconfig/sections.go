@@ -243,8 +243,6 @@ func (d *decoder) agent(path string, v any) Agent {
 	}
 	if v, ok := lookup(m, "model"); ok {
 		a.Model = d.model(join(path, "model"), v)
-	} else {
-		d.add(join(path, "model"), "is required: an [agents.model] table with type = provider, endpoint or hosted")
 	}
 	if v, ok := lookup(m, "env"); ok {
 		a.Env = d.stringMap(join(path, "env"), v, d.envKey)
@@ -324,11 +322,15 @@ func (d *decoder) modelShape(path string, raw map[string]any, m Model) {
 		require("base_url", "the endpoint's http(s) URL")
 		forbid("base_model", "lora_model_name")
 	case Hosted:
-		// Osmosis's shape exactly: the operator's endpoint serves the
-		// base model with the LoRA adapter, under the operator's key.
-		require("base_model", "the base model the platform hosts")
-		require("lora_model_name", "the LoRA adapter served on the base model")
-		forbid("model", "api_key_secret", "base_url", "extra_headers")
+		forbid("base_url", "extra_headers")
+		switch {
+		case has("model") && has("base_model"):
+			d.add(join(path, "base_model"), "give either model or base_model, not both")
+		case !has("model") && !has("base_model"):
+			d.add(join(path, "model"), "is required for type = \"hosted\" (or base_model with lora_model_name)")
+		case has("lora_model_name") && !has("base_model"):
+			d.add(join(path, "lora_model_name"), "is only allowed with base_model")
+		}
 	}
 }
 
