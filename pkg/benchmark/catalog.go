@@ -296,8 +296,11 @@ func (p *catalogParser) entry(path string, b catalogBenchmark, base string) Cata
 		}
 	}
 	for i, name := range b.RequiredSecrets {
-		if !secret.ValidName(name) {
-			p.add(fmt.Sprintf("%s.required_secrets[%d]", path, i), "must be a secret record name matching ^[A-Z_][A-Z0-9_]*$")
+		switch {
+		case !secret.ValidName(name):
+			p.add(fmt.Sprintf("%s.required_secrets[%d]", path, i), "must be a secret record name matching "+secret.NamePattern)
+		case secret.ReservedPrefix(name) != "":
+			p.add(fmt.Sprintf("%s.required_secrets[%d]", path, i), "names a reserved secret: names starting with "+secret.ReservedPrefix(name)+" are set by the platform's runner")
 		}
 	}
 	e.TaskSets = p.taskSets(path, b.TaskSets)
