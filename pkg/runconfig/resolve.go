@@ -224,14 +224,28 @@ func defaultHint(m benchmark.Manifest) string {
 	return fmt.Sprintf(" (its default harness is %q)", m.DefaultHarness)
 }
 
-// resolveJudge returns the judge model grading uses and a warning when the
-// config sets judge keys the benchmark does not use.
+// resolveJudge returns the judge model grading uses, checking the judge
+// keys against the spec's three cases: model and key (model optional when
+// the benchmark has a default), key only (a grader that pins its model), or
+// neither (both refused). The second result is kept for callers' warnings.
 func resolveJudge(p *problems, e Execution, m benchmark.Manifest) (string, string) {
-	if !m.Judge.Required {
-		if e.JudgeModel != "" || e.JudgeAPIKeySecret != "" {
-			return "", "execution.judge_model and execution.judge_api_key_secret are ignored: this benchmark grades without an LLM judge"
+	switch {
+	case !m.Judge.Required:
+		if e.JudgeModel != "" {
+			p.add("execution.judge_model", "is not allowed: this benchmark grades without an LLM judge")
+		}
+		if e.JudgeAPIKeySecret != "" {
+			p.add("execution.judge_api_key_secret", "is not allowed: this benchmark grades without an LLM judge")
 		}
 		return "", ""
+	case m.Judge.ModelPinned:
+		if e.JudgeModel != "" {
+			p.add("execution.judge_model", "is not allowed: this benchmark's grader pins its judge model (%s); give only execution.judge_api_key_secret", describeModel(m.Judge.DefaultModel))
+		}
+		if e.JudgeAPIKeySecret == "" {
+			p.add("execution.judge_api_key_secret", "is required: this benchmark grades with a pinned LLM judge (%s); name the secret record holding its API key", describeModel(m.Judge.DefaultModel))
+		}
+		return m.Judge.DefaultModel, ""
 	}
 	model := e.JudgeModel
 	if model == "" {

@@ -118,6 +118,9 @@ func TestResolvePinsAndDefaults(t *testing.T) {
 
 func TestResolveHarnessAndJudge(t *testing.T) {
 	judged := func(m *benchmark.Manifest) { m.Judge = benchmark.Judge{Required: true, DefaultModel: "openai/gpt-5.2"} }
+	pinned := func(m *benchmark.Manifest) {
+		m.Judge = benchmark.Judge{Required: true, DefaultModel: "grader/v1", ModelPinned: true}
+	}
 	tests := []struct {
 		name          string
 		requirement   benchmark.HarnessRequirement
@@ -132,6 +135,7 @@ func TestResolveHarnessAndJudge(t *testing.T) {
 		{"official-only applies the default", benchmark.HarnessOfficialOnly, nil, "[[agents]]\nname = \"x\"\n[[agents]]\nharness = \"oracle\"\nname = \"y\"\n", []string{"oracle", "oracle"}, ""},
 		{"judge default model", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "openai/gpt-5.2"},
 		{"judge run model wins", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_model = \"anthropic/x\"\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "anthropic/x"},
+		{"pinned judge takes only the key", benchmark.HarnessOptional, pinned, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "grader/v1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +199,19 @@ func TestResolveErrors(t *testing.T) {
 			{"execution.judge_model", "is required: this benchmark grades with an LLM judge and has no default judge model"},
 			{"execution.judge_api_key_secret", "is required: this benchmark grades with an LLM judge (no model set)"},
 		}},
+		{"judge key without a default model still needs the key", head + "[execution]\njudge_model = \"m\"\n" + agent, func(m *benchmark.Manifest) { m.Judge = benchmark.Judge{Required: true} }, []wantErr{
+			{"execution.judge_api_key_secret", `is required: this benchmark grades with an LLM judge (model "m")`},
+		}},
+		{"pinned judge refuses a model and needs the key", head + "[execution]\njudge_model = \"mine\"\n" + agent, func(m *benchmark.Manifest) {
+			m.Judge = benchmark.Judge{Required: true, DefaultModel: "grader/v1", ModelPinned: true}
+		}, []wantErr{
+			{"execution.judge_model", `is not allowed: this benchmark's grader pins its judge model (model "grader/v1")`},
+			{"execution.judge_api_key_secret", "is required: this benchmark grades with a pinned LLM judge"},
+		}},
+		{"no judge refuses both judge keys", head + "[execution]\njudge_model = \"x\"\njudge_api_key_secret = \"JK\"\n" + agent, nil, []wantErr{
+			{"execution.judge_model", "is not allowed: this benchmark grades without an LLM judge"},
+			{"execution.judge_api_key_secret", "is not allowed: this benchmark grades without an LLM judge"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,17 +222,6 @@ func TestResolveErrors(t *testing.T) {
 			_, err := Resolve(parse(t, tt.doc), m)
 			checkErrors(t, err, tt.want)
 		})
-	}
-}
-
-func TestResolveJudgeIgnored(t *testing.T) {
-	r, err := Resolve(parse(t, head+agent+"[execution]\njudge_model = \"x\"\n"), testManifest(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"execution.judge_model and execution.judge_api_key_secret are ignored: this benchmark grades without an LLM judge"}
-	if diff := cmp.Diff(want, r.Warnings); diff != "" || r.JudgeModel != "" {
-		t.Errorf("Warnings mismatch (-want +got):\n%s (judge %q)", diff, r.JudgeModel)
 	}
 }
 
