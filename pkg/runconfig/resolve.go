@@ -51,6 +51,7 @@ func Resolve(cfg Config, m benchmark.Manifest) (Resolved, error) {
 		SecretNames:     sortedUnique(append(cfg.SecretNames(), m.RequiredSecrets...)),
 	}
 	checkPins(&p, cfg.Experiment, m)
+	checkVerifier(&p, cfg.Verifier, m)
 	r.Tasks, r.TaskSet, r.Warnings = selectTasks(&p, cfg.Tasks, m)
 	if cfg.Execution.PassThreshold != nil {
 		r.PassThreshold = *cfg.Execution.PassThreshold
@@ -66,6 +67,15 @@ func Resolve(cfg Config, m benchmark.Manifest) (Resolved, error) {
 	}
 	r.Config.Experiment = Experiment{Benchmark: m.Key, ManifestVersion: m.Version, ManifestDigest: m.Digest}
 	return r, nil
+}
+
+// checkVerifier refuses [verifier] on a managed benchmark: the platform
+// owns its verifier's environment (Osmosis allows [verifier] on registry
+// datasets only, and so does gauntlet, so a config valid here is valid there).
+func checkVerifier(p *problems, v Verifier, m benchmark.Manifest) {
+	if m.Source.Type == benchmark.Managed && (len(v.Required) > 0 || len(v.Env) > 0) {
+		p.add("verifier", "is not allowed on managed benchmark %q: [verifier] applies to registry datasets only; remove the [verifier] table", m.Key)
+	}
 }
 
 // checkPins rejects a config pinned to another manifest than m.

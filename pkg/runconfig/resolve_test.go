@@ -158,6 +158,16 @@ func TestResolveHarnessAndJudge(t *testing.T) {
 	}
 }
 
+// TestResolveVerifierOnRegistryDataset checks that [verifier] stays allowed
+// on a registry dataset (Osmosis's rule refuses it on managed ones only).
+func TestResolveVerifierOnRegistryDataset(t *testing.T) {
+	m := testManifest(t)
+	m.Source = benchmark.Source{Type: benchmark.Harbor, Ref: "acme/custom@1.0"}
+	if _, err := Resolve(parse(t, head+agent+"[verifier]\nrequired = [\"VERIFIER_TOKEN\"]\nenv = { LEVEL = \"x\" }\n"), m); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+}
+
 func TestResolveErrors(t *testing.T) {
 	many := make([]string, 15)
 	for i := range many {
@@ -207,6 +217,12 @@ func TestResolveErrors(t *testing.T) {
 		}, []wantErr{
 			{"execution.judge_model", `is not allowed: this benchmark's grader pins its judge model (model "grader/v1")`},
 			{"execution.judge_api_key_secret", "is required: this benchmark grades with a pinned LLM judge"},
+		}},
+		{"verifier on a managed benchmark", head + agent + "[verifier]\nrequired = [\"VERIFIER_TOKEN\"]\n", func(m *benchmark.Manifest) { m.Source.Type = benchmark.Managed }, []wantErr{
+			{"verifier", "is not allowed on managed benchmark"},
+		}},
+		{"verifier env on a managed benchmark", head + agent + "[verifier]\nenv = { LEVEL = \"x\" }\n", func(m *benchmark.Manifest) { m.Source.Type = benchmark.Managed }, []wantErr{
+			{"verifier", "[verifier] applies to registry datasets only"},
 		}},
 		{"no judge refuses both judge keys", head + "[execution]\njudge_model = \"x\"\njudge_api_key_secret = \"JK\"\n" + agent, nil, []wantErr{
 			{"execution.judge_model", "is not allowed: this benchmark grades without an LLM judge"},
