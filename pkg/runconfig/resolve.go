@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 )
 
 // listLimit is how many names an error message lists before truncating.
@@ -57,6 +58,7 @@ func Resolve(cfg Config, m benchmark.Manifest) (Resolved, error) {
 		r.PassThreshold = *cfg.Execution.PassThreshold
 	}
 	r.Harnesses = resolveHarnesses(&p, cfg.Agents, m)
+	checkHarnessCredentials(&p, cfg, r.Harnesses)
 	var judgeWarning string
 	r.JudgeModel, judgeWarning = resolveJudge(&p, cfg.Execution, m)
 	if judgeWarning != "" {
@@ -67,6 +69,39 @@ func Resolve(cfg Config, m benchmark.Manifest) (Resolved, error) {
 	}
 	r.Config.Experiment = Experiment{Benchmark: m.Key, ManifestVersion: m.Version, ManifestDigest: m.Digest}
 	return r, nil
+}
+
+// checkHarnessCredentials applies each harness row's credential data: a
+// harness with a CredentialSecret requires harness_api_key_secret under
+// exactly that name, one without refuses it, and a provider-model agent may
+// not set the harness's PlatformEnv.
+func checkHarnessCredentials(p *problems, cfg Config, harnesses []string) {
+	for i, a := range cfg.Agents {
+		if i >= len(harnesses) {
+			break
+		}
+		at := index("agents", i)
+		h, _ := harness.Lookup(harnesses[i])
+		switch {
+		case h.CredentialSecret != "" && a.HarnessAPIKeySecret == "":
+			p.add(join(at, "harness_api_key_secret"), "is required for harness %q: name the secret record %s", harnesses[i], h.CredentialSecret)
+		case h.CredentialSecret != "" && a.HarnessAPIKeySecret != h.CredentialSecret:
+			p.add(join(at, "harness_api_key_secret"), "must be %s for harness %q (its pinned credential name)", h.CredentialSecret, harnesses[i])
+		case h.CredentialSecret == "" && a.HarnessAPIKeySecret != "":
+			p.add(join(at, "harness_api_key_secret"), "is not allowed for harness %q: it takes no separate credential", harnesses[i])
+		}
+		if a.Model == nil || a.Model.Type != Provider {
+			continue
+		}
+		for _, k := range h.PlatformEnv {
+			if _, ok := cfg.Env[k]; ok {
+				p.add(join("env", k), "is set by the platform for agents[%d] (harness %q with a provider model); remove it", i, harnesses[i])
+			}
+			if _, ok := a.Env[k]; ok {
+				p.add(join(join(at, "env"), k), "is set by the platform for harness %q with a provider model; remove it", harnesses[i])
+			}
+		}
+	}
 }
 
 // checkVerifier refuses [verifier] on a managed benchmark: the platform

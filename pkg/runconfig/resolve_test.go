@@ -135,6 +135,7 @@ func TestResolveHarnessAndJudge(t *testing.T) {
 		{"official-only applies the default", benchmark.HarnessOfficialOnly, nil, "[[agents]]\nname = \"x\"\n[[agents]]\nharness = \"oracle\"\nname = \"y\"\n", []string{"oracle", "oracle"}, ""},
 		{"judge default model", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "openai/gpt-5.2"},
 		{"judge run model wins", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_model = \"anthropic/x\"\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "anthropic/x"},
+		{"cursor-cli with its pinned credential", benchmark.HarnessOptional, nil, "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n", []string{"cursor-cli"}, ""},
 		{"pinned judge takes only the key", benchmark.HarnessOptional, pinned, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "grader/v1"},
 	}
 	for _, tt := range tests {
@@ -223,6 +224,19 @@ func TestResolveErrors(t *testing.T) {
 		}},
 		{"verifier env on a managed benchmark", head + agent + "[verifier]\nenv = { LEVEL = \"x\" }\n", func(m *benchmark.Manifest) { m.Source.Type = benchmark.Managed }, []wantErr{
 			{"verifier", "[verifier] applies to registry datasets only"},
+		}},
+		{"cursor-cli needs its credential", head + "[[agents]]\nharness = \"cursor-cli\"\n", nil, []wantErr{
+			{"agents[0].harness_api_key_secret", `is required for harness "cursor-cli": name the secret record CURSOR_API_KEY`},
+		}},
+		{"cursor-cli credential under another name", head + "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"MY_CURSOR\"\n", nil, []wantErr{
+			{"agents[0].harness_api_key_secret", `must be CURSOR_API_KEY for harness "cursor-cli"`},
+		}},
+		{"codex takes no harness credential", head + "[[agents]]\nharness = \"codex\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n", nil, []wantErr{
+			{"agents[0].harness_api_key_secret", `is not allowed for harness "codex": it takes no separate credential`},
+		}},
+		{"mini-swe-agent's platform key in env", head + "[env]\nMSWEA_API_KEY = \"x\"\n[[agents]]\nharness = \"mini-swe-agent\"\n[agents.model]\ntype = \"provider\"\nmodel = \"openai/m\"\napi_key_secret = \"OPENAI_API_KEY\"\n[agents.env]\nMSWEA_API_KEY = \"y\"\n", nil, []wantErr{
+			{"env.MSWEA_API_KEY", `is set by the platform for agents[0] (harness "mini-swe-agent" with a provider model)`},
+			{"agents[0].env.MSWEA_API_KEY", "is set by the platform"},
 		}},
 		{"no judge refuses both judge keys", head + "[execution]\njudge_model = \"x\"\njudge_api_key_secret = \"JK\"\n" + agent, nil, []wantErr{
 			{"execution.judge_model", "is not allowed: this benchmark grades without an LLM judge"},
