@@ -152,6 +152,9 @@ func TestCLIAgainstServer(t *testing.T) {
 		{"no run id", "", []string{"runs", "info"}, exitUsage, "want one run id"},
 		{"secret value on argv", "x", []string{"secret", "set", "A", "B"}, exitUsage, "never the command line"},
 		{"empty secret", "", []string{"secret", "set", "EMPTY"}, exitFailure, "empty value"},
+		{"secret name with a leading underscore", "x", []string{"secret", "set", "_KEY"}, exitFailure, "^[A-Z][A-Z0-9_]*$"},
+		{"reserved secret name", "x", []string{"secret", "set", "GAUNTLET_TOKEN"}, exitFailure, "reserved"},
+		{"reserved osmosis secret name", "x", []string{"secret", "set", "SKYPILOT_KEY"}, exitFailure, "names starting with SKYPILOT_"},
 		{"bad config", "", []string{"submit", "/nonexistent.toml"}, exitFailure, "read run config"},
 		{"unknown subcommand", "", []string{"runs", "frob"}, exitUsage, `unknown subcommand "frob"`},
 	}

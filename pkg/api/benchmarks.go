@@ -138,7 +138,7 @@ func manifestView(m benchmark.Manifest, check records.EnvCheck) *v1.ManifestView
 		Version: m.Version, Digest: m.Digest, Tasks: make([]v1.TaskView, len(m.Tasks)),
 		Categories: []v1.CategoryView{}, TaskSets: []v1.TaskSetView{},
 		Harness:       v1.HarnessView{Requirement: string(m.HarnessRequirement), Default: m.DefaultHarness},
-		Judge:         v1.Judge{Required: m.Judge.Required, DefaultModel: m.Judge.DefaultModel},
+		Judge:         v1.Judge{Required: m.Judge.Required, DefaultModel: m.Judge.DefaultModel, ModelPinned: m.Judge.ModelPinned},
 		PassThreshold: m.EffectivePassThreshold(), RequiredSecrets: nonNil(m.RequiredSecrets),
 		Difficulties: map[string]int{}, TaskSetTasks: map[string][]string{}, UnavailableTasks: []v1.UnavailableTask{},
 	}

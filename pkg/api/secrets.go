@@ -64,7 +64,11 @@ func secretRef(r *http.Request) (secret.Ref, error) {
 	name := r.PathValue("name")
 	if !secret.ValidName(name) {
 		return secret.Ref{}, errorf(http.StatusBadRequest, v1.CodeBadRequest,
-			"secret name %q must be an environment variable name (^[A-Z_][A-Z0-9_]*$, at most 128 bytes)", name)
+			"secret name %q must be an environment variable name (%s, at most 128 bytes)", name, secret.NamePattern)
+	}
+	if p := secret.ReservedPrefix(name); p != "" {
+		return secret.Ref{}, errorf(http.StatusBadRequest, v1.CodeBadRequest,
+			"secret name %q is reserved: names starting with %s are set by the platform's runner (reserved: %s)", name, p, strings.Join(secret.ReservedPrefixes, "*, ")+"*")
 	}
 	ref := secret.Ref{Workspace: id.Workspace, Scope: secret.Workspace, Name: name}
 	switch scope := r.URL.Query().Get("scope"); scope {

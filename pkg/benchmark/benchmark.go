@@ -68,6 +68,10 @@ type Judge struct {
 	Required bool `json:"required"`
 	// DefaultModel is the judge model used when a run names none.
 	DefaultModel string `json:"default_model,omitempty"`
+	// ModelPinned is true when the benchmark's grader fixes its judge model
+	// (DefaultModel, when known): a run gives only the judge's API key and
+	// may not name a model (the spec's "key only" case).
+	ModelPinned bool `json:"model_pinned,omitempty"`
 }
 
 // TaskLocation says where a task's files are fetched from (Harbor's registry

@@ -151,6 +151,7 @@ type catalogBenchmark struct {
 	DefaultHarness     string           `toml:"default_harness"`
 	JudgeRequired      bool             `toml:"judge_required"`
 	JudgeModel         string           `toml:"judge_model"`
+	JudgeModelPinned   bool             `toml:"judge_model_pinned"`
 	PassThreshold      *float64         `toml:"pass_threshold"`
 	RequiredSecrets    []string         `toml:"required_secrets"`
 	TaskSets           []catalogTaskSet `toml:"task_sets"`
@@ -198,6 +199,7 @@ func ValidTaskSetName(name string) bool { return taskSetNameRE.MatchString(name)
 //	default_harness = "terminus-2"      # required for official-only
 //	judge_required = false              # default false
 //	judge_model = "openai/gpt-5.2"      # default judge model, optional
+//	judge_model_pinned = false          # the grader fixes its model: runs give only the key
 //	pass_threshold = 1.0                # in (0, 1]; default 1.0
 //	required_secrets = ["HF_TOKEN"]     # secret record names the benchmark itself needs
 //
@@ -261,7 +263,7 @@ func (p *catalogParser) entry(path string, b catalogBenchmark, base string) Cata
 		Key: b.Key, Name: b.Name, Description: b.Description, SourceURL: b.SourceURL,
 		Source: b.Source, Registry: localPath(base, b.Registry), Dir: localPath(base, b.Dir),
 		HarnessRequirement: HarnessRequirement(b.HarnessRequirement), DefaultHarness: b.DefaultHarness,
-		Judge:         Judge{Required: b.JudgeRequired, DefaultModel: b.JudgeModel},
+		Judge:         Judge{Required: b.JudgeRequired, DefaultModel: b.JudgeModel, ModelPinned: b.JudgeModelPinned},
 		PassThreshold: DefaultPassThreshold, RequiredSecrets: b.RequiredSecrets,
 	}
 	if b.Name == "" {
@@ -295,9 +297,15 @@ func (p *catalogParser) entry(path string, b catalogBenchmark, base string) Cata
 			p.add(path+".pass_threshold", fmt.Sprintf("%v must be in (0, 1]", e.PassThreshold))
 		}
 	}
+	if b.JudgeModelPinned && !b.JudgeRequired {
+		p.add(path+".judge_model_pinned", "is only allowed with judge_required = true")
+	}
 	for i, name := range b.RequiredSecrets {
-		if !secret.ValidName(name) {
-			p.add(fmt.Sprintf("%s.required_secrets[%d]", path, i), "must be a secret record name matching ^[A-Z_][A-Z0-9_]*$")
+		switch {
+		case !secret.ValidName(name):
+			p.add(fmt.Sprintf("%s.required_secrets[%d]", path, i), "must be a secret record name matching "+secret.NamePattern)
+		case secret.ReservedPrefix(name) != "":
+			p.add(fmt.Sprintf("%s.required_secrets[%d]", path, i), "names a reserved secret: names starting with "+secret.ReservedPrefix(name)+" are set by the platform's runner")
 		}
 	}
 	e.TaskSets = p.taskSets(path, b.TaskSets)

@@ -98,7 +98,8 @@ source = "no-version"
 harness_requirement = "sometimes"
 default_harness = "Bad Harness"
 pass_threshold = 0
-required_secrets = ["lower"]
+judge_model_pinned = true
+required_secrets = ["lower", "GAUNTLET_X"]
 [[benchmarks.task_sets]]
 name = "P!"
 tasks = []
@@ -112,7 +113,9 @@ tasks = ["a"]
 			{"benchmarks[0].harness_requirement", `"sometimes" must be one of required, optional, official-only`},
 			{"benchmarks[0].default_harness", `"Bad Harness" must match ^[a-z0-9][a-z0-9._-]{0,62}$`},
 			{"benchmarks[0].pass_threshold", "0 must be in (0, 1]"},
-			{"benchmarks[0].required_secrets[0]", "must be a secret record name matching ^[A-Z_][A-Z0-9_]*$"},
+			{"benchmarks[0].judge_model_pinned", "is only allowed with judge_required = true"},
+			{"benchmarks[0].required_secrets[0]", "must be a secret record name matching ^[A-Z][A-Z0-9_]*$"},
+			{"benchmarks[0].required_secrets[1]", "names a reserved secret: names starting with GAUNTLET_ are set by the platform's runner"},
 			{"benchmarks[0].task_sets[0].name", `"P!" must match ^[a-z0-9][a-z0-9._-]{0,62}$`},
 			{"benchmarks[0].task_sets[0].tasks", "must list at least one task"},
 			{"benchmarks[0].task_sets[1].name", `"P!" must match ^[a-z0-9][a-z0-9._-]{0,62}$`},

@@ -54,6 +54,15 @@ type Harness struct {
 	// and gives the agent the attempt's gateway token under this name
 	// instead. Empty: the harness takes none.
 	KeyEnv string
+	// CredentialSecret is the pinned secret record name of the separate
+	// credential the harness takes besides its model key (the config's
+	// harness_api_key_secret, which must name exactly this record); empty:
+	// the harness takes none and the config may not set it.
+	CredentialSecret string
+	// PlatformEnv are env vars the platform sets for the harness when its
+	// model is a provider model; a config may not set them in [env] or
+	// [agents.env] for such an agent.
+	PlatformEnv []string
 	// WireAPI is the model wire protocol the program speaks (one of the
 	// Wire* constants); "" for a harness that calls no model.
 	WireAPI string

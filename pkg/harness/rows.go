@@ -101,10 +101,11 @@ enabled = false
 		Name: "cursor-cli",
 		Description: "Cursor's agent CLI, installed by Cursor's install script (not on npm); " +
 			"needs a deployment whose sandboxes may install from the network",
-		Version:        "2025.11.25-d5b3271",
-		NetworkInstall: `curl -fsSL https://cursor.com/install | bash -s -- --version 2025.11.25-d5b3271`,
-		Run:            `"$HOME/.local/bin/cursor-agent" -p --force --output-format json -m {{shq .ModelName}} "$(cat {{.InstructionFile}})" </dev/null`,
-		KeyEnv:         "CURSOR_API_KEY",
+		Version:          "2025.11.25-d5b3271",
+		NetworkInstall:   `curl -fsSL https://cursor.com/install | bash -s -- --version 2025.11.25-d5b3271`,
+		Run:              `"$HOME/.local/bin/cursor-agent" -p --force --output-format json -m {{shq .ModelName}} "$(cat {{.InstructionFile}})" </dev/null`,
+		KeyEnv:           "CURSOR_API_KEY",
+		CredentialSecret: "CURSOR_API_KEY",
 	},
 	{
 		Name: "gemini-cli",
@@ -146,6 +147,7 @@ enabled = false
 		NetworkInstall: `pip install --no-cache-dir 'mini-swe-agent==1.17.3'`,
 		Run:            `mini --yolo --exit-immediately -m {{shq .Model}} -t "$(cat {{.InstructionFile}})" -o {{.Home}}/mini.traj.json </dev/null`,
 		KeyEnv:         "OPENAI_API_KEY",
+		PlatformEnv:    []string{"MSWEA_API_KEY"},
 	},
 	{
 		Name:        "nop",

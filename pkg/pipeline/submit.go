@@ -314,7 +314,7 @@ func (s *Service) readyBenchmark(ctx context.Context, ws, ref string) (records.B
 	b, err := s.findBenchmark(ctx, ws, ref)
 	if errors.Is(err, records.ErrNotFound) {
 		return records.Benchmark{}, benchmark.Manifest{}, &Problem{Code: CodeUnknownBenchmark, Field: field,
-			Message: fmt.Sprintf("no benchmark has key or name %q; list them with `gauntlet benchmark list`", ref)}, nil
+			Message: fmt.Sprintf("no benchmark has key, name or registry spec %q; list them with `gauntlet benchmark list`", ref)}, nil
 	}
 	if err != nil {
 		return b, benchmark.Manifest{}, nil, err
@@ -332,7 +332,8 @@ func (s *Service) readyBenchmark(ctx context.Context, ws, ref string) (records.B
 
 // findBenchmark resolves a benchmark reference: an exact key in the
 // workspace, then an exact key among the managed benchmarks, then an exact
-// name in the workspace, then among the managed ones. A key always wins over
+// name in the workspace, then among the managed ones, then a registry spec
+// name@version the same way. A key always wins over
 // a name, so a workspace benchmark named like a managed key never shadows it.
 func (s *Service) findBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, error) {
 	spaces := []string{ws, PlatformWorkspace}
@@ -352,6 +353,22 @@ func (s *Service) findBenchmark(ctx context.Context, ws, ref string) (records.Be
 			if b.Name == ref {
 				b.Workspace = space
 				return b, nil
+			}
+		}
+	}
+	// Last, a registry dataset's spec name@version, the way Osmosis's
+	// configs name a benchmark ("acme/custom@1.0").
+	if strings.Contains(ref, "@") {
+		for _, space := range spaces {
+			all, err := s.recs.Benchmarks(ctx, space)
+			if err != nil {
+				return records.Benchmark{}, err
+			}
+			for _, b := range all {
+				if b.Source.Type == benchmark.Harbor && b.Source.Ref == ref {
+					b.Workspace = space
+					return b, nil
+				}
 			}
 		}
 	}

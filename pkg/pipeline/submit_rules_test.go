@@ -165,7 +165,10 @@ func TestSubmitRacingABenchmarkDeleteWritesNothing(t *testing.T) {
 	}
 }
 
-func TestSubmitReportsVerifierEnvTheBenchmarksSecretWouldReplace(t *testing.T) {
+// TestSubmitRefusesVerifierOnManagedBenchmarks checks Osmosis's rule:
+// [verifier] applies to registry datasets only, so on a managed benchmark
+// it is refused before anything else about it is checked.
+func TestSubmitRefusesVerifierOnManagedBenchmarks(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	tasks := t.TempDir()
 	writeTask(t, tasks, "graded", 60)
@@ -185,11 +188,11 @@ env = { GRADER_TOKEN = "literal", OTHER = "fine" }
 [[agents]]
 harness = "nop"
 `)
-	want := []pipeline.Problem{{Code: pipeline.CodeInvalidConfig, Field: "verifier.env.GRADER_TOKEN"}}
+	want := []pipeline.Problem{{Code: pipeline.CodeInvalidConfig, Field: "verifier"}}
 	if diff := cmp.Diff(want, problems, cmpopts.IgnoreFields(pipeline.Problem{}, "Message")); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
-	if len(problems) == 1 && !strings.Contains(problems[0].Message, "silently replace") {
-		t.Errorf("message %q does not say the secret replaces the value", problems[0].Message)
+	if len(problems) == 1 && !strings.Contains(problems[0].Message, "registry datasets only") {
+		t.Errorf("message %q does not say [verifier] is for registry datasets only", problems[0].Message)
 	}
 }

@@ -8,7 +8,7 @@
 // A config looks like this:
 //
 //	[experiment]
-//	benchmark = "terminal-bench-2-0"   # key, exact name or id
+//	benchmark = "terminal-bench-2-0"   # key, exact name, id or registry spec "terminal-bench@2.0"
 //	# manifest_version = "2.0"         # pins set by the platform on resolution
 //	# manifest_digest = "sha256:…"
 //
@@ -32,7 +32,7 @@
 //	[secrets]
 //	required = ["GITHUB_TOKEN"]        # ≤ 16 secret record names given to every agent
 //
-//	[verifier]
+//	[verifier]                         # registry datasets only: refused on managed benchmarks
 //	required = ["JUDGE_TOKEN"]         # ≤ 16 secret record names the verifier reads
 //	env = { STRICT = "1" }             # literal env vars for the verifier
 //
@@ -50,6 +50,16 @@
 //	# extra_headers = { "X-Org" = "research" }    # endpoint only, never Authorization
 //	[agents.env]
 //	REASONING_EFFORT = "high"
+//
+// Osmosis's rules apply both ways. Secret record names match
+// ^[A-Z][A-Z0-9_]*$ (no leading '_'). Names the platform's runner reserves
+// are refused as secret names and as env var names ([env], [agents.env],
+// [verifier].env): GAUNTLET_* (what gauntlet's runner injects) and
+// Osmosis's _OSMOSIS_*, DAYTONA_*, SKYPILOT_*. The judge keys follow the
+// benchmark's three cases: a judge with a model choice requires
+// judge_api_key_secret (judge_model optional when the benchmark has a
+// default); a grader that pins its model (benchmark.Judge.ModelPinned)
+// requires the key and refuses judge_model; no judge refuses both.
 //
 // A hosted model gives either model, or base_model with an optional
 // lora_model_name (the Osmosis form); its api_key_secret is optional.

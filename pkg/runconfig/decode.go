@@ -164,11 +164,18 @@ func (d *decoder) nonEmpty(path string, v any) (string, bool) {
 // mistake here is often a secret value pasted in place of its name.
 func (d *decoder) secretName(path string, v any) (string, bool) {
 	s, ok := d.str(path, v)
-	if ok && !secret.ValidName(s) {
-		d.add(path, "must be a secret record NAME matching ^[A-Z_][A-Z0-9_]*$ (at most 128 bytes), never the secret value")
+	if !ok {
 		return "", false
 	}
-	return s, ok
+	if !secret.ValidName(s) {
+		d.add(path, "must be a secret record NAME matching %s (at most 128 bytes), never the secret value", secret.NamePattern)
+		return "", false
+	}
+	if p := secret.ReservedPrefix(s); p != "" {
+		d.add(path, "names a reserved secret: names starting with %s are set by the platform's runner (reserved: %s)", p, reservedList())
+		return "", false
+	}
+	return s, true
 }
 
 // integer converts an integer in [lo, hi].
@@ -295,11 +302,22 @@ func (d *decoder) stringMap(path string, v any, key func(path, k string) bool) m
 
 // envKey checks an environment variable name.
 func (d *decoder) envKey(path, k string) bool {
-	if !secret.ValidName(k) {
+	if !envNameRE.MatchString(k) || len(k) > 128 {
 		d.add(path, "env var names must match ^[A-Z_][A-Z0-9_]*$ (at most 128 bytes)")
 		return false
 	}
+	if p := secret.ReservedPrefix(k); p != "" {
+		d.add(path, "is reserved: env vars starting with %s are set by the platform's runner (reserved: %s)", p, reservedList())
+		return false
+	}
 	return true
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// reservedList renders the reserved prefixes for messages.
+func reservedList() string {
+	return strings.Join(secret.ReservedPrefixes, "*, ") + "*"
 }
 
 // typeName names a decoded value's type for messages.

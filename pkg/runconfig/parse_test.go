@@ -260,7 +260,22 @@ func errorCases() []errorCase {
 		{"hosted without model", head + agent + "[agents.model]\ntype = \"hosted\"\n", []wantErr{{"agents[0].model.model", "is required for type = \"hosted\""}}, false},
 		{"hosted with both", head + agent + "[agents.model]\ntype = \"hosted\"\nmodel = \"a\"\nbase_model = \"b\"\n", []wantErr{{"agents[0].model.base_model", "give either model or base_model, not both"}}, false},
 		{"lora without base", head + agent + "[agents.model]\ntype = \"hosted\"\nmodel = \"a\"\nlora_model_name = \"b\"\n", []wantErr{{"agents[0].model.lora_model_name", "is only allowed with base_model"}}, false},
-		{"secret value instead of name", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"sk-live-abc123\"\n", []wantErr{{"agents[0].model.api_key_secret", "must be a secret record NAME matching ^[A-Z_][A-Z0-9_]*$"}}, false},
+		{"secret value instead of name", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"sk-live-abc123\"\n", []wantErr{{"agents[0].model.api_key_secret", "must be a secret record NAME matching ^[A-Z][A-Z0-9_]*$"}}, false},
+		// Osmosis's secret-name shape: no leading '_'.
+		{"secret name with a leading underscore", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"_KEY\"\n", []wantErr{{"agents[0].model.api_key_secret", "must be a secret record NAME matching ^[A-Z][A-Z0-9_]*$"}}, false},
+		// Names the runner reserves, one per prefix and per place a name goes.
+		{"reserved gauntlet secret", head + agent + "secrets = [\"GAUNTLET_TOKEN\"]\n", []wantErr{{"agents[0].secrets[0]", "names a reserved secret: names starting with GAUNTLET_"}}, false},
+		{"reserved osmosis secret", head + agent + "[secrets]\nrequired = [\"_OSMOSIS_KEY\"]\n", []wantErr{{"secrets.required[0]", "must be a secret record NAME matching"}}, false},
+		{"reserved daytona secret", head + agent + "[verifier]\nrequired = [\"DAYTONA_API_KEY\"]\n", []wantErr{{"verifier.required[0]", "names a reserved secret: names starting with DAYTONA_"}}, false},
+		{"reserved skypilot judge secret", head + "[execution]\njudge_api_key_secret = \"SKYPILOT_KEY\"\n" + agent, []wantErr{{"execution.judge_api_key_secret", "names a reserved secret: names starting with SKYPILOT_"}}, false},
+		{"reserved env var", head + "[env]\nGAUNTLET_MODEL = \"x\"\n" + agent, []wantErr{{"env.GAUNTLET_MODEL", "is reserved: env vars starting with GAUNTLET_"}}, false},
+		{"reserved osmosis env var", head + agent + "[agents.env]\n_OSMOSIS_RUN = \"x\"\n", []wantErr{{"agents[0].env._OSMOSIS_RUN", "is reserved: env vars starting with _OSMOSIS_"}}, false},
+		{"reserved verifier env var", head + agent + "[verifier]\nenv = { DAYTONA_TARGET = \"eu\" }\n", []wantErr{{"verifier.env.DAYTONA_TARGET", "is reserved"}}, false},
+		{"all reserved names at once", head + "[env]\nSKYPILOT_X = \"1\"\n" + agent + "secrets = [\"GAUNTLET_A\", \"_B\"]\n", []wantErr{
+			{"env.SKYPILOT_X", "is reserved"},
+			{"agents[0].secrets[0]", "names a reserved secret"},
+			{"agents[0].secrets[1]", "must be a secret record NAME"},
+		}, false},
 		{"zero attempts", head + agent + "[execution]\nattempts_per_task = 0\n", []wantErr{{"execution.attempts_per_task", "must be an integer from 1 to 100, got 0"}}, false},
 		{"float attempts", head + agent + "[execution]\nattempts_per_task = 2.0\n", []wantErr{{"execution.attempts_per_task", "must be an integer, got float"}}, true},
 		{"zero concurrency", head + agent + "[execution]\nmax_concurrent_attempts = 0\n", []wantErr{{"execution.max_concurrent_attempts", "must be an integer from 1 to 1024, got 0"}}, false},

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 )
 
 // listLimit is how many names an error message lists before truncating.
@@ -51,11 +52,13 @@ func Resolve(cfg Config, m benchmark.Manifest) (Resolved, error) {
 		SecretNames:     sortedUnique(append(cfg.SecretNames(), m.RequiredSecrets...)),
 	}
 	checkPins(&p, cfg.Experiment, m)
+	checkVerifier(&p, cfg.Verifier, m)
 	r.Tasks, r.TaskSet, r.Warnings = selectTasks(&p, cfg.Tasks, m)
 	if cfg.Execution.PassThreshold != nil {
 		r.PassThreshold = *cfg.Execution.PassThreshold
 	}
 	r.Harnesses = resolveHarnesses(&p, cfg.Agents, m)
+	checkHarnessCredentials(&p, cfg, r.Harnesses)
 	var judgeWarning string
 	r.JudgeModel, judgeWarning = resolveJudge(&p, cfg.Execution, m)
 	if judgeWarning != "" {
@@ -66,6 +69,48 @@ func Resolve(cfg Config, m benchmark.Manifest) (Resolved, error) {
 	}
 	r.Config.Experiment = Experiment{Benchmark: m.Key, ManifestVersion: m.Version, ManifestDigest: m.Digest}
 	return r, nil
+}
+
+// checkHarnessCredentials applies each harness row's credential data: a
+// harness with a CredentialSecret requires harness_api_key_secret under
+// exactly that name, one without refuses it, and a provider-model agent may
+// not set the harness's PlatformEnv.
+func checkHarnessCredentials(p *problems, cfg Config, harnesses []string) {
+	for i, a := range cfg.Agents {
+		if i >= len(harnesses) {
+			break
+		}
+		at := index("agents", i)
+		h, _ := harness.Lookup(harnesses[i])
+		switch {
+		case h.CredentialSecret != "" && a.HarnessAPIKeySecret == "":
+			p.add(join(at, "harness_api_key_secret"), "is required for harness %q: name the secret record %s", harnesses[i], h.CredentialSecret)
+		case h.CredentialSecret != "" && a.HarnessAPIKeySecret != h.CredentialSecret:
+			p.add(join(at, "harness_api_key_secret"), "must be %s for harness %q (its pinned credential name)", h.CredentialSecret, harnesses[i])
+		case h.CredentialSecret == "" && a.HarnessAPIKeySecret != "":
+			p.add(join(at, "harness_api_key_secret"), "is not allowed for harness %q: it takes no separate credential", harnesses[i])
+		}
+		if a.Model == nil || a.Model.Type != Provider {
+			continue
+		}
+		for _, k := range h.PlatformEnv {
+			if _, ok := cfg.Env[k]; ok {
+				p.add(join("env", k), "is set by the platform for agents[%d] (harness %q with a provider model); remove it", i, harnesses[i])
+			}
+			if _, ok := a.Env[k]; ok {
+				p.add(join(join(at, "env"), k), "is set by the platform for harness %q with a provider model; remove it", harnesses[i])
+			}
+		}
+	}
+}
+
+// checkVerifier refuses [verifier] on a managed benchmark: the platform
+// owns its verifier's environment (Osmosis allows [verifier] on registry
+// datasets only, and so does gauntlet, so a config valid here is valid there).
+func checkVerifier(p *problems, v Verifier, m benchmark.Manifest) {
+	if m.Source.Type == benchmark.Managed && (len(v.Required) > 0 || len(v.Env) > 0) {
+		p.add("verifier", "is not allowed on managed benchmark %q: [verifier] applies to registry datasets only; remove the [verifier] table", m.Key)
+	}
 }
 
 // checkPins rejects a config pinned to another manifest than m.
@@ -224,14 +269,28 @@ func defaultHint(m benchmark.Manifest) string {
 	return fmt.Sprintf(" (its default harness is %q)", m.DefaultHarness)
 }
 
-// resolveJudge returns the judge model grading uses and a warning when the
-// config sets judge keys the benchmark does not use.
+// resolveJudge returns the judge model grading uses, checking the judge
+// keys against the spec's three cases: model and key (model optional when
+// the benchmark has a default), key only (a grader that pins its model), or
+// neither (both refused). The second result is kept for callers' warnings.
 func resolveJudge(p *problems, e Execution, m benchmark.Manifest) (string, string) {
-	if !m.Judge.Required {
-		if e.JudgeModel != "" || e.JudgeAPIKeySecret != "" {
-			return "", "execution.judge_model and execution.judge_api_key_secret are ignored: this benchmark grades without an LLM judge"
+	switch {
+	case !m.Judge.Required:
+		if e.JudgeModel != "" {
+			p.add("execution.judge_model", "is not allowed: this benchmark grades without an LLM judge")
+		}
+		if e.JudgeAPIKeySecret != "" {
+			p.add("execution.judge_api_key_secret", "is not allowed: this benchmark grades without an LLM judge")
 		}
 		return "", ""
+	case m.Judge.ModelPinned:
+		if e.JudgeModel != "" {
+			p.add("execution.judge_model", "is not allowed: this benchmark's grader pins its judge model (%s); give only execution.judge_api_key_secret", describeModel(m.Judge.DefaultModel))
+		}
+		if e.JudgeAPIKeySecret == "" {
+			p.add("execution.judge_api_key_secret", "is required: this benchmark grades with a pinned LLM judge (%s); name the secret record holding its API key", describeModel(m.Judge.DefaultModel))
+		}
+		return m.Judge.DefaultModel, ""
 	}
 	model := e.JudgeModel
 	if model == "" {

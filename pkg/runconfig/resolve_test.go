@@ -118,6 +118,9 @@ func TestResolvePinsAndDefaults(t *testing.T) {
 
 func TestResolveHarnessAndJudge(t *testing.T) {
 	judged := func(m *benchmark.Manifest) { m.Judge = benchmark.Judge{Required: true, DefaultModel: "openai/gpt-5.2"} }
+	pinned := func(m *benchmark.Manifest) {
+		m.Judge = benchmark.Judge{Required: true, DefaultModel: "grader/v1", ModelPinned: true}
+	}
 	tests := []struct {
 		name          string
 		requirement   benchmark.HarnessRequirement
@@ -132,6 +135,8 @@ func TestResolveHarnessAndJudge(t *testing.T) {
 		{"official-only applies the default", benchmark.HarnessOfficialOnly, nil, "[[agents]]\nname = \"x\"\n[[agents]]\nharness = \"oracle\"\nname = \"y\"\n", []string{"oracle", "oracle"}, ""},
 		{"judge default model", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "openai/gpt-5.2"},
 		{"judge run model wins", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_model = \"anthropic/x\"\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "anthropic/x"},
+		{"cursor-cli with its pinned credential", benchmark.HarnessOptional, nil, "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n", []string{"cursor-cli"}, ""},
+		{"pinned judge takes only the key", benchmark.HarnessOptional, pinned, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "grader/v1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +156,16 @@ func TestResolveHarnessAndJudge(t *testing.T) {
 				t.Errorf("JudgeModel = %q, want %q", r.JudgeModel, tt.wantJudge)
 			}
 		})
+	}
+}
+
+// TestResolveVerifierOnRegistryDataset checks that [verifier] stays allowed
+// on a registry dataset (Osmosis's rule refuses it on managed ones only).
+func TestResolveVerifierOnRegistryDataset(t *testing.T) {
+	m := testManifest(t)
+	m.Source = benchmark.Source{Type: benchmark.Harbor, Ref: "acme/custom@1.0"}
+	if _, err := Resolve(parse(t, head+agent+"[verifier]\nrequired = [\"VERIFIER_TOKEN\"]\nenv = { LEVEL = \"x\" }\n"), m); err != nil {
+		t.Fatalf("Resolve: %v", err)
 	}
 }
 
@@ -195,6 +210,38 @@ func TestResolveErrors(t *testing.T) {
 			{"execution.judge_model", "is required: this benchmark grades with an LLM judge and has no default judge model"},
 			{"execution.judge_api_key_secret", "is required: this benchmark grades with an LLM judge (no model set)"},
 		}},
+		{"judge key without a default model still needs the key", head + "[execution]\njudge_model = \"m\"\n" + agent, func(m *benchmark.Manifest) { m.Judge = benchmark.Judge{Required: true} }, []wantErr{
+			{"execution.judge_api_key_secret", `is required: this benchmark grades with an LLM judge (model "m")`},
+		}},
+		{"pinned judge refuses a model and needs the key", head + "[execution]\njudge_model = \"mine\"\n" + agent, func(m *benchmark.Manifest) {
+			m.Judge = benchmark.Judge{Required: true, DefaultModel: "grader/v1", ModelPinned: true}
+		}, []wantErr{
+			{"execution.judge_model", `is not allowed: this benchmark's grader pins its judge model (model "grader/v1")`},
+			{"execution.judge_api_key_secret", "is required: this benchmark grades with a pinned LLM judge"},
+		}},
+		{"verifier on a managed benchmark", head + agent + "[verifier]\nrequired = [\"VERIFIER_TOKEN\"]\n", func(m *benchmark.Manifest) { m.Source.Type = benchmark.Managed }, []wantErr{
+			{"verifier", "is not allowed on managed benchmark"},
+		}},
+		{"verifier env on a managed benchmark", head + agent + "[verifier]\nenv = { LEVEL = \"x\" }\n", func(m *benchmark.Manifest) { m.Source.Type = benchmark.Managed }, []wantErr{
+			{"verifier", "[verifier] applies to registry datasets only"},
+		}},
+		{"cursor-cli needs its credential", head + "[[agents]]\nharness = \"cursor-cli\"\n", nil, []wantErr{
+			{"agents[0].harness_api_key_secret", `is required for harness "cursor-cli": name the secret record CURSOR_API_KEY`},
+		}},
+		{"cursor-cli credential under another name", head + "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"MY_CURSOR\"\n", nil, []wantErr{
+			{"agents[0].harness_api_key_secret", `must be CURSOR_API_KEY for harness "cursor-cli"`},
+		}},
+		{"codex takes no harness credential", head + "[[agents]]\nharness = \"codex\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n", nil, []wantErr{
+			{"agents[0].harness_api_key_secret", `is not allowed for harness "codex": it takes no separate credential`},
+		}},
+		{"mini-swe-agent's platform key in env", head + "[env]\nMSWEA_API_KEY = \"x\"\n[[agents]]\nharness = \"mini-swe-agent\"\n[agents.model]\ntype = \"provider\"\nmodel = \"openai/m\"\napi_key_secret = \"OPENAI_API_KEY\"\n[agents.env]\nMSWEA_API_KEY = \"y\"\n", nil, []wantErr{
+			{"env.MSWEA_API_KEY", `is set by the platform for agents[0] (harness "mini-swe-agent" with a provider model)`},
+			{"agents[0].env.MSWEA_API_KEY", "is set by the platform"},
+		}},
+		{"no judge refuses both judge keys", head + "[execution]\njudge_model = \"x\"\njudge_api_key_secret = \"JK\"\n" + agent, nil, []wantErr{
+			{"execution.judge_model", "is not allowed: this benchmark grades without an LLM judge"},
+			{"execution.judge_api_key_secret", "is not allowed: this benchmark grades without an LLM judge"},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,17 +252,6 @@ func TestResolveErrors(t *testing.T) {
 			_, err := Resolve(parse(t, tt.doc), m)
 			checkErrors(t, err, tt.want)
 		})
-	}
-}
-
-func TestResolveJudgeIgnored(t *testing.T) {
-	r, err := Resolve(parse(t, head+agent+"[execution]\njudge_model = \"x\"\n"), testManifest(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"execution.judge_model and execution.judge_api_key_secret are ignored: this benchmark grades without an LLM judge"}
-	if diff := cmp.Diff(want, r.Warnings); diff != "" || r.JudgeModel != "" {
-		t.Errorf("Warnings mismatch (-want +got):\n%s (judge %q)", diff, r.JudgeModel)
 	}
 }
 

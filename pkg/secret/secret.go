@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 )
 
 // ErrNotFound reports a missing secret record.
@@ -23,11 +24,33 @@ const (
 	Personal  Scope = "personal"  // visible to and used for its owner only
 )
 
-var namePattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+var namePattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+// NamePattern is the shape of a secret record name, for messages.
+const NamePattern = "^[A-Z][A-Z0-9_]*$"
 
 // ValidName reports whether name is an allowed secret record name
-// (an environment variable name: ^[A-Z_][A-Z0-9_]*$, at most 128 bytes).
+// (an upper-case environment variable name not starting with '_':
+// ^[A-Z][A-Z0-9_]*$, at most 128 bytes). Osmosis uses the same shape, so a
+// config valid here names records valid there.
 func ValidName(name string) bool { return len(name) <= 128 && namePattern.MatchString(name) }
+
+// ReservedPrefixes are the environment-variable prefixes the platform's
+// runner owns: gauntlet's own (the runner injects GAUNTLET_* into every
+// sandbox) and Osmosis's (_OSMOSIS_*, DAYTONA_*, SKYPILOT_*), so that a
+// config valid here is valid there. Neither a secret record nor a literal
+// env var may take such a name: it would shadow what the runner sets.
+var ReservedPrefixes = []string{"GAUNTLET_", "_OSMOSIS_", "DAYTONA_", "SKYPILOT_"}
+
+// ReservedPrefix returns the reserved prefix name starts with, or "".
+func ReservedPrefix(name string) string {
+	for _, p := range ReservedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return p
+		}
+	}
+	return ""
+}
 
 // Ref addresses one record. Owner is the user id for Personal records and
 // empty for Workspace ones.
@@ -48,7 +71,7 @@ func (r Ref) Validate() error {
 	case r.Scope == Personal && r.Owner == "":
 		return errors.New("secret ref: personal record without owner")
 	case !ValidName(r.Name):
-		return fmt.Errorf("secret ref: name %q must match ^[A-Z_][A-Z0-9_]*$", r.Name)
+		return fmt.Errorf("secret ref: name %q must match %s", r.Name, NamePattern)
 	}
 	return nil
 }

@@ -67,6 +67,12 @@ func TestAddSyncRemoveBenchmark(t *testing.T) {
 	if b.Progress.Synced != 15 || b.Progress.Total != 15 {
 		t.Errorf("progress = %+v, want 15/15", b.Progress)
 	}
+	// A config may name the benchmark by its registry spec, as Osmosis's do.
+	var report v1.ValidationReport
+	alice().call(t, toml("/v1/runs/validate", "[experiment]\nbenchmark = \"demo-bench@1.0\"\n[[agents]]\nharness = \"oracle\"\n"), http.StatusOK, &report)
+	if !report.Valid || report.Benchmark != "demo-bench-1-0" {
+		t.Errorf("validate by registry spec = %+v, want valid on demo-bench-1-0", report)
+	}
 	alice().call(t, add, http.StatusAccepted, &added) // adding it again returns the same benchmark
 	if added.Key != "demo-bench-1-0" || added.Status != "ready" {
 		t.Errorf("second add = %+v, want the ready benchmark", added)

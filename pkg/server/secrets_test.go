@@ -112,6 +112,10 @@ func TestSecrets(t *testing.T) {
 		code   string
 	}{
 		{"lowercase name", request{method: "PUT", path: "/v1/secrets/lower", body: []byte("x")}, 400, v1.CodeBadRequest},
+		{"leading underscore", request{method: "PUT", path: "/v1/secrets/_KEY", body: []byte("x")}, 400, v1.CodeBadRequest},
+		{"reserved gauntlet name", request{method: "PUT", path: "/v1/secrets/GAUNTLET_TOKEN", body: []byte("x")}, 400, v1.CodeBadRequest},
+		{"reserved osmosis name", request{method: "PUT", path: "/v1/secrets/DAYTONA_API_KEY", body: []byte("x")}, 400, v1.CodeBadRequest},
+		{"reserved skypilot name", request{method: "PUT", path: "/v1/secrets/SKYPILOT_KEY", body: []byte("x")}, 400, v1.CodeBadRequest},
 		{"bad scope", request{method: "PUT", path: "/v1/secrets/OK_NAME?scope=team", body: []byte("x")}, 400, v1.CodeBadRequest},
 		{"empty value", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: nil}, 400, v1.CodeBadRequest},
 		{"json unknown field", request{method: "PUT", path: "/v1/secrets/OK_NAME", body: []byte(`{"valeu":"x"}`), contentType: "application/json"}, 400, v1.CodeBadRequest},

@@ -170,4 +170,7 @@ type Judge struct {
 	Required bool `json:"required"`
 	// DefaultModel is the judge model used when a run names none.
 	DefaultModel string `json:"default_model,omitempty"`
+	// ModelPinned is true when the grader fixes its model: a run gives only
+	// execution.judge_api_key_secret and may not set execution.judge_model.
+	ModelPinned bool `json:"model_pinned,omitempty"`
 }

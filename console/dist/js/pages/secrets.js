@@ -6,7 +6,9 @@ import { h, replace } from '../dom.js';
 import { confirmDialog, errorBox, loading, table, toast } from '../components.js';
 import { ago, dateTime } from '../format.js';
 
-const NAME_RE = /^[A-Z_][A-Z0-9_]*$/;
+const NAME_RE = /^[A-Z][A-Z0-9_]*$/;
+// Prefixes the platform's runner sets in every sandbox (pkg/secret.ReservedPrefixes).
+const RESERVED = ['GAUNTLET_', '_OSMOSIS_', 'DAYTONA_', 'SKYPILOT_'];
 
 /** renderSecrets renders /secrets. */
 export async function renderSecrets(ctx) {
@@ -61,7 +63,14 @@ function setForm(status, refresh, prefill) {
     const n = name.value.trim();
     if (!NAME_RE.test(n) || n.length > 128) {
       name.setAttribute('aria-invalid', 'true');
-      nameError.textContent = 'Use capitals, digits and underscores, starting with a capital or underscore (at most 128).';
+      nameError.textContent = 'Use capitals, digits and underscores, starting with a capital (at most 128).';
+      name.focus();
+      return;
+    }
+    const reserved = RESERVED.find((p) => n.startsWith(p));
+    if (reserved) {
+      name.setAttribute('aria-invalid', 'true');
+      nameError.textContent = `Names starting with ${reserved} are reserved: the platform's runner sets them.`;
       name.focus();
       return;
     }
