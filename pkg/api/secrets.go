@@ -60,8 +60,21 @@ func (h *Handler) listSecrets(w http.ResponseWriter, r *http.Request) error {
 // secretRef builds the record reference of a request from its path name
 // and ?scope= (default workspace).
 func secretRef(r *http.Request) (secret.Ref, error) {
+	return secretRefOf(r, true)
+}
+
+// existingSecretRef is secretRef for a record that may have been stored
+// under an earlier, looser name rule (deleting it must stay possible).
+func existingSecretRef(r *http.Request) (secret.Ref, error) {
+	return secretRefOf(r, false)
+}
+
+func secretRefOf(r *http.Request, writing bool) (secret.Ref, error) {
 	id := identity(r.Context())
 	name := r.PathValue("name")
+	if !writing && secret.ValidStoredName(name) {
+		return scopedRef(r, id, name)
+	}
 	if !secret.ValidName(name) {
 		return secret.Ref{}, errorf(http.StatusBadRequest, v1.CodeBadRequest,
 			"secret name %q must be an environment variable name (%s, at most 128 bytes)", name, secret.NamePattern)
@@ -70,6 +83,12 @@ func secretRef(r *http.Request) (secret.Ref, error) {
 		return secret.Ref{}, errorf(http.StatusBadRequest, v1.CodeBadRequest,
 			"secret name %q is reserved: names starting with %s are set by the platform's runner (reserved: %s)", name, p, strings.Join(secret.ReservedPrefixes, "*, ")+"*")
 	}
+	return scopedRef(r, id, name)
+}
+
+// scopedRef is the reference to name in the request's ?scope= (default
+// workspace).
+func scopedRef(r *http.Request, id Identity, name string) (secret.Ref, error) {
 	ref := secret.Ref{Workspace: id.Workspace, Scope: secret.Workspace, Name: name}
 	switch scope := r.URL.Query().Get("scope"); scope {
 	case "", string(secret.Workspace):
@@ -129,7 +148,7 @@ func checkSecretValue(v string) (secret.Value, error) {
 }
 
 func (h *Handler) deleteSecret(w http.ResponseWriter, r *http.Request) error {
-	ref, err := secretRef(r)
+	ref, err := existingSecretRef(r)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,17 @@ const NamePattern = "^[A-Z][A-Z0-9_]*$"
 // config valid here names records valid there.
 func ValidName(name string) bool { return len(name) <= 128 && namePattern.MatchString(name) }
 
+// storedNamePattern is the looser shape records were stored under before
+// the Osmosis rule (a leading '_' was allowed): such a record can still be
+// addressed, so its owner can delete it, but no new one is written.
+var storedNamePattern = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
+
+// ValidStoredName reports whether name can address an existing record:
+// ValidName, or a name an earlier version allowed.
+func ValidStoredName(name string) bool {
+	return len(name) <= 128 && storedNamePattern.MatchString(name)
+}
+
 // ReservedPrefixes are the environment-variable prefixes the platform's
 // runner owns: gauntlet's own (the runner injects GAUNTLET_* into every
 // sandbox) and Osmosis's (_OSMOSIS_*, DAYTONA_*, SKYPILOT_*), so that a
@@ -70,7 +81,7 @@ func (r Ref) Validate() error {
 		return fmt.Errorf("secret ref: scope %q is not workspace or personal", r.Scope)
 	case r.Scope == Personal && r.Owner == "":
 		return errors.New("secret ref: personal record without owner")
-	case !ValidName(r.Name):
+	case !ValidStoredName(r.Name):
 		return fmt.Errorf("secret ref: name %q must match %s", r.Name, NamePattern)
 	}
 	return nil

@@ -1,15 +1,19 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 func TestPublicRoutesAndAuth(t *testing.T) {
@@ -134,4 +138,17 @@ func TestSecrets(t *testing.T) {
 	if diff := cmp.Diff([]string{"workspace:API_KEY_ONE"}, secretNames(t, alice())); diff != "" {
 		t.Errorf("alice's secrets after delete (-want +got):\n%s", diff)
 	}
+
+	// A record stored before the Osmosis name rule (a leading '_') is
+	// listed and can be deleted, though no new one can be set.
+	legacy := secret.Ref{Workspace: env.Tenant.Workspace, Scope: secret.Workspace, Name: "_LEGACY_KEY"}
+	stored := pipeline.NewSecrets(env.Server.Platform().Secrets(), env.Server.Platform().Records(), time.Now)
+	if _, _, err := stored.Put(context.Background(), legacy, secret.Value(secretValue), env.Tenant.User); err != nil {
+		t.Fatalf("store a legacy-named record: %v", err)
+	}
+	alice().call(t, request{method: "DELETE", path: "/v1/secrets/_LEGACY_KEY"}, http.StatusNoContent, nil)
+	if diff := cmp.Diff([]string{"workspace:API_KEY_ONE"}, secretNames(t, alice())); diff != "" {
+		t.Errorf("alice's secrets after deleting the legacy record (-want +got):\n%s", diff)
+	}
+	wantError(t, alice(), request{method: "DELETE", path: "/v1/secrets/GAUNTLET_X?scope=team"}, 400, v1.CodeBadRequest)
 }
