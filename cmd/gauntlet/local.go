@@ -31,6 +31,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
 	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
+	terminus := fs.String("terminus-2", besideThisBinary("terminus-2"), "static terminus-2 binary the terminus-2 harness runs (make build makes it); empty: that harness cannot run")
 	bundles := fs.String("agent-bundles", agentbundle.DefaultDir(), "agent bundle cache (gauntlet agents install fills it)")
 	gatewayCfg := fs.String("model-gateway-config", "", "operator TOML overriding the model gateway's provider table (e.g. route a provider to a local model server)")
 	pidsLimit := fs.Int("pids-limit", 0, "most processes per sandbox phase (0 = the runner's default, 1024; -1 = none)")
@@ -67,7 +68,11 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if host, _, err := net.SplitHostPort(*addr); err == nil && !isLoopback(host) {
 		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
 	}
-	lo := local.Options{RunnerPath: *runner, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
+	var static []string
+	if *terminus != "" {
+		static = append(static, abs(*terminus))
+	}
+	lo := local.Options{RunnerPath: *runner, StaticBinaries: static, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
 		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate,
 		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
 	if err := images.apply(&lo, *data, logger); err != nil {
@@ -145,6 +150,20 @@ func defaultRunner() string {
 		return p
 	}
 	return "sandbox-runner"
+}
+
+// besideThisBinary is the path of program next to this binary, or "" when
+// there is none.
+func besideThisBinary(program string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(exe), program)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 func isLoopback(host string) bool {

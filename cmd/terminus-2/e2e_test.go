@@ -35,8 +35,7 @@ func goBuild(t *testing.T, dir, name, pkg string) string {
 // mounted read-only at /opt/gauntlet/bin — through sandbox-runner in a real
 // bubblewrap sandbox over the Debian test image, with the scripted mock
 // model inside the sandbox (a sandbox never reaches the host's loopback;
-// the model gateway that will carry the model calls out is not wired into
-// the runner yet). The agent writes a file in three turns (one of them the
+// the gateway path is pkg/local's TestTerminus2ThroughTheLocalPlatform). The agent writes a file in three turns (one of them the
 // confirmation), the verifier passes it, the runner reads usage.json, and
 // the trajectory is collected as an artifact.
 func TestInTheImageSandbox(t *testing.T) {

@@ -68,6 +68,11 @@ type Options struct {
 	AgentBundles string
 	// ModelGatewayConfig is the operator's model gateway TOML ("" = none).
 	ModelGatewayConfig string
+	// StaticBinaries are the platform's static helper programs harness rows
+	// run from /opt/gauntlet/bin (terminus-2). Open copies them into the data
+	// dir's static-bin/ so that only they, not their neighbours, are
+	// mounted into sandboxes. A missing one is an error naming it.
+	StaticBinaries []string
 	// Sandbox is the operator's policy for every sandbox.
 	Sandbox SandboxPolicy
 	// Catalog is the managed-benchmark catalog file; Open installs it in the
@@ -178,9 +183,13 @@ func (p *Platform) open() error {
 	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
+	staticBin, err := installStaticBinaries(filepath.Join(p.opts.DataDir, StaticBinDir), p.opts.StaticBinaries)
+	if err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
 	p.driver, err = localsandbox.New(localsandbox.Config{DataDir: p.opts.DataDir, RunnerPath: p.opts.RunnerPath,
 		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
-		ModelGatewayConfig: p.opts.ModelGatewayConfig, PidsLimit: p.opts.Sandbox.PidsLimit, StorageMB: p.opts.Sandbox.StorageMB,
+		ModelGatewayConfig: p.opts.ModelGatewayConfig, StaticBinDir: staticBin, PidsLimit: p.opts.Sandbox.PidsLimit, StorageMB: p.opts.Sandbox.StorageMB,
 		NetworkCeiling: p.opts.Sandbox.NetworkCeiling, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
 		Logger: p.log})
 	if err != nil {

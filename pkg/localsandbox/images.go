@@ -42,6 +42,9 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 	if d.cfg.PidsLimit != 0 {
 		args = append(args, "--pids-limit", strconv.Itoa(d.cfg.PidsLimit))
 	}
+	if d.cfg.StaticBinDir != "" {
+		args = append(args, "--static-bin-dir", d.cfg.StaticBinDir)
+	}
 	if d.cfg.Isolation != runner.IsolationBwrap {
 		return args, nil
 	}
@@ -60,9 +63,6 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 		return nil, err
 	}
 	args = append(args, "--image", file)
-	if d.cfg.StaticBinDir != "" {
-		args = append(args, "--static-bin-dir", d.cfg.StaticBinDir)
-	}
 	if d.cfg.StorageMB != 0 {
 		args = append(args, "--storage-mb", strconv.Itoa(d.cfg.StorageMB))
 	}

@@ -57,6 +57,33 @@ type agentRig struct {
 	// keyNames are the agent secrets that hold the model key: withheld from
 	// the sandbox, which gets the gateway token instead.
 	keyNames []string
+	// socketTmp is the short-path directory made for the gateway socket
+	// when the attempt's own would exceed a unix socket path's limit.
+	socketTmp string
+}
+
+// maxSocketPath is the longest unix socket path bind(2) accepts on Linux
+// (sun_path is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
+// gatewaySocketPath is where the gateway listens: in the attempt's work
+// dir, or — when a deep data dir makes that path too long for a unix
+// socket — in a fresh private directory under the system's temp dir,
+// which the caller removes with the rig.
+func (t *trial) gatewaySocketPath() (path, tmp string, err error) {
+	path = filepath.Join(t.work, "gateway", "gateway.sock")
+	if len(path) <= maxSocketPath {
+		return path, "", os.MkdirAll(filepath.Dir(path), 0o755)
+	}
+	tmp, err = os.MkdirTemp("", "gauntlet-gw-")
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // the sandbox's user connects through the bind mount
+		os.RemoveAll(tmp)
+		return "", "", err
+	}
+	return filepath.Join(tmp, "gateway.sock"), tmp, nil
 }
 
 // bundleRoot is the root filesystem the agent phase runs on, against which
@@ -88,21 +115,24 @@ func (t *trial) ownNetwork() bool {
 // the gateway cannot start.
 func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	h := t.harness
-	if h.Bundle == nil {
-		return nil, nil
+	if h.Bundle == nil && h.WireAPI == "" {
+		return nil, nil // no program to mount and no model to reach (oracle, nop, command)
 	}
 	started := time.Now()
-	dir := t.opts.InstalledAgentDir
-	if dir == "" {
-		var err error
-		if dir, err = (agentbundle.Cache{Dir: t.opts.AgentBundles}).Path(h); err != nil {
-			return nil, fmt.Errorf("agent bundle: %w", err)
+	rig := &agentRig{}
+	if h.Bundle != nil {
+		dir := t.opts.InstalledAgentDir
+		if dir == "" {
+			var err error
+			if dir, err = (agentbundle.Cache{Dir: t.opts.AgentBundles}).Path(h); err != nil {
+				return nil, fmt.Errorf("agent bundle: %w", err)
+			}
 		}
+		if err := agentbundle.CheckRunnable(filepath.Join(dir, h.Bundle.Program), t.bundleRoot()); err != nil {
+			return nil, fmt.Errorf("agent bundle %s %s: %w", h.Name, h.Version, err)
+		}
+		rig.bundle = dir
 	}
-	if err := agentbundle.CheckRunnable(filepath.Join(dir, h.Bundle.Program), t.bundleRoot()); err != nil {
-		return nil, fmt.Errorf("agent bundle %s %s: %w", h.Name, h.Version, err)
-	}
-	rig := &agentRig{bundle: dir}
 	route, err := t.modelRoute()
 	if err != nil {
 		return nil, err
@@ -116,9 +146,14 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 			rig.keyNames = append(rig.keyNames, name)
 		}
 	}
+	socket, socketTmp, err := t.gatewaySocketPath()
+	if err != nil {
+		return nil, fmt.Errorf("model gateway: socket: %w", err)
+	}
+	rig.socketTmp = socketTmp
 	cfg := gateway.Config{
 		Route: route, Key: key.Reveal(),
-		SocketPath: filepath.Join(t.work, "gateway", "gateway.sock"),
+		SocketPath: socket,
 		RecordPath: filepath.Join(t.out, ArtifactsDir, gatewayRecord),
 		Redact:     t.secretValues(),
 		Logger:     t.log.With("component", "model-gateway"),
@@ -132,10 +167,10 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		// namespace: the agent reaches the gateway's loopback port.
 		cfg.TCPAddr = "127.0.0.1:0"
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.SocketPath), 0o755); err != nil {
-		return nil, fmt.Errorf("model gateway: %w", err)
-	}
 	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
+		if rig.socketTmp != "" {
+			os.RemoveAll(rig.socketTmp)
+		}
 		return nil, err
 	}
 	t.redact = newRedactor(t.spec.Secrets, t.spec.VerifierSecrets, map[string]secret.Value{gatewayTokenName: secret.Value(rig.gw.Token())})
@@ -146,11 +181,14 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	if bwrap {
 		if rig.forwardPort, err = freeLoopbackPort(); err != nil {
 			_ = rig.gw.Close()
+			if rig.socketTmp != "" {
+				os.RemoveAll(rig.socketTmp)
+			}
 			return nil, fmt.Errorf("model gateway: %w", err)
 		}
 		rig.url = "http://127.0.0.1:" + strconv.Itoa(rig.forwardPort)
 	}
-	t.log.Info("agent rig ready", "bundle", filepath.Base(dir), "wire_api", h.WireAPI, "upstream_model", route.Model,
+	t.log.Info("agent rig ready", "bundle", filepath.Base(rig.bundle), "wire_api", h.WireAPI, "upstream_model", route.Model,
 		"duration", time.Since(started).Round(time.Microsecond).String())
 	return rig, nil
 }
@@ -204,7 +242,9 @@ func (t *trial) templateData(rig *agentRig) harness.RunTemplateData {
 		Home: t.seen.Tmp, KeyEnv: t.harness.KeyEnv,
 	}
 	if rig != nil {
-		d.BundleDir = t.bundleSeen(rig)
+		if rig.bundle != "" {
+			d.BundleDir = t.bundleSeen(rig)
+		}
 		d.GatewayURL = rig.url
 	}
 	return d
@@ -275,8 +315,10 @@ func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 		}
 		list = append(list, kv)
 	}
-	for _, dir := range t.harness.Bundle.Path {
-		path = data.BundleDir + "/" + dir + ":" + path
+	if t.harness.Bundle != nil {
+		for _, dir := range t.harness.Bundle.Path {
+			path = data.BundleDir + "/" + dir + ":" + path
+		}
 	}
 	for k, v := range env {
 		list = append(list, k+"="+v)
@@ -287,7 +329,7 @@ func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 	list = append(list, "PATH="+path, "HOME="+data.Home, t.harness.KeyEnv+"="+rig.gw.Token())
 	pc.env = list
 	var extra []mount
-	if t.opts.InstalledAgentDir == "" || t.image == nil {
+	if rig.bundle != "" && (t.opts.InstalledAgentDir == "" || t.image == nil) {
 		extra = append(extra, mount{host: rig.bundle, target: harness.BundleMount})
 	}
 	if rig.forwardPort != 0 {
@@ -391,6 +433,11 @@ func (t *trial) closeRig(rig *agentRig) {
 	}
 	if err := rig.gw.Close(); err != nil {
 		t.log.Warn("model gateway did not close cleanly", "err", err)
+	}
+	if rig.socketTmp != "" {
+		if err := os.RemoveAll(rig.socketTmp); err != nil {
+			t.log.Warn("gateway socket dir not removed", "dir", rig.socketTmp, "err", err)
+		}
 	}
 	tot := rig.gw.Totals()
 	t.gateway = &tot

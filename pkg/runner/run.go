@@ -516,6 +516,9 @@ func (t *trial) agentMounts() []mount {
 	if t.host.Agents != "" {
 		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
 	}
+	if t.opts.StaticBinDir != "" {
+		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
+	}
 	return m
 }
 
@@ -523,12 +526,16 @@ func (t *trial) verifierMounts() []mount {
 	if t.image != nil {
 		return t.imageVerifierMounts()
 	}
-	return []mount{
+	m := []mount{
 		{host: t.host.App, target: AppMount, writable: true},
 		{host: t.host.AgentLogs, target: AgentLogMount},
 		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
 		{host: t.host.Tests, target: TestsMount},
 	}
+	if t.opts.StaticBinDir != "" {
+		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
+	}
+	return m
 }
 
 // phaseNetwork is a phase's network mode: the task's per-phase override, else
