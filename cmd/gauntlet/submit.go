@@ -183,9 +183,9 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 	if d.Reason != "" {
 		fmt.Fprintf(w, " (%s)", d.Reason)
 	}
-	fmt.Fprintf(w, "\nbenchmark %s@%s, %d tasks, %d/%d attempts done, %s, duration %s, cost $%.4f, tokens %s in / %s out\n\n",
+	fmt.Fprintf(w, "\nbenchmark %s@%s, %d tasks, %d/%d attempts done, %s, duration %s, cost %s, tokens %s in / %s out\n\n",
 		d.Benchmark, d.ManifestVersion, d.TaskCount, d.Progress.Completed, d.Progress.Total, outcomeLine(d.Outcomes),
-		span(d.DurationSec), d.CostUSD, humanCount(d.Tokens.Input), humanCount(d.Tokens.Output))
+		span(d.DurationSec), costText(d.CostUSD, d.CostEstimated), humanCount(d.Tokens.Input), humanCount(d.Tokens.Output))
 	fmt.Fprintf(w, "pinned %s@%s %s; tokens %s cached; submitted %s by %s\n\n", d.Benchmark, d.ManifestVersion, d.ManifestDigest,
 		humanCount(d.Tokens.Cache), d.CreatedAt.UTC().Format(time.RFC3339), submitter(d.Submission))
 	t := newTable(w, "#", "AGENT", "STATUS", "DONE", "PASS@1", "PASS@K", "COST/TASK", "TIME/TASK", "TOKENS/TASK")
@@ -217,8 +217,8 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 		if model == "" {
 			model = "(none)"
 		}
-		fmt.Fprintf(w, "  agent %d %s: harness %s, model %s, tokens %s in / %s out, cost $%.4f\n",
-			a.Index+1, name, a.Harness, model, humanCount(a.Tokens.Input), humanCount(a.Tokens.Output), a.CostUSD)
+		fmt.Fprintf(w, "  agent %d %s: harness %s, model %s, tokens %s in / %s out, cost %s\n",
+			a.Index+1, name, a.Harness, model, humanCount(a.Tokens.Input), humanCount(a.Tokens.Output), costText(a.CostUSD, a.CostEstimated))
 	}
 	if p := d.Power; p != nil {
 		fmt.Fprintf(w, "  to separate agents %d and %d (pass@1 %.3g vs %.3g) at %.0f%% power: %d tasks × %d attempts\n",
@@ -236,4 +236,13 @@ func submitter(s v1.Submission) string {
 		return s.SubmittedBy
 	}
 	return "unknown"
+}
+
+// costText is a cost in dollars, marked "(estimated)" when the platform
+// computed it from its dated price table rather than a provider reporting it.
+func costText(usd float64, estimated bool) string {
+	if estimated {
+		return fmt.Sprintf("$%.4f (estimated)", usd)
+	}
+	return fmt.Sprintf("$%.4f", usd)
 }

@@ -204,6 +204,8 @@ func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Re
 		res.InputTokens, res.CacheTokens, res.OutputTokens = intOf(ar.NInputTokens), intOf(ar.NCacheTokens), intOf(ar.NOutputTokens)
 		if ar.CostUSD != nil {
 			res.CostUSD, res.CostReported = *ar.CostUSD, true
+			est, _ := ar.Metadata["cost_estimated"].(bool)
+			res.CostEstimated = est
 		}
 	}
 	agentFailed := tr.ExceptionInfo != nil && slices.Contains(agentPhaseExceptions, tr.ExceptionInfo.ExceptionType)

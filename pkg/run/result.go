@@ -66,8 +66,12 @@ type Result struct {
 
 	// UsageReported and CostReported say whether the harness reported token
 	// counts and cost (a zero is then a real zero).
-	UsageReported bool    `json:"usage_reported,omitempty"`
-	CostReported  bool    `json:"cost_reported,omitempty"`
+	UsageReported bool `json:"usage_reported,omitempty"`
+	CostReported  bool `json:"cost_reported,omitempty"`
+	// CostEstimated says the cost was computed from the platform's dated
+	// price table (list prices for the metered tokens), not reported by the
+	// provider.
+	CostEstimated bool    `json:"cost_estimated,omitempty"`
 	InputTokens   int64   `json:"input_tokens,omitempty"`
 	CacheTokens   int64   `json:"cache_tokens,omitempty"`
 	OutputTokens  int64   `json:"output_tokens,omitempty"`
@@ -115,7 +119,10 @@ type Tally struct {
 	CacheTokens  int64 `json:"cache_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
 	CostMicroUSD int64 `json:"cost_micro_usd"`
-	DurationMS   int64 `json:"duration_ms"`
+	// CostEstimated counts the final results whose cost came from the
+	// price table (Result.CostEstimated).
+	CostEstimated int64 `json:"cost_estimated"`
+	DurationMS    int64 `json:"duration_ms"`
 }
 
 // Deltas returns the counter increments a result contributes.
@@ -130,6 +137,9 @@ func (r Result) Deltas() Tally {
 		OutputTokens: r.OutputTokens,
 		CostMicroUSD: int64(r.CostUSD*1e6 + 0.5),
 		DurationMS:   r.DurationMS,
+	}
+	if r.CostEstimated {
+		t.CostEstimated = 1
 	}
 	switch r.Outcome {
 	case Passed:
@@ -153,7 +163,7 @@ func (t Tally) Counters() map[string]int64 {
 		"done": t.Done, "passed": t.Passed, "failed": t.Failed, "errored": t.Errored,
 		"infra_errored": t.InfraErrored, "cancelled": t.Cancelled, "retries": t.Retries,
 		"input_tokens": t.InputTokens, "cache_tokens": t.CacheTokens, "output_tokens": t.OutputTokens,
-		"cost_micro_usd": t.CostMicroUSD, "duration_ms": t.DurationMS,
+		"cost_micro_usd": t.CostMicroUSD, "cost_estimated": t.CostEstimated, "duration_ms": t.DurationMS,
 	}
 	for k, v := range all {
 		if v == 0 {
@@ -169,7 +179,7 @@ func TallyFromCounters(c map[string]int64) Tally {
 		Done: c["done"], Passed: c["passed"], Failed: c["failed"], Errored: c["errored"],
 		InfraErrored: c["infra_errored"], Cancelled: c["cancelled"], Retries: c["retries"],
 		InputTokens: c["input_tokens"], CacheTokens: c["cache_tokens"], OutputTokens: c["output_tokens"],
-		CostMicroUSD: c["cost_micro_usd"], DurationMS: c["duration_ms"],
+		CostMicroUSD: c["cost_micro_usd"], CostEstimated: c["cost_estimated"], DurationMS: c["duration_ms"],
 	}
 }
 

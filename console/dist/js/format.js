@@ -32,6 +32,14 @@ export function estimateText(e, fmt = pct) {
 }
 
 /** usd formats dollars: 4 decimals under a cent, 3 under a dollar, whole dollars from $100. */
+// cost is usd(v), marked "est." when the platform computed it from its
+// dated price table (list prices for the metered tokens) rather than a
+// provider reporting it.
+export function cost(v, estimated) {
+  const s = usd(v);
+  return estimated && s !== DASH ? `${s} est.` : s;
+}
+
 export function usd(v) {
   if (v === null || v === undefined || Number.isNaN(v)) return DASH;
   if (v === 0) return '$0';

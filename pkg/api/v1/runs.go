@@ -30,14 +30,17 @@ type RunView struct {
 	Outcomes         Outcomes          `json:"outcomes"`
 	// DurationSec runs from the first sandbox start to the end, live while
 	// the run is going; 0 before anything started.
-	DurationSec float64    `json:"duration_sec"`
-	Tokens      Tokens     `json:"tokens"`
-	CostUSD     float64    `json:"cost_usd"`
-	Submission  Submission `json:"submission"`
-	CreatedAt   time.Time  `json:"created_at"`
-	QueuedAt    *time.Time `json:"queued_at"`
-	StartedAt   *time.Time `json:"started_at"`
-	EndedAt     *time.Time `json:"ended_at"`
+	DurationSec float64 `json:"duration_sec"`
+	Tokens      Tokens  `json:"tokens"`
+	CostUSD     float64 `json:"cost_usd"`
+	// CostEstimated is true when some of CostUSD was computed from the
+	// platform's dated price table rather than reported by a provider.
+	CostEstimated bool       `json:"cost_estimated"`
+	Submission    Submission `json:"submission"`
+	CreatedAt     time.Time  `json:"created_at"`
+	QueuedAt      *time.Time `json:"queued_at"`
+	StartedAt     *time.Time `json:"started_at"`
+	EndedAt       *time.Time `json:"ended_at"`
 }
 
 // Progress counts a run's (or agent's) slots with a final result.
@@ -114,6 +117,8 @@ type AgentView struct {
 	Outcomes Outcomes `json:"outcomes"`
 	Tokens   Tokens   `json:"tokens"`
 	CostUSD  float64  `json:"cost_usd"`
+	// CostEstimated is true when some of CostUSD came from the price table.
+	CostEstimated bool `json:"cost_estimated"`
 	// Metrics are the agent's scores so far, with the leaderboard's metrics.
 	Metrics Metrics `json:"metrics"`
 }
@@ -211,6 +216,9 @@ type ResultView struct {
 	Rewards    map[string]float64 `json:"rewards,omitempty"`
 	Tokens     Tokens             `json:"tokens"`
 	CostUSD    float64            `json:"cost_usd"`
+	// CostEstimated is true when CostUSD was computed from the platform's
+	// dated price table (list prices for the metered tokens).
+	CostEstimated bool `json:"cost_estimated"`
 	// DurationSec is the attempt's wall time.
 	DurationSec float64    `json:"duration_sec"`
 	StartedAt   *time.Time `json:"started_at"`

@@ -6,7 +6,7 @@ import { conversation } from '../conversation.js';
 import { api, download } from '../api.js';
 import { h, replace } from '../dom.js';
 import { errorBox, loading, statusBadge, table, toast } from '../components.js';
-import { bytes, count, dateTime, seconds, tokens, usd } from '../format.js';
+import { bytes, cost, count, dateTime, seconds, tokens } from '../format.js';
 import { setQuery } from '../router.js';
 
 const OUTCOMES = ['passed', 'failed', 'errored', 'cancelled'];
@@ -92,7 +92,7 @@ function resultsTable(ctx, run, results) {
     { label: 'Reward', class: 'num', cell: (r) => (r.reward === null || r.reward === undefined ? '—' : r.reward.toFixed(3)) },
     { label: 'Duration', class: 'num', cell: (r) => seconds(r.duration_sec) },
     { label: 'Tokens', class: 'num', cell: (r) => tokens((r.tokens?.input || 0) + (r.tokens?.output || 0)) },
-    { label: 'Cost', class: 'num', cell: (r) => usd(r.cost_usd) },
+    { label: 'Cost', class: 'num', cell: (r) => cost(r.cost_usd, r.cost_estimated) },
     { label: 'Message', cell: (r) => (r.message ? h('span', { class: 'ellipsis muted', title: r.message }, r.message) : '') },
   ], results, {
     empty: 'No result matches. Results appear as attempts finish.',
@@ -155,7 +155,7 @@ function resultDetail(d) {
       rewards.length ? [h('dt', {}, 'Rewards'), h('dd', {}, rewards.map(([k, v], i) => [i ? ', ' : '', h('code', {}, k), ` ${v}`]))] : null,
       h('dt', {}, 'Duration'), h('dd', {}, seconds(d.duration_sec)),
       h('dt', {}, 'Tokens'), h('dd', {}, `in ${tokens(d.tokens?.input)} · out ${tokens(d.tokens?.output)} · cache ${tokens(d.tokens?.cache)}`),
-      h('dt', {}, 'Cost'), h('dd', {}, usd(d.cost_usd)),
+      h('dt', {}, 'Cost'), h('dd', {}, cost(d.cost_usd, d.cost_estimated)),
       h('dt', {}, 'Started'), h('dd', {}, dateTime(d.started_at)),
       h('dt', {}, 'Ended'), h('dd', {}, dateTime(d.ended_at)),
       d.generation ? [h('dt', {}, 'Generation'), h('dd', {}, `${d.generation} (after infrastructure retries)`)] : null),

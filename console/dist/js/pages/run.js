@@ -7,7 +7,7 @@ import { h, replace, link } from '../dom.js';
 import {
   ACTIVE_RUN, STOPPABLE, confirmDialog, errorBox, loading, menu, numCell, outcomeBar, outcomeLegend, statusBadge, table, toast,
 } from '../components.js';
-import { bytes, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens, usd } from '../format.js';
+import { bytes, cost, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens } from '../format.js';
 import { lineChart, seriesColor } from '../chart.js';
 import { setQuery } from '../router.js';
 import { poll } from '../poll.js';
@@ -176,7 +176,7 @@ function statStrip(run) {
       stat('Duration', run.started_at ? seconds(run.duration_sec) : '—',
         run.ended_at ? `ended ${dateTime(run.ended_at)}` : run.started_at ? 'live' : 'not started', 'stat-duration'),
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
-      stat('LLM cost', usd(run.cost_usd)),
+      stat('LLM cost', cost(run.cost_usd, run.cost_estimated)),
       stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
       stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null)));
 }
@@ -271,7 +271,7 @@ function agentsRows(rows, agents, sort, onSort) {
     col('time_task', 'Time/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.time_per_task, seconds)) }),
     col('tokens_task', 'Tokens/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.tokens_per_task, tokens)) }),
     col('outcomes', 'Passed / failed / errored', { class: 'num', cell: ({ a }) => `${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}` }),
-    col('cost', 'Cost', { class: 'num', cell: ({ a }) => usd(a.cost_usd) }),
+    col('cost', 'Cost', { class: 'num', cell: ({ a }) => cost(a.cost_usd, a.cost_estimated) }),
   ], rows, { empty: 'This run has no agents.', rowAttrs: ({ a }) => ({ dataset: { agent: String(a.index) } }) });
 }
 
