@@ -62,9 +62,10 @@ func (s *Stateless) grant(st *Stateful) {
 		}
 		if f.Reads(fnspec.Images) {
 			// Pinning task images: resolve through ECR, build in CodeBuild
-			// (contexts and build logs under builds/).
+			// (contexts and build logs go under builds/, a blob prefix of
+			// the function's table row).
 			s.Sandbox.GrantResolve(role)
-			s.Sandbox.GrantBuild(role, st.Artifacts.Bucket)
+			s.Sandbox.GrantBuild(role)
 		}
 	}
 	// The sandbox task role's one permission: unwrapping its launch's data key.

@@ -200,9 +200,6 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 			Mirrors:       e.mirrors(EnvSandboxMirrors),
 			DefaultImage:  e.digestRef(EnvSandboxDefaultImage),
 		}
-		if uri := c.Images.RepositoryURI; uri != "" && !strings.Contains(uri, "/") {
-			e.problems = append(e.problems, fmt.Sprintf("%s=%q is not registry-host/repository", EnvTaskImagesURI, uri))
-		}
 	}
 	if n.MaxSandboxes {
 		c.MaxSandboxes = e.count(EnvMaxSandboxes)
