@@ -117,3 +117,30 @@ func writeImageTask(t *testing.T, regDir, name, image string) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoadImagesSettings: the sync's cold start names a missing build or
+// repository variable, and refuses a default image that is not pinned.
+func TestLoadImagesSettings(t *testing.T) {
+	for _, name := range []string{cloud.EnvImageBuildProject, cloud.EnvTaskImagesRepository, cloud.EnvTaskImagesURI} {
+		if _, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(without(stackEnv(), name))); err == nil ||
+			!strings.Contains(err.Error(), name+" is not set") {
+			t.Errorf("Load without %s: error = %v, want it named", name, err)
+		}
+	}
+	env := stackEnv()
+	env[cloud.EnvSandboxDefaultImage] = "python:3.13-slim"
+	if _, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(env)); err == nil ||
+		!strings.Contains(err.Error(), `GAUNTLET_SANDBOX_DEFAULT_IMAGE="python:3.13-slim" is not a digest reference`) {
+		t.Errorf("Load with a tag as default image: error = %v, want it refused", err)
+	}
+	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(stackEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Images.BuildProject != "gauntlet-dev-images" || len(cfg.Images.Mirrors) != 2 {
+		t.Errorf("images settings = %+v, want the project and both mirrors", cfg.Images)
+	}
+	if api, _ := cloud.Load(cloud.API, cloudtest.Getenv(without(stackEnv(), cloud.EnvImageBuildProject))); api.Images.BuildProject != "" {
+		t.Errorf("the API read the images settings: %+v", api.Images)
+	}
+}
