@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,15 +39,15 @@ func environments(awsCfg aws.Config, cfg Config, p *Platform) (*benchsync.Enviro
 	if err != nil {
 		return nil, err
 	}
+	ecrClient := ecr.NewFromConfig(awsCfg)
 	store, err := image.Open(imageStoreDir(), image.Options{
 		Mirrors:  mirrors,
-		Keychain: ecrauth.New(ecr.NewFromConfig(awsCfg), hosts...),
+		Keychain: ecrauth.New(ecrClient, hosts...),
 		Logger:   p.Logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	ecrClient := ecr.NewFromConfig(awsCfg)
 	b, err := codebuild.New(awscodebuild.NewFromConfig(awsCfg), ecrClient, codebuild.Config{
 		Project: ic.BuildProject, Repository: ic.Repository, RepositoryURI: ic.RepositoryURI,
 		Bucket: cfg.Bucket, Contexts: p.Blobs,
@@ -66,7 +67,7 @@ func imageMirrors(ic ImagesConfig) ([]image.Mirror, []string, error) {
 	var ms []image.Mirror
 	for host, prefix := range ic.Mirrors {
 		ms = append(ms, image.Mirror{Prefix: host, Endpoints: []string{endpointURL(prefix)}, SkipUpstream: true})
-		if h := registryHost(prefix); !contains(hosts, h) {
+		if h := registryHost(prefix); !slices.Contains(hosts, h) {
 			hosts = append(hosts, h)
 		}
 	}
@@ -92,15 +93,6 @@ func endpointURL(prefix string) string {
 		return "http://" + prefix
 	}
 	return "https://" + prefix
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // resolver pins references with the image store.
