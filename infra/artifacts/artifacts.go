@@ -111,9 +111,9 @@ func (a *Artifacts) grant(grantee awsiam.IRole, action string, prefixes []string
 	}))
 	cdknag.NagSuppressions_AddResourceSuppressions(grantee, &[]*cdknag.NagPackSuppression{{
 		Id:     jsii.String("AwsSolutions-IAM5"),
-		Reason: jsii.String("Object keys contain run, task and download ids minted at run time; the grant names one action and ends the wildcard inside the runs/, tasks/, downloads/ or launches/ prefix."),
+		Reason: jsii.String("Object keys contain run, task and download ids minted at run time; the grant names one action and ends the wildcard inside the runs/, tasks/, downloads/, launches/ or builds/ prefix."),
 		AppliesTo: &[]any{&cdknag.RegexAppliesTo{
-			Regex: jsii.String(`/^Resource::.*Bucket.*\/(runs|tasks|downloads|launches)\/\*$/`),
+			Regex: jsii.String(`/^Resource::.*Bucket.*\/(runs|tasks|downloads|launches|builds)\/\*$/`),
 		}},
 	}}, jsii.Bool(true))
 }

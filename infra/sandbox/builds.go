@@ -71,9 +71,11 @@ func (s *Sandbox) AddImageBuilds(contexts awss3.IBucket, stage string) awscodebu
 	return project
 }
 
-// GrantBuild lets grantee (the sync) start, watch and stop image builds,
-// store their contexts and look up pushed images by build key.
-func (s *Sandbox) GrantBuild(grantee awsiam.IRole, contexts awss3.IBucket) {
+// GrantBuild lets grantee (the sync) start, watch and stop image builds
+// and look up pushed images by build key. Writing the contexts (under
+// BuildContextsPrefix) is the blob grant of the function table, which
+// names s3:PutObject alone.
+func (s *Sandbox) GrantBuild(grantee awsiam.IRole) {
 	grantee.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("codebuild:StartBuild", "codebuild:BatchGetBuilds", "codebuild:StopBuild"),
 		Resources: &[]*string{s.ImageBuilds.ProjectArn()},
@@ -82,7 +84,6 @@ func (s *Sandbox) GrantBuild(grantee awsiam.IRole, contexts awss3.IBucket) {
 		Actions:   jsii.Strings("ecr:DescribeImages"),
 		Resources: &[]*string{s.TaskImages.RepositoryArn()},
 	}))
-	contexts.GrantPut(grantee, jsii.String(BuildContextsPrefix+"*"))
 }
 
 // BuildEnvironment returns the variables the sync needs to build images.

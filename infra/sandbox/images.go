@@ -140,3 +140,32 @@ func (s *Sandbox) MirrorsSetting() *string {
 }
 
 func titleWord(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// GrantResolve lets grantee (the sync) pin image references to digests the
+// way the sandboxes will pull them: an ECR token for the account's
+// registry, and reading manifests and blobs of the task-images repository
+// and of the pull-through prefixes. A tag the cache has not seen yet makes
+// ECR create the repository and import the image as the caller, so the
+// prefixes also allow that (the sync resolves before any sandbox pulls).
+func (s *Sandbox) GrantResolve(grantee awsiam.IRole) {
+	stack := awscdk.Stack_Of(s.Cluster)
+	read := []string{"ecr:DescribeImages", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
+	s.allow(grantee, []string{"ecr:GetAuthorizationToken"}, []*string{jsii.String("*")}, nil)
+	s.allow(grantee, read, []*string{s.TaskImages.RepositoryArn()}, nil)
+	var prefixes []*string
+	for _, m := range s.Mirrors {
+		prefixes = append(prefixes, stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("ecr"), Resource: jsii.String("repository"), ResourceName: jsii.String(m.Prefix + "/*"),
+		}))
+	}
+	if len(prefixes) > 0 {
+		s.allow(grantee, append(read, "ecr:BatchImportUpstreamImage", "ecr:CreateRepository"), prefixes, nil)
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(grantee, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-IAM5"),
+		Reason: jsii.String("ecr:GetAuthorizationToken supports no resource-level permissions; ECR creates a pull-through cache's " +
+			"repositories on first pull, so their names are only known as the rule's prefix."),
+		AppliesTo: &[]any{"Resource::*",
+			&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::arn:<AWS::Partition>:ecr:<AWS::Region>:<AWS::AccountId>:repository\/gauntlet-.*\/\*$/g`)}},
+	}}, jsii.Bool(true))
+}

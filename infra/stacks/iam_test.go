@@ -23,7 +23,10 @@ var (
 	secretManage = []string{"secretsmanager:CreateSecret", "secretsmanager:DeleteSecret", "secretsmanager:DescribeSecret", "secretsmanager:PutSecretValue", "kms:Encrypt", "kms:GenerateDataKey"}
 	secretRead   = []string{"secretsmanager:GetSecretValue", "kms:Decrypt"}
 	ecsLaunch    = []string{"ecs:DescribeTaskDefinition", "ecs:DescribeTasks", "ecs:ListTasks", "ecs:RegisterTaskDefinition", "ecs:RunTask", "ecs:StopTask", "ecs:TagResource", "iam:PassRole"}
-	ecsWatch     = []string{"ecs:DescribeTasks", "ecs:ListTasks", "ecs:StopTask"}
+	imageResolve = []string{"ecr:GetAuthorizationToken", "ecr:DescribeImages", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+		"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"}
+	imageBuild = []string{"codebuild:StartBuild", "codebuild:BatchGetBuilds", "codebuild:StopBuild"}
+	ecsWatch   = []string{"ecs:DescribeTasks", "ecs:ListTasks", "ecs:StopTask"}
 )
 
 func union(lists ...[]string) []string {
@@ -45,7 +48,7 @@ func TestFunctionPermissions(t *testing.T) {
 		"grader":       union(base, tableRead, sqsSend, sqsConsume, []string{"s3:GetObject"}),
 		"ingester":     union(base, tableRead, tableWrite, sqsSend, sqsConsume),
 		"leaderboard":  union(base, tableRead, tableWrite, streamRead, sqsSend),
-		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, []string{"s3:PutObject"}),
+		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, []string{"s3:PutObject"}, imageResolve, imageBuild),
 		"watchdog":     union(base, tableRead, tableWrite, sqsSend, ecsWatch),
 	}
 	for _, name := range functions.Names {
@@ -95,7 +98,15 @@ func TestScopedResources(t *testing.T) {
 		}, ""},
 		{"api", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 		{"planner", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
-		{"registrysync", "s3:PutObject", contains("/tasks/*"), ""},
+		{"registrysync", "s3:PutObject", func(r string) bool {
+			return strings.Contains(r, "/tasks/*") || strings.Contains(r, "/builds/*")
+		}, ""},
+		{"registrysync", "ecr:GetAuthorizationToken", func(r string) bool { return r == "*" }, ""},
+		{"registrysync", "ecr:BatchGetImage", func(r string) bool {
+			return strings.Contains(r, "TaskImages") || strings.Contains(r, ":repository/gauntlet-dev-")
+		}, ""},
+		{"registrysync", "ecr:CreateRepository", contains(":repository/gauntlet-dev-"), ""},
+		{"registrysync", "codebuild:StartBuild", contains("ImageBuilds"), ""},
 		{"watchdog", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 	}
 	for _, c := range checks {

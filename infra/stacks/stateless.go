@@ -153,6 +153,10 @@ func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[
 		if f.Access(fnspec.SandboxKey) != 0 {
 			env["GAUNTLET_SANDBOX_KMS_KEY"] = st.SandboxKey.Key.KeyArn()
 		}
+		if f.Reads(fnspec.Images) {
+			set(s.Sandbox.BuildEnvironment())
+			env["GAUNTLET_SANDBOX_MIRRORS"] = s.Sandbox.MirrorsSetting()
+		}
 		if f.Reads(fnspec.MaxSandboxes) {
 			env["GAUNTLET_MAX_SANDBOXES"] = jsii.String(fmt.Sprint(cfg.MaxSandboxes))
 		}

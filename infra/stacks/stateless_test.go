@@ -81,11 +81,12 @@ func TestEnvironment(t *testing.T) {
 		"planner": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_PLAN_QUEUE_URL"}, sandbox...),
 		"dispatcher": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL", "GAUNTLET_BUCKET",
 			"GAUNTLET_SECRETS_PREFIX", "GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_MAX_SANDBOXES", "GAUNTLET_SANDBOX_KMS_KEY"}, sandbox...),
-		"grader":       {"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET"},
-		"ingester":     {"GAUNTLET_SLOTS_QUEUE_URL"},
-		"leaderboard":  nil,
-		"registrysync": {"GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET"},
-		"watchdog":     append([]string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL"}, sandbox...),
+		"grader":      {"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET"},
+		"ingester":    {"GAUNTLET_SLOTS_QUEUE_URL"},
+		"leaderboard": nil,
+		"registrysync": {"GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_IMAGE_BUILD_PROJECT", "GAUNTLET_TASK_IMAGES_REPOSITORY",
+			"GAUNTLET_TASK_IMAGES_REPOSITORY_URI", "GAUNTLET_SANDBOX_MIRRORS"},
+		"watchdog": append([]string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL"}, sandbox...),
 	}
 	for _, name := range functions.Names {
 		_, fn := function(t, name)

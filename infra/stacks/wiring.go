@@ -60,6 +60,13 @@ func (s *Stateless) grant(st *Stateful) {
 		if f.Access(fnspec.SandboxKey) != 0 {
 			st.SandboxKey.GrantGenerate(role) // seals each launch's secrets
 		}
+		if f.Reads(fnspec.Images) {
+			// Pinning task images: resolve through ECR, build in CodeBuild
+			// (contexts and build logs go under builds/, a blob prefix of
+			// the function's table row).
+			s.Sandbox.GrantResolve(role)
+			s.Sandbox.GrantBuild(role)
+		}
 	}
 	// The sandbox task role's one permission: unwrapping its launch's data key.
 	st.SandboxKey.GrantDecrypt(s.Sandbox.TaskRole)

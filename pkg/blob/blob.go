@@ -50,4 +50,6 @@ const (
 	DownloadsPrefix = "downloads/"
 	// LaunchesPrefix holds each launch's sealed secrets (the ECS driver).
 	LaunchesPrefix = "launches/"
+	// BuildsPrefix holds image builds' zipped contexts and logs (the sync).
+	BuildsPrefix = "builds/"
 )

@@ -91,6 +91,10 @@ const (
 	// Refresh is the age of a last sync that makes the scheduled refresh
 	// re-sync a benchmark.
 	Refresh Setting = "refresh"
+	// Images is how task images are pinned and built: the CodeBuild
+	// project, the task-images repository, the registry mirrors and the
+	// default image.
+	Images Setting = "images"
 	// MaxSandboxes is the global sandbox cap (the dispatcher's gate).
 	MaxSandboxes Setting = "max-sandboxes"
 	// ConsoleOrigin is the web console's origin (CORS).
@@ -210,8 +214,8 @@ var (
 		Name: "registrysync", Handler: "benchsync HandleSync", Trigger: Queue, Source: SyncQueue,
 		Description: "sync queue and hourly schedule: syncs benchmark registries",
 		Uses: []Use{{Port: Table, Access: ReadWrite}, {Port: SyncQueue, Access: Write},
-			{Port: Blobs, Access: Write, Prefixes: []string{blob.TasksPrefix}}},
-		Settings: []Setting{Registry, Refresh},
+			{Port: Blobs, Access: Write, Prefixes: []string{blob.TasksPrefix, blob.BuildsPrefix}}}, // task bundles; build contexts and logs
+		Settings: []Setting{Registry, Refresh, Images},
 		Timeout:  10 * time.Minute, MemoryMB: 1024, Singleton: true, Scheduled: true,
 	}
 	Watchdog = Function{

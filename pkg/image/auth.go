@@ -47,10 +47,11 @@ func (c Credential) validate() error {
 }
 
 // keychain resolves a registry host to credentials: the caller's first, then
-// the Docker config file, else anonymous.
+// the platform's keychain, then the Docker config file, else anonymous.
 type keychain struct {
 	creds      []Credential
-	configPath string // a Docker config.json; "" for none
+	platform   authn.Keychain // Options.Keychain; nil for none
+	configPath string         // a Docker config.json; "" for none
 }
 
 var _ authn.ContextKeychain = keychain{}
@@ -59,7 +60,7 @@ func (k keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 	return k.ResolveContext(context.Background(), r)
 }
 
-func (k keychain) ResolveContext(_ context.Context, r authn.Resource) (authn.Authenticator, error) {
+func (k keychain) ResolveContext(ctx context.Context, r authn.Resource) (authn.Authenticator, error) {
 	host := r.RegistryStr()
 	for _, c := range k.creds {
 		if sameRegistry(c.Registry, host) {
@@ -67,6 +68,15 @@ func (k keychain) ResolveContext(_ context.Context, r authn.Resource) (authn.Aut
 				return &authn.Bearer{Token: c.Token}, nil
 			}
 			return &authn.Basic{Username: c.Username, Password: c.Password}, nil
+		}
+	}
+	if k.platform != nil {
+		a, err := authn.Resolve(ctx, k.platform, r)
+		if err != nil {
+			return nil, fmt.Errorf("registry credentials for %s: %w", host, err)
+		}
+		if a != authn.Anonymous {
+			return a, nil
 		}
 	}
 	if k.configPath == "" {

@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sys/unix"
@@ -49,6 +50,10 @@ type Options struct {
 	// credential helpers) give pull credentials; "" for none. Credentials
 	// passed to a call win over it.
 	DockerConfig string
+	// Keychain gives the platform's own registry credentials (the cloud's
+	// ECR tokens); a host it answers anonymously falls through to the
+	// Docker config. Credentials passed to a call win over it.
+	Keychain authn.Keychain
 	// Transport carries registry requests; nil for ggcr's default.
 	Transport http.RoundTripper
 	// MaxRootfsBytes caps the unpacked rootfs cache: after an unpack, the least
@@ -65,6 +70,7 @@ type Store struct {
 	dir       string
 	mirrors   mirrorSet
 	docker    string
+	keychain  authn.Keychain
 	transport http.RoundTripper
 	maxRootfs int64
 	logger    *slog.Logger
@@ -105,7 +111,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if t == nil {
 		t = remote.DefaultTransport
 	}
-	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, transport: t, maxRootfs: opts.MaxRootfsBytes,
+	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, keychain: opts.Keychain, transport: t, maxRootfs: opts.MaxRootfsBytes,
 		logger: logger, pullers: map[string]*remote.Puller{}}, nil
 }
 
@@ -133,7 +139,7 @@ func (s *Store) puller(creds []Credential) (*remote.Puller, error) {
 		s.pullers = map[string]*remote.Puller{}
 	}
 	p, err := remote.NewPuller(
-		remote.WithAuthFromKeychain(keychain{creds: creds, configPath: s.docker}),
+		remote.WithAuthFromKeychain(keychain{creds: creds, platform: s.keychain, configPath: s.docker}),
 		remote.WithTransport(s.transport),
 		remote.WithUserAgent("gauntlet"),
 	)

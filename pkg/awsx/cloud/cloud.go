@@ -28,6 +28,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/s3blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/secrets"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/sqsq"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 )
@@ -55,6 +56,9 @@ type Platform struct {
 	SyncQueue queue.Queue
 	// Blobs is the S3 store (nil when not wired).
 	Blobs *s3blob.Store
+	// Images prepares task images at sync (nil when the function does not
+	// read the images settings).
+	Images *benchsync.Environments
 }
 
 // Start loads the function's configuration from the process environment
@@ -124,6 +128,13 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 			return nil, err
 		}
 		p.Ports.Sandboxes = d
+	}
+	if cfg.Images.BuildProject != "" {
+		envs, err := environments(awsCfg, cfg, p)
+		if err != nil {
+			return nil, err
+		}
+		p.Images = envs
 	}
 	return p, nil
 }

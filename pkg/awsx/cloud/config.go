@@ -36,6 +36,9 @@ const (
 	EnvSandboxAgentsImage   = "GAUNTLET_SANDBOX_AGENTS_IMAGE"
 	EnvSandboxMirrors       = "GAUNTLET_SANDBOX_MIRRORS"
 	EnvRunnerImage          = "GAUNTLET_RUNNER_IMAGE"
+	EnvImageBuildProject    = "GAUNTLET_IMAGE_BUILD_PROJECT"
+	EnvTaskImagesRepository = "GAUNTLET_TASK_IMAGES_REPOSITORY"
+	EnvTaskImagesURI        = "GAUNTLET_TASK_IMAGES_REPOSITORY_URI"
 	EnvJWTIssuer            = "GAUNTLET_JWT_ISSUER"
 	EnvJWTAudience          = "GAUNTLET_JWT_AUDIENCE"
 	EnvJWKSURL              = "GAUNTLET_JWKS_URL"
@@ -66,6 +69,8 @@ type Needs struct {
 	// SandboxKey reads the KMS key launch data keys come from (the
 	// dispatcher seals each launch's secrets under one).
 	SandboxKey bool
+	// Images reads how the sync pins and builds task images.
+	Images bool
 }
 
 // NeedsOf returns the ports and settings function f of the function table
@@ -78,7 +83,7 @@ func NeedsOf(f fnspec.Function) Needs {
 		Blobs: f.Access(fnspec.Blobs) != 0, Secrets: f.Access(fnspec.Secrets) != 0,
 		Sandboxes: f.Access(fnspec.Sandboxes) != 0, SandboxKey: f.Access(fnspec.SandboxKey) != 0,
 		JWT: f.Reads(fnspec.JWT), MaxSandboxes: f.Reads(fnspec.MaxSandboxes), Registry: f.Reads(fnspec.Registry),
-		Refresh: f.Reads(fnspec.Refresh),
+		Refresh: f.Reads(fnspec.Refresh), Images: f.Reads(fnspec.Images),
 	}
 }
 
@@ -117,6 +122,25 @@ type Config struct {
 	// a platform operator; empty = jwtauth's defaults (cognito:groups,
 	// gauntlet-admins).
 	AdminClaim, AdminGroup string
+	// Images configures the sync's image preparation (zero when the
+	// function does not read it).
+	Images ImagesConfig
+}
+
+// ImagesConfig is how the sync pins task images to digests and builds
+// Dockerfile tasks in the cloud.
+type ImagesConfig struct {
+	// BuildProject is the CodeBuild project that builds Dockerfile tasks.
+	BuildProject string
+	// Repository and RepositoryURI name the task-images ECR repository
+	// the builds push to.
+	Repository, RepositoryURI string
+	// Mirrors maps registry hosts to the ECR pull-through prefixes that
+	// front them (GAUNTLET_SANDBOX_MIRRORS, as the sandboxes pull).
+	Mirrors map[string]string
+	// DefaultImage runs tasks that name no image and ship no Dockerfile;
+	// a digest reference, or "" for none.
+	DefaultImage string
 }
 
 // DefaultSyncRefreshAfter is a little under the hourly refresh schedule, so
@@ -167,6 +191,15 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 		c.JWTAudience = e.required(EnvJWTAudience)
 		c.JWKSURL = getenv(EnvJWKSURL)
 		c.AdminClaim, c.AdminGroup = strings.TrimSpace(getenv(EnvAdminClaim)), strings.TrimSpace(getenv(EnvAdminGroup))
+	}
+	if n.Images {
+		c.Images = ImagesConfig{
+			BuildProject:  e.required(EnvImageBuildProject),
+			Repository:    e.required(EnvTaskImagesRepository),
+			RepositoryURI: e.required(EnvTaskImagesURI),
+			Mirrors:       e.mirrors(EnvSandboxMirrors),
+			DefaultImage:  e.digestRef(EnvSandboxDefaultImage),
+		}
 	}
 	if n.MaxSandboxes {
 		c.MaxSandboxes = e.count(EnvMaxSandboxes)
@@ -237,6 +270,16 @@ func (e *env) mirrors(name string) map[string]string {
 		out[host] = prefix
 	}
 	return out
+}
+
+// digestRef reads an optional image reference that must be pinned
+// (repository@sha256:…): Fargate runs exactly what sync recorded.
+func (e *env) digestRef(name string) string {
+	v := strings.TrimSpace(e.get(name))
+	if v != "" && !strings.Contains(v, "@sha256:") {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a digest reference (repository@sha256:…)", name, v))
+	}
+	return v
 }
 
 // count reads a non-negative integer; unset means 0.

@@ -32,6 +32,8 @@ func stackEnv() map[string]string {
 		"GAUNTLET_SANDBOX_MIRRORS": "docker.io=111122223333.dkr.ecr.us-east-1.amazonaws.com/docker-hub, ghcr.io=111122223333.dkr.ecr.us-east-1.amazonaws.com/ghcr",
 		"GAUNTLET_JWT_ISSUER":      "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Abc", "GAUNTLET_JWT_AUDIENCE": "client-1",
 		"GAUNTLET_MAX_SANDBOXES": "25", "LOG_LEVEL": "warn", "GAUNTLET_REGISTRY": "https://registry.example/registry.json",
+		"GAUNTLET_IMAGE_BUILD_PROJECT": "gauntlet-dev-images", "GAUNTLET_TASK_IMAGES_REPOSITORY": "gauntlet-dev-task-images",
+		"GAUNTLET_TASK_IMAGES_REPOSITORY_URI": "111122223333.dkr.ecr.us-east-1.amazonaws.com/gauntlet-dev-task-images",
 	}
 }
 

@@ -33,6 +33,7 @@ type Env struct {
 	Bucket    string
 	ECS       *ECS
 	Secrets   *SecretsManager
+	Images    *Images
 }
 
 // NewEnv creates the resources (the emulators start on first use).
@@ -40,7 +41,7 @@ func NewEnv(t testing.TB) *Env {
 	t.Helper()
 	ctx := context.Background()
 	e := &Env{Endpoints: awstest.Start(t), Queues: map[string]string{}, DLQs: map[string]string{},
-		ECS: NewECS(t), Secrets: NewSecretsManager(t)}
+		ECS: NewECS(t), Secrets: NewSecretsManager(t), Images: NewImages(t)}
 	e.Table = awstest.Name("gauntlet")
 	var err error
 	if e.StreamARN, err = dynamo.CreateTable(ctx, e.Endpoints.DynamoDBClient(), e.Table); err != nil {
@@ -62,7 +63,7 @@ func NewEnv(t testing.TB) *Env {
 // sets, plus the AWS SDK's region, static credentials and endpoint
 // overrides pointing each service at its emulator or fake.
 func (e *Env) Vars() map[string]string {
-	return map[string]string{
+	vars := map[string]string{
 		cloud.EnvStage:                "test",
 		cloud.EnvTable:                e.Table,
 		cloud.EnvPlanQueueURL:         e.Queues["plan"],
@@ -96,6 +97,8 @@ func (e *Env) Vars() map[string]string {
 		"AWS_ENDPOINT_URL_ECS":              e.ECS.URL,
 		"AWS_ENDPOINT_URL_SECRETS_MANAGER":  e.Secrets.URL,
 	}
+	maps.Copy(vars, e.Images.Vars())
+	return vars
 }
 
 // Setenv sets Vars (and extra) in the test process, for adapters built in

@@ -1,0 +1,146 @@
+package cloud_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud/cloudtest"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+)
+
+// TestCloudSyncPinsImages runs the registrysync function's sync on the
+// emulators with ECR and CodeBuild fakes and an in-process registry behind
+// ECR's basic auth: a docker_image task is pinned to the digest the
+// pull-through prefix serves, a Dockerfile task is built by CodeBuild and
+// pinned to the pushed digest, and an image no registry knows makes its
+// task unavailable, naming the image.
+func TestCloudSyncPinsImages(t *testing.T) {
+	ctx := context.Background()
+	env := cloudtest.NewEnv(t)
+	regDir := t.TempDir()
+	writeRolling(t, regDir, "word-frequency")
+	writeImageTask(t, regDir, "pulls", "python:3.13-slim")
+	writeImageTask(t, regDir, "ghost", "ghost/nothing:1")
+	reg := `[{"name": "rolling", "version": "head", "description": "images", "tasks": [` +
+		`{"name": "word-frequency", "path": "tasks/word-frequency"}, {"name": "pulls", "path": "tasks/pulls"}, {"name": "ghost", "path": "tasks/ghost"}]}]`
+	if err := os.WriteFile(filepath.Join(regDir, "registry.json"), []byte(reg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := env.Vars()
+	vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
+	for k, v := range vars {
+		if strings.HasPrefix(k, "AWS_") {
+			t.Setenv(k, v)
+		}
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // the image store under /tmp
+	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cloud.Connect(ctx, cfg, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := p.BenchSync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Add(ctx, "ws-a", "rolling"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head")); err != nil {
+		t.Fatal(err)
+	}
+	recs := records.New(p.Ports.Table)
+	b := readBenchmark(t, recs, "ws-a")
+	if b.Status != records.SyncReady {
+		t.Fatalf("after the sync: %+v", b)
+	}
+	m, _, err := recs.Manifest(ctx, "ws-a", b.Key, b.ReadyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envOf := func(name string) benchmark.Environment {
+		task, ok := m.Task(name)
+		if !ok || task.Environment == nil {
+			t.Fatalf("task %s has no environment: %+v", name, task)
+		}
+		return *task.Environment
+	}
+	img := env.Images
+	pulls := envOf("pulls")
+	if pulls.Source != benchmark.ImagePull || pulls.Pinned != "docker.io/library/python@"+img.Python || pulls.Unavailable != "" {
+		t.Errorf("pulls = %+v, want docker.io/library/python pinned by digest", pulls)
+	}
+	built := envOf("word-frequency")
+	if built.Source != benchmark.ImageBuild || img.Pushed(built.BuildKey) == "" || built.Pinned != img.RepositoryURI+"@"+img.Pushed(built.BuildKey) || built.Unavailable != "" {
+		t.Errorf("word-frequency = %+v, want built into %s", built, img.RepositoryURI)
+	}
+	if built.Bases["python:3.13-slim"] != pulls.Pinned {
+		t.Errorf("word-frequency's base = %q, want the pinned %q", built.Bases["python:3.13-slim"], pulls.Pinned)
+	}
+	ghost := envOf("ghost")
+	if ghost.Pinned != "" || !strings.Contains(ghost.Unavailable, "ghost/nothing:1") {
+		t.Errorf("ghost = %+v, want unavailable naming ghost/nothing:1", ghost)
+	}
+	ops := img.Ops()
+	for _, op := range []string{"GetAuthorizationToken", "DescribeImages", "StartBuild", "BatchGetBuilds"} {
+		if !slices.Contains(ops, op) {
+			t.Errorf("ECR/CodeBuild ops = %v, want %s among them", ops, op)
+		}
+	}
+}
+
+func writeImageTask(t *testing.T, regDir, name, image string) {
+	t.Helper()
+	dst := filepath.Join(regDir, "tasks", name)
+	if err := os.CopyFS(dst, os.DirFS("../../../examples/demo-bench/word-frequency")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dst, "environment", "Dockerfile")); err != nil {
+		t.Fatal(err)
+	}
+	toml, err := os.ReadFile(filepath.Join(dst, "task.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toml = []byte(strings.Replace(string(toml), "[environment]\n", "[environment]\ndocker_image = \""+image+"\"\n", 1))
+	if err := os.WriteFile(filepath.Join(dst, "task.toml"), toml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoadImagesSettings: the sync's cold start names a missing build or
+// repository variable, and refuses a default image that is not pinned.
+func TestLoadImagesSettings(t *testing.T) {
+	for _, name := range []string{cloud.EnvImageBuildProject, cloud.EnvTaskImagesRepository, cloud.EnvTaskImagesURI} {
+		if _, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(without(stackEnv(), name))); err == nil ||
+			!strings.Contains(err.Error(), name+" is not set") {
+			t.Errorf("Load without %s: error = %v, want it named", name, err)
+		}
+	}
+	env := stackEnv()
+	env[cloud.EnvSandboxDefaultImage] = "python:3.13-slim"
+	if _, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(env)); err == nil ||
+		!strings.Contains(err.Error(), `GAUNTLET_SANDBOX_DEFAULT_IMAGE="python:3.13-slim" is not a digest reference`) {
+		t.Errorf("Load with a tag as default image: error = %v, want it refused", err)
+	}
+	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(stackEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Images.BuildProject != "gauntlet-dev-images" || len(cfg.Images.Mirrors) != 2 {
+		t.Errorf("images settings = %+v, want the project and both mirrors", cfg.Images)
+	}
+	if api, _ := cloud.Load(cloud.API, cloudtest.Getenv(without(stackEnv(), cloud.EnvImageBuildProject))); api.Images.BuildProject != "" {
+		t.Errorf("the API read the images settings: %+v", api.Images)
+	}
+}
