@@ -7,7 +7,7 @@ import { h, replace, link } from '../dom.js';
 import {
   ACTIVE_RUN, STOPPABLE, confirmDialog, errorBox, loading, menu, numCell, outcomeBar, outcomeLegend, statusBadge, table, toast,
 } from '../components.js';
-import { bytes, cost, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens } from '../format.js';
+import { bytes, cost, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens, usd } from '../format.js';
 import { lineChart, seriesColor } from '../chart.js';
 import { setQuery } from '../router.js';
 import { poll } from '../poll.js';
