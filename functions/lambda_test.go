@@ -25,12 +25,12 @@ var functionNames = []string{"api", "planner", "dispatcher", "grader", "ingester
 func functionEnv(w *world, name string) map[string]string {
 	keep := map[string][]string{
 		"api":          {cloud.EnvPlanQueueURL, cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvJWTIssuer, cloud.EnvJWTAudience, cloud.EnvRegistry},
-		"planner":      {cloud.EnvSlotsQueueURL},
+		"planner":      {cloud.EnvSlotsQueueURL, cloud.EnvPlanQueueURL},
 		"dispatcher":   {cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvMaxSandboxes, cloud.EnvSandboxKMSKey},
 		"grader":       {cloud.EnvResultsQueueURL, cloud.EnvBucket},
 		"ingester":     {cloud.EnvSlotsQueueURL},
 		"leaderboard":  {},
-		"registrysync": {cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvRegistry},
+		"registrysync": {cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvRegistry, cloud.EnvImageBuildProject, cloud.EnvTaskImagesRepository, cloud.EnvTaskImagesURI, cloud.EnvSandboxMirrors},
 		"watchdog":     {cloud.EnvPlanQueueURL, cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL},
 	}[name]
 	sandboxVars := []string{cloud.EnvCluster, cloud.EnvSubnets, cloud.EnvSecurityGroups, cloud.EnvSandboxTaskRoleARN,
@@ -107,7 +107,9 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		for _, r := range w.env.ECS.Requests("") {
 			ops = append(ops, r.Op)
 		}
-		if diff := cmp.Diff([]string{"RegisterTaskDefinition", "RunTask"}, ops); diff != "" {
+		// The task definition for (image digest, size) is looked up first and
+		// registered because this is its first launch.
+		if diff := cmp.Diff([]string{"DescribeTaskDefinition", "RegisterTaskDefinition", "RunTask"}, ops); diff != "" {
 			t.Errorf("ECS calls (-want +got):\n%s", diff)
 		}
 		spec, req := w.launchedSpec()

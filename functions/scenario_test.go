@@ -80,7 +80,7 @@ type world struct {
 }
 
 var everything = cloud.Needs{Plan: true, Slots: true, Completions: true, Results: true, Sync: true,
-	Blobs: true, Secrets: true, Sandboxes: true, JWT: true, MaxSandboxes: true, Registry: true}
+	Blobs: true, Secrets: true, Sandboxes: true, JWT: true, MaxSandboxes: true, Registry: true, Images: true}
 
 func newWorld(t *testing.T) *world {
 	t.Helper()

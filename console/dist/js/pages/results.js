@@ -47,17 +47,22 @@ export function renderResults(ctx, panel, run) {
     replace(taskList, names.map((n) => h('option', { value: n })));
   }).catch(() => { /* the task filter still takes a typed name */ });
 
+  // Only the latest load may render: a slower answer to an earlier filter
+  // must not replace the list the current filter asked for.
+  let latest = 0;
   const load = async () => {
+    const mine = ++latest;
     setQuery({ agent: state.agent, task: state.task, outcome: state.outcome, q: state.q });
     replace(listBox, loading('Loading results'));
     try {
       const res = await api.results(run.id, {
         agent: state.agent, task: state.task, outcome: state.outcome, q: state.q, cursor: state.cursor, limit: PAGE,
       }, { signal: ctx.signal });
+      if (mine !== latest) return;
       replace(listBox, resultsTable(ctx, run, res.results || []));
       renderPager(res.next_cursor || '');
     } catch (err) {
-      if (err.name === 'AbortError') return;
+      if (err.name === 'AbortError' || mine !== latest) return;
       replace(listBox, errorBox(err, 'Could not load results'));
     }
   };
