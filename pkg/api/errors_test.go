@@ -120,11 +120,13 @@ func TestAnswerCache(t *testing.T) {
 		t.Errorf("expired answer = %q, want stale v1 while refreshing", got)
 	}
 	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
 	for get("ws1", now.Add(3*time.Second), render("v4", time.Hour)) != "v3" {
 		if time.Now().After(deadline) {
 			t.Fatal("the refreshed answer v3 never replaced the stale one")
 		}
-		time.Sleep(time.Millisecond)
+		<-tick.C
 	}
 }
 

@@ -105,11 +105,13 @@ func submit(t *testing.T, dataDir, cfg string) run.Run {
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 }
 

@@ -172,6 +172,8 @@ func drive(b *testing.B, e *env, runID string, workers int) run.Run {
 		}
 	}()
 	var r run.Run
+	poll := time.NewTicker(2 * time.Millisecond)
+	defer poll.Stop()
 	for ctx.Err() == nil {
 		var err error
 		if r, err = e.recs.Run(e.ctx, runID); err != nil {
@@ -181,7 +183,7 @@ func drive(b *testing.B, e *env, runID string, workers int) run.Run {
 		if r.Status.Terminal() {
 			break
 		}
-		time.Sleep(2 * time.Millisecond)
+		<-poll.C
 	}
 	close(ended)
 	<-tailDone

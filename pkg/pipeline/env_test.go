@@ -310,9 +310,11 @@ func (e *env) pumpUntil(runID string, timeout time.Duration) run.Run {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	lastWatch := time.Now()
+	idle := time.NewTicker(20 * time.Millisecond)
+	defer idle.Stop()
 	for time.Now().Before(deadline) {
 		if !e.pumpOnce() {
-			time.Sleep(20 * time.Millisecond)
+			<-idle.C
 		}
 		if time.Since(lastWatch) > 500*time.Millisecond {
 			if err := e.svc.Watch(e.ctx); err != nil {

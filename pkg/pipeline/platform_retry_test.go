@@ -136,6 +136,8 @@ command = '''if [ ! -e %[1]s/started ]; then touch %[1]s/started; sleep 60; fi; 
 	first := e.useDriver(runnerBin, void, pipeline.Options{})
 	r := e.submit(cfg) // max_retries = 0
 	deadline := time.Now().Add(time.Minute)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		if time.Now().After(deadline) {
 			t.Fatal("the slot never ran")
@@ -144,7 +146,7 @@ command = '''if [ ! -e %[1]s/started ]; then touch %[1]s/started; sleep 60; fi; 
 		if _, err := os.Stat(filepath.Join(marks, "started")); err == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-tick.C
 	}
 	if err := first.Close(); err != nil {
 		t.Fatal(err)

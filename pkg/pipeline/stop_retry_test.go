@@ -36,12 +36,14 @@ func TestStopInTheMiddle(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	r := e.submit(stopConfig)
 	deadline := time.Now().Add(2 * time.Minute)
+	idle := time.NewTicker(20 * time.Millisecond)
+	defer idle.Stop()
 	for {
 		if time.Now().After(deadline) {
 			t.Fatal("the run never had a result and two running sandboxes")
 		}
 		if !e.pumpOnce() {
-			time.Sleep(20 * time.Millisecond)
+			<-idle.C
 		}
 		running, _, err := e.recs.Slots(e.ctx, r.ID, records.ActiveSlots, "", 10)
 		if err != nil {
@@ -65,10 +67,14 @@ func TestStopInTheMiddle(t *testing.T) {
 	if r.Status != run.Stopped {
 		t.Fatalf("run ended %s, want stopped", r.Status)
 	}
-	// Let any straggling message through, then check nothing launched.
-	for range 20 {
-		e.pumpOnce()
-		time.Sleep(10 * time.Millisecond)
+	// Drain every message still queued (until three pumps in a row find
+	// nothing), then check none of them launched a sandbox.
+	for quiet := 0; quiet < 3; {
+		if e.pumpOnce() {
+			quiet = 0
+		} else {
+			quiet++
+		}
 	}
 	if got := e.logSteps(r.ID)["launched"]; got != launchedBefore {
 		t.Errorf("%d launches after the stop, want none", got-launchedBefore)

@@ -181,11 +181,13 @@ func wantError(t *testing.T, c caller, rq request, status int, code string) v1.E
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(200 * time.Millisecond)
+		<-tick.C
 	}
 }
 

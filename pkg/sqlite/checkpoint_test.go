@@ -32,6 +32,8 @@ func TestBackgroundCheckpoint(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		info, err := os.Stat(path)
 		if err != nil {
@@ -43,7 +45,7 @@ func TestBackgroundCheckpoint(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("database file is %d bytes after %d commits (%d before); the write-ahead log was not checkpointed", info.Size(), 2*checkpointEvery, before.Size())
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-tick.C
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -114,9 +114,11 @@ func (p *platform) runToEnd(ctx context.Context, runID string, timeout time.Dura
 	p.t.Helper()
 	deadline := time.Now().Add(timeout)
 	lastWatch := time.Now()
+	idle := time.NewTicker(50 * time.Millisecond)
+	defer idle.Stop()
 	for time.Now().Before(deadline) {
 		if !p.pumpOnce(ctx) {
-			time.Sleep(50 * time.Millisecond)
+			<-idle.C
 		}
 		if time.Since(lastWatch) > 2*time.Second {
 			p.invocations["watchdog"]++
