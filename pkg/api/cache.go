@@ -19,6 +19,10 @@ const (
 	// liveTTL bounds how stale a cached answer of something that may still
 	// change can be.
 	liveTTL = time.Second
+	// maxStale bounds how long past its expiry an answer may still be served
+	// while its successor renders; an older one is rendered afresh first, so
+	// a reader never gets an answer from long ago.
+	maxStale = liveTTL
 	// maxCachedAnswers bounds the cache; a full cache is emptied.
 	maxCachedAnswers = 4096
 )
@@ -32,6 +36,9 @@ type cachedAnswer struct {
 type answerCache struct {
 	mu      sync.Mutex
 	answers map[string]cachedAnswer
+	// epoch counts forgets: a render that started before one is not stored,
+	// since it may predate the change the forget is for.
+	epoch uint64
 	// renders makes concurrent misses of one answer render it once.
 	renders singleflight.Group
 }
@@ -48,11 +55,12 @@ func (c *answerCache) answer(key, workspace string, now time.Time, render func()
 		return body, nil
 	}
 	ch := c.renders.DoChan(key, func() (any, error) {
+		epoch := c.currentEpoch()
 		body, expires, err := render()
 		if err != nil {
 			return nil, err
 		}
-		c.put(key, workspace, body, expires)
+		c.putIf(epoch, key, workspace, body, expires)
 		return body, nil
 	})
 	if found {
@@ -74,12 +82,41 @@ func (c *answerCache) get(key, workspace string, now time.Time) (body []byte, fr
 	if !ok || a.workspace != workspace {
 		return nil, false, false
 	}
-	return a.body, a.expires.IsZero() || !now.After(a.expires), true
+	if a.expires.IsZero() || !now.After(a.expires) {
+		return a.body, true, true
+	}
+	if now.After(a.expires.Add(maxStale)) {
+		return nil, false, false
+	}
+	return a.body, false, true
 }
 
-func (c *answerCache) put(key, workspace string, body []byte, expires time.Time) {
+// forget drops the workspace's cached answer of key, after a request of
+// that workspace changed what it says (a stop): the next read renders it
+// afresh instead of serving, or joining the render of, the answer from
+// before the change, so a client never sees the run step back.
+func (c *answerCache) forget(key, workspace string) {
+	key = workspace + "\x00" + key
+	c.mu.Lock()
+	delete(c.answers, key)
+	c.epoch++
+	c.mu.Unlock()
+	c.renders.Forget(key)
+}
+
+func (c *answerCache) currentEpoch() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.epoch
+}
+
+// putIf stores an answer rendered since epoch, unless a forget came since.
+func (c *answerCache) putIf(epoch uint64, key, workspace string, body []byte, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch != epoch {
+		return
+	}
 	if c.answers == nil || len(c.answers) >= maxCachedAnswers {
 		c.answers = map[string]cachedAnswer{}
 	}

@@ -130,6 +130,55 @@ func TestAnswerCache(t *testing.T) {
 	}
 }
 
+func TestAnswerCacheForgetsAndNeverServesOldAnswers(t *testing.T) {
+	var c answerCache
+	now := time.Unix(1000, 0)
+	answer := func(at time.Time, body string) string {
+		b, err := c.answer("run", "ws", at, func() ([]byte, time.Time, error) {
+			return []byte(body), at.Add(liveTTL), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got := answer(now, "running"); got != "running" {
+		t.Fatalf("first answer %q, want running", got)
+	}
+	// A stop forgets the answer: the next read, though the cached one is
+	// fresh, renders the stopping run.
+	c.forget("run", "ws")
+	if got := answer(now, "stopping"); got != "stopping" {
+		t.Errorf("answer after forget = %q, want the fresh render stopping", got)
+	}
+	// Long past its expiry an answer is not served stale: the read waits for
+	// the render.
+	if got := answer(now.Add(liveTTL+maxStale+time.Millisecond), "stopped"); got != "stopped" {
+		t.Errorf("answer long after expiry = %q, want the fresh render stopped", got)
+	}
+	// A render that started before a forget is not stored.
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan string)
+	go func() {
+		b, _ := c.answer("slow", "ws", now, func() ([]byte, time.Time, error) {
+			close(started)
+			<-release
+			return []byte("before"), now.Add(time.Hour), nil
+		})
+		done <- string(b)
+	}()
+	<-started
+	c.forget("slow", "ws")
+	close(release)
+	if got := <-done; got != "before" {
+		t.Fatalf("slow render answered %q, want before", got)
+	}
+	b, err := c.answer("slow", "ws", now, func() ([]byte, time.Time, error) { return []byte("after"), now.Add(time.Hour), nil })
+	if err != nil || string(b) != "after" {
+		t.Errorf("answer after a forget during a render = %q, %v; want after (the older render not stored)", b, err)
+	}
+}
+
 func TestRegistryInvalidSaysWhere(t *testing.T) {
 	h := &Handler{log: slog.New(slog.DiscardHandler)}
 	e := h.classify(fmt.Errorf("%w: registry r.json: decode registry: line 3, column 9: tasks.name: want a string", benchsync.ErrRegistryInvalid))

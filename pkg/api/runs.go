@@ -288,6 +288,7 @@ func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	h.answers.forget("run\x00"+r.PathValue("id"), identity(r.Context()).Workspace)
 	t, err := h.cfg.Records.RunTally(r.Context(), rn.ID)
 	if err != nil {
 		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)

@@ -176,6 +176,7 @@ func (s *Service) launch(ctx context.Context, r run.Run, slot run.Slot) error {
 	}
 	var stop bool
 	_, err = s.recs.UpdateSlot(ctx, r.ID, slot.ID, func(sl *run.Slot) error {
+		stop = false // a retried update decides afresh
 		if sl.Generation != slot.Generation || sl.Status != run.SlotLaunching {
 			return records.ErrNoChange // already completed, re-queued or cancelled
 		}

@@ -257,6 +257,7 @@ func (s *Service) endRun(ctx context.Context, runID string, t run.Tally) error {
 	now := s.now()
 	var ended bool
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+		ended = false // a retried update decides afresh
 		if err := endStatus(&r.Status, t, now, r.SetStatus); err != nil {
 			return err
 		}

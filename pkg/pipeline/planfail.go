@@ -125,6 +125,7 @@ func (s *Service) planFailed(ctx context.Context, runID string, cause error) err
 	}
 	attempts := 0
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+		attempts = 0 // a retried update decides afresh
 		if planningDone(*r) {
 			return records.ErrNoChange
 		}
@@ -160,6 +161,7 @@ func (s *Service) retryPlanning(ctx context.Context, r run.Run, now time.Time) e
 	}
 	attempts := 0
 	r, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
+		attempts = 0 // a retried update decides afresh
 		if planningDone(*r) || r.PlanRetriedAt.After(since) { // done, or retried by another watchdog
 			return records.ErrNoChange
 		}
@@ -186,6 +188,7 @@ func (s *Service) failPlanning(ctx context.Context, runID, reason string) error 
 	now := s.now()
 	ended := false
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+		ended = false // a retried update decides afresh
 		if r.Status.Terminal() {
 			return records.ErrNoChange
 		}

@@ -39,6 +39,7 @@ func (s *Service) Stop(ctx context.Context, runID, by string) (run.Run, error) {
 	now := s.now()
 	changed := false
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+		changed = false // a retried update decides afresh
 		switch {
 		case r.Status == run.Stopping || r.Status == run.Stopped:
 			return records.ErrNoChange

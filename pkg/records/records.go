@@ -135,6 +135,9 @@ func get[T any](ctx context.Context, tbl store.Table, c codec[T], pk, sk string)
 }
 
 // update is the bounded optimistic read-modify-write every Update method uses.
+// fn runs once per try: a write that loses its version condition reads the
+// item again and calls fn on what the competitor stored, so fn must decide
+// everything it reports to its caller afresh on each call.
 func update[T any](ctx context.Context, tbl store.Table, c codec[T], pk, sk string, fn func(*T) error) (T, error) {
 	var zero T
 	for range updateAttempts {

@@ -457,10 +457,19 @@ func TestStopRun(t *testing.T) {
 	if created.Name != "to-stop" || created.TaskCount != 15 || created.SlotCount != 75 {
 		t.Errorf("JSON submission = %+v, want run to-stop with 15 tasks, 75 slots", created)
 	}
+	var before v1.RunDetail
+	alice().call(t, request{method: "GET", path: "/v1/runs/" + created.ID}, http.StatusOK, &before) // cached now
 	var stopping v1.RunView
 	alice().call(t, request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusAccepted, &stopping)
 	if stopping.Status != "stopping" && stopping.Status != "stopped" {
 		t.Errorf("stop answer status %s, want stopping", stopping.Status)
+	}
+	// The run never steps back: the view cached before the stop is not
+	// served after it.
+	var after v1.RunDetail
+	alice().call(t, request{method: "GET", path: "/v1/runs/" + created.ID}, http.StatusOK, &after)
+	if after.Status != "stopping" && after.Status != "stopped" {
+		t.Errorf("run read right after the stop is %s (it was %s before), want stopping or stopped", after.Status, before.Status)
 	}
 	d := finishedRun(t, alice(), created.ID)
 	if d.Status != "stopped" || d.Outcomes.Cancelled == 0 || d.Progress.Completed != d.Progress.Total {
