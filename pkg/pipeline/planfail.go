@@ -161,7 +161,8 @@ func (s *Service) retryPlanning(ctx context.Context, r run.Run, now time.Time) e
 	}
 	attempts := 0
 	r, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
-		attempts = 0                                          // a retried update decides afresh
+		// A retried update decides afresh.
+		attempts = 0
 		if planningDone(*r) || r.PlanRetriedAt.After(since) { // done, or retried by another watchdog
 			return records.ErrNoChange
 		}
