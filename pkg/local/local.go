@@ -94,6 +94,10 @@ type Options struct {
 	// of the per-queue defaults (a received message that is not deleted
 	// reappears after it).
 	Visibility time.Duration
+	// BusyTimeout is how long a database write waits for a lock another
+	// process holds on the file (default sqlite.DefaultBusyTimeout); past
+	// it the write fails with SQLITE_BUSY and its message is delivered again.
+	BusyTimeout time.Duration
 	// Pipeline tunes the handlers (timeouts, backoffs); MaxSandboxes and
 	// Logger are filled from these Options.
 	Pipeline pipeline.Options
@@ -166,7 +170,7 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 
 func (p *Platform) open() error {
 	var err error
-	if p.db, err = sqlite.Open(filepath.Join(p.opts.DataDir, DatabaseFile)); err != nil {
+	if p.db, err = sqlite.OpenWith(filepath.Join(p.opts.DataDir, DatabaseFile), sqlite.Options{BusyTimeout: p.opts.BusyTimeout}); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {

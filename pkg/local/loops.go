@@ -22,6 +22,12 @@ import (
 // redelivered on the next start).
 const handlerGrace = 10 * time.Second
 
+// Bounds of the pause after a failed receive.
+const (
+	receiveRetryMin = 50 * time.Millisecond
+	receiveRetryMax = time.Second
+)
+
 // poller returns the loop of queue function f: it receives from f's source
 // queue and hands each message to handle on up to workers goroutines. A
 // handled message is deleted; a poison one goes to the dead-letter queue at
@@ -38,15 +44,20 @@ func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Durati
 		sem := make(chan struct{}, workers)
 		var wg sync.WaitGroup
 		defer wg.Wait()
+		// A failed receive (the database locked by another process) is
+		// tried again soon, then less often while it keeps failing.
+		pause := receiveRetryMin
 		for ctx.Err() == nil {
 			msgs, err := q.Receive(ctx, min(workers, queue.MaxBatch), visibility, time.Second)
 			if err != nil {
 				if ctx.Err() == nil {
-					p.log.Error("receive", "queue", name, "err", err)
-					sleep(ctx, time.Second)
+					p.log.Error("receive", "queue", name, "err", err, "retry_in", pause)
+					sleep(ctx, pause)
+					pause = min(2*pause, receiveRetryMax)
 				}
 				continue
 			}
+			pause = receiveRetryMin
 			for _, m := range msgs {
 				sem <- struct{}{}
 				wg.Add(1)

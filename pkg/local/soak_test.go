@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -155,7 +156,14 @@ func TestSoak(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := local.Open(ctx, testOptions(dir, runnerBin))
+	opts := testOptions(dir, runnerBin)
+	// A write that meets the competing connection's lock early in its
+	// 150 ms hold fails with SQLITE_BUSY, so handlers see the error itself,
+	// not only a slow write.
+	opts.BusyTimeout = 100 * time.Millisecond
+	busy := &busyCounter{Handler: opts.Logger.Handler(), n: new(atomic.Int64)}
+	opts.Logger = slog.New(busy)
+	p, err := local.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +248,40 @@ func TestSoak(t *testing.T) {
 	if all.Errored > f.killed.Load() {
 		t.Errorf("%d slots errored with only %d sandboxes killed", all.Errored, f.killed.Load())
 	}
-	t.Logf("soak: %d slots (%d runs) in %.1f s; %d sandboxes killed, %d in-flight messages delivered again, %d write-lock holds; %d finals (%d passed, %d failed, %d errored), %d retries; lost %d, duplicated %d",
-		slots, len(runs), took.Seconds(), f.killed.Load(), f.redelivered.Load(), f.locks.Load(),
+	if f.locks.Load() >= 10 && busy.n.Load() == 0 {
+		t.Errorf("%d write-lock holds and no operation failed with SQLITE_BUSY: the busy fault was not exercised", f.locks.Load())
+	}
+	t.Logf("soak: %d slots (%d runs) in %.1f s; %d sandboxes killed, %d in-flight messages delivered again, %d write-lock holds (%d operations failed SQLITE_BUSY); %d finals (%d passed, %d failed, %d errored), %d retries; lost %d, duplicated %d",
+		slots, len(runs), took.Seconds(), f.killed.Load(), f.redelivered.Load(), f.locks.Load(), busy.n.Load(),
 		all.Done, all.Passed, all.Failed, all.Errored, all.Retries, lost, dup)
+}
+
+// busyCounter passes log records on and counts those that report a
+// database operation failed because the database was locked.
+type busyCounter struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+func (b *busyCounter) Handle(ctx context.Context, r slog.Record) error {
+	locked := strings.Contains(r.Message, "SQLITE_BUSY")
+	r.Attrs(func(a slog.Attr) bool {
+		if v := a.Value.String(); strings.Contains(v, "SQLITE_BUSY") || strings.Contains(v, "database is locked") {
+			locked = true
+			return false
+		}
+		return true
+	})
+	if locked {
+		b.n.Add(1)
+	}
+	return b.Handler.Handle(ctx, r)
+}
+
+func (b *busyCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return &busyCounter{Handler: b.Handler.WithAttrs(as), n: b.n}
+}
+
+func (b *busyCounter) WithGroup(name string) slog.Handler {
+	return &busyCounter{Handler: b.Handler.WithGroup(name), n: b.n}
 }

@@ -95,12 +95,34 @@ CREATE INDEX IF NOT EXISTS messages_visible ON messages (queue, visible_at, seq)
 // readers is the size of the read pool.
 const readers = 4
 
+// DefaultBusyTimeout is how long a write waits for a lock another
+// connection holds before it fails with SQLITE_BUSY.
+const DefaultBusyTimeout = 10 * time.Second
+
+// Options tune a database; zero values take the defaults.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// connection (another process on the same file) before it fails with
+	// SQLITE_BUSY; default DefaultBusyTimeout, at least a millisecond.
+	BusyTimeout time.Duration
+}
+
 // Open opens (creating if needed) the database file at path and its schema.
 func Open(path string) (*DB, error) {
+	return OpenWith(path, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, o Options) (*DB, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open sqlite %q: path must be non-empty and contain no '?' or '#'", path)
 	}
-	params := "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+	busy := o.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	params := fmt.Sprintf("?_pragma=busy_timeout(%d)", max(busy.Milliseconds(), 1)) +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 		"&_pragma=foreign_keys(OFF)&_pragma=cache_size(-16000)"
 	// The writer never checkpoints; the checkpointer does (checkpoint.go).
 	writer, err := sql.Open("sqlite", path+params+"&_txlock=immediate&_pragma=wal_autocheckpoint(0)")
