@@ -124,7 +124,7 @@ func contains(list []string, s string) bool {
 // buildCache is buildah's storage for these tests, kept between runs in the
 // cache directory beside the base images, so cached layers make a second
 // run's builds fast (buildah locks its own storage).
-func buildCache(t *testing.T) string {
+func buildCache(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(filepath.Dir(localreg.BaseDir()), "test-buildah")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -292,7 +292,7 @@ func edit(t *testing.T, path, old, repl string) {
 	writeFile(t, path, strings.Replace(string(data), old, repl, 1))
 }
 
-func writeFile(t *testing.T, path, body string) {
+func writeFile(t testing.TB, path, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
