@@ -183,6 +183,13 @@ func checkFinishedRun(t *testing.T, d v1.RunDetail) {
 		if m.PassAtK == nil || m.PassAtK.K != 2 {
 			t.Errorf("agent %s pass@k = %+v, want k = 2", a.Label, m.PassAtK)
 		}
+		// The agent's own span: from its first slot's start to its end,
+		// within the run's.
+		if a.StartedAt == nil || a.EndedAt == nil || a.DurationSec <= 0 || d.StartedAt == nil ||
+			a.StartedAt.Before(*d.StartedAt) || a.EndedAt.After(*d.EndedAt) ||
+			a.DurationSec != a.EndedAt.Sub(*a.StartedAt).Seconds() {
+			t.Errorf("agent %s started %v ended %v duration %v; want a span within the run's %v–%v", a.Label, a.StartedAt, a.EndedAt, a.DurationSec, d.StartedAt, d.EndedAt)
+		}
 	}
 	if h := d.AgentsDetail[2]; h.Tokens.Input == 0 || d.Tokens.Input < h.Tokens.Input {
 		t.Errorf("heuristic tokens %+v, run tokens %+v; want the usage the agent reported", h.Tokens, d.Tokens)
