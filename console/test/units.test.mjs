@@ -238,3 +238,59 @@ test('a tooltip that must avoid a table goes beside it, else below, and only the
   const tall = { top: 10, bottom: 890, left: 10, right: 1430 };
   assert.equal(placeTooltip(row, tip, tall, view).top, 236, 'below the row when nothing fits');
 });
+
+test('paretoFrontier keeps the points no other is cheaper and better than, cheapest first', async () => {
+  const { paretoFrontier, dominates } = await import('../dist/js/frontier.js');
+  const p = (name, x, y) => ({ name, x, y });
+  const points = [
+    p('a', 0.10, 0.40), p('b', 0.05, 0.30), p('c', 0.20, 0.35), // c: dearer and worse than a
+    p('d', 0.30, 0.70), p('e', 0.30, 0.60), // e: same cost as d, worse
+    p('f', 0.50, 0.70), // f: same pass@1 as d, dearer
+    p('g', 0.02, 0.10), p('h', 0.02, 0.10), // equal points: both kept
+    p('i', 1.00, 0.90),
+  ];
+  assert.deepEqual(paretoFrontier(points).map((q) => q.name), ['g', 'h', 'b', 'a', 'd', 'i']);
+  assert.ok(dominates(points[0], points[2]));
+  assert.ok(!dominates(points[6], points[7]), 'an equal point does not dominate');
+  assert.ok(!dominates(points[1], points[0]), 'cheaper but worse does not dominate');
+  assert.deepEqual(paretoFrontier([]), []);
+  assert.deepEqual(paretoFrontier([p('x', 0, 0)]).map((q) => q.name), ['x']);
+  // Every point left out is dominated by a frontier point; no frontier point is.
+  const front = paretoFrontier(points);
+  for (const q of points) {
+    const dominated = points.some((o) => dominates(o, q));
+    assert.equal(front.includes(q), !dominated, `${q.name} on the frontier iff not dominated`);
+  }
+});
+
+test('costPoints takes rows with a cost and pass@1, with the interval and the estimated mark', async () => {
+  const { costPoints } = await import('../dist/js/frontier.js');
+  const rows = [
+    { label: 'm (codex)', pass1: { value: 0.5, ci_low: 0.3, ci_high: 0.7 }, cost_per_task: { value: 0.12 }, cost_estimated: true, run_id: 'r1' },
+    { harness: 'oracle', pass1: { value: 1, ci_low: null, ci_high: null }, cost_per_task: null, run_id: 'r2' },
+    { model: 'x', harness: 'nop', pass1: { value: 0 }, cost_per_task: { value: 0 }, run_id: 'r3' },
+    { label: 'no pass', pass1: null, cost_per_task: { value: 1 } },
+  ];
+  assert.deepEqual(costPoints(rows), [
+    { label: 'm (codex)', x: 0.12, y: 0.5, lo: 0.3, hi: 0.7, estimated: true, runId: 'r1' },
+    { label: 'x (nop)', x: 0, y: 0, lo: null, hi: null, estimated: false, runId: 'r3' },
+  ]);
+  assert.deepEqual(costPoints(undefined), []);
+});
+
+test('costScale: linear from $0 with nice ticks, logarithmic over decades for a wide spread', async () => {
+  const { costScale } = await import('../dist/js/frontier.js');
+  const lin = costScale([0.012, 0.05, 0.11]);
+  assert.equal(lin.log, false);
+  assert.deepEqual(lin.ticks, [0, 0.05, 0.1, 0.15]);
+  assert.equal(lin.at(0), 0);
+  assert.equal(lin.at(0.15), 1);
+  assert.deepEqual(costScale([3, 7]).ticks, [0, 2, 4, 6, 8]);
+  assert.deepEqual(costScale([0]).ticks, [0], 'every cost $0');
+  const log = costScale([0.002, 0.5, 3]);
+  assert.equal(log.log, true);
+  assert.deepEqual(log.ticks, [0.001, 0.01, 0.1, 1, 10]);
+  assert.equal(log.at(0.001), 0);
+  assert.ok(Math.abs(log.at(0.1) - 0.5) < 1e-12);
+  assert.equal(costScale([0, 0.5, 3]).log, false, 'a $0 cost keeps the linear scale');
+});
