@@ -287,10 +287,33 @@ test('costScale: linear from $0 with nice ticks, logarithmic over decades for a 
   assert.equal(lin.at(0.15), 1);
   assert.deepEqual(costScale([3, 7]).ticks, [0, 2, 4, 6, 8]);
   assert.deepEqual(costScale([0]).ticks, [0], 'every cost $0');
+  assert.deepEqual(costScale([0.2]).ticks, [0, 0.1, 0.2, 0.3], 'one cost: from $0, off the edge');
+  // Close costs far from $0: the axis starts below the cheapest.
+  const close = costScale([0.056, 0.0625, 0.074]);
+  assert.deepEqual(close.ticks, [0.055, 0.06, 0.065, 0.07, 0.075]);
+  assert.ok(close.at(0.056) > 0 && close.at(0.074) < 1, 'no point on the edge');
   const log = costScale([0.002, 0.5, 3]);
   assert.equal(log.log, true);
   assert.deepEqual(log.ticks, [0.001, 0.01, 0.1, 1, 10]);
   assert.equal(log.at(0.001), 0);
   assert.ok(Math.abs(log.at(0.1) - 0.5) < 1e-12);
   assert.equal(costScale([0, 0.5, 3]).log, false, 'a $0 cost keeps the linear scale');
+});
+
+test('placeLabels keeps labels inside the plot, off each other and off the points', async () => {
+  const { placeLabels } = await import('../dist/js/frontier.js');
+  const bounds = { left: 0, right: 300, top: 0, bottom: 200 };
+  const points = [{ x: 100, y: 100 }, { x: 290, y: 50 }, { x: 130, y: 152 }, { x: 150, y: 142 }, { x: 100, y: 142 }];
+  const got = placeLabels([
+    { x: 100, y: 100, width: 60 }, // right-above
+    { x: 100, y: 100, width: 60 }, // right-above is taken by the first: left-above
+    { x: 290, y: 50, width: 60 }, // no room on the right: left
+    { x: 130, y: 152, width: 60 }, // right-above and left-above hold points or labels: right-below
+  ], bounds, points);
+  assert.deepEqual(got, [{ x: 108, y: 93, anchor: 'start' }, { x: 92, y: 93, anchor: 'end' }, { x: 282, y: 43, anchor: 'end' },
+    { x: 138, y: 167, anchor: 'start' }]);
+  // A crowd: what finds no free spot is left out, never drawn over another.
+  const crowd = placeLabels(Array.from({ length: 6 }, () => ({ x: 150, y: 100, width: 120 })), bounds, [{ x: 150, y: 100 }]);
+  assert.equal(crowd.filter(Boolean).length, 4);
+  assert.deepEqual(crowd.slice(4), [null, null]);
 });

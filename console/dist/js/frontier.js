@@ -55,10 +55,12 @@ export function paretoFrontier(points) {
 const NICE = [1, 2, 2.5, 5, 10];
 
 /**
- * costScale picks the cost axis for values: linear from $0 with "nice"
- * ticks, or — when every cost is positive and they span more than
- * LOG_SPAN× — logarithmic over whole decades, so cheap entrants are not
- * squeezed against the axis. Returns {log, min, max, ticks, at(v) → 0..1}.
+ * costScale picks the cost axis for values: linear with "nice" ticks, or —
+ * when every cost is positive and they span more than LOG_SPAN× —
+ * logarithmic over whole decades, so cheap entrants are not squeezed
+ * against the axis. The linear axis starts at $0 when the cheapest cost is
+ * within one spread of it, else just below the cheapest, so entrants of
+ * close costs stay apart. Returns {log, min, max, ticks, at(v) → 0..1}.
  */
 export const LOG_SPAN = 30;
 export function costScale(values) {
@@ -74,12 +76,47 @@ export function costScale(values) {
     return { log: true, min, max, ticks, at: (v) => (Math.log10(Math.max(v, min)) - Math.log10(min)) / span };
   }
   if (hi === 0) return { log: false, min: 0, max: 1, ticks: [0], at: () => 0 };
+  const spread = hi - lo;
+  // A margin of 5% of the spread keeps points off the plot's edges.
+  const from = lo <= spread || spread === 0 ? 0 : lo - spread * 0.05;
+  const to = hi + (spread || hi) * 0.05;
   // About four intervals, the step a nice number.
-  const raw = hi / 4;
+  const raw = (to - from) / 4;
   const mag = 10 ** Math.floor(Math.log10(raw));
-  const step = NICE.map((n) => n * mag).find((s) => s >= raw);
-  const max = Number((Math.ceil(hi / step - 1e-9) * step).toPrecision(12));
+  const step = NICE.map((n) => n * mag).find((v) => v >= raw);
+  const round = (v) => Number(v.toPrecision(12));
+  const min = round(Math.floor(from / step + 1e-9) * step);
+  const max = round(Math.ceil(to / step - 1e-9) * step);
   const ticks = [];
-  for (let i = 0; i * step <= max + step / 1e6; i += 1) ticks.push(Number((i * step).toPrecision(12)));
-  return { log: false, min: 0, max, ticks, at: (v) => v / max };
+  for (let i = 0; min + i * step <= max + step / 1e6; i += 1) ticks.push(round(min + i * step));
+  return { log: false, min, max, ticks, at: (v) => (v - min) / (max - min) };
+}
+
+// LABEL_SPOTS are where a point's label may go, tried in order: beside the
+// point, above or below, right or left ([dx, dy, text-anchor]).
+const LABEL_SPOTS = [[8, -7, 'start'], [-8, -7, 'end'], [8, 15, 'start'], [-8, 15, 'end']];
+
+/**
+ * placeLabels places text labels [{x, y, width}] (the point they name and
+ * the text's width) in plot coordinates: each at the first spot that stays
+ * inside bounds {left, right, top, bottom} and covers neither an earlier
+ * label nor any of points [{x, y}]. A label with no such spot is null (its
+ * point keeps its title and the plot's description). Returns [{x, y,
+ * anchor} | null], index-aligned.
+ */
+export function placeLabels(labels, bounds, points = [], { height = 13, radius = 5 } = {}) {
+  const boxes = [];
+  const hits = (b) => boxes.some((o) => b.x0 < o.x1 && b.x1 > o.x0 && b.y0 < o.y1 && b.y1 > o.y0)
+    || points.some((p) => b.x0 < p.x + radius && b.x1 > p.x - radius && b.y0 < p.y + radius && b.y1 > p.y - radius);
+  return labels.map((l) => {
+    for (const [dx, dy, anchor] of LABEL_SPOTS) {
+      const tx = l.x + dx;
+      const ty = l.y + dy;
+      const b = { x0: anchor === 'start' ? tx : tx - l.width, x1: anchor === 'start' ? tx + l.width : tx, y0: ty - height + 3, y1: ty + 3 };
+      if (b.x0 < bounds.left || b.x1 > bounds.right || b.y0 < bounds.top || b.y1 > bounds.bottom || hits(b)) continue;
+      boxes.push(b);
+      return { x: tx, y: ty, anchor };
+    }
+    return null;
+  });
 }
