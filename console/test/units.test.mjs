@@ -308,12 +308,22 @@ test('placeLabels keeps labels inside the plot, off each other and off the point
     { x: 100, y: 100, width: 60 }, // right-above
     { x: 100, y: 100, width: 60 }, // right-above is taken by the first: left-above
     { x: 290, y: 50, width: 60 }, // no room on the right: left
-    { x: 130, y: 152, width: 60 }, // right-above and left-above hold points or labels: right-below
-  ], bounds, points);
+    { x: 130, y: 152, width: 60 }, // every spot above covers a point: no label
+    { x: 200, y: 190, width: 30 }, // left and right covered by labels of points beside it: centred
+  ], bounds, [...points, { x: 200, y: 190 }, { x: 185, y: 190 }, { x: 215, y: 190 }]);
   assert.deepEqual(got, [{ x: 108, y: 93, anchor: 'start' }, { x: 92, y: 93, anchor: 'end' }, { x: 282, y: 43, anchor: 'end' },
-    { x: 138, y: 167, anchor: 'start' }]);
+    null, { x: 200, y: 180, anchor: 'middle' }]);
   // A crowd: what finds no free spot is left out, never drawn over another.
   const crowd = placeLabels(Array.from({ length: 6 }, () => ({ x: 150, y: 100, width: 120 })), bounds, [{ x: 150, y: 100 }]);
-  assert.equal(crowd.filter(Boolean).length, 4);
-  assert.deepEqual(crowd.slice(4), [null, null]);
+  assert.equal(crowd.filter(Boolean).length, 2);
+  assert.deepEqual(crowd.slice(2), [null, null, null, null]);
+});
+
+test('shortLabel drops the harness, then the provider, then the end of the name', async () => {
+  const { shortLabel } = await import('../dist/js/frontier.js');
+  assert.equal(shortLabel('gpt-5.2 (codex)', 28), 'gpt-5.2 (codex)');
+  assert.equal(shortLabel('openai/gpt-5.2 (claude-code)', 20), 'openai/gpt-5.2');
+  assert.equal(shortLabel('provider/model-002 (harness-2)', 12), 'model-002');
+  assert.equal(shortLabel('acme/a-very-long-model-name (x)', 10), 'a-very-lo…');
+  assert.equal(shortLabel('oracle', 3), 'or…');
 });

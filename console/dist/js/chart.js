@@ -1,7 +1,12 @@
-// Inline SVG charts (no library): a line chart with confidence bands, used
-// for pass@k curves.
+// Inline SVG charts (no library): a line chart with confidence bands (the
+// pass@k curves) and the cost vs pass@1 scatter with its Pareto frontier.
 
 import { h, svg } from './dom.js';
+import { placeLabels, shortLabel } from './frontier.js';
+
+// LABEL_CHAR_PX is the average width of a character of an 11 px chart
+// label, to keep labels apart without measuring them.
+const LABEL_CHAR_PX = 6.4;
 
 /** seriesColor is the CSS colour of the i-th series. */
 export function seriesColor(i) {
@@ -86,7 +91,7 @@ export function costPassChart({ points, frontier, scale, formatCost, title, desc
     width = w;
     const W = Math.max(260, w);
     const H = Math.round(Math.min(340, Math.max(230, W * 0.55)));
-    const m = { top: 14, right: 18, bottom: 42, left: 50 };
+    const m = { top: 26, right: 18, bottom: 42, left: 50 }; // room above 100% for labels
     const x = (v) => m.left + scale.at(v) * (W - m.left - m.right);
     const y = (v) => H - m.bottom - v * (H - m.top - m.bottom);
     const grid = svg('g', { class: 'grid' });
@@ -129,12 +134,20 @@ export function costPassChart({ points, frontier, scale, formatCost, title, desc
         cx, cy: y(p.y), r: 4.5, class: [onFront.has(p) ? 'front' : 'dominated', p.estimated && 'hollow'],
         'data-label': p.label,
       }, svg('title', {}, pointText(p, formatCost, onFront.has(p)))));
-      if (onFront.has(p)) {
-        const right = cx < W * 0.62;
-        const name = p.label.length > 28 ? `${p.label.slice(0, 27)}…` : p.label;
-        labels.append(svg('text', { x: right ? cx + 8 : cx - 8, y: y(p.y) - 7, 'text-anchor': right ? 'start' : 'end' }, name));
-      }
     }
+    // The frontier's entrants are named where a label fits (best first);
+    // every point keeps its title, and the description names them all.
+    const maxChars = W < 420 ? 16 : 28;
+    const named = [...frontier].sort((a, b) => b.y - a.y).map((p) => {
+      const text = shortLabel(p.label, maxChars);
+      return { p, text, x: x(p.x), y: y(p.y), width: text.length * LABEL_CHAR_PX };
+    });
+    const spots = placeLabels(named, { left: m.left, right: W - 2, top: 0, bottom: H - m.bottom },
+      points.map((p) => ({ x: x(p.x), y: y(p.y) })));
+    named.forEach((l, i) => {
+      const at = spots[i];
+      if (at) labels.append(svg('text', { x: at.x, y: at.y, 'text-anchor': at.anchor, 'data-label': l.p.label }, l.text));
+    });
     const chart = svg('svg', {
       viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-labelledby': 'cost-plot-title', 'aria-describedby': 'cost-plot-desc',
       'data-width': String(W),

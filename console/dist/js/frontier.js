@@ -92,9 +92,10 @@ export function costScale(values) {
   return { log: false, min, max, ticks, at: (v) => (v - min) / (max - min) };
 }
 
-// LABEL_SPOTS are where a point's label may go, tried in order: beside the
-// point, above or below, right or left ([dx, dy, text-anchor]).
-const LABEL_SPOTS = [[8, -7, 'start'], [-8, -7, 'end'], [8, 15, 'start'], [-8, 15, 'end']];
+// LABEL_SPOTS are where a point's label may go, tried in order: above the
+// point to its right, to its left, centred ([dx, dy, text-anchor]). Never
+// below: there a label reads as naming the point under it.
+const LABEL_SPOTS = [[8, -7, 'start'], [-8, -7, 'end'], [0, -10, 'middle']];
 
 /**
  * placeLabels places text labels [{x, y, width}] (the point they name and
@@ -112,11 +113,27 @@ export function placeLabels(labels, bounds, points = [], { height = 13, radius =
     for (const [dx, dy, anchor] of LABEL_SPOTS) {
       const tx = l.x + dx;
       const ty = l.y + dy;
-      const b = { x0: anchor === 'start' ? tx : tx - l.width, x1: anchor === 'start' ? tx + l.width : tx, y0: ty - height + 3, y1: ty + 3 };
+      const x0 = { start: tx, end: tx - l.width, middle: tx - l.width / 2 }[anchor];
+      const b = { x0, x1: x0 + l.width, y0: ty - height + 3, y1: ty + 3 };
       if (b.x0 < bounds.left || b.x1 > bounds.right || b.y0 < bounds.top || b.y1 > bounds.bottom || hits(b)) continue;
       boxes.push(b);
       return { x: tx, y: ty, anchor };
     }
     return null;
   });
+}
+
+/**
+ * shortLabel fits an entrant's label "provider/model (harness)" in max
+ * characters by dropping what tells entrants apart least first: the
+ * harness, then the model's provider path, and only then the end of the
+ * name (with "…").
+ */
+export function shortLabel(label, max) {
+  if (label.length <= max) return label;
+  const model = label.replace(/ \([^()]*\)$/, '');
+  if (model.length <= max) return model;
+  const name = model.slice(model.lastIndexOf('/') + 1);
+  if (name.length <= max) return name;
+  return `${name.slice(0, max - 1)}…`;
 }
