@@ -18,7 +18,11 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
+	"github.com/gauntlet-bench/gauntlet/pkg/server/benchseed"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
 // chromiumPath is Debian's chromium, which the browser test drives.
@@ -120,6 +124,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		return len(lb.Rows) == 3, nil
 	})
 
+	costBench := seedCostBenchmark(ctx, t, srv)
+	unstarted := seedUnstartedRun(ctx, t, srv, created.ID)
+
 	shots := os.Getenv("GAUNTLET_CONSOLE_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -130,6 +137,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
 		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID,
+		"GAUNTLET_COST_BENCH="+costBench, "GAUNTLET_UNSTARTED_RUN_ID="+unstarted,
 		"GAUNTLET_SCREENSHOTS="+shots, "GAUNTLET_CHROMIUM="+chromiumPath, "GAUNTLET_WAIT_MS="+waitBudget(ctx))
 	out, err := cmd.CombinedOutput()
 	t.Logf("screenshots in %s", shots)
@@ -139,6 +147,77 @@ func TestConsoleInBrowser(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("%s", out)
 	}
+}
+
+// seedCostBenchmark writes a finished benchmark whose entrants report a
+// cost per task (the demo's oracle and nop report none, so demo-bench shows
+// no cost plot): benchseed's synthetic entrants, stored and scored as the
+// pipeline stores them. One entrant's cost is marked as estimated from the
+// price table. It returns the benchmark's key.
+func seedCostBenchmark(ctx context.Context, t *testing.T, srv *server.Server) string {
+	t.Helper()
+	seeded, err := benchseed.Seed(ctx, srv.Platform().Service(), srv.Tenant().Workspace,
+		benchseed.Shape{Entrants: 6, Tasks: 12, Attempts: 2, Categories: 3})
+	if err != nil {
+		t.Fatalf("seed the cost benchmark: %v", err)
+	}
+	est := seeded.Runs[len(seeded.Runs)-1]
+	if err := srv.Records().Transact(ctx, []store.Op{records.AgentTallyOp(est, 0, run.Tally{CostEstimated: 1})}); err != nil {
+		t.Fatalf("mark run %s's cost estimated: %v", est, err)
+	}
+	return seeded.Benchmark
+}
+
+// seedUnstartedRun stores a run as the pipeline leaves one that was stopped
+// while queued, before any slot ran: every slot a cancelled result, the
+// agent stopped without ever starting, the metrics recomputed by the
+// pipeline. (Stopping a live run that early is a race the test cannot win
+// every time.) It pins what the seed run like pinned. It returns the run's id.
+func seedUnstartedRun(ctx context.Context, t *testing.T, srv *server.Server, like string) string {
+	t.Helper()
+	seed, err := srv.Records().Run(ctx, like)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Created before the seed run, so demo-bench's last run stays the
+	// finished seed run the benchmark list test expects.
+	now := seed.CreatedAt.Add(-time.Minute)
+	tasks := seed.Tasks[:3]
+	r := run.Run{ID: "r-stopped-while-queued", Workspace: srv.Tenant().Workspace, Name: "stopped-while-queued", Benchmark: seed.Benchmark,
+		BenchmarkName: seed.BenchmarkName, ManifestWorkspace: seed.ManifestWorkspace, ManifestVersion: seed.ManifestVersion,
+		ManifestDigest: seed.ManifestDigest, Tasks: tasks, Agents: 1, Planned: true, Reason: "stopped by the browser test",
+		Settings: run.Settings{AttemptsPerTask: 1, MaxConcurrentAttempts: 1, TimeoutMultiplier: 1, PassThreshold: 1},
+		Status:   run.Stopped, CreatedAt: now, QueuedAt: now, StoppingAt: now, EndedAt: now}
+	ops, err := records.CreateRunOp(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops = ops[:1] // no active marker: the run is over
+	agent, err := records.CreateAgentOp(run.Agent{RunID: r.ID, Index: 0, Harness: "oracle", Status: run.Stopped, EndedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops = append(ops, agent)
+	var tally run.Tally
+	for _, task := range tasks {
+		res := run.Result{RunID: r.ID, SlotID: run.SlotID(0, task, 1), Agent: 0, Task: task, Attempt: 1, Outcome: run.Cancelled,
+			Message: "the run was stopped before this attempt started", StartedAt: now, EndedAt: now, RecordedAt: now}
+		op, err := records.ResultOp(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op)
+		d := res.Deltas()
+		tally.Done, tally.Cancelled = tally.Done+d.Done, tally.Cancelled+d.Cancelled
+	}
+	ops = append(ops, records.RunTallyOp(r.ID, tally), records.AgentTallyOp(r.ID, 0, tally))
+	if err := srv.Records().Transact(ctx, ops); err != nil {
+		t.Fatalf("store the unstarted run: %v", err)
+	}
+	if err := srv.Platform().Service().RecomputeRun(ctx, r.ID); err != nil {
+		t.Fatalf("recompute the unstarted run: %v", err)
+	}
+	return r.ID
 }
 
 // requireBrowserTooling fails the test with the install command when

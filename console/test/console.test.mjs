@@ -23,6 +23,8 @@ const BASE = env('GAUNTLET_URL');
 const TOKEN = env('GAUNTLET_TOKEN');
 const RUN_ID = env('GAUNTLET_RUN_ID');
 const SHOTS = env('GAUNTLET_SCREENSHOTS');
+const COST_BENCH = env('GAUNTLET_COST_BENCH');
+const UNSTARTED_RUN_ID = env('GAUNTLET_UNSTARTED_RUN_ID');
 const CHROMIUM = process.env.GAUNTLET_CHROMIUM || '/usr/bin/chromium';
 // Every wait is for a state (an element, a URL, an event), never for a
 // time; WAIT only bounds how long a state may take to come: the rest of the
@@ -149,6 +151,7 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   assert.equal(third[1], 'nop-full-list (nop)', 'the full-list row has no task-set badge');
   assert.equal(third[0], '2', 'ranked by its number');
   assert.match(first[7], new RegExp(RUN_ID), 'the run behind the row');
+  assert.equal(await page.locator('#cost-plot').count(), 0, 'no entrant reports a cost: no cost plot');
   // The full-list row is another measurement: its comparison says it was not tested.
   await rows.nth(2).hover();
   await page.locator('#tooltip:has-text("Not tested against the best")').waitFor();
@@ -204,6 +207,40 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   assert.match(await page.locator('#task-sets').innerText(), /parity[\s\S]*recommended/);
   assert.match(await page.locator('#requirements').innerText(), /reward ≥ 1/);
   await shot('04-benchmark-manifest');
+  noProblems();
+});
+
+test('the cost vs pass@1 plot shows every entrant with its interval and the Pareto frontier', async () => {
+  await page.goto(`${BASE}/benchmarks/${COST_BENCH}`);
+  const plot = page.locator('#cost-plot svg');
+  await plot.waitFor();
+  // What the plot must show, from the API's rows through the frontier module.
+  const want = await page.evaluate(async ([key, token]) => {
+    const { costPoints, paretoFrontier } = await import('/js/frontier.js');
+    const res = await fetch(`/v1/benchmarks/${encodeURIComponent(key)}/leaderboard`, { headers: { Authorization: `Bearer ${token}` } });
+    const points = costPoints((await res.json()).rows);
+    return { points: points.length, frontier: paretoFrontier(points).map((p) => p.label), estimated: points.filter((p) => p.estimated).map((p) => p.label) };
+  }, [COST_BENCH, TOKEN]);
+  assert.equal(want.points, 6, 'six entrants with a cost');
+  assert.ok(want.frontier.length >= 1, `frontier ${want.frontier}`);
+  assert.equal(want.estimated.length, 1, 'one entrant\'s cost is estimated');
+  assert.equal(await plot.locator('.points circle').count(), 6);
+  assert.equal(await plot.locator('.error-bars path').count(), 6, 'each point has its pass@1 interval');
+  assert.deepEqual(await plot.locator('.points circle.front').evaluateAll((cs) => cs.map((c) => c.dataset.label)).then((l) => l.sort()),
+    [...want.frontier].sort(), 'the frontier points are the ones no entrant dominates');
+  assert.deepEqual(await plot.locator('.points circle.hollow').evaluateAll((cs) => cs.map((c) => c.dataset.label)), want.estimated);
+  assert.equal(await plot.locator('.frontier path').count(), 1);
+  // Accessible: a titled, described image; each point has its words.
+  assert.equal(await plot.getAttribute('role'), 'img');
+  assert.match(await plot.locator('title#cost-plot-title').textContent(), /Cost per task vs pass@1 of 6 entrants/);
+  const desc = await plot.locator('desc').textContent();
+  assert.match(desc, /per task, pass@1 \d+\.\d% \(95% CI/);
+  assert.match(desc, /est\. per task/, 'the estimated cost says so');
+  assert.match(desc, /on the Pareto frontier/);
+  // The table marks the same estimated cost the way the run page does.
+  const estRow = page.locator('#leaderboard-body tbody tr', { hasText: want.estimated[0] });
+  assert.match(await estRow.locator('td').nth(4).innerText(), /est\./);
+  await shot('04b-cost-plot');
   noProblems();
 });
 
@@ -436,6 +473,18 @@ test('a submitted run opens live, and Stop stops it', async () => {
   await page.waitForFunction(() => Number(document.querySelector('.run-progress [role="progressbar"]')?.getAttribute('aria-valuenow')) > 0,
     null, { timeout: WAIT });
   assert.equal(await page.locator('.run-progress [role="progressbar"]').getAttribute('aria-valuemax'), '24');
+  // Live metrics are marked partial; the agent's duration ticks on in its
+  // progress column.
+  await page.locator('#metrics-partial').waitFor();
+  const agentRow = page.locator('#agents-table tbody tr').first();
+  const live = agentRow.locator('[data-agent-duration="live"] .duration');
+  await live.waitFor();
+  const before = await live.innerText();
+  await page.waitForFunction((t) => {
+    const el = document.querySelector('#agents-table [data-agent-duration="live"] .duration');
+    return el && el.textContent !== t;
+  }, before);
+  await page.waitForFunction(() => /%/.test(document.querySelectorAll('#agents-table tbody tr td')[3]?.textContent || ''));
   await shot('12-run-live');
   await stop.click();
   await page.locator('dialog[open] button[value="ok"]').click();
@@ -448,7 +497,29 @@ test('a submitted run opens live, and Stop stops it', async () => {
   const label = await page.locator('.run-progress .progress .label').innerText();
   const ran = Number(/^(\d+)\/24/.exec(label)?.[1]);
   assert.ok(ran < 24 && label.includes(`${cancelled} cancelled`), `progress of a stopped run: ${label}`);
+  // The metrics of what ran stay (partial), and the agent shows its final duration.
+  await page.waitForFunction(() => /^\d+\.\d%/.test(document.querySelectorAll('#agents-table tbody tr td')[3]?.textContent || ''));
+  assert.match(await page.locator('#metrics-partial').getAttribute('title'), /stopped/);
+  const final = page.locator('#agents-table [data-agent-duration="final"]');
+  await final.waitFor();
+  assert.match(await final.innerText(), /^took \d/);
+  assert.equal(await page.locator('#agents-table [data-agent-duration="live"]').count(), 0);
   await shot('13-run-stopped');
+  noProblems();
+});
+
+test('a run stopped while queued shows 0 of N ran and nothing to download', async () => {
+  await page.goto(`${BASE}/benchmarks/runs/${UNSTARTED_RUN_ID}`);
+  await page.locator('#run-name').waitFor();
+  assert.equal(await page.locator('.page-head .badge').first().getAttribute('data-status'), 'stopped');
+  const bar = page.locator('.run-progress [role="progressbar"]');
+  assert.equal(await bar.getAttribute('aria-valuenow'), '0');
+  assert.equal(await page.locator('.run-progress .progress .label').innerText(), '0/3 · 0% · 3 cancelled');
+  assert.ok(await page.locator('#download-menu').isDisabled(), 'nothing to download');
+  assert.match(await page.locator('#download-menu').getAttribute('title'), /no attempt ran/);
+  assert.equal(await page.locator('#agents-table [data-agent-duration="none"]').innerText(), 'never started');
+  assert.equal(await page.locator('#stat-duration .value').innerText(), '—');
+  await shot('13b-run-stopped-while-queued');
   noProblems();
 });
 
@@ -472,6 +543,7 @@ test('every page fits a 375 px phone: no horizontal page scroll, the top bar on 
     for (const [name, url, ready] of [
       ['benchmarks', '/benchmarks', '#benchmark-list'],
       ['benchmark', '/benchmarks/demo-bench', '#leaderboard-body tbody tr'],
+      ['cost-plot', `/benchmarks/${COST_BENCH}`, '#cost-plot svg'],
       ['run', `/benchmarks/runs/${RUN_ID}`, '#run-name'],
       ['new-run', '/runs/new?benchmark=demo-bench', '#summary-tasks'],
       ['runs', '/runs', '#run-list'],
@@ -486,6 +558,17 @@ test('every page fits a 375 px phone: no horizontal page scroll, the top bar on 
       if (name === 'run') {
         const tick = await page.locator('#pass-at-k svg .axis text').first().boundingBox();
         assert.ok(tick && tick.height >= 9, `run: pass@k tick labels are ${tick && tick.height} px tall at 375 px`);
+      }
+      if (name === 'cost-plot') {
+        // Drawn at its own width: inside the page, its labels full size.
+        await page.waitForFunction(() => {
+          const fig = document.getElementById('cost-plot');
+          return fig && Math.abs(Number(fig.querySelector('svg').dataset.width) - Math.max(260, Math.floor(fig.getBoundingClientRect().width))) <= 1;
+        });
+        const box = await page.locator('#cost-plot svg').boundingBox();
+        assert.ok(box.x >= 0 && box.x + box.width <= 375, `cost plot ${JSON.stringify(box)} leaves the 375 px page`);
+        const tick = await page.locator('#cost-plot svg .axis text').first().boundingBox();
+        assert.ok(tick && tick.height >= 9, `cost plot tick labels are ${tick && tick.height} px tall at 375 px`);
       }
       await shot(`15-narrow-${name}`);
     }

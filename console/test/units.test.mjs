@@ -238,3 +238,92 @@ test('a tooltip that must avoid a table goes beside it, else below, and only the
   const tall = { top: 10, bottom: 890, left: 10, right: 1430 };
   assert.equal(placeTooltip(row, tip, tall, view).top, 236, 'below the row when nothing fits');
 });
+
+test('paretoFrontier keeps the points no other is cheaper and better than, cheapest first', async () => {
+  const { paretoFrontier, dominates } = await import('../dist/js/frontier.js');
+  const p = (name, x, y) => ({ name, x, y });
+  const points = [
+    p('a', 0.10, 0.40), p('b', 0.05, 0.30), p('c', 0.20, 0.35), // c: dearer and worse than a
+    p('d', 0.30, 0.70), p('e', 0.30, 0.60), // e: same cost as d, worse
+    p('f', 0.50, 0.70), // f: same pass@1 as d, dearer
+    p('g', 0.02, 0.10), p('h', 0.02, 0.10), // equal points: both kept
+    p('i', 1.00, 0.90),
+  ];
+  assert.deepEqual(paretoFrontier(points).map((q) => q.name), ['g', 'h', 'b', 'a', 'd', 'i']);
+  assert.ok(dominates(points[0], points[2]));
+  assert.ok(!dominates(points[6], points[7]), 'an equal point does not dominate');
+  assert.ok(!dominates(points[1], points[0]), 'cheaper but worse does not dominate');
+  assert.deepEqual(paretoFrontier([]), []);
+  assert.deepEqual(paretoFrontier([p('x', 0, 0)]).map((q) => q.name), ['x']);
+  // Every point left out is dominated by a frontier point; no frontier point is.
+  const front = paretoFrontier(points);
+  for (const q of points) {
+    const dominated = points.some((o) => dominates(o, q));
+    assert.equal(front.includes(q), !dominated, `${q.name} on the frontier iff not dominated`);
+  }
+});
+
+test('costPoints takes rows with a cost and pass@1, with the interval and the estimated mark', async () => {
+  const { costPoints } = await import('../dist/js/frontier.js');
+  const rows = [
+    { label: 'm (codex)', pass1: { value: 0.5, ci_low: 0.3, ci_high: 0.7 }, cost_per_task: { value: 0.12 }, cost_estimated: true, run_id: 'r1' },
+    { harness: 'oracle', pass1: { value: 1, ci_low: null, ci_high: null }, cost_per_task: null, run_id: 'r2' },
+    { model: 'x', harness: 'nop', pass1: { value: 0 }, cost_per_task: { value: 0 }, run_id: 'r3' },
+    { label: 'no pass', pass1: null, cost_per_task: { value: 1 } },
+  ];
+  assert.deepEqual(costPoints(rows), [
+    { label: 'm (codex)', x: 0.12, y: 0.5, lo: 0.3, hi: 0.7, estimated: true, runId: 'r1' },
+    { label: 'x (nop)', x: 0, y: 0, lo: null, hi: null, estimated: false, runId: 'r3' },
+  ]);
+  assert.deepEqual(costPoints(undefined), []);
+});
+
+test('costScale: linear from $0 with nice ticks, logarithmic over decades for a wide spread', async () => {
+  const { costScale } = await import('../dist/js/frontier.js');
+  const lin = costScale([0.012, 0.05, 0.11]);
+  assert.equal(lin.log, false);
+  assert.deepEqual(lin.ticks, [0, 0.05, 0.1, 0.15]);
+  assert.equal(lin.at(0), 0);
+  assert.equal(lin.at(0.15), 1);
+  assert.deepEqual(costScale([3, 7]).ticks, [0, 2, 4, 6, 8]);
+  assert.deepEqual(costScale([0]).ticks, [0], 'every cost $0');
+  assert.deepEqual(costScale([0.2]).ticks, [0, 0.1, 0.2, 0.3], 'one cost: from $0, off the edge');
+  // Close costs far from $0: the axis starts below the cheapest.
+  const close = costScale([0.056, 0.0625, 0.074]);
+  assert.deepEqual(close.ticks, [0.055, 0.06, 0.065, 0.07, 0.075]);
+  assert.ok(close.at(0.056) > 0 && close.at(0.074) < 1, 'no point on the edge');
+  const log = costScale([0.002, 0.5, 3]);
+  assert.equal(log.log, true);
+  assert.deepEqual(log.ticks, [0.001, 0.01, 0.1, 1, 10]);
+  assert.equal(log.at(0.001), 0);
+  assert.ok(Math.abs(log.at(0.1) - 0.5) < 1e-12);
+  assert.equal(costScale([0, 0.5, 3]).log, false, 'a $0 cost keeps the linear scale');
+});
+
+test('placeLabels keeps labels inside the plot, off each other and off the points', async () => {
+  const { placeLabels } = await import('../dist/js/frontier.js');
+  const bounds = { left: 0, right: 300, top: 0, bottom: 200 };
+  const points = [{ x: 100, y: 100 }, { x: 290, y: 50 }, { x: 130, y: 152 }, { x: 150, y: 142 }, { x: 100, y: 142 }];
+  const got = placeLabels([
+    { x: 100, y: 100, width: 60 }, // right-above
+    { x: 100, y: 100, width: 60 }, // right-above is taken by the first: left-above
+    { x: 290, y: 50, width: 60 }, // no room on the right: left
+    { x: 130, y: 152, width: 60 }, // every spot above covers a point: no label
+    { x: 200, y: 190, width: 30 }, // left and right covered by labels of points beside it: centred
+  ], bounds, [...points, { x: 200, y: 190 }, { x: 185, y: 190 }, { x: 215, y: 190 }]);
+  assert.deepEqual(got, [{ x: 108, y: 93, anchor: 'start' }, { x: 92, y: 93, anchor: 'end' }, { x: 282, y: 43, anchor: 'end' },
+    null, { x: 200, y: 180, anchor: 'middle' }]);
+  // A crowd: what finds no free spot is left out, never drawn over another.
+  const crowd = placeLabels(Array.from({ length: 6 }, () => ({ x: 150, y: 100, width: 120 })), bounds, [{ x: 150, y: 100 }]);
+  assert.equal(crowd.filter(Boolean).length, 2);
+  assert.deepEqual(crowd.slice(2), [null, null, null, null]);
+});
+
+test('shortLabel drops the harness, then the provider, then the end of the name', async () => {
+  const { shortLabel } = await import('../dist/js/frontier.js');
+  assert.equal(shortLabel('gpt-5.2 (codex)', 28), 'gpt-5.2 (codex)');
+  assert.equal(shortLabel('openai/gpt-5.2 (claude-code)', 20), 'openai/gpt-5.2');
+  assert.equal(shortLabel('provider/model-002 (harness-2)', 12), 'model-002');
+  assert.equal(shortLabel('acme/a-very-long-model-name (x)', 10), 'a-very-lo…');
+  assert.equal(shortLabel('oracle', 3), 'or…');
+});

@@ -10,6 +10,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
 func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {
@@ -42,7 +43,44 @@ func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric 
 	if err != nil {
 		return nil, fmt.Errorf("load leaderboard of %s: %w", b.Key, err)
 	}
-	return render(leaderboardView(b.Key, board))
+	view := leaderboardView(b.Key, board)
+	if err := h.markEstimatedCosts(ctx, view.Rows); err != nil {
+		return nil, err
+	}
+	return render(view)
+}
+
+// markEstimatedCosts sets cost_estimated on the rows whose cost came, at
+// least in part, from the price table. The stored board keeps no such flag;
+// the tally of the row's run agent counts its estimated costs. Rows without
+// a cost need no look-up.
+func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) error {
+	agents := map[string][]run.Agent{}
+	for i := range rows {
+		row := &rows[i]
+		if row.CostPerTask == nil || row.RunID == "" {
+			continue
+		}
+		list, ok := agents[row.RunID]
+		if !ok {
+			var err error
+			if list, err = h.cfg.Records.Agents(ctx, row.RunID); err != nil {
+				return fmt.Errorf("load agents of run %s: %w", row.RunID, err)
+			}
+			agents[row.RunID] = list
+		}
+		for _, a := range list {
+			if a.Harness != row.Harness || a.Model != row.Model {
+				continue
+			}
+			t, err := h.cfg.Records.AgentTally(ctx, row.RunID, a.Index)
+			if err != nil {
+				return fmt.Errorf("load tally of run %s agent %d: %w", row.RunID, a.Index, err)
+			}
+			row.CostEstimated = row.CostEstimated || t.CostEstimated > 0
+		}
+	}
+	return nil
 }
 
 // leaderboardView is the API's form of a stored board: one list.

@@ -174,6 +174,12 @@ func (s *Service) entrantInputs(ctx context.Context, r run.Run) ([]leaderboard.E
 			continue
 		}
 		n++
+		// A cancelled attempt never ran (a stop): it scores nothing, and its
+		// task counted without a scored attempt would leave pass@1 undefined,
+		// so a stopped run's metrics of what ran would vanish at the stop.
+		if res.Outcome == run.Cancelled {
+			continue
+		}
 		inputs[res.Agent].Attempts = append(inputs[res.Agent].Attempts, attemptOf(res))
 	}
 	perAgent := len(r.Tasks) * r.Settings.AttemptsPerTask

@@ -183,6 +183,13 @@ func checkFinishedRun(t *testing.T, d v1.RunDetail) {
 		if m.PassAtK == nil || m.PassAtK.K != 2 {
 			t.Errorf("agent %s pass@k = %+v, want k = 2", a.Label, m.PassAtK)
 		}
+		// The agent's own span: from its first slot's start to its end,
+		// within the run's.
+		if a.StartedAt == nil || a.EndedAt == nil || a.DurationSec <= 0 || d.StartedAt == nil ||
+			a.StartedAt.Before(*d.StartedAt) || a.EndedAt.After(*d.EndedAt) ||
+			a.DurationSec != a.EndedAt.Sub(*a.StartedAt).Seconds() {
+			t.Errorf("agent %s started %v ended %v duration %v; want a span within the run's %v–%v", a.Label, a.StartedAt, a.EndedAt, a.DurationSec, d.StartedAt, d.EndedAt)
+		}
 	}
 	if h := d.AgentsDetail[2]; h.Tokens.Input == 0 || d.Tokens.Input < h.Tokens.Input {
 		t.Errorf("heuristic tokens %+v, run tokens %+v; want the usage the agent reported", h.Tokens, d.Tokens)
@@ -518,5 +525,50 @@ func TestBillingRequired(t *testing.T) {
 	carol.get(t, "/v1/workspace", http.StatusOK, &ws)
 	if ws.Billing.Status != "past_due" || ws.Billing.CanSubmit {
 		t.Errorf("workspace billing = %+v, want past_due, cannot submit", ws.Billing)
+	}
+}
+
+// slowConfig's attempts take a second each, one at a time: a run a test can
+// stop after some of its attempts ran.
+const slowConfig = `
+[experiment]
+benchmark = "demo-bench"
+
+[tasks]
+task_set = "parity"
+
+[execution]
+attempts_per_task = 1
+max_concurrent_attempts = 1
+
+[[agents]]
+harness = "command"
+command = "sleep 1"
+`
+
+// TestStopKeepsMetrics: a run stopped after some attempts ran keeps the
+// metrics of those attempts (pass@1 over the tasks that ran) instead of
+// losing pass@1 to the cancelled ones, and its agent has a start and an end.
+func TestStopKeepsMetrics(t *testing.T) {
+	readyBenchmark(t, alice(), "demo-bench")
+	var created v1.CreatedRun
+	alice().call(t, toml("/v1/runs", slowConfig), http.StatusCreated, &created)
+	waitFor(t, "a first result", 2*time.Minute, func() bool {
+		var d v1.RunDetail
+		alice().get(t, "/v1/runs/"+created.ID, http.StatusOK, &d)
+		return d.Progress.Completed >= 1
+	})
+	alice().call(t, request{method: "POST", path: "/v1/runs/" + created.ID + "/stop"}, http.StatusAccepted, nil)
+	d := finishedRun(t, alice(), created.ID)
+	a := d.AgentsDetail[0]
+	ran := int(a.Outcomes.Passed + a.Outcomes.Failed + a.Outcomes.Errored)
+	if d.Status != "stopped" || ran == 0 || a.Outcomes.Cancelled == 0 {
+		t.Fatalf("run %s %+v, want stopped with attempts that ran and cancelled ones", d.Status, a.Outcomes)
+	}
+	if a.Metrics.Pass1 == nil || a.Metrics.Pass1.N != ran || a.Metrics.Tasks != ran {
+		t.Errorf("stopped agent pass@1 %+v over %d tasks, want pass@1 over the %d tasks that ran", a.Metrics.Pass1, a.Metrics.Tasks, ran)
+	}
+	if a.Status != "stopped" || a.StartedAt == nil || a.EndedAt == nil || a.DurationSec <= 0 {
+		t.Errorf("stopped agent %s started %v ended %v duration %v, want stopped with its span", a.Status, a.StartedAt, a.EndedAt, a.DurationSec)
 	}
 }

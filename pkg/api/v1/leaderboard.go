@@ -34,7 +34,10 @@ type BoardRow struct {
 	Pass1           *Estimate     `json:"pass1"`
 	PassAtK         *PassAtKPoint `json:"pass_at_k"`
 	// CostPerTask (USD), TimePerTask (seconds), TokensPerTask.
-	CostPerTask   *Estimate `json:"cost_per_task"`
+	CostPerTask *Estimate `json:"cost_per_task"`
+	// CostEstimated is true when some of the row's cost was computed from
+	// the platform's dated price table rather than reported by a provider.
+	CostEstimated bool      `json:"cost_estimated"`
 	TimePerTask   *Estimate `json:"time_per_task"`
 	TokensPerTask *Estimate `json:"tokens_per_task"`
 	RunID         string    `json:"run_id"`

@@ -115,8 +115,14 @@ type AgentView struct {
 	Status   string   `json:"status"`
 	Progress Progress `json:"progress"`
 	Outcomes Outcomes `json:"outcomes"`
-	Tokens   Tokens   `json:"tokens"`
-	CostUSD  float64  `json:"cost_usd"`
+	// StartedAt is when the agent's first slot started running (null while
+	// none has); EndedAt is when the agent ended. DurationSec runs from
+	// StartedAt to EndedAt, live until the agent ends; 0 before it started.
+	StartedAt   *time.Time `json:"started_at"`
+	EndedAt     *time.Time `json:"ended_at"`
+	DurationSec float64    `json:"duration_sec"`
+	Tokens      Tokens     `json:"tokens"`
+	CostUSD     float64    `json:"cost_usd"`
 	// CostEstimated is true when some of CostUSD came from the price table.
 	CostEstimated bool `json:"cost_estimated"`
 	// Metrics are the agent's scores so far, with the leaderboard's metrics.

@@ -5,7 +5,9 @@
 import { api } from '../api.js';
 import { h, replace } from '../dom.js';
 import { attachTooltip, errorBox, loading, numCell, table } from '../components.js';
-import { estimateParts, pct, pText, pValue, seconds, shortDigest, signedPP, tokens, usd, dateTime } from '../format.js';
+import { cost, estimateParts, pct, pText, pValue, seconds, shortDigest, signedPP, tokens, usd, dateTime } from '../format.js';
+import { costPassChart, pointText } from '../chart.js';
+import { costPoints, costScale, paretoFrontier } from '../frontier.js';
 import { navigate, setQuery } from '../router.js';
 
 /** METRICS are the leaderboard's metrics in display order. */
@@ -62,7 +64,31 @@ function boardView(board, rank) {
     h('p', { class: 'small muted' },
       h('strong', {}, '1*'), ' marks a statistical tie with the best row: a two-sided paired t-test over the tasks both ran cannot tell them apart (α = 0.05). ',
       'Only rows that ran the same task set on the same manifest version as the best are tested; the others are ranked by their number. ',
-      'Intervals are 95% confidence intervals over tasks. Hover or focus a row to compare it with the best; click it to open its run.'));
+      'Intervals are 95% confidence intervals over tasks. Hover or focus a row to compare it with the best; click it to open its run.'),
+    costPlot(rows));
+}
+
+// costPlot is the cost vs pass@1 plot of the entrants with a cost, with the
+// Pareto frontier; none when no entrant reported a cost.
+function costPlot(rows) {
+  const points = costPoints(rows);
+  if (!points.length) return null;
+  const frontier = paretoFrontier(points);
+  const scale = costScale(points.map((p) => p.x));
+  const onFront = new Set(frontier);
+  const fmt = (v, estimated) => cost(v, estimated);
+  const description = `${points.length} ${points.length === 1 ? 'entrant' : 'entrants'} with a cost. `
+    + points.map((p) => pointText(p, fmt, onFront.has(p))).join('. ');
+  const left = rows.length - points.length;
+  return h('section', { class: 'card section', 'aria-labelledby': 'cost-plot-heading' },
+    h('div', { class: 'card-head' }, h('h3', { id: 'cost-plot-heading' }, 'Cost vs pass@1')),
+    h('div', { class: 'card-body' },
+      costPassChart({ points, frontier, scale, formatCost: fmt,
+        title: `Cost per task vs pass@1 of ${points.length} ${points.length === 1 ? 'entrant' : 'entrants'}`, description }),
+      h('p', { class: 'small muted' },
+        'Each entrant is a point at its cost per task and pass@1, with pass@1\'s 95% interval as a vertical bar. ',
+        'The line is the Pareto frontier: no other entrant is both cheaper and better than the entrants on it. ',
+        left ? `${left} ${left === 1 ? 'entrant reports' : 'entrants report'} no cost and ${left === 1 ? 'is' : 'are'} not plotted.` : '')));
 }
 
 function listView(metric, k, rows, rank) {
@@ -82,7 +108,7 @@ function listView(metric, k, rows, rank) {
     { label: 'Agent', class: 'wrap', cell: (r) => [h('strong', {}, agentLabel(r)), ' ', measurementBadge(r, best)] },
     { label: 'pass@1', header: head('pass@1', 'pass@1'), sort: sorted('pass@1'), class: active('pass@1'), cell: (r) => numCell(estimateParts(r.pass1)) },
     { label: passK, header: head('pass@k', passK), sort: sorted('pass@k'), class: active('pass@k'), title: 'The deepest k every row reached', cell: (r) => numCell(estimateParts(r.pass_at_k)) },
-    { label: 'Cost/task', header: head('cost', 'Cost/task'), sort: sorted('cost'), class: active('cost'), cell: (r) => numCell(estimateParts(r.cost_per_task, usd)) },
+    { label: 'Cost/task', header: head('cost', 'Cost/task'), sort: sorted('cost'), class: active('cost'), cell: (r) => numCell({ ...estimateParts(r.cost_per_task, usd), value: cost(r.cost_per_task?.value, r.cost_estimated) }) },
     { label: 'Time/task', header: head('time', 'Time/task'), sort: sorted('time'), class: active('time'), cell: (r) => numCell(estimateParts(r.time_per_task, seconds)) },
     { label: 'Tokens/task', header: head('tokens', 'Tokens/task'), sort: sorted('tokens'), class: active('tokens'), cell: (r) => numCell(estimateParts(r.tokens_per_task, tokens)) },
     { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/benchmarks/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, r.run_id),

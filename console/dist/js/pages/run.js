@@ -22,6 +22,9 @@ const TABS = [
   ['config', 'Configuration'],
 ];
 
+// SETTLE_POLLS bounds the polls that wait for an ended run's metrics.
+const SETTLE_POLLS = 30;
+
 /** renderRun renders /runs/:id. */
 export async function renderRun(ctx) {
   const id = ctx.params.id;
@@ -43,11 +46,13 @@ export async function renderRun(ctx) {
   replace(ctx.main, head, stats, tabBar, panel);
 
   let tab = TABS.some(([t]) => t === ctx.query.get('tab')) ? ctx.query.get('tab') : 'overview';
-  const state = { run, refreshPanel: null };
+  // fetchedAt is when the shown run answer arrived: live durations tick on
+  // from the server's duration_sec at that moment (tickDurations).
+  const state = { run, fetchedAt: performance.now(), refreshPanel: null };
 
   const paint = () => {
     replace(head, header(state.run, () => changed()));
-    replace(stats, statStrip(state.run));
+    replace(stats, statStrip(state.run, state.fetchedAt));
   };
   const showTab = (next, { initial = false } = {}) => {
     tab = next;
@@ -61,8 +66,8 @@ export async function renderRun(ctx) {
     panel.setAttribute('aria-labelledby', `tab-${tab}`);
     state.refreshPanel = null;
     if (tab === 'overview') {
-      replace(panel, overview(state.run));
-      state.refreshPanel = () => replace(panel, overview(state.run));
+      replace(panel, overview(state.run, state.fetchedAt));
+      state.refreshPanel = () => replace(panel, overview(state.run, state.fetchedAt));
     } else if (tab === 'results') {
       renderResults(ctx, panel, state.run);
     } else if (tab === 'logs') {
@@ -71,20 +76,55 @@ export async function renderRun(ctx) {
       renderConfig(ctx, panel, state.run);
     }
   };
+  // settling counts the polls after the run ended while its metrics still
+  // lag its results: the pipeline recomputes them shortly after the end,
+  // and a page that stopped polling at the end would keep the stale ones
+  // (a stopped run showed no pass@1).
+  let settling = 0;
   const reload = async () => {
     state.run = await api.run(id, { signal: ctx.signal });
+    state.fetchedAt = performance.now();
     paint();
     if (state.refreshPanel) state.refreshPanel();
-    return ACTIVE_RUN.has(state.run.status);
+    if (ACTIVE_RUN.has(state.run.status)) return true;
+    return !state.run.metrics_current && settling++ < SETTLE_POLLS;
   };
   paint();
   showTab(tab, { initial: true });
   const poller = poll(ctx, reload, 2000);
+  const ticker = setInterval(tickDurations, 1000);
+  ctx.onCleanup(() => clearInterval(ticker));
   // changed follows a run the user just stopped until it settles.
   const changed = async () => {
     await reload().catch(() => {});
     poller.kick();
   };
+}
+
+// liveDuration renders a duration the page ticks on every second while it
+// runs: seconds since the answer arrived are added to the server's value.
+function liveDuration(sec, live, fetchedAt) {
+  return h('span', { class: 'duration', dataset: live ? { base: String(sec), at: String(fetchedAt) } : {} }, seconds(sec));
+}
+
+/** tickDurations moves every live duration on the page on to now. */
+function tickDurations() {
+  const now = performance.now();
+  for (const el of document.querySelectorAll('.duration[data-base]')) {
+    el.textContent = seconds(Number(el.dataset.base) + (now - Number(el.dataset.at)) / 1000);
+  }
+}
+
+// agentDuration is an agent's time so far under its progress bar: live
+// while it runs, its final duration once it ended.
+function agentDuration(a, fetchedAt) {
+  if (!a.started_at) {
+    return h('div', { class: 'sub agent-duration', dataset: { agentDuration: 'none' } }, a.ended_at ? 'never started' : 'not started');
+  }
+  const live = !a.ended_at;
+  return h('div', { class: 'sub agent-duration', dataset: { agentDuration: live ? 'live' : 'final' },
+    title: live ? `running since ${dateTime(a.started_at)}` : `${dateTime(a.started_at)} to ${dateTime(a.ended_at)}` },
+  live ? 'running ' : 'took ', liveDuration(a.duration_sec, live, fetchedAt));
 }
 
 function crumbs() {
@@ -162,7 +202,7 @@ function downloadMenu(run) {
   })), { id: 'download-menu' });
 }
 
-function statStrip(run) {
+function statStrip(run, fetchedAt) {
   const tok = run.tokens || {};
   const s = run.submission?.settings || {};
   const stat = (label, value, hint, id) => h('div', { class: 'stat', id: id || null },
@@ -173,7 +213,7 @@ function statStrip(run) {
       outcomeBar(run.progress, run.outcomes, { large: true }),
       outcomeLegend(run.outcomes))),
     h('div', { class: 'stats' },
-      stat('Duration', run.started_at ? seconds(run.duration_sec) : '—',
+      stat('Duration', run.started_at ? liveDuration(run.duration_sec, !run.ended_at, fetchedAt) : '—',
         run.ended_at ? `ended ${dateTime(run.ended_at)}` : run.started_at ? 'live' : 'not started', 'stat-duration'),
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
       stat('LLM cost', cost(run.cost_usd, run.cost_estimated)),
@@ -181,13 +221,13 @@ function statStrip(run) {
       stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null)));
 }
 
-function overview(run) {
+function overview(run, fetchedAt) {
   const agents = run.agents || [];
   return h('div', {},
     h('section', { class: 'section', 'aria-labelledby': 'agents-title' },
       h('div', { class: 'section-head' }, h('h2', { id: 'agents-title' }, 'Agents'),
-        ACTIVE_RUN.has(run.status) ? h('span', { class: 'badge warn plain', id: 'metrics-partial', title: 'Scores so far: they change as attempts finish' }, 'partial') : null),
-      agentsTable(agents)),
+        metricsBadge(run)),
+      agentsTable(agents, fetchedAt)),
     h('div', { class: 'grid-2 section' },
       h('section', { class: 'card', 'aria-labelledby': 'categories-title' },
         h('div', { class: 'card-head' }, h('h3', { id: 'categories-title' }, 'pass@1 by category')),
@@ -196,6 +236,17 @@ function overview(run) {
         h('div', { class: 'card-head' }, h('h3', { id: 'curve-title' }, 'pass@k curve')),
         h('div', { class: 'card-body', id: 'pass-at-k' }, passAtKChart(run, agents)))),
     powerCard(run, agents));
+}
+
+// metricsBadge marks scores that do not cover the whole run: a going run's
+// (they change as attempts finish), a stopped run's (only the attempts
+// that ran), and an ended run's whose last results are still being scored.
+function metricsBadge(run) {
+  const partial = (title) => h('span', { class: 'badge warn plain', id: 'metrics-partial', title }, 'partial');
+  if (ACTIVE_RUN.has(run.status)) return partial('Scores so far: they change as attempts finish');
+  if (run.status === 'stopped') return partial('The run was stopped: scores cover the attempts that ran');
+  if (!run.metrics_current) return h('span', { class: 'badge plain', id: 'metrics-updating', title: 'The last results are being scored' }, 'updating');
+  return null;
 }
 
 // powerCard shows the server's power analysis: how many tasks × attempts a
@@ -229,7 +280,7 @@ const AGENT_SORT = {
 let agentSort = { key: '', dir: 1 };
 
 /** agentsTable renders the Agent Results table, sortable by every column (click a header; again to reverse). */
-function agentsTable(agents) {
+function agentsTable(agents, fetchedAt) {
   let sort = agentSort;
   const box = h('div', { id: 'agents-table' });
   const paint = () => {
@@ -243,7 +294,7 @@ function agentsTable(agents) {
         return (typeof vx === 'string' ? vx.localeCompare(vy) : vx - vy) * sort.dir;
       });
     }
-    replace(box, agentsRows(rows, agents, sort, (key) => {
+    replace(box, agentsRows(rows, agents, sort, fetchedAt, (key) => {
       sort = { key, dir: sort.key === key ? -sort.dir : (key === 'agent' || key === 'status' ? 1 : -1) };
       agentSort = sort;
       paint();
@@ -253,7 +304,7 @@ function agentsTable(agents) {
   return box;
 }
 
-function agentsRows(rows, agents, sort, onSort) {
+function agentsRows(rows, agents, sort, fetchedAt, onSort) {
   const k = agents.reduce((max, a) => Math.max(max, a.metrics?.pass_at_k?.k || 0), 0);
   const head = (key, label) => h('button', { type: 'button', class: 'th-sort', dataset: { sort: key }, 'aria-pressed': String(sort.key === key),
     onclick: () => onSort(key) }, label, sort.key === key ? (sort.dir > 0 ? ' ▴' : ' ▾') : '');
@@ -263,7 +314,7 @@ function agentsRows(rows, agents, sort, onSort) {
       h('span', { class: 'swatch-dot', style: { background: seriesColor(i) } }),
       h('strong', {}, a.label), a.name && !a.label.includes(a.name) ? h('div', { class: 'sub' }, a.name) : null] }),
     col('status', 'Status', { cell: ({ a }) => statusBadge(a.status) }),
-    col('progress', 'Progress', { cell: ({ a }) => outcomeBar(a.progress, a.outcomes) }),
+    col('progress', 'Progress', { cell: ({ a }) => [outcomeBar(a.progress, a.outcomes), agentDuration(a, fetchedAt)] }),
     col('pass1', 'pass@1', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.pass1)) }),
     col('passk', k ? `pass@k (k≤${k})` : 'pass@k', { class: 'num', cell: ({ a }) => (a.metrics?.pass_at_k
       ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_at_k.k} `), numCell(estimateParts(a.metrics.pass_at_k))] : '—') }),
