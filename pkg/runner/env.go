@@ -33,6 +33,10 @@ const (
 	VerifierSecretEnvPrefix = "GAUNTLET_VERIFIER_SECRET_"
 )
 
+// JudgeKeyEnv carries the judge model's key from the driver to the runner,
+// which hands it to the verifier phase's model gateway only.
+const JudgeKeyEnv = "GAUNTLET_JUDGE_KEY"
+
 // maxInstructionEnv is the largest instruction passed in $GAUNTLET_INSTRUCTION;
 // Linux refuses a single environment string over 128 KiB. Longer instructions
 // are only in the instruction file.
@@ -106,7 +110,7 @@ func envList(env map[string]string) []string {
 // takeSecrets extracts the secrets the driver passed in the runner's
 // environment (KEY=VALUE strings) and returns the names of the variables
 // that carried them, so the caller can unset them.
-func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, carriers []string) {
+func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, judge secret.Value, carriers []string) {
 	agent, verifier = map[string]secret.Value{}, map[string]secret.Value{}
 	for _, kv := range environ {
 		key, value, ok := strings.Cut(kv, "=")
@@ -114,6 +118,8 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, car
 			continue
 		}
 		switch {
+		case key == JudgeKeyEnv:
+			judge = secret.Value(value)
 		case strings.HasPrefix(key, VerifierSecretEnvPrefix) && len(key) > len(VerifierSecretEnvPrefix):
 			verifier[strings.TrimPrefix(key, VerifierSecretEnvPrefix)] = secret.Value(value)
 		case strings.HasPrefix(key, SecretEnvPrefix) && len(key) > len(SecretEnvPrefix):
@@ -123,7 +129,7 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, car
 		}
 		carriers = append(carriers, key)
 	}
-	return agent, verifier, carriers
+	return agent, verifier, judge, carriers
 }
 
 // sensitiveRunnerVar reports whether a variable of the runner's own
@@ -131,7 +137,7 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, car
 // upload URLs), secrets and their carriers, and the task role's credentials.
 func sensitiveRunnerVar(key string) bool {
 	switch key {
-	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv,
+	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, JudgeKeyEnv,
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -150,6 +156,9 @@ func SecretEnv(spec sandbox.Spec) []string {
 	}
 	for name, v := range spec.VerifierSecrets {
 		env[VerifierSecretEnvPrefix+name] = v.Reveal()
+	}
+	if spec.JudgeKey != "" {
+		env[JudgeKeyEnv] = spec.JudgeKey.Reveal()
 	}
 	return envList(env)
 }
