@@ -69,12 +69,24 @@ func agentEnv(spec sandbox.Spec, task harbor.Task, h harness.Harness, paths layo
 
 // verifierEnv builds the verifier's environment from scratch: the task's and
 // the run's verifier variables and the verifier's secrets, never the agent's.
-func verifierEnv(spec sandbox.Spec, task harbor.Task, paths layout) []string {
+// With an LLM judge (judge non-nil) the names the task's [verifier.env]
+// declares for the judge's provider get the judge gateway's URL, token and
+// model instead (judgeValue), and GAUNTLET_JUDGE_* name them all; the judge
+// key itself never reaches the verifier.
+func verifierEnv(spec sandbox.Spec, task harbor.Task, paths layout, judge *judgeAccess) []string {
 	env := baseEnv(paths.VerifierHome, paths.VerifierTmp, paths.App)
 	maps.Copy(env, task.Config.Environment.Env)
 	maps.Copy(env, task.Config.Verifier.Env)
 	maps.Copy(env, spec.VerifierEnv)
 	addSecrets(env, spec.VerifierSecrets)
+	if judge != nil {
+		for name := range task.Config.Verifier.Env {
+			if v, ok := judgeValue(name, *judge); ok {
+				env[name] = v
+			}
+		}
+		env[EnvJudgeModel], env[EnvJudgeBaseURL], env[EnvJudgeAPIKey] = judge.model, judge.url, judge.token
+	}
 	env[EnvTask] = task.Name
 	env[EnvVerifierLogsDir] = paths.VerifierLogs
 	env[EnvTestsDir] = paths.Tests
