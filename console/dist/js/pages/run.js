@@ -176,7 +176,9 @@ function statStrip(run) {
       stat('Duration', run.started_at ? seconds(run.duration_sec) : '—',
         run.ended_at ? `ended ${dateTime(run.ended_at)}` : run.started_at ? 'live' : 'not started', 'stat-duration'),
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
-      stat('LLM cost', cost(run.cost_usd, run.cost_estimated)),
+      stat('LLM cost', cost(run.cost_usd, run.cost_estimated), run.judge ? 'agents only' : null),
+      run.judge ? stat('Judge', cost(run.judge.cost_usd, run.judge.cost_estimated),
+        `${run.judge.model} · ${count(run.judge.calls)} calls · in ${tokens(run.judge.tokens?.input)} · out ${tokens(run.judge.tokens?.output)}`, 'stat-judge') : null,
       stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
       stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null)));
 }
