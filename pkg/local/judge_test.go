@@ -68,9 +68,13 @@ func TestJudgeBenchmarkThroughTheLocalPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, step := range []func() error{
-		func() error { return recs.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"}) },
+		func() error {
+			return recs.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"})
+		},
 		func() error { return recs.PutUser(ctx, records.User{ID: "u1", Workspace: ws, Name: "Ann"}) },
-		func() error { return recs.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: "u1"}) },
+		func() error {
+			return recs.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: "u1"})
+		},
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
