@@ -126,8 +126,18 @@ func (t *trial) closeJudge(rig *agentRig) {
 	t.log.Info("judge usage", "calls", tot.Calls, "input_tokens", tot.Usage.Input, "cached_tokens", tot.Usage.Cached,
 		"output_tokens", tot.Usage.Output, "cost_usd", tot.CostUSD, "cost_known", tot.CostKnown, "cost_estimated", tot.CostEstimated)
 	if f := gw.Fault(); f != nil {
+		t.judgeFault = f
 		t.log.Warn("the judge's model calls failed", "kind", f.Kind, "status", f.Status, "message", f.Message)
 	}
+}
+
+// judgeNote says, for a verifier that produced no reward, that its judge's
+// model calls failed (a wrong judge key reads auth); "" when they did not.
+func (t *trial) judgeNote() string {
+	if t.judgeFault == nil {
+		return ""
+	}
+	return fmt.Sprintf("; the LLM judge's model calls failed: %s: %s", t.judgeFault.Kind, t.judgeFault.Message)
 }
 
 // addRedacted adds a value (a gateway token) to what the trial redacts and

@@ -194,6 +194,26 @@ func TestJudgeFailVerdictScoresZero(t *testing.T) {
 	checkStoredTextHoldsNoJudgeSecret(t, r.out, tokens[0])
 }
 
+func TestJudgeRefusingItsKeyLeavesNoRewardAndSaysWhy(t *testing.T) {
+	// The judge wants another key than the run's: the verifier gets a 401
+	// through the gateway and grades nothing; the exception names the
+	// judge's auth failure.
+	judge := modelmock.NewServer(modelmock.Script{APIKey: "sk-another-judge-key-000000", Usage: judgeUsage, Turns: []modelmock.Turn{{Text: "PASS"}}})
+	defer judge.Close()
+	agentMock := modelmock.NewServer(modelmock.DefaultScript())
+	defer agentMock.Close()
+	spec := judgeSpec(t, baseSpec(t, "command"))
+	spec.Command = "echo The sea is wide. > /app/essay.txt"
+	r, _ := runJudgeTrial(t, spec, agentMock, judge)
+	if _, ok := r.result.Reward(); ok {
+		t.Fatalf("reward = %+v, want none: the judge never answered", r.result.VerifierResult)
+	}
+	e := r.result.ExceptionInfo
+	if e == nil || e.ExceptionType != harbor.ExceptionRewardMissing || !strings.Contains(e.ExceptionMessage, "the LLM judge's model calls failed: auth") {
+		t.Errorf("exception = %+v, want %s naming the judge's auth failure", e, harbor.ExceptionRewardMissing)
+	}
+}
+
 // checkStoredTextHoldsNoJudgeSecret searches everything stored for the
 // judge key and the judge gateway's token, raw and encoded.
 func checkStoredTextHoldsNoJudgeSecret(t *testing.T, out, token string) {

@@ -167,9 +167,11 @@ type trial struct {
 	programUsage *harness.Usage
 	gateway      *gateway.Totals
 	// judge is the verifier's LLM judge use, metered by its own gateway.
-	judge     *runpkg.JudgeUsage
-	reward    *harbor.Reward
-	exitCodes map[string]int
+	judge *runpkg.JudgeUsage
+	// judgeFault is the judge's model failure, if its calls failed.
+	judgeFault *gateway.Fault
+	reward     *harbor.Reward
+	exitCodes  map[string]int
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -455,12 +457,12 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		return err
 	}
 	if out.TimedOut {
-		t.except(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
+		t.except(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward%s", t.spec.VerifierTimeout, t.judgeNote()))
 		return nil
 	}
 	reward, err := readReward(t.host.VerifierLogs)
 	if err != nil {
-		t.except(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, t.host.VerifierLogs), out.ExitCode))
+		t.except(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)%s", stripDir(err, t.host.VerifierLogs), out.ExitCode, t.judgeNote()))
 		return nil
 	}
 	t.reward = &reward

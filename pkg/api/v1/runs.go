@@ -297,6 +297,9 @@ type Settings struct {
 	MaxRetries            int     `json:"max_retries"`
 	PassThreshold         float64 `json:"pass_threshold"`
 	JudgeModel            string  `json:"judge_model,omitempty"`
+	// JudgeAPIKeySecret names the secret record holding the judge's key
+	// (its value reaches only the verifier's model gateway).
+	JudgeAPIKeySecret string `json:"judge_api_key_secret,omitempty"`
 	// Env holds literal variables given to every agent.
 	Env map[string]string `json:"env,omitempty"`
 	// SecretNames are secret records every agent receives ([secrets].required).
