@@ -157,6 +157,15 @@ command = "echo The sea is wide. > /app/essay.txt"
 	if detail.Tokens.Input != 0 || detail.CostUSD != 0 || detail.AgentsDetail[0].Tokens.Input != 0 {
 		t.Errorf("run tokens = %+v cost %v, want none: the judge's are apart", detail.Tokens, detail.CostUSD)
 	}
+	// Recompute runs shortly after the result; the agent's cost and tokens
+	// per task, once there, hold nothing of the judge's.
+	waitFor(t, time.Minute, "the run's metrics", func() bool {
+		get("/v1/runs/"+res.Run.ID, &detail)
+		return detail.MetricsCurrent
+	})
+	if m := detail.AgentsDetail[0].Metrics; (m.CostPerTask != nil && m.CostPerTask.Value != 0) || (m.TokensPerTask != nil && m.TokensPerTask.Value != 0) {
+		t.Errorf("agent cost/tokens per task = %+v / %+v, want none: the judge's use is not the agent's", m.CostPerTask, m.TokensPerTask)
+	}
 	var list v1.ResultList
 	get("/v1/runs/"+res.Run.ID+"/results", &list)
 	if len(list.Results) != 1 {
