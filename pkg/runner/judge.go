@@ -58,6 +58,7 @@ func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
 	if t.spec.JudgeModel == "" {
 		return nil, nil
 	}
+	started := time.Now()
 	r := t.opts.Models
 	if r == nil {
 		r = gateway.NewResolver()
@@ -98,7 +99,8 @@ func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
 	if err := rig.reach(bwrap); err != nil {
 		return nil, fmt.Errorf("judge %w", err)
 	}
-	t.log.Info("judge gateway ready", "judge_model", t.spec.JudgeModel, "upstream_model", route.Model, "key_given", t.spec.JudgeKey != "")
+	t.log.Info("judge gateway ready", "judge_model", t.spec.JudgeModel, "upstream_model", route.Model, "key_given", t.spec.JudgeKey != "",
+		"duration", time.Since(started).Round(time.Microsecond).String())
 	return rig, nil
 }
 

@@ -166,6 +166,11 @@ func TestJudgeGradesThroughItsOwnGateway(t *testing.T) {
 	}
 	checkStoredTextHoldsNoSecret(t, r.out, tokens[0])
 	checkStoredTextHoldsNoJudgeSecret(t, r.out, tokens[1])
+	for _, line := range strings.Split(r.artifact(t, RunnerLogFile), "\n") {
+		if strings.Contains(line, "judge gateway ready") {
+			t.Logf("%s", line[strings.Index(line, "msg="):])
+		}
+	}
 }
 
 func TestJudgeFailVerdictScoresZero(t *testing.T) {
