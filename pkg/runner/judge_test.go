@@ -225,3 +225,22 @@ func checkStoredTextHoldsNoJudgeSecret(t *testing.T, out, token string) {
 	t.Helper()
 	searchStored(t, out, []string{judgeKey, token})
 }
+
+func TestJudgeValueMapsTheProviderNamesATaskDeclares(t *testing.T) {
+	j := judgeAccess{url: "http://127.0.0.1:4100", token: "tok", model: "anthropic/claude-sonnet-4-5"}
+	for name, want := range map[string]string{
+		"OPENAI_API_KEY": "tok", "ANTHROPIC_API_KEY": "tok", "ANTHROPIC_AUTH_TOKEN": "tok", "JUDGE_API_KEY": "tok",
+		"ANTHROPIC_BASE_URL": "http://127.0.0.1:4100", "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:4100",
+		"OPENAI_BASE_URL": "http://127.0.0.1:4100/v1", "OPENAI_API_BASE": "http://127.0.0.1:4100/v1", "OPENROUTER_BASE_URL": "http://127.0.0.1:4100/v1",
+		"MODEL_NAME": "claude-sonnet-4-5", "JUDGE_MODEL": "claude-sonnet-4-5", "MODEL": "claude-sonnet-4-5",
+	} {
+		if got, ok := judgeValue(name, j); !ok || got != want {
+			t.Errorf("judgeValue(%s) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"GRADING", "TIMEOUT", "API_KEYS_FILE", "MODELS_DIR"} {
+		if got, ok := judgeValue(name, j); ok {
+			t.Errorf("judgeValue(%s) = %q, want the task's own value kept", name, got)
+		}
+	}
+}
