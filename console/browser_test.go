@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -71,7 +72,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	srv := startPlatform(ctx, t, root)
+	judge := modelmock.NewServer(modelmock.Script{APIKey: judgeKey, Usage: modelmock.Usage{Input: 410, Cached: 400, Output: 12},
+		Turns: []modelmock.Turn{{Text: "PASS"}}})
+	defer judge.Close()
+	srv := startPlatform(ctx, t, root, judge.URL)
 	tenant := srv.Tenant()
 	c := apiClient{base: srv.URL(), token: tenant.Token}
 	waitFor(ctx, t, "demo-bench to sync", func() (bool, error) {
@@ -114,6 +118,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		return r.Status == "finished", nil
 	})
+	judgeRun := seedJudgeRun(ctx, t, c)
 	waitFor(ctx, t, "the leaderboard to rank all three entrants", func() (bool, error) {
 		var lb struct {
 			Rows []json.RawMessage
@@ -136,7 +141,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", filepath.Join(root, "console", "test", "console.test.mjs"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
-		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID,
+		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID, "GAUNTLET_JUDGE_RUN_ID="+judgeRun,
 		"GAUNTLET_COST_BENCH="+costBench, "GAUNTLET_UNSTARTED_RUN_ID="+unstarted,
 		"GAUNTLET_SCREENSHOTS="+shots, "GAUNTLET_CHROMIUM="+chromiumPath, "GAUNTLET_WAIT_MS="+waitBudget(ctx))
 	out, err := cmd.CombinedOutput()
@@ -237,22 +242,98 @@ func requireBrowserTooling(t *testing.T, root string) string {
 	return node
 }
 
+// judgeKey is the key of the judge the browser test's judge-graded run
+// reaches through the verifier's model gateway (a mock on loopback).
+const judgeKey = "sk-console-judge-REAL-0d1e2f3a4b"
+
+// judgeBenchmark is a benchmark graded by an LLM judge, added to the
+// example catalog: the runner's judge fixture task, whose verifier asks the
+// judge (provider judgemock, the mock) whether the essay passes.
+const judgeBenchmark = `
+[[benchmarks]]
+key = "judged-essay"
+name = "judged-essay"
+description = "One essay graded by an LLM judge."
+dir = %q
+harness_requirement = "optional"
+judge_required = true
+judge_model = "judgemock/gpt-5"
+pass_threshold = 1.0
+`
+
+// seedJudgeRun submits a run of the judge benchmark through the API, waits
+// for it to finish and returns its id.
+func seedJudgeRun(ctx context.Context, t *testing.T, c apiClient) string {
+	t.Helper()
+	waitFor(ctx, t, "judged-essay to sync", func() (bool, error) {
+		var b struct{ Status, SyncError string }
+		if err := c.do(ctx, "GET", "/v1/benchmarks/judged-essay", "", nil, &b); err != nil {
+			return false, err
+		}
+		if b.Status == "failed" {
+			return false, fmt.Errorf("judged-essay sync failed: %s", b.SyncError)
+		}
+		return b.Status == "ready", nil
+	})
+	var set map[string]any
+	if err := c.do(ctx, "PUT", "/v1/secrets/JUDGE_KEY?scope=workspace", "application/octet-stream", []byte(judgeKey), &set); err != nil {
+		t.Fatalf("set the judge key: %v", err)
+	}
+	var created struct{ ID string }
+	cfg := "[experiment]\nbenchmark = \"judged-essay\"\n[execution]\njudge_api_key_secret = \"JUDGE_KEY\"\nmax_retries = 0\n" +
+		"[[agents]]\nharness = \"command\"\ncommand = \"echo The sea is wide. > /app/essay.txt\"\n"
+	if err := c.do(ctx, "POST", "/v1/runs", "application/toml", []byte(cfg), &created); err != nil {
+		t.Fatalf("submit the judge run: %v", err)
+	}
+	waitFor(ctx, t, "the judge run to finish", func() (bool, error) {
+		var r struct{ Status, Reason string }
+		if err := c.do(ctx, "GET", "/v1/runs/"+created.ID, "", nil, &r); err != nil {
+			return false, err
+		}
+		if r.Status == "failed" || r.Status == "stopped" {
+			return false, fmt.Errorf("judge run %s ended %s: %s", created.ID, r.Status, r.Reason)
+		}
+		return r.Status == "finished", nil
+	})
+	return created.ID
+}
+
 // startPlatform serves `gauntlet local` on a free loopback port with the
-// example registry and catalog, until the test ends.
-func startPlatform(ctx context.Context, t *testing.T, root string) *server.Server {
+// example registry and catalog (plus judgeBenchmark, its judge routed to
+// judgeURL), until the test ends.
+func startPlatform(ctx context.Context, t *testing.T, root, judgeURL string) *server.Server {
 	t.Helper()
 	runner := filepath.Join(t.TempDir(), "sandbox-runner")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", runner, filepath.Join(root, "cmd", "sandbox-runner")).CombinedOutput(); err != nil {
 		t.Fatalf("build sandbox-runner: %v\n%s", err, out)
 	}
-	catalog := filepath.Join(root, "examples", "catalog.toml")
+	examples, err := os.ReadFile(filepath.Join(root, "examples", "catalog.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := t.TempDir()
+	if err := os.CopyFS(filepath.Join(tasks, "essay"), os.DirFS(filepath.Join(root, "pkg", "runner", "testdata", "judge-task"))); err != nil {
+		t.Fatal(err)
+	}
+	// The copy lives elsewhere, so the example's relative registry path is made absolute.
+	catalogText := strings.ReplaceAll(string(examples), `registry = "registry.json"`, fmt.Sprintf("registry = %q", filepath.Join(root, "examples", "registry.json"))) +
+		fmt.Sprintf(judgeBenchmark, tasks)
+	catalog := filepath.Join(t.TempDir(), "catalog.toml")
+	gatewayCfg := filepath.Join(t.TempDir(), "gateway.toml")
+	for path, text := range map[string]string{catalog: catalogText,
+		gatewayCfg: "[providers.judgemock]\nbase_urls = { openai-chat = \"" + judgeURL + "/v1\" }\nprices = \"openai\"\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv, err := server.Open(ctx, server.Options{
 		DataDir:         t.TempDir(),
 		Addr:            "127.0.0.1:0",
 		Registry:        filepath.Join(root, "examples", "registry.json"),
 		CredentialsPath: "-",
-		Local:           local.Options{RunnerPath: runner, Catalog: catalog, Isolation: "bwrap-host"}, // the example tasks run on the host rootfs (development mode) until they carry images
-		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Local: local.Options{RunnerPath: runner, Catalog: catalog, Isolation: "bwrap-host", // the example tasks run on the host rootfs (development mode) until they carry images
+			ModelGatewayConfig: gatewayCfg},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatalf("open the local platform: %v", err)

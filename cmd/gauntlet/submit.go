@@ -188,6 +188,12 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 		span(d.DurationSec), costText(d.CostUSD, d.CostEstimated), humanCount(d.Tokens.Input), humanCount(d.Tokens.Output))
 	fmt.Fprintf(w, "pinned %s@%s %s; tokens %s cached; submitted %s by %s\n\n", d.Benchmark, d.ManifestVersion, d.ManifestDigest,
 		humanCount(d.Tokens.Cache), d.CreatedAt.UTC().Format(time.RFC3339), submitter(d.Submission))
+	if j := d.Judge; j != nil {
+		// The judge's use is the grading's, never the agents' (not in their
+		// cost or tokens above, nor in COST/TASK).
+		fmt.Fprintf(w, "judge %s: %d calls, tokens %s in / %s out, cost %s (not counted in the agents')\n\n",
+			j.Model, j.Calls, humanCount(j.Tokens.Input), humanCount(j.Tokens.Output), costText(j.CostUSD, j.CostEstimated))
+	}
 	t := newTable(w, "#", "AGENT", "STATUS", "DONE", "PASS@1", "PASS@K", "COST/TASK", "TIME/TASK", "TOKENS/TASK")
 	for _, a := range d.AgentsDetail {
 		m := a.Metrics

@@ -22,6 +22,7 @@ const env = (name) => {
 const BASE = env('GAUNTLET_URL');
 const TOKEN = env('GAUNTLET_TOKEN');
 const RUN_ID = env('GAUNTLET_RUN_ID');
+const JUDGE_RUN_ID = env('GAUNTLET_JUDGE_RUN_ID');
 const SHOTS = env('GAUNTLET_SCREENSHOTS');
 const COST_BENCH = env('GAUNTLET_COST_BENCH');
 const UNSTARTED_RUN_ID = env('GAUNTLET_UNSTARTED_RUN_ID');
@@ -438,6 +439,30 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
     page.click('.menu [role="menuitem"]:has-text("Summary")'),
   ]);
   assert.match(download.suggestedFilename(), /\.zip$/);
+  noProblems();
+});
+
+test('a judge-graded run shows the judge\'s use apart from the agents\', in the totals and the drawer', async () => {
+  await page.goto(`${BASE}/benchmarks/runs/${JUDGE_RUN_ID}`);
+  const stat = page.locator('#stat-judge');
+  await stat.waitFor();
+  const text = await stat.innerText();
+  assert.match(text, /Judge/);
+  assert.match(text, /judgemock\/gpt-5 · 1 call · in 410 · out 12/);
+  assert.match(text, /\$0\.0002 est\./, 'the judge\'s cost: 410 in (400 cached) and 12 out at gpt-5 list prices');
+  assert.match(await page.locator('.stat:has-text("LLM cost")').innerText(), /agents only/);
+  await page.click('#tab-results');
+  const row = page.locator('#results-list tbody tr');
+  await row.first().waitFor();
+  await row.first().click();
+  await page.locator('#result-judge-tokens').waitFor();
+  assert.match(await page.locator('#result-judge').innerText(), /judgemock\/gpt-5 · 1 call$/);
+  assert.equal(await page.locator('#result-judge-tokens').innerText(), 'in 410 · out 12 · cache 400');
+  assert.match(await page.locator('#result-reward').innerText(), /^1/, 'the judge said PASS');
+  assert.ok(!(await page.content()).includes('sk-console-judge-REAL'), 'the judge key never shows');
+  await shot('10b-judge-result');
+  await page.keyboard.press('Escape');
+  await page.locator('#result-drawer').waitFor({ state: 'detached' });
   noProblems();
 });
 

@@ -136,7 +136,8 @@ func (d *download) resultsCSV(ctx context.Context, zw *zip.Writer) error {
 	}
 	cw := csv.NewWriter(f)
 	_ = cw.Write([]string{"result_id", "agent", "agent_label", "task", "attempt", "generation", "outcome", "error_class",
-		"reward", "input_tokens", "cache_tokens", "output_tokens", "cost_usd", "duration_sec", "message"})
+		"reward", "input_tokens", "cache_tokens", "output_tokens", "cost_usd", "duration_sec", "message",
+		"judge_model", "judge_calls", "judge_input_tokens", "judge_cache_tokens", "judge_output_tokens", "judge_cost_usd"})
 	for _, res := range d.results {
 		v := resultView(res, d.agents)
 		reward := ""
@@ -146,6 +147,13 @@ func (d *download) resultsCSV(ctx context.Context, zw *zip.Writer) error {
 		row := []string{v.ID, strconv.Itoa(v.Agent), v.AgentLabel, v.Task, strconv.Itoa(v.Attempt), strconv.Itoa(v.Generation),
 			v.Outcome, v.ErrorClass, reward, strconv.FormatInt(v.Tokens.Input, 10), strconv.FormatInt(v.Tokens.Cache, 10),
 			strconv.FormatInt(v.Tokens.Output, 10), num(v.CostUSD), num(v.DurationSec), v.Message}
+		// The judge's use has columns of its own: never the agent's tokens or cost.
+		if j := v.Judge; j != nil {
+			row = append(row, j.Model, strconv.FormatInt(j.Calls, 10), strconv.FormatInt(j.Tokens.Input, 10),
+				strconv.FormatInt(j.Tokens.Cache, 10), strconv.FormatInt(j.Tokens.Output, 10), num(j.CostUSD))
+		} else {
+			row = append(row, "", "", "", "", "", "")
+		}
 		if err := cw.Write(cells(row)); err != nil {
 			return err
 		}

@@ -52,6 +52,11 @@ func resultView(res run.Result, agents []run.Agent) v1.ResultView {
 	if res.Agent >= 0 && res.Agent < len(agents) {
 		v.AgentLabel = agents[res.Agent].Label()
 	}
+	if j := res.Judge; j != nil {
+		v.Judge = &v1.JudgeUsage{Model: j.Model, Calls: j.Calls,
+			Tokens:  v1.Tokens{Input: j.InputTokens, Cache: j.CacheTokens, Output: j.OutputTokens},
+			CostUSD: j.CostUSD, CostEstimated: j.CostEstimated}
+	}
 	return v
 }
 

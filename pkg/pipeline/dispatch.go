@@ -289,6 +289,7 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 		LaunchID: slot.LaunchID, Workspace: r.Workspace, RunID: r.ID, SlotID: slot.ID, Generation: slot.Generation,
 		Task: ref, Harness: a.Harness, Command: a.Command, Model: a.Model,
 		Env: mergeEnv(r.Settings.Env, a.Env), VerifierEnv: r.Settings.VerifierEnv,
+		JudgeModel:      r.Settings.JudgeModel,
 		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),
 		Image:           pinnedImage(task.Task), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
 		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
@@ -306,6 +307,13 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 	}
 	if spec.VerifierSecrets, err = s.secretValues(ctx, r, r.Settings.VerifierSecretNames); err != nil {
 		return spec, time.Time{}, err
+	}
+	if r.Settings.JudgeModel != "" && r.Settings.JudgeAPIKeySecret != "" {
+		judge, err := s.secretValues(ctx, r, []string{r.Settings.JudgeAPIKeySecret})
+		if err != nil {
+			return spec, time.Time{}, err
+		}
+		spec.JudgeKey = judge[r.Settings.JudgeAPIKeySecret]
 	}
 	life := s.lifetime(task, r.Settings.TimeoutMultiplier)
 	spec.Output.Expires = s.now().Add(min(life, maxUploadURLLifetime))

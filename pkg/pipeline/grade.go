@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -207,6 +208,14 @@ func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Re
 			est, _ := ar.Metadata["cost_estimated"].(bool)
 			res.CostEstimated = est
 		}
+	}
+	// The judge's model use stays apart from the agent's tokens and cost
+	// (the leaderboard's cost per task is the agent's).
+	var extra struct {
+		Judge *run.JudgeUsage `json:"judge"`
+	}
+	if raw, ok := tr.Extra[run.ResultExtraKey]; ok && json.Unmarshal(raw, &extra) == nil {
+		res.Judge = extra.Judge
 	}
 	agentFailed := tr.ExceptionInfo != nil && slices.Contains(agentPhaseExceptions, tr.ExceptionInfo.ExceptionType)
 	if tr.ExceptionInfo != nil {

@@ -49,10 +49,6 @@ const (
 	CodeMissingSecret      = "missing_secret"
 	CodeBillingRequired    = "billing_required"
 	CodeInvalidIdempotency = "invalid_idempotency_key"
-	// CodeJudgeUnsupported rejects a run of a benchmark that grades with an
-	// LLM judge: this platform version has no judge grader, and grading on
-	// the reward alone would score the run wrongly.
-	CodeJudgeUnsupported = "judge_not_supported"
 )
 
 // Problem is one reason a submission was rejected.
@@ -235,10 +231,6 @@ func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems [
 		return v, append(problems, *benchProblem), nil
 	}
 	v.Benchmark, v.ManifestVersion, v.manifest = b, manifest.Version, manifest
-	if manifest.Judge.Required {
-		problems = append(problems, Problem{Code: CodeJudgeUnsupported, Field: "execution.judge_model",
-			Message: fmt.Sprintf("benchmark %q grades with an LLM judge, and judge grading is not supported by this platform version; runs of it cannot be submitted yet", b.Key)})
-	}
 	resolved, rerr := runconfig.Resolve(req.Config, manifest)
 	if rerr != nil {
 		return v, append(problems, configProblems(rerr)...), nil
@@ -421,7 +413,7 @@ func (s *Service) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent,
 		Settings: run.Settings{
 			AttemptsPerTask: cfg.Execution.AttemptsPerTask, MaxConcurrentAttempts: cfg.Execution.MaxConcurrentAttempts,
 			TimeoutMultiplier: cfg.Execution.TimeoutMultiplier, MaxRetries: cfg.Execution.MaxRetries,
-			PassThreshold: res.PassThreshold, JudgeModel: res.JudgeModel, Env: cfg.Env,
+			PassThreshold: res.PassThreshold, JudgeModel: res.JudgeModel, JudgeAPIKeySecret: judgeKeySecret(res), Env: cfg.Env,
 			SecretNames: cfg.Secrets.Required, VerifierSecretNames: verifierSecrets(cfg, m), VerifierEnv: cfg.Verifier.Env,
 		},
 	}
@@ -449,6 +441,15 @@ func isParitySet(m benchmark.Manifest, name string) bool {
 	}
 	set, ok := m.TaskSets[name]
 	return ok && (name == "parity" || set.Recommended)
+}
+
+// judgeKeySecret is the secret record holding the judge's key, kept only
+// when the run grades with a judge (runconfig refuses the key otherwise).
+func judgeKeySecret(res runconfig.Resolved) string {
+	if res.JudgeModel == "" {
+		return ""
+	}
+	return res.Config.Execution.JudgeAPIKeySecret
 }
 
 func verifierSecrets(cfg runconfig.Config, m benchmark.Manifest) []string {

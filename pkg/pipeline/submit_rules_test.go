@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,29 +48,48 @@ func findProblem(problems []pipeline.Problem, code, field string) (pipeline.Prob
 	return pipeline.Problem{}, false
 }
 
-func TestSubmitRejectsJudgeBenchmarks(t *testing.T) {
+func TestSubmitAcceptsJudgeBenchmarks(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	tasks := t.TempDir()
 	writeTask(t, tasks, "essay", 60)
-	entry := benchmark.CatalogEntry{Key: "judged", Name: "judged", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional,
-		PassThreshold: 1, Judge: benchmark.Judge{Required: true, DefaultModel: "openai/gpt-5.2"}}
-	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
-		t.Fatal(err)
+	for _, entry := range []benchmark.CatalogEntry{
+		{Key: "judged", Name: "judged", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional,
+			PassThreshold: 1, Judge: benchmark.Judge{Required: true, DefaultModel: "openai/gpt-5.2"}},
+		{Key: "pinned", Name: "pinned", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional,
+			PassThreshold: 1, Judge: benchmark.Judge{Required: true, DefaultModel: "anthropic/claude-haiku-4-5", ModelPinned: true}},
+	} {
+		if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := e.recs.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: testWS, Scope: secret.Workspace, Name: "JUDGE_KEY", SetBy: testUser}); err != nil {
 		t.Fatal(err)
 	}
-	problems := e.rejected(e.svc, `
-[experiment]
-benchmark = "judged"
-[execution]
-judge_api_key_secret = "JUDGE_KEY"
-[[agents]]
-harness = "nop"
-`)
-	p, ok := findProblem(problems, pipeline.CodeJudgeUnsupported, "execution.judge_model")
-	if !ok || !strings.Contains(p.Message, "judge grading is not supported by this platform version") {
-		t.Errorf("problems = %+v, want %s on execution.judge_model saying judge grading is not supported", problems, pipeline.CodeJudgeUnsupported)
+	tests := []struct {
+		name, doc, wantModel string
+	}{
+		{"default model", "[experiment]\nbenchmark = \"judged\"\n[execution]\njudge_api_key_secret = \"JUDGE_KEY\"\n[[agents]]\nharness = \"nop\"\n", "openai/gpt-5.2"},
+		{"model chosen", "[experiment]\nbenchmark = \"judged\"\n[execution]\njudge_model = \"anthropic/claude-sonnet-4-5\"\njudge_api_key_secret = \"JUDGE_KEY\"\n[[agents]]\nharness = \"nop\"\n", "anthropic/claude-sonnet-4-5"},
+		{"pinned grader", "[experiment]\nbenchmark = \"pinned\"\n[execution]\njudge_api_key_secret = \"JUDGE_KEY\"\n[[agents]]\nharness = \"nop\"\n", "anthropic/claude-haiku-4-5"},
+	}
+	for _, tt := range tests {
+		r := e.submit(tt.doc)
+		if r.Settings.JudgeModel != tt.wantModel || r.Settings.JudgeAPIKeySecret != "JUDGE_KEY" {
+			t.Errorf("%s: settings judge = %q key %q, want %q key JUDGE_KEY", tt.name, r.Settings.JudgeModel, r.Settings.JudgeAPIKeySecret, tt.wantModel)
+		}
+		if slices.Contains(r.Settings.VerifierSecretNames, "JUDGE_KEY") {
+			t.Errorf("%s: the judge key is among the verifier's secrets %v; it must reach only the gateway", tt.name, r.Settings.VerifierSecretNames)
+		}
+	}
+	// The pinned grader still refuses a model, and a judge benchmark still
+	// needs its key.
+	problems := e.rejected(e.svc, "[experiment]\nbenchmark = \"pinned\"\n[execution]\njudge_model = \"openai/gpt-5.2\"\njudge_api_key_secret = \"JUDGE_KEY\"\n[[agents]]\nharness = \"nop\"\n")
+	if _, ok := findProblem(problems, pipeline.CodeInvalidConfig, "execution.judge_model"); !ok {
+		t.Errorf("pinned grader with a model: problems = %+v, want invalid_config on execution.judge_model", problems)
+	}
+	problems = e.rejected(e.svc, "[experiment]\nbenchmark = \"judged\"\n[[agents]]\nharness = \"nop\"\n")
+	if _, ok := findProblem(problems, pipeline.CodeInvalidConfig, "execution.judge_api_key_secret"); !ok {
+		t.Errorf("judge without key: problems = %+v, want invalid_config on execution.judge_api_key_secret", problems)
 	}
 }
 

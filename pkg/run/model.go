@@ -82,7 +82,13 @@ type Settings struct {
 	TimeoutMultiplier     float64 `json:"timeout_multiplier"`
 	MaxRetries            int     `json:"max_retries"`
 	PassThreshold         float64 `json:"pass_threshold"`
-	JudgeModel            string  `json:"judge_model,omitempty"`
+	// JudgeModel is the model of the run's LLM judge ("<provider>/<name>");
+	// "" when the benchmark grades without one.
+	JudgeModel string `json:"judge_model,omitempty"`
+	// JudgeAPIKeySecret names the secret record holding the judge's key. Its
+	// value reaches only the model gateway the verifier phase talks to,
+	// never the sandbox.
+	JudgeAPIKeySecret string `json:"judge_api_key_secret,omitempty"`
 	// Env holds literal variables given to every agent.
 	Env map[string]string `json:"env,omitempty"`
 	// SecretNames are secret records every agent receives ([secrets].required).

@@ -77,12 +77,41 @@ type Result struct {
 	OutputTokens  int64   `json:"output_tokens,omitempty"`
 	CostUSD       float64 `json:"cost_usd,omitempty"`
 	DurationMS    int64   `json:"duration_ms,omitempty"`
+	// Judge is what the attempt's LLM judge used, metered by the verifier
+	// phase's model gateway; nil when no judge graded it. It is never part
+	// of the agent's tokens and cost above.
+	Judge *JudgeUsage `json:"judge,omitempty"`
 
 	// ArtifactsPrefix is the blob key prefix of result.json and artifacts/.
 	ArtifactsPrefix string    `json:"artifacts_prefix,omitempty"`
 	StartedAt       time.Time `json:"started_at,omitzero"`
 	EndedAt         time.Time `json:"ended_at,omitzero"`
 	RecordedAt      time.Time `json:"recorded_at"`
+}
+
+// ResultExtraKey is the result.json key under which the runner records what
+// Harbor's shape has no field for (slot identity, isolation, exit codes,
+// the judge's usage).
+const ResultExtraKey = "gauntlet"
+
+// JudgeUsage is the model use of an attempt's LLM judge, as the verifier
+// phase's model gateway metered it: kept in result.json (under
+// ResultExtraKey, "judge"), in the result and in the tallies apart from the
+// agent's usage.
+type JudgeUsage struct {
+	// Model is the judge model ("<provider>/<name>").
+	Model string `json:"model"`
+	// Calls counts the judge's model calls.
+	Calls        int64   `json:"calls"`
+	InputTokens  int64   `json:"input_tokens"` // includes cached tokens
+	CacheTokens  int64   `json:"cache_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	// CostKnown says every metered call had a price (false for models the
+	// price table lacks: tokens, no cost); CostEstimated that the cost was
+	// computed from the dated price table rather than reported.
+	CostKnown     bool `json:"cost_known"`
+	CostEstimated bool `json:"cost_estimated"`
 }
 
 // Final reports whether the result ends its slot (it was not retried).
@@ -123,6 +152,14 @@ type Tally struct {
 	// price table (Result.CostEstimated).
 	CostEstimated int64 `json:"cost_estimated"`
 	DurationMS    int64 `json:"duration_ms"`
+	// Judge* count the LLM judge's model use (Result.Judge), apart from the
+	// agent's tokens and cost above.
+	JudgeCalls         int64 `json:"judge_calls"`
+	JudgeInputTokens   int64 `json:"judge_input_tokens"`
+	JudgeCacheTokens   int64 `json:"judge_cache_tokens"`
+	JudgeOutputTokens  int64 `json:"judge_output_tokens"`
+	JudgeCostMicroUSD  int64 `json:"judge_cost_micro_usd"`
+	JudgeCostEstimated int64 `json:"judge_cost_estimated"`
 }
 
 // Deltas returns the counter increments a result contributes.
@@ -140,6 +177,13 @@ func (r Result) Deltas() Tally {
 	}
 	if r.CostEstimated {
 		t.CostEstimated = 1
+	}
+	if j := r.Judge; j != nil {
+		t.JudgeCalls, t.JudgeInputTokens, t.JudgeCacheTokens, t.JudgeOutputTokens = j.Calls, j.InputTokens, j.CacheTokens, j.OutputTokens
+		t.JudgeCostMicroUSD = int64(j.CostUSD*1e6 + 0.5)
+		if j.CostEstimated {
+			t.JudgeCostEstimated = 1
+		}
 	}
 	switch r.Outcome {
 	case Passed:
@@ -164,6 +208,8 @@ func (t Tally) Counters() map[string]int64 {
 		"infra_errored": t.InfraErrored, "cancelled": t.Cancelled, "retries": t.Retries,
 		"input_tokens": t.InputTokens, "cache_tokens": t.CacheTokens, "output_tokens": t.OutputTokens,
 		"cost_micro_usd": t.CostMicroUSD, "cost_estimated": t.CostEstimated, "duration_ms": t.DurationMS,
+		"judge_calls": t.JudgeCalls, "judge_input_tokens": t.JudgeInputTokens, "judge_cache_tokens": t.JudgeCacheTokens,
+		"judge_output_tokens": t.JudgeOutputTokens, "judge_cost_micro_usd": t.JudgeCostMicroUSD, "judge_cost_estimated": t.JudgeCostEstimated,
 	}
 	for k, v := range all {
 		if v == 0 {
@@ -180,6 +226,8 @@ func TallyFromCounters(c map[string]int64) Tally {
 		InfraErrored: c["infra_errored"], Cancelled: c["cancelled"], Retries: c["retries"],
 		InputTokens: c["input_tokens"], CacheTokens: c["cache_tokens"], OutputTokens: c["output_tokens"],
 		CostMicroUSD: c["cost_micro_usd"], CostEstimated: c["cost_estimated"], DurationMS: c["duration_ms"],
+		JudgeCalls: c["judge_calls"], JudgeInputTokens: c["judge_input_tokens"], JudgeCacheTokens: c["judge_cache_tokens"],
+		JudgeOutputTokens: c["judge_output_tokens"], JudgeCostMicroUSD: c["judge_cost_micro_usd"], JudgeCostEstimated: c["judge_cost_estimated"],
 	}
 }
 

@@ -70,8 +70,8 @@ const maxSocketPath = 107
 // dir, or — when a deep data dir makes that path too long for a unix
 // socket — in a fresh private directory under the system's temp dir,
 // which the caller removes with the rig.
-func (t *trial) gatewaySocketPath() (path, tmp string, err error) {
-	path = filepath.Join(t.work, "gateway", "gateway.sock")
+func (t *trial) gatewaySocketPath(dir string) (path, tmp string, err error) {
+	path = filepath.Join(t.work, dir, "gateway.sock")
 	if len(path) <= maxSocketPath {
 		return path, "", os.MkdirAll(filepath.Dir(path), 0o755)
 	}
@@ -146,7 +146,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 			rig.keyNames = append(rig.keyNames, name)
 		}
 	}
-	socket, socketTmp, err := t.gatewaySocketPath()
+	socket, socketTmp, err := t.gatewaySocketPath("gateway")
 	if err != nil {
 		return nil, fmt.Errorf("model gateway: socket: %w", err)
 	}
@@ -173,24 +173,38 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		}
 		return nil, err
 	}
-	t.redact = newRedactor(t.spec.Secrets, t.spec.VerifierSecrets, map[string]secret.Value{gatewayTokenName: secret.Value(rig.gw.Token())})
+	t.addRedacted(gatewayTokenName, rig.gw.Token())
 	if testHookGatewayToken != nil {
 		testHookGatewayToken(rig.gw.Token())
 	}
-	rig.url = rig.gw.URL()
-	if bwrap {
-		if rig.forwardPort, err = freeLoopbackPort(); err != nil {
-			_ = rig.gw.Close()
-			if rig.socketTmp != "" {
-				os.RemoveAll(rig.socketTmp)
-			}
-			return nil, fmt.Errorf("model gateway: %w", err)
-		}
-		rig.url = "http://127.0.0.1:" + strconv.Itoa(rig.forwardPort)
+	if err := rig.reach(bwrap); err != nil {
+		return nil, err
 	}
 	t.log.Info("agent rig ready", "bundle", filepath.Base(rig.bundle), "wire_api", h.WireAPI, "upstream_model", route.Model,
 		"duration", time.Since(started).Round(time.Microsecond).String())
 	return rig, nil
+}
+
+// reach sets how the sandbox reaches the started gateway: its TCP URL, or
+// (in a network namespace of the sandbox's own) a loopback port the
+// in-sandbox forwarder relays to the socket. On failure it stops the
+// gateway.
+func (rig *agentRig) reach(bwrap bool) error {
+	rig.url = rig.gw.URL()
+	if !bwrap {
+		return nil
+	}
+	port, err := freeLoopbackPort()
+	if err != nil {
+		_ = rig.gw.Close()
+		if rig.socketTmp != "" {
+			os.RemoveAll(rig.socketTmp)
+		}
+		return fmt.Errorf("model gateway: %w", err)
+	}
+	rig.forwardPort = port
+	rig.url = "http://127.0.0.1:" + strconv.Itoa(port)
+	return nil
 }
 
 // modelRoute resolves the agent's model ("<provider>/<name>") to the
@@ -223,12 +237,15 @@ func freeLoopbackPort() (int, error) {
 // keep out of its records.
 func (t *trial) secretValues() []string {
 	var out []string
-	for _, set := range []map[string]secret.Value{t.spec.Secrets, t.spec.VerifierSecrets} {
+	for _, set := range []map[string]secret.Value{t.spec.Secrets, t.spec.VerifierSecrets, t.redacted} {
 		for _, v := range set {
 			if len(v) >= MinRedactedLen {
 				out = append(out, v.Reveal())
 			}
 		}
+	}
+	if len(t.spec.JudgeKey) >= MinRedactedLen {
+		out = append(out, t.spec.JudgeKey.Reveal())
 	}
 	return out
 }
@@ -332,6 +349,13 @@ func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 	if rig.bundle != "" && (t.opts.InstalledAgentDir == "" || t.image == nil) {
 		extra = append(extra, mount{host: rig.bundle, target: harness.BundleMount})
 	}
+	return t.rigMounts(rig, pc, extra)
+}
+
+// rigMounts adds extra and, where the phase reaches the gateway through
+// the in-sandbox forwarder, the gateway's socket and the forwarder to the
+// phase's mounts (making their mount points in an image's layer).
+func (t *trial) rigMounts(rig *agentRig, pc *phaseCommand, extra []mount) error {
 	if rig.forwardPort != 0 {
 		self := t.opts.Forwarder
 		if self == "" {
@@ -362,13 +386,13 @@ func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 // rigScript starts the in-sandbox forwarder before the program. It prints
 // "listening on ADDR" once it accepts; reading that line is the wait. It
 // dies with the sandbox.
-func (t *trial) rigScript(rig *agentRig, pc *phaseCommand) {
+func (t *trial) rigScript(rig *agentRig, pc *phaseCommand, logDir string) {
 	if rig.forwardPort == 0 {
 		return
 	}
 	pc.script = fmt.Sprintf("exec 3< <(exec %s %s -listen 127.0.0.1:%d -socket %s 2>>%s/%s)\n"+
 		"read -r _ <&3 || { echo 'model gateway forwarder did not start' >&2; exit 125; }\n%s",
-		forwarderPath, ForwardCommand, rig.forwardPort, gatewaySocket, t.seen.AgentLogs, forwarderLog, pc.script)
+		forwarderPath, ForwardCommand, rig.forwardPort, gatewaySocket, logDir, forwarderLog, pc.script)
 }
 
 // ownLikeHome gives path (and its directories up to home) the owner of

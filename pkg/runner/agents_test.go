@@ -270,8 +270,15 @@ func checkSandboxSawOnlyTheToken(t *testing.T, r trialRun, h harness.Harness) {
 // raw, base64 and hex, inside gzip files too.
 func checkStoredTextHoldsNoSecret(t *testing.T, out, token string) {
 	t.Helper()
+	searchStored(t, out, []string{modelKey, otherSecret, token})
+}
+
+// searchStored fails for each stored file holding one of values raw,
+// base64 or hex (inside gzip files too).
+func searchStored(t *testing.T, out string, values []string) {
+	t.Helper()
 	var forms []string
-	for _, v := range []string{modelKey, otherSecret, token} {
+	for _, v := range values {
 		forms = append(forms, v, base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)), hex.EncodeToString([]byte(v)))
 	}
 	files := 0

@@ -33,6 +33,10 @@ const (
 	VerifierSecretEnvPrefix = "GAUNTLET_VERIFIER_SECRET_"
 )
 
+// JudgeKeyEnv carries the judge model's key from the driver to the runner,
+// which hands it to the verifier phase's model gateway only.
+const JudgeKeyEnv = "GAUNTLET_JUDGE_KEY"
+
 // maxInstructionEnv is the largest instruction passed in $GAUNTLET_INSTRUCTION;
 // Linux refuses a single environment string over 128 KiB. Longer instructions
 // are only in the instruction file.
@@ -65,12 +69,24 @@ func agentEnv(spec sandbox.Spec, task harbor.Task, h harness.Harness, paths layo
 
 // verifierEnv builds the verifier's environment from scratch: the task's and
 // the run's verifier variables and the verifier's secrets, never the agent's.
-func verifierEnv(spec sandbox.Spec, task harbor.Task, paths layout) []string {
+// With an LLM judge (judge non-nil) the names the task's [verifier.env]
+// declares for the judge's provider get the judge gateway's URL, token and
+// model instead (judgeValue), and GAUNTLET_JUDGE_* name them all; the judge
+// key itself never reaches the verifier.
+func verifierEnv(spec sandbox.Spec, task harbor.Task, paths layout, judge *judgeAccess) []string {
 	env := baseEnv(paths.VerifierHome, paths.VerifierTmp, paths.App)
 	maps.Copy(env, task.Config.Environment.Env)
 	maps.Copy(env, task.Config.Verifier.Env)
 	maps.Copy(env, spec.VerifierEnv)
 	addSecrets(env, spec.VerifierSecrets)
+	if judge != nil {
+		for name := range task.Config.Verifier.Env {
+			if v, ok := judgeValue(name, *judge); ok {
+				env[name] = v
+			}
+		}
+		env[EnvJudgeModel], env[EnvJudgeBaseURL], env[EnvJudgeAPIKey] = judge.model, judge.url, judge.token
+	}
 	env[EnvTask] = task.Name
 	env[EnvVerifierLogsDir] = paths.VerifierLogs
 	env[EnvTestsDir] = paths.Tests
@@ -106,7 +122,7 @@ func envList(env map[string]string) []string {
 // takeSecrets extracts the secrets the driver passed in the runner's
 // environment (KEY=VALUE strings) and returns the names of the variables
 // that carried them, so the caller can unset them.
-func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, carriers []string) {
+func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, judge secret.Value, carriers []string) {
 	agent, verifier = map[string]secret.Value{}, map[string]secret.Value{}
 	for _, kv := range environ {
 		key, value, ok := strings.Cut(kv, "=")
@@ -114,6 +130,8 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, car
 			continue
 		}
 		switch {
+		case key == JudgeKeyEnv:
+			judge = secret.Value(value)
 		case strings.HasPrefix(key, VerifierSecretEnvPrefix) && len(key) > len(VerifierSecretEnvPrefix):
 			verifier[strings.TrimPrefix(key, VerifierSecretEnvPrefix)] = secret.Value(value)
 		case strings.HasPrefix(key, SecretEnvPrefix) && len(key) > len(SecretEnvPrefix):
@@ -123,7 +141,7 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, car
 		}
 		carriers = append(carriers, key)
 	}
-	return agent, verifier, carriers
+	return agent, verifier, judge, carriers
 }
 
 // sensitiveRunnerVar reports whether a variable of the runner's own
@@ -131,7 +149,7 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, car
 // upload URLs), secrets and their carriers, and the task role's credentials.
 func sensitiveRunnerVar(key string) bool {
 	switch key {
-	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv,
+	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, JudgeKeyEnv,
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -150,6 +168,9 @@ func SecretEnv(spec sandbox.Spec) []string {
 	}
 	for name, v := range spec.VerifierSecrets {
 		env[VerifierSecretEnvPrefix+name] = v.Reveal()
+	}
+	if spec.JudgeKey != "" {
+		env[JudgeKeyEnv] = spec.JudgeKey.Reveal()
 	}
 	return envList(env)
 }

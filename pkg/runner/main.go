@@ -62,7 +62,7 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 	for _, note := range hardenRunner(sensitiveRunnerVar) {
 		logger.Warn("runner hardening incomplete", "note", note)
 	}
-	agentSecrets, verifierSecrets, carriers := takeSecrets(env)
+	agentSecrets, verifierSecrets, judgeKey, carriers := takeSecrets(env)
 	sealedURL, wrappedKey := lookupEnv(env, sealed.URLEnv), lookupEnv(env, sealed.DataKeyEnv)
 	specJSON := lookupEnv(env, SpecEnv)
 	for _, key := range append(carriers, sealed.URLEnv, sealed.DataKeyEnv, SpecEnv) {
@@ -81,7 +81,7 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 		logger.Error("bad spec", "err", err)
 		return sandbox.ExitInfra
 	}
-	spec.Secrets, spec.VerifierSecrets = agentSecrets, verifierSecrets
+	spec.Secrets, spec.VerifierSecrets, spec.JudgeKey = agentSecrets, verifierSecrets, judgeKey
 	if err := openSealedSecrets(context.Background(), &spec, sealedURL, wrappedKey, keys, nil); err != nil {
 		logger.Error("bad sealed secrets", "launch_id", spec.LaunchID, "err", err)
 		return sandbox.ExitInfra

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	runpkg "github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
 // trialNamespace derives result ids: the same launch always gets the same id.
@@ -21,7 +22,7 @@ var trialNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://gauntlet-be
 
 // ResultExtraKey is the result.json key under which the runner records what
 // Harbor's shape has no field for (slot identity, isolation, exit codes).
-const ResultExtraKey = "gauntlet"
+const ResultExtraKey = runpkg.ResultExtraKey
 
 // ResultExtra is the value under ResultExtraKey.
 type ResultExtra struct {
@@ -31,6 +32,9 @@ type ResultExtra struct {
 	Generation int            `json:"generation"`
 	Isolation  string         `json:"isolation"`
 	ExitCodes  map[string]int `json:"exit_codes"`
+	// Judge is the LLM judge's model use (the verifier's gateway), apart
+	// from the agent's usage in agent_result.
+	Judge *runpkg.JudgeUsage `json:"judge,omitempty"`
 }
 
 // readReward reads the verifier's reward, refusing reward files that are not
@@ -102,7 +106,7 @@ func (t *trial) result() (harbor.TrialResult, error) {
 	trialName := t.trialName()
 	extra, err := json.Marshal(ResultExtra{
 		LaunchID: t.spec.LaunchID, RunID: t.spec.RunID, SlotID: t.spec.SlotID, Generation: t.spec.Generation,
-		Isolation: t.iso.name(), ExitCodes: t.exitCodes,
+		Isolation: t.iso.name(), ExitCodes: t.exitCodes, Judge: t.judge,
 	})
 	if err != nil {
 		return harbor.TrialResult{}, fmt.Errorf("encode result extra: %w", err)

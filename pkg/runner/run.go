@@ -16,7 +16,9 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	runpkg "github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 // installTimeout bounds a harness's install step.
@@ -122,7 +124,7 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []harness.H
 	if err != nil {
 		return harbor.TrialResult{}, err
 	}
-	t.redact = newRedactor(spec.Secrets, spec.VerifierSecrets)
+	t.addRedacted("", "")
 	defer t.closeLog()
 	defer t.closeLayer()
 	if err := t.run(ctx); err != nil {
@@ -144,15 +146,17 @@ type trial struct {
 	// attempt's writable root once set up.
 	image *imageIsolation
 	layer *layer
-	// redact scrubs the secret values out of everything collected.
-	redact  *redactor
-	work    string
-	out     string
-	host    layout // work dir parts on the host
-	seen    layout // the same as the phases see them
-	task    harbor.Task
-	log     *slog.Logger
-	logFile *os.File
+	// redact scrubs the secret values out of everything collected: the
+	// spec's secrets, the judge key and redacted (the gateways' tokens).
+	redact   *redactor
+	redacted map[string]secret.Value
+	work     string
+	out      string
+	host     layout // work dir parts on the host
+	seen     layout // the same as the phases see them
+	task     harbor.Task
+	log      *slog.Logger
+	logFile  *os.File
 
 	startedAt  time.Time
 	timings    map[string]*harbor.TimingInfo
@@ -162,8 +166,12 @@ type trial struct {
 	// the gateway's metering (usage); gateway is the gateway's totals.
 	programUsage *harness.Usage
 	gateway      *gateway.Totals
-	reward       *harbor.Reward
-	exitCodes    map[string]int
+	// judge is the verifier's LLM judge use, metered by its own gateway.
+	judge *runpkg.JudgeUsage
+	// judgeFault is the judge's model failure, if its calls failed.
+	judgeFault *gateway.Fault
+	reward     *harbor.Reward
+	exitCodes  map[string]int
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -369,7 +377,7 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	agent := base
 	agent.script = runCmd
 	if rig != nil {
-		t.rigScript(rig, &agent)
+		t.rigScript(rig, &agent, t.seen.AgentLogs)
 	}
 	out, err := t.phase(ctx, "agent_execution", agent, t.spec.AgentTimeout, agentStdout, agentStderr, t.host.AgentLogs)
 	if err != nil {
@@ -421,10 +429,15 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		}
 		defer reapOrphans()
 	}
+	judge, err := t.prepareJudge(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.closeJudge(judge)
 	pc := phaseCommand{
 		role:    roleVerifier,
 		script:  "bash " + t.seen.Tests + "/test.sh",
-		env:     verifierEnv(t.spec, t.task, t.seen),
+		env:     verifierEnv(t.spec, t.task, t.seen, judge.access(t.spec.JudgeModel)),
 		mounts:  t.verifierMounts(),
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Verifier.NetworkMode)),
@@ -432,17 +445,24 @@ func (t *trial) runVerifier(ctx context.Context) error {
 	if err := t.imagePhase(&pc, roleVerifier); err != nil {
 		return err
 	}
+	if judge != nil {
+		if err := t.rigMounts(judge, &pc, nil); err != nil {
+			return err
+		}
+		t.rigScript(judge, &pc, t.seen.VerifierLogs)
+	}
 	out, err := t.phase(ctx, "verifier", pc, t.spec.VerifierTimeout, verifierStdout, verifierStderr, t.host.VerifierLogs)
+	t.closeJudge(judge)
 	if err != nil {
 		return err
 	}
 	if out.TimedOut {
-		t.except(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
+		t.except(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward%s", t.spec.VerifierTimeout, t.judgeNote()))
 		return nil
 	}
 	reward, err := readReward(t.host.VerifierLogs)
 	if err != nil {
-		t.except(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, t.host.VerifierLogs), out.ExitCode))
+		t.except(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)%s", stripDir(err, t.host.VerifierLogs), out.ExitCode, t.judgeNote()))
 		return nil
 	}
 	t.reward = &reward

@@ -61,6 +61,9 @@ func openSealedSecrets(ctx context.Context, spec *sandbox.Spec, url, wrappedKey 
 	}
 	add(&spec.Secrets, s.Agent)
 	add(&spec.VerifierSecrets, s.Verifier)
+	if s.Judge != "" {
+		spec.JudgeKey = secret.Value(s.Judge)
+	}
 	return nil
 }
 

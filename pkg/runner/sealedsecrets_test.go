@@ -33,7 +33,7 @@ func (fakeKeys) OpenDataKey(_ context.Context, wrapped []byte, launchID string) 
 
 func TestOpenSealedSecrets(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, sealed.KeySize)
-	ct, err := sealed.Seal(sealed.Secrets{Agent: map[string]string{"OPENAI_API_KEY": "sk-1"}, Verifier: map[string]string{"JUDGE": "j"}}, key, "L1")
+	ct, err := sealed.Seal(sealed.Secrets{Agent: map[string]string{"OPENAI_API_KEY": "sk-1"}, Verifier: map[string]string{"JUDGE": "j"}, Judge: "sk-judge-9"}, key, "L1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,9 @@ func TestOpenSealedSecrets(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]secret.Value{"JUDGE": "j"}, spec.VerifierSecrets); diff != "" {
 		t.Errorf("verifier secrets (-want +got):\n%s", diff)
+	}
+	if spec.JudgeKey != "sk-judge-9" {
+		t.Errorf("judge key = %q, want the sealed one, apart from the verifier's secrets", spec.JudgeKey.Reveal())
 	}
 
 	tests := []struct {

@@ -28,9 +28,13 @@ func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
 	spec := sandbox.Spec{
 		Secrets:         map[string]secret.Value{"OPENAI_API_KEY": "sk-1", "X": "a=b"},
 		VerifierSecrets: map[string]secret.Value{"JUDGE_KEY": "j-2"},
+		JudgeKey:        "sk-judge-3",
 	}
 	env := append(SecretEnv(spec), "PATH=/bin", "GAUNTLET_SECRET_=ignored", "AWS_SECRET_ACCESS_KEY=platform")
-	agent, verifier, carriers := takeSecrets(env)
+	agent, verifier, judge, carriers := takeSecrets(env)
+	if judge != spec.JudgeKey {
+		t.Errorf("judge key = %q, want %q", judge.Reveal(), spec.JudgeKey.Reveal())
+	}
 	if diff := cmp.Diff(spec.Secrets, agent); diff != "" {
 		t.Errorf("agent secrets (-want +got):\n%s", diff)
 	}
@@ -38,7 +42,7 @@ func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
 		t.Errorf("verifier secrets (-want +got):\n%s", diff)
 	}
 	slices.Sort(carriers)
-	want := []string{"GAUNTLET_SECRET_OPENAI_API_KEY", "GAUNTLET_SECRET_X", "GAUNTLET_VERIFIER_SECRET_JUDGE_KEY"}
+	want := []string{JudgeKeyEnv, "GAUNTLET_SECRET_OPENAI_API_KEY", "GAUNTLET_SECRET_X", "GAUNTLET_VERIFIER_SECRET_JUDGE_KEY"}
 	if diff := cmp.Diff(want, carriers); diff != "" {
 		t.Errorf("carriers (-want +got):\n%s", diff)
 	}

@@ -78,6 +78,9 @@ type Spec struct {
 	Env map[string]string `json:"env,omitempty"`
 	// VerifierEnv holds literal variables for the verifier only.
 	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
+	// JudgeModel is the LLM judge the verifier reaches through the model
+	// gateway ("<provider>/<name>"); "" when the task grades without one.
+	JudgeModel string `json:"judge_model,omitempty"`
 
 	// AgentTimeout and VerifierTimeout already include the run's timeout
 	// multiplier; 0 means no limit.
@@ -98,6 +101,10 @@ type Spec struct {
 	Secrets map[string]secret.Value `json:"-"`
 	// VerifierSecrets reach only the verifier's environment.
 	VerifierSecrets map[string]secret.Value `json:"-"`
+	// JudgeKey is the judge model's API key. It reaches only the model
+	// gateway of the verifier phase, which swaps it in for the per-attempt
+	// token the verifier gets; never a sandbox.
+	JudgeKey secret.Value `json:"-"`
 }
 
 // Handle describes a live (or recently launched) sandbox.

@@ -23,6 +23,9 @@ import (
 type Secrets struct {
 	Agent    map[string]string `json:"agent,omitempty"`
 	Verifier map[string]string `json:"verifier,omitempty"`
+	// Judge is the judge model's key, which only the verifier phase's
+	// model gateway receives.
+	Judge string `json:"judge,omitempty"`
 }
 
 // Env variables that carry the sealed secrets' location and wrapped data

@@ -35,12 +35,16 @@ type RunView struct {
 	CostUSD     float64 `json:"cost_usd"`
 	// CostEstimated is true when some of CostUSD was computed from the
 	// platform's dated price table rather than reported by a provider.
-	CostEstimated bool       `json:"cost_estimated"`
-	Submission    Submission `json:"submission"`
-	CreatedAt     time.Time  `json:"created_at"`
-	QueuedAt      *time.Time `json:"queued_at"`
-	StartedAt     *time.Time `json:"started_at"`
-	EndedAt       *time.Time `json:"ended_at"`
+	CostEstimated bool `json:"cost_estimated"`
+	// Judge is the LLM judge's model use over the run's graded attempts,
+	// apart from the agents' Tokens and CostUSD above; null when the run
+	// grades without a judge.
+	Judge      *JudgeUsage `json:"judge"`
+	Submission Submission  `json:"submission"`
+	CreatedAt  time.Time   `json:"created_at"`
+	QueuedAt   *time.Time  `json:"queued_at"`
+	StartedAt  *time.Time  `json:"started_at"`
+	EndedAt    *time.Time  `json:"ended_at"`
 }
 
 // Progress counts a run's (or agent's) slots with a final result.
@@ -57,6 +61,20 @@ type Outcomes struct {
 	InfraErrored int64 `json:"infra_errored"`
 	Cancelled    int64 `json:"cancelled"`
 	Retries      int64 `json:"retries"`
+}
+
+// JudgeUsage is what an LLM judge used grading (the verifier's model
+// gateway metered it), never counted in an agent's tokens or cost.
+type JudgeUsage struct {
+	// Model is the judge model ("<provider>/<name>").
+	Model string `json:"model"`
+	// Calls counts the judge's model calls.
+	Calls  int64  `json:"calls"`
+	Tokens Tokens `json:"tokens"`
+	// CostUSD is 0 for a judge model the price table lacks (tokens only).
+	CostUSD float64 `json:"cost_usd"`
+	// CostEstimated is true when some of CostUSD came from the price table.
+	CostEstimated bool `json:"cost_estimated"`
 }
 
 // Tokens counts model tokens; Cache is the cached part of Input.
@@ -225,6 +243,9 @@ type ResultView struct {
 	// CostEstimated is true when CostUSD was computed from the platform's
 	// dated price table (list prices for the metered tokens).
 	CostEstimated bool `json:"cost_estimated"`
+	// Judge is what the LLM judge used grading this attempt, apart from
+	// Tokens and CostUSD (the agent's); null when no judge graded it.
+	Judge *JudgeUsage `json:"judge"`
 	// DurationSec is the attempt's wall time.
 	DurationSec float64    `json:"duration_sec"`
 	StartedAt   *time.Time `json:"started_at"`
@@ -282,6 +303,9 @@ type Settings struct {
 	MaxRetries            int     `json:"max_retries"`
 	PassThreshold         float64 `json:"pass_threshold"`
 	JudgeModel            string  `json:"judge_model,omitempty"`
+	// JudgeAPIKeySecret names the secret record holding the judge's key
+	// (its value reaches only the verifier's model gateway).
+	JudgeAPIKeySecret string `json:"judge_api_key_secret,omitempty"`
 	// Env holds literal variables given to every agent.
 	Env map[string]string `json:"env,omitempty"`
 	// SecretNames are secret records every agent receives ([secrets].required).

@@ -215,7 +215,7 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	if spec.LaunchID == "" || spec.RunID == "" || spec.SlotID == "" {
 		return sandbox.Handle{}, errors.New("ecs launch: spec needs launch id, run id and slot id")
 	}
-	if (len(spec.Secrets) > 0 || len(spec.VerifierSecrets) > 0) && (d.cfg.Sealed == nil || d.cfg.DataKeys == nil) {
+	if (len(spec.Secrets) > 0 || len(spec.VerifierSecrets) > 0 || spec.JudgeKey != "") && (d.cfg.Sealed == nil || d.cfg.DataKeys == nil) {
 		return sandbox.Handle{}, fmt.Errorf("ecs launch %s: the launch carries secrets but no sealed-secrets store or data-key source (GAUNTLET_SANDBOX_KMS_KEY) is configured", spec.LaunchID)
 	}
 	if err := d.resolveFiles(ctx, &spec); err != nil {
@@ -277,10 +277,10 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 // object's presigned URL and the wrapped data key. No value and no plaintext
 // key reaches ECS.
 func (d *Driver) sealSecrets(ctx context.Context, spec sandbox.Spec) ([]types.KeyValuePair, error) {
-	if len(spec.Secrets) == 0 && len(spec.VerifierSecrets) == 0 {
+	if len(spec.Secrets) == 0 && len(spec.VerifierSecrets) == 0 && spec.JudgeKey == "" {
 		return nil, nil
 	}
-	plain := sealed.Secrets{Agent: map[string]string{}, Verifier: map[string]string{}}
+	plain := sealed.Secrets{Agent: map[string]string{}, Verifier: map[string]string{}, Judge: spec.JudgeKey.Reveal()}
 	for name, v := range spec.Secrets {
 		plain.Agent[name] = v.Reveal()
 	}

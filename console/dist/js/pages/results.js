@@ -161,6 +161,11 @@ function resultDetail(d) {
       h('dt', {}, 'Duration'), h('dd', {}, seconds(d.duration_sec)),
       h('dt', {}, 'Tokens'), h('dd', {}, `in ${tokens(d.tokens?.input)} · out ${tokens(d.tokens?.output)} · cache ${tokens(d.tokens?.cache)}`),
       h('dt', {}, 'Cost'), h('dd', {}, cost(d.cost_usd, d.cost_estimated)),
+      d.judge ? [
+        h('dt', {}, 'Judge'), h('dd', { id: 'result-judge' }, h('code', {}, d.judge.model), ` · ${count(d.judge.calls)} ${d.judge.calls === 1 ? 'call' : 'calls'}`),
+        h('dt', {}, 'Judge tokens'), h('dd', { id: 'result-judge-tokens' }, `in ${tokens(d.judge.tokens?.input)} · out ${tokens(d.judge.tokens?.output)} · cache ${tokens(d.judge.tokens?.cache)}`),
+        h('dt', {}, 'Judge cost'), h('dd', { id: 'result-judge-cost', title: 'Grading, not the agent: not in its tokens or cost' }, cost(d.judge.cost_usd, d.judge.cost_estimated)),
+      ] : null,
       h('dt', {}, 'Started'), h('dd', {}, dateTime(d.started_at)),
       h('dt', {}, 'Ended'), h('dd', {}, dateTime(d.ended_at)),
       d.generation ? [h('dt', {}, 'Generation'), h('dd', {}, `${d.generation} (after infrastructure retries)`)] : null),

@@ -216,7 +216,9 @@ function statStrip(run, fetchedAt) {
       stat('Duration', run.started_at ? liveDuration(run.duration_sec, !run.ended_at, fetchedAt) : '—',
         run.ended_at ? `ended ${dateTime(run.ended_at)}` : run.started_at ? 'live' : 'not started', 'stat-duration'),
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
-      stat('LLM cost', cost(run.cost_usd, run.cost_estimated)),
+      stat('LLM cost', cost(run.cost_usd, run.cost_estimated), run.judge ? 'agents only' : null),
+      run.judge ? stat('Judge', cost(run.judge.cost_usd, run.judge.cost_estimated),
+        `${run.judge.model} · ${count(run.judge.calls)} ${run.judge.calls === 1 ? 'call' : 'calls'} · in ${tokens(run.judge.tokens?.input)} · out ${tokens(run.judge.tokens?.output)}`, 'stat-judge') : null,
       stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
       stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null)));
 }
