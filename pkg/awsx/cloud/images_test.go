@@ -1,7 +1,10 @@
 package cloud_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud/cloudtest"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/codebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -87,6 +91,10 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	if built.Bases["python:3.13-slim"] != pulls.Pinned {
 		t.Errorf("word-frequency's base = %q, want the pinned %q", built.Bases["python:3.13-slim"], pulls.Pinned)
 	}
+	// CodeBuild pulls the base through the pull-through prefix, by digest.
+	if df := contextDockerfile(t, p, built.BuildKey); !strings.Contains(df, "FROM "+img.Registry.Host+"/docker-hub/library/python@"+img.Python) {
+		t.Errorf("the Dockerfile CodeBuild got =\n%s\nwant its FROM through %s/docker-hub by digest", df, img.Registry.Host)
+	}
 	ghost := envOf("ghost")
 	if ghost.Pinned != "" || !strings.Contains(ghost.Unavailable, "ghost/nothing:1") {
 		t.Errorf("ghost = %+v, want unavailable naming ghost/nothing:1", ghost)
@@ -97,6 +105,38 @@ func TestCloudSyncPinsImages(t *testing.T) {
 			t.Errorf("ECR/CodeBuild ops = %v, want %s among them", ops, op)
 		}
 	}
+}
+
+// contextDockerfile reads the Dockerfile of the build context the sync
+// uploaded for CodeBuild.
+func contextDockerfile(t *testing.T, p *cloud.Platform, key string) string {
+	t.Helper()
+	rc, err := p.Blobs.Get(context.Background(), codebuild.ContextKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	zipped, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		if f.Name == "Dockerfile" {
+			r, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(r)
+			r.Close()
+			return string(b)
+		}
+	}
+	t.Fatalf("build context of %s has no Dockerfile", key)
+	return ""
 }
 
 func writeImageTask(t *testing.T, regDir, name, image string) {

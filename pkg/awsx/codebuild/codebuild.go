@@ -33,6 +33,7 @@ import (
 	ecrtypes "github.com/aws/aws-sdk-go-v2/service/ecr/types"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/dockerfile"
 )
 
 // CodeBuildAPI is the part of the CodeBuild client the builder uses.
@@ -64,6 +65,12 @@ type Config struct {
 	Contexts Contexts
 	// Poll is how often a running build is checked (default 10 s).
 	Poll time.Duration
+	// BaseRef maps a pinned base image (a FROM of the request's Dockerfile,
+	// "docker.io/library/python@sha256:…") to where the build pulls it: the
+	// ECR pull-through prefix of its registry, so a build never meets
+	// Docker Hub's or GHCR's rate limits and pulls exactly the digest the
+	// build key names. Nil pulls the bases as written.
+	BaseRef func(pinned string) string
 }
 
 // Builder implements benchsync.ImageBuilder with CodeBuild.
@@ -114,7 +121,11 @@ func (b *Builder) Build(ctx context.Context, req benchsync.BuildRequest) (string
 		}
 		return ref, err
 	}
-	zipped, err := zipContext(req.ContextDir, req.Dockerfile)
+	df, err := b.mirrored(req.Dockerfile)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", req.Task, err)
+	}
+	zipped, err := zipContext(req.ContextDir, df)
 	if err != nil {
 		return "", fmt.Errorf("task %s: build context: %w", req.Task, err)
 	}
@@ -152,6 +163,31 @@ func (b *Builder) Build(ctx context.Context, req benchsync.BuildRequest) (string
 	}
 	fmt.Fprintf(logw, "pushed %s\n", ref)
 	return ref, nil
+}
+
+// mirrored rewrites every FROM of the pinned Dockerfile to BaseRef of its
+// image. A base that is not a digest reference is refused: the build key
+// names digests, and a tag would let the build pull something else.
+func (b *Builder) mirrored(df []byte) ([]byte, error) {
+	bases, err := dockerfile.Bases(df)
+	if err != nil {
+		return nil, fmt.Errorf("pinned Dockerfile: %w", err)
+	}
+	refs := make(map[string]string, len(bases))
+	for _, base := range bases {
+		if !strings.Contains(base.Image, "@sha256:") {
+			return nil, fmt.Errorf("pinned Dockerfile: line %d: FROM %s is not pinned to a digest", base.Line, base.Image)
+		}
+		refs[base.Image] = base.Image
+		if b.cfg.BaseRef != nil {
+			refs[base.Image] = b.cfg.BaseRef(base.Image)
+		}
+	}
+	out, err := dockerfile.Pin(df, refs)
+	if err != nil {
+		return nil, fmt.Errorf("pinned Dockerfile: %w", err)
+	}
+	return out, nil
 }
 
 // wait polls the build until it completes; a cancelled wait stops it, so

@@ -113,7 +113,7 @@ func (m *memContexts) Put(_ context.Context, key string, r io.Reader) error {
 	return err
 }
 
-func newBuilder(t *testing.T, status string) (*cb.Builder, *fakeAWS, *memContexts) {
+func newBuilder(t *testing.T, status string, opts ...func(*cb.Config)) (*cb.Builder, *fakeAWS, *memContexts) {
 	t.Helper()
 	f := &fakeAWS{calls: map[string][]map[string]any{}, status: status, polls: map[string]int{}, tags: map[string]string{}, builds: map[string]string{}}
 	srv := httptest.NewServer(f)
@@ -122,10 +122,14 @@ func newBuilder(t *testing.T, status string) (*cb.Builder, *fakeAWS, *memContext
 	cbc := codebuild.New(codebuild.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
 	ecrc := ecr.New(ecr.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
 	store := &memContexts{objs: map[string][]byte{}}
-	b, err := cb.New(cbc, ecrc, cb.Config{
+	cfg := cb.Config{
 		Project: "gauntlet-dev-images", Repository: "gauntlet-dev-task-images", RepositoryURI: repoURI,
 		Bucket: "gauntlet-dev-artifacts", Contexts: store, Poll: time.Millisecond,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	b, err := cb.New(cbc, ecrc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,17 +165,7 @@ func TestBuildPushesOnceByBuildKey(t *testing.T) {
 	if start["sourceLocationOverride"] != "gauntlet-dev-artifacts/"+cb.ContextKey(key) || start["sourceTypeOverride"] != "S3" || start["idempotencyToken"] != key {
 		t.Errorf("StartBuild = %v", start)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(store.objs[cb.ContextKey(key)]), int64(len(store.objs[cb.ContextKey(key)])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, zf := range zr.File {
-		rc, _ := zf.Open()
-		b, _ := io.ReadAll(rc)
-		rc.Close()
-		files[zf.Name] = string(b)
-	}
+	files := unzip(t, store.objs[cb.ContextKey(key)])
 	if files["Dockerfile"] != "FROM python@"+digest+"\n" || files["setup.sh"] != "echo hi\n" {
 		t.Errorf("uploaded context = %v, want the pinned Dockerfile and the context's files", files)
 	}
@@ -213,5 +207,55 @@ func TestBuildRejectsABadKey(t *testing.T) {
 	}
 	if len(f.calls) != 0 {
 		t.Fatalf("AWS called for a bad key: %v", f.calls)
+	}
+}
+
+func unzip(t *testing.T, zipped []byte) map[string]string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, zf := range zr.File {
+		rc, err := zf.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		files[zf.Name] = string(b)
+	}
+	return files
+}
+
+// TestBuildPullsBasesThroughTheMirror: the Dockerfile CodeBuild builds
+// names each base by the mirror BaseRef gives (the ECR pull-through
+// prefix), keeping the digest the build key was derived from; a base that
+// is not pinned is refused before anything is uploaded or started.
+func TestBuildPullsBasesThroughTheMirror(t *testing.T) {
+	mirror := "111122223333.dkr.ecr.us-east-1.amazonaws.com/gauntlet-dev-dockerhub"
+	b, _, store := newBuilder(t, "SUCCEEDED", func(c *cb.Config) {
+		c.BaseRef = func(pinned string) string {
+			return mirror + "/" + strings.TrimPrefix(pinned, "docker.io/")
+		}
+	})
+	req := request(t)
+	req.Dockerfile = []byte("FROM docker.io/library/python@" + digest + " AS base\nRUN true\nFROM base\nWORKDIR /app\n")
+	if _, err := b.Build(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := "FROM " + mirror + "/library/python@" + digest + " AS base\nRUN true\nFROM base\nWORKDIR /app\n"
+	if got := unzip(t, store.objs[cb.ContextKey(key)])["Dockerfile"]; got != want {
+		t.Errorf("built Dockerfile =\n%s\nwant\n%s", got, want)
+	}
+
+	b2, f2, store2 := newBuilder(t, "SUCCEEDED")
+	req.Dockerfile = []byte("FROM python:3.13-slim\n")
+	if _, err := b2.Build(context.Background(), req); err == nil || !strings.Contains(err.Error(), "line 1: FROM python:3.13-slim is not pinned") {
+		t.Fatalf("Build of an unpinned base: err = %v, want the line named", err)
+	}
+	if len(f2.calls["StartBuild"]) != 0 || len(store2.objs) != 0 {
+		t.Errorf("an unpinned base started a build (%v) or stored a context (%d)", f2.calls["StartBuild"], len(store2.objs))
 	}
 }
