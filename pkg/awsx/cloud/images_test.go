@@ -32,13 +32,18 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	writeRolling(t, regDir, "word-frequency")
 	writeImageTask(t, regDir, "pulls", "python:3.13-slim")
 	writeImageTask(t, regDir, "ghost", "ghost/nothing:1")
+	writeImageTask(t, regDir, "plain", "")
 	reg := `[{"name": "rolling", "version": "head", "description": "images", "tasks": [` +
-		`{"name": "word-frequency", "path": "tasks/word-frequency"}, {"name": "pulls", "path": "tasks/pulls"}, {"name": "ghost", "path": "tasks/ghost"}]}]`
+		`{"name": "word-frequency", "path": "tasks/word-frequency"}, {"name": "pulls", "path": "tasks/pulls"}, {"name": "ghost", "path": "tasks/ghost"}, ` +
+		`{"name": "plain", "path": "tasks/plain"}]}]`
 	if err := os.WriteFile(filepath.Join(regDir, "registry.json"), []byte(reg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	vars := env.Vars()
 	vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
+	// The operator's default image as the stack sets it: a tag, which the
+	// sync resolves through the pull-through prefix.
+	vars[cloud.EnvSandboxDefaultImage] = "python:3.13-slim"
 	for k, v := range vars {
 		if strings.HasPrefix(k, "AWS_") {
 			t.Setenv(k, v)
@@ -99,6 +104,10 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	if ghost.Pinned != "" || !strings.Contains(ghost.Unavailable, "ghost/nothing:1") {
 		t.Errorf("ghost = %+v, want unavailable naming ghost/nothing:1", ghost)
 	}
+	plain := envOf("plain")
+	if plain.Source != benchmark.ImageDefault || plain.Pinned != pulls.Pinned || plain.Unavailable != "" {
+		t.Errorf("plain = %+v, want the default image pinned to %s", plain, pulls.Pinned)
+	}
 	ops := img.Ops()
 	for _, op := range []string{"GetAuthorizationToken", "DescribeImages", "StartBuild", "BatchGetBuilds"} {
 		if !slices.Contains(ops, op) {
@@ -152,7 +161,9 @@ func writeImageTask(t *testing.T, regDir, name, image string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toml = []byte(strings.Replace(string(toml), "[environment]\n", "[environment]\ndocker_image = \""+image+"\"\n", 1))
+	if image != "" {
+		toml = []byte(strings.Replace(string(toml), "[environment]\n", "[environment]\ndocker_image = \""+image+"\"\n", 1))
+	}
 	if err := os.WriteFile(filepath.Join(dst, "task.toml"), toml, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +179,15 @@ func TestLoadImagesSettings(t *testing.T) {
 		}
 	}
 	env := stackEnv()
-	env[cloud.EnvSandboxDefaultImage] = "python:3.13-slim"
+	env[cloud.EnvSandboxDefaultImage] = "Python:3.13 slim"
 	if _, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(env)); err == nil ||
-		!strings.Contains(err.Error(), `GAUNTLET_SANDBOX_DEFAULT_IMAGE="python:3.13-slim" is not a digest reference`) {
-		t.Errorf("Load with a tag as default image: error = %v, want it refused", err)
+		!strings.Contains(err.Error(), `GAUNTLET_SANDBOX_DEFAULT_IMAGE="Python:3.13 slim" is not an image reference`) {
+		t.Errorf("Load with a malformed default image: error = %v, want it refused", err)
+	}
+	// A tag is the sync's to resolve (the stack's default is one).
+	env[cloud.EnvSandboxDefaultImage] = "docker.io/library/python:3.13-slim-bookworm"
+	if cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(env)); err != nil || cfg.Images.DefaultImage != env[cloud.EnvSandboxDefaultImage] {
+		t.Errorf("Load with a tag as default image: %+v, %v; want it read", cfg.Images, err)
 	}
 	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(stackEnv()))
 	if err != nil {
