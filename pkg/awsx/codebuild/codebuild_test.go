@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -88,7 +89,7 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			tag := start["environmentVariablesOverride"].([]any)[0].(map[string]any)["value"].(string)
 			f.tags[tag] = digest
 		}
-		write(map[string]any{"builds": []any{map[string]any{"id": id, "buildStatus": f.status, "buildComplete": true,
+		write(map[string]any{"builds": []any{map[string]any{"id": id, "buildStatus": f.status, "buildComplete": true, "timeoutInMinutes": 30,
 			"phases": []any{map[string]any{"phaseType": "BUILD", "phaseStatus": f.status,
 				"contexts": []any{map[string]any{"message": f.message}}}},
 			"logs": map[string]any{"deepLink": "https://console.aws.amazon.com/cloudwatch/build-log"}}}})
@@ -124,7 +125,7 @@ func newBuilder(t *testing.T, status string, opts ...func(*cb.Config)) (*cb.Buil
 	store := &memContexts{objs: map[string][]byte{}}
 	cfg := cb.Config{
 		Project: "gauntlet-dev-images", Repository: "gauntlet-dev-task-images", RepositoryURI: repoURI,
-		Bucket: "gauntlet-dev-artifacts", Contexts: store, Poll: time.Millisecond,
+		Bucket: "gauntlet-dev-artifacts", Contexts: store, Poll: time.Millisecond, Wait: time.Minute,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -257,5 +258,56 @@ func TestBuildPullsBasesThroughTheMirror(t *testing.T) {
 	}
 	if len(f2.calls["StartBuild"]) != 0 || len(store2.objs) != 0 {
 		t.Errorf("an unpinned base started a build (%v) or stored a context (%d)", f2.calls["StartBuild"], len(store2.objs))
+	}
+}
+
+// TestBuildRunsOnAcrossDeliveries: with no wait the builder starts the
+// build and answers BuildRunning with its id; a later delivery handing the
+// id back finds it still running, then finished, and gets the pushed
+// image — one StartBuild in all, with the task's build timeout as
+// CodeBuild's own.
+func TestBuildRunsOnAcrossDeliveries(t *testing.T) {
+	b, f, _ := newBuilder(t, "SUCCEEDED", func(c *cb.Config) { c.Wait = 0 })
+	ctx := context.Background()
+	req := request(t)
+	req.Timeout = 90 * time.Second
+	_, err := b.Build(ctx, req)
+	var running *benchsync.BuildRunning
+	if !errors.As(err, &running) || running.Handle == "" {
+		t.Fatalf("first Build: err = %v, want BuildRunning with the build id", err)
+	}
+	if got := f.calls["StartBuild"][0]["timeoutInMinutesOverride"]; got != float64(5) {
+		t.Errorf("StartBuild timeoutInMinutesOverride = %v, want 5 (90 s rounded up to CodeBuild's minimum)", got)
+	}
+	req.Running = running.Handle
+	_, err = b.Build(ctx, req) // first poll: still in progress
+	var again *benchsync.BuildRunning
+	if !errors.As(err, &again) || again.Handle != running.Handle {
+		t.Fatalf("Build of the running build: err = %v, want BuildRunning %s", err, running.Handle)
+	}
+	ref, err := b.Build(ctx, req)
+	if err != nil || ref != repoURI+"@"+digest {
+		t.Fatalf("Build of the finished build = %q, %v; want %s@%s", ref, err, repoURI, digest)
+	}
+	if n := len(f.calls["StartBuild"]); n != 1 {
+		t.Errorf("StartBuild called %d times across deliveries, want 1", n)
+	}
+}
+
+// TestBuildTimeoutIsCodeBuilds: a build CodeBuild stopped at its timeout
+// is an error wrapping benchsync.ErrBuildTimedOut that names the limit.
+func TestBuildTimeoutIsCodeBuilds(t *testing.T) {
+	b, _, _ := newBuilder(t, "TIMED_OUT")
+	_, err := b.Build(context.Background(), request(t))
+	if !errors.Is(err, benchsync.ErrBuildTimedOut) || !strings.Contains(err.Error(), "exceeded its 30 min limit") {
+		t.Fatalf("err = %v, want ErrBuildTimedOut naming 30 min", err)
+	}
+}
+
+func TestTimeoutMinutes(t *testing.T) {
+	for d, want := range map[time.Duration]int32{0: 0, time.Second: 5, 5 * time.Minute: 5, 5*time.Minute + time.Second: 6, 90 * time.Minute: 90, 100 * time.Hour: 2160} {
+		if got := cb.TimeoutMinutes(d); got != want {
+			t.Errorf("TimeoutMinutes(%s) = %d, want %d", d, got, want)
+		}
 	}
 }
