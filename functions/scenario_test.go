@@ -180,6 +180,21 @@ func (w *world) receive(queue string) []sqsMessage {
 	}
 }
 
+// receiveWithin waits (polling, with a deadline) until the queue has
+// messages, and takes them; a delayed message becomes visible in time.
+func (w *world) receiveWithin(queue string, within time.Duration) []sqsMessage {
+	w.t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if got := w.receive(queue); len(got) > 0 || time.Now().After(deadline) {
+			return got
+		}
+		<-tick.C
+	}
+}
+
 type sqsMessage struct{ ID, Body string }
 
 // uploadResult plays the sandbox-runner's last step: it PUTs a passing

@@ -81,6 +81,16 @@ func (r *Resume) parked(at time.Time) bool {
 	return d > -time.Millisecond && d < time.Millisecond
 }
 
+// fenced is the progress time a resume's claim records: now, but past the
+// parked time by more than parked's tolerance, so a second delivery of the
+// same resume never takes the sync over again.
+func (r *Resume) fenced(now time.Time) time.Time {
+	if min := r.ParkedAt.Add(time.Millisecond); now.Before(min) {
+		return min
+	}
+	return now
+}
+
 // builds returns the running builds, none for a nil resume.
 func (r *Resume) builds() map[string]string {
 	if r == nil {

@@ -113,7 +113,7 @@ func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Be
 			return records.ErrNoChange
 		case st.Refreshing() && msg.Resume.parked(st.RefreshUpdatedAt):
 			// Its own resume: the refresh goes on under its token.
-			st.RefreshUpdatedAt = now
+			st.RefreshUpdatedAt = msg.Resume.fenced(now)
 			token = st.RefreshStarted
 			return nil
 		case st.Refreshing() && !s.refreshLeaseExpired(*st, now):

@@ -103,7 +103,7 @@ func (s *Service) claim(ctx context.Context, ws, key string, resume *Resume) (re
 			// Its own resume: the lease is this message's. The phase and
 			// count stay ("Preparing images · k / n") while the tasks are
 			// fetched again.
-			b.UpdatedAt = now
+			b.UpdatedAt = resume.fenced(now)
 			claimed, resumed = true, true
 			return nil
 		case b.Status == records.SyncSyncing && !s.leaseExpired(*b, now):

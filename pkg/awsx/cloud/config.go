@@ -11,6 +11,7 @@ import (
 	gcrname "github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 )
 
@@ -50,6 +51,7 @@ const (
 	EnvMaxSandboxes         = "GAUNTLET_MAX_SANDBOXES"
 	EnvRegistry             = "GAUNTLET_REGISTRY"
 	EnvSyncRefreshAfter     = "GAUNTLET_SYNC_REFRESH_AFTER"
+	EnvSyncResumeAfter      = "GAUNTLET_SYNC_RESUME_AFTER"
 	EnvLogLevel             = "LOG_LEVEL"
 )
 
@@ -140,6 +142,10 @@ type ImagesConfig struct {
 	// Mirrors maps registry hosts to the ECR pull-through prefixes that
 	// front them (GAUNTLET_SANDBOX_MIRRORS, as the sandboxes pull).
 	Mirrors map[string]string
+	// ResumeAfter is how long a sync parked on running CodeBuild builds
+	// waits before its resume message is delivered (GAUNTLET_SYNC_RESUME_AFTER,
+	// default benchsync.DefaultResumeAfter; at most SQS's 15 minutes).
+	ResumeAfter time.Duration
 	// DefaultImage runs tasks that name no image and ship no Dockerfile:
 	// a tag (resolved at every sync, its digest recorded per task) or a
 	// digest reference; "" for none.
@@ -202,6 +208,10 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 			RepositoryURI: e.required(EnvTaskImagesURI),
 			Mirrors:       e.mirrors(EnvSandboxMirrors),
 			DefaultImage:  e.imageRef(EnvSandboxDefaultImage),
+			ResumeAfter:   e.duration(EnvSyncResumeAfter, benchsync.DefaultResumeAfter),
+		}
+		if d := c.Images.ResumeAfter; d <= 0 || d > 15*time.Minute {
+			e.problems = append(e.problems, fmt.Sprintf("%s=%s must be over 0 and at most 15m (SQS's longest delay)", EnvSyncResumeAfter, d))
 		}
 	}
 	if n.MaxSandboxes {

@@ -59,7 +59,10 @@ func environments(awsCfg aws.Config, cfg Config, p *Platform) (*benchsync.Enviro
 	if err != nil {
 		return nil, err
 	}
-	return &benchsync.Environments{Resolver: resolver{store}, Builder: b, DefaultImage: ic.DefaultImage}, nil
+	// No Wait: the builder starts each build and the sync parks on it, so
+	// every build of a sync runs at once and none is waited on against the
+	// function's timeout; the resume message picks them up.
+	return &benchsync.Environments{Resolver: resolver{store}, Builder: b, DefaultImage: ic.DefaultImage, ResumeAfter: ic.ResumeAfter}, nil
 }
 
 // imageMirrors turns "host → ECR prefix" into the image store's mirror

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -65,10 +66,20 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	if _, err := svc.Add(ctx, "ws-a", "rolling"); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head")); err != nil {
-		t.Fatal(err)
+	// CodeBuild is not waited on: the sync parks at "Preparing images"
+	// with the build's id, and its resume picks the finished build up.
+	err = svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head"))
+	var building *benchsync.ImagesBuilding
+	if !errors.As(err, &building) || len(building.Resume.Resume.Builds) != 1 {
+		t.Fatalf("first sync: %v, want it parked on the one build", err)
 	}
 	recs := records.New(p.Ports.Table)
+	if b := readBenchmark(t, recs, "ws-a"); b.Status != records.SyncSyncing || b.Phase != records.SyncPhaseImages || b.Synced != 3 || b.Total != 4 {
+		t.Fatalf("parked: %s %s %d/%d, want syncing images 3/4", b.Status, b.Phase, b.Synced, b.Total)
+	}
+	if err := svc.Sync(ctx, building.Resume); err != nil {
+		t.Fatalf("resumed sync: %v", err)
+	}
 	b := readBenchmark(t, recs, "ws-a")
 	if b.Status != records.SyncReady {
 		t.Fatalf("after the sync: %+v", b)
@@ -114,6 +125,19 @@ func TestCloudSyncPinsImages(t *testing.T) {
 			t.Errorf("ECR/CodeBuild ops = %v, want %s among them", ops, op)
 		}
 	}
+	if n := countOf(ops, "StartBuild"); n != 1 {
+		t.Errorf("StartBuild called %d times across the sync and its resume, want 1", n)
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
 }
 
 // contextDockerfile reads the Dockerfile of the build context the sync
