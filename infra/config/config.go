@@ -32,6 +32,7 @@ const (
 	KeyReservedConcurrency   = "reservedConcurrency"
 	KeyLogLevel              = "logLevel"
 	KeyRegistry              = "registry"
+	KeyDefaultImage          = "defaultImage"
 )
 
 // Config is the validated configuration of one stage of the platform.
@@ -75,7 +76,19 @@ type Config struct {
 	// Registry is the benchmark registry the API and the registry sync read
 	// (GAUNTLET_REGISTRY); empty leaves the functions' built-in default.
 	Registry string
+	// DefaultImage is the operator's default task image
+	// (GAUNTLET_SANDBOX_DEFAULT_IMAGE): tasks that name no docker_image and
+	// ship no Dockerfile run in it. A tag is resolved at every sync through
+	// the pull-through cache and the digest recorded per task in the
+	// manifest version, so runs pin it all the same; a digest reference pins
+	// it for every sync (and is the dispatcher's fallback for manifests
+	// synced without environments).
+	DefaultImage string
 }
+
+// DefaultTaskImage is DefaultImage's default: Terminal-Bench 2's base
+// image, the environment Harbor tasks' Python verifiers expect.
+const DefaultTaskImage = "docker.io/library/python:3.13-slim-bookworm"
 
 // Defaults returns the configuration used for every key the context leaves unset.
 func Defaults() Config {
@@ -93,6 +106,7 @@ func Defaults() Config {
 		DispatcherConcurrency: 5,
 		ReservedConcurrency:   true,
 		LogLevel:              "info",
+		DefaultImage:          DefaultTaskImage,
 	}
 }
 
@@ -100,13 +114,23 @@ func Defaults() Config {
 // stateful resources are destroyed with the stack.
 func (c Config) IsDev() bool { return c.Stage == "dev" }
 
+// DefaultImagePinned reports whether DefaultImage names a digest (then the
+// dispatcher, too, can run it without a sync having resolved it).
+func (c Config) DefaultImagePinned() bool {
+	_, digest, ok := strings.Cut(c.DefaultImage, "@sha256:")
+	return ok && len(digest) == 64
+}
+
 // Lookup returns the context value of a key, or nil when it is unset;
 // (awscdk.App).Node().TryGetContext has this shape.
 type Lookup func(key string) any
 
 var (
-	stagePattern     = regexp.MustCompile(`^[a-z][a-z0-9-]{0,15}$`)
-	schedulePattern  = regexp.MustCompile(`^(rate|cron|at)\(.+\)$`)
+	stagePattern    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,15}$`)
+	schedulePattern = regexp.MustCompile(`^(rate|cron|at)\(.+\)$`)
+	// imageRefPattern is a registry reference as Docker spells one:
+	// lowercase path components, an optional tag, an optional digest.
+	imageRefPattern  = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`)
 	logLevels        = []string{"debug", "info", "warn", "error"}
 	retentionChoices = []int{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
@@ -132,6 +156,7 @@ func Load(lookup Lookup) (Config, error) {
 	r.boolean(KeyReservedConcurrency, &c.ReservedConcurrency)
 	r.str(KeyLogLevel, &c.LogLevel)
 	r.str(KeyRegistry, &c.Registry)
+	r.str(KeyDefaultImage, &c.DefaultImage)
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -162,6 +187,7 @@ func (c Config) Validate() error {
 		{c.MaxSandboxes > 0, KeyMaxSandboxes, "must be positive"},
 		{c.DispatcherConcurrency >= 2 && c.DispatcherConcurrency <= 1000, KeyDispatcherConcurrency, "must be 2..1000 (the SQS event-source limits)"},
 		{slices.Contains(logLevels, c.LogLevel), KeyLogLevel, fmt.Sprintf("must be one of %v", logLevels)},
+		{imageRefPattern.MatchString(c.DefaultImage), KeyDefaultImage, "must be an image reference, host/repository:tag or host/repository@sha256:<64 hex>"},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

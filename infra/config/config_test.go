@@ -52,6 +52,14 @@ func TestLoad(t *testing.T) {
 		{name: "dispatcher concurrency below sqs minimum", context: map[string]any{KeyDispatcherConcurrency: 1}, wantErr: `context "dispatcherConcurrency"`},
 		{name: "unknown log level", context: map[string]any{KeyLogLevel: "trace"}, wantErr: `context "logLevel"`},
 		{name: "unsupported type", context: map[string]any{KeyStage: []any{"a"}}, wantErr: `context "stage": unsupported value`},
+		{
+			name:    "a default image pinned by digest",
+			context: map[string]any{KeyDefaultImage: "ghcr.io/org/env@sha256:" + strings.Repeat("ab", 32)},
+			want:    withDefaults(func(c *Config) { c.DefaultImage = "ghcr.io/org/env@sha256:" + strings.Repeat("ab", 32) }),
+		},
+		{name: "default image not a reference", context: map[string]any{KeyDefaultImage: "Python 3"}, wantErr: `context "defaultImage": must be an image reference`},
+		{name: "default image with a short digest", context: map[string]any{KeyDefaultImage: "python@sha256:abc"}, wantErr: `context "defaultImage"`},
+		{name: "empty default image", context: map[string]any{KeyDefaultImage: ""}, wantErr: `context "defaultImage"`},
 		{name: "not a boolean", context: map[string]any{KeyReservedConcurrency: "maybe"}, wantErr: `"maybe" is not a boolean`},
 	}
 	for _, tt := range tests {
@@ -89,7 +97,7 @@ func TestCDKJSONMatchesDefaults(t *testing.T) {
 	}
 	for _, key := range []string{KeyStage, KeyLambdaAssets, KeyNATGateways, KeySyncSchedule, KeyWatchdogSchedule,
 		KeyJWTIssuer, KeyJWTAudience, KeyConsoleOrigin, KeyConsoleDir, KeyLogRetentionDays, KeyThrottleRate,
-		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry} {
+		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry, KeyDefaultImage} {
 		if _, ok := ctx[key]; !ok {
 			t.Errorf("cdk.json context lacks %q; document every key there", key)
 		}
@@ -99,5 +107,16 @@ func TestCDKJSONMatchesDefaults(t *testing.T) {
 func TestReadCDKJSONErrors(t *testing.T) {
 	if _, err := ReadCDKJSON(t.TempDir() + "/missing.json"); err == nil {
 		t.Error("ReadCDKJSON(missing) error = nil, want an error")
+	}
+}
+
+func TestDefaultImagePinned(t *testing.T) {
+	c := Defaults()
+	if c.DefaultImagePinned() {
+		t.Errorf("the default %s counts as pinned", c.DefaultImage)
+	}
+	c.DefaultImage = "docker.io/library/python@sha256:" + strings.Repeat("0f", 32)
+	if !c.DefaultImagePinned() {
+		t.Errorf("%s does not count as pinned", c.DefaultImage)
 	}
 }

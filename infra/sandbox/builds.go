@@ -58,12 +58,21 @@ func (s *Sandbox) AddImageBuilds(contexts awss3.IBucket, stage string) awscodebu
 		}),
 	})
 	s.TaskImages.GrantPullPush(project)
+	// The build's FROM names each base through its registry's
+	// pull-through prefix (pkg/awsx/codebuild BaseRef), so the build
+	// pulls from this account's ECR and never from Docker Hub or GHCR.
+	if repos := s.mirrorRepositories(); len(repos) > 0 {
+		project.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(mirrorPullActions...),
+			Resources: &repos,
+		}))
+	}
 	contexts.GrantRead(project, jsii.String(BuildContextsPrefix+"*"))
 	cdknag.NagSuppressions_AddResourceSuppressions(project, &[]*cdknag.NagPackSuppression{
 		{Id: jsii.String("AwsSolutions-CB3"), Reason: jsii.String("docker build needs CodeBuild's privileged mode; the build's role may only read build contexts and push to the task-images repository.")},
 		{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String("ecr:GetAuthorizationToken supports no resource-level permissions; build contexts are read under the builds/ prefix only; CodeBuild's own log and report resources end in the build id."),
 			AppliesTo: &[]any{"Resource::*",
-				&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::.*(builds\/\*|:log-group:.*|:report-group\/.*|kms:GenerateDataKey\*|kms:ReEncrypt\*|Action::s3:.*\*)$/g`)},
+				&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::.*(builds\/\*|:repository\/gauntlet-.*\/\*|:log-group:.*|:report-group\/.*|kms:GenerateDataKey\*|kms:ReEncrypt\*|Action::s3:.*\*)$/g`)},
 				&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Action::(s3|kms):.*\*$/g`)},
 			}},
 	}, jsii.Bool(true))

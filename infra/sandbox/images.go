@@ -74,7 +74,6 @@ func (s *Sandbox) newImages(c constructs.Construct, props Props) error {
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 	s.TaskImages.GrantPull(s.ExecutionRole)
-	stack := awscdk.Stack_Of(c)
 	for _, up := range Upstreams {
 		prefix := fmt.Sprintf("gauntlet-%s-%s", strings.ToLower(props.Stage), up.Suffix)
 		if len(prefix) > 30 || !ecrPrefix.MatchString(prefix) {
@@ -102,14 +101,10 @@ func (s *Sandbox) newImages(c constructs.Construct, props Props) error {
 			CredentialArn:       secret.SecretArn(),
 		})
 		s.Mirrors = append(s.Mirrors, Mirror{Upstream: up, Prefix: prefix, Credentials: secret, Rule: rule})
-		// Pulling a digest that is not cached yet makes ECR create the
-		// repository and import the image as the pulling principal.
-		repos := stack.FormatArn(&awscdk.ArnComponents{
-			Service: jsii.String("ecr"), Resource: jsii.String("repository"), ResourceName: jsii.String(prefix + "/*"),
-		})
+	}
+	for _, repos := range s.mirrorRepositories() {
 		s.ExecutionRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability",
-				"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"),
+			Actions:   jsii.Strings(mirrorPullActions...),
 			Resources: &[]*string{repos},
 		}))
 	}
@@ -127,6 +122,25 @@ func (s *Sandbox) newImages(c constructs.Construct, props Props) error {
 	})
 	s.AgentsImage.Repository().GrantPull(s.ExecutionRole)
 	return nil
+}
+
+// mirrorPullActions pull through a pull-through cache: pulling a digest that
+// is not cached yet makes ECR create the repository and import the image as
+// the pulling principal.
+var mirrorPullActions = []string{"ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability",
+	"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"}
+
+// mirrorRepositories are the ARNs of the repositories each pull-through
+// rule creates (its prefix followed by the upstream path).
+func (s *Sandbox) mirrorRepositories() []*string {
+	stack := awscdk.Stack_Of(s.Construct)
+	var out []*string
+	for _, m := range s.Mirrors {
+		out = append(out, stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("ecr"), Resource: jsii.String("repository"), ResourceName: jsii.String(m.Prefix + "/*"),
+		}))
+	}
+	return out
 }
 
 // MirrorsSetting is GAUNTLET_SANDBOX_MIRRORS: each upstream host mapped to
@@ -148,17 +162,10 @@ func titleWord(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 // ECR create the repository and import the image as the caller, so the
 // prefixes also allow that (the sync resolves before any sandbox pulls).
 func (s *Sandbox) GrantResolve(grantee awsiam.IRole) {
-	stack := awscdk.Stack_Of(s.Cluster)
 	read := []string{"ecr:DescribeImages", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
 	s.allow(grantee, []string{"ecr:GetAuthorizationToken"}, []*string{jsii.String("*")}, nil)
 	s.allow(grantee, read, []*string{s.TaskImages.RepositoryArn()}, nil)
-	var prefixes []*string
-	for _, m := range s.Mirrors {
-		prefixes = append(prefixes, stack.FormatArn(&awscdk.ArnComponents{
-			Service: jsii.String("ecr"), Resource: jsii.String("repository"), ResourceName: jsii.String(m.Prefix + "/*"),
-		}))
-	}
-	if len(prefixes) > 0 {
+	if prefixes := s.mirrorRepositories(); len(prefixes) > 0 {
 		s.allow(grantee, append(read, "ecr:BatchImportUpstreamImage", "ecr:CreateRepository"), prefixes, nil)
 	}
 	cdknag.NagSuppressions_AddResourceSuppressions(grantee, &[]*cdknag.NagPackSuppression{{

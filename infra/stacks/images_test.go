@@ -131,4 +131,20 @@ func TestImageBuildProject(t *testing.T) {
 	if pushes != 1 || reads != 1 {
 		t.Errorf("build role: %d push and %d context-read statements, want one each: %v", pushes, reads, statements)
 	}
+	// The build's FROM pulls through the pull-through caches: the role may
+	// pull (and import on a first pull) under both rules' prefixes.
+	var mirrored []string
+	for _, s := range statements {
+		if slices.Contains(s.Actions, "ecr:BatchImportUpstreamImage") {
+			if slices.Contains(s.Actions, "ecr:PutImage") {
+				t.Errorf("build role may push into a pull-through prefix: %v", s)
+			}
+			mirrored = append(mirrored, s.Resources...)
+		}
+	}
+	for _, prefix := range []string{"gauntlet-dev-dockerhub", "gauntlet-dev-ghcr"} {
+		if !slices.ContainsFunc(mirrored, func(r string) bool { return strings.Contains(r, ":repository/"+prefix+`/*"`) }) {
+			t.Errorf("build role pulls through %v, want repository/%s/*", mirrored, prefix)
+		}
+	}
 }

@@ -156,6 +156,14 @@ func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[
 		if f.Reads(fnspec.Images) {
 			set(s.Sandbox.BuildEnvironment())
 			env["GAUNTLET_SANDBOX_MIRRORS"] = s.Sandbox.MirrorsSetting()
+			// The sync resolves the default image (a tag at every sync) and
+			// records its digest per task, so runs pin it.
+			env["GAUNTLET_SANDBOX_DEFAULT_IMAGE"] = jsii.String(cfg.DefaultImage)
+		}
+		if f.Access(fnspec.Sandboxes)&fnspec.Write != 0 && cfg.DefaultImagePinned() {
+			// The launcher's fallback for a manifest synced without
+			// environments; it runs digests only, so a tag is left to the sync.
+			env["GAUNTLET_SANDBOX_DEFAULT_IMAGE"] = jsii.String(cfg.DefaultImage)
 		}
 		if f.Reads(fnspec.MaxSandboxes) {
 			env["GAUNTLET_MAX_SANDBOXES"] = jsii.String(fmt.Sprint(cfg.MaxSandboxes))

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/infra/config"
 	"github.com/gauntlet-bench/gauntlet/infra/functions"
 	"github.com/gauntlet-bench/gauntlet/infra/infratest"
 	"github.com/gauntlet-bench/gauntlet/infra/stacks"
@@ -85,7 +86,7 @@ func TestEnvironment(t *testing.T) {
 		"ingester":    {"GAUNTLET_SLOTS_QUEUE_URL"},
 		"leaderboard": nil,
 		"registrysync": {"GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_IMAGE_BUILD_PROJECT", "GAUNTLET_TASK_IMAGES_REPOSITORY",
-			"GAUNTLET_TASK_IMAGES_REPOSITORY_URI", "GAUNTLET_SANDBOX_MIRRORS"},
+			"GAUNTLET_TASK_IMAGES_REPOSITORY_URI", "GAUNTLET_SANDBOX_MIRRORS", "GAUNTLET_SANDBOX_DEFAULT_IMAGE"},
 		"watchdog": append([]string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL"}, sandbox...),
 	}
 	for _, name := range functions.Names {
@@ -103,6 +104,11 @@ func TestEnvironment(t *testing.T) {
 		}
 		if vars["GAUNTLET_STAGE"] != "dev" || vars["LOG_LEVEL"] != "info" {
 			t.Errorf("%s GAUNTLET_STAGE=%v LOG_LEVEL=%v, want dev, info", name, vars["GAUNTLET_STAGE"], vars["LOG_LEVEL"])
+		}
+		// The default image is a tag the sync resolves (and records per
+		// task); the launcher, which runs digests only, is not given it.
+		if img, ok := vars["GAUNTLET_SANDBOX_DEFAULT_IMAGE"]; ok && (name != "registrysync" || img != config.DefaultTaskImage) {
+			t.Errorf("%s GAUNTLET_SANDBOX_DEFAULT_IMAGE = %v, want it only on registrysync, = %s", name, img, config.DefaultTaskImage)
 		}
 		if p, ok := vars["GAUNTLET_SECRETS_PREFIX"]; ok && p != "gauntlet/dev/" {
 			t.Errorf("%s GAUNTLET_SECRETS_PREFIX = %v, want gauntlet/dev/", name, p)

@@ -31,9 +31,27 @@ type ImageResolver interface {
 // ImageBuilder builds one task's environment/Dockerfile into an image the
 // sandboxes can run and returns its digest reference. It writes the build's
 // output to req.Log.
+//
+// A builder whose builds run elsewhere (a cloud build job) may return a
+// *BuildRunning instead of waiting: the sync then parks (the benchmark stays
+// syncing, "Preparing images · k / n") and a later delivery of the same
+// sync asks again with req.Running set to the handle, so a build outlives
+// any one invocation of the sync (a Lambda's 15 minutes) and is started once.
 type ImageBuilder interface {
 	Build(ctx context.Context, req BuildRequest) (string, error)
 }
+
+// BuildRunning says the build of a request goes on after Build returned;
+// Handle names it for the next Build of the same key (BuildRequest.Running).
+type BuildRunning struct {
+	Handle string
+}
+
+func (e *BuildRunning) Error() string { return "image build " + e.Handle + " is still running" }
+
+// ErrBuildTimedOut is wrapped by a builder's error for a build stopped at
+// its BuildRequest.Timeout by the build service itself.
+var ErrBuildTimedOut = errors.New("image build timed out")
 
 // BuildRequest is one Dockerfile build.
 type BuildRequest struct {
@@ -48,6 +66,15 @@ type BuildRequest struct {
 	Dockerfile []byte
 	// Log receives the builder's output.
 	Log io.Writer
+	// Running is the handle of this key's build that an earlier delivery
+	// of the same sync started (BuildRunning.Handle), or "": the builder
+	// looks that build up instead of starting another.
+	Running string
+	// Timeout is the build's limit (build_timeout_sec capped by
+	// MaxBuildTimeout; zero: none). The sync also bounds each Build call by
+	// it; a builder whose build outlives the call enforces it where the
+	// build runs, and reports reaching it wrapping ErrBuildTimedOut.
+	Timeout time.Duration
 }
 
 // Environments configures how a sync prepares task images. With it a sync
@@ -68,6 +95,10 @@ type Environments struct {
 	NoPublicNetwork bool
 	// MaxBuildTimeout caps a task's build_timeout_sec; zero means no cap.
 	MaxBuildTimeout time.Duration
+	// ResumeAfter is how long a sync parked on running builds waits before
+	// it is delivered again (default DefaultResumeAfter; at most SQS's 15
+	// minutes of delay).
+	ResumeAfter time.Duration
 	// Warm, when set, brings a pinned image into the platform's local cache
 	// (the local platform unpacks its rootfs) so that a sandbox launch finds
 	// it there; a failure makes the task unavailable (a corrupt layer, a
@@ -75,6 +106,10 @@ type Environments struct {
 	// themselves (Fargate).
 	Warm func(ctx context.Context, pinned string) error
 }
+
+// DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
+// on builds looks at them again a minute later.
+const DefaultResumeAfter = time.Minute
 
 // maxBuildLog bounds the stored build log; the tail is kept.
 const maxBuildLog = 4 << 20
@@ -86,7 +121,12 @@ func BuildLogKey(key string) string { return "builds/" + key + ".log" }
 // without environments when the service has none configured), recording
 // progress in the images phase. Only cancellation and store trouble are
 // errors; a task whose image cannot be had is marked unavailable.
-func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter) error {
+//
+// running maps build keys to the handles of builds an earlier delivery of
+// this sync left running. When builds still run (a builder answered
+// BuildRunning), every other task is prepared all the same (so all builds
+// start at once) and the error is an *imagesPending naming them.
+func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string) error {
 	if s.envs == nil {
 		return nil
 	}
@@ -94,9 +134,17 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 	if err := p.record(ctx, 0, true); err != nil {
 		return err
 	}
-	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}, warmed: map[string]error{}}
+	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}, warmed: map[string]error{}, running: running}
+	pending := map[string]string{}
+	done := 0
 	for i := range tasks {
 		env, err := prep.task(ctx, tasks[i].Name, dirs[i])
+		var br *BuildRunning
+		if errors.As(err, &br) {
+			pending[env.BuildKey] = br.Handle
+			s.log.InfoContext(ctx, "task image still building", "task", tasks[i].Name, "build_key", env.BuildKey, "build", br.Handle)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -110,11 +158,26 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 		// Every task is recorded: each one is a resolve or a build, so a
 		// write per task costs nothing beside it and the views can say
 		// "Preparing images · 3 / 15".
-		if err := p.record(ctx, i+1, true); err != nil {
+		done++
+		if err := p.record(ctx, done, true); err != nil {
 			return err
 		}
 	}
+	if len(pending) > 0 {
+		return &imagesPending{builds: pending, done: done, total: len(tasks)}
+	}
 	return nil
+}
+
+// imagesPending ends a sync or refresh whose builds run on: it parks, and
+// its next delivery carries builds (build key → handle).
+type imagesPending struct {
+	builds      map[string]string
+	done, total int
+}
+
+func (e *imagesPending) Error() string {
+	return fmt.Sprintf("%d task images still building (%d / %d tasks prepared)", len(e.builds), e.done, e.total)
 }
 
 type resolution struct {
@@ -129,6 +192,8 @@ type imagePrep struct {
 	cfg      *Environments
 	resolved map[string]resolution
 	warmed   map[string]error
+	// running maps build keys to builds an earlier delivery started.
+	running map[string]string
 }
 
 // warm brings a pinned image into the local cache, once per image per sync.
@@ -274,6 +339,10 @@ func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.Task
 		timeout = max
 	}
 	pinned, cause, err := p.runBuild(ctx, name, envDir, env.BuildKey, pinnedDF, timeout)
+	var br *BuildRunning
+	if errors.As(err, &br) {
+		return env, err
+	}
 	if err != nil || cause != "" {
 		if cause != "" {
 			return unavailable("%s", cause)
@@ -307,7 +376,8 @@ func (p *imagePrep) built(ctx context.Context, key string) (string, bool, error)
 // runBuild runs the builder under the build timeout, stores the log and the
 // build record. cause is set when the build failed for a reason the task's
 // author must fix (it names the image and the cause); err is reserved for
-// cancellation and store trouble.
+// cancellation and store trouble, and for a *BuildRunning (the build goes
+// on; nothing is stored until a later delivery sees it end).
 func (p *imagePrep) runBuild(ctx context.Context, name, envDir, key string, df []byte, timeout time.Duration) (pinned, cause string, err error) {
 	bctx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
@@ -317,17 +387,26 @@ func (p *imagePrep) runBuild(ctx context.Context, name, envDir, key string, df [
 	log := &tailBuffer{max: maxBuildLog}
 	start := p.s.now()
 	p.s.log.InfoContext(ctx, "building task image", "task", name, "build_key", key, "timeout", timeout)
-	pinned, berr := p.cfg.Builder.Build(bctx, BuildRequest{Key: key, Task: name, ContextDir: envDir, Dockerfile: df, Log: log})
+	pinned, berr := p.cfg.Builder.Build(bctx, BuildRequest{Key: key, Task: name, ContextDir: envDir, Dockerfile: df, Log: log,
+		Running: p.running[key], Timeout: timeout})
 	if ctx.Err() != nil {
 		return "", "", ctx.Err()
+	}
+	var br *BuildRunning
+	if errors.As(berr, &br) && bctx.Err() == nil {
+		return "", "", br
 	}
 	logKey := BuildLogKey(key)
 	if perr := p.s.blobs.Put(context.WithoutCancel(ctx), logKey, bytes.NewReader(log.Bytes())); perr != nil {
 		return "", "", fmt.Errorf("store build log of task %s: %w", name, perr)
 	}
 	switch {
-	case berr != nil && errors.Is(bctx.Err(), context.DeadlineExceeded):
-		return "", fmt.Sprintf("build timed out after %s (build_timeout_sec); log %s:\n%s", timeout, logKey, log.Tail(20)), nil
+	case berr != nil && (errors.Is(bctx.Err(), context.DeadlineExceeded) || errors.Is(berr, ErrBuildTimedOut)):
+		limit := "the build service's limit"
+		if timeout > 0 {
+			limit = timeout.String() + " (build_timeout_sec)"
+		}
+		return "", fmt.Sprintf("build timed out after %s; log %s:\n%s", limit, logKey, log.Tail(20)), nil
 	case berr != nil:
 		return "", fmt.Sprintf("build failed (build key %s): %v; log %s:\n%s", key[:12], berr, logKey, log.Tail(20)), nil
 	case !strings.Contains(pinned, "@sha256:"):

@@ -136,7 +136,14 @@ type imageTask struct {
 
 func writeImageTasks(t testing.TB, tasks []imageTask) string {
 	t.Helper()
-	root := t.TempDir()
+	return writeImageTasksAt(t, filepath.Join(t.TempDir(), "registry.json"), tasks)
+}
+
+// writeImageTasksAt writes the tasks and registry.json at location (the
+// registry file's path), replacing what is there.
+func writeImageTasksAt(t testing.TB, location string, tasks []imageTask) string {
+	t.Helper()
+	root := filepath.Dir(location)
 	type entry struct {
 		Name        string `json:"name"`
 		GitURL      string `json:"git_url"`

@@ -2,23 +2,36 @@ package benchsync
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // Schema versions of SyncMessage. Version 1 is a plain sync (workspace and
-// key); version 2 adds the refresh fields. This build reads both and
+// key); version 2 adds the refresh fields; version 3 adds Resume (a sync or
+// refresh parked on running image builds). This build reads all three and
 // writes the lowest version that carries the message, so plain sync
-// messages stay readable by builds that know only version 1, and a refresh
-// message is dead-lettered by them instead of being mistaken for a sync.
+// messages stay readable by builds that know only version 1, and a newer
+// message is dead-lettered by older builds instead of being mistaken for
+// another kind.
 const (
 	// SchemaVersionSync is the version of a plain sync message.
 	SchemaVersionSync = 1
 	// SchemaVersionRefresh is the version of a refresh message.
 	SchemaVersionRefresh = 2
+	// SchemaVersionResume is the version of a resume message.
+	SchemaVersionResume = 3
 	// SchemaVersion is the newest version this build reads.
-	SchemaVersion = SchemaVersionRefresh
+	SchemaVersion = SchemaVersionResume
+)
+
+// Bounds of a resume message's builds (a dataset's Dockerfile tasks).
+const (
+	maxResumeBuilds = 10000
+	maxBuildHandle  = 1024
 )
 
 // SyncMessage asks for one benchmark's task list to be synced, or (Refresh)
@@ -36,6 +49,54 @@ type SyncMessage struct {
 	// been refreshed already and the message changes nothing; zero asks for
 	// a refresh whenever the benchmark last synced.
 	LastSynced time.Time `json:"last_synced,omitzero"`
+	// Resume continues a sync or refresh that parked on running image
+	// builds (schema version 3).
+	Resume *Resume `json:"resume,omitempty"`
+}
+
+// Resume is what a parked sync hands its next delivery.
+type Resume struct {
+	// ParkedAt is the progress time the park recorded; the resume takes the
+	// sync over only while it is still the latest (nothing else ran since).
+	ParkedAt time.Time `json:"parked_at"`
+	// Builds maps the build keys still building to their builder handles.
+	Builds map[string]string `json:"builds"`
+}
+
+// NewResumeMessage returns the message that resumes msg's sync or refresh,
+// parked at parkedAt on builds.
+func NewResumeMessage(msg SyncMessage, parkedAt time.Time, builds map[string]string) SyncMessage {
+	msg.SchemaVersion = SchemaVersionResume
+	msg.Resume = &Resume{ParkedAt: parkedAt.UTC(), Builds: builds}
+	return msg
+}
+
+// parked reports whether at is the progress time this resume parked with
+// (to the millisecond, what every store keeps).
+func (r *Resume) parked(at time.Time) bool {
+	if r == nil {
+		return false
+	}
+	d := at.Sub(r.ParkedAt)
+	return d > -time.Millisecond && d < time.Millisecond
+}
+
+// fenced is the progress time a resume's claim records: now, but past the
+// parked time by more than parked's tolerance, so a second delivery of the
+// same resume never takes the sync over again.
+func (r *Resume) fenced(now time.Time) time.Time {
+	if min := r.ParkedAt.Add(time.Millisecond); now.Before(min) {
+		return min
+	}
+	return now
+}
+
+// builds returns the running builds, none for a nil resume.
+func (r *Resume) builds() map[string]string {
+	if r == nil {
+		return nil
+	}
+	return r.Builds
 }
 
 // NewSyncMessage returns the message that syncs the workspace's benchmark key.
@@ -63,6 +124,9 @@ func (m SyncMessage) Encode() ([]byte, error) {
 
 // check reports a message this build cannot process, wrapping ErrPoison.
 func (m SyncMessage) check() error {
+	if m.SchemaVersion != SchemaVersionResume && m.Resume != nil {
+		return fmt.Errorf("sync message schema_version %d has no resume: %w", m.SchemaVersion, ErrPoison)
+	}
 	switch m.SchemaVersion {
 	case SchemaVersionSync:
 		if m.Refresh || !m.LastSynced.IsZero() {
@@ -72,8 +136,15 @@ func (m SyncMessage) check() error {
 		if !m.Refresh {
 			return fmt.Errorf("sync message schema_version %d without refresh: %w", m.SchemaVersion, ErrPoison)
 		}
+	case SchemaVersionResume:
+		if err := m.Resume.check(); err != nil {
+			return fmt.Errorf("sync message schema_version %d: %v: %w", m.SchemaVersion, err, ErrPoison)
+		}
+		if !m.Refresh && !m.LastSynced.IsZero() {
+			return fmt.Errorf("sync message schema_version %d: last_synced belongs to a refresh: %w", m.SchemaVersion, ErrPoison)
+		}
 	default:
-		return fmt.Errorf("sync message schema_version %d: this build reads %d and %d: %w", m.SchemaVersion, SchemaVersionSync, SchemaVersionRefresh, ErrPoison)
+		return fmt.Errorf("sync message schema_version %d: this build reads %d, %d and %d: %w", m.SchemaVersion, SchemaVersionSync, SchemaVersionRefresh, SchemaVersionResume, ErrPoison)
 	}
 	if m.Workspace == "" || m.Key == "" {
 		return fmt.Errorf("sync message without workspace or key: %w", ErrPoison)
@@ -99,4 +170,27 @@ func DecodeSyncMessage(body []byte) (SyncMessage, error) {
 		return SyncMessage{}, err
 	}
 	return m, nil
+}
+
+// check bounds a resume: a parked time, and builds keyed by build key.
+func (r *Resume) check() error {
+	switch {
+	case r == nil:
+		return errors.New("resume is missing")
+	case r.ParkedAt.IsZero():
+		return errors.New("resume.parked_at is missing")
+	case len(r.Builds) == 0:
+		return errors.New("resume.builds is empty (a sync parks only on running builds)")
+	case len(r.Builds) > maxResumeBuilds:
+		return fmt.Errorf("resume.builds has %d entries, at most %d allowed", len(r.Builds), maxResumeBuilds)
+	}
+	for key, handle := range r.Builds {
+		if _, err := hex.DecodeString(key); err != nil || len(key) != 64 || strings.ToLower(key) != key {
+			return fmt.Errorf("resume.builds: key %.80q is not a build key (64 lowercase hex characters)", key)
+		}
+		if handle == "" || len(handle) > maxBuildHandle {
+			return fmt.Errorf("resume.builds[%s]: handle must be 1..%d characters", key, maxBuildHandle)
+		}
+	}
+	return nil
 }

@@ -73,7 +73,14 @@ func TestDecodeSyncMessageVersions(t *testing.T) {
 
 func TestDecodeSyncMessagePoison(t *testing.T) {
 	tests := []struct{ name, body string }{
-		{"unknown version", `{"schema_version":3,"workspace":"w","key":"k"}`},
+		{"unknown version", `{"schema_version":4,"workspace":"w","key":"k"}`},
+		{"version 3 without resume", `{"schema_version":3,"workspace":"w","key":"k"}`},
+		{"version 1 with resume", `{"schema_version":1,"workspace":"w","key":"k","resume":{"parked_at":"2026-03-01T12:00:00Z","builds":{"abababababababababababababababababababababababababababababababab":"b"}}}`},
+		{"resume without parked_at", `{"schema_version":3,"workspace":"w","key":"k","resume":{"builds":{"abababababababababababababababababababababababababababababababab":"b"}}}`},
+		{"resume without builds", `{"schema_version":3,"workspace":"w","key":"k","resume":{"parked_at":"2026-03-01T12:00:00Z","builds":{}}}`},
+		{"resume with a bad build key", `{"schema_version":3,"workspace":"w","key":"k","resume":{"parked_at":"2026-03-01T12:00:00Z","builds":{"../x":"b"}}}`},
+		{"resume with an empty handle", `{"schema_version":3,"workspace":"w","key":"k","resume":{"parked_at":"2026-03-01T12:00:00Z","builds":{"abababababababababababababababababababababababababababababababab":""}}}`},
+		{"resume of a sync with last_synced", `{"schema_version":3,"workspace":"w","key":"k","last_synced":"2026-03-01T12:00:00Z","resume":{"parked_at":"2026-03-01T12:00:00Z","builds":{"abababababababababababababababababababababababababababababababab":"b"}}}`},
 		{"version 1 with refresh", `{"schema_version":1,"workspace":"w","key":"k","refresh":true}`},
 		{"version 1 with last_synced", `{"schema_version":1,"workspace":"w","key":"k","last_synced":"2026-03-01T12:00:00Z"}`},
 		{"version 2 without refresh", `{"schema_version":2,"workspace":"w","key":"k"}`},
@@ -90,6 +97,27 @@ func TestDecodeSyncMessagePoison(t *testing.T) {
 				t.Errorf("DecodeSyncMessage(%s) = %v, want ErrPoison", tt.body, err)
 			}
 		})
+	}
+}
+
+func TestResumeMessageRoundTrip(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	builds := map[string]string{"abababababababababababababababababababababababababababababababab": "gauntlet-dev-images:0f1e"}
+	for _, m := range []SyncMessage{
+		NewResumeMessage(NewSyncMessage("ws-1", "tb2"), at, builds),
+		NewResumeMessage(NewRefreshMessage("ws-1", "tb2", at.Add(-time.Hour)), at, builds),
+	} {
+		body, err := m.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeSyncMessage(body)
+		if err != nil {
+			t.Fatalf("DecodeSyncMessage(%s): %v", body, err)
+		}
+		if diff := cmp.Diff(m, got); diff != "" {
+			t.Errorf("round trip of %s (-want +got):\n%s", body, diff)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package benchsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,6 +68,27 @@ func (q Queued) Enqueue(ctx context.Context, msgs ...SyncMessage) error {
 	}
 	if err := q.Queue.Send(ctx, out...); err != nil {
 		return fmt.Errorf("enqueue %d benchmark syncs: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// Run handles one delivered sync message as the sync queue's consumer
+// does: Sync, and when the sync parked on running image builds, the resume
+// message sent with its delay. The message is then done (nil); a failed
+// send leaves it to be delivered again, which resumes the sync once its
+// lease expires.
+func (q Queued) Run(ctx context.Context, msg SyncMessage) error {
+	err := q.Service.Sync(ctx, msg)
+	var ib *ImagesBuilding
+	if !errors.As(err, &ib) {
+		return err
+	}
+	body, err := ib.Resume.Encode()
+	if err != nil {
+		return err
+	}
+	if err := q.Queue.Send(ctx, queue.Outgoing{Body: body, Delay: ib.After}); err != nil {
+		return fmt.Errorf("send the resume of %s/%s: %w", msg.Workspace, msg.Key, err)
 	}
 	return nil
 }

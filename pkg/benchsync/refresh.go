@@ -70,11 +70,16 @@ func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
 		return err
 	}
 	s.log.InfoContext(ctx, "benchmark refresh started", "workspace", ws, "key", key, "source", b.Source.Ref, "ready_version", b.ReadyVersion)
-	err = s.refreshClaimed(ctx, b, token)
-	var f *failure
+	err = s.refreshClaimed(ctx, b, token, msg.Resume.builds())
+	var (
+		f  *failure
+		ip *imagesPending
+	)
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ip):
+		return s.parkRefresh(ctx, msg, token, ip)
 	case errors.Is(err, errSuperseded):
 		s.log.InfoContext(ctx, "benchmark refresh superseded", "workspace", ws, "key", key)
 		return nil
@@ -106,6 +111,11 @@ func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Be
 		switch {
 		case !msg.LastSynced.IsZero() && st.LastSynced.After(msg.LastSynced):
 			return records.ErrNoChange
+		case st.Refreshing() && msg.Resume.parked(st.RefreshUpdatedAt):
+			// Its own resume: the refresh goes on under its token.
+			st.RefreshUpdatedAt = msg.Resume.fenced(now)
+			token = st.RefreshStarted
+			return nil
 		case st.Refreshing() && !s.refreshLeaseExpired(*st, now):
 			return fmt.Errorf("benchmark %s/%s: %w (refresh at %d/%d tasks, last progress %s)", ws, key, ErrSyncInProgress, st.RefreshSynced, st.RefreshTotal, st.RefreshUpdatedAt.Format(time.RFC3339))
 		}
@@ -130,12 +140,12 @@ func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Be
 }
 
 // refreshClaimed resolves and fetches the dataset and applies the outcome.
-func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token time.Time) error {
+func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token time.Time, running map[string]string) error {
 	src, err := s.loadSource(ctx, b)
 	if err != nil {
 		return err
 	}
-	m, files, err := s.collect(ctx, b, src, s.refreshProgress(b.Workspace, b.Key, token))
+	m, files, err := s.collect(ctx, b, src, s.refreshProgress(b.Workspace, b.Key, token), running)
 	if err != nil {
 		return err
 	}
@@ -146,6 +156,29 @@ func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token
 		return err
 	}
 	return s.switchReady(ctx, b, m, token)
+}
+
+// parkRefresh records a refresh's image progress with the time its resume
+// message will name; the benchmark stays ready at its version meanwhile.
+func (s *Service) parkRefresh(ctx context.Context, msg SyncMessage, token time.Time, ip *imagesPending) error {
+	now := s.now().UTC().Truncate(time.Millisecond)
+	_, err := s.records.UpdateSyncState(ctx, msg.Workspace, msg.Key, func(st *records.SyncState) error {
+		if !ownsRefresh(*st, token) {
+			return errSuperseded
+		}
+		st.RefreshSynced, st.RefreshTotal, st.RefreshUpdatedAt = ip.done, ip.total, now
+		return nil
+	})
+	if errors.Is(err, errSuperseded) || errors.Is(err, records.ErrNotFound) {
+		s.log.InfoContext(ctx, "benchmark refresh superseded", "workspace", msg.Workspace, "key", msg.Key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("park refresh %s/%s: %w", msg.Workspace, msg.Key, err)
+	}
+	s.log.InfoContext(ctx, "benchmark refresh parked on image builds", "workspace", msg.Workspace, "key", msg.Key,
+		"building", len(ip.builds), "prepared", ip.done, "tasks", ip.total)
+	return &ImagesBuilding{Resume: NewResumeMessage(msg, now, ip.builds), After: s.resumeAfter()}
 }
 
 // ownsRefresh reports whether st is still held by the refresh with token.

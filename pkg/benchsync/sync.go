@@ -53,7 +53,7 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 		return s.refresh(ctx, msg)
 	}
 	ws, key := msg.Workspace, msg.Key
-	b, claimed, err := s.claim(ctx, ws, key)
+	b, claimed, resumed, err := s.claim(ctx, ws, key, msg.Resume)
 	if errors.Is(err, records.ErrNotFound) {
 		s.log.InfoContext(ctx, "sync of a deleted benchmark skipped", "workspace", ws, "key", key)
 		return nil
@@ -61,12 +61,17 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 	if err != nil || !claimed {
 		return err
 	}
-	s.log.InfoContext(ctx, "benchmark sync started", "workspace", ws, "key", key, "source", b.Source.Ref)
-	err = s.syncClaimed(ctx, b)
-	var f *failure
+	s.log.InfoContext(ctx, "benchmark sync started", "workspace", ws, "key", key, "source", b.Source.Ref, "resumed", resumed)
+	err = s.syncClaimed(ctx, b, msg.Resume.builds(), resumed)
+	var (
+		f  *failure
+		ip *imagesPending
+	)
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ip):
+		return s.park(ctx, msg, ip)
 	case errors.Is(err, errSuperseded):
 		s.log.InfoContext(ctx, "benchmark sync superseded", "workspace", ws, "key", key)
 		return nil
@@ -84,15 +89,23 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 }
 
 // claim moves the benchmark to syncing; claimed is false when it is
-// already ready.
-func (s *Service) claim(ctx context.Context, ws, key string) (records.Benchmark, bool, error) {
+// already ready. A resume message takes over the syncing benchmark it
+// parked (resumed), as long as nothing has been recorded on it since.
+func (s *Service) claim(ctx context.Context, ws, key string, resume *Resume) (records.Benchmark, bool, bool, error) {
 	now := s.now().UTC()
-	claimed := false
+	claimed, resumed := false, false
 	b, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
-		claimed = false
+		claimed, resumed = false, false
 		switch {
 		case b.Status == records.SyncReady:
 			return records.ErrNoChange
+		case b.Status == records.SyncSyncing && resume.parked(b.UpdatedAt):
+			// Its own resume: the lease is this message's. The phase and
+			// count stay ("Preparing images · k / n") while the tasks are
+			// fetched again.
+			b.UpdatedAt = resume.fenced(now)
+			claimed, resumed = true, true
+			return nil
 		case b.Status == records.SyncSyncing && !s.leaseExpired(*b, now):
 			return fmt.Errorf("benchmark %s/%s: %w (%d/%d tasks, last progress %s)", ws, key, ErrSyncInProgress, b.Synced, b.Total, b.UpdatedAt.Format(time.RFC3339))
 		}
@@ -100,19 +113,66 @@ func (s *Service) claim(ctx context.Context, ws, key string) (records.Benchmark,
 		claimed = true
 		return nil
 	})
-	return b, claimed, err
+	return b, claimed, resumed, err
+}
+
+// ImagesBuilding is Sync's answer when task images are still building
+// (an ImageBuilder answered BuildRunning): the benchmark stays syncing at
+// "Preparing images · k / n" and the consumer sends Resume after After
+// (Queued.Run does). It is an error so that a consumer that does not know
+// it leaves the message to be delivered again, which resumes the sync too
+// once its lease expires.
+type ImagesBuilding struct {
+	Resume SyncMessage
+	After  time.Duration
+}
+
+func (e *ImagesBuilding) Error() string {
+	return fmt.Sprintf("benchmark %s/%s: %d task images still building; resume in %s", e.Resume.Workspace, e.Resume.Key, len(e.Resume.Resume.Builds), e.After)
+}
+
+// resumeAfter is the delay of a parked sync's resume message.
+func (s *Service) resumeAfter() time.Duration {
+	if s.envs != nil && s.envs.ResumeAfter > 0 {
+		return min(s.envs.ResumeAfter, 15*time.Minute)
+	}
+	return DefaultResumeAfter
+}
+
+// park records a sync's image progress with the time its resume message
+// will name, and returns the ImagesBuilding that carries the message.
+func (s *Service) park(ctx context.Context, msg SyncMessage, ip *imagesPending) error {
+	// Stores keep at least milliseconds; the resume compares at that.
+	now := s.now().UTC().Truncate(time.Millisecond)
+	_, err := s.records.UpdateBenchmark(ctx, msg.Workspace, msg.Key, func(b *records.Benchmark) error {
+		if b.Status != records.SyncSyncing {
+			return errSuperseded
+		}
+		b.Phase, b.Synced, b.Total, b.UpdatedAt = records.SyncPhaseImages, ip.done, ip.total, now
+		return nil
+	})
+	if errors.Is(err, errSuperseded) || errors.Is(err, records.ErrNotFound) {
+		s.log.InfoContext(ctx, "benchmark sync superseded", "workspace", msg.Workspace, "key", msg.Key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("park sync %s/%s: %w", msg.Workspace, msg.Key, err)
+	}
+	s.log.InfoContext(ctx, "benchmark sync parked on image builds", "workspace", msg.Workspace, "key", msg.Key,
+		"building", len(ip.builds), "prepared", ip.done, "tasks", ip.total)
+	return &ImagesBuilding{Resume: NewResumeMessage(msg, now, ip.builds), After: s.resumeAfter()}
 }
 
 func (s *Service) leaseExpired(b records.Benchmark, now time.Time) bool {
 	return now.Sub(b.UpdatedAt) > s.lease
 }
 
-func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark) error {
+func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running map[string]string, resumed bool) error {
 	src, err := s.loadSource(ctx, b)
 	if err != nil {
 		return err
 	}
-	m, files, err := s.collect(ctx, b, src, s.syncProgress(b.Workspace, b.Key))
+	m, files, err := s.collect(ctx, b, src, s.syncProgress(b.Workspace, b.Key, resumed), running)
 	if err != nil {
 		return err
 	}
@@ -159,7 +219,7 @@ func (s *Service) openSource(src syncSource) (registry.Source, string, error) {
 
 // collect resolves the dataset and fetches, loads and bundles its tasks,
 // recording progress through write.
-func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter) (benchmark.Manifest, map[string]records.TaskFiles, error) {
+func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, error) {
 	source, location, err := s.openSource(src)
 	if err != nil {
 		return benchmark.Manifest{}, nil, err
@@ -206,7 +266,7 @@ func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSour
 			return benchmark.Manifest{}, nil, err
 		}
 	}
-	if err := s.prepareImages(ctx, tasks, dirs, write); err != nil {
+	if err := s.prepareImages(ctx, tasks, dirs, write, running); err != nil {
 		return benchmark.Manifest{}, nil, err
 	}
 	m, err := buildManifest(b, src, d, tasks)
@@ -359,12 +419,18 @@ func (p *progress) record(ctx context.Context, n int, force bool) error {
 	return nil
 }
 
-// syncProgress records a sync's progress on the syncing benchmark.
-func (s *Service) syncProgress(ws, key string) progressWriter {
+// syncProgress records a sync's progress on the syncing benchmark. A
+// resumed sync fetches the tasks again under the images phase's count it
+// parked with (only renewing its lease) until it is preparing images again.
+func (s *Service) syncProgress(ws, key string, resumed bool) progressWriter {
 	return func(ctx context.Context, phase records.SyncPhase, n, total int, now time.Time) error {
 		_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
 			if b.Status != records.SyncSyncing {
 				return errSuperseded
+			}
+			if resumed && (phase == records.SyncPhaseTasks || (phase == b.Phase && n < b.Synced)) {
+				b.UpdatedAt = now
+				return nil
 			}
 			b.Phase, b.Synced, b.Total, b.UpdatedAt = phase, n, total, now
 			return nil

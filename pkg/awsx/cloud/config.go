@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	gcrname "github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 )
 
@@ -48,6 +51,7 @@ const (
 	EnvMaxSandboxes         = "GAUNTLET_MAX_SANDBOXES"
 	EnvRegistry             = "GAUNTLET_REGISTRY"
 	EnvSyncRefreshAfter     = "GAUNTLET_SYNC_REFRESH_AFTER"
+	EnvSyncResumeAfter      = "GAUNTLET_SYNC_RESUME_AFTER"
 	EnvLogLevel             = "LOG_LEVEL"
 )
 
@@ -138,8 +142,13 @@ type ImagesConfig struct {
 	// Mirrors maps registry hosts to the ECR pull-through prefixes that
 	// front them (GAUNTLET_SANDBOX_MIRRORS, as the sandboxes pull).
 	Mirrors map[string]string
-	// DefaultImage runs tasks that name no image and ship no Dockerfile;
-	// a digest reference, or "" for none.
+	// ResumeAfter is how long a sync parked on running CodeBuild builds
+	// waits before its resume message is delivered (GAUNTLET_SYNC_RESUME_AFTER,
+	// default benchsync.DefaultResumeAfter; at most SQS's 15 minutes).
+	ResumeAfter time.Duration
+	// DefaultImage runs tasks that name no image and ship no Dockerfile:
+	// a tag (resolved at every sync, its digest recorded per task) or a
+	// digest reference; "" for none.
 	DefaultImage string
 }
 
@@ -198,7 +207,11 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 			Repository:    e.required(EnvTaskImagesRepository),
 			RepositoryURI: e.required(EnvTaskImagesURI),
 			Mirrors:       e.mirrors(EnvSandboxMirrors),
-			DefaultImage:  e.digestRef(EnvSandboxDefaultImage),
+			DefaultImage:  e.imageRef(EnvSandboxDefaultImage),
+			ResumeAfter:   e.duration(EnvSyncResumeAfter, benchsync.DefaultResumeAfter),
+		}
+		if d := c.Images.ResumeAfter; d <= 0 || d > 15*time.Minute {
+			e.problems = append(e.problems, fmt.Sprintf("%s=%s must be over 0 and at most 15m (SQS's longest delay)", EnvSyncResumeAfter, d))
 		}
 	}
 	if n.MaxSandboxes {
@@ -272,12 +285,15 @@ func (e *env) mirrors(name string) map[string]string {
 	return out
 }
 
-// digestRef reads an optional image reference that must be pinned
-// (repository@sha256:…): Fargate runs exactly what sync recorded.
-func (e *env) digestRef(name string) string {
+// imageRef reads an image reference, a tag or a digest one: the sync
+// resolves a tag at every sync and records the digest per task.
+func (e *env) imageRef(name string) string {
 	v := strings.TrimSpace(e.get(name))
-	if v != "" && !strings.Contains(v, "@sha256:") {
-		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a digest reference (repository@sha256:…)", name, v))
+	if v == "" {
+		return ""
+	}
+	if _, err := gcrname.ParseReference(v); err != nil {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not an image reference (host/repository:tag or host/repository@sha256:…): %v", name, v, err))
 	}
 	return v
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/codebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecrauth"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 )
@@ -51,11 +52,17 @@ func environments(awsCfg aws.Config, cfg Config, p *Platform) (*benchsync.Enviro
 	b, err := codebuild.New(awscodebuild.NewFromConfig(awsCfg), ecrClient, codebuild.Config{
 		Project: ic.BuildProject, Repository: ic.Repository, RepositoryURI: ic.RepositoryURI,
 		Bucket: cfg.Bucket, Contexts: p.Blobs,
+		// The build's FROM pulls through the same pull-through prefixes
+		// the sync resolved against and the sandboxes pull from.
+		BaseRef: func(pinned string) string { return ecssandbox.PullRef(pinned, ic.Mirrors) },
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &benchsync.Environments{Resolver: resolver{store}, Builder: b, DefaultImage: ic.DefaultImage}, nil
+	// No Wait: the builder starts each build and the sync parks on it, so
+	// every build of a sync runs at once and none is waited on against the
+	// function's timeout; the resume message picks them up.
+	return &benchsync.Environments{Resolver: resolver{store}, Builder: b, DefaultImage: ic.DefaultImage, ResumeAfter: ic.ResumeAfter}, nil
 }
 
 // imageMirrors turns "host → ECR prefix" into the image store's mirror

@@ -1,7 +1,11 @@
 package cloud_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud/cloudtest"
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/codebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -28,13 +33,18 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	writeRolling(t, regDir, "word-frequency")
 	writeImageTask(t, regDir, "pulls", "python:3.13-slim")
 	writeImageTask(t, regDir, "ghost", "ghost/nothing:1")
+	writeImageTask(t, regDir, "plain", "")
 	reg := `[{"name": "rolling", "version": "head", "description": "images", "tasks": [` +
-		`{"name": "word-frequency", "path": "tasks/word-frequency"}, {"name": "pulls", "path": "tasks/pulls"}, {"name": "ghost", "path": "tasks/ghost"}]}]`
+		`{"name": "word-frequency", "path": "tasks/word-frequency"}, {"name": "pulls", "path": "tasks/pulls"}, {"name": "ghost", "path": "tasks/ghost"}, ` +
+		`{"name": "plain", "path": "tasks/plain"}]}]`
 	if err := os.WriteFile(filepath.Join(regDir, "registry.json"), []byte(reg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	vars := env.Vars()
 	vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
+	// The operator's default image as the stack sets it: a tag, which the
+	// sync resolves through the pull-through prefix.
+	vars[cloud.EnvSandboxDefaultImage] = "python:3.13-slim"
 	for k, v := range vars {
 		if strings.HasPrefix(k, "AWS_") {
 			t.Setenv(k, v)
@@ -56,10 +66,20 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	if _, err := svc.Add(ctx, "ws-a", "rolling"); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head")); err != nil {
-		t.Fatal(err)
+	// CodeBuild is not waited on: the sync parks at "Preparing images"
+	// with the build's id, and its resume picks the finished build up.
+	err = svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head"))
+	var building *benchsync.ImagesBuilding
+	if !errors.As(err, &building) || len(building.Resume.Resume.Builds) != 1 {
+		t.Fatalf("first sync: %v, want it parked on the one build", err)
 	}
 	recs := records.New(p.Ports.Table)
+	if b := readBenchmark(t, recs, "ws-a"); b.Status != records.SyncSyncing || b.Phase != records.SyncPhaseImages || b.Synced != 3 || b.Total != 4 {
+		t.Fatalf("parked: %s %s %d/%d, want syncing images 3/4", b.Status, b.Phase, b.Synced, b.Total)
+	}
+	if err := svc.Sync(ctx, building.Resume); err != nil {
+		t.Fatalf("resumed sync: %v", err)
+	}
 	b := readBenchmark(t, recs, "ws-a")
 	if b.Status != records.SyncReady {
 		t.Fatalf("after the sync: %+v", b)
@@ -87,9 +107,17 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	if built.Bases["python:3.13-slim"] != pulls.Pinned {
 		t.Errorf("word-frequency's base = %q, want the pinned %q", built.Bases["python:3.13-slim"], pulls.Pinned)
 	}
+	// CodeBuild pulls the base through the pull-through prefix, by digest.
+	if df := contextDockerfile(t, p, built.BuildKey); !strings.Contains(df, "FROM "+img.Registry.Host+"/docker-hub/library/python@"+img.Python) {
+		t.Errorf("the Dockerfile CodeBuild got =\n%s\nwant its FROM through %s/docker-hub by digest", df, img.Registry.Host)
+	}
 	ghost := envOf("ghost")
 	if ghost.Pinned != "" || !strings.Contains(ghost.Unavailable, "ghost/nothing:1") {
 		t.Errorf("ghost = %+v, want unavailable naming ghost/nothing:1", ghost)
+	}
+	plain := envOf("plain")
+	if plain.Source != benchmark.ImageDefault || plain.Pinned != pulls.Pinned || plain.Unavailable != "" {
+		t.Errorf("plain = %+v, want the default image pinned to %s", plain, pulls.Pinned)
 	}
 	ops := img.Ops()
 	for _, op := range []string{"GetAuthorizationToken", "DescribeImages", "StartBuild", "BatchGetBuilds"} {
@@ -97,6 +125,51 @@ func TestCloudSyncPinsImages(t *testing.T) {
 			t.Errorf("ECR/CodeBuild ops = %v, want %s among them", ops, op)
 		}
 	}
+	if n := countOf(ops, "StartBuild"); n != 1 {
+		t.Errorf("StartBuild called %d times across the sync and its resume, want 1", n)
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
+}
+
+// contextDockerfile reads the Dockerfile of the build context the sync
+// uploaded for CodeBuild.
+func contextDockerfile(t *testing.T, p *cloud.Platform, key string) string {
+	t.Helper()
+	rc, err := p.Blobs.Get(context.Background(), codebuild.ContextKey(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	zipped, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		if f.Name == "Dockerfile" {
+			r, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(r)
+			r.Close()
+			return string(b)
+		}
+	}
+	t.Fatalf("build context of %s has no Dockerfile", key)
+	return ""
 }
 
 func writeImageTask(t *testing.T, regDir, name, image string) {
@@ -112,7 +185,9 @@ func writeImageTask(t *testing.T, regDir, name, image string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toml = []byte(strings.Replace(string(toml), "[environment]\n", "[environment]\ndocker_image = \""+image+"\"\n", 1))
+	if image != "" {
+		toml = []byte(strings.Replace(string(toml), "[environment]\n", "[environment]\ndocker_image = \""+image+"\"\n", 1))
+	}
 	if err := os.WriteFile(filepath.Join(dst, "task.toml"), toml, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +203,15 @@ func TestLoadImagesSettings(t *testing.T) {
 		}
 	}
 	env := stackEnv()
-	env[cloud.EnvSandboxDefaultImage] = "python:3.13-slim"
+	env[cloud.EnvSandboxDefaultImage] = "Python:3.13 slim"
 	if _, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(env)); err == nil ||
-		!strings.Contains(err.Error(), `GAUNTLET_SANDBOX_DEFAULT_IMAGE="python:3.13-slim" is not a digest reference`) {
-		t.Errorf("Load with a tag as default image: error = %v, want it refused", err)
+		!strings.Contains(err.Error(), `GAUNTLET_SANDBOX_DEFAULT_IMAGE="Python:3.13 slim" is not an image reference`) {
+		t.Errorf("Load with a malformed default image: error = %v, want it refused", err)
+	}
+	// A tag is the sync's to resolve (the stack's default is one).
+	env[cloud.EnvSandboxDefaultImage] = "docker.io/library/python:3.13-slim-bookworm"
+	if cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(env)); err != nil || cfg.Images.DefaultImage != env[cloud.EnvSandboxDefaultImage] {
+		t.Errorf("Load with a tag as default image: %+v, %v; want it read", cfg.Images, err)
 	}
 	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(stackEnv()))
 	if err != nil {

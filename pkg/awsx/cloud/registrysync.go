@@ -58,7 +58,9 @@ func NewSyncHandler(cfg SyncHandlerConfig) (*SyncHandler, error) {
 		if err != nil {
 			return err
 		}
-		return h.svc.Service.Sync(ctx, msg)
+		// Run, not Sync: a sync parked on running image builds sends its
+		// own resume, so no build is waited on past the function's timeout.
+		return h.svc.Run(ctx, msg)
 	}
 	h.batch = sqsq.NewBatchHandler(sync, h.log)
 	return h, nil

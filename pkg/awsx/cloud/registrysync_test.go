@@ -71,6 +71,7 @@ func TestScheduledRefreshOnTheEmulators(t *testing.T) {
 	vars := env.Vars()
 	vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
 	vars[cloud.EnvSyncRefreshAfter] = "1h"
+	vars[cloud.EnvSyncResumeAfter] = "1s" // a sync parked on CodeBuild resumes a second later
 	for k, v := range vars {
 		if strings.HasPrefix(k, "AWS_") {
 			t.Setenv(k, v)
@@ -107,6 +108,7 @@ func TestScheduledRefreshOnTheEmulators(t *testing.T) {
 		}
 		handleBatch(t, ctx, h, string(body))
 	}
+	resumeParked(t, ctx, h, p.SyncQueue, recs, "ws-a", "ws-b")
 	first := readBenchmark(t, recs, "ws-a")
 	if first.Status != records.SyncReady || first.ReadyVersion != "head" {
 		t.Fatalf("after the SQS sync: %+v", first)
@@ -149,6 +151,7 @@ func TestScheduledRefreshOnTheEmulators(t *testing.T) {
 		}
 	}
 	handleBatch(t, ctx, h, msgs...)
+	resumeParked(t, ctx, h, p.SyncQueue, recs, "ws-a", "ws-b") // csv-summary builds
 	for _, ws := range []string{"ws-a", "ws-b"} {
 		b := readBenchmark(t, recs, ws)
 		st, err := recs.SyncState(ctx, ws, "rolling-head")
@@ -241,6 +244,41 @@ func handleBatch(t *testing.T, ctx context.Context, h *cloud.SyncHandler, bodies
 	}
 	if resp, ok := out.(events.SQSEventResponse); !ok || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("SQS batch answered %+v, want no failures", out)
+	}
+}
+
+// resumeParked hands the resume messages of the workspaces' parked syncs
+// and refreshes (Dockerfile tasks building in the CodeBuild fake) to the
+// handler until none is parked.
+func resumeParked(t *testing.T, ctx context.Context, h *cloud.SyncHandler, q queue.Queue, recs *records.Store, wss ...string) {
+	t.Helper()
+	parked := func() bool {
+		for _, ws := range wss {
+			b := readBenchmark(t, recs, ws)
+			st, err := recs.SyncState(ctx, ws, b.Key)
+			if b.Status == records.SyncSyncing || (err == nil && st.Refreshing()) {
+				return true
+			}
+		}
+		return false
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(time.Minute)
+	for parked() {
+		if time.Now().After(deadline) {
+			t.Fatalf("syncs of %v still parked after a minute", wss)
+		}
+		if bodies := receiveAll(t, ctx, q); len(bodies) > 0 {
+			for _, b := range bodies {
+				if m, err := benchsync.DecodeSyncMessage([]byte(b)); err != nil || m.Resume == nil {
+					t.Fatalf("sync queue while parked holds %s (%v), want resumes only", b, err)
+				}
+			}
+			handleBatch(t, ctx, h, bodies...)
+			continue
+		}
+		<-tick.C
 	}
 }
 

@@ -7,9 +7,11 @@
 // a tag names exactly one image (the repository's tags are immutable) and
 // the adapter is idempotent: before starting anything it asks ECR for the
 // tag, and a redelivered sync whose build already pushed gets the recorded
-// digest back without a second build. StartBuild carries the key as its
-// idempotency token, so two syncs racing on one key within CodeBuild's
-// token window start one build.
+// digest back without a second build. A build outlives the sync invocation
+// that started it: Build answers benchsync.BuildRunning with the build id,
+// and the sync's next delivery (its resume message carries the id) looks
+// the build up. StartBuild carries the key as its idempotency token, so two
+// syncs racing on one key within CodeBuild's token window start one build.
 package codebuild
 
 import (
@@ -33,6 +35,7 @@ import (
 	ecrtypes "github.com/aws/aws-sdk-go-v2/service/ecr/types"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/dockerfile"
 )
 
 // CodeBuildAPI is the part of the CodeBuild client the builder uses.
@@ -64,6 +67,17 @@ type Config struct {
 	Contexts Contexts
 	// Poll is how often a running build is checked (default 10 s).
 	Poll time.Duration
+	// Wait is how long one Build waits for the build it started before
+	// answering benchsync.BuildRunning (zero: not at all, so every
+	// Dockerfile task of a sync starts building at once and no build is
+	// waited on inside a Lambda invocation).
+	Wait time.Duration
+	// BaseRef maps a pinned base image (a FROM of the request's Dockerfile,
+	// "docker.io/library/python@sha256:…") to where the build pulls it: the
+	// ECR pull-through prefix of its registry, so a build never meets
+	// Docker Hub's or GHCR's rate limits and pulls exactly the digest the
+	// build key names. Nil pulls the bases as written.
+	BaseRef func(pinned string) string
 }
 
 // Builder implements benchsync.ImageBuilder with CodeBuild.
@@ -100,6 +114,12 @@ func New(cb CodeBuildAPI, ecrc ECRAPI, cfg Config) (*Builder, error) {
 
 // Build returns the digest reference of req's image, building and pushing
 // it only when the repository has no image tagged with its build key.
+//
+// A build runs in CodeBuild for as long as it takes (up to req.Timeout,
+// CodeBuild's own limit): Build waits for it at most Config.Wait and then
+// answers *benchsync.BuildRunning with the build's id, which the sync
+// parks on and hands back as req.Running on its next delivery; Build then
+// looks that build up instead of starting another.
 func (b *Builder) Build(ctx context.Context, req benchsync.BuildRequest) (string, error) {
 	if len(req.Key) != 64 || !isLowerHex(req.Key) {
 		return "", fmt.Errorf("task %s: build key %q is not 64 lowercase hex characters", req.Task, req.Key)
@@ -114,14 +134,50 @@ func (b *Builder) Build(ctx context.Context, req benchsync.BuildRequest) (string
 		}
 		return ref, err
 	}
-	zipped, err := zipContext(req.ContextDir, req.Dockerfile)
+	if req.Running != "" {
+		build, found, err := b.get(ctx, req.Running)
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("task %s: image build %s: %w", req.Task, req.Running, err)
+		case found && !build.BuildComplete:
+			return "", &benchsync.BuildRunning{Handle: req.Running}
+		case found:
+			return b.finished(ctx, req, build, logw)
+		}
+		fmt.Fprintf(logw, "CodeBuild no longer knows build %s; starting another\n", req.Running)
+	}
+	id, err := b.start(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(logw, "CodeBuild %s building %s:%s\n", id, b.cfg.RepositoryURI, req.Key)
+	if b.cfg.Wait <= 0 {
+		return "", &benchsync.BuildRunning{Handle: id}
+	}
+	build, done, err := b.wait(ctx, id)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("task %s: image build %s: %w", req.Task, id, err)
+	case !done:
+		return "", &benchsync.BuildRunning{Handle: id}
+	}
+	return b.finished(ctx, req, build, logw)
+}
+
+// start uploads the context and starts the build; it returns the build id.
+func (b *Builder) start(ctx context.Context, req benchsync.BuildRequest) (string, error) {
+	df, err := b.mirrored(req.Dockerfile)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", req.Task, err)
+	}
+	zipped, err := zipContext(req.ContextDir, df)
 	if err != nil {
 		return "", fmt.Errorf("task %s: build context: %w", req.Task, err)
 	}
 	if err := b.cfg.Contexts.Put(ctx, ContextKey(req.Key), bytes.NewReader(zipped)); err != nil {
 		return "", fmt.Errorf("task %s: store build context: %w", req.Task, err)
 	}
-	start, err := b.cb.StartBuild(ctx, &codebuild.StartBuildInput{
+	in := &codebuild.StartBuildInput{
 		ProjectName:            aws.String(b.cfg.Project),
 		SourceTypeOverride:     cbtypes.SourceTypeS3,
 		SourceLocationOverride: aws.String(b.cfg.Bucket + "/" + ContextKey(req.Key)),
@@ -130,46 +186,105 @@ func (b *Builder) Build(ctx context.Context, req benchsync.BuildRequest) (string
 		},
 		// CodeBuild's token allows 64 characters, a build key is 64.
 		IdempotencyToken: aws.String(req.Key),
-	})
+	}
+	if m := TimeoutMinutes(req.Timeout); m > 0 {
+		in.TimeoutInMinutesOverride = aws.Int32(m)
+	}
+	out, err := b.cb.StartBuild(ctx, in)
 	if err != nil {
 		return "", fmt.Errorf("task %s: start image build: %w", req.Task, err)
 	}
-	id := aws.ToString(start.Build.Id)
-	fmt.Fprintf(logw, "CodeBuild %s building %s:%s\n", id, b.cfg.RepositoryURI, req.Key)
-	build, err := b.wait(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("task %s: image build %s: %w", req.Task, id, err)
+	return aws.ToString(out.Build.Id), nil
+}
+
+// TimeoutMinutes is CodeBuild's timeout for a build limit d: whole minutes
+// rounded up, within CodeBuild's 5..2160; 0 (the project's own timeout)
+// when d is zero.
+func TimeoutMinutes(d time.Duration) int32 {
+	if d <= 0 {
+		return 0
 	}
-	if build.BuildStatus != cbtypes.StatusTypeSucceeded {
-		return "", fmt.Errorf("task %s: image build %s ended %s%s", req.Task, id, build.BuildStatus, failure(build, logw))
-	}
+	m := (d + time.Minute - 1) / time.Minute
+	return int32(min(max(m, 5), 2160))
+}
+
+// finished turns a completed build into the image or the reason there is
+// none. The tag decides: a build that failed because another build of the
+// same key pushed first (the repository's tags are immutable) still has
+// its image.
+func (b *Builder) finished(ctx context.Context, req benchsync.BuildRequest, build cbtypes.Build, logw io.Writer) (string, error) {
+	id := aws.ToString(build.Id)
 	ref, err := b.pushed(ctx, req.Key)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("task %s: %w", req.Task, err)
-	case ref == "":
+	case ref != "":
+		fmt.Fprintf(logw, "CodeBuild %s ended %s; pushed %s\n", id, build.BuildStatus, ref)
+		return ref, nil
+	case build.BuildStatus == cbtypes.StatusTypeSucceeded:
 		return "", fmt.Errorf("task %s: image build %s succeeded but %s has no image tagged %s", req.Task, id, b.cfg.Repository, req.Key)
+	case build.BuildStatus == cbtypes.StatusTypeTimedOut:
+		return "", fmt.Errorf("task %s: image build %s exceeded its %d min limit%s: %w", req.Task, id, aws.ToInt32(build.TimeoutInMinutes), failure(build, logw), benchsync.ErrBuildTimedOut)
 	}
-	fmt.Fprintf(logw, "pushed %s\n", ref)
-	return ref, nil
+	return "", fmt.Errorf("task %s: image build %s ended %s%s", req.Task, id, build.BuildStatus, failure(build, logw))
 }
 
-// wait polls the build until it completes; a cancelled wait stops it, so
-// an abandoned sync leaves no build running.
-func (b *Builder) wait(ctx context.Context, id string) (cbtypes.Build, error) {
+// get looks a build up; found is false when CodeBuild no longer knows it.
+func (b *Builder) get(ctx context.Context, id string) (cbtypes.Build, bool, error) {
+	out, err := b.cb.BatchGetBuilds(ctx, &codebuild.BatchGetBuildsInput{Ids: []string{id}})
+	if err != nil {
+		return cbtypes.Build{}, false, fmt.Errorf("poll: %w", err)
+	}
+	if len(out.Builds) == 0 {
+		return cbtypes.Build{}, false, nil
+	}
+	return out.Builds[0], true, nil
+}
+
+// mirrored rewrites every FROM of the pinned Dockerfile to BaseRef of its
+// image. A base that is not a digest reference is refused: the build key
+// names digests, and a tag would let the build pull something else.
+func (b *Builder) mirrored(df []byte) ([]byte, error) {
+	bases, err := dockerfile.Bases(df)
+	if err != nil {
+		return nil, fmt.Errorf("pinned Dockerfile: %w", err)
+	}
+	refs := make(map[string]string, len(bases))
+	for _, base := range bases {
+		if !strings.Contains(base.Image, "@sha256:") {
+			return nil, fmt.Errorf("pinned Dockerfile: line %d: FROM %s is not pinned to a digest", base.Line, base.Image)
+		}
+		refs[base.Image] = base.Image
+		if b.cfg.BaseRef != nil {
+			refs[base.Image] = b.cfg.BaseRef(base.Image)
+		}
+	}
+	out, err := dockerfile.Pin(df, refs)
+	if err != nil {
+		return nil, fmt.Errorf("pinned Dockerfile: %w", err)
+	}
+	return out, nil
+}
+
+// wait polls the build until it completes (done) or Config.Wait passes
+// (not done: it runs on); a cancelled wait stops it, so an abandoned sync
+// leaves no build running.
+func (b *Builder) wait(ctx context.Context, id string) (cbtypes.Build, bool, error) {
 	tick := time.NewTicker(b.cfg.Poll)
 	defer tick.Stop()
+	budget := time.NewTimer(b.cfg.Wait)
+	defer budget.Stop()
 	for {
-		out, err := b.cb.BatchGetBuilds(ctx, &codebuild.BatchGetBuildsInput{Ids: []string{id}})
+		build, found, err := b.get(ctx, id)
 		if err != nil && ctx.Err() == nil {
-			return cbtypes.Build{}, fmt.Errorf("poll: %w", err)
+			return cbtypes.Build{}, false, err
 		}
 		if err == nil {
-			if len(out.Builds) == 0 {
-				return cbtypes.Build{}, errors.New("CodeBuild no longer knows the build")
+			if !found {
+				return cbtypes.Build{}, false, errors.New("CodeBuild no longer knows the build")
 			}
-			if out.Builds[0].BuildComplete {
-				return out.Builds[0], nil
+			if build.BuildComplete {
+				return build, true, nil
 			}
 		}
 		select {
@@ -177,7 +292,9 @@ func (b *Builder) wait(ctx context.Context, id string) (cbtypes.Build, error) {
 			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = b.cb.StopBuild(stopCtx, &codebuild.StopBuildInput{Id: aws.String(id)})
 			cancel()
-			return cbtypes.Build{}, fmt.Errorf("stopped waiting (build stopped): %w", ctx.Err())
+			return cbtypes.Build{}, false, fmt.Errorf("stopped waiting (build stopped): %w", ctx.Err())
+		case <-budget.C:
+			return cbtypes.Build{}, false, nil
 		case <-tick.C:
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -88,7 +89,7 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			tag := start["environmentVariablesOverride"].([]any)[0].(map[string]any)["value"].(string)
 			f.tags[tag] = digest
 		}
-		write(map[string]any{"builds": []any{map[string]any{"id": id, "buildStatus": f.status, "buildComplete": true,
+		write(map[string]any{"builds": []any{map[string]any{"id": id, "buildStatus": f.status, "buildComplete": true, "timeoutInMinutes": 30,
 			"phases": []any{map[string]any{"phaseType": "BUILD", "phaseStatus": f.status,
 				"contexts": []any{map[string]any{"message": f.message}}}},
 			"logs": map[string]any{"deepLink": "https://console.aws.amazon.com/cloudwatch/build-log"}}}})
@@ -113,7 +114,7 @@ func (m *memContexts) Put(_ context.Context, key string, r io.Reader) error {
 	return err
 }
 
-func newBuilder(t *testing.T, status string) (*cb.Builder, *fakeAWS, *memContexts) {
+func newBuilder(t *testing.T, status string, opts ...func(*cb.Config)) (*cb.Builder, *fakeAWS, *memContexts) {
 	t.Helper()
 	f := &fakeAWS{calls: map[string][]map[string]any{}, status: status, polls: map[string]int{}, tags: map[string]string{}, builds: map[string]string{}}
 	srv := httptest.NewServer(f)
@@ -122,10 +123,14 @@ func newBuilder(t *testing.T, status string) (*cb.Builder, *fakeAWS, *memContext
 	cbc := codebuild.New(codebuild.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
 	ecrc := ecr.New(ecr.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: creds})
 	store := &memContexts{objs: map[string][]byte{}}
-	b, err := cb.New(cbc, ecrc, cb.Config{
+	cfg := cb.Config{
 		Project: "gauntlet-dev-images", Repository: "gauntlet-dev-task-images", RepositoryURI: repoURI,
-		Bucket: "gauntlet-dev-artifacts", Contexts: store, Poll: time.Millisecond,
-	})
+		Bucket: "gauntlet-dev-artifacts", Contexts: store, Poll: time.Millisecond, Wait: time.Minute,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	b, err := cb.New(cbc, ecrc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,17 +166,7 @@ func TestBuildPushesOnceByBuildKey(t *testing.T) {
 	if start["sourceLocationOverride"] != "gauntlet-dev-artifacts/"+cb.ContextKey(key) || start["sourceTypeOverride"] != "S3" || start["idempotencyToken"] != key {
 		t.Errorf("StartBuild = %v", start)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(store.objs[cb.ContextKey(key)]), int64(len(store.objs[cb.ContextKey(key)])))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, zf := range zr.File {
-		rc, _ := zf.Open()
-		b, _ := io.ReadAll(rc)
-		rc.Close()
-		files[zf.Name] = string(b)
-	}
+	files := unzip(t, store.objs[cb.ContextKey(key)])
 	if files["Dockerfile"] != "FROM python@"+digest+"\n" || files["setup.sh"] != "echo hi\n" {
 		t.Errorf("uploaded context = %v, want the pinned Dockerfile and the context's files", files)
 	}
@@ -213,5 +208,106 @@ func TestBuildRejectsABadKey(t *testing.T) {
 	}
 	if len(f.calls) != 0 {
 		t.Fatalf("AWS called for a bad key: %v", f.calls)
+	}
+}
+
+func unzip(t *testing.T, zipped []byte) map[string]string {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, zf := range zr.File {
+		rc, err := zf.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		files[zf.Name] = string(b)
+	}
+	return files
+}
+
+// TestBuildPullsBasesThroughTheMirror: the Dockerfile CodeBuild builds
+// names each base by the mirror BaseRef gives (the ECR pull-through
+// prefix), keeping the digest the build key was derived from; a base that
+// is not pinned is refused before anything is uploaded or started.
+func TestBuildPullsBasesThroughTheMirror(t *testing.T) {
+	mirror := "111122223333.dkr.ecr.us-east-1.amazonaws.com/gauntlet-dev-dockerhub"
+	b, _, store := newBuilder(t, "SUCCEEDED", func(c *cb.Config) {
+		c.BaseRef = func(pinned string) string {
+			return mirror + "/" + strings.TrimPrefix(pinned, "docker.io/")
+		}
+	})
+	req := request(t)
+	req.Dockerfile = []byte("FROM docker.io/library/python@" + digest + " AS base\nRUN true\nFROM base\nWORKDIR /app\n")
+	if _, err := b.Build(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := "FROM " + mirror + "/library/python@" + digest + " AS base\nRUN true\nFROM base\nWORKDIR /app\n"
+	if got := unzip(t, store.objs[cb.ContextKey(key)])["Dockerfile"]; got != want {
+		t.Errorf("built Dockerfile =\n%s\nwant\n%s", got, want)
+	}
+
+	b2, f2, store2 := newBuilder(t, "SUCCEEDED")
+	req.Dockerfile = []byte("FROM python:3.13-slim\n")
+	if _, err := b2.Build(context.Background(), req); err == nil || !strings.Contains(err.Error(), "line 1: FROM python:3.13-slim is not pinned") {
+		t.Fatalf("Build of an unpinned base: err = %v, want the line named", err)
+	}
+	if len(f2.calls["StartBuild"]) != 0 || len(store2.objs) != 0 {
+		t.Errorf("an unpinned base started a build (%v) or stored a context (%d)", f2.calls["StartBuild"], len(store2.objs))
+	}
+}
+
+// TestBuildRunsOnAcrossDeliveries: with no wait the builder starts the
+// build and answers BuildRunning with its id; a later delivery handing the
+// id back finds it still running, then finished, and gets the pushed
+// image — one StartBuild in all, with the task's build timeout as
+// CodeBuild's own.
+func TestBuildRunsOnAcrossDeliveries(t *testing.T) {
+	b, f, _ := newBuilder(t, "SUCCEEDED", func(c *cb.Config) { c.Wait = 0 })
+	ctx := context.Background()
+	req := request(t)
+	req.Timeout = 90 * time.Second
+	_, err := b.Build(ctx, req)
+	var running *benchsync.BuildRunning
+	if !errors.As(err, &running) || running.Handle == "" {
+		t.Fatalf("first Build: err = %v, want BuildRunning with the build id", err)
+	}
+	if got := f.calls["StartBuild"][0]["timeoutInMinutesOverride"]; got != float64(5) {
+		t.Errorf("StartBuild timeoutInMinutesOverride = %v, want 5 (90 s rounded up to CodeBuild's minimum)", got)
+	}
+	req.Running = running.Handle
+	_, err = b.Build(ctx, req) // first poll: still in progress
+	var again *benchsync.BuildRunning
+	if !errors.As(err, &again) || again.Handle != running.Handle {
+		t.Fatalf("Build of the running build: err = %v, want BuildRunning %s", err, running.Handle)
+	}
+	ref, err := b.Build(ctx, req)
+	if err != nil || ref != repoURI+"@"+digest {
+		t.Fatalf("Build of the finished build = %q, %v; want %s@%s", ref, err, repoURI, digest)
+	}
+	if n := len(f.calls["StartBuild"]); n != 1 {
+		t.Errorf("StartBuild called %d times across deliveries, want 1", n)
+	}
+}
+
+// TestBuildTimeoutIsCodeBuilds: a build CodeBuild stopped at its timeout
+// is an error wrapping benchsync.ErrBuildTimedOut that names the limit.
+func TestBuildTimeoutIsCodeBuilds(t *testing.T) {
+	b, _, _ := newBuilder(t, "TIMED_OUT")
+	_, err := b.Build(context.Background(), request(t))
+	if !errors.Is(err, benchsync.ErrBuildTimedOut) || !strings.Contains(err.Error(), "exceeded its 30 min limit") {
+		t.Fatalf("err = %v, want ErrBuildTimedOut naming 30 min", err)
+	}
+}
+
+func TestTimeoutMinutes(t *testing.T) {
+	for d, want := range map[time.Duration]int32{0: 0, time.Second: 5, 5 * time.Minute: 5, 5*time.Minute + time.Second: 6, 90 * time.Minute: 90, 100 * time.Hour: 2160} {
+		if got := cb.TimeoutMinutes(d); got != want {
+			t.Errorf("TimeoutMinutes(%s) = %d, want %d", d, got, want)
+		}
 	}
 }

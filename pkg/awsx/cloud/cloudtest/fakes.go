@@ -70,6 +70,23 @@ func (e *ECS) Requests(op string) []Request {
 	return out
 }
 
+// LoseRunning stops every running task silently, as a Fargate task lost
+// with its STOPPED event (the event bus or the completions queue dropped
+// it): ListTasks no longer lists them and nothing reaches the completions
+// queue. It returns their ARNs.
+func (e *ECS) LoseRunning() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var arns []string
+	for _, t := range e.tasks {
+		if t.status == "RUNNING" {
+			t.status = "STOPPED"
+			arns = append(arns, t.arn)
+		}
+	}
+	return arns
+}
+
 func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonEC2ContainerServiceV20141113.")
 	req, ok := readJSON(w, r)
