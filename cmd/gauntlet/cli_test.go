@@ -118,10 +118,12 @@ func TestCLIAgainstServer(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("", "runs", "info", id, "--json")), &detail); err != nil || detail.Status != "finished" {
 		t.Errorf("runs info --json = %+v (%v), want finished", detail.RunView, err)
 	}
-	// The text view carries every sidebar fact and each agent's harness and model.
+	// The text view carries every sidebar fact and each agent's harness,
+	// model and how long it ran.
 	if out := c.ok("", "runs", "info", id); !strings.Contains(out, "pinned demo-bench@"+detail.ManifestVersion+" "+detail.ManifestDigest) ||
 		!strings.Contains(out, "tokens ") || !strings.Contains(out, "cost $") || !strings.Contains(out, "by "+detail.Submission.SubmittedByName) ||
-		detail.Submission.SubmittedByName == "" || !strings.Contains(out, "agent 1 ") || !strings.Contains(out, "harness oracle, model oracle") {
+		detail.Submission.SubmittedByName == "" || !strings.Contains(out, "agent 1 ") || !strings.Contains(out, "harness oracle, model oracle") ||
+		!strings.Contains(out, ", ran ") {
 		t.Errorf("runs info:\n%s", out)
 	}
 	if out := c.ok("", "runs", "logs", id); !strings.Contains(out, "INFO submitted") || !strings.Contains(out, "finished") {

@@ -223,14 +223,26 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 		if model == "" {
 			model = "(none)"
 		}
-		fmt.Fprintf(w, "  agent %d %s: harness %s, model %s, tokens %s in / %s out, cost %s\n",
-			a.Index+1, name, a.Harness, model, humanCount(a.Tokens.Input), humanCount(a.Tokens.Output), costText(a.CostUSD, a.CostEstimated))
+		fmt.Fprintf(w, "  agent %d %s: harness %s, model %s, %s, tokens %s in / %s out, cost %s\n",
+			a.Index+1, name, a.Harness, model, agentSpan(a), humanCount(a.Tokens.Input), humanCount(a.Tokens.Output), costText(a.CostUSD, a.CostEstimated))
 	}
 	if p := d.Power; p != nil {
 		fmt.Fprintf(w, "  to separate agents %d and %d (pass@1 %.3g vs %.3g) at %.0f%% power: %d tasks × %d attempts\n",
 			p.AgentA+1, p.AgentB+1, p.PassA, p.PassB, p.Power*100, p.Tasks, p.Attempts)
 	}
 	return nil
+}
+
+// agentSpan says how long an agent ran: "ran 1m5s" once it ended,
+// "running for 1m5s" while it runs, "never started" when no slot of it ran.
+func agentSpan(a v1.AgentView) string {
+	switch {
+	case a.StartedAt == nil:
+		return "never started"
+	case a.EndedAt == nil:
+		return "running for " + span(a.DurationSec)
+	}
+	return "ran " + span(a.DurationSec)
 }
 
 // submitter names who submitted a run: the user's name, else the id.
