@@ -241,6 +241,12 @@ func resolveHarnesses(p *problems, agents []Agent, m benchmark.Manifest) []strin
 			}
 		}
 		harnesses[i] = h
+		if a.Harness == "" && a.Model == nil {
+			// Parse checked the agents that name their harness.
+			if msg, missing := missingModel(h); missing {
+				p.add(index("agents", i)+".model", "%s (the benchmark's default harness)", msg)
+			}
+		}
 	}
 	checkDefaultedDuplicates(p, agents, harnesses)
 	return harnesses
