@@ -143,8 +143,9 @@ func TestParse(t *testing.T) {
 			c.Experiment.Benchmark, c.Agents = "b", []Agent{{Harness: "nop"}}
 			return c
 		}()},
-		{"hosted adapter", minimalTOML + "[agents.model]\ntype = \"hosted\"\nbase_model = \"Qwen/Qwen3-8B\"\nlora_model_name = \"step-400\"\n", func() Config {
+		{"hosted adapter", strings.Replace(minimalTOML, "oracle", "terminus-2", 1) + "[agents.model]\ntype = \"hosted\"\nbase_model = \"Qwen/Qwen3-8B\"\nlora_model_name = \"step-400\"\n", func() Config {
 			c := minimalConfig()
+			c.Agents[0].Harness = "terminus-2"
 			c.Agents[0].Model = &Model{Type: Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}
 			return c
 		}()},
@@ -280,6 +281,9 @@ func errorCases() []errorCase {
 		}, false},
 		{"endpoint with hosted fields", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x\"\nlora_model_name = \"c\"\n", []wantErr{
 			{"agents[0].model.lora_model_name", "is not allowed for type = \"endpoint\" (it takes type, model, api_key_secret, base_url, extra_headers)"},
+		}, false},
+		{"hosted model on a harness that calls no model", head + agent + "[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\nlora_model_name = \"c\"\n", []wantErr{
+			{"agents[0].model.type", "\"hosted\" is not allowed for harness \"oracle\": a hosted model is served only through the platform's model gateway"},
 		}, false},
 		// Every agent has a model, as in Osmosis, except gauntlet's own
 		// model-free harnesses (oracle, nop, command).

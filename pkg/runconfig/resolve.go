@@ -241,10 +241,10 @@ func resolveHarnesses(p *problems, agents []Agent, m benchmark.Manifest) []strin
 			}
 		}
 		harnesses[i] = h
-		if a.Harness == "" && a.Model == nil {
+		if a.Harness == "" {
 			// Parse checked the agents that name their harness.
-			if msg, missing := missingModel(h); missing {
-				p.add(index("agents", i)+".model", "%s (the benchmark's default harness)", msg)
+			if key, msg := harnessModelProblem(h, a.Model); key != "" {
+				p.add(index("agents", i)+"."+key, "%s (the benchmark's default harness)", msg)
 			}
 		}
 	}

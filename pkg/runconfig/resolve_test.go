@@ -81,7 +81,7 @@ const providerModel = "[agents.model]\ntype = \"provider\"\nmodel = \"openai/gpt
 
 func TestResolvePinsAndDefaults(t *testing.T) {
 	m := testManifest(t)
-	cfg := parse(t, head+agent+"[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"KEY\"\n[[agents]]\nname = \"second\"\n[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\nlora_model_name = \"l\"\n")
+	cfg := parse(t, head+agent+"[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"KEY\"\n[[agents]]\nname = \"second\"\n")
 	m.RequiredSecrets = []string{"HF_TOKEN"}
 	r, err := Resolve(cfg, m)
 	if err != nil {
@@ -243,6 +243,9 @@ func TestResolveErrors(t *testing.T) {
 		}},
 		{"default harness that needs a model", head + "[[agents]]\nname = \"x\"\n", func(m *benchmark.Manifest) { m.DefaultHarness = "codex" }, []wantErr{
 			{"agents[0].model", `is required for harness "codex": an [agents.model] table with type = provider, endpoint or hosted (only command, nop, oracle run without a model) (the benchmark's default harness)`},
+		}},
+		{"hosted model on a default harness that calls no model", head + "[[agents]]\n[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\nlora_model_name = \"l\"\n", nil, []wantErr{
+			{"agents[0].model.type", `"hosted" is not allowed for harness "oracle"`},
 		}},
 		{"no judge refuses both judge keys", head + "[execution]\njudge_model = \"x\"\njudge_api_key_secret = \"JK\"\n" + agent, nil, []wantErr{
 			{"execution.judge_model", "is not allowed: this benchmark grades without an LLM judge"},

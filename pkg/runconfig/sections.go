@@ -387,10 +387,10 @@ func (d *decoder) crossChecks(cfg Config) {
 		case a.Harness != CommandHarness && a.Command != "":
 			d.add(join(path, "command"), "is only allowed with harness = %q", CommandHarness)
 		}
-		if a.Harness != "" && a.Model == nil {
+		if a.Harness != "" {
 			// A defaulted harness is checked by Resolve, which knows it.
-			if msg, missing := missingModel(a.Harness); missing {
-				d.add(join(path, "model"), "%s", msg)
+			if key, msg := harnessModelProblem(a.Harness, a.Model); key != "" {
+				d.add(path+"."+key, "%s", msg)
 			}
 		}
 		id := agentIdentity(a.Harness, a)
@@ -403,22 +403,31 @@ func (d *decoder) crossChecks(cfg Config) {
 	d.envCollisions(cfg)
 }
 
-// missingModel reports whether an agent running the named harness needs an
-// [agents.model] it lacks, and says so. Only the table's model-free
-// harnesses run without one; an unknown harness is reported elsewhere.
-func missingModel(name string) (string, bool) {
+// harnessModelProblem checks an agent's model against the named harness's
+// row: only the table's model-free harnesses run without a model, and a
+// hosted model is reached only through the model gateway, so a harness that
+// calls none cannot use it. It returns the agent key at fault ("model" or
+// "model.type") and why, or "" when the model fits; an unknown harness is
+// reported elsewhere.
+func harnessModelProblem(name string, m *Model) (key, msg string) {
 	h, ok := harness.Lookup(name)
-	if !ok || h.ModelFree {
-		return "", false
-	}
-	var free []string
-	for _, h := range harness.All() {
-		if h.ModelFree {
-			free = append(free, h.Name)
+	switch {
+	case !ok:
+		return "", ""
+	case m == nil && !h.ModelFree:
+		var free []string
+		for _, h := range harness.All() {
+			if h.ModelFree {
+				free = append(free, h.Name)
+			}
 		}
+		return "model", fmt.Sprintf("is required for harness %q: an [agents.model] table with type = provider, endpoint or hosted (only %s run without a model)",
+			name, strings.Join(free, ", "))
+	case m != nil && m.Type == Hosted && h.WireAPI == "":
+		return "model.type", fmt.Sprintf("%q is not allowed for harness %q: a hosted model is served only through the platform's model gateway, which this harness does not call; use provider or endpoint, or omit [agents.model]",
+			Hosted, name)
 	}
-	return fmt.Sprintf("is required for harness %q: an [agents.model] table with type = provider, endpoint or hosted (only %s run without a model)",
-		name, strings.Join(free, ", ")), true
+	return "", ""
 }
 
 // agentIdentity is what tells agents apart within a run.

@@ -29,23 +29,14 @@ LOG_LEVEL = "info"
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 
 [[agents]]
 harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
 
 [[agents]]
 name = "heuristic"
 harness = "command"
 command = "/agent/heuristic-agent.sh"
-[agents.model]
-type = "hosted"
-model = "demo/heuristic-v1"
 `,
   },
   {
