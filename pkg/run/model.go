@@ -130,6 +130,10 @@ type Agent struct {
 	Model        string            `json:"model,omitempty"`
 	BaseURL      string            `json:"base_url,omitempty"`
 	ExtraHeaders map[string]string `json:"extra_headers,omitempty"`
+	// BaseModel and LoraModelName name a hosted model (Model is then
+	// their label, "base:lora").
+	BaseModel     string `json:"base_model,omitempty"`
+	LoraModelName string `json:"lora_model_name,omitempty"`
 	// Command is the agent command of the `command` harness.
 	Command string            `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
