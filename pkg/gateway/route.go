@@ -293,6 +293,19 @@ func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
 	return Route{}, bad("model.type", "%q is not a model type (allowed: provider, endpoint, hosted)", m.Type)
 }
 
+// CheckModel reports whether model m can serve a harness speaking api
+// through the gateway: it resolves, and its upstream serves api (or the
+// gateway translates). It is submit's pipeline.Options.CheckModel, so a
+// config is refused before any attempt for what an attempt would fail on;
+// a hosted model on a platform that hosts none fails at "model.type".
+func (r *Resolver) CheckModel(m runconfig.Model, api string) error {
+	route, err := r.Resolve(m)
+	if err != nil {
+		return err
+	}
+	return route.CheckHarness(WireAPI(api))
+}
+
 func (r *Resolver) providerNames() []string {
 	var names []string
 	for n := range r.Providers {
