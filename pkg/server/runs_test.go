@@ -435,7 +435,7 @@ harness = "oracle"
 // smokeJSON is smokeConfig in the JSON form.
 const smokeJSON = `{"experiment": {"benchmark": "demo-bench"},
  "execution": {"attempts_per_task": 5, "max_concurrent_attempts": 1},
- "agents": [{"harness": "oracle", "model": {"type": "hosted", "model": "oracle"}}]}`
+ "agents": [{"harness": "oracle"}]}`
 
 func TestStopRun(t *testing.T) {
 	readyBenchmark(t, alice(), "demo-bench")
