@@ -45,10 +45,8 @@ attempts_per_task = 1
 max_concurrent_attempts = 8
 
 [[agents]]
+name = "nop-full-list"
 harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop-full-list"
 `
 
 // TestConsoleInBrowser starts the real local platform (pkg/server: SQLite,

@@ -60,9 +60,6 @@ max_concurrent_attempts = 1
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 `
 )
 

@@ -61,9 +61,6 @@ max_concurrent_attempts = 4
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 `
 
 // TestCLIAgainstServer drives the built binary against a real `gauntlet
@@ -101,7 +98,7 @@ func TestCLIAgainstServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := c.ok("", "submit", cfg, "--yes", "--watch")
-	for _, want := range []string{"demo-bench@1.0: 8 tasks, 8 attempts in all", ": finished 8/8", "oracle (oracle)", "100.0%"} {
+	for _, want := range []string{"demo-bench@1.0: 8 tasks, 8 attempts in all", ": finished 8/8", "oracle", "100.0%"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("submit --watch output lacks %q:\n%s", want, out)
 		}
@@ -122,14 +119,14 @@ func TestCLIAgainstServer(t *testing.T) {
 	// model and how long it ran.
 	if out := c.ok("", "runs", "info", id); !strings.Contains(out, "pinned demo-bench@"+detail.ManifestVersion+" "+detail.ManifestDigest) ||
 		!strings.Contains(out, "tokens ") || !strings.Contains(out, "cost $") || !strings.Contains(out, "by "+detail.Submission.SubmittedByName) ||
-		detail.Submission.SubmittedByName == "" || !strings.Contains(out, "agent 1 ") || !strings.Contains(out, "harness oracle, model oracle") ||
+		detail.Submission.SubmittedByName == "" || !strings.Contains(out, "agent 1 ") || !strings.Contains(out, "agent 1 oracle: harness oracle, model (none)") ||
 		!strings.Contains(out, ", ran ") {
 		t.Errorf("runs info:\n%s", out)
 	}
 	if out := c.ok("", "runs", "logs", id); !strings.Contains(out, "INFO submitted") || !strings.Contains(out, "finished") {
 		t.Errorf("runs logs:\n%s", out)
 	}
-	if out := c.ok("", "leaderboard", "demo-bench"); !strings.Contains(out, "demo-bench — ranked by pass@1") || !strings.Contains(out, "oracle (oracle) [parity]") {
+	if out := c.ok("", "leaderboard", "demo-bench"); !strings.Contains(out, "demo-bench — ranked by pass@1") || !strings.Contains(out, "oracle [parity]") {
 		t.Errorf("leaderboard:\n%s", out)
 	}
 	dir := t.TempDir()

@@ -51,7 +51,7 @@ func TestMakeRunFlow(t *testing.T) {
 		// over the name of the workspace's demo-bench-1-0 added just before.
 		"demo-bench@1.0: 15 tasks, 180 attempts in all",
 		": finished 180/180",
-		"oracle (oracle)", "nop (nop)", "demo/heuristic-v1 (command)", "mock/gpt-5 (codex)",
+		"harness oracle, model (none)", "harness nop, model (none)", "heuristic (command)", "mock/gpt-5 (codex)",
 		"demo-bench — ranked by pass@1 (cost, time and tokens per task)",
 		"console:  http://" + addr + "/",
 		"token:    " + data + "/token",

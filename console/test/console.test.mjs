@@ -144,9 +144,9 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   const second = await rows.nth(1).locator('td').allInnerTexts();
   const third = await rows.nth(2).locator('td').allInnerTexts();
   assert.equal(first[0], '1');
-  assert.equal(first[1], 'oracle (oracle) parity', 'the task set is a badge on the row');
+  assert.equal(first[1], 'oracle parity', 'the task set is a badge on the row');
   assert.match(first[2], /^100\.0% \(100\.0–100\.0\)$/, 'pass@1 with its interval');
-  assert.equal(second[1], 'nop (nop) parity');
+  assert.equal(second[1], 'nop parity');
   assert.match(second[2], /^0\.0%/);
   assert.equal(second[0], '2', 'nop is significantly worse than oracle: no tie');
   assert.equal(third[1], 'nop-full-list (nop)', 'the full-list row has no task-set badge');
@@ -168,7 +168,7 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
     && tipBox.y < tableBox.y + tableBox.height && tipBox.y + tipBox.height > tableBox.y;
   assert.ok(!overlaps, `tooltip ${JSON.stringify(tipBox)} overlaps the table ${JSON.stringify(tableBox)}`);
   const tipText = await tip.innerText();
-  assert.match(tipText, /nop \(nop\) vs oracle \(oracle\)/);
+  assert.match(tipText, /^nop vs oracle\n/);
   assert.match(tipText, /Difference\s+−100\.0 pp/);
   assert.match(tipText, /p-value/);
   await shot('03-leaderboard-hover');
@@ -254,19 +254,29 @@ test('the New Run form builds a multi-agent config that is the TOML editor\'s, w
   await page.locator('#summary-tasks:has-text("8")').waitFor();
 
   await page.click('#tab-agents');
-  await page.selectOption('#agent-0-harness', 'oracle');
+  await page.selectOption('#agent-0-harness', 'codex');
   await page.fill('#agent-0-model', 'openai/gpt-5.2');
   await page.click('#add-agent');
-  await page.selectOption('#agent-1-harness', 'nop');
+  await page.selectOption('#agent-1-harness', 'terminus-2');
   await page.selectOption('#agent-1-model-type', 'hosted');
-  await page.fill('#agent-1-base-model', 'demo/base');
+  await page.fill('#agent-1-base-model', 'Qwen/Qwen3-8B');
+  await page.fill('#agent-1-lora', 'step-400');
   assert.equal(await page.locator('#agent-1-model').count(), 0, 'a hosted model has no model field');
+  assert.equal(await page.locator('#agent-1-key').count(), 0, 'nor a key: the platform\'s operator serves it');
+  // A model-free harness (nop) runs without a model: no model fields, and
+  // its model type says so.
+  await page.click('#add-agent');
+  await page.selectOption('#agent-2-harness', 'nop');
+  assert.equal(await page.locator('#agent-2-model-type').inputValue(), '');
+  assert.equal(await page.locator('#agent-2-model').count(), 0, 'a model-free agent has no model field');
+  assert.deepEqual(await page.locator('#agent-1-model-type option').evaluateAll((os) => os.map((o) => o.value)),
+    ['provider', 'endpoint', 'hosted'], 'a harness that needs a model has no "None"');
   assert.equal(await page.locator('input[type="password"]').count(), 0, 'no field takes a key value');
-  await page.locator('#summary-agents:has-text("2")').waitFor();
+  await page.locator('#summary-agents:has-text("3")').waitFor();
 
   await page.click('#tab-settings');
   await page.fill('#exec-attempts_per_task', '2');
-  await page.locator('#summary-attempts:has-text("32")').waitFor(); // 8 tasks × 2 agents × 2 attempts
+  await page.locator('#summary-attempts:has-text("48")').waitFor(); // 8 tasks × 3 agents × 2 attempts
   await shot('05-new-run-form');
 
   await page.click('#tab-toml');
@@ -274,8 +284,9 @@ test('the New Run form builds a multi-agent config that is the TOML editor\'s, w
   assert.equal(toml, [
     '[experiment]', 'benchmark = "demo-bench"', '', '[tasks]', 'task_set = "parity"', '',
     '[execution]', 'attempts_per_task = 2', 'max_concurrent_attempts = 4', 'timeout_multiplier = 1.0', 'max_retries = 0', '',
-    '[[agents]]', 'harness = "oracle"', '', '[agents.model]', 'type = "provider"', 'model = "openai/gpt-5.2"', '',
-    '[[agents]]', 'harness = "nop"', '', '[agents.model]', 'type = "hosted"', 'base_model = "demo/base"', '',
+    '[[agents]]', 'harness = "codex"', '', '[agents.model]', 'type = "provider"', 'model = "openai/gpt-5.2"', '',
+    '[[agents]]', 'harness = "terminus-2"', '', '[agents.model]', 'type = "hosted"', 'base_model = "Qwen/Qwen3-8B"', 'lora_model_name = "step-400"', '',
+    '[[agents]]', 'harness = "nop"', '',
   ].join('\n'));
   // An edit in the TOML shows in the form, and a secret the workspace lacks is flagged with a link to create it.
   await page.locator('#config').fill(toml.replace('model = "openai/gpt-5.2"', 'model = "openai/gpt-5.2"\napi_key_secret = "FORM_MISSING_KEY"'));
@@ -348,7 +359,7 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   assert.equal(await page.locator('#stop-run').count(), 0, 'no Stop button on a finished run');
   const agents = page.locator('section[aria-labelledby="agents-title"] tbody tr');
   assert.equal(await agents.count(), 2);
-  assert.match(await agents.nth(0).innerText(), /oracle \(oracle\)[\s\S]*100\.0%/);
+  assert.match(await agents.nth(0).innerText(), /^oracle\t[\s\S]*100\.0%/);
   // Every column sorts: pass@1 best first, then reversed.
   await page.click('#agents-table th button[data-sort="pass1"]');
   await page.locator('#agents-table th[aria-sort="descending"] button[data-sort="pass1"]').waitFor();

@@ -93,7 +93,7 @@ test('scores, money, time and tokens format as the pages show them', () => {
 });
 
 // ---------- New Run form model ----------
-import { fromTOML, newDocument, referencedSecrets, selectedTasks, setModelType, setTaskMode, summary, taskMode, toTOML } from '../dist/js/runform.js';
+import { fromTOML, newDocument, referencedSecrets, selectedTasks, setModelType, setTaskMode, summary, taskMode, toTOML, untouchedModel } from '../dist/js/runform.js';
 
 const MANIFEST = {
   tasks: [
@@ -179,6 +179,22 @@ test('changing the model type keeps only the fields the new type has', () => {
   assert.deepEqual(agent.model, { type: 'provider', model: 'm', api_key_secret: 'K' });
   setModelType(agent, 'hosted');
   assert.deepEqual(agent.model, { type: 'hosted' });
+  agent.model.base_model = 'Qwen/Qwen3-8B';
+  agent.model.lora_model_name = 'step-400';
+  assert.match(toTOML({ experiment: { benchmark: 'b' }, agents: [agent] }),
+    /\[agents\.model\]\ntype = "hosted"\nbase_model = "Qwen\/Qwen3-8B"\nlora_model_name = "step-400"\n/, 'a hosted model is base_model + lora_model_name');
+});
+
+test('only the blank default model may be dropped for a model-free harness', () => {
+  assert.equal(untouchedModel(newDocument('b').agents[0].model), true);
+  assert.equal(untouchedModel({ type: 'provider' }), true);
+  assert.equal(untouchedModel({ type: 'provider', model: 'openai/gpt-5.2', api_key_secret: '' }), false);
+  assert.equal(untouchedModel({ type: 'hosted' }), false, 'a chosen type is a choice');
+  assert.equal(untouchedModel(undefined), false);
+  // A model-free agent writes no [agents.model] and reads back without one.
+  const text = toTOML({ experiment: { benchmark: 'b' }, agents: [{ harness: 'oracle' }] });
+  assert.doesNotMatch(text, /agents\.model/);
+  assert.equal(fromTOML(text).agents[0].model, undefined);
 });
 
 test('the summary counts tasks × agents × attempts and flags missing secret records', () => {

@@ -13,7 +13,7 @@ func (h *Handler) listHarnesses(w http.ResponseWriter, _ *http.Request) error {
 	out := v1.HarnessList{Harnesses: make([]v1.HarnessInfo, 0, len(rows))}
 	for _, row := range rows {
 		out.Harnesses = append(out.Harnesses, v1.HarnessInfo{Name: row.Name, Description: row.Description, Version: row.Version,
-			TakesCommand: row.Name == runconfig.CommandHarness, KeyEnv: row.KeyEnv})
+			TakesCommand: row.Name == runconfig.CommandHarness, ModelFree: row.ModelFree, WireAPI: row.WireAPI, KeyEnv: row.KeyEnv})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

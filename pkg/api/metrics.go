@@ -20,7 +20,7 @@ func (h *Handler) runSummaries(ctx context.Context, r run.Run, agents []run.Agen
 	}
 	out := make([]leaderboard.Summary, len(agents))
 	for i, a := range agents {
-		out[i] = leaderboard.Summary{Entrant: leaderboard.Entrant{Harness: a.Harness, Model: a.Model}}
+		out[i] = leaderboard.Summary{Entrant: leaderboard.Entrant{Harness: a.Harness, Model: a.RankedModel()}}
 		for _, am := range m.Agents {
 			if am.Index == a.Index {
 				out[i] = am.Summary

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 
@@ -31,6 +32,10 @@ type Route struct {
 	PriceProvider string
 	// Label is the model as the run config names it, for messages.
 	Label string
+	// Key is the operator's key for a hosted route, sent upstream in place
+	// of any user secret (hosted models name none); "" for other routes,
+	// whose key is the agent's api_key_secret. Never logged.
+	Key string
 }
 
 // Speaks reports whether the route's upstream serves api.
@@ -128,11 +133,19 @@ func DefaultProviders() map[string]Provider {
 }
 
 // Hosted is the operator's endpoint for hosted models (a base model with a
-// LoRA adapter, served by e.g. vLLM), invisible to users.
+// LoRA adapter, served by e.g. vLLM, which serves an adapter under its
+// lora_model_name), invisible to users: a run config names only
+// base_model and lora_model_name, never the URL or the key.
 type Hosted struct {
 	BaseURL string            `toml:"base_url"`
 	APIs    []WireAPI         `toml:"apis"`
 	Headers map[string]string `toml:"headers"`
+	// APIKeyFile is the path of a file holding the endpoint's key (one
+	// line); "" sends none. A file, not an env var, because neither the
+	// runner nor the sandbox inherits the server's environment.
+	APIKeyFile string `toml:"api_key_file"`
+	// key is APIKeyFile's content, read by ParseOperatorConfig.
+	key string
 }
 
 // Resolver turns a run config's model into a Route.
@@ -169,6 +182,7 @@ type operatorFile struct {
 //	[hosted]
 //	base_url = "http://vllm.internal:8000/v1"
 //	apis = ["openai-chat", "openai-responses"]
+//	api_key_file = "/etc/gauntlet/hosted-key"
 func ParseOperatorConfig(data []byte) (*Resolver, error) {
 	var f operatorFile
 	md, err := toml.Decode(string(data), &f)
@@ -213,6 +227,16 @@ func ParseOperatorConfig(data []byte) (*Resolver, error) {
 		if err := checkHeaders(h.Headers); err != nil {
 			errs = append(errs, fmt.Errorf("hosted.headers: %w", err))
 		}
+		if h.APIKeyFile != "" {
+			key, err := os.ReadFile(h.APIKeyFile)
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("hosted.api_key_file: %w", err))
+			case strings.TrimSpace(string(key)) == "":
+				errs = append(errs, fmt.Errorf("hosted.api_key_file: %s is empty; give the file the endpoint's key, or remove api_key_file for an endpoint without auth", h.APIKeyFile))
+			}
+			h.key = strings.TrimSpace(string(key))
+		}
 		r.Hosted = h
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -221,18 +245,22 @@ func ParseOperatorConfig(data []byte) (*Resolver, error) {
 	return r, nil
 }
 
-// Resolve returns the route for a run config's model. Errors name the field
-// (as in the run config, under "model.") and what is allowed.
+// Resolve returns the route for a run config's model. Errors are
+// runconfig.FieldError values whose Field is the model's key ("model.type",
+// "model.model", …), and say what is allowed.
 func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
+	bad := func(field, format string, args ...any) error {
+		return runconfig.FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+	}
 	switch m.Type {
 	case runconfig.Provider:
 		name, model, ok := strings.Cut(m.Model, "/")
 		if !ok || name == "" || model == "" {
-			return Route{}, fmt.Errorf("model.model: %q is not <provider>/<model> (e.g. openai/gpt-5.2)", m.Model)
+			return Route{}, bad("model.model", "%q is not <provider>/<model> (e.g. openai/gpt-5.2)", m.Model)
 		}
 		p, ok := r.Providers[name]
 		if !ok {
-			return Route{}, fmt.Errorf("model.model: unknown provider %q (available: %s)", name, strings.Join(r.providerNames(), ", "))
+			return Route{}, bad("model.model", "unknown provider %q (available: %s)", name, strings.Join(r.providerNames(), ", "))
 		}
 		bases := map[WireAPI]string{}
 		for api, u := range p.BaseURLs {
@@ -241,26 +269,41 @@ func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
 		return Route{BaseURLs: bases, Model: model, PriceProvider: p.Prices, Headers: p.Headers, Label: m.Model}, nil
 	case runconfig.Endpoint:
 		if err := checkBaseURL(m.BaseURL); err != nil {
-			return Route{}, fmt.Errorf("model.base_url: %w", err)
+			return Route{}, bad("model.base_url", "%v", err)
 		}
 		if m.Model == "" {
-			return Route{}, errors.New("model.model: is required for an endpoint model (the name the endpoint serves it under)")
+			return Route{}, bad("model.model", "is required for an endpoint model (the name the endpoint serves it under)")
 		}
 		if err := checkHeaders(m.ExtraHeaders); err != nil {
-			return Route{}, fmt.Errorf("model.extra_headers: %w", err)
+			return Route{}, bad("model.extra_headers", "%v", err)
 		}
 		return Route{BaseURLs: sameBase(EndpointAPIs, m.BaseURL), Model: m.Model, Headers: m.ExtraHeaders, Label: m.Model}, nil
 	case runconfig.Hosted:
-		if m.BaseModel == "" || m.LoraModelName == "" {
-			return Route{}, errors.New("model.base_model and model.lora_model_name: both are required for a hosted model")
-		}
 		if r.Hosted == nil {
-			return Route{}, errors.New("model.type: hosted models are not available: this platform's operator has configured no hosted-model endpoint")
+			return Route{}, bad("model.type", "this platform hosts no models (its operator configured no hosted-model endpoint); use provider or endpoint")
 		}
+		if m.BaseModel == "" || m.LoraModelName == "" {
+			return Route{}, bad("model.lora_model_name", "base_model and lora_model_name are both required for a hosted model")
+		}
+		// The endpoint serves the adapter under its name (vLLM's
+		// --lora-modules name=path); the base model only labels it.
 		return Route{BaseURLs: sameBase(r.Hosted.APIs, r.Hosted.BaseURL), Model: m.LoraModelName,
-			Headers: r.Hosted.Headers, Label: m.Label()}, nil
+			Headers: r.Hosted.Headers, Label: m.Label(), Key: r.Hosted.key}, nil
 	}
-	return Route{}, fmt.Errorf("model.type: %q is not a model type (allowed: provider, endpoint, hosted)", m.Type)
+	return Route{}, bad("model.type", "%q is not a model type (allowed: provider, endpoint, hosted)", m.Type)
+}
+
+// CheckModel reports whether model m can serve a harness speaking api
+// through the gateway: it resolves, and its upstream serves api (or the
+// gateway translates). It is submit's pipeline.Options.CheckModel, so a
+// config is refused before any attempt for what an attempt would fail on;
+// a hosted model on a platform that hosts none fails at "model.type".
+func (r *Resolver) CheckModel(m runconfig.Model, api string) error {
+	route, err := r.Resolve(m)
+	if err != nil {
+		return err
+	}
+	return route.CheckHarness(WireAPI(api))
 }
 
 func (r *Resolver) providerNames() []string {

@@ -1,10 +1,16 @@
 package gateway_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
@@ -135,9 +141,72 @@ headers = { Authorization = "Bearer y" }`, "providers.x.headers"},
 		{`[hosted]
 base_url = "nope"`, "hosted.base_url"},
 		{`nonsense = 1`, "unknown field nonsense"},
+		{`[hosted]
+base_url = "http://vllm.internal:8000/v1"
+api_key_file = "/nonexistent/hosted-key"`, "hosted.api_key_file: open /nonexistent/hosted-key"},
 	} {
 		if _, err := gateway.ParseOperatorConfig([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParseOperatorConfig(%q) = %v, want %q", c.in, err, c.want)
 		}
+	}
+}
+
+// TestHostedRouteReachesOperatorEndpoint follows a hosted model from the
+// operator's config through the gateway: the call goes to the operator's
+// endpoint, names the LoRA adapter as its model whatever the harness asked
+// for, and carries the operator's key (from api_key_file), which neither the
+// run config nor the harness ever sees; the harness holds only the
+// attempt's token.
+func TestHostedRouteReachesOperatorEndpoint(t *testing.T) {
+	const operatorKey = "sk-operator-hosted-key-0123456789"
+	script := modelmock.DefaultScript()
+	script.APIKey = operatorKey // the mock refuses any other key
+	mock := modelmock.NewServer(script)
+	defer mock.Close()
+	keyFile := filepath.Join(t.TempDir(), "hosted-key")
+	if err := os.WriteFile(keyFile, []byte(operatorKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := gateway.ParseOperatorConfig([]byte(fmt.Sprintf("[hosted]\nbase_url = %q\napis = [\"openai-chat\"]\napi_key_file = %q\n", mock.URL+"/v1", keyFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, err := r.Resolve(runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "my-finetune-step-400"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if route.Key != operatorKey || route.Model != "my-finetune-step-400" || route.Label != "Qwen/Qwen3-8B:my-finetune-step-400" || route.PriceProvider != "" {
+		t.Fatalf("route = model %q label %q price %q, key set %v; want the adapter, its label, no price and the operator's key",
+			route.Model, route.Label, route.PriceProvider, route.Key == operatorKey)
+	}
+	// terminus-2 and opencode speak Chat Completions; codex's Responses
+	// would be translated to it.
+	if err := route.CheckHarness(gateway.Chat); err != nil {
+		t.Fatal(err)
+	}
+	g := start(t, gateway.Config{Route: route, Key: route.Key, TCPAddr: "127.0.0.1:0"})
+	resp, body := call(t, http.DefaultClient, g.URL(), g.Token(), fixture{Path: "/v1/chat/completions",
+		Body: json.RawMessage(`{"model":"whatever-the-harness-says","messages":[{"role":"user","content":"hi"}]}`)})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("call: %d %s", resp.StatusCode, body)
+	}
+	reqs := mock.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the operator's endpoint got %d requests, want 1", len(reqs))
+	}
+	var sent struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(reqs[0].Body, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if sent.Model != "my-finetune-step-400" || reqs[0].Path != "/v1/chat/completions" {
+		t.Errorf("upstream got %s for model %q, want /v1/chat/completions for my-finetune-step-400", reqs[0].Path, sent.Model)
+	}
+	if auth := reqs[0].Header.Get("Authorization"); auth != "Bearer "+operatorKey {
+		t.Errorf("upstream Authorization = %q, want the operator's key", auth)
+	}
+	if strings.Contains(string(body), operatorKey) || g.Token() == operatorKey {
+		t.Error("the operator's key reached the harness")
 	}
 }

@@ -83,6 +83,11 @@ type Harness struct {
 	// MountsSolution gives the agent phase the task's solution/ read-only at
 	// /solution (and the task's [solution].env); only an oracle may have it.
 	MountsSolution bool
+	// ModelFree marks gauntlet's own harnesses that run without a model
+	// (oracle, nop, command — a documented extension of Osmosis's config):
+	// their agents may omit [agents.model]. Every other harness requires
+	// one, as Osmosis requires it of every agent.
+	ModelFree bool
 }
 
 // Bundle is a pinned agent program from the npm registry, as the agents/

@@ -31,6 +31,11 @@ func TestHarnessTable(t *testing.T) {
 		if h.MountsSolution && h.Name != "oracle" {
 			t.Errorf("harness %q mounts the solution; only the oracle may", h.Name)
 		}
+		// A harness that reaches a model through the gateway cannot run
+		// without one.
+		if h.ModelFree && (h.WireAPI != "" || h.KeyEnv != "") {
+			t.Errorf("harness %q is model-free but speaks %q with key %q", h.Name, h.WireAPI, h.KeyEnv)
+		}
 	}
 }
 

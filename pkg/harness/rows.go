@@ -96,6 +96,9 @@ enabled = false
 			InstructionPath + " and $GAUNTLET_INSTRUCTION, usage may be reported in " + UsagePath,
 		Run:   "{{.Command}}",
 		Usage: ReadUsageJSON,
+		// The command may call a model itself with the agent's
+		// api_key_secret, but it need not.
+		ModelFree: true,
 	},
 	{
 		Name: "cursor-cli",
@@ -154,6 +157,7 @@ enabled = false
 		Version:     "1.0.0",
 		Description: "does nothing and exits 0 (a baseline that should score 0)",
 		Run:         ":",
+		ModelFree:   true,
 	},
 	{
 		Name: "opencode",
@@ -210,6 +214,7 @@ enabled = false
 		Description:    "runs the task's reference solution, solution/solve.sh",
 		Run:            "bash {{.SolutionDir}}/solve.sh",
 		MountsSolution: true,
+		ModelFree:      true,
 	},
 	{
 		Name: "terminus-2",

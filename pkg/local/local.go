@@ -28,7 +28,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
@@ -213,13 +212,7 @@ func (p *Platform) open() error {
 				return fmt.Errorf("local platform: %s: %w", p.opts.ModelGatewayConfig, err)
 			}
 		}
-		popts.CheckModel = func(m runconfig.Model, api string) error {
-			route, err := models.Resolve(m)
-			if err != nil {
-				return err
-			}
-			return route.CheckHarness(gateway.WireAPI(api))
-		}
+		popts.CheckModel = models.CheckModel
 	}
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,

@@ -39,14 +39,8 @@ max_concurrent_attempts = 4
 max_retries = 1
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 [[agents]]
 harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
 `, attempts)
 }
 

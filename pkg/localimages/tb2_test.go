@@ -159,14 +159,8 @@ attempts_per_task = 1
 max_concurrent_attempts = 2
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 [[agents]]
 harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
 `)})
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func syntheticConfig(key string, agents, attempts, concurrency int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[experiment]\nbenchmark = %q\n[execution]\nattempts_per_task = %d\nmax_concurrent_attempts = %d\n", key, attempts, concurrency)
 	for i := range agents {
-		fmt.Fprintf(&b, "[[agents]]\nharness = \"command\"\ncommand = \"true\"\n[agents.model]\ntype = \"hosted\"\nmodel = \"model-%d\"\n", i)
+		fmt.Fprintf(&b, "[[agents]]\nname = \"agent-%d\"\nharness = \"command\"\ncommand = \"true\"\n", i)
 	}
 	return b.String()
 }

@@ -18,7 +18,9 @@ const (
 )
 
 // checkConfig is the run config of an environment check: the oracle and nop
-// once on every task, one infrastructure retry.
+// once on every task, one infrastructure retry. Both are model-free
+// harnesses, so their agents have no [agents.model], and unnamed, so they
+// rank as the entrants "oracle" and "nop" like any user's.
 const checkConfig = `
 [experiment]
 benchmark = %q
@@ -27,17 +29,9 @@ attempts_per_task = 1
 max_concurrent_attempts = 4
 max_retries = 1
 [[agents]]
-name = "envcheck-oracle"
 harness = %q
-[agents.model]
-type = "hosted"
-model = "oracle"
 [[agents]]
-name = "envcheck-nop"
 harness = %q
-[agents.model]
-type = "hosted"
-model = "nop"
 `
 
 // StartCheck starts the environment check of the benchmark's ready manifest

@@ -288,6 +288,7 @@ func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sand
 	spec := sandbox.Spec{
 		LaunchID: slot.LaunchID, Workspace: r.Workspace, RunID: r.ID, SlotID: slot.ID, Generation: slot.Generation,
 		Task: ref, Harness: a.Harness, Command: a.Command, Model: a.Model,
+		ModelType: a.ModelType, BaseURL: a.BaseURL, ExtraHeaders: a.ExtraHeaders, BaseModel: a.BaseModel, LoraModelName: a.LoraModelName,
 		Env: mergeEnv(r.Settings.Env, a.Env), VerifierEnv: r.Settings.VerifierEnv,
 		JudgeModel:      r.Settings.JudgeModel,
 		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -102,8 +103,14 @@ func modelProblems(agents []runconfig.Agent, harnesses []string, check func(runc
 			continue
 		}
 		if err := check(*a.Model, h.WireAPI); err != nil {
-			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: fmt.Sprintf("agents[%d].model", i),
-				Message: fmt.Sprintf("harness %s: %v", h.Name, err)})
+			// A runconfig.FieldError names the model's key at fault
+			// ("model.type": this platform hosts no models).
+			field, msg := fmt.Sprintf("agents[%d].model", i), err.Error()
+			if fe := (runconfig.FieldError{}); errors.As(err, &fe) && strings.HasPrefix(fe.Field, "model.") {
+				field, msg = fmt.Sprintf("agents[%d].%s", i, fe.Field), fe.Message
+			}
+			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: field,
+				Message: fmt.Sprintf("harness %s: %s", h.Name, msg)})
 		}
 	}
 	return problems

@@ -37,4 +37,12 @@ func TestModelProblemsRejectWireAPIsTheModelDoesNotServe(t *testing.T) {
 	if modelProblems(agents, harnesses, nil) != nil {
 		t.Error("no check configured, yet problems")
 	}
+
+	// A platform whose operator hosts no models names the model type.
+	hosted := []runconfig.Agent{{Harness: "terminus-2", Model: &runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}}}
+	got = modelProblems(hosted, []string{"terminus-2"}, check)
+	if len(got) != 1 || got[0].Field != "agents[0].model.type" || got[0].Code != CodeInvalidConfig ||
+		!strings.Contains(got[0].Message, "this platform hosts no models") || !strings.Contains(got[0].Message, "use provider or endpoint") {
+		t.Errorf("hosted without an operator endpoint: problems = %+v, want one at agents[0].model.type", got)
+	}
 }

@@ -162,7 +162,7 @@ func (s *Service) entrantInputs(ctx context.Context, r run.Run) ([]leaderboard.E
 	inputs := make([]leaderboard.EntrantInput, len(agents))
 	for i, a := range agents {
 		inputs[i] = leaderboard.EntrantInput{
-			Entrant: leaderboard.Entrant{Harness: a.Harness, Model: a.Model},
+			Entrant: leaderboard.Entrant{Harness: a.Harness, Model: a.RankedModel()},
 			Run: leaderboard.Run{ID: r.ID, FinishedAt: r.EndedAt, TaskSet: taskSet, ManifestVersion: r.ManifestVersion,
 				ManifestDigest: r.ManifestDigest, Finished: r.Status == run.Finished, AgentFinished: a.Status == run.Finished,
 				Coverage: coverage},

@@ -428,6 +428,7 @@ func (s *Service) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent,
 		if a.Model != nil {
 			agents[i].ModelType, agents[i].BaseURL, agents[i].ExtraHeaders = string(a.Model.Type), a.Model.BaseURL, a.Model.ExtraHeaders
 			agents[i].APIKeySecret = a.Model.APIKeySecret
+			agents[i].BaseModel, agents[i].LoraModelName = a.Model.BaseModel, a.Model.LoraModelName
 		}
 	}
 	return r, agents, nil

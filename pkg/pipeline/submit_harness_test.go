@@ -30,10 +30,16 @@ harness = "nop"
 harness = "no-such-harness"
 [[agents]]
 harness = "openhands"
+[agents.model]
+type = "provider"
+model = "openai/gpt-5.2"
+api_key_secret = "OPENAI_API_KEY"
 `)
 	want := []pipeline.Problem{
 		{Code: pipeline.CodeInvalidConfig, Field: "agents[1].harness"},
 		{Code: pipeline.CodeInvalidConfig, Field: "agents[2].harness"},
+		// openhands needs a model, as every harness but oracle, nop and command.
+		{Code: pipeline.CodeMissingSecret, Field: "agents[2].model.api_key_secret"},
 	}
 	if diff := cmp.Diff(want, problems, cmpopts.IgnoreFields(pipeline.Problem{}, "Message")); diff != "" {
 		t.Fatalf("problems (-want +got):\n%s", diff)

@@ -65,9 +65,6 @@ const envsRun = `
 benchmark = "envs"
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 `
 
 func TestUnavailableTasksGetNoSlotsAndImagesArePinned(t *testing.T) {

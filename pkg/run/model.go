@@ -136,6 +136,10 @@ type Agent struct {
 	Model        string            `json:"model,omitempty"`
 	BaseURL      string            `json:"base_url,omitempty"`
 	ExtraHeaders map[string]string `json:"extra_headers,omitempty"`
+	// BaseModel and LoraModelName name a hosted model (Model is then
+	// their label, "base:lora").
+	BaseModel     string `json:"base_model,omitempty"`
+	LoraModelName string `json:"lora_model_name,omitempty"`
 	// Command is the agent command of the `command` harness.
 	Command string            `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
@@ -155,12 +159,27 @@ type Agent struct {
 	Version int64 `json:"-"`
 }
 
-// Label names the agent as the leaderboard shows it: "model (harness)".
+// Label names the agent as the leaderboard shows it: "model (harness)",
+// with RankedModel as the model.
 func (a Agent) Label() string {
-	if a.Model == "" {
+	m := a.RankedModel()
+	if m == "" {
 		return a.Harness
 	}
-	return a.Model + " (" + a.Harness + ")"
+	return m + " (" + a.Harness + ")"
+}
+
+// RankedModel is the model the leaderboard ranks the agent under (its
+// entrant is harness + RankedModel): its model, or, for an agent without one
+// (a model-free harness: oracle, nop, command), its name, so that a named
+// baseline or command agent is an entrant of its own rather than every
+// command agent being one; "" for an unnamed one, which ranks as its
+// harness alone.
+func (a Agent) RankedModel() string {
+	if a.Model != "" {
+		return a.Model
+	}
+	return a.Name
 }
 
 // SetStatus moves the agent to status to, or returns an error wrapping

@@ -87,3 +87,29 @@ api_key_secret = "OPENAI_API_KEY"
 		})
 	}
 }
+
+// TestParseModelFreeHarnesses checks gauntlet's documented extension to
+// Osmosis's rule that every agent has an [agents.model]: agents of the
+// model-free harnesses (oracle, nop, command) may omit it, and the
+// entrant's model label is then empty (it ranks as its harness).
+func TestParseModelFreeHarnesses(t *testing.T) {
+	cfg, err := Parse([]byte(`
+[experiment]
+benchmark = "terminal-bench-2-1"
+[[agents]]
+harness = "oracle"
+[[agents]]
+harness = "nop"
+[[agents]]
+harness = "command"
+command = "python3 solve.py"
+`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	for i, a := range cfg.Agents {
+		if a.Model != nil || a.ModelLabel() != "" {
+			t.Errorf("agents[%d] = %+v, want no model", i, a)
+		}
+	}
+}

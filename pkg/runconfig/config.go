@@ -42,12 +42,15 @@
 //	# command = "python3 solve.py"     # only, and required, for harness = "command"
 //	# harness_api_key_secret = "CURSOR_API_KEY"
 //	# secrets = ["NPM_TOKEN"]          # ≤ 16 more secret record names for this agent
-//	[agents.model]                     # optional for harnesses that use no model
+//	[agents.model]                     # required, except for oracle, nop and command
 //	type = "provider"                  # provider | endpoint | hosted
 //	model = "openai/gpt-5.2"
 //	api_key_secret = "OPENAI_API_KEY"  # a secret record NAME, never a value
 //	# base_url = "https://llm.example.com/v1"     # endpoint only, required there
 //	# extra_headers = { "X-Org" = "research" }    # endpoint only, never Authorization
+//	# type = "hosted" takes exactly:
+//	# base_model = "Qwen/Qwen3-8B"
+//	# lora_model_name = "my-finetune-step-400"
 //	[agents.env]
 //	REASONING_EFFORT = "high"
 //
@@ -61,8 +64,14 @@
 // default); a grader that pins its model (benchmark.Judge.ModelPinned)
 // requires the key and refuses judge_model; no judge refuses both.
 //
-// A hosted model gives either model, or base_model with an optional
-// lora_model_name (the Osmosis form); its api_key_secret is optional.
+// Every agent has an [agents.model], as in Osmosis, except agents of
+// gauntlet's own model-free harnesses (harness.Harness.ModelFree: oracle,
+// nop, command), which may omit it. A hosted model is exactly base_model +
+// lora_model_name, both required, as in Osmosis's config model: no model,
+// api_key_secret, base_url or extra_headers. The platform's operator serves
+// it at an endpoint of their own with their own key, which the user never
+// sees; a platform whose operator configured none refuses hosted models at
+// submit.
 package runconfig
 
 import (
@@ -178,14 +187,16 @@ var ModelTypes = []ModelType{Provider, Endpoint, Hosted}
 // Model is an agent's model.
 type Model struct {
 	Type ModelType `json:"type"`
-	// Model is the model id; for hosted models BaseModel may name it instead.
+	// Model is the model id of a provider or endpoint model.
 	Model string `json:"model,omitempty"`
 	// APIKeySecret is the NAME of the secret record holding the API key.
-	APIKeySecret  string            `json:"api_key_secret,omitempty"`
-	BaseURL       string            `json:"base_url,omitempty"`
-	ExtraHeaders  map[string]string `json:"extra_headers,omitempty"`
-	BaseModel     string            `json:"base_model,omitempty"`
-	LoraModelName string            `json:"lora_model_name,omitempty"`
+	APIKeySecret string            `json:"api_key_secret,omitempty"`
+	BaseURL      string            `json:"base_url,omitempty"`
+	ExtraHeaders map[string]string `json:"extra_headers,omitempty"`
+	// BaseModel and LoraModelName name a hosted model: the LoRA adapter
+	// LoraModelName trained from BaseModel.
+	BaseModel     string `json:"base_model,omitempty"`
+	LoraModelName string `json:"lora_model_name,omitempty"`
 }
 
 // Label is the model's display id: Model, else "BaseModel:LoraModelName"

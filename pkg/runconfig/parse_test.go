@@ -143,9 +143,10 @@ func TestParse(t *testing.T) {
 			c.Experiment.Benchmark, c.Agents = "b", []Agent{{Harness: "nop"}}
 			return c
 		}()},
-		{"hosted with model", minimalTOML + "[agents.model]\ntype = \"hosted\"\nmodel = \"gauntlet/tiny\"\n", func() Config {
+		{"hosted adapter", strings.Replace(minimalTOML, "oracle", "terminus-2", 1) + "[agents.model]\ntype = \"hosted\"\nbase_model = \"Qwen/Qwen3-8B\"\nlora_model_name = \"step-400\"\n", func() Config {
 			c := minimalConfig()
-			c.Agents[0].Model = &Model{Type: Hosted, Model: "gauntlet/tiny"}
+			c.Agents[0].Harness = "terminus-2"
+			c.Agents[0].Model = &Model{Type: Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}
 			return c
 		}()},
 	}
@@ -257,9 +258,38 @@ func errorCases() []errorCase {
 		{"endpoint base_url with credentials", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://u:p@x\"\n", []wantErr{{"agents[0].model.base_url", "must not contain credentials"}}, false},
 		{"authorization header", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x\"\nextra_headers = { AUTHORIZATION = \"Bearer x\" }\n", []wantErr{{"agents[0].model.extra_headers.AUTHORIZATION", "Authorization is not allowed in extra_headers"}}, false},
 		{"bad header name", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x\"\nextra_headers = { \"a b\" = \"x\" }\n", []wantErr{{"agents[0].model.extra_headers[\"a b\"]", "is not a valid HTTP header name"}}, false},
-		{"hosted without model", head + agent + "[agents.model]\ntype = \"hosted\"\n", []wantErr{{"agents[0].model.model", "is required for type = \"hosted\""}}, false},
-		{"hosted with both", head + agent + "[agents.model]\ntype = \"hosted\"\nmodel = \"a\"\nbase_model = \"b\"\n", []wantErr{{"agents[0].model.base_model", "give either model or base_model, not both"}}, false},
-		{"lora without base", head + agent + "[agents.model]\ntype = \"hosted\"\nmodel = \"a\"\nlora_model_name = \"b\"\n", []wantErr{{"agents[0].model.lora_model_name", "is only allowed with base_model"}}, false},
+		// Osmosis's hosted model: exactly base_model + lora_model_name.
+		{"hosted without its fields", head + agent + "[agents.model]\ntype = \"hosted\"\n", []wantErr{
+			{"agents[0].model.base_model", "is required for type = \"hosted\": the base model the adapter was trained from"},
+			{"agents[0].model.lora_model_name", "is required for type = \"hosted\": the name of the LoRA adapter"},
+		}, false},
+		{"hosted with a model id", head + agent + "[agents.model]\ntype = \"hosted\"\nmodel = \"a\"\nbase_model = \"b\"\nlora_model_name = \"c\"\n", []wantErr{
+			{"agents[0].model.model", "is not allowed for type = \"hosted\" (it takes type, base_model, lora_model_name)"},
+		}, false},
+		{"hosted base model alone", head + agent + "[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\n", []wantErr{
+			{"agents[0].model.lora_model_name", "is required for type = \"hosted\""},
+		}, false},
+		{"hosted adapter alone", head + agent + "[agents.model]\ntype = \"hosted\"\nlora_model_name = \"c\"\n", []wantErr{
+			{"agents[0].model.base_model", "is required for type = \"hosted\""},
+		}, false},
+		{"hosted with a key", head + agent + "[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\nlora_model_name = \"c\"\napi_key_secret = \"HOSTED_KEY\"\n", []wantErr{
+			{"agents[0].model.api_key_secret", "is not allowed for type = \"hosted\" (it takes type, base_model, lora_model_name)"},
+		}, false},
+		{"hosted with an endpoint", head + agent + "[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\nlora_model_name = \"c\"\nbase_url = \"https://x/v1\"\nextra_headers = { X = \"1\" }\n", []wantErr{
+			{"agents[0].model.base_url", "is not allowed for type = \"hosted\""},
+			{"agents[0].model.extra_headers", "is not allowed for type = \"hosted\""},
+		}, false},
+		{"endpoint with hosted fields", head + agent + "[agents.model]\ntype = \"endpoint\"\nmodel = \"m\"\napi_key_secret = \"K\"\nbase_url = \"https://x\"\nlora_model_name = \"c\"\n", []wantErr{
+			{"agents[0].model.lora_model_name", "is not allowed for type = \"endpoint\" (it takes type, model, api_key_secret, base_url, extra_headers)"},
+		}, false},
+		{"hosted model on a harness that calls no model", head + agent + "[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\nlora_model_name = \"c\"\n", []wantErr{
+			{"agents[0].model.type", "\"hosted\" is not allowed for harness \"oracle\": a hosted model is served only through the platform's model gateway"},
+		}, false},
+		// Every agent has a model, as in Osmosis, except gauntlet's own
+		// model-free harnesses (oracle, nop, command).
+		{"harness that needs a model without one", head + "[[agents]]\nharness = \"codex\"\n", []wantErr{
+			{"agents[0].model", "is required for harness \"codex\": an [agents.model] table with type = provider, endpoint or hosted (only command, nop, oracle run without a model)"},
+		}, false},
 		{"secret value instead of name", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"sk-live-abc123\"\n", []wantErr{{"agents[0].model.api_key_secret", "must be a secret record NAME matching ^[A-Z][A-Z0-9_]*$"}}, false},
 		// Osmosis's secret-name shape: no leading '_'.
 		{"secret name with a leading underscore", head + agent + "[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"_KEY\"\n", []wantErr{{"agents[0].model.api_key_secret", "must be a secret record NAME matching ^[A-Z][A-Z0-9_]*$"}}, false},

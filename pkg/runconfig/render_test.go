@@ -22,8 +22,9 @@ func roundTripConfigs() map[string]Config {
 
 	hosted := minimalConfig()
 	hosted.Agents = []Agent{
-		{Harness: "terminus-2", Model: &Model{Type: Hosted, Model: "gauntlet/tiny"}},
-		{Harness: "terminus-2", Name: "lora", Model: &Model{Type: Hosted, BaseModel: "qwen", APIKeySecret: "H"}},
+		{Harness: "terminus-2", Model: &Model{Type: Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}},
+		{Harness: "terminus-2", Name: "lora", Model: &Model{Type: Hosted, BaseModel: "qwen", LoraModelName: "a:b \"c\""}},
+		{Harness: "oracle"}, {Harness: "nop"},
 	}
 	hosted.Verifier.Env = map[string]string{"ONLY_ENV": "1"}
 

@@ -241,6 +241,12 @@ func resolveHarnesses(p *problems, agents []Agent, m benchmark.Manifest) []strin
 			}
 		}
 		harnesses[i] = h
+		if a.Harness == "" {
+			// Parse checked the agents that name their harness.
+			if key, msg := harnessModelProblem(h, a.Model); key != "" {
+				p.add(index("agents", i)+"."+key, "%s (the benchmark's default harness)", msg)
+			}
+		}
 	}
 	checkDefaultedDuplicates(p, agents, harnesses)
 	return harnesses

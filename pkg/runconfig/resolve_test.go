@@ -76,9 +76,12 @@ func TestResolveSelection(t *testing.T) {
 	}
 }
 
+// providerModel is an [agents.model] for agents whose harness needs one.
+const providerModel = "[agents.model]\ntype = \"provider\"\nmodel = \"openai/gpt-5.2\"\napi_key_secret = \"OPENAI_API_KEY\"\n"
+
 func TestResolvePinsAndDefaults(t *testing.T) {
 	m := testManifest(t)
-	cfg := parse(t, head+agent+"[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"KEY\"\n[[agents]]\nname = \"second\"\n[agents.model]\ntype = \"hosted\"\nmodel = \"h\"\n")
+	cfg := parse(t, head+agent+"[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"KEY\"\n[[agents]]\nname = \"second\"\n")
 	m.RequiredSecrets = []string{"HF_TOKEN"}
 	r, err := Resolve(cfg, m)
 	if err != nil {
@@ -129,13 +132,13 @@ func TestResolveHarnessAndJudge(t *testing.T) {
 		wantHarnesses []string
 		wantJudge     string
 	}{
-		{"optional uses the agent's harness", benchmark.HarnessOptional, nil, "[[agents]]\nharness = \"codex\"\n", []string{"codex"}, ""},
+		{"optional uses the agent's harness", benchmark.HarnessOptional, nil, "[[agents]]\nharness = \"codex\"\n" + providerModel, []string{"codex"}, ""},
 		{"optional falls back to the default", benchmark.HarnessOptional, nil, "[[agents]]\nname = \"x\"\n", []string{"oracle"}, ""},
 		{"required with harness", benchmark.HarnessRequired, nil, "[[agents]]\nharness = \"nop\"\n", []string{"nop"}, ""},
 		{"official-only applies the default", benchmark.HarnessOfficialOnly, nil, "[[agents]]\nname = \"x\"\n[[agents]]\nharness = \"oracle\"\nname = \"y\"\n", []string{"oracle", "oracle"}, ""},
 		{"judge default model", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "openai/gpt-5.2"},
 		{"judge run model wins", benchmark.HarnessOptional, judged, agent + "[execution]\njudge_model = \"anthropic/x\"\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "anthropic/x"},
-		{"cursor-cli with its pinned credential", benchmark.HarnessOptional, nil, "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n", []string{"cursor-cli"}, ""},
+		{"cursor-cli with its pinned credential", benchmark.HarnessOptional, nil, "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n" + providerModel, []string{"cursor-cli"}, ""},
 		{"pinned judge takes only the key", benchmark.HarnessOptional, pinned, agent + "[execution]\njudge_api_key_secret = \"JK\"\n", []string{"oracle"}, "grader/v1"},
 	}
 	for _, tt := range tests {
@@ -200,7 +203,7 @@ func TestResolveErrors(t *testing.T) {
 		}},
 		{"required harness missing", head + "[[agents]]\nname = \"x\"\n", func(m *benchmark.Manifest) { m.HarnessRequirement = benchmark.HarnessRequired },
 			[]wantErr{{"agents[0].harness", `is required: this benchmark needs every agent to name its harness (its default harness is "oracle")`}}},
-		{"official-only with another harness", head + "[[agents]]\nharness = \"codex\"\n", func(m *benchmark.Manifest) { m.HarnessRequirement = benchmark.HarnessOfficialOnly },
+		{"official-only with another harness", head + "[[agents]]\nharness = \"codex\"\n" + providerModel, func(m *benchmark.Manifest) { m.HarnessRequirement = benchmark.HarnessOfficialOnly },
 			[]wantErr{{"agents[0].harness", `this benchmark runs only its official harness "oracle"`}}},
 		{"optional without any harness", head + "[[agents]]\nname = \"x\"\n", func(m *benchmark.Manifest) { m.DefaultHarness = "" },
 			[]wantErr{{"agents[0].harness", "is required: this benchmark has no default harness"}}},
@@ -225,18 +228,24 @@ func TestResolveErrors(t *testing.T) {
 		{"verifier env on a managed benchmark", head + agent + "[verifier]\nenv = { LEVEL = \"x\" }\n", func(m *benchmark.Manifest) { m.Source.Type = benchmark.Managed }, []wantErr{
 			{"verifier", "[verifier] applies to registry datasets only"},
 		}},
-		{"cursor-cli needs its credential", head + "[[agents]]\nharness = \"cursor-cli\"\n", nil, []wantErr{
+		{"cursor-cli needs its credential", head + "[[agents]]\nharness = \"cursor-cli\"\n" + providerModel, nil, []wantErr{
 			{"agents[0].harness_api_key_secret", `is required for harness "cursor-cli": name the secret record CURSOR_API_KEY`},
 		}},
-		{"cursor-cli credential under another name", head + "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"MY_CURSOR\"\n", nil, []wantErr{
+		{"cursor-cli credential under another name", head + "[[agents]]\nharness = \"cursor-cli\"\nharness_api_key_secret = \"MY_CURSOR\"\n" + providerModel, nil, []wantErr{
 			{"agents[0].harness_api_key_secret", `must be CURSOR_API_KEY for harness "cursor-cli"`},
 		}},
-		{"codex takes no harness credential", head + "[[agents]]\nharness = \"codex\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n", nil, []wantErr{
+		{"codex takes no harness credential", head + "[[agents]]\nharness = \"codex\"\nharness_api_key_secret = \"CURSOR_API_KEY\"\n" + providerModel, nil, []wantErr{
 			{"agents[0].harness_api_key_secret", `is not allowed for harness "codex": it takes no separate credential`},
 		}},
 		{"mini-swe-agent's platform key in env", head + "[env]\nMSWEA_API_KEY = \"x\"\n[[agents]]\nharness = \"mini-swe-agent\"\n[agents.model]\ntype = \"provider\"\nmodel = \"openai/m\"\napi_key_secret = \"OPENAI_API_KEY\"\n[agents.env]\nMSWEA_API_KEY = \"y\"\n", nil, []wantErr{
 			{"env.MSWEA_API_KEY", `is set by the platform for agents[0] (harness "mini-swe-agent" with a provider model)`},
 			{"agents[0].env.MSWEA_API_KEY", "is set by the platform"},
+		}},
+		{"default harness that needs a model", head + "[[agents]]\nname = \"x\"\n", func(m *benchmark.Manifest) { m.DefaultHarness = "codex" }, []wantErr{
+			{"agents[0].model", `is required for harness "codex": an [agents.model] table with type = provider, endpoint or hosted (only command, nop, oracle run without a model) (the benchmark's default harness)`},
+		}},
+		{"hosted model on a default harness that calls no model", head + "[[agents]]\n[agents.model]\ntype = \"hosted\"\nbase_model = \"b\"\nlora_model_name = \"l\"\n", nil, []wantErr{
+			{"agents[0].model.type", `"hosted" is not allowed for harness "oracle"`},
 		}},
 		{"no judge refuses both judge keys", head + "[execution]\njudge_model = \"x\"\njudge_api_key_secret = \"JK\"\n" + agent, nil, []wantErr{
 			{"execution.judge_model", "is not allowed: this benchmark grades without an LLM judge"},

@@ -1,6 +1,7 @@
 package runconfig
 
 import (
+	"fmt"
 	"maps"
 	"net/url"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 )
 
 var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -296,41 +298,45 @@ func modelTypeNames() []string {
 	return names
 }
 
+// modelKeys are the keys each model type takes besides type, in the order
+// messages list them.
+var modelKeys = map[ModelType][]string{
+	Provider: {"model", "api_key_secret"},
+	Endpoint: {"model", "api_key_secret", "base_url", "extra_headers"},
+	// Osmosis's hosted model: a LoRA adapter on a base model, served at
+	// the operator's endpoint with the operator's key; the user names no
+	// model id, URL or secret.
+	Hosted: {"base_model", "lora_model_name"},
+}
+
 // modelShape checks which keys the model's type needs and allows.
 func (d *decoder) modelShape(path string, raw map[string]any, m Model) {
+	allowed, ok := modelKeys[m.Type]
+	if !ok {
+		return // the type is already reported
+	}
 	has := func(key string) bool { _, ok := lookup(raw, key); return ok }
 	require := func(key, why string) {
 		if !has(key) {
 			d.add(join(path, key), "is required for type = %q: %s", m.Type, why)
 		}
 	}
-	forbid := func(keys ...string) {
-		for _, k := range keys {
-			if has(k) {
-				d.add(join(path, k), "is not allowed for type = %q", m.Type)
-			}
+	for _, k := range []string{"model", "api_key_secret", "base_url", "extra_headers", "base_model", "lora_model_name"} {
+		if has(k) && !slices.Contains(allowed, k) {
+			d.add(join(path, k), "is not allowed for type = %q (it takes type, %s)", m.Type, strings.Join(allowed, ", "))
 		}
 	}
 	switch m.Type {
 	case Provider:
 		require("model", "the provider's model id, e.g. \"openai/gpt-5.2\"")
 		require("api_key_secret", "the NAME of the secret record holding the API key")
-		forbid("base_url", "extra_headers", "base_model", "lora_model_name")
 	case Endpoint:
 		require("model", "the model id the endpoint serves")
 		require("api_key_secret", "the NAME of the secret record holding the endpoint's key")
 		require("base_url", "the endpoint's http(s) URL")
-		forbid("base_model", "lora_model_name")
 	case Hosted:
-		forbid("base_url", "extra_headers")
-		switch {
-		case has("model") && has("base_model"):
-			d.add(join(path, "base_model"), "give either model or base_model, not both")
-		case !has("model") && !has("base_model"):
-			d.add(join(path, "model"), "is required for type = \"hosted\" (or base_model with lora_model_name)")
-		case has("lora_model_name") && !has("base_model"):
-			d.add(join(path, "lora_model_name"), "is only allowed with base_model")
-		}
+		require("base_model", "the base model the adapter was trained from, e.g. \"Qwen/Qwen3-8B\"")
+		require("lora_model_name", "the name of the LoRA adapter the platform serves on base_model")
 	}
 }
 
@@ -381,6 +387,12 @@ func (d *decoder) crossChecks(cfg Config) {
 		case a.Harness != CommandHarness && a.Command != "":
 			d.add(join(path, "command"), "is only allowed with harness = %q", CommandHarness)
 		}
+		if a.Harness != "" {
+			// A defaulted harness is checked by Resolve, which knows it.
+			if key, msg := harnessModelProblem(a.Harness, a.Model); key != "" {
+				d.add(path+"."+key, "%s", msg)
+			}
+		}
 		id := agentIdentity(a.Harness, a)
 		if j, dup := seen[id]; dup {
 			d.add(path, "has the same harness, model and name as agents[%d]; give one of them a distinct name", j)
@@ -389,6 +401,33 @@ func (d *decoder) crossChecks(cfg Config) {
 		}
 	}
 	d.envCollisions(cfg)
+}
+
+// harnessModelProblem checks an agent's model against the named harness's
+// row: only the table's model-free harnesses run without a model, and a
+// hosted model is reached only through the model gateway, so a harness that
+// calls none cannot use it. It returns the agent key at fault ("model" or
+// "model.type") and why, or "" when the model fits; an unknown harness is
+// reported elsewhere.
+func harnessModelProblem(name string, m *Model) (key, msg string) {
+	h, ok := harness.Lookup(name)
+	switch {
+	case !ok:
+		return "", ""
+	case m == nil && !h.ModelFree:
+		var free []string
+		for _, h := range harness.All() {
+			if h.ModelFree {
+				free = append(free, h.Name)
+			}
+		}
+		return "model", fmt.Sprintf("is required for harness %q: an [agents.model] table with type = provider, endpoint or hosted (only %s run without a model)",
+			name, strings.Join(free, ", "))
+	case m != nil && m.Type == Hosted && h.WireAPI == "":
+		return "model.type", fmt.Sprintf("%q is not allowed for harness %q: a hosted model is served only through the platform's model gateway, which this harness does not call; use provider or endpoint, or omit [agents.model]",
+			Hosted, name)
+	}
+	return "", ""
 }
 
 // agentIdentity is what tells agents apart within a run.

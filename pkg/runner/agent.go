@@ -141,6 +141,10 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		return nil, fmt.Errorf("harness %s: %w", h.Name, err)
 	}
 	key := t.spec.Secrets[h.KeyEnv]
+	if route.Key != "" {
+		// A hosted model: the operator's key, which no secret holds.
+		key = secret.Value(route.Key)
+	}
 	for name, v := range t.spec.Secrets {
 		if key != "" && v == key {
 			rig.keyNames = append(rig.keyNames, name)
@@ -174,6 +178,9 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		return nil, err
 	}
 	t.addRedacted(gatewayTokenName, rig.gw.Token())
+	if route.Key != "" {
+		t.addRedacted("hosted_model_key", route.Key)
+	}
 	if testHookGatewayToken != nil {
 		testHookGatewayToken(rig.gw.Token())
 	}
@@ -207,14 +214,23 @@ func (rig *agentRig) reach(bwrap bool) error {
 	return nil
 }
 
-// modelRoute resolves the agent's model ("<provider>/<name>") to the
-// upstream the gateway forwards to.
+// modelRoute resolves the agent's model (a provider's "<provider>/<name>",
+// an endpoint, or a model the operator hosts) to the upstream the gateway
+// forwards to.
 func (t *trial) modelRoute() (gateway.Route, error) {
 	r := t.opts.Models
 	if r == nil {
 		r = gateway.NewResolver()
 	}
-	route, err := r.Resolve(runconfig.Model{Type: runconfig.Provider, Model: t.spec.Model})
+	m := runconfig.Model{Type: runconfig.ModelType(t.spec.ModelType), Model: t.spec.Model, BaseURL: t.spec.BaseURL,
+		ExtraHeaders: t.spec.ExtraHeaders, BaseModel: t.spec.BaseModel, LoraModelName: t.spec.LoraModelName}
+	switch m.Type {
+	case "":
+		m.Type = runconfig.Provider // a spec from before model types reached the runner
+	case runconfig.Hosted:
+		m.Model = "" // the label; a hosted model is base_model + lora_model_name
+	}
+	route, err := r.Resolve(m)
 	if err != nil {
 		return gateway.Route{}, fmt.Errorf("agent model %q: %w", t.spec.Model, err)
 	}

@@ -104,10 +104,16 @@ const (
 
 func runAgentTrial(t *testing.T, spec sandbox.Spec, mock *modelmock.Server, where string) (trialRun, string) {
 	t.Helper()
+	return runAgentTrialWith(t, spec, mockProvider(t, mock.URL), where)
+}
+
+// runAgentTrialWith runs spec with the gateway routing models through models.
+func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver, where string) (trialRun, string) {
+	t.Helper()
 	requireBwrap(t)
 	requireBundle(t, spec.Harness)
 	dir := t.TempDir()
-	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: mockProvider(t, mock.URL),
+	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: models,
 		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationHostBwrap}
 	var token string
 	testHookGatewayToken = func(tok string) { token = tok }

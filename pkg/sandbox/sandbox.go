@@ -73,7 +73,16 @@ type Spec struct {
 	Harness string  `json:"harness"`
 	// Command is the agent command for harnesses that take one (`command`).
 	Command string `json:"command,omitempty"`
-	Model   string `json:"model,omitempty"`
+	// Model is the agent's model label; ModelType (provider when empty) and
+	// the fields after it say where the runner's model gateway forwards
+	// its calls, as the run config's [agents.model] does. None is secret:
+	// keys travel in Secrets, a hosted model's in the operator's config.
+	Model         string            `json:"model,omitempty"`
+	ModelType     string            `json:"model_type,omitempty"`
+	BaseURL       string            `json:"base_url,omitempty"`
+	ExtraHeaders  map[string]string `json:"extra_headers,omitempty"`
+	BaseModel     string            `json:"base_model,omitempty"`
+	LoraModelName string            `json:"lora_model_name,omitempty"`
 	// Env holds the agent's literal environment variables.
 	Env map[string]string `json:"env,omitempty"`
 	// VerifierEnv holds literal variables for the verifier only.

@@ -23,9 +23,6 @@ task_names = ["csv-summary"]
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 `
 
 // adminJSON is an admin request with a JSON body: a string is sent as is,

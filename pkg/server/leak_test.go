@@ -55,9 +55,6 @@ printf 'xx%s' "$c" | base64 > /logs/agent/leak.b64
 printf '%s' "$c" > /app/leak.txt
 exit 0
 '''
-[agents.model]
-type = "hosted"
-model = "leaker"
 `
 
 // encodedForms are the spellings of v the scan looks for: raw, base64

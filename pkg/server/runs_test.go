@@ -37,23 +37,14 @@ required = ["RUN_TOKEN"]
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 
 [[agents]]
 harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
 
 [[agents]]
 name = "heuristic"
 harness = "command"
 command = "/agent/heuristic-agent.sh"
-[agents.model]
-type = "hosted"
-model = "demo/heuristic-v1"
 `
 
 // badConfig has four problems: an unknown key, attempts 0, a missing
@@ -304,7 +295,7 @@ func checkResultDetail(t *testing.T, id string) {
 	rid := v1.ResultID(0, 1, "csv-summary")
 	var d v1.ResultDetail
 	alice().get(t, "/v1/runs/"+id+"/results/"+rid, http.StatusOK, &d)
-	if d.ID != rid || d.Outcome != "passed" || d.Reward == nil || *d.Reward != 1 || d.AgentLabel != "oracle (oracle)" {
+	if d.ID != rid || d.Outcome != "passed" || d.Reward == nil || *d.Reward != 1 || d.AgentLabel != "oracle" {
 		t.Errorf("result %s = %+v, want the oracle's pass with reward 1", rid, d.ResultView)
 	}
 	paths := map[string]v1.ArtifactView{}
@@ -446,15 +437,12 @@ max_concurrent_attempts = 1
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 `
 
 // smokeJSON is smokeConfig in the JSON form.
 const smokeJSON = `{"experiment": {"benchmark": "demo-bench"},
  "execution": {"attempts_per_task": 5, "max_concurrent_attempts": 1},
- "agents": [{"harness": "oracle", "model": {"type": "hosted", "model": "oracle"}}]}`
+ "agents": [{"harness": "oracle"}]}`
 
 func TestStopRun(t *testing.T) {
 	readyBenchmark(t, alice(), "demo-bench")

@@ -8,7 +8,9 @@ export const EXAMPLES = [
     toml: `# Three agents on every task of the example benchmark, three attempts each:
 # oracle runs each task's reference solution, nop does nothing, and the
 # command agent (examples/agents/heuristic-agent.sh, mounted at /agent)
-# solves some tasks only some of the time.
+# solves some tasks only some of the time. These three are gauntlet's own
+# harnesses and run without a model, so they have no [agents.model]; every
+# other harness needs one.
 
 [experiment]
 benchmark = "demo-bench"
@@ -29,29 +31,20 @@ LOG_LEVEL = "info"
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 
 [[agents]]
 harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
 
 [[agents]]
 name = "heuristic"
 harness = "command"
 command = "/agent/heuristic-agent.sh"
-[agents.model]
-type = "hosted"
-model = "demo/heuristic-v1"
 `,
   },
   {
     title: 'Provider models on the parity set',
-    description: 'Hosted coding agents with API keys from secret records.',
-    toml: `# Hosted coding agents with provider models on the parity task set.
+    description: 'Coding agents with API keys from secret records.',
+    toml: `# Coding agents with provider models on the parity task set.
 # Each api_key_secret names a secret record (set it on the Secrets page);
 # the config never holds a key itself.
 
@@ -104,6 +97,28 @@ model = "qwen3-coder-480b"
 base_url = "https://llm-gateway.example.com/v1"
 api_key_secret = "LLM_GATEWAY_KEY"
 extra_headers = { "X-Team" = "evals" }   # never Authorization: that comes from the secret
+`,
+  },
+  {
+    title: 'A model the platform hosts',
+    description: 'A LoRA adapter served at the operator\'s endpoint; no key or URL in the config.',
+    toml: `# A hosted model is exactly base_model + lora_model_name: the platform's
+# operator serves the adapter at their own endpoint with their own key, so
+# the config names neither. A platform that hosts no models refuses it at
+# submit (agents[0].model.type); use provider or endpoint there.
+
+[experiment]
+benchmark = "demo-bench"
+
+[tasks]
+task_set = "smoke"
+
+[[agents]]
+harness = "terminus-2"
+[agents.model]
+type = "hosted"
+base_model = "Qwen/Qwen3-8B"
+lora_model_name = "my-finetune-step-400"
 `,
   },
 ];

@@ -154,6 +154,16 @@ export function selectedTasks(doc, manifest) {
   return out;
 }
 
+/**
+ * untouchedModel reports whether a model is the form's blank default (type
+ * provider, every field empty): one the form may drop when the agent's
+ * harness turns out to need no model, as nothing the user typed is lost.
+ */
+export function untouchedModel(model) {
+  if (!model || (model.type || 'provider') !== 'provider') return false;
+  return Object.entries(model).every(([k, v]) => k === 'type' || v === '' || v === undefined);
+}
+
 /** setModelType changes an agent's model type, keeping the fields both types share. */
 export function setModelType(agent, type) {
   if (!MODEL_TYPES[type]) throw new Error(`model type ${type}: want provider, endpoint or hosted`);

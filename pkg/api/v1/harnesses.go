@@ -9,6 +9,14 @@ type HarnessInfo struct {
 	// TakesCommand is true for the harness that runs the agent config's own
 	// command (the form then asks for it).
 	TakesCommand bool `json:"takes_command"`
+	// ModelFree is true for the harnesses that run without a model
+	// (oracle, nop, command): their agents may omit [agents.model], which
+	// every other harness requires.
+	ModelFree bool `json:"model_free"`
+	// WireAPI is the model wire API the harness speaks through the model
+	// gateway; "" when it calls no model through it (a hosted model, which
+	// only the gateway reaches, is then refused).
+	WireAPI string `json:"wire_api,omitempty"`
 	// KeyEnv names the variable through which the harness takes its model
 	// key; "" when it takes none.
 	KeyEnv string `json:"key_env,omitempty"`

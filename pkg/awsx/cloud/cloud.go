@@ -29,6 +29,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/secrets"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/sqsq"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 )
@@ -141,7 +142,10 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 
 // Pipeline returns the pipeline service on the platform's ports.
 func (p *Platform) Pipeline() (*pipeline.Service, error) {
-	return pipeline.New(p.Ports, pipeline.Options{MaxSandboxes: p.Config.MaxSandboxes, Logger: p.Logger})
+	// The cloud runners' gateways use the default provider table and host
+	// no models; submit refuses what they could not serve.
+	return pipeline.New(p.Ports, pipeline.Options{MaxSandboxes: p.Config.MaxSandboxes, Logger: p.Logger,
+		CheckModel: gateway.NewResolver().CheckModel})
 }
 
 // StartPipeline is Start followed by Pipeline, for the pipeline functions.

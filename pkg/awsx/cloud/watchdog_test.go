@@ -97,9 +97,6 @@ attempts_per_task = 1
 max_concurrent_attempts = 1
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -25,14 +25,8 @@ max_retries = 0
 
 [[agents]]
 harness = "oracle"
-[agents.model]
-type = "hosted"
-model = "oracle"
 
 [[agents]]
 harness = "nop"
-[agents.model]
-type = "hosted"
-model = "nop"
 `, attemptsPerTask, maxConcurrent)
 }

@@ -15,7 +15,7 @@ import { navigate } from '../router.js';
 import { EXAMPLES, exampleFor } from '../examples.js';
 import { workspace } from '../workspace.js';
 import {
-  MAX_AGENTS, fromTOML, judgeFields, newDocument, setModelType, setTaskMode, summary, taskMode, toTOML,
+  MAX_AGENTS, fromTOML, judgeFields, newDocument, setModelType, untouchedModel, setTaskMode, summary, taskMode, toTOML,
 } from '../runform.js';
 
 const DRAFT_KEY = 'gauntlet.draft';
@@ -143,8 +143,31 @@ export async function renderSubmit(ctx) {
         if (err.name === 'AbortError') throw err;
       }
     }
+    if (tab !== 'toml' && dropUnusedModels()) changed();
     showTab(tab);
     paintSummary();
+  }
+
+  // harnessRow is the harness table's row of the harness an agent runs:
+  // its own, else the benchmark's default.
+  function harnessRow(agent) {
+    const def = (manifest && manifest.harness && manifest.harness.default) || '';
+    return harnessList.find((x) => x.name === (agent.harness || def));
+  }
+
+  // dropUnusedModels removes the blank default model of agents whose
+  // harness runs without one (the benchmark's default oracle, say): a
+  // model-free agent omits [agents.model]. It reports whether it did.
+  function dropUnusedModels() {
+    let dropped = false;
+    for (const a of doc.agents || []) {
+      const row = harnessRow(a);
+      if (row && row.model_free && untouchedModel(a.model)) {
+        delete a.model;
+        dropped = true;
+      }
+    }
+    return dropped;
   }
 
   // ---------- Tasks ----------
@@ -213,7 +236,9 @@ export async function renderSubmit(ctx) {
     const note = req.requirement ? h('p', { class: 'small muted', id: 'harness-requirement' },
       `This benchmark's harness requirement: ${req.requirement}${req.default ? ` (default ${req.default})` : ''}.`) : null;
     const add = h('button', { type: 'button', id: 'add-agent', disabled: agents.length >= MAX_AGENTS, onclick: () => {
-      doc.agents.push({ harness: req.default || '', model: { type: 'provider', model: '', api_key_secret: '' } });
+      const added = { harness: req.default || '', model: { type: 'provider', model: '', api_key_secret: '' } };
+      doc.agents.push(added);
+      dropUnusedModels();
       changed({ repaint: true });
     } }, '+ Add agent');
     return h('div', {}, note, agents.map((a, i) => agentCard(a, i)), h('div', { class: 'toolbar' }, add,
@@ -223,7 +248,14 @@ export async function renderSubmit(ctx) {
   function agentCard(agent, i) {
     const id = (f) => `agent-${i}-${f}`;
     const set = (k, v) => { agent[k] = v; changed(); };
-    const model = agent.model || (agent.model = { type: 'provider' });
+    // The harness the agent runs (its own, else the benchmark's default)
+    // says whether it needs a model: only the model-free ones (oracle, nop,
+    // command) may omit [agents.model], and only a harness that calls the
+    // model gateway can use a hosted model.
+    const runs = harnessRow(agent);
+    const modelFree = !!(runs && runs.model_free);
+    if (!agent.model && !modelFree) agent.model = { type: 'provider', model: '', api_key_secret: '' };
+    const model = agent.model;
     const known = harnessList.map((x) => [x.name, x.available === false ? `${x.name} — unavailable here` : `${x.name}${x.version ? ` ${x.version}` : ''}`]);
     if (agent.harness && !harnessList.some((x) => x.name === agent.harness)) known.unshift([agent.harness, `${agent.harness} (unknown)`]);
     const chosen = harnessList.find((x) => x.name === agent.harness);
@@ -231,18 +263,29 @@ export async function renderSubmit(ctx) {
       field('Name (optional)', id('name'), input(id('name'), agent.name || '', (v) => set('name', v), 'tells apart agents with the same harness and model')),
       field('Harness', id('harness'), select(id('harness'), [['', 'Benchmark default'], ...known], agent.harness || '', (v) => {
         agent.harness = v;
+        dropUnusedModels();
         changed({ repaint: true });
       }), chosen ? (chosen.available === false ? h('span', { class: 'bad small' }, chosen.reason || 'not available on this platform') : h('span', { class: 'muted small' }, chosen.description || '')) : null),
     ];
     if (chosen && chosen.takes_command) {
       fields.push(field('Command', id('command'), input(id('command'), agent.command || '', (v) => set('command', v), 'run with bash -c in the sandbox')));
     }
-    fields.push(field('Model type', id('model-type'), select(id('model-type'), [['provider', 'Provider'], ['endpoint', 'Endpoint'], ['hosted', 'Hosted']],
-      model.type || 'provider', (v) => { setModelType(agent, v); changed({ repaint: true }); })));
+    const types = [['provider', 'Provider'], ['endpoint', 'Endpoint']];
+    if (!runs || runs.wire_api) types.push(['hosted', 'Hosted']);
+    if (modelFree) types.unshift(['', 'None — this harness runs without a model']);
+    fields.push(field('Model type', id('model-type'), select(id('model-type'), types,
+      model ? model.type || 'provider' : '', (v) => {
+        if (v === '') delete agent.model; else setModelType(agent, v);
+        changed({ repaint: true });
+      })));
     const mset = (k, v) => { agent.model[k] = v; changed(); };
-    if (model.type === 'hosted') {
-      fields.push(field('Base model', id('base-model'), input(id('base-model'), model.base_model || '', (v) => mset('base_model', v))));
-      fields.push(field('LoRA model name', id('lora'), input(id('lora'), model.lora_model_name || '', (v) => mset('lora_model_name', v))));
+    if (!model) {
+      // A model-free agent: no model fields.
+    } else if (model.type === 'hosted') {
+      // Osmosis's hosted model: the platform serves the adapter at its
+      // operator's endpoint with its own key, so there is no URL or key here.
+      fields.push(field('Base model', id('base-model'), input(id('base-model'), model.base_model || '', (v) => mset('base_model', v), 'e.g. Qwen/Qwen3-8B')));
+      fields.push(field('LoRA model name', id('lora'), input(id('lora'), model.lora_model_name || '', (v) => mset('lora_model_name', v), 'the adapter the platform serves')));
     } else {
       fields.push(field('Model', id('model'), input(id('model'), model.model || '', (v) => mset('model', v),
         model.type === 'endpoint' ? 'the name the endpoint serves' : 'provider/name, e.g. openai/gpt-5.2')));
