@@ -172,9 +172,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		cfg.TCPAddr = "127.0.0.1:0"
 	}
 	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
-		if rig.socketTmp != "" {
-			os.RemoveAll(rig.socketTmp)
-		}
+		_ = rig.removeSocketDir()
 		return nil, err
 	}
 	t.addRedacted(gatewayTokenName, rig.gw.Token())
@@ -192,6 +190,15 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	return rig, nil
 }
 
+// removeSocketDir removes the short-path directory made for the gateway's
+// socket, if one was made.
+func (rig *agentRig) removeSocketDir() error {
+	if rig.socketTmp == "" {
+		return nil
+	}
+	return os.RemoveAll(rig.socketTmp)
+}
+
 // reach sets how the sandbox reaches the started gateway: its TCP URL, or
 // (in a network namespace of the sandbox's own) a loopback port the
 // in-sandbox forwarder relays to the socket. On failure it stops the
@@ -204,9 +211,7 @@ func (rig *agentRig) reach(bwrap bool) error {
 	port, err := freeLoopbackPort()
 	if err != nil {
 		_ = rig.gw.Close()
-		if rig.socketTmp != "" {
-			os.RemoveAll(rig.socketTmp)
-		}
+		_ = rig.removeSocketDir()
 		return fmt.Errorf("model gateway: %w", err)
 	}
 	rig.forwardPort = port
@@ -474,10 +479,8 @@ func (t *trial) closeRig(rig *agentRig) {
 	if err := rig.gw.Close(); err != nil {
 		t.log.Warn("model gateway did not close cleanly", "err", err)
 	}
-	if rig.socketTmp != "" {
-		if err := os.RemoveAll(rig.socketTmp); err != nil {
-			t.log.Warn("gateway socket dir not removed", "dir", rig.socketTmp, "err", err)
-		}
+	if err := rig.removeSocketDir(); err != nil {
+		t.log.Warn("gateway socket dir not removed", "dir", rig.socketTmp, "err", err)
 	}
 	tot := rig.gw.Totals()
 	t.gateway = &tot

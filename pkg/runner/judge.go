@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -87,9 +86,7 @@ func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
 		cfg.TCPAddr = "127.0.0.1:0"
 	}
 	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
-		if socketTmp != "" {
-			os.RemoveAll(socketTmp)
-		}
+		_ = rig.removeSocketDir()
 		return nil, fmt.Errorf("judge %w", err)
 	}
 	t.addRedacted(judgeTokenName, rig.gw.Token())
@@ -116,10 +113,8 @@ func (t *trial) closeJudge(rig *agentRig) {
 	if err := gw.Close(); err != nil {
 		t.log.Warn("judge gateway did not close cleanly", "err", err)
 	}
-	if rig.socketTmp != "" {
-		if err := os.RemoveAll(rig.socketTmp); err != nil {
-			t.log.Warn("judge gateway socket dir not removed", "dir", rig.socketTmp, "err", err)
-		}
+	if err := rig.removeSocketDir(); err != nil {
+		t.log.Warn("judge gateway socket dir not removed", "dir", rig.socketTmp, "err", err)
 	}
 	tot := gw.Totals()
 	t.judge = &runpkg.JudgeUsage{Model: t.spec.JudgeModel, Calls: int64(tot.Calls),
