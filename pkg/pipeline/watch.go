@@ -165,7 +165,8 @@ func (s *Service) requeue(ctx context.Context, sl run.Slot) error {
 }
 
 // watchMissing handles a running slot whose sandbox the driver does not list:
-// the first sighting is recorded; after LostGrace it is declared lost.
+// the first sighting is recorded; once missing for LostGrace it is declared
+// lost.
 func (s *Service) watchMissing(ctx context.Context, sl run.Slot, now time.Time) error {
 	if sl.MissingSince.IsZero() {
 		_, err := s.recs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
@@ -177,7 +178,10 @@ func (s *Service) watchMissing(ctx context.Context, sl run.Slot, now time.Time) 
 		})
 		return err
 	}
-	if now.Sub(sl.MissingSince) <= s.opts.LostGrace {
+	// Missing for LostGrace is lost: with a watchdog period that divides
+	// LostGrace, the tick LostGrace after the first sighting decides, not
+	// the one after it.
+	if now.Sub(sl.MissingSince) < s.opts.LostGrace {
 		return nil
 	}
 	s.appendLog(ctx, sl.RunID, sl.ID, records.LevelWarn, "watchdog", fmt.Sprintf("sandbox %s of slot %s is gone; declaring it lost", sl.SandboxID, sl.ID))

@@ -142,9 +142,9 @@ harness = "oracle"
 	if err != nil || c.Reason != sandbox.Lost || c.SlotID != first.ID || c.Generation != first.Generation {
 		t.Fatalf("completion = %+v, %v; want Lost of slot %s generation %d", c, err, first.ID, first.Generation)
 	}
-	// The first tick records the sighting; the sandbox is lost once missing
-	// for more than LostGrace, on the tick after that.
-	wantTicks := 1 + int(cloudLostGrace/rate) + 1
+	// The first tick records the sighting; the sandbox is lost on the first
+	// tick at which it has been missing for LostGrace.
+	wantTicks := 1 + int((cloudLostGrace+rate-1)/rate)
 	if ticks != wantTicks {
 		t.Errorf("Lost after %d ticks, want %d (rate %s, LostGrace %s)", ticks, wantTicks, rate, cloudLostGrace)
 	}
