@@ -26,7 +26,7 @@ func (s *Service) HandleSlot(ctx context.Context, body []byte) error {
 }
 
 // HandleCompletion handles a completions queue message.
-func (s *Service) HandleCompletion(ctx context.Context, body []byte) error {
+func (s *Grader) HandleCompletion(ctx context.Context, body []byte) error {
 	c, err := DecodeCompletion(body)
 	if err != nil {
 		return err

@@ -203,7 +203,7 @@ func (s *Service) unlaunchable(ctx context.Context, slot run.Slot, cause error) 
 	s.log.WarnContext(ctx, "sandbox cannot be prepared", "run_id", slot.RunID, "slot", slot.ID, "err", cause)
 	res := s.newResult(slot, now, now)
 	res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, "the sandbox could not be prepared: "+cause.Error()
-	return s.sendGraded(ctx, slot, res, false)
+	return s.sendGraded(ctx, s.ports.Results, slot, res, false)
 }
 
 // failedToStart reports a launch the platform could not make (the driver
@@ -231,7 +231,7 @@ func (s *Service) sendCompletion(ctx context.Context, c sandbox.Completion) erro
 
 // markRunning moves the run and the slot's agent from queued to running on
 // their first launch.
-func (s *Service) markRunning(ctx context.Context, r run.Run, agent int) error {
+func (s *core) markRunning(ctx context.Context, r run.Run, agent int) error {
 	now := s.now()
 	if r.Status == run.Queued {
 		if _, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
@@ -371,7 +371,7 @@ func taskRef(t *records.Task) (sandbox.TaskRef, error) {
 // runInfo returns the run as first read by this process, without its
 // rendered config: use it only for the fields fixed at submission
 // (settings, tasks, agents count, manifest pins), never for the status.
-func (s *Service) runInfo(ctx context.Context, runID string) (*run.Run, error) {
+func (s *core) runInfo(ctx context.Context, runID string) (*run.Run, error) {
 	s.cacheMu.Lock()
 	cached, ok := s.runs[runID]
 	s.cacheMu.Unlock()
@@ -393,7 +393,7 @@ func (s *Service) runInfo(ctx context.Context, runID string) (*run.Run, error) {
 }
 
 // agents returns the run's agents (immutable after submission; cached).
-func (s *Service) agents(ctx context.Context, runID string) ([]run.Agent, error) {
+func (s *core) agents(ctx context.Context, runID string) ([]run.Agent, error) {
 	s.cacheMu.Lock()
 	cached, ok := s.agentCache[runID]
 	s.cacheMu.Unlock()
@@ -414,7 +414,7 @@ func (s *Service) agents(ctx context.Context, runID string) ([]run.Agent, error)
 }
 
 // task returns one task of a pinned manifest (immutable; cached).
-func (s *Service) task(ctx context.Context, ws, key, version, name string) (*records.Task, error) {
+func (s *core) task(ctx context.Context, ws, key, version, name string) (*records.Task, error) {
 	ck := ws + "\x00" + key + "\x00" + version + "\x00" + name
 	s.cacheMu.Lock()
 	cached, ok := s.tasks[ck]
@@ -437,14 +437,14 @@ func (s *Service) task(ctx context.Context, ws, key, version, name string) (*rec
 
 // seen and remember keep a bounded set of facts already written (an agent
 // known to be running), to skip redundant reads.
-func (s *Service) seen(key string) bool {
+func (s *core) seen(key string) bool {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	_, ok := s.known[key]
 	return ok
 }
 
-func (s *Service) remember(key string) {
+func (s *core) remember(key string) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	if len(s.known) >= maxCached {

@@ -155,7 +155,7 @@ const maxQueueDelay = 15 * time.Minute
 
 // appendLog writes a run log line; a failure is logged, not returned (run
 // logs are a record for people, not state).
-func (s *Service) appendLog(ctx context.Context, runID, slot, level, step, msg string) {
+func (s *core) appendLog(ctx context.Context, runID, slot, level, step, msg string) {
 	l := records.LogLine{RunID: runID, At: s.now(), Level: level, Step: step, Message: msg, Slot: slot}
 	if err := s.recs.AppendLog(ctx, l); err != nil {
 		s.log.ErrorContext(ctx, "append run log", "run_id", runID, "step", step, "err", err)

@@ -182,7 +182,7 @@ func (s *Service) retryPlanning(ctx context.Context, r run.Run, now time.Time) e
 // failPlanning ends a run whose planning failed: failed with the reason
 // (stopped when a stop was already requested), its agents likewise, and a
 // log line.
-func (s *Service) failPlanning(ctx context.Context, runID, reason string) error {
+func (s *core) failPlanning(ctx context.Context, runID, reason string) error {
 	now := s.now()
 	ended := false
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {

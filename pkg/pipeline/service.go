@@ -28,7 +28,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
-// Ports are the adapters a Service runs on.
+// Ports are the adapters a Service runs on: every port of every stage.
 type Ports struct {
 	Table store.Table
 	// Plan carries PlanMessage, Slots SlotMessage, Completions
@@ -109,12 +109,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Service runs the pipeline's handlers on its ports.
-type Service struct {
-	ports Ports
-	opts  Options
-	recs  *records.Store
-	log   *slog.Logger
+// core is what the stages of one process share: the data model, the
+// options and the in-process caches of facts fixed at submission. Each stage
+// embeds it by pointer, so stages built together (New) share one core and
+// its caches.
+type core struct {
+	opts Options
+	recs *records.Store
+	log  *slog.Logger
 
 	cacheMu    sync.Mutex
 	runs       map[string]*run.Run      // runs as first read (immutable fields only), by id
@@ -127,21 +129,38 @@ type Service struct {
 // maxCached bounds each in-process cache; a full cache is emptied.
 const maxCached = 4096
 
+func newCore(tbl store.Table, opts Options) *core {
+	opts = opts.withDefaults()
+	return &core{
+		opts: opts, recs: records.New(tbl), log: opts.Logger,
+		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]metricsMark{},
+	}
+}
+
+// Service is every stage on one set of ports sharing one core: the shape of
+// `gauntlet local`, which runs the whole pipeline in one process. A cloud
+// function builds only its own stage (NewGrader and its siblings).
+type Service struct {
+	*core
+	ports Ports
+	*Grader
+}
+
 // New returns a Service on the ports. Every port must be set.
 func New(p Ports, opts Options) (*Service, error) {
 	if p.Table == nil || p.Plan == nil || p.Slots == nil || p.Completions == nil || p.Results == nil ||
 		p.Blobs == nil || p.Secrets == nil || p.Sandboxes == nil {
 		return nil, errors.New("pipeline: every port (table, plan/slots/completions/results queues, blobs, secrets, sandboxes) is required")
 	}
-	opts = opts.withDefaults()
+	c := newCore(p.Table, opts)
 	return &Service{
-		ports: p, opts: opts, recs: records.New(p.Table), log: opts.Logger,
-		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]metricsMark{},
+		core: c, ports: p,
+		Grader: &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
 	}, nil
 }
 
-// Records returns the data model the service writes (for read paths such as
+// Records returns the data model the stages write (for read paths such as
 // the API).
-func (s *Service) Records() *records.Store { return s.recs }
+func (s *core) Records() *records.Store { return s.recs }
 
-func (s *Service) now() time.Time { return s.opts.Now().UTC() }
+func (s *core) now() time.Time { return s.opts.Now().UTC() }

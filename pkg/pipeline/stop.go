@@ -206,7 +206,7 @@ func (s *Service) cancelSlots(ctx context.Context, slots []run.Slot) error {
 	return nil
 }
 
-func (s *Service) cancelledResult(slot run.Slot) run.Result {
+func (s *core) cancelledResult(slot run.Slot) run.Result {
 	return run.Result{RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent,
 		Task: slot.Task, Attempt: slot.Attempt, Outcome: run.Cancelled, Message: "the run was stopped", RecordedAt: s.now()}
 }

@@ -199,7 +199,7 @@ func (s *Service) deadline(ctx context.Context, r run.Run, sl run.Slot, start ti
 
 // lifetime is a sandbox's allowed lifetime: (agent + verifier timeout) ×
 // multiplier + grace, or MaxSandboxLifetime when the task sets no agent timeout.
-func (s *Service) lifetime(task *records.Task, mult float64) time.Duration {
+func (s *core) lifetime(task *records.Task, mult float64) time.Duration {
 	if mult <= 0 {
 		mult = 1
 	}

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/queue"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/store"
+)
+
+// The ports as the stages use them: each stage takes the narrowest of these
+// that covers what it calls, so what a stage is built from says what it
+// does.
+
+// Sender is a queue as a stage uses it: stages only send; consuming is the
+// platform's loop (an SQS event source, a local poller).
+type Sender interface {
+	Send(ctx context.Context, msgs ...queue.Outgoing) error
+}
+
+// BlobReader is the blob store as the grader uses it: it reads result.json.
+type BlobReader interface {
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// SecretReader is the secret store as the dispatcher uses it: it reads the
+// values a sandbox is given.
+type SecretReader interface {
+	Get(ctx context.Context, ref secret.Ref) (secret.Value, error)
+}
+
+// SandboxStopper stops sandboxes (a stopping run's drain).
+type SandboxStopper interface {
+	Stop(ctx context.Context, id string) error
+}
+
+// SandboxLister lists a run's live sandboxes (the restart reconcile).
+type SandboxLister interface {
+	List(ctx context.Context, runID string) ([]sandbox.Handle, error)
+}
+
+// SandboxWatcher lists and stops sandboxes (the watchdog).
+type SandboxWatcher interface {
+	SandboxLister
+	SandboxStopper
+}
+
+// SandboxLauncher launches sandboxes and stops one launched for a slot
+// stopped meanwhile (the dispatcher).
+type SandboxLauncher interface {
+	Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle, error)
+	SandboxStopper
+}
+
+// GraderPorts are what the grader is built from.
+type GraderPorts struct {
+	Table store.Table
+	// Results carries the graded ResultMessage bodies.
+	Results Sender
+	// Blobs holds each attempt's result.json.
+	Blobs BlobReader
+}
+
+// Grader grades sandbox completions (Grade, HandleCompletion).
+type Grader struct {
+	*core
+	ports GraderPorts
+}
+
+// NewGrader returns the grade stage on its ports; every port must be set.
+func NewGrader(p GraderPorts, opts Options) (*Grader, error) {
+	if err := required("grader", port{"Table", p.Table == nil}, port{"Results", p.Results == nil}, port{"Blobs", p.Blobs == nil}); err != nil {
+		return nil, err
+	}
+	return &Grader{core: newCore(p.Table, opts), ports: p}, nil
+}
+
+// port is one port of a stage for required: its name and whether it is
+// missing.
+type port struct {
+	name    string
+	missing bool
+}
+
+// required reports the missing ports of a stage in one error.
+func required(stage string, ports ...port) error {
+	var missing []string
+	for _, p := range ports {
+		if p.missing {
+			missing = append(missing, p.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("pipeline: the %s needs port %s: %w", stage, strings.Join(missing, ", "), errMissingPort)
+	}
+	return nil
+}
+
+// errMissingPort marks a stage built without a port it uses.
+var errMissingPort = errors.New("not set")
