@@ -144,6 +144,7 @@ type Service struct {
 	*core
 	ports Ports
 	*Grader
+	*Recomputer
 }
 
 // New returns a Service on the ports. Every port must be set.
@@ -155,7 +156,8 @@ func New(p Ports, opts Options) (*Service, error) {
 	c := newCore(p.Table, opts)
 	return &Service{
 		core: c, ports: p,
-		Grader: &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
+		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
+		Recomputer: &Recomputer{core: c},
 	}, nil
 }
 

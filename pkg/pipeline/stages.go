@@ -80,6 +80,26 @@ func NewGrader(p GraderPorts, opts Options) (*Grader, error) {
 	return &Grader{core: newCore(p.Table, opts), ports: p}, nil
 }
 
+// RecomputerPorts are what the recompute is built from.
+type RecomputerPorts struct {
+	Table store.Table
+}
+
+// Recomputer recomputes run metrics and leaderboards from the table's
+// changes (Recompute, RecomputeRun, RecomputeLeaderboard).
+type Recomputer struct {
+	*core // reads and writes the table through core.recs only
+}
+
+// NewRecomputer returns the recompute stage on its ports; every port must
+// be set.
+func NewRecomputer(p RecomputerPorts, opts Options) (*Recomputer, error) {
+	if err := required("recompute", port{"Table", p.Table == nil}); err != nil {
+		return nil, err
+	}
+	return &Recomputer{core: newCore(p.Table, opts)}, nil
+}
+
 // port is one port of a stage for required: its name and whether it is
 // missing.
 type port struct {
