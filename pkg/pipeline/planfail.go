@@ -176,7 +176,7 @@ func (s *Service) retryPlanning(ctx context.Context, r run.Run, now time.Time) e
 	}
 	s.appendLog(ctx, r.ID, "", records.LevelWarn, "planned",
 		fmt.Sprintf("planning did not complete in time; planning again (attempt %d of %d)", attempts+1, run.MaxPlanAttempts))
-	return s.sendPlan(ctx, r.ID)
+	return sendPlan(ctx, s.ports.Plan, r.ID)
 }
 
 // failPlanning ends a run whose planning failed: failed with the reason

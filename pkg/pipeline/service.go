@@ -143,6 +143,7 @@ func newCore(tbl store.Table, opts Options) *core {
 type Service struct {
 	*core
 	ports Ports
+	*Submitter
 	*Grader
 	*Recomputer
 }
@@ -156,6 +157,7 @@ func New(p Ports, opts Options) (*Service, error) {
 	c := newCore(p.Table, opts)
 	return &Service{
 		core: c, ports: p,
+		Submitter:  &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
 		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
 		Recomputer: &Recomputer{core: c},
 	}, nil

@@ -80,6 +80,29 @@ func NewGrader(p GraderPorts, opts Options) (*Grader, error) {
 	return &Grader{core: newCore(p.Table, opts), ports: p}, nil
 }
 
+// SubmitterPorts are what submission is built from.
+type SubmitterPorts struct {
+	Table store.Table
+	// Plan carries the PlanMessage of each accepted run.
+	Plan Sender
+}
+
+// Submitter accepts runs and environment checks (Validate, Submit,
+// StartCheck, Check).
+type Submitter struct {
+	*core
+	ports SubmitterPorts
+}
+
+// NewSubmitter returns the submit stage on its ports; every port must be
+// set.
+func NewSubmitter(p SubmitterPorts, opts Options) (*Submitter, error) {
+	if err := required("submitter", port{"Table", p.Table == nil}, port{"Plan", p.Plan == nil}); err != nil {
+		return nil, err
+	}
+	return &Submitter{core: newCore(p.Table, opts), ports: p}, nil
+}
+
 // RecomputerPorts are what the recompute is built from.
 type RecomputerPorts struct {
 	Table store.Table

@@ -59,7 +59,7 @@ func (s *Service) Stop(ctx context.Context, runID, by string) (run.Run, error) {
 		return r, nil
 	}
 	s.appendLog(ctx, r.ID, "", records.LevelInfo, "stop", r.Reason)
-	if err := s.sendPlan(ctx, r.ID); err != nil {
+	if err := sendPlan(ctx, s.ports.Plan, r.ID); err != nil {
 		// The run is stopping; the watchdog drains it on its next tick.
 		s.log.ErrorContext(ctx, "send drain message of a stopping run", "run_id", r.ID, "err", err)
 	}
@@ -103,7 +103,7 @@ func (s *Service) drain(ctx context.Context, runID string, continueLater bool) e
 		if !continueLater {
 			return nil
 		}
-		if err := s.sendPlan(ctx, r.ID); err != nil {
+		if err := sendPlan(ctx, s.ports.Plan, r.ID); err != nil {
 			return fmt.Errorf("drain stopping run %s: continue: %w", r.ID, err)
 		}
 		return nil
