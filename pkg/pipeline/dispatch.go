@@ -57,7 +57,7 @@ func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
 			}
 			return nil // a launching slot of a stopping run is settled by the stop path and the watchdog
 		case r.Status == run.Pending:
-			return s.resendSlot(ctx, m, s.opts.GateDelay)
+			return resendSlot(ctx, s.ports.Slots, m, s.opts.GateDelay)
 		}
 		if slot.Status == run.SlotQueued {
 			acquired, changed, err := s.acquire(ctx, r, &slot)
@@ -114,7 +114,7 @@ func (s *Service) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acqui
 func (s *Service) defer_(ctx context.Context, m SlotMessage, slot run.Slot) error {
 	next := m
 	next.Deferrals = m.Deferrals + 1
-	if err := s.resendSlot(ctx, next, s.gateDelay(m.Deferrals)); err != nil {
+	if err := resendSlot(ctx, s.ports.Slots, next, s.gateDelay(m.Deferrals)); err != nil {
 		return err
 	}
 	_, err := s.recs.UpdateSlot(ctx, slot.RunID, slot.ID, func(cur *run.Slot) error {
@@ -144,12 +144,13 @@ func (s *Service) gateDelay(n int) time.Duration {
 	return d
 }
 
-func (s *Service) resendSlot(ctx context.Context, m SlotMessage, delay time.Duration) error {
+// resendSlot sends a slot message to the slots queue after delay.
+func resendSlot(ctx context.Context, slots Sender, m SlotMessage, delay time.Duration) error {
 	body, err := encodeMessage(m)
 	if err != nil {
 		return err
 	}
-	if err := s.ports.Slots.Send(ctx, outgoing(body, delay)); err != nil {
+	if err := slots.Send(ctx, outgoing(body, delay)); err != nil {
 		return fmt.Errorf("re-send slot %s/%s: %w", m.RunID, m.SlotID, err)
 	}
 	return nil

@@ -144,7 +144,10 @@ type Service struct {
 	*core
 	ports Ports
 	*Submitter
+	*Planner
+	*Stopper
 	*Grader
+	*Ingester
 	*Recomputer
 }
 
@@ -158,6 +161,9 @@ func New(p Ports, opts Options) (*Service, error) {
 	return &Service{
 		core: c, ports: p,
 		Submitter:  &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
+		Planner:    newPlanner(c, PlannerPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Sandboxes: p.Sandboxes}),
+		Stopper:    &Stopper{core: c, ports: StopperPorts{Table: p.Table, Plan: p.Plan}},
+		Ingester:   &Ingester{core: c, ports: IngesterPorts{Table: p.Table, Slots: p.Slots}},
 		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
 		Recomputer: &Recomputer{core: c},
 	}, nil

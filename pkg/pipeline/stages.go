@@ -103,6 +103,94 @@ func NewSubmitter(p SubmitterPorts, opts Options) (*Submitter, error) {
 	return &Submitter{core: newCore(p.Table, opts), ports: p}, nil
 }
 
+// PlannerPorts are what the planner is built from.
+type PlannerPorts struct {
+	Table store.Table
+	// Plan carries the continuation of a stopping run's drain.
+	Plan Sender
+	// Slots carries the SlotMessage of each planned slot.
+	Slots Sender
+	// Sandboxes stops the sandboxes of a stopping run.
+	Sandboxes SandboxStopper
+}
+
+// Planner fans runs out into slots and drains stopping runs (Plan,
+// HandlePlan).
+type Planner struct {
+	*core
+	ports PlannerPorts
+	*drainer
+}
+
+// NewPlanner returns the plan stage on its ports; every port must be set.
+func NewPlanner(p PlannerPorts, opts Options) (*Planner, error) {
+	if err := required("planner", port{"Table", p.Table == nil}, port{"Plan", p.Plan == nil}, port{"Slots", p.Slots == nil},
+		port{"Sandboxes", p.Sandboxes == nil}); err != nil {
+		return nil, err
+	}
+	return newPlanner(newCore(p.Table, opts), p), nil
+}
+
+func newPlanner(c *core, p PlannerPorts) *Planner {
+	return &Planner{core: c, ports: p, drainer: &drainer{core: c, ports: drainPorts{Plan: p.Plan, Sandboxes: p.Sandboxes}}}
+}
+
+// drainPorts are what the drain of a stopping run uses.
+type drainPorts struct {
+	Plan      Sender
+	Sandboxes SandboxStopper
+}
+
+// drainer carries out the stop of a run (see drain); the planner and the
+// watchdog drain.
+type drainer struct {
+	*core
+	ports drainPorts
+}
+
+// StopperPorts are what stop requests are built from.
+type StopperPorts struct {
+	Table store.Table
+	// Plan carries the drain message of a run asked to stop.
+	Plan Sender
+}
+
+// Stopper moves runs to stopping (Stop); the planner and the watchdog
+// drain them.
+type Stopper struct {
+	*core
+	ports StopperPorts
+}
+
+// NewStopper returns the stop stage on its ports; every port must be set.
+func NewStopper(p StopperPorts, opts Options) (*Stopper, error) {
+	if err := required("stopper", port{"Table", p.Table == nil}, port{"Plan", p.Plan == nil}); err != nil {
+		return nil, err
+	}
+	return &Stopper{core: newCore(p.Table, opts), ports: p}, nil
+}
+
+// IngesterPorts are what the ingester is built from.
+type IngesterPorts struct {
+	Table store.Table
+	// Slots carries retries and the wake-up of a slot waiting for a gate.
+	Slots Sender
+}
+
+// Ingester records graded results (Ingest, HandleResult).
+type Ingester struct {
+	*core
+	ports IngesterPorts
+}
+
+// NewIngester returns the ingest stage on its ports; every port must be set.
+func NewIngester(p IngesterPorts, opts Options) (*Ingester, error) {
+	if err := required("ingester", port{"Table", p.Table == nil}, port{"Slots", p.Slots == nil}); err != nil {
+		return nil, err
+	}
+	return &Ingester{core: newCore(p.Table, opts), ports: p}, nil
+}
+
 // RecomputerPorts are what the recompute is built from.
 type RecomputerPorts struct {
 	Table store.Table

@@ -161,7 +161,7 @@ func (s *Service) requeue(ctx context.Context, sl run.Slot) error {
 	if err != nil {
 		return fmt.Errorf("re-queue %s/%s: %w", sl.RunID, sl.ID, err)
 	}
-	return s.resendSlot(ctx, SlotMessage{SchemaVersion: SchemaVersion, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
+	return resendSlot(ctx, s.ports.Slots, SlotMessage{SchemaVersion: SchemaVersion, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
 }
 
 // watchMissing handles a running slot whose sandbox the driver does not list:
