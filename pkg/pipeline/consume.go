@@ -17,7 +17,7 @@ func (s *Planner) HandlePlan(ctx context.Context, body []byte) error {
 }
 
 // HandleSlot handles a slots queue message.
-func (s *Service) HandleSlot(ctx context.Context, body []byte) error {
+func (s *Dispatcher) HandleSlot(ctx context.Context, body []byte) error {
 	m, err := DecodeSlot(body)
 	if err != nil {
 		return err

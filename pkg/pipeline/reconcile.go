@@ -94,7 +94,7 @@ func (s *Service) reconcileRun(ctx context.Context, id string, now time.Time, do
 func (s *Service) declareLost(ctx context.Context, sl run.Slot, now time.Time) error {
 	s.appendLog(ctx, sl.RunID, sl.ID, records.LevelWarn, "reconcile",
 		fmt.Sprintf("sandbox %s of slot %s ended with the previous platform process; running the slot again", sl.SandboxID, sl.ID))
-	return s.sendCompletion(ctx, sandbox.Completion{
+	return sendCompletion(ctx, s.ports.Completions, sandbox.Completion{
 		SandboxID: sl.SandboxID, LaunchID: sl.LaunchID, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation,
 		Reason: sandbox.Lost, Message: fmt.Sprintf("sandbox %s ended with the platform process that started it (restart reconcile)", sl.SandboxID),
 		StartedAt: sl.LaunchedAt, StoppedAt: now,

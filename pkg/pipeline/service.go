@@ -146,6 +146,7 @@ type Service struct {
 	*Submitter
 	*Planner
 	*Stopper
+	*Dispatcher
 	*Grader
 	*Ingester
 	*Recomputer
@@ -160,10 +161,12 @@ func New(p Ports, opts Options) (*Service, error) {
 	c := newCore(p.Table, opts)
 	return &Service{
 		core: c, ports: p,
-		Submitter:  &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
-		Planner:    newPlanner(c, PlannerPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Sandboxes: p.Sandboxes}),
-		Stopper:    &Stopper{core: c, ports: StopperPorts{Table: p.Table, Plan: p.Plan}},
-		Ingester:   &Ingester{core: c, ports: IngesterPorts{Table: p.Table, Slots: p.Slots}},
+		Submitter: &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
+		Planner:   newPlanner(c, PlannerPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Sandboxes: p.Sandboxes}),
+		Stopper:   &Stopper{core: c, ports: StopperPorts{Table: p.Table, Plan: p.Plan}},
+		Ingester:  &Ingester{core: c, ports: IngesterPorts{Table: p.Table, Slots: p.Slots}},
+		Dispatcher: &Dispatcher{core: c, ports: DispatcherPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Results: p.Results,
+			Secrets: p.Secrets, Sandboxes: p.Sandboxes}},
 		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
 		Recomputer: &Recomputer{core: c},
 	}, nil

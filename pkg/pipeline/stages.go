@@ -170,6 +170,39 @@ func NewStopper(p StopperPorts, opts Options) (*Stopper, error) {
 	return &Stopper{core: newCore(p.Table, opts), ports: p}, nil
 }
 
+// DispatcherPorts are what the dispatcher is built from.
+type DispatcherPorts struct {
+	Table store.Table
+	// Slots carries the slot messages put off by a full concurrency gate.
+	Slots Sender
+	// Completions carries the completion of a sandbox that failed to start.
+	Completions Sender
+	// Results carries the result of a slot whose sandbox cannot be
+	// prepared (a deleted secret record, a missing task).
+	Results Sender
+	// Secrets holds the secret values a sandbox is given.
+	Secrets SecretReader
+	// Sandboxes launches the slots' sandboxes.
+	Sandboxes SandboxLauncher
+}
+
+// Dispatcher launches slots behind the concurrency gates (Dispatch,
+// HandleSlot).
+type Dispatcher struct {
+	*core
+	ports DispatcherPorts
+}
+
+// NewDispatcher returns the dispatch stage on its ports; every port must be
+// set.
+func NewDispatcher(p DispatcherPorts, opts Options) (*Dispatcher, error) {
+	if err := required("dispatcher", port{"Table", p.Table == nil}, port{"Slots", p.Slots == nil}, port{"Completions", p.Completions == nil},
+		port{"Results", p.Results == nil}, port{"Secrets", p.Secrets == nil}, port{"Sandboxes", p.Sandboxes == nil}); err != nil {
+		return nil, err
+	}
+	return &Dispatcher{core: newCore(p.Table, opts), ports: p}, nil
+}
+
 // IngesterPorts are what the ingester is built from.
 type IngesterPorts struct {
 	Table store.Table

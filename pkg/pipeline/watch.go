@@ -181,7 +181,7 @@ func (s *Service) watchMissing(ctx context.Context, sl run.Slot, now time.Time) 
 		return nil
 	}
 	s.appendLog(ctx, sl.RunID, sl.ID, records.LevelWarn, "watchdog", fmt.Sprintf("sandbox %s of slot %s is gone; declaring it lost", sl.SandboxID, sl.ID))
-	return s.sendCompletion(ctx, sandbox.Completion{
+	return sendCompletion(ctx, s.ports.Completions, sandbox.Completion{
 		SandboxID: sl.SandboxID, LaunchID: sl.LaunchID, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation,
 		Reason: sandbox.Lost, Message: fmt.Sprintf("the sandbox driver has not listed sandbox %s since %s", sl.SandboxID, sl.MissingSince.Format(time.RFC3339)),
 		StartedAt: sl.LaunchedAt, StoppedAt: now,
