@@ -147,7 +147,7 @@ func (s *Planner) planFailed(ctx context.Context, runID string, cause error) err
 // completed LaunchTimeout after it was accepted (or last retried) gets its
 // plan message again, counted as an attempt; after run.MaxPlanAttempts the
 // run fails.
-func (s *Service) retryPlanning(ctx context.Context, r run.Run, now time.Time) error {
+func (s *Watchdog) retryPlanning(ctx context.Context, r run.Run, now time.Time) error {
 	since := r.CreatedAt
 	if r.Status == run.Queued {
 		since = r.QueuedAt

@@ -76,7 +76,7 @@ func (s *Service) reconcileRun(ctx context.Context, id string, now time.Time, do
 				}
 				done.Lost++
 			case run.SlotLaunching:
-				if err := s.requeue(ctx, sl); err != nil {
+				if err := s.requeue(ctx, s.ports.Slots, sl); err != nil {
 					return err
 				}
 				done.Requeued++

@@ -150,6 +150,7 @@ type Service struct {
 	*Grader
 	*Ingester
 	*Recomputer
+	*Watchdog
 }
 
 // New returns a Service on the ports. Every port must be set.
@@ -169,6 +170,7 @@ func New(p Ports, opts Options) (*Service, error) {
 			Secrets: p.Secrets, Sandboxes: p.Sandboxes}},
 		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
 		Recomputer: &Recomputer{core: c},
+		Watchdog:   newWatchdog(c, WatchdogPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Completions: p.Completions, Sandboxes: p.Sandboxes}),
 	}, nil
 }
 

@@ -170,6 +170,41 @@ func NewStopper(p StopperPorts, opts Options) (*Stopper, error) {
 	return &Stopper{core: newCore(p.Table, opts), ports: p}, nil
 }
 
+// WatchdogPorts are what the watchdog is built from.
+type WatchdogPorts struct {
+	Table store.Table
+	// Plan carries the re-sent plan message of a run whose planning
+	// stalled.
+	Plan Sender
+	// Slots carries the re-sent message of a slot stuck launching.
+	Slots Sender
+	// Completions carries the completion of a lost sandbox.
+	Completions Sender
+	// Sandboxes lists live sandboxes and stops overdue ones and those of
+	// stopping runs.
+	Sandboxes SandboxWatcher
+}
+
+// Watchdog is the scheduled sweep of active runs (Watch).
+type Watchdog struct {
+	*core
+	ports WatchdogPorts
+	*drainer
+}
+
+// NewWatchdog returns the watchdog on its ports; every port must be set.
+func NewWatchdog(p WatchdogPorts, opts Options) (*Watchdog, error) {
+	if err := required("watchdog", port{"Table", p.Table == nil}, port{"Plan", p.Plan == nil}, port{"Slots", p.Slots == nil},
+		port{"Completions", p.Completions == nil}, port{"Sandboxes", p.Sandboxes == nil}); err != nil {
+		return nil, err
+	}
+	return newWatchdog(newCore(p.Table, opts), p), nil
+}
+
+func newWatchdog(c *core, p WatchdogPorts) *Watchdog {
+	return &Watchdog{core: c, ports: p, drainer: &drainer{core: c, ports: drainPorts{Plan: p.Plan, Sandboxes: p.Sandboxes}}}
+}
+
 // DispatcherPorts are what the dispatcher is built from.
 type DispatcherPorts struct {
 	Table store.Table
