@@ -1,9 +1,14 @@
-// Package pipeline holds the execution handlers of gauntlet.
+// Package pipeline holds gauntlet's execution stages, one type per stage.
 //
-// It holds the execution handlers of gauntlet — Submit, Plan,
-// Dispatch, Grade, Ingest, Recompute, Stop and Watch — as plain methods of a
-// Service built from ports. The cloud Lambdas and the local loops call the
-// same methods; only the adapters behind the ports differ.
+// Each stage — Submitter, Planner, Stopper, Dispatcher, Grader, Ingester,
+// Recomputer, Watchdog and Reconciler — is built by its constructor
+// (NewGrader and its siblings) from a struct of exactly the ports it uses,
+// typed as the narrow interfaces of this package (a Sender, a BlobReader, a
+// SandboxLauncher…), so a cloud function constructs only its own stage and
+// cannot call a port it was not given. Service puts every stage on one set
+// of Ports, sharing one core and its caches, for `gauntlet local` and the
+// tests. The cloud Lambdas and the local loops call the same methods; only
+// the adapters behind the ports differ.
 //
 // Every handler tolerates at-least-once, out-of-order delivery: state
 // changes are conditional writes keyed by run, slot and generation, launch
@@ -142,7 +147,6 @@ func newCore(tbl store.Table, opts Options) *core {
 // function builds only its own stage (NewGrader and its siblings).
 type Service struct {
 	*core
-	ports Ports
 	*Submitter
 	*Planner
 	*Stopper
@@ -151,6 +155,7 @@ type Service struct {
 	*Ingester
 	*Recomputer
 	*Watchdog
+	*Reconciler
 }
 
 // New returns a Service on the ports. Every port must be set.
@@ -161,16 +166,16 @@ func New(p Ports, opts Options) (*Service, error) {
 	}
 	c := newCore(p.Table, opts)
 	return &Service{
-		core: c, ports: p,
-		Submitter: &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
-		Planner:   newPlanner(c, PlannerPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Sandboxes: p.Sandboxes}),
-		Stopper:   &Stopper{core: c, ports: StopperPorts{Table: p.Table, Plan: p.Plan}},
-		Ingester:  &Ingester{core: c, ports: IngesterPorts{Table: p.Table, Slots: p.Slots}},
-		Dispatcher: &Dispatcher{core: c, ports: DispatcherPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Results: p.Results,
-			Secrets: p.Secrets, Sandboxes: p.Sandboxes}},
+		core:       c,
+		Submitter:  &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
+		Planner:    newPlanner(c, PlannerPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Sandboxes: p.Sandboxes}),
+		Stopper:    &Stopper{core: c, ports: StopperPorts{Table: p.Table, Plan: p.Plan}},
+		Dispatcher: &Dispatcher{core: c, ports: DispatcherPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Results: p.Results, Secrets: p.Secrets, Sandboxes: p.Sandboxes}},
 		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
+		Ingester:   &Ingester{core: c, ports: IngesterPorts{Table: p.Table, Slots: p.Slots}},
 		Recomputer: &Recomputer{core: c},
 		Watchdog:   newWatchdog(c, WatchdogPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Completions: p.Completions, Sandboxes: p.Sandboxes}),
+		Reconciler: &Reconciler{core: c, ports: ReconcilerPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Sandboxes: p.Sandboxes}},
 	}, nil
 }
 

@@ -205,6 +205,35 @@ func newWatchdog(c *core, p WatchdogPorts) *Watchdog {
 	return &Watchdog{core: c, ports: p, drainer: &drainer{core: c, ports: drainPorts{Plan: p.Plan, Sandboxes: p.Sandboxes}}}
 }
 
+// ReconcilerPorts are what the restart reconcile is built from.
+type ReconcilerPorts struct {
+	Table store.Table
+	// Slots carries the re-sent message of a slot caught launching.
+	Slots Sender
+	// Completions carries the completion of a sandbox that died with the
+	// previous process.
+	Completions Sender
+	// Sandboxes lists the sandboxes that survived.
+	Sandboxes SandboxLister
+}
+
+// Reconciler settles, at a platform's start, the slots whose sandboxes
+// died with the previous process (Reconcile).
+type Reconciler struct {
+	*core
+	ports ReconcilerPorts
+}
+
+// NewReconciler returns the restart reconcile on its ports; every port must
+// be set.
+func NewReconciler(p ReconcilerPorts, opts Options) (*Reconciler, error) {
+	if err := required("reconciler", port{"Table", p.Table == nil}, port{"Slots", p.Slots == nil},
+		port{"Completions", p.Completions == nil}, port{"Sandboxes", p.Sandboxes == nil}); err != nil {
+		return nil, err
+	}
+	return &Reconciler{core: newCore(p.Table, opts), ports: p}, nil
+}
+
 // DispatcherPorts are what the dispatcher is built from.
 type DispatcherPorts struct {
 	Table store.Table
