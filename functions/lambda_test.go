@@ -26,7 +26,7 @@ func functionEnv(w *world, name string) map[string]string {
 	keep := map[string][]string{
 		"api":          {cloud.EnvPlanQueueURL, cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvJWTIssuer, cloud.EnvJWTAudience, cloud.EnvRegistry},
 		"planner":      {cloud.EnvSlotsQueueURL, cloud.EnvPlanQueueURL},
-		"dispatcher":   {cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvMaxSandboxes, cloud.EnvSandboxKMSKey},
+		"dispatcher":   {cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL, cloud.EnvResultsQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvMaxSandboxes, cloud.EnvSandboxKMSKey},
 		"grader":       {cloud.EnvResultsQueueURL, cloud.EnvBucket},
 		"ingester":     {cloud.EnvSlotsQueueURL},
 		"leaderboard":  {},
@@ -35,7 +35,7 @@ func functionEnv(w *world, name string) map[string]string {
 	}[name]
 	sandboxVars := []string{cloud.EnvCluster, cloud.EnvSubnets, cloud.EnvSecurityGroups, cloud.EnvSandboxTaskRoleARN,
 		cloud.EnvSandboxExecutionRole, cloud.EnvSandboxLogGroup, cloud.EnvRunnerImage, cloud.EnvSandboxDefaultImage}
-	if name == "api" || name == "planner" || name == "dispatcher" || name == "watchdog" {
+	if name == "planner" || name == "dispatcher" || name == "watchdog" {
 		keep = append(keep, sandboxVars...)
 	}
 	keep = append(keep, cloud.EnvStage, cloud.EnvTable, cloud.EnvLogLevel)

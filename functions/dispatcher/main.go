@@ -1,6 +1,6 @@
 // Command dispatcher is the gauntlet Lambda function that consumes the slots queue:
 // each message launches one slot's sandbox on ECS Fargate behind the
-// concurrency gates (pipeline.Service.Dispatch).
+// concurrency gates (pipeline.Dispatcher.Dispatch).
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 
 func main() {
 	logger := cloud.Logger(os.Stdout, os.Getenv)
-	svc, err := cloud.StartPipeline(context.Background(), cloud.Dispatcher, logger)
+	svc, err := cloud.StartDispatcher(context.Background(), logger)
 	if err != nil {
 		logger.Error("dispatcher: cold start failed", "err", err)
 		os.Exit(1)

@@ -1,7 +1,7 @@
 // Command grader is the gauntlet Lambda function that consumes the completions queue:
 // each message (an EventBridge ECS Task State Change event, or a completion
 // the dispatcher or watchdog sent) is graded into an attempt result
-// (pipeline.Service.Grade).
+// (pipeline.Grader.Grade).
 package main
 
 import (
@@ -16,7 +16,7 @@ import (
 
 func main() {
 	logger := cloud.Logger(os.Stdout, os.Getenv)
-	svc, err := cloud.StartPipeline(context.Background(), cloud.Grader, logger)
+	svc, err := cloud.StartGrader(context.Background(), logger)
 	if err != nil {
 		logger.Error("grader: cold start failed", "err", err)
 		os.Exit(1)

@@ -1,5 +1,5 @@
 // Command ingester is the gauntlet Lambda function that consumes the results queue:
-// each message records one graded attempt result (pipeline.Service.Ingest).
+// each message records one graded attempt result (pipeline.Ingester.Ingest).
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 
 func main() {
 	logger := cloud.Logger(os.Stdout, os.Getenv)
-	svc, err := cloud.StartPipeline(context.Background(), cloud.Ingester, logger)
+	svc, err := cloud.StartIngester(context.Background(), logger)
 	if err != nil {
 		logger.Error("ingester: cold start failed", "err", err)
 		os.Exit(1)

@@ -1,6 +1,6 @@
 // Command leaderboard is the gauntlet Lambda function on the table's
 // DynamoDB stream: it recomputes run metrics and benchmark leaderboards from
-// the changed items (pipeline.Service.Recompute).
+// the changed items (pipeline.Recomputer.Recompute).
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 
 func main() {
 	logger := cloud.Logger(os.Stdout, os.Getenv)
-	svc, err := cloud.StartPipeline(context.Background(), cloud.Leaderboard, logger)
+	svc, err := cloud.StartRecomputer(context.Background(), logger)
 	if err != nil {
 		logger.Error("leaderboard: cold start failed", "err", err)
 		os.Exit(1)

@@ -1,5 +1,5 @@
 // Command planner is the gauntlet Lambda function that consumes the plan queue:
-// each message fans a run out into slots (pipeline.Service.Plan).
+// each message fans a run out into slots (pipeline.Planner.Plan).
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 
 func main() {
 	logger := cloud.Logger(os.Stdout, os.Getenv)
-	svc, err := cloud.StartPipeline(context.Background(), cloud.Planner, logger)
+	svc, err := cloud.StartPlanner(context.Background(), logger)
 	if err != nil {
 		logger.Error("planner: cold start failed", "err", err)
 		os.Exit(1)

@@ -1,7 +1,7 @@
 // Command watchdog is the gauntlet Lambda function EventBridge Scheduler
 // invokes every minute: it stops sandboxes past their deadline, re-queues
 // slots stuck launching and re-sends lost plan messages
-// (pipeline.Service.Watch).
+// (pipeline.Watchdog.Watch).
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 
 func main() {
 	logger := cloud.Logger(os.Stdout, os.Getenv)
-	svc, err := cloud.StartPipeline(context.Background(), cloud.Watchdog, logger)
+	svc, err := cloud.StartWatchdog(context.Background(), logger)
 	if err != nil {
 		logger.Error("watchdog: cold start failed", "err", err)
 		os.Exit(1)

@@ -31,7 +31,7 @@ import (
 
 // Runs is the part of the run pipeline the API drives.
 type Runs interface {
-	// Submit accepts a run (see pipeline.Service.Submit).
+	// Submit accepts a run (see pipeline.Submitter.Submit).
 	Submit(ctx context.Context, req pipeline.SubmitRequest) (pipeline.SubmitResult, error)
 	// Validate checks a submission without writing anything.
 	Validate(ctx context.Context, req pipeline.SubmitRequest) (pipeline.Validation, error)

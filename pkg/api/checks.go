@@ -13,7 +13,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
-// Checks runs environment checks (see pipeline.Service.StartCheck).
+// Checks runs environment checks (see pipeline.Submitter.StartCheck).
 type Checks interface {
 	// StartCheck starts (or returns) the check of the benchmark's ready
 	// manifest version on behalf of the user.

@@ -154,16 +154,19 @@ func (f Function) Asynchronous() bool { return f.Trigger == Schedule || f.Schedu
 // Reads reports whether f reads setting s.
 func (f Function) Reads(s Setting) bool { return slices.Contains(f.Settings, s) }
 
-// The functions. The ports of each are read from its handlers in
-// pkg/pipeline: Stop and a stopping run's drain stop sandboxes (api,
-// planner, watchdog); Ingest sends retries to the slots queue; Watch
-// re-sends plan and slot messages and sends lost-sandbox completions.
+// The functions. The pipeline ports of each are those of the stage it
+// builds (the fields of pipeline.GraderPorts and its siblings; the API
+// builds the Submitter and the Stopper), which TestStagePortsMatchTable in
+// pkg/awsx/cloud checks both ways; the rest are the API's own (sync queue,
+// secret values it stores, downloads), the sync's, or the ECS driver's the
+// dispatcher launches through (task files, sealed launch secrets and their
+// data key).
 var (
 	APIFunction = Function{
 		Name: "api", Handler: "api.Handler", Trigger: API,
 		Description: "HTTP API (API Gateway payload v2)",
 		Uses: []Use{{Port: Table, Access: ReadWrite}, {Port: PlanQueue, Access: Write}, {Port: SyncQueue, Access: Write},
-			{Port: Secrets, Access: Write}, {Port: Sandboxes, Access: Read},
+			{Port: Secrets, Access: Write},
 			{Port: Blobs, Access: Read, Prefixes: []string{blob.RunsPrefix, blob.DownloadsPrefix}},
 			{Port: Blobs, Access: Write, Prefixes: []string{blob.DownloadsPrefix}}},
 		Settings: []Setting{JWT, Registry, ConsoleOrigin},
@@ -184,6 +187,7 @@ var (
 		Uses: []Use{{Port: Table, Access: ReadWrite},
 			{Port: SlotsQueue, Access: Write},       // re-queue with a delay
 			{Port: CompletionsQueue, Access: Write}, // a sandbox that failed to start
+			{Port: ResultsQueue, Access: Write},     // a slot whose sandbox cannot be prepared (a deleted secret, a missing task)
 			{Port: Secrets, Access: Read}, {Port: SandboxKey, Access: Write}, {Port: Sandboxes, Access: Write},
 			{Port: Blobs, Access: Write, Prefixes: []string{blob.RunsPrefix, blob.LaunchesPrefix}},
 			{Port: Blobs, Access: Read, Prefixes: []string{blob.RunsPrefix, blob.TasksPrefix, blob.LaunchesPrefix}}},

@@ -40,7 +40,7 @@ harness = %q
 // already started (or done) is returned as it is, and the run is submitted
 // with an idempotency key derived from the version, so a retried request
 // never starts a second run.
-func (s *Service) StartCheck(ctx context.Context, ws, user, ref string) (records.EnvCheck, error) {
+func (s *Submitter) StartCheck(ctx context.Context, ws, user, ref string) (records.EnvCheck, error) {
 	b, m, problem, err := s.readyBenchmark(ctx, ws, ref)
 	if err != nil {
 		return records.EnvCheck{}, err
@@ -76,7 +76,7 @@ func (s *Service) StartCheck(ctx context.Context, ws, user, ref string) (records
 // Check returns the environment check of a manifest version, first
 // recording its verdicts when its run has ended since; ErrNotFound when no
 // check was started.
-func (s *Service) Check(ctx context.Context, ws, key, version string) (records.EnvCheck, error) {
+func (s *Submitter) Check(ctx context.Context, ws, key, version string) (records.EnvCheck, error) {
 	c, err := s.recs.EnvCheck(ctx, ws, key, version)
 	if err != nil {
 		return records.EnvCheck{}, err
@@ -87,7 +87,7 @@ func (s *Service) Check(ctx context.Context, ws, key, version string) (records.E
 // finishCheck turns a running check whose run is terminal into verdicts.
 // Recomputing from the same results gives the same verdicts, so two
 // readers finishing it at once write the same item.
-func (s *Service) finishCheck(ctx context.Context, c records.EnvCheck) (records.EnvCheck, error) {
+func (s *Submitter) finishCheck(ctx context.Context, c records.EnvCheck) (records.EnvCheck, error) {
 	if c.Status != records.CheckRunning {
 		return c, nil
 	}

@@ -8,7 +8,7 @@ import "context"
 // The SQS Lambdas and the local pollers call these.
 
 // HandlePlan handles a plan queue message.
-func (s *Service) HandlePlan(ctx context.Context, body []byte) error {
+func (s *Planner) HandlePlan(ctx context.Context, body []byte) error {
 	m, err := DecodePlan(body)
 	if err != nil {
 		return err
@@ -17,7 +17,7 @@ func (s *Service) HandlePlan(ctx context.Context, body []byte) error {
 }
 
 // HandleSlot handles a slots queue message.
-func (s *Service) HandleSlot(ctx context.Context, body []byte) error {
+func (s *Dispatcher) HandleSlot(ctx context.Context, body []byte) error {
 	m, err := DecodeSlot(body)
 	if err != nil {
 		return err
@@ -26,7 +26,7 @@ func (s *Service) HandleSlot(ctx context.Context, body []byte) error {
 }
 
 // HandleCompletion handles a completions queue message.
-func (s *Service) HandleCompletion(ctx context.Context, body []byte) error {
+func (s *Grader) HandleCompletion(ctx context.Context, body []byte) error {
 	c, err := DecodeCompletion(body)
 	if err != nil {
 		return err
@@ -35,7 +35,7 @@ func (s *Service) HandleCompletion(ctx context.Context, body []byte) error {
 }
 
 // HandleResult handles a results queue message.
-func (s *Service) HandleResult(ctx context.Context, body []byte) error {
+func (s *Ingester) HandleResult(ctx context.Context, body []byte) error {
 	m, err := DecodeResult(body)
 	if err != nil {
 		return err

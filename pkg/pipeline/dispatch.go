@@ -27,7 +27,7 @@ const dispatchAttempts = 8
 // launching adopts the launch (the driver returns the sandbox of the same
 // launch id); one for a running, done or older-generation slot changes
 // nothing. A stopping run launches nothing: its queued slots are cancelled.
-func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
+func (s *Dispatcher) Dispatch(ctx context.Context, m SlotMessage) error {
 	for range dispatchAttempts {
 		slot, err := s.recs.Slot(ctx, m.RunID, m.SlotID)
 		if err != nil {
@@ -57,7 +57,7 @@ func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
 			}
 			return nil // a launching slot of a stopping run is settled by the stop path and the watchdog
 		case r.Status == run.Pending:
-			return s.resendSlot(ctx, m, s.opts.GateDelay)
+			return resendSlot(ctx, s.ports.Slots, m, s.opts.GateDelay)
 		}
 		if slot.Status == run.SlotQueued {
 			acquired, changed, err := s.acquire(ctx, r, &slot)
@@ -78,7 +78,7 @@ func (s *Service) Dispatch(ctx context.Context, m SlotMessage) error {
 // acquire takes a run gate and a global gate unit and records the launch
 // intent, atomically. changed reports that the slot was written by someone
 // else meanwhile; !acquired && !changed means a cap is full.
-func (s *Service) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acquired, changed bool, err error) {
+func (s *Dispatcher) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acquired, changed bool, err error) {
 	next := *slot
 	if err := next.SetStatus(run.SlotLaunching); err != nil {
 		return false, false, err
@@ -111,10 +111,10 @@ func (s *Service) acquire(ctx context.Context, r run.Run, slot *run.Slot) (acqui
 // message (deferral count + 1, growing delay) first and records the count on
 // the slot second, so duplicates of the old message are recognised and
 // dropped, and a crash in between loses nothing.
-func (s *Service) defer_(ctx context.Context, m SlotMessage, slot run.Slot) error {
+func (s *Dispatcher) defer_(ctx context.Context, m SlotMessage, slot run.Slot) error {
 	next := m
 	next.Deferrals = m.Deferrals + 1
-	if err := s.resendSlot(ctx, next, s.gateDelay(m.Deferrals)); err != nil {
+	if err := resendSlot(ctx, s.ports.Slots, next, s.gateDelay(m.Deferrals)); err != nil {
 		return err
 	}
 	_, err := s.recs.UpdateSlot(ctx, slot.RunID, slot.ID, func(cur *run.Slot) error {
@@ -133,7 +133,7 @@ func (s *Service) defer_(ctx context.Context, m SlotMessage, slot run.Slot) erro
 // gateDelay is the wait before the dispatcher looks again at a slot put off
 // n times: GateDelay doubling up to MaxGateDelay. Released gates wake waiting
 // slots sooner (see wakeQueued).
-func (s *Service) gateDelay(n int) time.Duration {
+func (s *Dispatcher) gateDelay(n int) time.Duration {
 	d := s.opts.GateDelay
 	for range min(n, 16) {
 		d *= 2
@@ -144,19 +144,20 @@ func (s *Service) gateDelay(n int) time.Duration {
 	return d
 }
 
-func (s *Service) resendSlot(ctx context.Context, m SlotMessage, delay time.Duration) error {
+// resendSlot sends a slot message to the slots queue after delay.
+func resendSlot(ctx context.Context, slots Sender, m SlotMessage, delay time.Duration) error {
 	body, err := encodeMessage(m)
 	if err != nil {
 		return err
 	}
-	if err := s.ports.Slots.Send(ctx, outgoing(body, delay)); err != nil {
+	if err := slots.Send(ctx, outgoing(body, delay)); err != nil {
 		return fmt.Errorf("re-send slot %s/%s: %w", m.RunID, m.SlotID, err)
 	}
 	return nil
 }
 
 // launch starts (or adopts) the sandbox of a launching slot.
-func (s *Service) launch(ctx context.Context, r run.Run, slot run.Slot) error {
+func (s *Dispatcher) launch(ctx context.Context, r run.Run, slot run.Slot) error {
 	spec, deadline, err := s.buildSpec(ctx, r, slot)
 	if err != nil {
 		switch {
@@ -199,32 +200,34 @@ func (s *Service) launch(ctx context.Context, r run.Run, slot run.Slot) error {
 // something the run names is gone (a deleted secret record, a missing task):
 // an infrastructure error the platform did not cause, so it is retried only
 // within the run's max_retries.
-func (s *Service) unlaunchable(ctx context.Context, slot run.Slot, cause error) error {
+func (s *Dispatcher) unlaunchable(ctx context.Context, slot run.Slot, cause error) error {
 	now := s.now()
 	s.log.WarnContext(ctx, "sandbox cannot be prepared", "run_id", slot.RunID, "slot", slot.ID, "err", cause)
 	res := s.newResult(slot, now, now)
 	res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, "the sandbox could not be prepared: "+cause.Error()
-	return s.sendGraded(ctx, slot, res, false)
+	return s.sendGraded(ctx, s.ports.Results, slot, res, false)
 }
 
 // failedToStart reports a launch the platform could not make (the driver
 // refused it, or reading what the spec needs failed) as a completion, so the
 // grader classifies it: a platform loss, re-run without touching max_retries.
-func (s *Service) failedToStart(ctx context.Context, slot run.Slot, cause error) error {
+func (s *Dispatcher) failedToStart(ctx context.Context, slot run.Slot, cause error) error {
 	now := s.now()
 	s.log.WarnContext(ctx, "sandbox failed to start", "run_id", slot.RunID, "slot", slot.ID, "err", cause)
-	return s.sendCompletion(ctx, sandbox.Completion{
+	return sendCompletion(ctx, s.ports.Completions, sandbox.Completion{
 		LaunchID: slot.LaunchID, RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation,
 		Reason: sandbox.FailedToStart, Message: cause.Error(), StartedAt: now, StoppedAt: now,
 	})
 }
 
-func (s *Service) sendCompletion(ctx context.Context, c sandbox.Completion) error {
+// sendCompletion sends a completion the pipeline itself reports (a sandbox
+// that failed to start or was lost) to the completions queue.
+func sendCompletion(ctx context.Context, completions Sender, c sandbox.Completion) error {
 	body, err := encodeMessage(c)
 	if err != nil {
 		return err
 	}
-	if err := s.ports.Completions.Send(ctx, outgoing(body, 0)); err != nil {
+	if err := completions.Send(ctx, outgoing(body, 0)); err != nil {
 		return fmt.Errorf("send completion of %s/%s: %w", c.RunID, c.SlotID, err)
 	}
 	return nil
@@ -232,7 +235,7 @@ func (s *Service) sendCompletion(ctx context.Context, c sandbox.Completion) erro
 
 // markRunning moves the run and the slot's agent from queued to running on
 // their first launch.
-func (s *Service) markRunning(ctx context.Context, r run.Run, agent int) error {
+func (s *core) markRunning(ctx context.Context, r run.Run, agent int) error {
 	now := s.now()
 	if r.Status == run.Queued {
 		if _, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
@@ -264,7 +267,7 @@ func (s *Service) markRunning(ctx context.Context, r run.Run, agent int) error {
 // model, literal env, the agent's and the verifier's secret values (only the
 // ones they name), timeouts × multiplier and the output prefix. It returns
 // the deadline the watchdog enforces.
-func (s *Service) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sandbox.Spec, time.Time, error) {
+func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sandbox.Spec, time.Time, error) {
 	agents, err := s.agents(ctx, r.ID)
 	if err != nil {
 		return sandbox.Spec{}, time.Time{}, err
@@ -350,7 +353,7 @@ func mergeEnv(layers ...map[string]string) map[string]string {
 
 // secretValues fetches the values of the named secret records (personal
 // records of the submitter first, then the workspace's).
-func (s *Service) secretValues(ctx context.Context, r run.Run, names []string) (map[string]secret.Value, error) {
+func (s *Dispatcher) secretValues(ctx context.Context, r run.Run, names []string) (map[string]secret.Value, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -381,7 +384,7 @@ func taskRef(t *records.Task) (sandbox.TaskRef, error) {
 // runInfo returns the run as first read by this process, without its
 // rendered config: use it only for the fields fixed at submission
 // (settings, tasks, agents count, manifest pins), never for the status.
-func (s *Service) runInfo(ctx context.Context, runID string) (*run.Run, error) {
+func (s *core) runInfo(ctx context.Context, runID string) (*run.Run, error) {
 	s.cacheMu.Lock()
 	cached, ok := s.runs[runID]
 	s.cacheMu.Unlock()
@@ -403,7 +406,7 @@ func (s *Service) runInfo(ctx context.Context, runID string) (*run.Run, error) {
 }
 
 // agents returns the run's agents (immutable after submission; cached).
-func (s *Service) agents(ctx context.Context, runID string) ([]run.Agent, error) {
+func (s *core) agents(ctx context.Context, runID string) ([]run.Agent, error) {
 	s.cacheMu.Lock()
 	cached, ok := s.agentCache[runID]
 	s.cacheMu.Unlock()
@@ -424,7 +427,7 @@ func (s *Service) agents(ctx context.Context, runID string) ([]run.Agent, error)
 }
 
 // task returns one task of a pinned manifest (immutable; cached).
-func (s *Service) task(ctx context.Context, ws, key, version, name string) (*records.Task, error) {
+func (s *core) task(ctx context.Context, ws, key, version, name string) (*records.Task, error) {
 	ck := ws + "\x00" + key + "\x00" + version + "\x00" + name
 	s.cacheMu.Lock()
 	cached, ok := s.tasks[ck]
@@ -447,14 +450,14 @@ func (s *Service) task(ctx context.Context, ws, key, version, name string) (*rec
 
 // seen and remember keep a bounded set of facts already written (an agent
 // known to be running), to skip redundant reads.
-func (s *Service) seen(key string) bool {
+func (s *core) seen(key string) bool {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	_, ok := s.known[key]
 	return ok
 }
 
-func (s *Service) remember(key string) {
+func (s *core) remember(key string) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	if len(s.known) >= maxCached {

@@ -47,7 +47,7 @@ var agentPhaseExceptions = []string{
 //
 // A completion for another generation or launch than the slot's current one,
 // or for a slot that is no longer active, is a duplicate and is ignored.
-func (s *Service) Grade(ctx context.Context, c sandbox.Completion) error {
+func (s *Grader) Grade(ctx context.Context, c sandbox.Completion) error {
 	slot, err := s.recs.Slot(ctx, c.RunID, c.SlotID)
 	if errors.Is(err, records.ErrNotFound) {
 		s.log.WarnContext(ctx, "completion for an unknown slot ignored", "run_id", c.RunID, "slot", c.SlotID)
@@ -64,7 +64,7 @@ func (s *Service) Grade(ctx context.Context, c sandbox.Completion) error {
 		return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
 	}
 	res, platform := s.classify(ctx, *info, slot, c)
-	return s.sendGraded(ctx, slot, res, platform)
+	return s.sendGraded(ctx, s.ports.Results, slot, res, platform)
 }
 
 // PlatformRetryLimit is how often one attempt (slot) is re-run after the
@@ -77,7 +77,7 @@ const PlatformRetryLimit = 5
 // without touching the run's max_retries budget, up to PlatformRetryLimit
 // times; any other infrastructure error is retried while the slot has
 // retries of that budget left. A stopping run retries nothing.
-func (s *Service) sendGraded(ctx context.Context, slot run.Slot, res run.Result, platform bool) error {
+func (s *core) sendGraded(ctx context.Context, results Sender, slot run.Slot, res run.Result, platform bool) error {
 	if res.Outcome == run.Errored && res.ErrorClass == run.Infra {
 		if err := s.decideRetry(ctx, slot, &res, platform); err != nil {
 			return fmt.Errorf("grade %s/%s: %w", slot.RunID, slot.ID, err)
@@ -87,13 +87,13 @@ func (s *Service) sendGraded(ctx context.Context, slot run.Slot, res run.Result,
 	if err != nil {
 		return err
 	}
-	if err := s.ports.Results.Send(ctx, outgoing(body, 0)); err != nil {
+	if err := results.Send(ctx, outgoing(body, 0)); err != nil {
 		return fmt.Errorf("grade %s/%s: send result: %w", slot.RunID, slot.ID, err)
 	}
 	return nil
 }
 
-func (s *Service) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, platform bool) error {
+func (s *core) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, platform bool) error {
 	info, err := s.runInfo(ctx, slot.RunID)
 	if err != nil {
 		return err
@@ -116,7 +116,7 @@ func (s *Service) decideRetry(ctx context.Context, slot run.Slot, res *run.Resul
 
 // newResult is the attempt result of the slot's current generation before
 // it is graded.
-func (s *Service) newResult(slot run.Slot, started, ended time.Time) run.Result {
+func (s *core) newResult(slot run.Slot, started, ended time.Time) run.Result {
 	res := run.Result{
 		RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent, Task: slot.Task,
 		Attempt: slot.Attempt, LaunchID: slot.LaunchID, ArtifactsPrefix: OutputPrefix(slot.RunID, slot.ID, slot.Generation),
@@ -130,7 +130,7 @@ func (s *Service) newResult(slot run.Slot, started, ended time.Time) run.Result 
 
 // classify builds the attempt result of a completion (Retried not yet set)
 // and reports whether an infrastructure error was the platform's own loss.
-func (s *Service) classify(ctx context.Context, r run.Run, slot run.Slot, c sandbox.Completion) (run.Result, bool) {
+func (s *Grader) classify(ctx context.Context, r run.Run, slot run.Slot, c sandbox.Completion) (run.Result, bool) {
 	res := s.newResult(slot, c.StartedAt, c.StoppedAt)
 	infra := func(format string, args ...any) run.Result {
 		res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, fmt.Sprintf(format, args...)
@@ -178,7 +178,7 @@ func suffix(msg string) string {
 }
 
 // readResult reads and decodes the result.json under prefix.
-func (s *Service) readResult(ctx context.Context, prefix string) (harbor.TrialResult, error) {
+func (s *Grader) readResult(ctx context.Context, prefix string) (harbor.TrialResult, error) {
 	rc, err := s.ports.Blobs.Get(ctx, prefix+harbor.TrialResultFile)
 	if errors.Is(err, blob.ErrNotFound) {
 		return harbor.TrialResult{}, errors.New("the runner exited cleanly but left no result.json")
@@ -254,7 +254,7 @@ func intOf(p *int) int64 {
 }
 
 // retryDelay is the backoff before retry number gen+1 of a slot.
-func (s *Service) retryDelay(gen int) time.Duration {
+func (s *core) retryDelay(gen int) time.Duration {
 	d := s.opts.RetryBackoff
 	for range gen {
 		d *= 2

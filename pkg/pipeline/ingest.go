@@ -20,7 +20,7 @@ const ingestAttempts = 16
 // writes a run log line. A redelivered or stale result changes nothing. After
 // the transaction it sends the retry's slot message and, when the last slot
 // has finished, ends the agent and the run.
-func (s *Service) Ingest(ctx context.Context, m ResultMessage) error {
+func (s *Ingester) Ingest(ctx context.Context, m ResultMessage) error {
 	res := m.Result
 	for range ingestAttempts {
 		slot, err := s.recs.Slot(ctx, res.RunID, res.SlotID)
@@ -59,7 +59,7 @@ func (s *Service) Ingest(ctx context.Context, m ResultMessage) error {
 }
 
 // applyResult is the ingestion transaction (see Ingest).
-func (s *Service) applyResult(ctx context.Context, slot run.Slot, res run.Result) error {
+func (s *core) applyResult(ctx context.Context, slot run.Slot, res run.Result) error {
 	next := slot
 	if res.Retried {
 		if err := next.SetStatus(run.SlotQueued); err != nil {
@@ -124,7 +124,7 @@ func resultLog(res run.Result, at time.Time) records.LogLine {
 // repeats, and the restart reconcile's target (every in-flight slot running
 // again within seconds) is missed by a backoff of 5 s doubling per
 // generation (the crash suite measured 5–20 s with it).
-func (s *Service) sendRetry(ctx context.Context, slot run.Slot, platform bool) error {
+func (s *Ingester) sendRetry(ctx context.Context, slot run.Slot, platform bool) error {
 	body, err := encodeMessage(SlotMessage{SchemaVersion: SchemaVersion, RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation})
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func (s *Service) sendRetry(ctx context.Context, slot run.Slot, platform bool) e
 
 // wakeQueued sends a message for one waiting slot of the run right away,
 // after a result released a gate, so waiting slots need not poll fast.
-func (s *Service) wakeQueued(ctx context.Context, runID string) error {
+func (s *Ingester) wakeQueued(ctx context.Context, runID string) error {
 	slots, _, err := s.recs.Slots(ctx, runID, records.QueuedSlots, "", 1)
 	if err != nil || len(slots) == 0 {
 		return err
@@ -150,12 +150,12 @@ func (s *Service) wakeQueued(ctx context.Context, runID string) error {
 	if sl.Deferrals == 0 {
 		return nil // no slot of the run is waiting for a gate: every queued one has its message pending
 	}
-	return s.resendSlot(ctx, SlotMessage{SchemaVersion: SchemaVersion, RunID: runID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
+	return resendSlot(ctx, s.ports.Slots, SlotMessage{SchemaVersion: SchemaVersion, RunID: runID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
 }
 
 // cancelSlot records a queued slot of a stopping run as cancelled and ends
 // the agent and the run when it was their last slot.
-func (s *Service) cancelSlot(ctx context.Context, slot run.Slot) error {
+func (s *core) cancelSlot(ctx context.Context, slot run.Slot) error {
 	if err := s.cancelSlotOnly(ctx, slot); err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (s *Service) cancelSlot(ctx context.Context, slot run.Slot) error {
 
 // cancelSlotOnly records a queued slot of a stopping run as cancelled; a
 // slot no longer queued is left alone.
-func (s *Service) cancelSlotOnly(ctx context.Context, slot run.Slot) error {
+func (s *core) cancelSlotOnly(ctx context.Context, slot run.Slot) error {
 	for range ingestAttempts {
 		if slot.Status != run.SlotQueued {
 			return nil
@@ -187,7 +187,7 @@ func (s *Service) cancelSlotOnly(ctx context.Context, slot run.Slot) error {
 // result: stopped when the run is stopping, failed when every scored attempt
 // errored for infrastructure reasons, finished otherwise. The run ends only
 // after every agent did. It is idempotent.
-func (s *Service) settle(ctx context.Context, runID string, agent int) error {
+func (s *core) settle(ctx context.Context, runID string, agent int) error {
 	shape, err := s.runInfo(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("settle run %s: %w", runID, err)
@@ -223,7 +223,7 @@ func (s *Service) settle(ctx context.Context, runID string, agent int) error {
 	return s.endRun(ctx, r.ID, t)
 }
 
-func (s *Service) settleAgent(ctx context.Context, r run.Run, idx int) error {
+func (s *core) settleAgent(ctx context.Context, r run.Run, idx int) error {
 	t, err := s.recs.AgentTally(ctx, r.ID, idx)
 	if err != nil {
 		return err
@@ -253,7 +253,7 @@ func (s *Service) settleAgent(ctx context.Context, r run.Run, idx int) error {
 	return nil
 }
 
-func (s *Service) endRun(ctx context.Context, runID string, t run.Tally) error {
+func (s *core) endRun(ctx context.Context, runID string, t run.Tally) error {
 	now := s.now()
 	var ended bool
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {

@@ -22,7 +22,7 @@ const planBatch = 5000
 // each sent batch on the run. A redelivered plan message re-creates nothing
 // and re-sends at most the one batch whose sending was interrupted. Plan
 // (planfail.go) wraps it with the handling of planning failures.
-func (s *Service) plan(ctx context.Context, m PlanMessage) error {
+func (s *Planner) plan(ctx context.Context, m PlanMessage) error {
 	r, err := s.recs.Run(ctx, m.RunID)
 	if err != nil {
 		return fmt.Errorf("plan run %s: %w", m.RunID, err)
@@ -70,7 +70,7 @@ func keyOrder(slots []run.Slot) []int32 {
 	return order
 }
 
-func (s *Service) createSlots(ctx context.Context, r run.Run, slots []run.Slot) (run.Run, error) {
+func (s *Planner) createSlots(ctx context.Context, r run.Run, slots []run.Slot) (run.Run, error) {
 	created := 0
 	order := keyOrder(slots)
 	batch := make([]run.Slot, 0, min(planBatch, len(slots)))
@@ -113,7 +113,7 @@ func (s *Service) createSlots(ctx context.Context, r run.Run, slots []run.Slot) 
 	return r, nil
 }
 
-func (s *Service) sendSlotBatches(ctx context.Context, r run.Run, slots []run.Slot) error {
+func (s *Planner) sendSlotBatches(ctx context.Context, r run.Run, slots []run.Slot) error {
 	batches := (len(slots) + planBatch - 1) / planBatch
 	for b := r.SentBatches; b < batches; b++ {
 		batch := slots[b*planBatch : min((b+1)*planBatch, len(slots))]
@@ -155,7 +155,7 @@ const maxQueueDelay = 15 * time.Minute
 
 // appendLog writes a run log line; a failure is logged, not returned (run
 // logs are a record for people, not state).
-func (s *Service) appendLog(ctx context.Context, runID, slot, level, step, msg string) {
+func (s *core) appendLog(ctx context.Context, runID, slot, level, step, msg string) {
 	l := records.LogLine{RunID: runID, At: s.now(), Level: level, Step: step, Message: msg, Slot: slot}
 	if err := s.recs.AppendLog(ctx, l); err != nil {
 		s.log.ErrorContext(ctx, "append run log", "run_id", runID, "step", step, "err", err)

@@ -22,7 +22,7 @@ var errUnplannable = errors.New("the run cannot be planned")
 // planning failure is counted on the run (PlanAttempts) and returned, so the
 // message is delivered again, until run.MaxPlanAttempts failures fail the
 // run. A message for a run that does not exist is dropped.
-func (s *Service) Plan(ctx context.Context, m PlanMessage) error {
+func (s *Planner) Plan(ctx context.Context, m PlanMessage) error {
 	r, err := s.recs.Run(ctx, m.RunID)
 	if errors.Is(err, records.ErrNotFound) {
 		s.log.WarnContext(ctx, "plan message for an unknown run dropped", "run_id", m.RunID)
@@ -51,7 +51,7 @@ func planningDone(r run.Run) bool {
 // concurrency) and that its pinned manifest version exists with the pinned
 // digest and every task the run selected. A problem wraps errUnplannable;
 // any other error is a failure to check.
-func (s *Service) checkPlannable(ctx context.Context, r run.Run) error {
+func (s *Planner) checkPlannable(ctx context.Context, r run.Run) error {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	switch {
@@ -85,7 +85,7 @@ func (s *Service) checkPlannable(ctx context.Context, r run.Run) error {
 	return nil
 }
 
-func (s *Service) checkPinnedManifest(ctx context.Context, r run.Run, add func(string, ...any)) error {
+func (s *Planner) checkPinnedManifest(ctx context.Context, r run.Run, add func(string, ...any)) error {
 	m, _, err := s.recs.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
 	if errors.Is(err, records.ErrNotFound) {
 		add("the pinned manifest version %q of benchmark %s is missing", r.ManifestVersion, r.Benchmark)
@@ -116,7 +116,7 @@ func (s *Service) checkPinnedManifest(ctx context.Context, r run.Run, add func(s
 
 // planFailed handles a failed planning attempt (see Plan). It returns nil
 // once the run is failed (the message is done), cause otherwise.
-func (s *Service) planFailed(ctx context.Context, runID string, cause error) error {
+func (s *Planner) planFailed(ctx context.Context, runID string, cause error) error {
 	if ctx.Err() != nil {
 		return cause
 	}
@@ -148,7 +148,7 @@ func (s *Service) planFailed(ctx context.Context, runID string, cause error) err
 // completed LaunchTimeout after it was accepted (or last retried) gets its
 // plan message again, counted as an attempt; after run.MaxPlanAttempts the
 // run fails.
-func (s *Service) retryPlanning(ctx context.Context, r run.Run, now time.Time) error {
+func (s *Watchdog) retryPlanning(ctx context.Context, r run.Run, now time.Time) error {
 	since := r.CreatedAt
 	if r.Status == run.Queued {
 		since = r.QueuedAt
@@ -179,13 +179,13 @@ func (s *Service) retryPlanning(ctx context.Context, r run.Run, now time.Time) e
 	}
 	s.appendLog(ctx, r.ID, "", records.LevelWarn, "planned",
 		fmt.Sprintf("planning did not complete in time; planning again (attempt %d of %d)", attempts+1, run.MaxPlanAttempts))
-	return s.sendPlan(ctx, r.ID)
+	return sendPlan(ctx, s.ports.Plan, r.ID)
 }
 
 // failPlanning ends a run whose planning failed: failed with the reason
 // (stopped when a stop was already requested), its agents likewise, and a
 // log line.
-func (s *Service) failPlanning(ctx context.Context, runID, reason string) error {
+func (s *core) failPlanning(ctx context.Context, runID, reason string) error {
 	now := s.now()
 	ended := false
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {

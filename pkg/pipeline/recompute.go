@@ -20,7 +20,7 @@ import (
 // benchmark's leaderboard too. Both are recomputed from the stored state,
 // never incrementally, so redelivered and out-of-order changes give the same
 // result. Each run and board is recomputed at most once per batch.
-func (s *Service) Recompute(ctx context.Context, changes []store.Change) error {
+func (s *Recomputer) Recompute(ctx context.Context, changes []store.Change) error {
 	type boardKey struct{ ws, key string }
 	metrics := map[string]bool{} // run id → forced (the run ended)
 	inserted := map[string]int{} // run id → results created in the batch
@@ -85,7 +85,7 @@ type metricsMark struct {
 // since. A run this process has not recomputed yet is due. (In the cloud
 // every result of a run arrives on the same stream shard, so the one
 // process reading the shard sees them all.)
-func (s *Service) metricsDue(runID string, created int) bool {
+func (s *Recomputer) metricsDue(runID string, created int) bool {
 	now := s.now()
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
@@ -99,7 +99,7 @@ func (s *Service) metricsDue(runID string, created int) bool {
 }
 
 // markMetrics notes a recompute of a run's metrics that covered results.
-func (s *Service) markMetrics(runID string, results int) {
+func (s *Recomputer) markMetrics(runID string, results int) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	if len(s.metricsAt) >= maxCached {
@@ -111,7 +111,7 @@ func (s *Service) markMetrics(runID string, results int) {
 // RecomputeRun recomputes and stores a run's metrics. A finished run's
 // metrics also keep every agent's per-task tallies, from which leaderboard
 // recomputes summarize it without reading its results again.
-func (s *Service) RecomputeRun(ctx context.Context, runID string) error {
+func (s *Recomputer) RecomputeRun(ctx context.Context, runID string) error {
 	r, err := s.recs.Run(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("recompute run %s: %w", runID, err)
@@ -143,7 +143,7 @@ func (s *Service) RecomputeRun(ctx context.Context, runID string) error {
 
 // entrantInputs maps a run's agents and final results to scoring inputs,
 // index-aligned with the agents; n counts the final results.
-func (s *Service) entrantInputs(ctx context.Context, r run.Run) ([]leaderboard.EntrantInput, []run.Agent, int, error) {
+func (s *Recomputer) entrantInputs(ctx context.Context, r run.Run) ([]leaderboard.EntrantInput, []run.Agent, int, error) {
 	agents, err := s.recs.Agents(ctx, r.ID)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("agents of run %s: %w", r.ID, err)
@@ -199,7 +199,7 @@ func attemptOf(res run.Result) leaderboard.Attempt {
 }
 
 // scoringOptions gives the per-category breakdown of the run's manifest.
-func (s *Service) scoringOptions(ctx context.Context, r run.Run) (leaderboard.Options, error) {
+func (s *Recomputer) scoringOptions(ctx context.Context, r run.Run) (leaderboard.Options, error) {
 	cats := map[string]string{}
 	for _, name := range r.Tasks {
 		t, err := s.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, name)

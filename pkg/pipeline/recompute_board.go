@@ -22,7 +22,7 @@ var boardReadHook func(ws, key string, watermark int64)
 // runs, and the head moves to its board only while the stored board has a
 // smaller watermark. The board of the largest watermark read every run
 // whose finish triggered a recompute, and no smaller one can replace it.
-func (s *Service) RecomputeLeaderboard(ctx context.Context, ws, key string) error {
+func (s *Recomputer) RecomputeLeaderboard(ctx context.Context, ws, key string) error {
 	watermark, err := s.recs.NextLeaderboardWatermark(ctx, ws, key)
 	if err != nil {
 		return fmt.Errorf("recompute leaderboard %s/%s: %w", ws, key, err)
@@ -49,7 +49,7 @@ const swapAttempts = 32
 
 // swapBoard points the head at generation watermark unless a board of a
 // later watermark is stored, then deletes the parts no head can name.
-func (s *Service) swapBoard(ctx context.Context, ws, key string, watermark int64, counts map[string]int) error {
+func (s *Recomputer) swapBoard(ctx context.Context, ws, key string, watermark int64, counts map[string]int) error {
 	for range swapAttempts {
 		head, err := s.recs.LeaderboardHead(ctx, ws, key)
 		if errors.Is(err, records.ErrNotFound) {
@@ -87,7 +87,7 @@ func (s *Service) swapBoard(ctx context.Context, ws, key string, watermark int64
 // the tallies of the runs on the board are read, never a result. A finished
 // run whose metrics keep no tallies, or do not cover all its results, has
 // them recomputed first.
-func (s *Service) finishedSummaries(ctx context.Context, ws, key string) ([]leaderboard.Summary, error) {
+func (s *Recomputer) finishedSummaries(ctx context.Context, ws, key string) ([]leaderboard.Summary, error) {
 	runs, err := s.recs.RunsByBenchmark(ctx, ws, key)
 	if err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ type storedAgent struct {
 // agents' summaries lack their per-task values, and whether it keeps
 // per-task tallies and is current: it covers every result of the run and
 // every agent in its present status.
-func (s *Service) storedSummaries(ctx context.Context, r run.Run) (*records.RunMetrics, bool, error) {
+func (s *Recomputer) storedSummaries(ctx context.Context, r run.Run) (*records.RunMetrics, bool, error) {
 	m, err := s.recs.RunMetricsHead(ctx, r.ID)
 	if errors.Is(err, records.ErrNotFound) {
 		return nil, false, nil
@@ -210,7 +210,7 @@ func (s *Service) storedSummaries(ctx context.Context, r run.Run) (*records.RunM
 // unreadable parts) are recomputed once, and the run's results tallied when
 // even that fails, so one run's damaged metrics cannot hold up its
 // benchmark's board.
-func (s *Service) taskTallies(ctx context.Context, r run.Run, head *records.RunMetrics) (map[int][]leaderboard.TaskTally, error) {
+func (s *Recomputer) taskTallies(ctx context.Context, r run.Run, head *records.RunMetrics) (map[int][]leaderboard.TaskTally, error) {
 	byAgent, err := s.recs.HeadTallies(ctx, *head)
 	if err == nil {
 		return byAgent, nil
@@ -238,7 +238,7 @@ func (s *Service) taskTallies(ctx context.Context, r run.Run, head *records.RunM
 
 // summariesFromResults summarizes a finished run's agents from its results.
 // Boards show no per-category scores, so none are computed.
-func (s *Service) summariesFromResults(ctx context.Context, r run.Run) ([]leaderboard.Summary, error) {
+func (s *Recomputer) summariesFromResults(ctx context.Context, r run.Run) ([]leaderboard.Summary, error) {
 	inputs, _, _, err := s.entrantInputs(ctx, r)
 	if err != nil {
 		return nil, err

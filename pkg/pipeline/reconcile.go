@@ -34,7 +34,7 @@ type Reconciled struct {
 // In the cloud sandboxes outlive the dispatcher, so this is not called
 // there; the scheduled watchdog's reconcile against the driver's list
 // (ECS DescribeTasks) does the same on its schedule.
-func (s *Service) Reconcile(ctx context.Context) (Reconciled, error) {
+func (s *Reconciler) Reconcile(ctx context.Context) (Reconciled, error) {
 	var done Reconciled
 	ids, err := s.recs.ActiveRuns(ctx)
 	if err != nil {
@@ -50,7 +50,7 @@ func (s *Service) Reconcile(ctx context.Context) (Reconciled, error) {
 	return done, errors.Join(errs...)
 }
 
-func (s *Service) reconcileRun(ctx context.Context, id string, now time.Time, done *Reconciled) error {
+func (s *Reconciler) reconcileRun(ctx context.Context, id string, now time.Time, done *Reconciled) error {
 	handles, err := s.ports.Sandboxes.List(ctx, id)
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
@@ -76,7 +76,7 @@ func (s *Service) reconcileRun(ctx context.Context, id string, now time.Time, do
 				}
 				done.Lost++
 			case run.SlotLaunching:
-				if err := s.requeue(ctx, sl); err != nil {
+				if err := s.requeue(ctx, s.ports.Slots, sl); err != nil {
 					return err
 				}
 				done.Requeued++
@@ -91,10 +91,10 @@ func (s *Service) reconcileRun(ctx context.Context, id string, now time.Time, do
 
 // declareLost sends the Lost completion of a running slot whose sandbox
 // died with the previous platform process.
-func (s *Service) declareLost(ctx context.Context, sl run.Slot, now time.Time) error {
+func (s *Reconciler) declareLost(ctx context.Context, sl run.Slot, now time.Time) error {
 	s.appendLog(ctx, sl.RunID, sl.ID, records.LevelWarn, "reconcile",
 		fmt.Sprintf("sandbox %s of slot %s ended with the previous platform process; running the slot again", sl.SandboxID, sl.ID))
-	return s.sendCompletion(ctx, sandbox.Completion{
+	return sendCompletion(ctx, s.ports.Completions, sandbox.Completion{
 		SandboxID: sl.SandboxID, LaunchID: sl.LaunchID, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation,
 		Reason: sandbox.Lost, Message: fmt.Sprintf("sandbox %s ended with the platform process that started it (restart reconcile)", sl.SandboxID),
 		StartedAt: sl.LaunchedAt, StoppedAt: now,

@@ -1,9 +1,14 @@
-// Package pipeline holds the execution handlers of gauntlet.
+// Package pipeline holds gauntlet's execution stages, one type per stage.
 //
-// It holds the execution handlers of gauntlet — Submit, Plan,
-// Dispatch, Grade, Ingest, Recompute, Stop and Watch — as plain methods of a
-// Service built from ports. The cloud Lambdas and the local loops call the
-// same methods; only the adapters behind the ports differ.
+// Each stage — Submitter, Planner, Stopper, Dispatcher, Grader, Ingester,
+// Recomputer, Watchdog and Reconciler — is built by its constructor
+// (NewGrader and its siblings) from a struct of exactly the ports it uses,
+// typed as the narrow interfaces of this package (a Sender, a BlobReader, a
+// SandboxLauncher…), so a cloud function constructs only its own stage and
+// cannot call a port it was not given. Service puts every stage on one set
+// of Ports, sharing one core and its caches, for `gauntlet local` and the
+// tests. The cloud Lambdas and the local loops call the same methods; only
+// the adapters behind the ports differ.
 //
 // Every handler tolerates at-least-once, out-of-order delivery: state
 // changes are conditional writes keyed by run, slot and generation, launch
@@ -28,7 +33,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
-// Ports are the adapters a Service runs on.
+// Ports are the adapters a Service runs on: every port of every stage.
 type Ports struct {
 	Table store.Table
 	// Plan carries PlanMessage, Slots SlotMessage, Completions
@@ -109,12 +114,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Service runs the pipeline's handlers on its ports.
-type Service struct {
-	ports Ports
-	opts  Options
-	recs  *records.Store
-	log   *slog.Logger
+// core is what the stages of one process share: the data model, the
+// options and the in-process caches of facts fixed at submission. Each stage
+// embeds it by pointer, so stages built together (New) share one core and
+// its caches.
+type core struct {
+	opts Options
+	recs *records.Store
+	log  *slog.Logger
 
 	cacheMu    sync.Mutex
 	runs       map[string]*run.Run      // runs as first read (immutable fields only), by id
@@ -127,21 +134,53 @@ type Service struct {
 // maxCached bounds each in-process cache; a full cache is emptied.
 const maxCached = 4096
 
+func newCore(tbl store.Table, opts Options) *core {
+	opts = opts.withDefaults()
+	return &core{
+		opts: opts, recs: records.New(tbl), log: opts.Logger,
+		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]metricsMark{},
+	}
+}
+
+// Service is every stage on one set of ports sharing one core: the shape of
+// `gauntlet local`, which runs the whole pipeline in one process. A cloud
+// function builds only its own stage (NewGrader and its siblings).
+type Service struct {
+	*core
+	*Submitter
+	*Planner
+	*Stopper
+	*Dispatcher
+	*Grader
+	*Ingester
+	*Recomputer
+	*Watchdog
+	*Reconciler
+}
+
 // New returns a Service on the ports. Every port must be set.
 func New(p Ports, opts Options) (*Service, error) {
 	if p.Table == nil || p.Plan == nil || p.Slots == nil || p.Completions == nil || p.Results == nil ||
 		p.Blobs == nil || p.Secrets == nil || p.Sandboxes == nil {
 		return nil, errors.New("pipeline: every port (table, plan/slots/completions/results queues, blobs, secrets, sandboxes) is required")
 	}
-	opts = opts.withDefaults()
+	c := newCore(p.Table, opts)
 	return &Service{
-		ports: p, opts: opts, recs: records.New(p.Table), log: opts.Logger,
-		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]metricsMark{},
+		core:       c,
+		Submitter:  &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
+		Planner:    newPlanner(c, PlannerPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Sandboxes: p.Sandboxes}),
+		Stopper:    &Stopper{core: c, ports: StopperPorts{Table: p.Table, Plan: p.Plan}},
+		Dispatcher: &Dispatcher{core: c, ports: DispatcherPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Results: p.Results, Secrets: p.Secrets, Sandboxes: p.Sandboxes}},
+		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
+		Ingester:   &Ingester{core: c, ports: IngesterPorts{Table: p.Table, Slots: p.Slots}},
+		Recomputer: &Recomputer{core: c},
+		Watchdog:   newWatchdog(c, WatchdogPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Completions: p.Completions, Sandboxes: p.Sandboxes}),
+		Reconciler: &Reconciler{core: c, ports: ReconcilerPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Sandboxes: p.Sandboxes}},
 	}, nil
 }
 
-// Records returns the data model the service writes (for read paths such as
+// Records returns the data model the stages write (for read paths such as
 // the API).
-func (s *Service) Records() *records.Store { return s.recs }
+func (s *core) Records() *records.Store { return s.recs }
 
-func (s *Service) now() time.Time { return s.opts.Now().UTC() }
+func (s *core) now() time.Time { return s.opts.Now().UTC() }

@@ -35,7 +35,7 @@ const (
 // slot has a result and no sandbox is left. Results ingested before stay.
 // Stopping a stopping or stopped run changes nothing; stopping a finished or
 // failed one is ErrNotStoppable.
-func (s *Service) Stop(ctx context.Context, runID, by string) (run.Run, error) {
+func (s *Stopper) Stop(ctx context.Context, runID, by string) (run.Run, error) {
 	now := s.now()
 	changed := false
 	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
@@ -60,7 +60,7 @@ func (s *Service) Stop(ctx context.Context, runID, by string) (run.Run, error) {
 		return r, nil
 	}
 	s.appendLog(ctx, r.ID, "", records.LevelInfo, "stop", r.Reason)
-	if err := s.sendPlan(ctx, r.ID); err != nil {
+	if err := sendPlan(ctx, s.ports.Plan, r.ID); err != nil {
 		// The run is stopping; the watchdog drains it on its next tick.
 		s.log.ErrorContext(ctx, "send drain message of a stopping run", "run_id", r.ID, "err", err)
 	}
@@ -70,7 +70,7 @@ func (s *Service) Stop(ctx context.Context, runID, by string) (run.Run, error) {
 // drainStopping is the planner's drain of a stopping run (see drain): when
 // queued slots remain after one chunk, it sends a plan message that carries
 // on.
-func (s *Service) drainStopping(ctx context.Context, runID string) error {
+func (s *drainer) drainStopping(ctx context.Context, runID string) error {
 	return s.drain(ctx, runID, true)
 }
 
@@ -82,7 +82,7 @@ func (s *Service) drainStopping(ctx context.Context, runID string) error {
 // and the watchdog call it until the run is stopped. A run not yet planned
 // is left to its planner, which creates the slots and then drains them (so
 // a stop never races slot creation).
-func (s *Service) drain(ctx context.Context, runID string, continueLater bool) error {
+func (s *drainer) drain(ctx context.Context, runID string, continueLater bool) error {
 	r, err := s.recs.Run(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("drain stopping run %s: %w", runID, err)
@@ -104,7 +104,7 @@ func (s *Service) drain(ctx context.Context, runID string, continueLater bool) e
 		if !continueLater {
 			return nil
 		}
-		if err := s.sendPlan(ctx, r.ID); err != nil {
+		if err := sendPlan(ctx, s.ports.Plan, r.ID); err != nil {
 			return fmt.Errorf("drain stopping run %s: continue: %w", r.ID, err)
 		}
 		return nil
@@ -125,7 +125,7 @@ func (s *Service) drain(ctx context.Context, runID string, continueLater bool) e
 }
 
 // stopAgents moves the run's agents that may still launch to stopping.
-func (s *Service) stopAgents(ctx context.Context, r run.Run) error {
+func (s *drainer) stopAgents(ctx context.Context, r run.Run) error {
 	now := s.now()
 	for i := range r.Agents {
 		if _, err := s.recs.UpdateAgent(ctx, r.ID, i, func(a *run.Agent) error {
@@ -142,7 +142,7 @@ func (s *Service) stopAgents(ctx context.Context, r run.Run) error {
 
 // cancelQueued cancels up to limit queued slots of the run, cancelBatch per
 // transaction, and reports whether queued slots remain.
-func (s *Service) cancelQueued(ctx context.Context, runID string, limit int) (more bool, err error) {
+func (s *drainer) cancelQueued(ctx context.Context, runID string, limit int) (more bool, err error) {
 	for done := 0; done < limit; {
 		// Cancelling removes slots from the queued index, so always read the first page.
 		slots, _, err := s.recs.Slots(ctx, runID, records.QueuedSlots, "", min(500, limit-done))
@@ -167,7 +167,7 @@ func (s *Service) cancelQueued(ctx context.Context, runID string, limit int) (mo
 // transaction: a cancelled result and a done slot each, their summed
 // counters and one log line. When a slot changed meanwhile (the dispatcher
 // cancelled it, say) the batch falls back to one slot at a time.
-func (s *Service) cancelSlots(ctx context.Context, slots []run.Slot) error {
+func (s *drainer) cancelSlots(ctx context.Context, slots []run.Slot) error {
 	var ops records.Ops
 	var runTally run.Tally
 	agentTallies := map[int]run.Tally{}
@@ -207,7 +207,7 @@ func (s *Service) cancelSlots(ctx context.Context, slots []run.Slot) error {
 	return nil
 }
 
-func (s *Service) cancelledResult(slot run.Slot) run.Result {
+func (s *core) cancelledResult(slot run.Slot) run.Result {
 	return run.Result{RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation, Agent: slot.Agent,
 		Task: slot.Task, Attempt: slot.Attempt, Outcome: run.Cancelled, Message: "the run was stopped", RecordedAt: s.now()}
 }
@@ -226,7 +226,7 @@ func sumCounters(a, b map[string]int64) map[string]int64 {
 
 // stopActive records the cancel reason on every launching or running slot
 // and stops their sandboxes, stopParallel at a time.
-func (s *Service) stopActive(ctx context.Context, runID string) error {
+func (s *drainer) stopActive(ctx context.Context, runID string) error {
 	cursor := ""
 	for {
 		slots, next, err := s.recs.Slots(ctx, runID, records.ActiveSlots, cursor, 500)
@@ -243,7 +243,7 @@ func (s *Service) stopActive(ctx context.Context, runID string) error {
 	}
 }
 
-func (s *Service) stopSlots(ctx context.Context, slots []run.Slot, reason run.StopReason) error {
+func (s *drainer) stopSlots(ctx context.Context, slots []run.Slot, reason run.StopReason) error {
 	errs := make([]error, len(slots))
 	sem := make(chan struct{}, stopParallel)
 	var wg sync.WaitGroup
@@ -261,7 +261,7 @@ func (s *Service) stopSlots(ctx context.Context, slots []run.Slot, reason run.St
 // stopSlot records why the slot's sandbox is being stopped, then stops it.
 // A launching slot without a sandbox id yet is stopped by the dispatcher
 // when it records the sandbox (it sees the reason).
-func (s *Service) stopSlot(ctx context.Context, sl run.Slot, reason run.StopReason) error {
+func (s *drainer) stopSlot(ctx context.Context, sl run.Slot, reason run.StopReason) error {
 	sl, err := s.recs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
 		if cur.Generation != sl.Generation || !cur.Status.Active() || cur.StopReason == reason {
 			return records.ErrNoChange

@@ -131,7 +131,7 @@ type SubmitResult struct {
 
 // Validate checks a submission exactly as Submit does and reports what it
 // would create; a rejected submission returns a *RejectedError.
-func (s *Service) Validate(ctx context.Context, req SubmitRequest) (Validation, error) {
+func (s *Submitter) Validate(ctx context.Context, req SubmitRequest) (Validation, error) {
 	v, problems, err := s.check(ctx, &req, parseDocument(&req))
 	if err != nil {
 		return Validation{}, err
@@ -150,7 +150,7 @@ func (s *Service) Validate(ctx context.Context, req SubmitRequest) (Validation, 
 // is reported at once in a *RejectedError, and a rejected submission writes
 // nothing. A request whose Idempotency-Key was seen before answers with the
 // run it created, whatever changed since (billing included).
-func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
+func (s *Submitter) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, error) {
 	parseProblems := parseDocument(&req)
 	if len(parseProblems) == 0 && records.ValidIdempotencyKey(req.IdempotencyKey) {
 		res, found, err := s.replay(ctx, req)
@@ -175,7 +175,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 		}
 		return SubmitResult{}, err
 	}
-	if err := s.sendPlan(ctx, r.ID); err != nil {
+	if err := sendPlan(ctx, s.ports.Plan, r.ID); err != nil {
 		// The run exists; the watchdog re-sends the plan message of a run left pending.
 		s.log.ErrorContext(ctx, "send plan message", "run_id", r.ID, "err", err)
 	}
@@ -186,7 +186,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (SubmitResult, 
 // afterConflict explains a run creation whose condition failed: the
 // benchmark was deleted meanwhile (rejected), or the Idempotency-Key was
 // used by a concurrent submission (replayed).
-func (s *Service) afterConflict(ctx context.Context, req SubmitRequest, b records.Benchmark, cause error) (SubmitResult, error) {
+func (s *Submitter) afterConflict(ctx context.Context, req SubmitRequest, b records.Benchmark, cause error) (SubmitResult, error) {
 	if _, err := s.recs.Benchmark(ctx, b.Workspace, b.Key); errors.Is(err, records.ErrNotFound) {
 		return SubmitResult{}, &RejectedError{Problems: []Problem{{Code: CodeUnknownBenchmark, Field: "experiment.benchmark",
 			Message: fmt.Sprintf("benchmark %q was deleted while the run was being submitted", b.Key)}}}
@@ -205,7 +205,7 @@ func (s *Service) afterConflict(ctx context.Context, req SubmitRequest, b record
 // check gathers every problem of a submission (parseProblems are those of
 // its document). An error is a failure to check (storage), not a problem of
 // the submission.
-func (s *Service) check(ctx context.Context, req *SubmitRequest, parseProblems []Problem) (Validation, []Problem, error) {
+func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems []Problem) (Validation, []Problem, error) {
 	var problems []Problem
 	var v Validation
 	if req.IdempotencyKey != "" && !records.ValidIdempotencyKey(req.IdempotencyKey) {
@@ -298,7 +298,7 @@ func configProblems(rerr error) []Problem {
 
 // readyBenchmark finds the benchmark by key or exact name (see
 // findBenchmark) and loads its ready manifest.
-func (s *Service) readyBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, benchmark.Manifest, *Problem, error) {
+func (s *Submitter) readyBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, benchmark.Manifest, *Problem, error) {
 	field := "experiment.benchmark"
 	if ref == "" {
 		return records.Benchmark{}, benchmark.Manifest{}, &Problem{Code: CodeUnknownBenchmark, Field: field, Message: "is empty; name a benchmark key or name"}, nil
@@ -327,7 +327,7 @@ func (s *Service) readyBenchmark(ctx context.Context, ws, ref string) (records.B
 // name in the workspace, then among the managed ones, then a registry spec
 // name@version the same way. A key always wins over
 // a name, so a workspace benchmark named like a managed key never shadows it.
-func (s *Service) findBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, error) {
+func (s *Submitter) findBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, error) {
 	spaces := []string{ws, PlatformWorkspace}
 	for _, space := range spaces {
 		b, err := s.recs.Benchmark(ctx, space, ref)
@@ -391,7 +391,7 @@ func secretField(cfg runconfig.Config, name string) string {
 }
 
 // newRun builds the run and its agents from a checked submission.
-func (s *Service) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent, error) {
+func (s *Submitter) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agent, error) {
 	res := v.Resolved
 	cfg := res.Config
 	id, err := runID(req)
@@ -487,7 +487,7 @@ func requestDigest(req SubmitRequest) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func (s *Service) createRun(ctx context.Context, req SubmitRequest, b records.Benchmark, r run.Run, agents []run.Agent) error {
+func (s *Submitter) createRun(ctx context.Context, req SubmitRequest, b records.Benchmark, r run.Run, agents []run.Agent) error {
 	var ops records.Ops
 	ops.Append(records.BenchmarkExistsOp(b.Workspace, b.Key))
 	ops.AddAll(records.CreateRunOp(r))
@@ -516,7 +516,7 @@ func (s *Service) createRun(ctx context.Context, req SubmitRequest, b records.Be
 
 // replay answers a submission whose Idempotency-Key was seen before with
 // the run it created; found is false when the key is new.
-func (s *Service) replay(ctx context.Context, req SubmitRequest) (res SubmitResult, found bool, err error) {
+func (s *Submitter) replay(ctx context.Context, req SubmitRequest) (res SubmitResult, found bool, err error) {
 	idem, err := s.recs.Idempotency(ctx, req.Workspace, req.IdempotencyKey)
 	if errors.Is(err, records.ErrNotFound) {
 		return SubmitResult{}, false, nil
@@ -542,10 +542,11 @@ func (s *Service) replay(ctx context.Context, req SubmitRequest) (res SubmitResu
 	return SubmitResult{Run: r, Agents: agents, Replayed: true}, true, nil
 }
 
-func (s *Service) sendPlan(ctx context.Context, runID string) error {
+// sendPlan sends the plan message of a run to the plan queue.
+func sendPlan(ctx context.Context, plan Sender, runID string) error {
 	body, err := encodeMessage(PlanMessage{SchemaVersion: SchemaVersion, RunID: runID})
 	if err != nil {
 		return err
 	}
-	return s.ports.Plan.Send(ctx, outgoing(body, 0))
+	return plan.Send(ctx, outgoing(body, 0))
 }

@@ -27,7 +27,7 @@ import (
 //     graded as infra.
 //
 // Errors of one run do not stop the others; they are returned joined.
-func (s *Service) Watch(ctx context.Context) error {
+func (s *Watchdog) Watch(ctx context.Context) error {
 	ids, err := s.recs.ActiveRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
@@ -41,7 +41,7 @@ func (s *Service) Watch(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Service) watchRun(ctx context.Context, id string) error {
+func (s *Watchdog) watchRun(ctx context.Context, id string) error {
 	r, err := s.recs.Run(ctx, id)
 	if errors.Is(err, records.ErrNotFound) {
 		return s.recs.ClearActiveRun(ctx, id)
@@ -68,7 +68,7 @@ func (s *Service) watchRun(ctx context.Context, id string) error {
 	return s.watchSlots(ctx, r, now)
 }
 
-func (s *Service) watchSlots(ctx context.Context, r run.Run, now time.Time) error {
+func (s *Watchdog) watchSlots(ctx context.Context, r run.Run, now time.Time) error {
 	handles, err := s.ports.Sandboxes.List(ctx, r.ID)
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
@@ -95,7 +95,7 @@ func (s *Service) watchSlots(ctx context.Context, r run.Run, now time.Time) erro
 	}
 }
 
-func (s *Service) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live map[string]sandbox.Handle, now time.Time) error {
+func (s *Watchdog) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live map[string]sandbox.Handle, now time.Time) error {
 	h, listed := live[sl.LaunchID]
 	switch sl.Status {
 	case run.SlotLaunching:
@@ -105,7 +105,7 @@ func (s *Service) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live ma
 		if listed {
 			return s.adopt(ctx, r, sl, h)
 		}
-		return s.requeue(ctx, sl)
+		return s.requeue(ctx, s.ports.Slots, sl)
 	case run.SlotRunning:
 		if !listed {
 			return s.watchMissing(ctx, sl, now)
@@ -123,7 +123,7 @@ func (s *Service) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live ma
 
 // adopt records a sandbox the driver lists for a slot whose dispatcher did
 // not get to record it.
-func (s *Service) adopt(ctx context.Context, r run.Run, sl run.Slot, h sandbox.Handle) error {
+func (s *Watchdog) adopt(ctx context.Context, r run.Run, sl run.Slot, h sandbox.Handle) error {
 	deadline, err := s.deadline(ctx, r, sl, h.StartedAt)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (s *Service) adopt(ctx context.Context, r run.Run, sl run.Slot, h sandbox.H
 
 // requeue puts a slot stuck launching back to queued (same generation),
 // releasing its gates, and sends its slot message again.
-func (s *Service) requeue(ctx context.Context, sl run.Slot) error {
+func (s *core) requeue(ctx context.Context, slots Sender, sl run.Slot) error {
 	next := sl
 	if err := next.SetStatus(run.SlotQueued); err != nil {
 		return err
@@ -161,13 +161,13 @@ func (s *Service) requeue(ctx context.Context, sl run.Slot) error {
 	if err != nil {
 		return fmt.Errorf("re-queue %s/%s: %w", sl.RunID, sl.ID, err)
 	}
-	return s.resendSlot(ctx, SlotMessage{SchemaVersion: SchemaVersion, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
+	return resendSlot(ctx, slots, SlotMessage{SchemaVersion: SchemaVersion, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation, Deferrals: sl.Deferrals}, 0)
 }
 
 // watchMissing handles a running slot whose sandbox the driver does not list:
 // the first sighting is recorded; once missing for LostGrace it is declared
 // lost.
-func (s *Service) watchMissing(ctx context.Context, sl run.Slot, now time.Time) error {
+func (s *Watchdog) watchMissing(ctx context.Context, sl run.Slot, now time.Time) error {
 	if sl.MissingSince.IsZero() {
 		_, err := s.recs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
 			if cur.Generation != sl.Generation || cur.Status != run.SlotRunning || !cur.MissingSince.IsZero() {
@@ -185,7 +185,7 @@ func (s *Service) watchMissing(ctx context.Context, sl run.Slot, now time.Time) 
 		return nil
 	}
 	s.appendLog(ctx, sl.RunID, sl.ID, records.LevelWarn, "watchdog", fmt.Sprintf("sandbox %s of slot %s is gone; declaring it lost", sl.SandboxID, sl.ID))
-	return s.sendCompletion(ctx, sandbox.Completion{
+	return sendCompletion(ctx, s.ports.Completions, sandbox.Completion{
 		SandboxID: sl.SandboxID, LaunchID: sl.LaunchID, RunID: sl.RunID, SlotID: sl.ID, Generation: sl.Generation,
 		Reason: sandbox.Lost, Message: fmt.Sprintf("the sandbox driver has not listed sandbox %s since %s", sl.SandboxID, sl.MissingSince.Format(time.RFC3339)),
 		StartedAt: sl.LaunchedAt, StoppedAt: now,
@@ -193,7 +193,7 @@ func (s *Service) watchMissing(ctx context.Context, sl run.Slot, now time.Time) 
 }
 
 // deadline is when the sandbox of a slot started at start must be stopped.
-func (s *Service) deadline(ctx context.Context, r run.Run, sl run.Slot, start time.Time) (time.Time, error) {
+func (s *Watchdog) deadline(ctx context.Context, r run.Run, sl run.Slot, start time.Time) (time.Time, error) {
 	task, err := s.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, sl.Task)
 	if err != nil {
 		return time.Time{}, err
@@ -203,7 +203,7 @@ func (s *Service) deadline(ctx context.Context, r run.Run, sl run.Slot, start ti
 
 // lifetime is a sandbox's allowed lifetime: (agent + verifier timeout) ×
 // multiplier + grace, or MaxSandboxLifetime when the task sets no agent timeout.
-func (s *Service) lifetime(task *records.Task, mult float64) time.Duration {
+func (s *core) lifetime(task *records.Task, mult float64) time.Duration {
 	if mult <= 0 {
 		mult = 1
 	}

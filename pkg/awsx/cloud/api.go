@@ -24,12 +24,19 @@ func (p *Platform) BenchSync() (*benchsync.Service, error) {
 	})
 }
 
-// API returns the HTTP API handler: runs go through the pipeline,
-// benchmarks through benchsync (sync messages on the sync queue), and every
-// caller is authenticated by the JWT of the configured issuer.
+// API returns the HTTP API handler: runs go through the submit and stop
+// stages, benchmarks through benchsync (sync messages on the sync queue),
+// and every caller is authenticated by the JWT of the configured issuer.
 func (p *Platform) API() (*api.Handler, error) {
-	svc, err := p.Pipeline()
+	sub, err := p.Submitter()
 	if err != nil {
+		return nil, err
+	}
+	stop, err := p.Stopper()
+	if err != nil {
+		return nil, err
+	}
+	if err := wired("api", p.secretsWire()); err != nil {
 		return nil, err
 	}
 	sync, err := p.BenchSync()
@@ -45,7 +52,7 @@ func (p *Platform) API() (*api.Handler, error) {
 		return nil, err
 	}
 	return api.NewWithAuthenticator(api.Config{
-		Records: svc.Records(), Runs: svc, Checks: svc, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
+		Records: sub.Records(), Runs: runs{sub, stop}, Checks: sub, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
 		Blobs: p.Ports.Blobs, Secrets: p.Ports.Secrets, Logger: p.Logger,
 	}, JWTAuthenticator{Verifier: verifier}), nil
 }
@@ -67,5 +74,13 @@ func (a JWTAuthenticator) Authenticate(ctx context.Context, token string) (api.I
 	return api.Identity{Workspace: id.Workspace, User: id.User, Admin: id.Admin}, nil
 }
 
-// ensure the pipeline service satisfies the API's run port.
-var _ api.Runs = (*pipeline.Service)(nil)
+// runs is the API's run port on the submit and stop stages.
+type runs struct {
+	*pipeline.Submitter
+	*pipeline.Stopper
+}
+
+var (
+	_ api.Runs   = runs{}
+	_ api.Checks = (*pipeline.Submitter)(nil)
+)

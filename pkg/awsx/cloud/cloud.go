@@ -1,7 +1,7 @@
 // Package cloud wires gauntlet's cloud shape: it reads a Lambda function's
 // configuration from the environment variables the CDK stack sets, builds
 // the AWS SDK clients and adapters once per cold start, and hands the
-// function its pipeline.Service, benchsync.Service or API handler. Every
+// function its pipeline stage, benchsync.Service or API handler. Every
 // client honours AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> (the SDK
 // reads them), so the same binaries run against LocalStack or emulators.
 package cloud
@@ -29,7 +29,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/secrets"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/sqsq"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
-	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 )
@@ -51,7 +50,8 @@ type Platform struct {
 	AWS    aws.Config
 	Logger *slog.Logger
 	// Ports holds the pipeline's adapters; a port the function does not
-	// wire answers every call with an error wrapping ErrNotWired.
+	// wire is nil, and building a stage that takes it fails with an error
+	// wrapping ErrNotWired.
 	Ports pipeline.Ports
 	// SyncQueue carries benchsync.SyncMessage bodies (nil when not wired).
 	SyncQueue queue.Queue
@@ -84,21 +84,20 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 	p.Ports.Table = dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
 
 	sqsClient := sqs.NewFromConfig(awsCfg)
-	q := func(url, name, env string) queue.Queue {
+	q := func(url string) queue.Queue {
 		if url == "" {
-			return notWiredQueue{port: name + " queue", env: env}
+			return nil
 		}
 		return sqsq.New(sqsClient, url)
 	}
-	p.Ports.Plan = q(cfg.PlanQueueURL, "plan", EnvPlanQueueURL)
-	p.Ports.Slots = q(cfg.SlotsQueueURL, "slots", EnvSlotsQueueURL)
-	p.Ports.Completions = q(cfg.CompletionsQueueURL, "completions", EnvCompletionsQueueURL)
-	p.Ports.Results = q(cfg.ResultsQueueURL, "results", EnvResultsQueueURL)
+	p.Ports.Plan = q(cfg.PlanQueueURL)
+	p.Ports.Slots = q(cfg.SlotsQueueURL)
+	p.Ports.Completions = q(cfg.CompletionsQueueURL)
+	p.Ports.Results = q(cfg.ResultsQueueURL)
 	if cfg.SyncQueueURL != "" {
 		p.SyncQueue = sqsq.New(sqsClient, cfg.SyncQueueURL)
 	}
 
-	p.Ports.Blobs = notWiredBlobs{}
 	if cfg.Bucket != "" {
 		p.Blobs = s3blob.New(s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 			// Emulators (LocalStack, fauxqs) serve buckets by path, not
@@ -108,12 +107,10 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 		p.Ports.Blobs = p.Blobs
 	}
 
-	p.Ports.Secrets = notWiredSecrets{}
 	if cfg.SecretsPrefix != "" {
 		p.Ports.Secrets = secrets.New(secretsmanager.NewFromConfig(awsCfg), cfg.SecretsPrefix, cfg.SecretsKMSKey)
 	}
 
-	p.Ports.Sandboxes = notWiredSandboxes{}
 	if cfg.Sandbox.Cluster != "" {
 		sc := cfg.Sandbox
 		sc.Region = awsCfg.Region
@@ -140,19 +137,9 @@ func Connect(ctx context.Context, cfg Config, logger *slog.Logger, opts ...func(
 	return p, nil
 }
 
-// Pipeline returns the pipeline service on the platform's ports.
+// Pipeline returns every stage of the pipeline on the platform's ports (for
+// tests that drive the whole pipeline through one platform); it needs every
+// port wired. A function builds only its own stage (stages.go).
 func (p *Platform) Pipeline() (*pipeline.Service, error) {
-	// The cloud runners' gateways use the default provider table and host
-	// no models; submit refuses what they could not serve.
-	return pipeline.New(p.Ports, pipeline.Options{MaxSandboxes: p.Config.MaxSandboxes, Logger: p.Logger,
-		CheckModel: gateway.NewResolver().CheckModel})
-}
-
-// StartPipeline is Start followed by Pipeline, for the pipeline functions.
-func StartPipeline(ctx context.Context, n Needs, logger *slog.Logger) (*pipeline.Service, error) {
-	p, err := Start(ctx, n, logger)
-	if err != nil {
-		return nil, err
-	}
-	return p.Pipeline()
+	return pipeline.New(p.Ports, p.options())
 }

@@ -120,27 +120,42 @@ func TestUnwiredPortsNameTheirVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	_, blobErr := p.Ports.Blobs.List(ctx, "runs/")
-	_, secretErr := p.Ports.Secrets.Get(ctx, secret.Ref{Workspace: "ws", Scope: secret.Workspace, Name: "K"})
-	_, listErr := p.Ports.Sandboxes.List(ctx, "r1")
+	if p.Ports.Plan != nil || p.Ports.Slots != nil || p.Ports.Completions != nil || p.Ports.Results != nil ||
+		p.Ports.Blobs != nil || p.Ports.Secrets != nil || p.Ports.Sandboxes != nil {
+		t.Errorf("ports of a table-only configuration = %+v, want only the table set", p.Ports)
+	}
+	build := func(f func() (any, error)) func() error {
+		return func() error { _, err := f(); return err }
+	}
 	tests := []struct {
-		name string
-		err  error
-		want string
+		stage string
+		build func() error
+		want  []string
 	}{
-		{"plan", p.Ports.Plan.Send(ctx, queue.Outgoing{Body: []byte("{}")}), "GAUNTLET_PLAN_QUEUE_URL"},
-		{"slots", p.Ports.Slots.Delete(ctx, "receipt"), "GAUNTLET_SLOTS_QUEUE_URL"},
-		{"completions", p.Ports.Completions.Send(ctx), "GAUNTLET_COMPLETIONS_QUEUE_URL"},
-		{"results", p.Ports.Results.ChangeVisibility(ctx, "r", 0), "GAUNTLET_RESULTS_QUEUE_URL"},
-		{"blobs", blobErr, "GAUNTLET_BUCKET"},
-		{"secrets", secretErr, "GAUNTLET_SECRETS_PREFIX"},
-		{"sandboxes", listErr, "GAUNTLET_CLUSTER"},
+		{"submitter", build(func() (any, error) { return p.Submitter() }), []string{"GAUNTLET_PLAN_QUEUE_URL"}},
+		{"stopper", build(func() (any, error) { return p.Stopper() }), []string{"GAUNTLET_PLAN_QUEUE_URL"}},
+		{"planner", build(func() (any, error) { return p.Planner() }), []string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_CLUSTER"}},
+		{"dispatcher", build(func() (any, error) { return p.Dispatcher() }), []string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL",
+			"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_SECRETS_PREFIX", "GAUNTLET_CLUSTER"}},
+		{"grader", build(func() (any, error) { return p.Grader() }), []string{"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET"}},
+		{"ingester", build(func() (any, error) { return p.Ingester() }), []string{"GAUNTLET_SLOTS_QUEUE_URL"}},
+		{"watchdog", build(func() (any, error) { return p.Watchdog() }), []string{"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SLOTS_QUEUE_URL",
+			"GAUNTLET_COMPLETIONS_QUEUE_URL", "GAUNTLET_CLUSTER"}},
 	}
 	for _, tt := range tests {
-		if !errors.Is(tt.err, cloud.ErrNotWired) || !strings.Contains(tt.err.Error(), tt.want) {
-			t.Errorf("%s: error = %v, want ErrNotWired naming %s", tt.name, tt.err, tt.want)
+		err := tt.build()
+		if !errors.Is(err, cloud.ErrNotWired) {
+			t.Errorf("%s without its ports: error = %v, want ErrNotWired", tt.stage, err)
+			continue
 		}
+		for _, env := range tt.want {
+			if !strings.Contains(err.Error(), env) {
+				t.Errorf("%s without its ports: error = %v, want it to name %s", tt.stage, err, env)
+			}
+		}
+	}
+	if _, err := p.Recomputer(); err != nil {
+		t.Errorf("Recomputer() on the table alone: %v", err)
 	}
 	if _, err := p.BenchSync(); !errors.Is(err, cloud.ErrNotWired) {
 		t.Errorf("BenchSync() without a bucket: error = %v, want ErrNotWired", err)

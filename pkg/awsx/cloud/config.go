@@ -55,9 +55,10 @@ const (
 	EnvLogLevel             = "LOG_LEVEL"
 )
 
-// Needs lists the ports a function wires. The table is always wired; a port
-// left out is not configured, and the service answers any use of it with
-// an error wrapping ErrNotWired that names the variable to set.
+// Needs lists the ports a function wires, derived from its row of the
+// function table. The table is always wired; a port left out is not
+// configured (nil), and building a stage that takes it fails with an error
+// wrapping ErrNotWired that names the variable to set.
 type Needs struct {
 	Plan, Slots, Completions, Results, Sync bool // queues
 	Blobs, Secrets, Sandboxes               bool

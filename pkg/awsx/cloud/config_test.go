@@ -71,7 +71,7 @@ func TestLoad(t *testing.T) {
 			want: cloud.Config{Stage: "dev", Table: "t", LogLevel: slog.LevelInfo}},
 		{name: "dispatcher", needs: cloud.Dispatcher, env: full, want: cloud.Config{
 			Stage: "dev", Table: "gauntlet-dev-Table", SlotsQueueURL: full["GAUNTLET_SLOTS_QUEUE_URL"],
-			CompletionsQueueURL: full["GAUNTLET_COMPLETIONS_QUEUE_URL"], Bucket: "gauntlet-dev-artifacts",
+			CompletionsQueueURL: full["GAUNTLET_COMPLETIONS_QUEUE_URL"], ResultsQueueURL: full["GAUNTLET_RESULTS_QUEUE_URL"], Bucket: "gauntlet-dev-artifacts",
 			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"], Sandbox: func() ecssandbox.Config {
 				c := sandboxCfg
 				c.KMSKey = full["GAUNTLET_SANDBOX_KMS_KEY"]
@@ -81,7 +81,7 @@ func TestLoad(t *testing.T) {
 		{name: "api", needs: cloud.API, env: full, want: cloud.Config{
 			Stage: "dev", Table: "gauntlet-dev-Table", PlanQueueURL: full["GAUNTLET_PLAN_QUEUE_URL"],
 			SyncQueueURL: full["GAUNTLET_SYNC_QUEUE_URL"], Bucket: "gauntlet-dev-artifacts",
-			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"], Sandbox: sandboxCfg,
+			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"],
 			JWTIssuer: full["GAUNTLET_JWT_ISSUER"], JWTAudience: "client-1", Registry: full["GAUNTLET_REGISTRY"],
 			LogLevel: slog.LevelWarn}},
 		{name: "api with another identity provider's admin role", needs: cloud.API, env: func() map[string]string {
@@ -91,7 +91,7 @@ func TestLoad(t *testing.T) {
 		}(), want: cloud.Config{
 			Stage: "dev", Table: "gauntlet-dev-Table", PlanQueueURL: full["GAUNTLET_PLAN_QUEUE_URL"],
 			SyncQueueURL: full["GAUNTLET_SYNC_QUEUE_URL"], Bucket: "gauntlet-dev-artifacts",
-			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"], Sandbox: sandboxCfg,
+			SecretsPrefix: "gauntlet/dev/", SecretsKMSKey: full["GAUNTLET_SECRETS_KMS_KEY"],
 			JWTIssuer: full["GAUNTLET_JWT_ISSUER"], JWTAudience: "client-1", AdminClaim: "roles", AdminGroup: "platform-operator",
 			Registry: full["GAUNTLET_REGISTRY"], LogLevel: slog.LevelWarn}},
 		{name: "grader", needs: cloud.Grader, env: full, want: cloud.Config{

@@ -19,7 +19,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
-// Body adapts a message-body handler (pipeline.Service.HandlePlan and its
+// Body adapts a message-body handler (pipeline.Planner.HandlePlan and its
 // siblings) to the SQS batch handler. Its error — also for an undecodable
 // body or an unknown schema_version — leaves the message on the queue, and
 // the queue's redrive policy moves it to the dead-letter queue after
@@ -109,7 +109,7 @@ func (h *StreamHandler) Handle(ctx context.Context, ev events.DynamoDBEvent) (ev
 	return resp, nil
 }
 
-// Scheduled adapts a periodic job (pipeline.Service.Watch) to an
+// Scheduled adapts a periodic job (pipeline.Watchdog.Watch) to an
 // EventBridge Scheduler (or scheduled rule) invocation.
 func Scheduled(job func(context.Context) error, log *slog.Logger) func(context.Context, events.EventBridgeEvent) error {
 	return func(ctx context.Context, ev events.EventBridgeEvent) error {
