@@ -50,8 +50,15 @@ export async function renderRun(ctx) {
   // from the server's duration_sec at that moment (tickDurations).
   const state = { run, fetchedAt: performance.now(), refreshPanel: null };
 
+  // The header is rebuilt only when what it shows changes: a poll that
+  // rebuilt it every time closed a download menu the user had open.
+  let shownHeader = '';
   const paint = () => {
-    replace(head, header(state.run, () => changed()));
+    const key = headerKey(state.run);
+    if (key !== shownHeader) {
+      replace(head, header(state.run, () => changed()));
+      shownHeader = key;
+    }
     replace(stats, statStrip(state.run, state.fetchedAt));
   };
   const showTab = (next, { initial = false } = {}) => {
@@ -129,6 +136,13 @@ function agentDuration(a, fetchedAt) {
 
 function crumbs() {
   return h('div', { class: 'crumbs' }, link('/runs', 'Runs'), ' /');
+}
+
+// headerKey is every run field header() renders.
+function headerKey(run) {
+  const o = run.outcomes || {};
+  return JSON.stringify([run.name, run.id, run.status, run.reason, run.benchmark, run.benchmark_name, run.task_set,
+    run.coverage, run.manifest_version, run.manifest_digest, Boolean(o.passed || o.failed || o.errored)]);
 }
 
 function header(run, changed) {
