@@ -150,44 +150,67 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 			rig.keyNames = append(rig.keyNames, name)
 		}
 	}
-	socket, socketTmp, err := t.gatewaySocketPath("gateway")
-	if err != nil {
-		return nil, fmt.Errorf("model gateway: socket: %w", err)
-	}
-	rig.socketTmp = socketTmp
-	cfg := gateway.Config{
-		Route: route, Key: key.Reveal(),
-		SocketPath: socket,
-		RecordPath: filepath.Join(t.out, ArtifactsDir, gatewayRecord),
-		Redact:     t.secretValues(),
-		Logger:     t.log.With("component", "model-gateway"),
-	}
-	if t.spec.AgentTimeout > 0 {
-		cfg.Limits.Deadline = time.Now().Add(t.spec.AgentTimeout)
-	}
-	bwrap := t.ownNetwork()
-	if !bwrap {
-		// Process and container isolation share the runner's network
-		// namespace: the agent reaches the gateway's loopback port.
-		cfg.TCPAddr = "127.0.0.1:0"
-	}
-	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
-		_ = rig.removeSocketDir()
+	if err := t.startGateway(ctx, rig, gatewayStart{
+		socketDir: "gateway", record: gatewayRecord, component: "model-gateway",
+		route: route, key: key, timeout: t.spec.AgentTimeout,
+		tokenName: gatewayTokenName, tokenHook: testHookGatewayToken,
+	}); err != nil {
 		return nil, err
 	}
-	t.addRedacted(gatewayTokenName, rig.gw.Token())
 	if route.Key != "" {
 		t.addRedacted("hosted_model_key", route.Key)
-	}
-	if testHookGatewayToken != nil {
-		testHookGatewayToken(rig.gw.Token())
-	}
-	if err := rig.reach(bwrap); err != nil {
-		return nil, err
 	}
 	t.log.Info("agent rig ready", "bundle", filepath.Base(rig.bundle), "wire_api", h.WireAPI, "upstream_model", route.Model,
 		"duration", time.Since(started).Round(time.Microsecond).String())
 	return rig, nil
+}
+
+// gatewayStart is what differs between the agent's and the judge's model
+// gateway.
+type gatewayStart struct {
+	socketDir, record, component string
+	route                        gateway.Route
+	key                          secret.Value
+	// timeout bounds the gateway's calls (the phase's timeout; 0: none).
+	timeout   time.Duration
+	tokenName string       // the token's name in the redaction list
+	tokenHook func(string) // tests' view of the token, when set
+}
+
+// startGateway starts a model gateway on rig for one phase: its socket,
+// its record of calls (redacted), its token redacted, and how the sandbox
+// reaches it. On failure nothing is left running.
+func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart) error {
+	socket, socketTmp, err := t.gatewaySocketPath(g.socketDir)
+	if err != nil {
+		return fmt.Errorf("model gateway: socket: %w", err)
+	}
+	rig.socketTmp = socketTmp
+	cfg := gateway.Config{
+		Route: g.route, Key: g.key.Reveal(),
+		SocketPath: socket,
+		RecordPath: filepath.Join(t.out, ArtifactsDir, g.record),
+		Redact:     t.secretValues(),
+		Logger:     t.log.With("component", g.component),
+	}
+	if g.timeout > 0 {
+		cfg.Limits.Deadline = time.Now().Add(g.timeout)
+	}
+	bwrap := t.ownNetwork()
+	if !bwrap {
+		// Process and container isolation share the runner's network
+		// namespace: the sandbox reaches the gateway's loopback port.
+		cfg.TCPAddr = "127.0.0.1:0"
+	}
+	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
+		_ = rig.removeSocketDir()
+		return err
+	}
+	t.addRedacted(g.tokenName, rig.gw.Token())
+	if g.tokenHook != nil {
+		g.tokenHook(rig.gw.Token())
+	}
+	return rig.reach(bwrap)
 }
 
 // removeSocketDir removes the short-path directory made for the gateway's

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -66,34 +65,12 @@ func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("judge model %q: %w", t.spec.JudgeModel, err)
 	}
-	socket, socketTmp, err := t.gatewaySocketPath(judgeGatewayDir)
-	if err != nil {
-		return nil, fmt.Errorf("judge model gateway: socket: %w", err)
-	}
-	rig := &agentRig{socketTmp: socketTmp}
-	cfg := gateway.Config{
-		Route: route, Key: t.spec.JudgeKey.Reveal(),
-		SocketPath: socket,
-		RecordPath: filepath.Join(t.out, ArtifactsDir, judgeGatewayRecord),
-		Redact:     t.secretValues(),
-		Logger:     t.log.With("component", "judge-gateway"),
-	}
-	if t.spec.VerifierTimeout > 0 {
-		cfg.Limits.Deadline = time.Now().Add(t.spec.VerifierTimeout)
-	}
-	bwrap := t.ownNetwork()
-	if !bwrap {
-		cfg.TCPAddr = "127.0.0.1:0"
-	}
-	if rig.gw, err = gateway.Start(ctx, cfg); err != nil {
-		_ = rig.removeSocketDir()
-		return nil, fmt.Errorf("judge %w", err)
-	}
-	t.addRedacted(judgeTokenName, rig.gw.Token())
-	if testHookJudgeToken != nil {
-		testHookJudgeToken(rig.gw.Token())
-	}
-	if err := rig.reach(bwrap); err != nil {
+	rig := &agentRig{}
+	if err := t.startGateway(ctx, rig, gatewayStart{
+		socketDir: judgeGatewayDir, record: judgeGatewayRecord, component: "judge-gateway",
+		route: route, key: t.spec.JudgeKey, timeout: t.spec.VerifierTimeout,
+		tokenName: judgeTokenName, tokenHook: testHookJudgeToken,
+	}); err != nil {
 		return nil, fmt.Errorf("judge %w", err)
 	}
 	t.log.Info("judge gateway ready", "judge_model", t.spec.JudgeModel, "upstream_model", route.Model, "key_given", t.spec.JudgeKey != "",

@@ -14,6 +14,25 @@ export function seriesColor(i) {
 }
 
 /**
+ * percentFrame is a chart's frame with y in [0, 1] shown as percent: the
+ * horizontal grid lines, their labels, the x axis line and both axis titles.
+ * The caller adds its own x ticks to the returned groups.
+ */
+function percentFrame({ W, H, m, y, xLabel, yLabel }) {
+  const grid = svg('g', { class: 'grid' });
+  const axis = svg('g', { class: 'axis' });
+  for (const t of [0, 0.25, 0.5, 0.75, 1]) {
+    grid.append(svg('line', { x1: m.left, x2: W - m.right, y1: y(t), y2: y(t) }));
+    axis.append(svg('text', { x: m.left - 8, y: y(t) + 4, 'text-anchor': 'end' }, `${t * 100}%`));
+  }
+  const midY = (m.top + H - m.bottom) / 2;
+  axis.append(svg('line', { x1: m.left, x2: W - m.right, y1: H - m.bottom, y2: H - m.bottom }));
+  axis.append(svg('text', { x: (m.left + W - m.right) / 2, y: H - 4, 'text-anchor': 'middle' }, xLabel));
+  axis.append(svg('text', { x: 12, y: midY, 'text-anchor': 'middle', transform: `rotate(-90 12 ${midY})` }, yLabel));
+  return { grid, axis };
+}
+
+/**
  * lineChart draws series [{label, points: [{x, y, lo, hi}]}] over integer x
  * ticks and y in [0, 1] shown as percent. Returns a figure with a legend
  * and a text description for assistive technology.
@@ -27,20 +46,12 @@ export function lineChart({ series, xLabel, yLabel, title, description }) {
   const xMax = Math.max(xMin + 1, ...xs);
   const x = (v) => m.left + ((v - xMin) / (xMax - xMin)) * (W - m.left - m.right);
   const y = (v) => H - m.bottom - v * (H - m.top - m.bottom);
-  const grid = svg('g', { class: 'grid' });
-  const axis = svg('g', { class: 'axis' });
-  for (const t of [0, 0.25, 0.5, 0.75, 1]) {
-    grid.append(svg('line', { x1: m.left, x2: W - m.right, y1: y(t), y2: y(t) }));
-    axis.append(svg('text', { x: m.left - 8, y: y(t) + 4, 'text-anchor': 'end' }, `${t * 100}%`));
-  }
+  const { grid, axis } = percentFrame({ W, H, m, y, xLabel, yLabel });
   const step = Math.max(1, Math.ceil((xMax - xMin) / 12));
   for (let k = xMin; k <= xMax; k += step) {
     axis.append(svg('line', { x1: x(k), x2: x(k), y1: H - m.bottom, y2: H - m.bottom + 4 }));
     axis.append(svg('text', { x: x(k), y: H - m.bottom + 17, 'text-anchor': 'middle' }, String(k)));
   }
-  axis.append(svg('line', { x1: m.left, x2: W - m.right, y1: H - m.bottom, y2: H - m.bottom }));
-  axis.append(svg('text', { x: (m.left + W - m.right) / 2, y: H - 4, 'text-anchor': 'middle' }, xLabel));
-  axis.append(svg('text', { x: 12, y: (m.top + H - m.bottom) / 2, 'text-anchor': 'middle', transform: `rotate(-90 12 ${(m.top + H - m.bottom) / 2})` }, yLabel));
 
   const layers = series.map((s, i) => {
     const color = seriesColor(s.colorIndex ?? i);
@@ -94,12 +105,8 @@ export function costPassChart({ points, frontier, scale, formatCost, title, desc
     const m = { top: 26, right: 18, bottom: 42, left: 50 }; // room above 100% for labels
     const x = (v) => m.left + scale.at(v) * (W - m.left - m.right);
     const y = (v) => H - m.bottom - v * (H - m.top - m.bottom);
-    const grid = svg('g', { class: 'grid' });
-    const axis = svg('g', { class: 'axis' });
-    for (const t of [0, 0.25, 0.5, 0.75, 1]) {
-      grid.append(svg('line', { x1: m.left, x2: W - m.right, y1: y(t), y2: y(t) }));
-      axis.append(svg('text', { x: m.left - 8, y: y(t) + 4, 'text-anchor': 'end' }, `${t * 100}%`));
-    }
+    const { grid, axis } = percentFrame({ W, H, m, y, yLabel: 'pass@1',
+      xLabel: scale.log ? 'cost per task (log scale)' : 'cost per task' });
     // Thin the cost ticks so their labels never touch (about 56 px each).
     const every = Math.max(1, Math.ceil((scale.ticks.length * 56) / (W - m.left - m.right)));
     scale.ticks.forEach((t, i) => {
@@ -108,10 +115,6 @@ export function costPassChart({ points, frontier, scale, formatCost, title, desc
       axis.append(svg('line', { x1: x(t), x2: x(t), y1: H - m.bottom, y2: H - m.bottom + 4 }));
       axis.append(svg('text', { x: x(t), y: H - m.bottom + 17, 'text-anchor': 'middle' }, formatCost(t)));
     });
-    axis.append(svg('line', { x1: m.left, x2: W - m.right, y1: H - m.bottom, y2: H - m.bottom }));
-    axis.append(svg('text', { x: (m.left + W - m.right) / 2, y: H - 4, 'text-anchor': 'middle' },
-      scale.log ? 'cost per task (log scale)' : 'cost per task'));
-    axis.append(svg('text', { x: 12, y: (m.top + H - m.bottom) / 2, 'text-anchor': 'middle', transform: `rotate(-90 12 ${(m.top + H - m.bottom) / 2})` }, 'pass@1'));
 
     const front = svg('g', { class: 'frontier' });
     if (frontier.length) {
