@@ -169,16 +169,7 @@ func (s *Service) parkRefresh(ctx context.Context, msg SyncMessage, token time.T
 		st.RefreshSynced, st.RefreshTotal, st.RefreshUpdatedAt = ip.done, ip.total, now
 		return nil
 	})
-	if errors.Is(err, errSuperseded) || errors.Is(err, records.ErrNotFound) {
-		s.log.InfoContext(ctx, "benchmark refresh superseded", "workspace", msg.Workspace, "key", msg.Key)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("park refresh %s/%s: %w", msg.Workspace, msg.Key, err)
-	}
-	s.log.InfoContext(ctx, "benchmark refresh parked on image builds", "workspace", msg.Workspace, "key", msg.Key,
-		"building", len(ip.builds), "prepared", ip.done, "tasks", ip.total)
-	return &ImagesBuilding{Resume: NewResumeMessage(msg, now, ip.builds), After: s.resumeAfter()}
+	return s.parked(ctx, "refresh", msg, now, ip, err)
 }
 
 // ownsRefresh reports whether st is still held by the refresh with token.

@@ -151,14 +151,21 @@ func (s *Service) park(ctx context.Context, msg SyncMessage, ip *imagesPending) 
 		b.Phase, b.Synced, b.Total, b.UpdatedAt = records.SyncPhaseImages, ip.done, ip.total, now
 		return nil
 	})
+	return s.parked(ctx, "sync", msg, now, ip, err)
+}
+
+// parked finishes parking a sync or refresh (what) once its progress write
+// returned err: a write the sync no longer owned ends the work quietly;
+// otherwise the ImagesBuilding carries the resume message stamped now.
+func (s *Service) parked(ctx context.Context, what string, msg SyncMessage, now time.Time, ip *imagesPending, err error) error {
 	if errors.Is(err, errSuperseded) || errors.Is(err, records.ErrNotFound) {
-		s.log.InfoContext(ctx, "benchmark sync superseded", "workspace", msg.Workspace, "key", msg.Key)
+		s.log.InfoContext(ctx, "benchmark "+what+" superseded", "workspace", msg.Workspace, "key", msg.Key)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("park sync %s/%s: %w", msg.Workspace, msg.Key, err)
+		return fmt.Errorf("park %s %s/%s: %w", what, msg.Workspace, msg.Key, err)
 	}
-	s.log.InfoContext(ctx, "benchmark sync parked on image builds", "workspace", msg.Workspace, "key", msg.Key,
+	s.log.InfoContext(ctx, "benchmark "+what+" parked on image builds", "workspace", msg.Workspace, "key", msg.Key,
 		"building", len(ip.builds), "prepared", ip.done, "tasks", ip.total)
 	return &ImagesBuilding{Resume: NewResumeMessage(msg, now, ip.builds), After: s.resumeAfter()}
 }
