@@ -50,16 +50,19 @@ func BenchmarkImageSandboxStart(b *testing.B) {
 		pc := phaseCommand{script: "true", env: imageEnv(img, imageUser{home: "/root"}, nil), netMode: netNone,
 			user: imageUser{home: "/root"}, mounts: []mount{{host: logs, target: AgentLogMount, writable: true}}}
 		var stderr bytes.Buffer
-		cmd, release, err := iso.launch(pc, cg, &bytes.Buffer{}, &stderr)
+		started, err := iso.launch(pc, cg, &bytes.Buffer{}, &stderr)
 		if err != nil {
 			b.Fatalf("launch: %v: %s", err, stderr.String())
 		}
-		if err := cmd.Wait(); err != nil {
+		if err := started.cmd.Wait(); err != nil {
 			b.Fatalf("sandbox: %v: %s", err, stderr.String())
 		}
 		starts = append(starts, time.Since(began))
 		down := time.Now()
-		release()
+		if !started.ran() {
+			b.Fatalf("sandbox did not set up: %s", stderr.String())
+		}
+		started.release()
 		_ = cg.remove()
 		if err := l.close(); err != nil {
 			b.Fatal(err)

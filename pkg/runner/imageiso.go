@@ -203,10 +203,10 @@ func (i *imageIsolation) bwrapArgs(pc phaseCommand) []string {
 	// the helper (the runner's static binary) empties the bounding set down
 	// to the phase's capabilities (a non-root user: none) before the exec.
 	caps := dockerDefaultCaps
-	helper := []string{userHelperPath, execPhaseCommand, "--docker-caps"}
+	helper := []string{userHelperPath, execPhaseCommand, "--started-fd", strconv.Itoa(startedFD), "--docker-caps"}
 	if !pc.user.root() {
 		caps = userSwitchCaps
-		helper = []string{userHelperPath, execPhaseCommand, "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
+		helper = []string{userHelperPath, execPhaseCommand, "--started-fd", strconv.Itoa(startedFD), "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
 			"--gid", strconv.FormatUint(uint64(pc.user.gid), 10), "--groups", joinIDs(pc.user.groups)}
 	}
 	args = append(args, "--ro-bind", i.self, userHelperPath)
@@ -231,53 +231,61 @@ func joinIDs(ids []uint32) string {
 // sandbox's init into the phase's cgroups and attaches the network, then
 // lets it go. Nothing of the phase's command ever runs outside its limits
 // or before its network is in place. release stops the phase's network.
-func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
 	return launchBwrap(i.bwrap, i.bwrapArgs(pc), i.slirp, pc, cg, stdout, stderr)
 }
 
-// launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4
-// and --unshare-net) and the sandbox's seccomp filter (seccomp.go), joins its processes to cg, gives the sandbox's
-// network namespace its network mode (slirp4netns for public, the egress
-// proxy for allowlist, nothing for no-network) and only then lets the
-// phase's command run.
-func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (cmd *exec.Cmd, release func(), err error) {
-	infoR, infoW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("image sandbox: %w", err)
+// startedFD is the fd on which the sandbox tells the runner that its setup
+// is done and the phase's command is about to run: the user helper writes
+// a byte there (host-rootfs phases: the script's first command), so a
+// non-zero exit without it is bubblewrap's own failure.
+const startedFD = 6
+
+// launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4,
+// --unshare-net, and have the sandbox write to startedFD) and the sandbox's
+// seccomp filter (seccomp.go), joins its processes to cg, gives the
+// sandbox's network namespace its network mode (slirp4netns for public,
+// the egress proxy for allowlist, nothing for no-network) and only then
+// lets the phase's command run.
+func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
+	var pipes [6]*os.File // info, block and started: read end, write end
+	for i := 0; i < len(pipes); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeFiles(pipes[:i]...)
+			return launched{}, fmt.Errorf("image sandbox: %w", err)
+		}
+		pipes[i], pipes[i+1] = r, w
 	}
+	infoR, infoW, blockR, blockW, startedR, startedW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
 	defer infoR.Close()
-	blockR, blockW, err := os.Pipe()
-	if err != nil {
-		infoW.Close()
-		return nil, nil, fmt.Errorf("image sandbox: %w", err)
-	}
 	defer blockW.Close()
 	filter, err := seccompFile()
 	if err != nil {
-		infoW.Close()
-		blockR.Close()
-		return nil, nil, fmt.Errorf("image sandbox: %w", err)
+		closeFiles(infoW, blockR, startedR, startedW)
+		return launched{}, fmt.Errorf("image sandbox: %w", err)
 	}
 	defer filter.Close()
 	// Fd 5 is the seccomp filter bwrap installs before the command.
-	cmd = exec.Command(bwrap, append([]string{"--seccomp", "5"}, args...)...)
+	cmd := exec.Command(bwrap, append([]string{"--seccomp", "5"}, args...)...)
 	cmd.Env = pc.env
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{infoW, blockR, filter}
+	cmd.ExtraFiles = []*os.File{infoW, blockR, filter, startedW}
 	cmd.WaitDelay = waitDelay
 	prepareProcess(cmd)
 	err = cmd.Start()
-	infoW.Close()
-	blockR.Close()
+	closeFiles(infoW, blockR, startedW)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start bwrap: %w", err)
+		startedR.Close()
+		return launched{}, fmt.Errorf("start bwrap: %w", err)
 	}
-	release = func() {}
-	fail := func(err error) (*exec.Cmd, func(), error) {
+	l := launched{cmd: cmd, release: func() {}, ran: startedByte(startedR)}
+	fail := func(err error) (launched, error) {
 		killGroup(cmd.Process.Pid)
-		release()
+		l.release()
 		_ = cmd.Wait()
-		return nil, nil, err
+		startedR.Close()
+		return launched{}, err
 	}
 	var info struct {
 		ChildPID int `json:"child-pid"`
@@ -294,18 +302,41 @@ func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg 
 		if err != nil {
 			return fail(err)
 		}
-		release = stop
+		l.release = stop
 	case netAllowlist:
 		proxy, err := startEgressProxy(info.ChildPID, pc.allowedHosts)
 		if err != nil {
 			return fail(err)
 		}
-		release = proxy.stop
+		l.release = proxy.stop
 	}
 	if _, err := blockW.Write([]byte{1}); err != nil {
 		return fail(fmt.Errorf("image sandbox: release the phase: %w", err))
 	}
-	return cmd, release, nil
+	return l, nil
+}
+
+// startedByte returns the check that the sandbox wrote its started byte on
+// r; it is asked once bwrap has exited, so every write end is closed (the
+// helper closes its own before the exec) and the read ends at once. It
+// closes r.
+func startedByte(r *os.File) func() bool {
+	return func() bool {
+		defer r.Close()
+		// A write end that outlived bwrap would block the read: the
+		// deadline turns that into "not started" rather than a hang.
+		_ = r.SetReadDeadline(time.Now().Add(time.Second))
+		n, _ := r.Read(make([]byte, 1))
+		return n == 1
+	}
+}
+
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // slirpDNS is slirp4netns's DNS forwarder in the sandbox's network.
@@ -366,7 +397,7 @@ func startSlirp(bin string, pid int) (stop func(), err error) {
 // the phase's cgroups and network are attached between bwrap's setup and
 // the phase's command).
 type launcher interface {
-	launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error)
+	launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error)
 }
 
 func newImageIsolation(bwrap string, opts Options) (*imageIsolation, error) {

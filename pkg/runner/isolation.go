@@ -226,16 +226,21 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 	args = append(args,
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--hostname", sandboxHostname,
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--info-fd", "3", "--block-fd", "4")
-	args = append(args, "--chdir", AppMount, "bash", "-c", pc.script)
+	args = append(args, "--chdir", AppMount, "bash", "-c", hostStartedMarker+pc.script)
 	return args, nil
 }
 
+// hostStartedMarker opens a host-rootfs phase's script: the host's bash
+// tells the runner the sandbox is set up (see startedFD), and closes the
+// fd so nothing of the phase holds it.
+var hostStartedMarker = fmt.Sprintf("printf 1 >&%[1]d; exec %[1]d>&-; ", startedFD)
+
 // launch starts a host-rootfs phase like an image phase: cgroups and the
 // network attached before the command runs.
-func (b bwrapIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+func (b bwrapIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
 	args, err := bwrapArgs(pc)
 	if err != nil {
-		return nil, nil, err
+		return launched{}, err
 	}
 	slirp, _ := exec.LookPath("slirp4netns")
 	return launchBwrap(b.path, args, slirp, pc, cg, stdout, stderr)

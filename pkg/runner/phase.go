@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -38,13 +39,37 @@ type phaseOutcome struct {
 	// OOMKills counts the phase's processes the kernel killed for its
 	// memory limit.
 	OOMKills int
+	// SetupRetries are the sandbox's own failures (bubblewrap failing to
+	// set up, before the phase's command ran) that the phase was started
+	// again after.
+	SetupRetries []string
+}
+
+// setupAttempts bounds how often a phase is started when its sandbox fails
+// to set up: nothing of the phase has run then, so starting it again is
+// safe, and a transient kernel failure (bwrap's loopback setup in a new
+// network namespace, seen failing with ECHILD under load) costs a few ms
+// instead of a whole attempt.
+const setupAttempts = 3
+
+// errSandboxSetup marks a phase whose sandbox never got as far as its
+// command: the platform's failure, never the agent's or the verifier's.
+var errSandboxSetup = errors.New("the sandbox failed to set up before the phase's command ran")
+
+// launched is a phase's process as it was started.
+type launched struct {
+	cmd *exec.Cmd
+	// release frees what the start set up beside the process (its network).
+	release func()
+	// ran reports, once cmd has exited, whether the phase's own command
+	// ever began; nil means the start cannot tell, and it did.
+	ran func() bool
 }
 
 // runPhase runs p under iso and waits for it. The error reports only that the
 // phase could not be run at all; a non-zero exit or a timeout is an outcome.
 func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error) {
 	out := phaseOutcome{ExitCode: -1}
-	cg := p.cgroup
 	stdout, err := newCappedFile(p.stdout, maxCapturedOutput)
 	if err != nil {
 		return out, fmt.Errorf("%s phase: %w", p.name, err)
@@ -63,12 +88,35 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 	defer cancel()
 
 	out.StartedAt = time.Now().UTC()
-	cmd, release, err := startPhase(iso, p, stdout, stderr)
+	for attempt := 1; ; attempt++ {
+		ran, err := waitPhase(ctx, phaseCtx, iso, p, stdout, stderr, &out)
+		if err != nil {
+			return out, err
+		}
+		if ran || out.TimedOut || out.Canceled {
+			return out, nil
+		}
+		failure := fmt.Sprintf("exit code %d: %s", out.ExitCode, lastLine(p.stderr))
+		if attempt == setupAttempts {
+			return out, fmt.Errorf("%s phase: %w (%d tries; the last: %s)", p.name, errSandboxSetup, attempt, failure)
+		}
+		out.SetupRetries = append(out.SetupRetries, failure)
+		if err := errors.Join(stdout.reset(), stderr.reset()); err != nil {
+			return out, fmt.Errorf("%s phase: %w", p.name, err)
+		}
+	}
+}
+
+// waitPhase starts p once and waits for it, filling out's exit; ran
+// reports whether the phase's command began.
+func waitPhase(ctx, phaseCtx context.Context, iso isolation, p phase, stdout, stderr io.Writer, out *phaseOutcome) (ran bool, err error) {
+	l, err := startPhase(iso, p, stdout, stderr)
 	if err != nil {
 		out.FinishedAt = time.Now().UTC()
-		return out, fmt.Errorf("%s phase: %w", p.name, err)
+		return false, fmt.Errorf("%s phase: %w", p.name, err)
 	}
-	defer release()
+	defer l.release()
+	cmd := l.cmd
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
@@ -76,7 +124,7 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 	case waitErr = <-done:
 	case <-phaseCtx.Done():
 		killGroup(cmd.Process.Pid)
-		cg.killAll()
+		p.cgroup.killAll()
 		waitErr = <-done
 		out.TimedOut = errors.Is(phaseCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		out.Canceled = ctx.Err() != nil
@@ -85,31 +133,50 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 	killGroup(cmd.Process.Pid)
 	out.FinishedAt = time.Now().UTC()
 	out.ExitCode = exitCode(waitErr)
+	ran = l.ran == nil || l.ran()
 	if waitErr != nil && out.ExitCode == -1 && !out.TimedOut && !out.Canceled && !isSignaled(waitErr) {
-		return out, fmt.Errorf("%s phase: wait: %w", p.name, waitErr)
+		return ran, fmt.Errorf("%s phase: wait: %w", p.name, waitErr)
 	}
-	return out, nil
+	return ran, nil
+}
+
+// lastLine is the last non-empty line of the file at path (a phase's
+// captured stderr, where bubblewrap says why it failed), bounded.
+func lastLine(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(stderr unreadable: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if line == "" {
+		return "(no output)"
+	}
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return line
 }
 
 // startPhase starts p's process: through the isolation when it starts
 // phases itself, else as the isolation's command joined to p's cgroups.
 // release frees what the start set up beside the process (its network).
-func startPhase(iso isolation, p phase, stdout, stderr io.Writer) (*exec.Cmd, func(), error) {
+func startPhase(iso isolation, p phase, stdout, stderr io.Writer) (launched, error) {
 	if l, ok := iso.(launcher); ok {
 		return l.launch(p.cmd, p.cgroup, stdout, stderr)
 	}
 	cmd, err := iso.command(p.cmd)
 	if err != nil {
-		return nil, nil, err
+		return launched{}, err
 	}
 	prepareProcess(cmd)
 	p.cgroup.wrap(cmd)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("start: %w", err)
+		return launched{}, fmt.Errorf("start: %w", err)
 	}
-	return cmd, func() {}, nil
+	return launched{cmd: cmd, release: func() {}}, nil
 }
 
 // killGroup sends SIGKILL to the process group led by pid.
@@ -143,6 +210,7 @@ func isSignaled(err error) bool {
 // chatty agent cannot fill the disk through its stdout.
 type cappedFile struct {
 	f         *os.File
+	limit     int64
 	remaining int64
 	truncated bool
 }
@@ -152,7 +220,7 @@ func newCappedFile(path string, limit int64) (*cappedFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create output file: %w", err)
 	}
-	return &cappedFile{f: f, remaining: limit}, nil
+	return &cappedFile{f: f, limit: limit, remaining: limit}, nil
 }
 
 func (c *cappedFile) Write(p []byte) (int, error) {
@@ -171,6 +239,19 @@ func (c *cappedFile) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// reset empties the file for a new start of the phase.
+func (c *cappedFile) reset() error {
+	if err := c.f.Truncate(0); err != nil {
+		return fmt.Errorf("reset output file: %w", err)
+	}
+	if _, err := c.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("reset output file: %w", err)
+	}
+	c.remaining = c.limit
+	c.truncated = false
+	return nil
 }
 
 func (c *cappedFile) Close() error {

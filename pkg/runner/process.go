@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,10 @@ func prctl(option int, arg uintptr) error {
 // give the phase back root, drops the dangerous capabilities of a root
 // phase, and execs the phase's command with the environment it was given.
 func execPhase(args []string, stderr io.Writer) int {
+	// Capabilities and no-new-privileges belong to a thread, not the
+	// process: every prctl below and the exec must run on one OS thread,
+	// or the exec'ing thread keeps what another thread dropped.
+	runtime.LockOSThread()
 	fs := flag.NewFlagSet(execPhaseCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dropCaps := fs.Bool("drop-caps", false, "drop "+capNames+" from the bounding set")
@@ -53,8 +58,9 @@ func execPhase(args []string, stderr io.Writer) int {
 	gid := fs.Int("gid", -1, "with --uid: become this gid")
 	groups := fs.String("groups", "", "with --uid: comma-separated supplementary gids")
 	dockerCaps := fs.Bool("docker-caps", false, "keep only Docker's default capabilities in the bounding set")
+	startedFD := fs.Int("started-fd", -1, "write one byte to this fd (and close it) once the sandbox is set up, just before the exec")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] [--uid N --gid G [--groups A,B]] -- program args...")
+		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] [--uid N --gid G [--groups A,B]] [--started-fd N] -- program args...")
 		return 127
 	}
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
@@ -85,6 +91,13 @@ func execPhase(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
 			return 127
 		}
+	}
+	if *startedFD >= 0 {
+		// From here on a failure is the phase's own (its program), not
+		// the sandbox's: the runner tells the two apart by this byte.
+		started := os.NewFile(uintptr(*startedFD), "started")
+		_, _ = started.Write([]byte{1})
+		started.Close()
 	}
 	path, err := exec.LookPath(fs.Arg(0))
 	if err != nil {

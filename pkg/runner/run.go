@@ -492,6 +492,9 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		name: name, cmd: pc, timeout: timeout, cgroup: cg,
 		stdout: filepath.Join(captureDir, stdout), stderr: filepath.Join(captureDir, stderr),
 	})
+	for _, failure := range out.SetupRetries {
+		t.log.Warn("the sandbox failed to set up before the phase's command ran; started it again", "phase", name, "failure", failure)
+	}
 	if err != nil {
 		return out, err
 	}
