@@ -105,6 +105,11 @@ const (
 	ExceptionModelAuth        = "ModelAuthError"
 	ExceptionModelUnavailable = "ModelUnavailableError"
 	ExceptionModelBudget      = "ModelBudgetExceededError"
+	// ExceptionJudgeAuth is gauntlet's own: the verifier produced no
+	// reward and its LLM judge's provider refused the judge's key. The
+	// platform's error, not the agent's, and final: another attempt (a
+	// whole new agent run) would be refused the same way.
+	ExceptionJudgeAuth = "JudgeModelAuthError"
 )
 
 // ExceptionInfo describes the exception that ended a trial.

@@ -41,49 +41,8 @@ func TestJudgeBenchmarkThroughTheLocalPlatform(t *testing.T) {
 	usage := modelmock.Usage{Input: 410, Cached: 400, Output: 12}
 	mock := modelmock.NewServer(modelmock.Script{APIKey: judgeKey, Usage: usage, Turns: []modelmock.Turn{{Text: "PASS"}}})
 	defer mock.Close()
-	gatewayCfg := filepath.Join(t.TempDir(), "gateway.toml")
-	if err := os.WriteFile(gatewayCfg, []byte("[providers.judgemock]\nbase_urls = { openai-chat = \""+mock.URL+"/v1\" }\nprices = \"openai\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tasks := t.TempDir()
-	if err := os.CopyFS(filepath.Join(tasks, "essay"), os.DirFS("../runner/testdata/judge-task")); err != nil {
-		t.Fatal(err)
-	}
-
-	opts := testOptions(dir, runnerBin)
-	opts.ModelGatewayConfig = gatewayCfg
-	p, err := local.Open(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, token := openJudgedPlatform(t, dir, mock.URL, judgeKey)
 	recs := p.Records()
-	if _, err := pipelinetest.ImportCatalogEntry(ctx, recs, pipeline.PlatformWorkspace, benchmark.CatalogEntry{
-		Key: "judged", Name: "judged", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1,
-		Judge: benchmark.Judge{Required: true, DefaultModel: "judgemock/gpt-5"}}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	token, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []func() error{
-		func() error {
-			return recs.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"})
-		},
-		func() error { return recs.PutUser(ctx, records.User{ID: "u1", Workspace: ws, Name: "Ann"}) },
-		func() error {
-			return recs.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: "u1"})
-		},
-	} {
-		if err := step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	secrets := pipeline.NewSecrets(p.Secrets(), recs, time.Now)
-	if _, _, err := secrets.Put(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: "JUDGE_KEY"}, secret.Value(judgeKey), "u1"); err != nil {
-		t.Fatal(err)
-	}
 	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: ws, User: "u1", Document: []byte(`
 [experiment]
 benchmark = "judged"
@@ -203,5 +162,99 @@ command = "echo The sea is wide. > /app/essay.txt"
 	}
 	if len(mock.Handler.Requests()) != 1 {
 		t.Errorf("the judge got %d calls, want 1", len(mock.Handler.Requests()))
+	}
+}
+
+// openJudgedPlatform opens a local platform whose gateway reaches the mock
+// judge at mockURL as provider judgemock, with the "judged" benchmark (the
+// runner's judge fixture task) and workspace ws holding secret JUDGE_KEY =
+// judgeKey; it returns the platform and an API token of ws's user u1.
+func openJudgedPlatform(t *testing.T, dir, mockURL, judgeKey string) (*local.Platform, string) {
+	t.Helper()
+	ctx := context.Background()
+	gatewayCfg := filepath.Join(t.TempDir(), "gateway.toml")
+	if err := os.WriteFile(gatewayCfg, []byte("[providers.judgemock]\nbase_urls = { openai-chat = \""+mockURL+"/v1\" }\nprices = \"openai\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tasks := t.TempDir()
+	if err := os.CopyFS(filepath.Join(tasks, "essay"), os.DirFS("../runner/testdata/judge-task")); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := testOptions(dir, runnerBin)
+	opts.ModelGatewayConfig = gatewayCfg
+	p, err := local.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	recs := p.Records()
+	if _, err := pipelinetest.ImportCatalogEntry(ctx, recs, pipeline.PlatformWorkspace, benchmark.CatalogEntry{
+		Key: "judged", Name: "judged", Dir: tasks, HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1,
+		Judge: benchmark.Judge{Required: true, DefaultModel: "judgemock/gpt-5"}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	token, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error {
+			return recs.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"})
+		},
+		func() error { return recs.PutUser(ctx, records.User{ID: "u1", Workspace: ws, Name: "Ann"}) },
+		func() error {
+			return recs.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: "u1"})
+		},
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secrets := pipeline.NewSecrets(p.Secrets(), recs, time.Now)
+	if _, _, err := secrets.Put(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: "JUDGE_KEY"}, secret.Value(judgeKey), "u1"); err != nil {
+		t.Fatal(err)
+	}
+	return p, token
+}
+
+// TestRefusedJudgeKeyIsFinal: the judge's provider refuses the run's judge
+// key. The attempt errors as the platform's (infra), names the refusal, and
+// is not retried although max_retries allows two: every retry would run the
+// agent again only to be refused the same way.
+func TestRefusedJudgeKeyIsFinal(t *testing.T) {
+	ctx := context.Background()
+	mock := modelmock.NewServer(modelmock.Script{APIKey: "sk-the-key-the-provider-wants-00", Turns: []modelmock.Turn{{Text: "PASS"}}})
+	defer mock.Close()
+	p, _ := openJudgedPlatform(t, t.TempDir(), mock.URL, "sk-judge-key-the-run-has-000000")
+	recs := p.Records()
+	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: ws, User: "u1", Document: []byte(`
+[experiment]
+benchmark = "judged"
+[execution]
+attempts_per_task = 1
+max_retries = 2
+judge_api_key_secret = "JUDGE_KEY"
+[[agents]]
+harness = "command"
+command = "echo The sea is wide. > /app/essay.txt"
+`)})
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "the run to end", func() bool {
+		got, _ := recs.Run(ctx, res.Run.ID)
+		return got.Status.Terminal()
+	})
+	results, err := recs.AllResults(ctx, res.Run.ID)
+	if err != nil || len(results) != 1 {
+		t.Fatalf("results = %+v (%v), want exactly one: no retry", results, err)
+	}
+	r := results[0]
+	if r.Outcome != run.Errored || r.ErrorClass != run.Infra || r.Retried || !strings.Contains(r.Message, "JudgeModelAuthError") {
+		t.Errorf("attempt = %s/%s retried=%v %q, want errored infra, not retried, naming JudgeModelAuthError", r.Outcome, r.ErrorClass, r.Retried, r.Message)
 	}
 }

@@ -205,7 +205,7 @@ func (s *Dispatcher) unlaunchable(ctx context.Context, slot run.Slot, cause erro
 	s.log.WarnContext(ctx, "sandbox cannot be prepared", "run_id", slot.RunID, "slot", slot.ID, "err", cause)
 	res := s.newResult(slot, now, now)
 	res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, "the sandbox could not be prepared: "+cause.Error()
-	return s.sendGraded(ctx, s.ports.Results, slot, res, false)
+	return s.sendGraded(ctx, s.ports.Results, slot, res, retryFromBudget)
 }
 
 // failedToStart reports a launch the platform could not make (the driver

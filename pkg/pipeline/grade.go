@@ -43,7 +43,9 @@ var agentPhaseExceptions = []string{
 //     is errored and scores 0. Its class is agent when the agent phase failed
 //     (the agent most likely broke what the verifier needed), infra when the
 //     agent phase was clean (the verifier or the platform failed; a retry
-//     may succeed).
+//     may succeed) — except when the LLM judge's key was refused
+//     (JudgeModelAuthError): infra, but never retried, since each retry
+//     would run the agent again only to be refused the same way.
 //
 // A completion for another generation or launch than the slot's current one,
 // or for a slot that is no longer active, is a duplicate and is ignored.
@@ -63,9 +65,29 @@ func (s *Grader) Grade(ctx context.Context, c sandbox.Completion) error {
 	if err != nil {
 		return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
 	}
-	res, platform := s.classify(ctx, *info, slot, c)
-	return s.sendGraded(ctx, s.ports.Results, slot, res, platform)
+	res, retry := s.classify(ctx, *info, slot, c)
+	return s.sendGraded(ctx, s.ports.Results, slot, res, retry)
 }
+
+// retryRule is how an attempt that errored for an infrastructure reason may
+// be run again.
+type retryRule int
+
+const (
+	// retryFromBudget: while the slot has retries of the run's
+	// max_retries left.
+	retryFromBudget retryRule = iota
+	// retryAsPlatformLoss: without touching max_retries, up to
+	// PlatformRetryLimit times (the platform lost the attempt).
+	retryAsPlatformLoss
+	// retryNever: a retry would fail the same way and cost a whole new
+	// agent run (the LLM judge's key was refused).
+	retryNever
+)
+
+// unretryableExceptions are the runner exceptions after which an infra
+// error is final: nothing a new attempt changes would fix them.
+var unretryableExceptions = []string{harbor.ExceptionJudgeAuth}
 
 // PlatformRetryLimit is how often one attempt (slot) is re-run after the
 // platform lost it before it is recorded as errored (infra): a platform
@@ -77,9 +99,9 @@ const PlatformRetryLimit = 5
 // without touching the run's max_retries budget, up to PlatformRetryLimit
 // times; any other infrastructure error is retried while the slot has
 // retries of that budget left. A stopping run retries nothing.
-func (s *core) sendGraded(ctx context.Context, results Sender, slot run.Slot, res run.Result, platform bool) error {
-	if res.Outcome == run.Errored && res.ErrorClass == run.Infra {
-		if err := s.decideRetry(ctx, slot, &res, platform); err != nil {
+func (s *core) sendGraded(ctx context.Context, results Sender, slot run.Slot, res run.Result, retry retryRule) error {
+	if res.Outcome == run.Errored && res.ErrorClass == run.Infra && retry != retryNever {
+		if err := s.decideRetry(ctx, slot, &res, retry == retryAsPlatformLoss); err != nil {
 			return fmt.Errorf("grade %s/%s: %w", slot.RunID, slot.ID, err)
 		}
 	}
@@ -129,8 +151,8 @@ func (s *core) newResult(slot run.Slot, started, ended time.Time) run.Result {
 }
 
 // classify builds the attempt result of a completion (Retried not yet set)
-// and reports whether an infrastructure error was the platform's own loss.
-func (s *Grader) classify(ctx context.Context, r run.Run, slot run.Slot, c sandbox.Completion) (run.Result, bool) {
+// and says how an infrastructure error may be retried.
+func (s *Grader) classify(ctx context.Context, r run.Run, slot run.Slot, c sandbox.Completion) (run.Result, retryRule) {
 	res := s.newResult(slot, c.StartedAt, c.StoppedAt)
 	infra := func(format string, args ...any) run.Result {
 		res.Outcome, res.ErrorClass, res.Message = run.Errored, run.Infra, fmt.Sprintf(format, args...)
@@ -138,36 +160,40 @@ func (s *Grader) classify(ctx context.Context, r run.Run, slot run.Slot, c sandb
 	}
 	switch c.Reason {
 	case sandbox.FailedToStart:
-		return infra("sandbox failed to start: %s", c.Message), true
+		return infra("sandbox failed to start: %s", c.Message), retryAsPlatformLoss
 	case sandbox.Lost:
-		return infra("the platform lost the sandbox: %s", c.Message), true
+		return infra("the platform lost the sandbox: %s", c.Message), retryAsPlatformLoss
 	case sandbox.UserStopped:
 		switch slot.StopReason {
 		case run.StopCancel:
 			res.Outcome, res.Message = run.Cancelled, "the run was stopped"
-			return res, false
+			return res, retryFromBudget
 		case run.StopDeadline:
-			return infra("platform timeout: the sandbox ran past its deadline and was stopped"), false
+			return infra("platform timeout: the sandbox ran past its deadline and was stopped"), retryFromBudget
 		}
 		// Nobody in the pipeline asked for this stop: the sandbox driver
 		// shut down under it.
-		return infra("the sandbox was stopped by the platform: %s", c.Message), true
+		return infra("the sandbox was stopped by the platform: %s", c.Message), retryAsPlatformLoss
 	case sandbox.Exited:
 	default:
-		return infra("unknown sandbox stop reason %q", c.Reason), false
+		return infra("unknown sandbox stop reason %q", c.Reason), retryFromBudget
 	}
 	if c.ExitCode != sandbox.ExitOK {
 		if slot.StopReason == run.StopCancel {
 			res.Outcome, res.Message = run.Cancelled, "the run was stopped"
-			return res, false
+			return res, retryFromBudget
 		}
-		return infra("the sandbox runner crashed (exit code %d)%s", c.ExitCode, suffix(c.Message)), false
+		return infra("the sandbox runner crashed (exit code %d)%s", c.ExitCode, suffix(c.Message)), retryFromBudget
 	}
 	tr, err := s.readResult(ctx, res.ArtifactsPrefix)
 	if err != nil {
-		return infra("%v", err), false
+		return infra("%v", err), retryFromBudget
 	}
-	return scoreTrial(res, tr, r.Settings.PassThreshold), false
+	res = scoreTrial(res, tr, r.Settings.PassThreshold)
+	if tr.ExceptionInfo != nil && slices.Contains(unretryableExceptions, tr.ExceptionInfo.ExceptionType) {
+		return res, retryNever
+	}
+	return res, retryFromBudget
 }
 
 func suffix(msg string) string {

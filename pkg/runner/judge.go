@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	runpkg "github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
@@ -112,6 +113,15 @@ func (t *trial) judgeNote() string {
 		return ""
 	}
 	return fmt.Sprintf("; the LLM judge's model calls failed: %s: %s", t.judgeFault.Kind, t.judgeFault.Message)
+}
+
+// noRewardException is the exception of a verifier that produced no
+// reward: typ, unless its judge's key was refused, which no retry fixes.
+func (t *trial) noRewardException(typ string) string {
+	if t.judgeFault != nil && t.judgeFault.Kind == gateway.FaultAuth {
+		return harbor.ExceptionJudgeAuth
+	}
+	return typ
 }
 
 // addRedacted adds a value (a gateway token) to what the trial redacts and

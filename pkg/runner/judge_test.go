@@ -214,8 +214,8 @@ func TestJudgeRefusingItsKeyLeavesNoRewardAndSaysWhy(t *testing.T) {
 		t.Fatalf("reward = %+v, want none: the judge never answered", r.result.VerifierResult)
 	}
 	e := r.result.ExceptionInfo
-	if e == nil || e.ExceptionType != harbor.ExceptionRewardMissing || !strings.Contains(e.ExceptionMessage, "the LLM judge's model calls failed: auth") {
-		t.Errorf("exception = %+v, want %s naming the judge's auth failure", e, harbor.ExceptionRewardMissing)
+	if e == nil || e.ExceptionType != harbor.ExceptionJudgeAuth || !strings.Contains(e.ExceptionMessage, "the LLM judge's model calls failed: auth") {
+		t.Errorf("exception = %+v, want %s naming the judge's auth failure", e, harbor.ExceptionJudgeAuth)
 	}
 }
 

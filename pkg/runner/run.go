@@ -457,12 +457,12 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		return err
 	}
 	if out.TimedOut {
-		t.except(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward%s", t.spec.VerifierTimeout, t.judgeNote()))
+		t.except(t.noRewardException(harbor.ExceptionVerifierTimeout), fmt.Sprintf("verifier timed out after %s; no reward%s", t.spec.VerifierTimeout, t.judgeNote()))
 		return nil
 	}
 	reward, err := readReward(t.host.VerifierLogs)
 	if err != nil {
-		t.except(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)%s", stripDir(err, t.host.VerifierLogs), out.ExitCode, t.judgeNote()))
+		t.except(t.noRewardException(rewardExceptionType(err)), fmt.Sprintf("%v (verifier exit code %d)%s", stripDir(err, t.host.VerifierLogs), out.ExitCode, t.judgeNote()))
 		return nil
 	}
 	t.reward = &reward
