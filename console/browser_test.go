@@ -319,7 +319,10 @@ func startPlatform(ctx context.Context, t *testing.T, root, judgeURL string) *se
 	catalog := filepath.Join(t.TempDir(), "catalog.toml")
 	gatewayCfg := filepath.Join(t.TempDir(), "gateway.toml")
 	for path, text := range map[string]string{catalog: catalogText,
-		gatewayCfg: "[providers.judgemock]\nbase_urls = { openai-chat = \"" + judgeURL + "/v1\" }\nprices = \"openai\"\n"} {
+		// The operator hosts models (no run here calls the endpoint): the
+		// New Run form offers the hosted model type.
+		gatewayCfg: "[providers.judgemock]\nbase_urls = { openai-chat = \"" + judgeURL + "/v1\" }\nprices = \"openai\"\n" +
+			"[hosted]\nbase_url = \"http://127.0.0.1:9/v1\"\napis = [\"openai-chat\"]\n"} {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,9 @@ type Runs interface {
 	// user by and returns it; a run that already ended gives an error
 	// wrapping pipeline.ErrNotStoppable.
 	Stop(ctx context.Context, runID, by string) (run.Run, error)
+	// Offers says what this platform's runs may use (harnesses, hosted
+	// models), for GET /v1/harnesses.
+	Offers() pipeline.Offers
 }
 
 // Benchmarks adds, re-syncs and removes the benchmarks of a workspace.

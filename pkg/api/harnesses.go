@@ -5,15 +5,22 @@ import (
 
 	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
 func (h *Handler) listHarnesses(w http.ResponseWriter, _ *http.Request) error {
 	rows := harness.All()
-	out := v1.HarnessList{Harnesses: make([]v1.HarnessInfo, 0, len(rows))}
+	var offers pipeline.Offers
+	if h.cfg.Runs != nil {
+		offers = h.cfg.Runs.Offers()
+	}
+	out := v1.HarnessList{Harnesses: make([]v1.HarnessInfo, 0, len(rows)), HostedModels: offers.HostsModels}
 	for _, row := range rows {
+		reason, unavailable := offers.Unavailable[row.Name]
 		out.Harnesses = append(out.Harnesses, v1.HarnessInfo{Name: row.Name, Description: row.Description, Version: row.Version,
-			TakesCommand: row.Name == runconfig.CommandHarness, ModelFree: row.ModelFree, WireAPI: row.WireAPI, KeyEnv: row.KeyEnv})
+			TakesCommand: row.Name == runconfig.CommandHarness, ModelFree: row.ModelFree, WireAPI: row.WireAPI, KeyEnv: row.KeyEnv,
+			Available: !unavailable, Reason: reason})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -155,6 +155,9 @@ type Resolver struct {
 	Hosted *Hosted
 }
 
+// HostsModels reports that the operator configured a hosted-model endpoint.
+func (r *Resolver) HostsModels() bool { return r.Hosted != nil }
+
 // NewResolver returns a resolver with the default provider table and no
 // hosted endpoint.
 func NewResolver() *Resolver { return &Resolver{Providers: DefaultProviders()} }

@@ -71,6 +71,9 @@ apis = ["openai-chat"]
 	if _, err := gateway.NewResolver().Resolve(runconfig.Model{Type: runconfig.Hosted, BaseModel: "b", LoraModelName: "l"}); err == nil || !strings.Contains(err.Error(), "no hosted-model endpoint") {
 		t.Errorf("hosted without an operator endpoint: %v", err)
 	}
+	if !r.HostsModels() || gateway.NewResolver().HostsModels() {
+		t.Errorf("HostsModels = %v with [hosted], %v without; want true, false", r.HostsModels(), gateway.NewResolver().HostsModels())
+	}
 }
 
 func equalRoute(a, b gateway.Route) bool {

@@ -258,3 +258,31 @@ command = "echo The sea is wide. > /app/essay.txt"
 		t.Errorf("attempt = %s/%s retried=%v %q, want errored infra, not retried, naming JudgeModelAuthError", r.Outcome, r.ErrorClass, r.Retried, r.Message)
 	}
 }
+
+// TestOffersHostedModelsOnlyWithAnOperatorEndpoint: the local platform
+// offers hosted models exactly when its model gateway config has [hosted].
+func TestOffersHostedModelsOnlyWithAnOperatorEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		want   bool
+	}{
+		{"", false},
+		{"[hosted]\nbase_url = \"http://127.0.0.1:9/v1\"\n", true},
+	} {
+		opts := testOptions(t.TempDir(), runnerBin)
+		if tc.config != "" {
+			opts.ModelGatewayConfig = filepath.Join(t.TempDir(), "gateway.toml")
+			if err := os.WriteFile(opts.ModelGatewayConfig, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := local.Open(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Service().Offers().HostsModels; got != tc.want {
+			t.Errorf("config %q: HostsModels = %v, want %v", tc.config, got, tc.want)
+		}
+		p.Close()
+	}
+}

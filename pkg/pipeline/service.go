@@ -82,6 +82,10 @@ type Options struct {
 	// resolves to an upstream that serves that API); submit rejects the
 	// agent otherwise. nil skips the check.
 	CheckModel func(m runconfig.Model, wireAPI string) error
+	// HostsModels reports that the operator configured a hosted-model
+	// endpoint, so the New Run form offers hosted models (submit checks
+	// each through CheckModel either way).
+	HostsModels bool
 	// MetricsInterval is how often a running run's metrics are recomputed at
 	// most (default 2 s); an ended run's always are.
 	MetricsInterval time.Duration

@@ -58,4 +58,22 @@ func TestHostedModelWithoutOperatorEndpoint(t *testing.T) {
 	if len(list.Runs) != 0 {
 		t.Errorf("runs after a refused submit = %+v, want none", list.Runs)
 	}
+
+	// The harness list, which the New Run form offers from, says the same:
+	// no hosted models, and which harnesses cannot run here and why.
+	var harnesses v1.HarnessList
+	erin.get(t, "/v1/harnesses", http.StatusOK, &harnesses)
+	if harnesses.HostedModels {
+		t.Error("hosted_models = true on a platform that hosts none")
+	}
+	availability := map[string]v1.HarnessInfo{}
+	for _, h := range harnesses.Harnesses {
+		availability[h.Name] = h
+	}
+	if h := availability["codex"]; !h.Available || h.Reason != "" {
+		t.Errorf("codex = %+v, want available", h)
+	}
+	if h := availability["openhands"]; h.Available || !strings.Contains(h.Reason, "needs a network install") {
+		t.Errorf("openhands = %+v, want unavailable naming the network install", h)
+	}
 }

@@ -20,9 +20,16 @@ type HarnessInfo struct {
 	// KeyEnv names the variable through which the harness takes its model
 	// key; "" when it takes none.
 	KeyEnv string `json:"key_env,omitempty"`
+	// Available is false for a harness this platform cannot run (submit
+	// refuses it); Reason then says why.
+	Available bool   `json:"available"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // HarnessList is the answer of GET /v1/harnesses.
 type HarnessList struct {
 	Harnesses []HarnessInfo `json:"harnesses"`
+	// HostedModels reports that this platform serves hosted models
+	// (model type "hosted"); submit refuses them otherwise.
+	HostedModels bool `json:"hosted_models"`
 }

@@ -37,6 +37,9 @@ export async function renderSubmit(ctx) {
   }
   const records = secrets.secrets || [];
   const harnessList = harnesses.harnesses || [];
+  // Hosted models only where the operator serves them: submit refuses them
+  // elsewhere, so the form does not offer them.
+  const hostsModels = !!harnesses.hosted_models;
   const ready = (benchmarks.benchmarks || []).filter((b) => b.status === 'ready');
 
   const wanted = ctx.query.get('benchmark') || '';
@@ -271,7 +274,10 @@ export async function renderSubmit(ctx) {
       fields.push(field('Command', id('command'), input(id('command'), agent.command || '', (v) => set('command', v), 'run with bash -c in the sandbox')));
     }
     const types = [['provider', 'Provider'], ['endpoint', 'Endpoint']];
-    if (!runs || runs.wire_api) types.push(['hosted', 'Hosted']);
+    if (hostsModels && (!runs || runs.wire_api)) types.push(['hosted', 'Hosted']);
+    // A config that names a hosted model anyway (typed as TOML, or a
+    // draft) keeps its value visible; submit then says why it is refused.
+    else if (model && model.type === 'hosted') types.push(['hosted', 'Hosted — not served by this platform']);
     if (modelFree) types.unshift(['', 'None — this harness runs without a model']);
     fields.push(field('Model type', id('model-type'), select(id('model-type'), types,
       model ? model.type || 'provider' : '', (v) => {
