@@ -240,7 +240,8 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 		out.AgentsDetail[i] = v1.AgentView{Index: a.Index, Name: a.Name, Label: a.Label(), Harness: a.Harness, Model: a.Model,
 			Status: string(a.Status), Progress: v1.Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
 			StartedAt: timePtr(a.StartedAt), EndedAt: timePtr(a.EndedAt), DurationSec: duration(a.StartedAt, a.EndedAt, now),
-			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, CostEstimated: at.CostEstimated > 0, Metrics: metricsOf(summaries[i])}
+			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, CostEstimated: at.CostEstimated > 0,
+			Judge: judgeView(rn.Settings.JudgeModel, at), Metrics: metricsOf(summaries[i])}
 	}
 	out.Power = runPower(out.AgentsDetail, rn.Settings.AttemptsPerTask)
 	body, err := render(out)

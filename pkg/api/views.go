@@ -70,16 +70,23 @@ func runView(r run.Run, t run.Tally, now time.Time) v1.RunView {
 		CreatedAt:  r.CreatedAt, QueuedAt: timePtr(r.QueuedAt), StartedAt: timePtr(r.StartedAt), EndedAt: timePtr(r.EndedAt),
 	}
 	v.DurationSec = duration(r.StartedAt, r.EndedAt, now)
-	if r.Settings.JudgeModel != "" {
-		v.Judge = &v1.JudgeUsage{Model: r.Settings.JudgeModel, Calls: t.JudgeCalls,
-			Tokens:  v1.Tokens{Input: t.JudgeInputTokens, Cache: t.JudgeCacheTokens, Output: t.JudgeOutputTokens},
-			CostUSD: float64(t.JudgeCostMicroUSD) / 1e6, CostEstimated: t.JudgeCostEstimated > 0}
-	}
+	v.Judge = judgeView(r.Settings.JudgeModel, t)
 	v.UnavailableTasks = make([]v1.UnavailableTask, len(r.UnavailableTasks))
 	for i, u := range r.UnavailableTasks {
 		v.UnavailableTasks[i] = v1.UnavailableTask{Name: u.Name, Reason: u.Reason}
 	}
 	return v
+}
+
+// judgeView is the judge's use in tally t; nil when the run grades
+// without a judge (model "").
+func judgeView(model string, t run.Tally) *v1.JudgeUsage {
+	if model == "" {
+		return nil
+	}
+	return &v1.JudgeUsage{Model: model, Calls: t.JudgeCalls,
+		Tokens:  v1.Tokens{Input: t.JudgeInputTokens, Cache: t.JudgeCacheTokens, Output: t.JudgeOutputTokens},
+		CostUSD: float64(t.JudgeCostMicroUSD) / 1e6, CostEstimated: t.JudgeCostEstimated > 0}
 }
 
 // duration is end − start, or now − start while not ended; 0 before start.

@@ -113,6 +113,9 @@ command = "echo The sea is wide. > /app/essay.txt"
 	if j := detail.Judge; j == nil || j.Model != "judgemock/gpt-5" || j.Calls != 1 || j.Tokens.Input != 410 || j.Tokens.Output != 12 || math.Abs(j.CostUSD-r.Judge.CostUSD) > 1e-6 {
 		t.Errorf("run judge = %+v, want the judge's one call", detail.Judge)
 	}
+	if j := detail.AgentsDetail[0].Judge; j == nil || j.Calls != 1 || j.Tokens.Input != 410 || math.Abs(j.CostUSD-r.Judge.CostUSD) > 1e-6 {
+		t.Errorf("agent judge = %+v, want the judge's one call grading its attempt", j)
+	}
 	if detail.Tokens.Input != 0 || detail.CostUSD != 0 || detail.AgentsDetail[0].Tokens.Input != 0 {
 		t.Errorf("run tokens = %+v cost %v, want none: the judge's are apart", detail.Tokens, detail.CostUSD)
 	}

@@ -143,6 +143,9 @@ type AgentView struct {
 	CostUSD     float64    `json:"cost_usd"`
 	// CostEstimated is true when some of CostUSD came from the price table.
 	CostEstimated bool `json:"cost_estimated"`
+	// Judge is the LLM judge's model use grading this agent's attempts,
+	// apart from Tokens and CostUSD; null when the run grades without one.
+	Judge *JudgeUsage `json:"judge"`
 	// Metrics are the agent's scores so far, with the leaderboard's metrics.
 	Metrics Metrics `json:"metrics"`
 }

@@ -338,7 +338,9 @@ function agentsRows(rows, agents, sort, fetchedAt, onSort) {
     col('time_task', 'Time/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.time_per_task, seconds)) }),
     col('tokens_task', 'Tokens/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.tokens_per_task, tokens)) }),
     col('outcomes', 'Passed / failed / errored', { class: 'num', cell: ({ a }) => `${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}` }),
-    col('cost', 'Cost', { class: 'num', cell: ({ a }) => cost(a.cost_usd, a.cost_estimated) }),
+    col('cost', 'Cost', { class: 'num', cell: ({ a }) => [cost(a.cost_usd, a.cost_estimated),
+      a.judge ? h('div', { class: 'sub', title: `the LLM judge (${a.judge.model}) grading this agent's attempts: ${count(a.judge.calls)} calls, apart from the agent's cost` },
+        ['judge ', cost(a.judge.cost_usd, a.judge.cost_estimated)]) : null] }),
   ], rows, { empty: 'This run has no agents.', rowAttrs: ({ a }) => ({ dataset: { agent: String(a.index) } }) });
 }
 
