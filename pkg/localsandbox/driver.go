@@ -411,6 +411,12 @@ func (p *proc) signal(sig syscall.Signal) {
 	}
 }
 
+// Ended implements sandbox.Driver. The driver itself sends each sandbox's
+// completion, durably, as its process exits, and no sandbox outlives the
+// driver's process (the restart reconcile settles those of a crashed one),
+// so it keeps no record of ended sandboxes.
+func (d *Driver) Ended(context.Context, string) ([]sandbox.Completion, error) { return nil, nil }
+
 // List returns the run's live sandboxes, oldest first.
 func (d *Driver) List(ctx context.Context, runID string) ([]sandbox.Handle, error) {
 	d.mu.Lock()

@@ -44,10 +44,12 @@ type SandboxLister interface {
 	List(ctx context.Context, runID string) ([]sandbox.Handle, error)
 }
 
-// SandboxWatcher lists and stops sandboxes (the watchdog).
+// SandboxWatcher lists, describes the ended and stops sandboxes (the
+// watchdog).
 type SandboxWatcher interface {
 	SandboxLister
 	SandboxStopper
+	Ended(ctx context.Context, runID string) ([]sandbox.Completion, error)
 }
 
 // SandboxLauncher launches sandboxes and stops one launched for a slot

@@ -22,6 +22,9 @@ import (
 //   - re-queues a slot stuck launching longer than LaunchTimeout (same
 //     generation and launch id, so a sandbox that did start is adopted), or
 //     records the sandbox when the driver does list it;
+//   - sends, for a running slot whose sandbox the driver no longer lists
+//     but describes as ended, the completion the driver reports (its own
+//     was dropped), a tick after it was first found missing;
 //   - declares lost a running slot whose sandbox the driver has not listed
 //     for LostGrace (the platform crashed under it): a Lost completion,
 //     graded as infra.
@@ -77,6 +80,7 @@ func (s *Watchdog) watchSlots(ctx context.Context, r run.Run, now time.Time) err
 	for _, h := range handles {
 		live[h.LaunchID] = h
 	}
+	ended := &endedSandboxes{driver: s.ports.Sandboxes, runID: r.ID}
 	cursor := ""
 	for {
 		slots, next, err := s.recs.Slots(ctx, r.ID, records.ActiveSlots, cursor, 500)
@@ -84,7 +88,7 @@ func (s *Watchdog) watchSlots(ctx context.Context, r run.Run, now time.Time) err
 			return err
 		}
 		for _, sl := range slots {
-			if err := s.watchSlot(ctx, r, sl, live, now); err != nil {
+			if err := s.watchSlot(ctx, r, sl, live, ended, now); err != nil {
 				return err
 			}
 		}
@@ -95,7 +99,31 @@ func (s *Watchdog) watchSlots(ctx context.Context, r run.Run, now time.Time) err
 	}
 }
 
-func (s *Watchdog) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live map[string]sandbox.Handle, now time.Time) error {
+// endedSandboxes asks the driver for a run's ended sandboxes once, when a
+// slot first needs them.
+type endedSandboxes struct {
+	driver   SandboxWatcher
+	runID    string
+	asked    bool
+	byLaunch map[string]sandbox.Completion
+}
+
+func (e *endedSandboxes) lookup(ctx context.Context, launchID string) (sandbox.Completion, bool, error) {
+	if !e.asked {
+		cs, err := e.driver.Ended(ctx, e.runID)
+		if err != nil {
+			return sandbox.Completion{}, false, fmt.Errorf("ended sandboxes: %w", err)
+		}
+		e.asked, e.byLaunch = true, make(map[string]sandbox.Completion, len(cs))
+		for _, c := range cs {
+			e.byLaunch[c.LaunchID] = c
+		}
+	}
+	c, ok := e.byLaunch[launchID]
+	return c, ok, nil
+}
+
+func (s *Watchdog) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live map[string]sandbox.Handle, ended *endedSandboxes, now time.Time) error {
 	h, listed := live[sl.LaunchID]
 	switch sl.Status {
 	case run.SlotLaunching:
@@ -108,7 +136,7 @@ func (s *Watchdog) watchSlot(ctx context.Context, r run.Run, sl run.Slot, live m
 		return s.requeue(ctx, s.ports.Slots, sl)
 	case run.SlotRunning:
 		if !listed {
-			return s.watchMissing(ctx, sl, now)
+			return s.watchMissing(ctx, sl, ended, now)
 		}
 		if !sl.Deadline.IsZero() && now.After(sl.Deadline) {
 			s.appendLog(ctx, r.ID, sl.ID, records.LevelWarn, "watchdog", fmt.Sprintf("slot %s passed its deadline; stopping sandbox %s", sl.ID, sl.SandboxID))
@@ -165,9 +193,12 @@ func (s *core) requeue(ctx context.Context, slots Sender, sl run.Slot) error {
 }
 
 // watchMissing handles a running slot whose sandbox the driver does not list:
-// the first sighting is recorded; once missing for LostGrace it is declared
-// lost.
-func (s *Watchdog) watchMissing(ctx context.Context, sl run.Slot, now time.Time) error {
+// the first sighting is recorded; at a later tick, a sandbox the driver
+// describes as ended gets its completion sent as the driver reports it (its
+// own was dropped: the grader grades what happened, and ignores the copy if
+// the original arrives after all); once missing for LostGrace it is
+// declared lost.
+func (s *Watchdog) watchMissing(ctx context.Context, sl run.Slot, ended *endedSandboxes, now time.Time) error {
 	if sl.MissingSince.IsZero() {
 		_, err := s.recs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
 			if cur.Generation != sl.Generation || cur.Status != run.SlotRunning || !cur.MissingSince.IsZero() {
@@ -177,6 +208,17 @@ func (s *Watchdog) watchMissing(ctx context.Context, sl run.Slot, now time.Time)
 			return nil
 		})
 		return err
+	}
+	// A tick later the completion had its time to arrive through its own
+	// path; the driver's description of the ended sandbox stands in for it.
+	c, ok, err := ended.lookup(ctx, sl.LaunchID)
+	if err != nil {
+		return err
+	}
+	if ok && c.Generation == sl.Generation && c.SlotID == sl.ID {
+		s.appendLog(ctx, sl.RunID, sl.ID, records.LevelWarn, "watchdog",
+			fmt.Sprintf("sandbox %s of slot %s ended (%s) but its completion never arrived; grading what the sandbox driver reports", sl.SandboxID, sl.ID, c.Reason))
+		return sendCompletion(ctx, s.ports.Completions, c)
 	}
 	// Missing for LostGrace is lost: with a watchdog period that divides
 	// LostGrace, the tick LostGrace after the first sighting decides, not

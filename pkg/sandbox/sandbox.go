@@ -164,6 +164,13 @@ type Driver interface {
 	Stop(ctx context.Context, id string) error
 	// List returns the run's live sandboxes.
 	List(ctx context.Context, runID string) ([]Handle, error)
+	// Ended returns the completions of the run's sandboxes that have ended
+	// and that the driver can still describe (ECS keeps a stopped task's
+	// description for about an hour); a driver that keeps no record of
+	// ended sandboxes returns none. The watchdog sends them for running
+	// slots whose sandbox is no longer listed, so a completion the platform
+	// dropped is graded as what happened rather than as lost.
+	Ended(ctx context.Context, runID string) ([]Completion, error)
 }
 
 // Runner exit codes: the runner's own contract with the drivers and the grader.

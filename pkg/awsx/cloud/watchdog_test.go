@@ -13,6 +13,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud/cloudtest"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
+	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -69,52 +70,9 @@ func scheduleRate(t *testing.T, expr string) time.Duration {
 // it.
 func TestLostFargateTaskRequeuedByTheWatchdog(t *testing.T) {
 	ctx := context.Background()
-	rate := scheduleRate(t, config.Defaults().WatchdogSchedule)
-	env := cloudtest.NewEnv(t)
-	vars := env.Setenv(t, nil)
-	needs := cloud.Needs{Plan: true, Slots: true, Completions: true, Results: true, Blobs: true, Secrets: true, Sandboxes: true, MaxSandboxes: true}
-	cfg, err := cloud.Load(needs, cloudtest.Getenv(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cloud.Connect(ctx, cfg, discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := &testClock{now: time.Now().UTC()}
-	svc, err := pipeline.New(p.Ports, pipeline.Options{MaxSandboxes: cfg.MaxSandboxes, LostGrace: cloudLostGrace, Now: clock.Now, Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed(t, ctx, svc, p.Blobs)
-	rc, err := runconfig.Parse([]byte(`
-[experiment]
-benchmark = "demo-bench"
-[tasks]
-task_names = ["csv-summary"]
-[execution]
-attempts_per_task = 1
-max_concurrent_attempts = 1
-[[agents]]
-harness = "oracle"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := svc.Submit(ctx, pipeline.SubmitRequest{Workspace: e2eWS, User: e2eUser, Config: rc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := res.Run.ID
-	completions := cloud.Completions(svc.Grade, discard)
-	grade := func(ctx context.Context, b []byte) error { return completions(ctx, queue.Message{Body: b}) }
-
-	consume(t, ctx, p.Ports.Plan, svc.HandlePlan, 1, 30*time.Second)
-	consume(t, ctx, p.Ports.Slots, svc.HandleSlot, 1, 30*time.Second)
-	first := onlySlot(t, ctx, svc, runID)
-	if first.Status != run.SlotRunning || len(env.ECS.Requests("RunTask")) != 1 {
-		t.Fatalf("after dispatch: slot %s, %d RunTask calls; want running on one task", first.Status, len(env.ECS.Requests("RunTask")))
-	}
+	w := startWatchedRun(t)
+	env, p, svc, clock, rate, first, grade, runID := w.env, w.p, w.svc, w.clock, w.rate, w.first, w.grade, w.runID
+	var err error
 
 	// A tick sees the task; right after it the task is lost, event and all.
 	if err := svc.Watch(ctx); err != nil {
@@ -210,4 +168,120 @@ func onlySlot(t *testing.T, ctx context.Context, svc *pipeline.Service, runID st
 		t.Fatalf("run %s has %d slots, want 1: %s", runID, len(slots), fmt.Sprint(slots))
 	}
 	return slots[0]
+}
+
+// watchedRun is one oracle slot running on the ECS fake, on the emulators,
+// with the pipeline on a test clock and the watchdog at the stack's rate.
+type watchedRun struct {
+	env   *cloudtest.Env
+	p     *cloud.Platform
+	svc   *pipeline.Service
+	clock *testClock
+	rate  time.Duration
+	runID string
+	first run.Slot
+	grade func(context.Context, []byte) error
+}
+
+func startWatchedRun(t *testing.T) watchedRun {
+	t.Helper()
+	ctx := context.Background()
+	w := watchedRun{rate: scheduleRate(t, config.Defaults().WatchdogSchedule), env: cloudtest.NewEnv(t)}
+	vars := w.env.Setenv(t, nil)
+	needs := cloud.Needs{Plan: true, Slots: true, Completions: true, Results: true, Blobs: true, Secrets: true, Sandboxes: true, MaxSandboxes: true}
+	cfg, err := cloud.Load(needs, cloudtest.Getenv(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.p, err = cloud.Connect(ctx, cfg, discard); err != nil {
+		t.Fatal(err)
+	}
+	w.clock = &testClock{now: time.Now().UTC()}
+	w.svc, err = pipeline.New(w.p.Ports, pipeline.Options{MaxSandboxes: cfg.MaxSandboxes, LostGrace: cloudLostGrace, Now: w.clock.Now, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed(t, ctx, w.svc, w.p.Blobs)
+	rc, err := runconfig.Parse([]byte(`
+[experiment]
+benchmark = "demo-bench"
+[tasks]
+task_names = ["csv-summary"]
+[execution]
+attempts_per_task = 1
+max_concurrent_attempts = 1
+[[agents]]
+harness = "oracle"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.svc.Submit(ctx, pipeline.SubmitRequest{Workspace: e2eWS, User: e2eUser, Config: rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.runID = res.Run.ID
+	completions := cloud.Completions(w.svc.Grade, discard)
+	w.grade = func(ctx context.Context, b []byte) error { return completions(ctx, queue.Message{Body: b}) }
+
+	consume(t, ctx, w.p.Ports.Plan, w.svc.HandlePlan, 1, 30*time.Second)
+	consume(t, ctx, w.p.Ports.Slots, w.svc.HandleSlot, 1, 30*time.Second)
+	w.first = onlySlot(t, ctx, w.svc, w.runID)
+	if w.first.Status != run.SlotRunning || len(w.env.ECS.Requests("RunTask")) != 1 {
+		t.Fatalf("after dispatch: slot %s, %d RunTask calls; want running on one task", w.first.Status, len(w.env.ECS.Requests("RunTask")))
+	}
+	return w
+}
+
+// TestFargateTaskWhoseEventWasDroppedIsGradedFromECS: a task runs to the
+// end (the runner uploaded result.json and exited 0) but its STOPPED event
+// never reaches the completions queue. ECS still describes the stopped
+// task, so the watchdog's tick after the one that finds it missing sends
+// the completion as ECS reports it: the attempt is graded from its own
+// result (passed), neither declared lost after LostGrace nor run again.
+func TestFargateTaskWhoseEventWasDroppedIsGradedFromECS(t *testing.T) {
+	ctx := context.Background()
+	w := startWatchedRun(t)
+	spec := sandbox.Spec{LaunchID: w.first.LaunchID, SlotID: w.first.ID, Task: sandbox.TaskRef{Name: w.first.Task}, Harness: "oracle",
+		Output: sandbox.Output{Prefix: pipeline.OutputPrefix(w.runID, w.first.ID, w.first.Generation)}}
+	if err := pipelinetest.StageResult(ctx, w.p.Blobs, spec, 1, w.first.LaunchedAt); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.svc.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ended := w.env.ECS.ExitRunning(sandbox.ExitOK); len(ended) != 1 {
+		t.Fatalf("ended %v, want the one task", ended)
+	}
+	var got []queue.Message
+	ticks := 0
+	for ticks < 5 && len(got) == 0 {
+		w.clock.Advance(w.rate)
+		ticks++
+		if err := w.svc.Watch(ctx); err != nil {
+			t.Fatalf("watch tick %d: %v", ticks, err)
+		}
+		var err error
+		if got, err = w.p.Ports.Completions.Receive(ctx, 10, time.Minute, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 1 || ticks != 2 {
+		t.Fatalf("%d completions after %d ticks, want one on the second tick after the task ended", len(got), ticks)
+	}
+	c, err := cloud.DecodeCompletion(got[0].Body)
+	if err != nil || c.Reason != sandbox.Exited || c.ExitCode != sandbox.ExitOK || c.SlotID != w.first.ID || c.Generation != w.first.Generation || c.LaunchID != w.first.LaunchID {
+		t.Fatalf("completion = %+v, %v; want Exited 0 of slot %s generation %d", c, err, w.first.ID, w.first.Generation)
+	}
+	if err := w.grade(ctx, got[0].Body); err != nil {
+		t.Fatalf("grade: %v", err)
+	}
+	consume(t, ctx, w.p.Ports.Results, w.svc.HandleResult, 1, 30*time.Second)
+	results, err := w.svc.Records().AllResults(ctx, w.runID)
+	if err != nil || len(results) != 1 || results[0].Outcome != run.Passed || results[0].Retried {
+		t.Fatalf("results = %+v (%v), want the one attempt passed from its own result.json", results, err)
+	}
+	if n := len(w.env.ECS.Requests("RunTask")); n != 1 {
+		t.Errorf("RunTask calls = %d, want 1: nothing ran again", n)
+	}
 }

@@ -356,19 +356,68 @@ func (d *Driver) Stop(ctx context.Context, id string) error {
 
 // List returns the run's tasks that have not stopped.
 func (d *Driver) List(ctx context.Context, runID string) ([]sandbox.Handle, error) {
+	tasks, err := d.describeRun(ctx, runID, types.DesiredStatusRunning)
+	if err != nil {
+		return nil, err
+	}
+	var handles []sandbox.Handle
+	for _, t := range tasks {
+		if aws.ToString(t.LastStatus) == "STOPPED" {
+			continue
+		}
+		h := sandbox.Handle{ID: aws.ToString(t.TaskArn), RunID: runID, StartedAt: aws.ToTime(t.CreatedAt)}
+		for _, tag := range t.Tags {
+			switch aws.ToString(tag.Key) {
+			case "gauntlet:launch":
+				h.LaunchID = aws.ToString(tag.Value)
+			case "gauntlet:slot":
+				h.SlotID = aws.ToString(tag.Value)
+			}
+		}
+		handles = append(handles, h)
+	}
+	return handles, nil
+}
+
+// Ended returns the completions of the run's stopped tasks that ECS still
+// describes (about an hour after they stop), mapped as their state-change
+// events are.
+func (d *Driver) Ended(ctx context.Context, runID string) ([]sandbox.Completion, error) {
+	tasks, err := d.describeRun(ctx, runID, types.DesiredStatusStopped)
+	if err != nil {
+		return nil, err
+	}
+	var out []sandbox.Completion
+	for _, t := range tasks {
+		c, err := completionOf(stateOf(t))
+		if errors.Is(err, ErrNotSandbox) {
+			continue // still stopping, or not a sandbox
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ecs ended tasks of run %s: %w", runID, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// describeRun lists and describes (with their tags) the run's tasks whose
+// desired status is status.
+func (d *Driver) describeRun(ctx context.Context, runID string, status types.DesiredStatus) ([]types.Task, error) {
 	var arns []string
 	var next *string
 	for {
-		out, err := d.api.ListTasks(ctx, &ecs.ListTasksInput{Cluster: &d.cfg.Cluster, StartedBy: aws.String(startedBy(runID)), NextToken: next})
+		out, err := d.api.ListTasks(ctx, &ecs.ListTasksInput{Cluster: &d.cfg.Cluster, StartedBy: aws.String(startedBy(runID)),
+			DesiredStatus: status, NextToken: next})
 		if err != nil {
-			return nil, fmt.Errorf("ecs list tasks of run %s: %w", runID, err)
+			return nil, fmt.Errorf("ecs list %s tasks of run %s: %w", strings.ToLower(string(status)), runID, err)
 		}
 		arns = append(arns, out.TaskArns...)
 		if next = out.NextToken; next == nil {
 			break
 		}
 	}
-	var handles []sandbox.Handle
+	var tasks []types.Task
 	for start := 0; start < len(arns); start += 100 {
 		out, err := d.api.DescribeTasks(ctx, &ecs.DescribeTasksInput{
 			Cluster: &d.cfg.Cluster, Tasks: arns[start:min(start+100, len(arns))], Include: []types.TaskField{types.TaskFieldTags},
@@ -376,21 +425,7 @@ func (d *Driver) List(ctx context.Context, runID string) ([]sandbox.Handle, erro
 		if err != nil {
 			return nil, fmt.Errorf("ecs describe tasks of run %s: %w", runID, err)
 		}
-		for _, t := range out.Tasks {
-			if aws.ToString(t.LastStatus) == "STOPPED" {
-				continue
-			}
-			h := sandbox.Handle{ID: aws.ToString(t.TaskArn), RunID: runID, StartedAt: aws.ToTime(t.CreatedAt)}
-			for _, tag := range t.Tags {
-				switch aws.ToString(tag.Key) {
-				case "gauntlet:launch":
-					h.LaunchID = aws.ToString(tag.Value)
-				case "gauntlet:slot":
-					h.SlotID = aws.ToString(tag.Value)
-				}
-			}
-			handles = append(handles, h)
-		}
+		tasks = append(tasks, out.Tasks...)
 	}
-	return handles, nil
+	return tasks, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -16,28 +18,34 @@ import (
 var ErrNotSandbox = errors.New("not a stopped gauntlet sandbox")
 
 type taskStateChange struct {
-	ClusterArn    string    `json:"clusterArn"`
-	TaskArn       string    `json:"taskArn"`
-	LastStatus    string    `json:"lastStatus"`
-	StopCode      string    `json:"stopCode"`
-	StoppedReason string    `json:"stoppedReason"`
-	CreatedAt     time.Time `json:"createdAt"`
-	StartedAt     time.Time `json:"startedAt"`
-	StoppedAt     time.Time `json:"stoppedAt"`
-	Containers    []struct {
-		Name     string `json:"name"`
-		ExitCode *int   `json:"exitCode"`
-		Reason   string `json:"reason"`
-	} `json:"containers"`
-	Overrides struct {
-		ContainerOverrides []struct {
-			Name        string `json:"name"`
-			Environment []struct {
-				Name  string `json:"name"`
-				Value string `json:"value"`
-			} `json:"environment"`
-		} `json:"containerOverrides"`
+	ClusterArn    string           `json:"clusterArn"`
+	TaskArn       string           `json:"taskArn"`
+	LastStatus    string           `json:"lastStatus"`
+	StopCode      string           `json:"stopCode"`
+	StoppedReason string           `json:"stoppedReason"`
+	CreatedAt     time.Time        `json:"createdAt"`
+	StartedAt     time.Time        `json:"startedAt"`
+	StoppedAt     time.Time        `json:"stoppedAt"`
+	Containers    []containerState `json:"containers"`
+	Overrides     struct {
+		ContainerOverrides []containerOverride `json:"containerOverrides"`
 	} `json:"overrides"`
+}
+
+type containerState struct {
+	Name     string `json:"name"`
+	ExitCode *int   `json:"exitCode"`
+	Reason   string `json:"reason"`
+}
+
+type containerOverride struct {
+	Name        string   `json:"name"`
+	Environment []envVar `json:"environment"`
+}
+
+type envVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // CompletionFromEvent decodes an EventBridge "ECS Task State Change" event
@@ -55,6 +63,12 @@ func CompletionFromEvent(ev events.CloudWatchEvent) (sandbox.Completion, error) 
 	if err := json.Unmarshal(ev.Detail, &d); err != nil {
 		return sandbox.Completion{}, fmt.Errorf("decode ecs event %s: %w", ev.ID, err)
 	}
+	return completionOf(d)
+}
+
+// completionOf is the completion of the stopped task d describes, whether
+// an event or DescribeTasks described it.
+func completionOf(d taskStateChange) (sandbox.Completion, error) {
 	if d.LastStatus != "STOPPED" {
 		return sandbox.Completion{}, fmt.Errorf("task %s is %s: %w", d.TaskArn, d.LastStatus, ErrNotSandbox)
 	}
@@ -100,4 +114,32 @@ func CompletionFromEvent(ev events.CloudWatchEvent) (sandbox.Completion, error) 
 		c.Reason = sandbox.Lost
 	}
 	return c, nil
+}
+
+// stateOf is DescribeTasks' description of a task in the shape of the
+// task's state-change event.
+func stateOf(t types.Task) taskStateChange {
+	d := taskStateChange{
+		TaskArn: aws.ToString(t.TaskArn), LastStatus: aws.ToString(t.LastStatus), StopCode: string(t.StopCode),
+		StoppedReason: aws.ToString(t.StoppedReason), CreatedAt: aws.ToTime(t.CreatedAt), StartedAt: aws.ToTime(t.StartedAt),
+		StoppedAt: aws.ToTime(t.StoppedAt),
+	}
+	for _, c := range t.Containers {
+		ct := containerState{Name: aws.ToString(c.Name), Reason: aws.ToString(c.Reason)}
+		if c.ExitCode != nil {
+			code := int(*c.ExitCode)
+			ct.ExitCode = &code
+		}
+		d.Containers = append(d.Containers, ct)
+	}
+	if t.Overrides != nil {
+		for _, o := range t.Overrides.ContainerOverrides {
+			override := containerOverride{Name: aws.ToString(o.Name)}
+			for _, e := range o.Environment {
+				override.Environment = append(override.Environment, envVar{aws.ToString(e.Name), aws.ToString(e.Value)})
+			}
+			d.Overrides.ContainerOverrides = append(d.Overrides.ContainerOverrides, override)
+		}
+	}
+	return d
 }

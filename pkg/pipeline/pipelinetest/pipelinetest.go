@@ -128,3 +128,7 @@ func (d *InstantDriver) Stop(context.Context, string) error { return nil }
 
 // List implements sandbox.Driver; no sandbox is ever live.
 func (d *InstantDriver) List(context.Context, string) ([]sandbox.Handle, error) { return nil, nil }
+
+// Ended implements sandbox.Driver: the driver sends every completion at
+// launch and keeps no record of ended sandboxes.
+func (d *InstantDriver) Ended(context.Context, string) ([]sandbox.Completion, error) { return nil, nil }

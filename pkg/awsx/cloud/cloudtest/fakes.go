@@ -29,8 +29,8 @@ type Request struct {
 // the sandbox driver: RegisterTaskDefinition (a new revision per call) and
 // DescribeTaskDefinition (the latest, or ECS's ClientException for an
 // unknown family), RunTask (idempotent by
-// clientToken), StopTask, ListTasks (by startedBy) and DescribeTasks (with
-// the launch tags).
+// clientToken), StopTask, ListTasks (by startedBy and desiredStatus) and
+// DescribeTasks (with the launch tags, overrides, stop code and exit code).
 type ECS struct {
 	URL string
 
@@ -43,9 +43,13 @@ type ECS struct {
 
 type ecsTask struct {
 	arn, startedBy, status string
-	created                time.Time
+	stopCode               string
+	exitCode               *int
+	created, stopped       time.Time
 	tags                   []any
 	overrides              any
+	// gone: ECS no longer describes the task at all.
+	gone bool
 }
 
 // NewECS starts the server; it stops when the test ends.
@@ -70,17 +74,35 @@ func (e *ECS) Requests(op string) []Request {
 	return out
 }
 
-// LoseRunning stops every running task silently, as a Fargate task lost
-// with its STOPPED event (the event bus or the completions queue dropped
-// it): ListTasks no longer lists them and nothing reaches the completions
-// queue. It returns their ARNs.
+// LoseRunning makes every running task vanish, as a Fargate task lost
+// with its STOPPED event that ECS no longer describes either: ListTasks
+// lists it under no status, DescribeTasks does not know it, and nothing
+// reaches the completions queue. It returns their ARNs.
 func (e *ECS) LoseRunning() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var arns []string
 	for _, t := range e.tasks {
 		if t.status == "RUNNING" {
-			t.status = "STOPPED"
+			t.status, t.gone = "STOPPED", true
+			arns = append(arns, t.arn)
+		}
+	}
+	return arns
+}
+
+// ExitRunning ends every running task as its task container exiting with
+// code, without its STOPPED event (EventBridge or the completions queue
+// dropped it): ECS lists and describes it as stopped, with stop code
+// EssentialContainerExited and the container's exit code, as for about an
+// hour after a real task stops. It returns their ARNs.
+func (e *ECS) ExitRunning(code int) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var arns []string
+	for _, t := range e.tasks {
+		if t.status == "RUNNING" {
+			t.status, t.stopCode, t.exitCode, t.stopped = "STOPPED", "EssentialContainerExited", &code, time.Now().UTC()
 			arns = append(arns, t.arn)
 		}
 	}
@@ -126,15 +148,19 @@ func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"tasks": []any{e.describe(e.tasks[arn])}, "failures": []any{}})
 	case "StopTask":
 		arn, _ := req["task"].(string)
-		if t, ok := e.tasks[arn]; ok {
-			t.status = "STOPPED"
+		if t, ok := e.tasks[arn]; ok && t.status != "STOPPED" {
+			t.status, t.stopCode, t.stopped = "STOPPED", "UserInitiated", time.Now().UTC()
 		}
 		writeJSON(w, map[string]any{"task": map[string]any{"taskArn": arn, "lastStatus": "STOPPED"}})
 	case "ListTasks":
 		startedBy, _ := req["startedBy"].(string)
+		desired, _ := req["desiredStatus"].(string)
+		if desired == "" {
+			desired = "RUNNING" // ECS's default
+		}
 		arns := []string{}
 		for _, t := range e.tasks {
-			if t.status == "RUNNING" && (startedBy == "" || t.startedBy == startedBy) {
+			if !t.gone && t.status == desired && (startedBy == "" || t.startedBy == startedBy) {
 				arns = append(arns, t.arn)
 			}
 		}
@@ -143,7 +169,7 @@ func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
 		arns, _ := req["tasks"].([]any)
 		out := []any{}
 		for _, a := range arns {
-			if t, ok := e.tasks[fmt.Sprint(a)]; ok {
+			if t, ok := e.tasks[fmt.Sprint(a)]; ok && !t.gone {
 				out = append(out, e.describe(t))
 			}
 		}
@@ -155,8 +181,18 @@ func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *ECS) describe(t *ecsTask) map[string]any {
-	return map[string]any{"taskArn": t.arn, "lastStatus": t.status, "startedBy": t.startedBy,
-		"createdAt": float64(t.created.UnixMilli()) / 1000, "tags": t.tags, "overrides": t.overrides}
+	d := map[string]any{"taskArn": t.arn, "lastStatus": t.status, "desiredStatus": t.status, "startedBy": t.startedBy,
+		"createdAt": float64(t.created.UnixMilli()) / 1000, "startedAt": float64(t.created.UnixMilli()) / 1000,
+		"tags": t.tags, "overrides": t.overrides}
+	if t.stopCode != "" {
+		d["stopCode"], d["stoppedAt"] = t.stopCode, float64(t.stopped.UnixMilli())/1000
+		container := map[string]any{"name": "task", "lastStatus": "STOPPED"}
+		if t.exitCode != nil {
+			container["exitCode"] = *t.exitCode
+		}
+		d["containers"] = []any{container}
+	}
+	return d
 }
 
 // SecretsManager is an httptest server speaking enough of Secrets
