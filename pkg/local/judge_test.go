@@ -257,7 +257,7 @@ command = "echo The sea is wide. > /app/essay.txt"
 		t.Fatalf("results = %+v (%v), want exactly one: no retry", results, err)
 	}
 	r := results[0]
-	if r.Outcome != run.Errored || r.ErrorClass != run.Infra || r.Retried || !strings.Contains(r.Message, "JudgeModelAuthError") {
+	if r.Outcome != run.Errored || r.ErrorClass != run.Infra || r.Retried || !strings.Contains(r.Message, "JudgeModelAuthError: the LLM judge's provider refused the judge's key") {
 		t.Errorf("attempt = %s/%s retried=%v %q, want errored infra, not retried, naming JudgeModelAuthError", r.Outcome, r.ErrorClass, r.Retried, r.Message)
 	}
 }

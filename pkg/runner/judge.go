@@ -106,22 +106,20 @@ func (t *trial) closeJudge(rig *agentRig) {
 	}
 }
 
-// judgeNote says, for a verifier that produced no reward, that its judge's
-// model calls failed (a wrong judge key reads auth); "" when they did not.
-func (t *trial) judgeNote() string {
-	if t.judgeFault == nil {
-		return ""
+// exceptNoReward records a verifier that produced no reward (typ, what
+// happened). When its judge's model calls failed, the message says so; when
+// the judge's key was refused, the exception is the judge's, which no
+// retry fixes, and the message starts with it.
+func (t *trial) exceptNoReward(typ, what string) {
+	f := t.judgeFault
+	switch {
+	case f == nil:
+		t.except(typ, what)
+	case f.Kind == gateway.FaultAuth:
+		t.except(harbor.ExceptionJudgeAuth, fmt.Sprintf("the LLM judge's provider refused the judge's key (%s), so the verifier produced no reward: %s; not retried: fix the key in judge_api_key_secret's secret", f.Message, what))
+	default:
+		t.except(typ, fmt.Sprintf("%s; the LLM judge's model calls failed: %s: %s", what, f.Kind, f.Message))
 	}
-	return fmt.Sprintf("; the LLM judge's model calls failed: %s: %s", t.judgeFault.Kind, t.judgeFault.Message)
-}
-
-// noRewardException is the exception of a verifier that produced no
-// reward: typ, unless its judge's key was refused, which no retry fixes.
-func (t *trial) noRewardException(typ string) string {
-	if t.judgeFault != nil && t.judgeFault.Kind == gateway.FaultAuth {
-		return harbor.ExceptionJudgeAuth
-	}
-	return typ
 }
 
 // addRedacted adds a value (a gateway token) to what the trial redacts and

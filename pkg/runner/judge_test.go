@@ -214,7 +214,7 @@ func TestJudgeRefusingItsKeyLeavesNoRewardAndSaysWhy(t *testing.T) {
 		t.Fatalf("reward = %+v, want none: the judge never answered", r.result.VerifierResult)
 	}
 	e := r.result.ExceptionInfo
-	if e == nil || e.ExceptionType != harbor.ExceptionJudgeAuth || !strings.Contains(e.ExceptionMessage, "the LLM judge's model calls failed: auth") {
+	if e == nil || e.ExceptionType != harbor.ExceptionJudgeAuth || !strings.Contains(e.ExceptionMessage, "the LLM judge's provider refused the judge's key") {
 		t.Errorf("exception = %+v, want %s naming the judge's auth failure", e, harbor.ExceptionJudgeAuth)
 	}
 }

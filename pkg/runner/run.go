@@ -457,12 +457,12 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		return err
 	}
 	if out.TimedOut {
-		t.except(t.noRewardException(harbor.ExceptionVerifierTimeout), fmt.Sprintf("verifier timed out after %s; no reward%s", t.spec.VerifierTimeout, t.judgeNote()))
+		t.exceptNoReward(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
 		return nil
 	}
 	reward, err := readReward(t.host.VerifierLogs)
 	if err != nil {
-		t.except(t.noRewardException(rewardExceptionType(err)), fmt.Sprintf("%v (verifier exit code %d)%s", stripDir(err, t.host.VerifierLogs), out.ExitCode, t.judgeNote()))
+		t.exceptNoReward(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, t.host.VerifierLogs), out.ExitCode))
 		return nil
 	}
 	t.reward = &reward
