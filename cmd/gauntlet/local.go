@@ -24,9 +24,11 @@ func runLocal(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs := newFlagSet("local", "local [--data DIR] [--addr HOST:PORT] [--sandbox bwrap|bwrap-host|process] [--registry PATH|URL]", stderr)
-	data := fs.String("data", defaultDataDir(), "data directory (database, blobs, secrets, token)")
-	addr := fs.String("addr", server.DefaultAddr, "listen address; keep it on loopback unless you know why not")
-	isolation := fs.String("sandbox", "bwrap", "sandbox isolation: bwrap (bubblewrap over each task's image), bwrap-host (bubblewrap over the host's root filesystem: development only) or process (NO isolation: trusted agents only)")
+	// The variables make run honours are the flags' defaults, so the
+	// server and the CLI agree whichever way they were started.
+	data := fs.String("data", first(os.Getenv("GAUNTLET_DATA"), defaultDataDir()), "data directory (database, blobs, secrets, token); $GAUNTLET_DATA")
+	addr := fs.String("addr", first(os.Getenv("GAUNTLET_ADDR"), server.DefaultAddr), "listen address; keep it on loopback unless you know why not; $GAUNTLET_ADDR")
+	isolation := fs.String("sandbox", first(os.Getenv("GAUNTLET_SANDBOX"), "bwrap"), "$GAUNTLET_SANDBOX; sandbox isolation: bwrap (bubblewrap over each task's image), bwrap-host (bubblewrap over the host's root filesystem: development only) or process (NO isolation: trusted agents only)")
 	registry := fs.String("registry", existing("examples/registry.json"), "Harbor registry (path or URL) benchmarks are added from")
 	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
@@ -39,7 +41,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	networkCeiling := fs.String("network-ceiling", "", "most permissive network any sandbox phase gets: public (default), allowlist or no-network")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
 	allowPrivate := fs.Bool("allow-private-registry", false, "let registry and git fetches reach loopback, private and link-local addresses (and git's file://, ssh://, git://)")
-	creds := fs.String("credentials", "", `where to write the CLI credentials (default ~/.config/gauntlet/credentials; "-" for nowhere)`)
+	creds := fs.String("credentials", os.Getenv("GAUNTLET_CREDENTIALS"), `where to write the CLI credentials ($GAUNTLET_CREDENTIALS, else ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	images := addImageFlags(fs)
 	pos, err := parseArgs(fs, args)
