@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -76,23 +74,4 @@ func TestLocalHonoursTheMakeRunVariables(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--sandbox=process") {
 		t.Errorf("$GAUNTLET_SANDBOX=process did not take effect (no isolation-off warning):\n%s", stderr.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a running process writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
