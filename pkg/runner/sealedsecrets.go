@@ -114,6 +114,10 @@ func Install(dst, staticBin string) error {
 		if err := os.MkdirAll(bin, 0o755); err != nil {
 			return fmt.Errorf("install: %w", err)
 		}
+		// Whatever the umask: the agent's uid runs these.
+		if err := os.Chmod(bin, 0o755); err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
 		n := 0
 		for _, e := range entries {
 			if !e.Type().IsRegular() {
