@@ -578,6 +578,35 @@ perl -e 'for (1..200) { my $p = fork(); if (!defined $p) { print "fork $_: $!\n"
 	}
 }
 
+// TestContainerIsolationRecordsTheContainersOOMKills: with no cgroup of
+// its own, the runner counts the container's own OOM kills (cgroup v2
+// memory.events at the container's root) across the agent phase. The
+// stand-in container's memory.events is a file the agent may write, so the
+// agent plays the kernel: an OOM kill during its phase is the agent's
+// AgentOutOfMemoryError, as under bubblewrap, not a plain exit 137.
+func TestContainerIsolationRecordsTheContainersOOMKills(t *testing.T) {
+	e := newContainerEnv(t)
+	cg := t.TempDir()
+	if err := os.Chmod(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(cg, "memory.events")
+	if err := os.WriteFile(events, []byte("low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(events, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// bubblewrap would make /sys and /sys/fs 0700, out of the agent's reach.
+	e.wrap = []string{"--perms", "0755", "--dir", "/sys", "--perms", "0755", "--dir", "/sys/fs", "--bind", cg, "/sys/fs/cgroup"}
+	r := e.run(hookTask(t), "command", `printf 'low 0\nhigh 0\nmax 9\noom 3\noom_kill 3\n' > /sys/fs/cgroup/memory.events; exit 137`)
+	ex := r.result.ExceptionInfo
+	if ex == nil || ex.ExceptionType != harbor.ExceptionAgentOOM || !strings.Contains(ex.ExceptionMessage, "killed 1 of its processes") ||
+		!strings.Contains(ex.ExceptionMessage, "the container's memory") {
+		t.Errorf("exception = %+v, want AgentOutOfMemoryError for the 1 kill during the agent phase", ex)
+	}
+}
+
 func TestExecPhaseHelper(t *testing.T) {
 	tests := []struct {
 		name    string

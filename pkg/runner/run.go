@@ -391,7 +391,11 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	}
 	switch {
 	case out.OOMKills > 0:
-		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the agent exceeded its memory limit of %d MB; the kernel killed %d of its processes (exit code %d)", t.limits().MemoryMB, out.OOMKills, out.ExitCode))
+		limit := fmt.Sprintf("its memory limit of %d MB", t.limits().MemoryMB)
+		if t.container != nil {
+			limit = "the container's memory (the task size)"
+		}
+		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the agent exceeded %s; the kernel killed %d of its processes (exit code %d)", limit, out.OOMKills, out.ExitCode))
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
 	default:
@@ -494,6 +498,10 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	for _, n := range notes {
 		t.log.Info("resource limits", "phase", name, "note", n)
 	}
+	oomBefore, containerOOM := 0, false
+	if t.container != nil {
+		oomBefore, containerOOM = containerOOMKills(cgroupRoot)
+	}
 	out, err := runPhase(ctx, t.iso, phase{
 		name: name, cmd: pc, timeout: timeout, cgroup: cg,
 		stdout: filepath.Join(captureDir, stdout), stderr: filepath.Join(captureDir, stderr),
@@ -509,7 +517,13 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	}
 	timing.StartedAt, timing.FinishedAt = &out.StartedAt, &out.FinishedAt
 	t.exitCodes[name] = out.ExitCode
-	if out.OOMKills = cg.oomKills(); out.OOMKills > 0 {
+	out.OOMKills = cg.oomKills()
+	if containerOOM {
+		if after, ok := containerOOMKills(cgroupRoot); ok {
+			out.OOMKills = max(after-oomBefore, 0)
+		}
+	}
+	if out.OOMKills > 0 {
 		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
 	}
 	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
@@ -528,6 +542,11 @@ func (t *trial) phaseCgroup(name string, pc *phaseCommand) (*cgroup, []string) {
 		return newCgroup(cgroupRoot, t.cgroupName(name), t.limits())
 	}
 	notes := []string{"cpu and memory limits are the container's (the task size)"}
+	if _, ok := containerOOMKills(cgroupRoot); ok {
+		notes = append(notes, "OOM kills counted from the container's own cgroup")
+	} else {
+		notes = append(notes, "OOM kills not counted: the container's cgroup memory events are not readable")
+	}
 	switch pids := t.limits().Pids; {
 	case pc.role != roleAgent:
 		notes = append(notes, "pids limit: none (the phase runs as root, which RLIMIT_NPROC does not bind; the container's own limits apply)")
