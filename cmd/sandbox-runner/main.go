@@ -8,7 +8,7 @@
 // Usage:
 //
 //	sandbox-runner --spec slot.json --out OUT [--work DIR] [--isolation bwrap|container|process] [--agents-dir DIR]
-//	sandbox-runner install DEST   (copy this binary to DEST; the cloud init container uses it)
+//	sandbox-runner install [--static-bin DIR] DEST   (copy this binary to DEST and DIR's static helpers to bin/ beside it; the cloud init container uses it)
 //
 // Sealed secrets (GAUNTLET_SECRETS_URL, GAUNTLET_SECRETS_DATA_KEY) are opened
 // with KMS through the default AWS configuration: in ECS, the task role.

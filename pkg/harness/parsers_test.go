@@ -269,3 +269,17 @@ func TestAvailable(t *testing.T) {
 		t.Errorf("Runnable (-want +got):\n%s", diff)
 	}
 }
+
+// TestStaticBinary: terminus-2 runs the platform's static binary, which the
+// runner checks for before the agent starts; the other rows run none.
+func TestStaticBinary(t *testing.T) {
+	for _, h := range All() {
+		want := ""
+		if h.Name == "terminus-2" {
+			want = StaticBinDir + "/terminus-2"
+		}
+		if got := h.StaticBinary(); got != want {
+			t.Errorf("%s.StaticBinary() = %q, want %q", h.Name, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/atif"
 )
@@ -13,6 +14,18 @@ import (
 // StaticBinDir is where the runner mounts the platform's own static
 // binaries read-only in the agent phase (terminus-2 among them).
 const StaticBinDir = "/opt/gauntlet/bin"
+
+// StaticBinary is the platform static binary (under StaticBinDir) the
+// harness's Run command starts, such as /opt/gauntlet/bin/terminus-2; ""
+// when it runs none. The runner checks it is there before the agent starts.
+func (h Harness) StaticBinary() string {
+	rest, ok := strings.CutPrefix(h.Run, StaticBinDir+"/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, " ")
+	return StaticBinDir + "/" + name
+}
 
 // TerminusVersion is the version of cmd/terminus-2 (terminus.Version; a
 // test in pkg/terminus keeps the two equal).

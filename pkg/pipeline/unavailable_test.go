@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,7 @@ func importEnvBench(t *testing.T, e *env, allBroken bool) {
 			t.Fatal(err)
 		}
 		bt.DockerImage = "app:1"
+		bt.StorageMB = 30720 // reaches the sandbox spec (the cloud sizes its disk by it)
 		bt.Environment = &benchmark.Environment{Source: benchmark.ImagePull, Image: "app:1", Pinned: pinnedA, Digest: pinnedA[strings.Index(pinnedA, "@")+1:]}
 		if name == "b" || (allBroken && name != "b") {
 			bt.Environment = &benchmark.Environment{Source: benchmark.ImagePull, Image: "ghost:9", Unavailable: "task " + name + ": image ghost:9: 404 Not Found"}
@@ -75,6 +77,9 @@ func TestUnavailableTasksGetNoSlotsAndImagesArePinned(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		images[spec.Task.Name] = spec.Image
+		if spec.StorageMB != 30720 {
+			images[spec.Task.Name] += " storage_mb " + strconv.Itoa(spec.StorageMB)
+		}
 		return 1
 	}
 	importEnvBench(t, e, false)

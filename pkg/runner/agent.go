@@ -97,6 +97,34 @@ func (t *trial) bundleRoot() string {
 	return "/"
 }
 
+// checkStaticBinary fails the trial (an infra error, before the agent
+// starts) when the harness runs a platform static binary (terminus-2) that
+// the agent phase would not find: without this the agent's shell exits 127
+// and the platform's missing file is scored as the agent's failure.
+func (t *trial) checkStaticBinary() error {
+	seen := t.harness.StaticBinary()
+	if seen == "" {
+		return nil
+	}
+	// Where the phase finds it: the --static-bin-dir mounted at
+	// StaticBinMount, or (under container isolation, which serves that dir
+	// at StaticBinMount itself, and without the flag) the agent's root.
+	path := filepath.Join(t.bundleRoot(), seen)
+	if t.opts.StaticBinDir != "" && t.container == nil {
+		path = filepath.Join(t.opts.StaticBinDir, strings.TrimPrefix(seen, StaticBinMount+"/"))
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("harness %s needs the platform's static binary %s, which is missing (the runner's --static-bin-dir %q serves %s): %w",
+			t.harness.Name, seen, t.opts.StaticBinDir, StaticBinMount, err)
+	case !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("harness %s needs the platform's static binary %s: %s is not an executable file (mode %v)",
+			t.harness.Name, seen, path, info.Mode())
+	}
+	return nil
+}
+
 // ownNetwork reports whether the agent phase runs in a network namespace
 // of its own (bubblewrap, on the host's root or the task's image), where it
 // reaches the gateway through the in-sandbox forwarder; process and

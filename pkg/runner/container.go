@@ -91,6 +91,9 @@ func (c *containerIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if pc.role == roleAgent {
 		attr.Credential = &syscall.Credential{Uid: c.uid, Gid: c.gid, Groups: []uint32{}}
+		if pc.nproc > 0 {
+			args = append(args, "--nproc", strconv.Itoa(pc.nproc))
+		}
 	} else {
 		args = append(args, "--drop-caps")
 	}
@@ -129,6 +132,32 @@ func (c *containerIsolation) prepareAgent(l layout, taskDir string, withSolution
 		if err := installReadOnly(filepath.Join(taskDir, "solution"), l.Solution); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// serveStaticBin makes the platform's static binaries (dir, the runner's
+// --static-bin-dir: in ECS the shared volume the init container filled)
+// appear at StaticBinMount, where harnesses run them, as a symlink owned by
+// root in a root-owned directory the agent cannot change. An image that
+// holds a StaticBinMount of its own is refused: the platform's binaries,
+// not the image's, must be what runs.
+func (c *containerIsolation) serveStaticBin(dir string) error {
+	if dir == "" || filepath.Clean(dir) == StaticBinMount {
+		return nil
+	}
+	if target, err := os.Readlink(StaticBinMount); err == nil && target == dir {
+		return nil // an earlier trial in this container served it
+	}
+	if _, err := os.Lstat(StaticBinMount); err == nil {
+		return fmt.Errorf("container: the image already holds %s; the platform's static binaries (%s) cannot be served there", StaticBinMount, dir)
+	}
+	parent := filepath.Dir(StaticBinMount)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("container: create %s: %w", parent, err)
+	}
+	if err := os.Symlink(dir, StaticBinMount); err != nil {
+		return fmt.Errorf("container: serve %s at %s: %w", dir, StaticBinMount, err)
 	}
 	return nil
 }

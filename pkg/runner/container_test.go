@@ -64,6 +64,9 @@ type containerEnv struct {
 	mu      sync.Mutex
 	blobs   map[string][]byte // GET paths → bodies
 	uploads map[string][]byte // PUT paths → bodies
+	// wrap are more arguments of the stand-in container (binds); flags
+	// more arguments of the runner.
+	wrap, flags []string
 }
 
 func newContainerEnv(t *testing.T) *containerEnv {
@@ -160,8 +163,10 @@ func (e *containerEnv) run(taskDir, harness, command string) containerRun {
 	e.uploads = map[string][]byte{}
 	e.mu.Unlock()
 
-	args := append(wrapperArgs(runnerBinary), "--bind", app, AppMount, "--bind", out, "/gauntlet-out",
+	args := append(wrapperArgs(runnerBinary), "--bind", app, AppMount, "--bind", out, "/gauntlet-out")
+	args = append(append(args, e.wrap...),
 		"--", runnerBinary, "--isolation", IsolationContainer, "--work", "/gauntlet-work", "--out", "/gauntlet-out")
+	args = append(args, e.flags...)
 	cmd := exec.Command("bwrap", args...)
 	cmd.Env = []string{
 		"PATH=" + sandboxPath,
@@ -517,6 +522,88 @@ func TestContainerIsolationOraclePassesDemoBench(t *testing.T) {
 				t.Errorf("oracle reward = %v, want 1; verifier said:\n%s", got, r.artifact(t, "verifier/test-stdout.txt"))
 			}
 		})
+	}
+}
+
+// TestContainerIsolationServesTheStaticBinaries: the runner's
+// --static-bin-dir (in ECS the shared volume runner-init filled, read-only)
+// is where the agent finds /opt/gauntlet/bin, and the agent cannot swap it.
+func TestContainerIsolationServesTheStaticBinaries(t *testing.T) {
+	e := newContainerEnv(t)
+	bin := t.TempDir()
+	if err := os.Chmod(bin, 0o755); err != nil { // as install leaves it
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "hello"), []byte("#!/bin/sh\necho static ok\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The ECS volume's root is traversable by every uid (the agent's runs
+	// the runner binary in it); bubblewrap would make it 0700.
+	e.wrap = []string{"--perms", "0755", "--dir", "/gauntlet", "--ro-bind", bin, "/gauntlet/bin"}
+	e.flags = []string{"--static-bin-dir", "/gauntlet/bin"}
+	agent := `/opt/gauntlet/bin/hello > /logs/agent/hello.txt
+if ln -sfn /tmp /opt/gauntlet/bin 2>/dev/null || touch /opt/gauntlet/bin/x 2>/dev/null; then echo swapped >> /logs/agent/hello.txt; fi
+echo gauntlet > /app/answer.txt`
+	r := e.run(hookTask(t), "command", agent)
+	if got := r.artifact(t, "agent/hello.txt"); got != "static ok\n" {
+		t.Errorf("agent/hello.txt = %q, want the static binary's output and no swap; agent stderr:\n%s", got, r.artifact(t, "agent/stderr.txt"))
+	}
+	if got := rewardOf(t, r.result); got != 1 || r.result.ExceptionInfo != nil {
+		t.Errorf("reward %v, exception %+v; want 1 and none", got, r.result.ExceptionInfo)
+	}
+}
+
+// TestContainerIsolationLimitsTheAgentsProcesses: no cgroup can be made in
+// a Fargate task, so the pids limit is the agent uid's RLIMIT_NPROC: a fork
+// loop hits EAGAIN at the limit, the agent fails (its failure, not the
+// platform's), and the runner's log says the limit was applied.
+func TestContainerIsolationLimitsTheAgentsProcesses(t *testing.T) {
+	e := newContainerEnv(t)
+	e.flags = []string{"--pids-limit", "32"}
+	forkLoop := `ulimit -u > /logs/agent/nproc.txt
+perl -e 'for (1..200) { my $p = fork(); if (!defined $p) { print "fork $_: $!\n"; exit 3 } if ($p == 0) { sleep 60; exit 0 } } print "forked 200\n"' > /logs/agent/forks.txt 2>&1`
+	r := e.run(hookTask(t), "command", forkLoop)
+	if got := r.artifact(t, "agent/nproc.txt"); got != "32\n" {
+		t.Errorf("the agent's ulimit -u = %q, want 32", got)
+	}
+	forks := r.artifact(t, "agent/forks.txt")
+	if !strings.Contains(forks, "Resource temporarily unavailable") {
+		t.Errorf("fork loop said %q, want it stopped by EAGAIN", forks)
+	}
+	if ex := r.result.ExceptionInfo; ex == nil || ex.ExceptionType != harbor.ExceptionAgentExit || !strings.Contains(ex.ExceptionMessage, "code 3") {
+		t.Errorf("exception = %+v, want the agent's exit code 3", ex)
+	}
+	if log := r.artifact(t, "runner.log"); !strings.Contains(log, "pids limit 32 applied (RLIMIT_NPROC of the agent uid)") {
+		t.Errorf("runner.log does not note the pids limit:\n%s", log)
+	}
+}
+
+// TestContainerIsolationRecordsTheContainersOOMKills: with no cgroup of
+// its own, the runner counts the container's own OOM kills (cgroup v2
+// memory.events at the container's root) across the agent phase. The
+// stand-in container's memory.events is a file the agent may write, so the
+// agent plays the kernel: an OOM kill during its phase is the agent's
+// AgentOutOfMemoryError, as under bubblewrap, not a plain exit 137.
+func TestContainerIsolationRecordsTheContainersOOMKills(t *testing.T) {
+	e := newContainerEnv(t)
+	cg := t.TempDir()
+	if err := os.Chmod(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(cg, "memory.events")
+	if err := os.WriteFile(events, []byte("low 0\nhigh 0\nmax 4\noom 2\noom_kill 2\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(events, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// bubblewrap would make /sys and /sys/fs 0700, out of the agent's reach.
+	e.wrap = []string{"--perms", "0755", "--dir", "/sys", "--perms", "0755", "--dir", "/sys/fs", "--bind", cg, "/sys/fs/cgroup"}
+	r := e.run(hookTask(t), "command", `printf 'low 0\nhigh 0\nmax 9\noom 3\noom_kill 3\n' > /sys/fs/cgroup/memory.events; exit 137`)
+	ex := r.result.ExceptionInfo
+	if ex == nil || ex.ExceptionType != harbor.ExceptionAgentOOM || !strings.Contains(ex.ExceptionMessage, "killed 1 of its processes") ||
+		!strings.Contains(ex.ExceptionMessage, "the container's memory") {
+		t.Errorf("exception = %+v, want AgentOutOfMemoryError for the 1 kill during the agent phase", ex)
 	}
 }
 

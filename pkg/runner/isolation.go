@@ -99,6 +99,9 @@ type phaseCommand struct {
 	user imageUser
 	// etcDir holds the passwd and group stubs of a host-rootfs sandbox.
 	etcDir string
+	// nproc, when > 0, is the RLIMIT_NPROC of a phase under container
+	// isolation (its pids limit, which no cgroup enforces there).
+	nproc int
 }
 
 // isolation turns a phase command into a process to start.

@@ -182,17 +182,36 @@ func (cg *cgroup) oomKills() int {
 	if cg.v2 {
 		file = "memory.events"
 	}
-	data, err := os.ReadFile(filepath.Join(cg.memory, file))
+	n, _ := readOOMKills(filepath.Join(cg.memory, file), key)
+	return n
+}
+
+// containerOOMKills reads the OOM kill count of the cgroup the runner itself
+// runs in, as a container sees it at root (cgroup v2 memory.events, else v1
+// memory/memory.oom_control); ok is false when neither is readable. Under
+// container isolation the runner can make no cgroup of its own, so the
+// change of this count across a phase is what the kernel killed for the
+// container's memory (the task size) while the phase ran.
+func containerOOMKills(root string) (n int, ok bool) {
+	if n, ok := readOOMKills(filepath.Join(root, "memory.events"), "oom_kill"); ok {
+		return n, true
+	}
+	return readOOMKills(filepath.Join(root, "memory", "memory.oom_control"), "oom_kill")
+}
+
+// readOOMKills reads the "key N" line of a cgroup memory file.
+func readOOMKills(file, key string) (int, bool) {
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			return n, err == nil
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // wrap makes cmd join the cgroups before it execs the real program, so no

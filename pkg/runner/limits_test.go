@@ -74,3 +74,28 @@ func TestEffectiveNetwork(t *testing.T) {
 		}
 	}
 }
+
+// TestContainerOOMKills reads the container's own OOM kill count from
+// cgroup v2 memory.events or, on a v1 host, memory/memory.oom_control; with
+// neither readable there is no count (and no OOM is ever recorded).
+func TestContainerOOMKills(t *testing.T) {
+	v1 := t.TempDir()
+	if err := os.Mkdir(filepath.Join(v1, "memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v1, "memory", "memory.oom_control"), []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v2 := t.TempDir()
+	if err := os.WriteFile(filepath.Join(v2, "memory.events"), []byte("low 0\nhigh 0\nmax 1\noom 1\noom_kill 1\noom_group_kill 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for root, want := range map[string]struct {
+		n  int
+		ok bool
+	}{v1: {5, true}, v2: {1, true}, t.TempDir(): {0, false}} {
+		if n, ok := containerOOMKills(root); n != want.n || ok != want.ok {
+			t.Errorf("containerOOMKills(%s) = %d, %v; want %d, %v", root, n, ok, want.n, want.ok)
+		}
+	}
+}

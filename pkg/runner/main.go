@@ -38,11 +38,14 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "install":
-			if len(args) != 2 {
-				logger.Error("usage: sandbox-runner install DEST")
+			fs := flag.NewFlagSet("install", flag.ContinueOnError)
+			fs.SetOutput(os.Stderr)
+			staticBin := fs.String("static-bin", "", "also copy this directory's files (static helper binaries) to bin/ beside DEST")
+			if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
+				logger.Error("usage: sandbox-runner install [--static-bin DIR] DEST")
 				return sandbox.ExitInfra
 			}
-			if err := Install(args[1]); err != nil {
+			if err := Install(fs.Arg(0), *staticBin); err != nil {
 				logger.Error("install failed", "err", err)
 				return sandbox.ExitInfra
 			}

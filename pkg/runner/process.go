@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // prctl options (linux/prctl.h).
@@ -58,9 +60,10 @@ func execPhase(args []string, stderr io.Writer) int {
 	gid := fs.Int("gid", -1, "with --uid: become this gid")
 	groups := fs.String("groups", "", "with --uid: comma-separated supplementary gids")
 	dockerCaps := fs.Bool("docker-caps", false, "keep only Docker's default capabilities in the bounding set")
+	nproc := fs.Int("nproc", 0, "set RLIMIT_NPROC (the most processes of the phase's real uid) to this before the exec")
 	startedFD := fs.Int("started-fd", -1, "write one byte to this fd (and close it) once the sandbox is set up, just before the exec")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] [--uid N --gid G [--groups A,B]] [--started-fd N] -- program args...")
+		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] [--uid N --gid G [--groups A,B]] [--nproc N] [--started-fd N] -- program args...")
 		return 127
 	}
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
@@ -89,6 +92,16 @@ func execPhase(args []string, stderr io.Writer) int {
 	if *uid >= 0 {
 		if err := becomeUser(*uid, *gid, *groups); err != nil {
 			fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
+			return 127
+		}
+	}
+	if *nproc > 0 {
+		// The kernel counts every process (thread) of the real uid against
+		// it at fork; it does not bind root or CAP_SYS_RESOURCE, so it is a
+		// limit only for an unprivileged, dedicated uid (the agent's).
+		lim := unix.Rlimit{Cur: uint64(*nproc), Max: uint64(*nproc)}
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
+			fmt.Fprintf(stderr, "sandbox-runner exec-phase: set RLIMIT_NPROC %d: %v\n", *nproc, err)
 			return 127
 		}
 	}

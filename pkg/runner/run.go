@@ -245,6 +245,9 @@ func (t *trial) run(ctx context.Context) error {
 	if err := t.setUpEnvironment(ctx); err != nil {
 		return err
 	}
+	if err := t.checkStaticBinary(); err != nil {
+		return err
+	}
 	rig, err := t.prepareRig(ctx)
 	if err != nil {
 		return err
@@ -317,6 +320,9 @@ func (t *trial) setUpEnvironment(ctx context.Context) error {
 // lays out the container for the agent phase).
 func (t *trial) prepareDirs(taskDir string) error {
 	if t.container != nil {
+		if err := t.container.serveStaticBin(t.opts.StaticBinDir); err != nil {
+			return err
+		}
 		return t.container.prepareAgent(t.host, taskDir, t.harness.MountsSolution)
 	}
 	if t.image != nil {
@@ -385,7 +391,11 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	}
 	switch {
 	case out.OOMKills > 0:
-		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the agent exceeded its memory limit of %d MB; the kernel killed %d of its processes (exit code %d)", t.limits().MemoryMB, out.OOMKills, out.ExitCode))
+		limit := fmt.Sprintf("its memory limit of %d MB", t.limits().MemoryMB)
+		if t.container != nil {
+			limit = "the container's memory (the task size)"
+		}
+		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the agent exceeded %s; the kernel killed %d of its processes (exit code %d)", limit, out.OOMKills, out.ExitCode))
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
 	default:
@@ -479,7 +489,7 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		limit = timeout.String()
 	}
 	t.log.Info("phase started", "phase", name, "timeout", limit, "network", pc.network)
-	cg, notes := t.phaseCgroup(name, pc)
+	cg, notes := t.phaseCgroup(name, &pc)
 	defer func() {
 		if err := cg.remove(); err != nil {
 			t.log.Warn("cgroup not removed", "phase", name, "err", err)
@@ -487,6 +497,10 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	}()
 	for _, n := range notes {
 		t.log.Info("resource limits", "phase", name, "note", n)
+	}
+	oomBefore, containerOOM := 0, false
+	if t.container != nil {
+		oomBefore, containerOOM = containerOOMKills(cgroupRoot)
 	}
 	out, err := runPhase(ctx, t.iso, phase{
 		name: name, cmd: pc, timeout: timeout, cgroup: cg,
@@ -503,7 +517,13 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	}
 	timing.StartedAt, timing.FinishedAt = &out.StartedAt, &out.FinishedAt
 	t.exitCodes[name] = out.ExitCode
-	if out.OOMKills = cg.oomKills(); out.OOMKills > 0 {
+	out.OOMKills = cg.oomKills()
+	if containerOOM {
+		if after, ok := containerOOMKills(cgroupRoot); ok {
+			out.OOMKills = max(after-oomBefore, 0)
+		}
+	}
+	if out.OOMKills > 0 {
 		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
 	}
 	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
@@ -512,13 +532,30 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 }
 
 // phaseCgroup applies the trial's limits to a phase. Under container
-// isolation the container's own limits (the Fargate task size) apply, and
-// nothing can deny the phase the network but the task's security group.
-func (t *trial) phaseCgroup(name string, pc phaseCommand) (*cgroup, []string) {
+// isolation, where the runner can create no cgroup, the container's own
+// limits (the Fargate task size) apply; the pids limit becomes the agent
+// uid's RLIMIT_NPROC (the uid is the phase's alone, and not root, so the
+// kernel enforces it on every fork); and nothing can deny the phase the
+// network but the task's security group.
+func (t *trial) phaseCgroup(name string, pc *phaseCommand) (*cgroup, []string) {
 	if t.container == nil {
 		return newCgroup(cgroupRoot, t.cgroupName(name), t.limits())
 	}
 	notes := []string{"cpu and memory limits are the container's (the task size)"}
+	if _, ok := containerOOMKills(cgroupRoot); ok {
+		notes = append(notes, "OOM kills counted from the container's own cgroup")
+	} else {
+		notes = append(notes, "OOM kills not counted: the container's cgroup memory events are not readable")
+	}
+	switch pids := t.limits().Pids; {
+	case pc.role != roleAgent:
+		notes = append(notes, "pids limit: none (the phase runs as root, which RLIMIT_NPROC does not bind; the container's own limits apply)")
+	case pids > 0:
+		pc.nproc = pids
+		notes = append(notes, fmt.Sprintf("pids limit %d applied (RLIMIT_NPROC of the agent uid)", pids))
+	default:
+		notes = append(notes, "pids limit: none (the operator set none)")
+	}
 	if !pc.network {
 		notes = append(notes, "the task denies network access, which container isolation cannot enforce per phase; the sandbox's security group governs egress")
 	}

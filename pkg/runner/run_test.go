@@ -20,6 +20,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 // runnerBinary is cmd/sandbox-runner, built once by TestMain.
@@ -643,4 +644,51 @@ func mustReadResult(t *testing.T, out string) harbor.TrialResult {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// TestMissingStaticBinaryIsTheRunnersError: a harness that runs a platform
+// static binary (terminus-2) the sandbox lacks fails the trial before the
+// agent starts, naming the file (an infra error), instead of the agent's
+// shell exiting 127 and the attempt being scored as the agent's failure.
+func TestMissingStaticBinaryIsTheRunnersError(t *testing.T) {
+	requireBwrap(t)
+	dir := t.TempDir()
+	opts := Options{Isolation: IsolationHostBwrap, StaticBinDir: filepath.Join(dir, "bin"), SelfPath: runnerBinary,
+		WorkDir: filepath.Join(dir, "w"), OutDir: filepath.Join(dir, "o")}
+	if err := os.Mkdir(opts.StaticBinDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := harness.Lookup("terminus-2")
+	spec := baseSpec(t, "terminus-2")
+	// A model the gateway can route: without the check the agent phase
+	// would run, and exit 127.
+	spec.Model, spec.Secrets = "openai/gpt-5.2", map[string]secret.Value{h.KeyEnv: "sk-test-0123456789"}
+	_, err := run(context.Background(), spec, opts, harness.All())
+	if err == nil || !strings.Contains(err.Error(), "/opt/gauntlet/bin/terminus-2") || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("terminus-2 without its binary: err = %v, want the runner's error naming /opt/gauntlet/bin/terminus-2", err)
+	}
+	if _, err := os.Stat(filepath.Join(opts.WorkDir, "logs", "agent", "stdout.txt")); err == nil {
+		t.Error("the agent phase ran")
+	}
+
+	bin := filepath.Join(opts.StaticBinDir, "terminus-2")
+	check := func() error {
+		return (&trial{harness: h, opts: opts}).checkStaticBinary()
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(); err == nil || !strings.Contains(err.Error(), "not an executable file") {
+		t.Errorf("a non-executable terminus-2: err = %v, want not an executable file", err)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(); err != nil {
+		t.Errorf("terminus-2 in --static-bin-dir: %v, want no error", err)
+	}
+	nop, _ := harness.Lookup("nop")
+	if err := (&trial{harness: nop}).checkStaticBinary(); err != nil {
+		t.Errorf("a harness with no static binary: %v", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -93,13 +94,57 @@ func download(ctx context.Context, client *http.Client, url string) ([]byte, err
 
 // Install copies the running sandbox-runner binary to dst (mode 0755): the
 // cloud task definition's init container uses it to place the runner in a
-// volume shared with the task's own image.
-func Install(dst string) error {
+// volume shared with the task's own image. With staticBin set it first
+// copies every regular file of that directory (the platform's static helper
+// binaries the runner image ships, such as terminus-2) into StaticBinDir(dst),
+// so the runner's arrival in the volume means its helpers are there too.
+// Each file is written beside its destination and renamed into place, so a
+// reader never sees a partial binary.
+func Install(dst, staticBin string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("install: find own binary: %w", err)
 	}
-	in, err := os.Open(self)
+	if staticBin != "" {
+		entries, err := os.ReadDir(staticBin)
+		if err != nil {
+			return fmt.Errorf("install: static binaries: %w", err)
+		}
+		bin := StaticBinDir(dst)
+		if err := os.MkdirAll(bin, 0o755); err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+		// Whatever the umask: the agent's uid runs these.
+		if err := os.Chmod(bin, 0o755); err != nil {
+			return fmt.Errorf("install: %w", err)
+		}
+		n := 0
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			if err := installFile(filepath.Join(staticBin, e.Name()), filepath.Join(bin, e.Name())); err != nil {
+				return err
+			}
+			n++
+		}
+		if n == 0 {
+			return fmt.Errorf("install: static binaries: %s holds none", staticBin)
+		}
+	}
+	return installFile(self, dst)
+}
+
+// StaticBinDir is where Install puts the static helper binaries of a runner
+// installed at dst: bin/ beside it.
+func StaticBinDir(dst string) string {
+	return filepath.Join(filepath.Dir(dst), "bin")
+}
+
+// installFile copies src to dst, mode 0755, by way of a temporary file
+// renamed into place.
+func installFile(src, dst string) error {
+	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
@@ -114,6 +159,10 @@ func Install(dst string) error {
 		return fmt.Errorf("install: copy to %s: %w", dst, err)
 	}
 	if err := out.Close(); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	// The umask may have narrowed the mode; every uid must run these.
+	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("install: %w", err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {

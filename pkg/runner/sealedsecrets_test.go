@@ -91,7 +91,7 @@ func TestOpenSealedSecrets(t *testing.T) {
 
 func TestInstallCopiesTheRunningBinary(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "sandbox-runner")
-	if err := Install(dst); err != nil {
+	if err := Install(dst, ""); err != nil {
 		t.Fatal(err)
 	}
 	self, _ := os.Executable()
@@ -103,5 +103,45 @@ func TestInstallCopiesTheRunningBinary(t *testing.T) {
 	fi, _ := os.Stat(dst)
 	if len(got) != len(want) || fi.Mode().Perm() != 0o755 {
 		t.Errorf("installed %d bytes mode %v, want %d bytes mode 0755", len(got), fi.Mode().Perm(), len(want))
+	}
+}
+
+// TestInstallPlacesTheStaticBinaries: with --static-bin the init container
+// also puts the image's helper binaries (terminus-2) in bin/ beside the
+// runner, executable by every uid, where the task's runner mounts them from;
+// an image without them fails the install instead of a later attempt.
+func TestInstallPlacesTheStaticBinaries(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "terminus-2"), []byte("#!/bin/true\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(src, "subdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "sandbox-runner")
+	if err := Install(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	bin := StaticBinDir(dst)
+	if bin != filepath.Join(filepath.Dir(dst), "bin") {
+		t.Errorf("StaticBinDir(%s) = %s, want bin/ beside it", dst, bin)
+	}
+	fi, err := os.Stat(filepath.Join(bin, "terminus-2"))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("installed terminus-2: %v, %v; want mode 0755", fi, err)
+	}
+	entries, _ := os.ReadDir(bin)
+	if len(entries) != 1 {
+		t.Errorf("bin holds %d entries, want only terminus-2 (no temporary files, no directories)", len(entries))
+	}
+	if _, err := os.Stat(dst); err != nil {
+		t.Errorf("runner not installed: %v", err)
+	}
+	empty := filepath.Join(t.TempDir(), "sandbox-runner")
+	if err := Install(empty, t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds none") {
+		t.Errorf("Install from an empty static dir: err = %v, want one saying it holds none", err)
+	}
+	if _, err := os.Stat(empty); err == nil {
+		t.Error("the runner was installed although its static binaries were missing")
 	}
 }

@@ -102,6 +102,9 @@ type Spec struct {
 	Network  string  `json:"network,omitempty"`
 	CPUs     float64 `json:"cpus,omitempty"`
 	MemoryMB int     `json:"memory_mb,omitempty"`
+	// StorageMB is the task's storage_mb (0: it sets none); the cloud
+	// driver sizes the sandbox's ephemeral storage to hold it.
+	StorageMB int `json:"storage_mb,omitempty"`
 
 	Output Output `json:"output"`
 

@@ -129,6 +129,9 @@ const (
 	AgentsContainer = "agents-init"
 	TaskContainer   = "task"
 	runnerMount     = "/gauntlet"
+	// runnerImageStaticBin is where the runner image (infra/runner/Dockerfile)
+	// holds the platform's static helper binaries.
+	runnerImageStaticBin = "/static-bin"
 	// AgentsMount is where the agent bundles appear inside the task
 	// container (read-only), Harbor's /installed-agent.
 	AgentsMount = "/installed-agent"

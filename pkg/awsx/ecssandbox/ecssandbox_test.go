@@ -212,7 +212,7 @@ func TestLaunchRegistersOnceAndRunsFargateTask(t *testing.T) {
 		t.Errorf("task entry point (-want +got):\n%s", diff)
 	}
 	// The runner runs as root and isolates the agent under its own uid.
-	wantCommand := []any{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"}
+	wantCommand := []any{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out", "--static-bin-dir", "/gauntlet/bin"}
 	if diff := cmp.Diff(wantCommand, task["command"]); diff != "" {
 		t.Errorf("task command (-want +got):\n%s", diff)
 	}

@@ -31,3 +31,24 @@ func fargateSize(cpus float64, memoryMB int) (cpu, memory int, err error) {
 	}
 	return 0, 0, fmt.Errorf("no Fargate size fits %.2f vCPU and %d MiB (max 16 vCPU, 120 GiB)", cpus, memoryMB)
 }
+
+// Fargate's ephemeral storage bounds, in GiB: a task gets 20 GiB unless its
+// definition asks for 21 to 200.
+const (
+	defaultEphemeralGiB = 20
+	maxEphemeralGiB     = 200
+)
+
+// ephemeralStorage is the ephemeral storage (GiB) a task definition asks
+// for to hold storageMB, rounded up to a whole GiB; 0 when Fargate's
+// default already holds it (the definition then asks for none).
+func ephemeralStorage(storageMB int) (int, error) {
+	gib := (storageMB + 1023) / 1024
+	switch {
+	case gib <= defaultEphemeralGiB:
+		return 0, nil
+	case gib > maxEphemeralGiB:
+		return 0, fmt.Errorf("no Fargate ephemeral storage holds %d MiB (max %d GiB)", storageMB, maxEphemeralGiB)
+	}
+	return gib, nil
+}

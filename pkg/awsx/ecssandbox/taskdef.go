@@ -44,7 +44,11 @@ func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string,
 	if err != nil {
 		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
 	}
-	in, err := d.registration(PullRef(image, d.cfg.Mirrors), cpu, mem)
+	storage, err := ephemeralStorage(spec.StorageMB)
+	if err != nil {
+		return "", fmt.Errorf("ecs launch %s: task %s: %w", spec.LaunchID, spec.Task.Name, err)
+	}
+	in, err := d.registration(PullRef(image, d.cfg.Mirrors), cpu, mem, storage)
 	if err != nil {
 		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
 	}
@@ -107,9 +111,10 @@ func (d *Driver) describe(ctx context.Context, family string) (string, error) {
 	return aws.ToString(out.TaskDefinition.TaskDefinitionArn), nil
 }
 
-// registration builds the RegisterTaskDefinition input of one environment;
-// its family is the hash of everything else in it.
-func (d *Driver) registration(image string, cpu, mem int) (*ecs.RegisterTaskDefinitionInput, error) {
+// registration builds the RegisterTaskDefinition input of one environment
+// (storage: ephemeral GiB, 0 for Fargate's default); its family is the hash
+// of everything else in it.
+func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.RegisterTaskDefinitionInput, error) {
 	logs := func(prefix string) *types.LogConfiguration {
 		return &types.LogConfiguration{LogDriver: types.LogDriverAwslogs, Options: map[string]string{
 			"awslogs-group": d.cfg.LogGroup, "awslogs-region": d.cfg.Region, "awslogs-stream-prefix": prefix,
@@ -118,13 +123,17 @@ func (d *Driver) registration(image string, cpu, mem int) (*ecs.RegisterTaskDefi
 	volumes := []types.Volume{{Name: aws.String("gauntlet")}}
 	inits := []types.ContainerDefinition{{
 		Name: aws.String(RunnerContainer), Image: aws.String(d.cfg.RunnerImage), Essential: aws.Bool(false),
-		Command:          []string{"install", runnerMount + "/sandbox-runner"},
+		// The runner and, in bin/ beside it, the platform's static
+		// helpers (terminus-2), which the task's runner serves at
+		// /opt/gauntlet/bin.
+		Command:          []string{"install", "--static-bin", runnerImageStaticBin, runnerMount + "/sandbox-runner"},
 		MountPoints:      []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount)}},
 		LogConfiguration: logs("runner-init"),
 	}}
 	mounts := []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount), ReadOnly: aws.Bool(true)}}
 	deps := []types.ContainerDependency{{ContainerName: aws.String(RunnerContainer), Condition: types.ContainerConditionSuccess}}
-	command := []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out"}
+	command := []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out",
+		"--static-bin-dir", runnerMount + "/bin"}
 	if d.cfg.AgentsImage != "" {
 		// The agents image (infra/agents/Dockerfile) holds the bundle cache
 		// (<harness>-<version>-<digest>/ per bundle) under /agents; its init
@@ -161,6 +170,9 @@ func (d *Driver) registration(image string, cpu, mem int) (*ecs.RegisterTaskDefi
 			MountPoints:      mounts,
 			LogConfiguration: logs("task"),
 		}),
+	}
+	if storage > 0 {
+		in.EphemeralStorage = &types.EphemeralStorage{SizeInGiB: int32(storage)}
 	}
 	if d.cfg.TaskRoleARN != "" {
 		in.TaskRoleArn = aws.String(d.cfg.TaskRoleARN)

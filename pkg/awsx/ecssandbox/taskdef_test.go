@@ -166,3 +166,96 @@ func TestPullRef(t *testing.T) {
 		}
 	}
 }
+
+// TestEphemeralStorageHoldsTheTaskStorage: a task whose storage_mb exceeds
+// Fargate's default 20 GiB gets a definition (a family of its own) asking
+// for that much, rounded up to a GiB; one within the default asks for none;
+// one beyond Fargate's 200 GiB is refused before ECS is called.
+func TestEphemeralStorageHoldsTheTaskStorage(t *testing.T) {
+	srv, url, keys := fakeECS(t)
+	d := driverOn(t, url, keys, nil)
+	ctx := context.Background()
+	for i, c := range []struct {
+		storageMB int
+		want      any // ephemeralStorage.sizeInGiB; nil = none asked
+	}{
+		{0, nil},
+		{10240, nil},
+		{20 * 1024, nil},
+		{20*1024 + 1, 21.0},
+		{51200, 50.0},
+		{200 * 1024, 200.0},
+	} {
+		spec := testSpec("launch-" + strconv.Itoa(i))
+		spec.StorageMB = c.storageMB
+		if _, err := d.Launch(ctx, spec); err != nil {
+			t.Fatalf("storage_mb %d: %v", c.storageMB, err)
+		}
+		srv.mu.Lock()
+		regs := srv.requests["RegisterTaskDefinition"]
+		var got any
+		if es, ok := regs[len(regs)-1]["ephemeralStorage"].(map[string]any); ok {
+			got = es["sizeInGiB"]
+		}
+		srv.mu.Unlock()
+		if c.want == nil && i > 0 {
+			// Within the default: the same environment as no storage_mb.
+			if len(regs) != 1 {
+				t.Errorf("storage_mb %d registered a new definition; want the default's", c.storageMB)
+			}
+			continue
+		}
+		if got != c.want {
+			t.Errorf("storage_mb %d: ephemeralStorage.sizeInGiB = %v, want %v", c.storageMB, got, c.want)
+		}
+	}
+	srv.mu.Lock()
+	families := map[any]bool{}
+	for _, r := range srv.requests["RegisterTaskDefinition"] {
+		families[r["family"]] = true
+	}
+	n := len(srv.requests["RegisterTaskDefinition"])
+	srv.mu.Unlock()
+	if n != 4 || len(families) != 4 {
+		t.Errorf("%d registrations in %d families, want 4 (default, 21, 50, 200 GiB) each its own family", n, len(families))
+	}
+	huge := testSpec("launch-huge")
+	huge.StorageMB = 201 * 1024
+	if _, err := d.Launch(ctx, huge); err == nil || !strings.Contains(err.Error(), "ephemeral storage") || !strings.Contains(err.Error(), "task hello") {
+		t.Fatalf("storage_mb over 200 GiB: err = %v, want one naming the task and the ephemeral storage", err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if got := len(srv.requests["RegisterTaskDefinition"]); got != n {
+		t.Errorf("an impossible storage size registered a definition")
+	}
+}
+
+// TestInitInstallsTheStaticBinaries: the runner-init container installs the
+// image's static helpers (terminus-2) beside the runner, and the task's
+// runner serves that directory as its --static-bin-dir.
+func TestInitInstallsTheStaticBinaries(t *testing.T) {
+	srv, url, keys := fakeECS(t)
+	d := driverOn(t, url, keys, nil)
+	if _, err := d.Launch(context.Background(), testSpec("launch-1")); err != nil {
+		t.Fatal(err)
+	}
+	containers := map[string][]any{}
+	for _, c := range srv.requests["RegisterTaskDefinition"][0]["containerDefinitions"].([]any) {
+		c := c.(map[string]any)
+		containers[c["name"].(string)] = c["command"].([]any)
+	}
+	if diff := cmp.Diff([]any{"install", "--static-bin", "/static-bin", "/gauntlet/sandbox-runner"}, containers[ecssandbox.RunnerContainer]); diff != "" {
+		t.Errorf("runner-init command (-want +got):\n%s", diff)
+	}
+	task := containers[ecssandbox.TaskContainer]
+	found := false
+	for i := range len(task) - 1 {
+		if task[i] == "--static-bin-dir" {
+			found = task[i+1] == "/gauntlet/bin"
+		}
+	}
+	if !found {
+		t.Errorf("task command %v: want --static-bin-dir /gauntlet/bin (where install puts the helpers)", task)
+	}
+}
