@@ -413,6 +413,7 @@ func (s *Submitter) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agen
 		Settings: run.Settings{
 			AttemptsPerTask: cfg.Execution.AttemptsPerTask, MaxConcurrentAttempts: cfg.Execution.MaxConcurrentAttempts,
 			TimeoutMultiplier: cfg.Execution.TimeoutMultiplier, MaxRetries: cfg.Execution.MaxRetries,
+			MaxTokensPerAttempt: cfg.Execution.MaxTokensPerAttempt, MaxCostUSDPerAttempt: cfg.Execution.MaxCostUSDPerAttempt,
 			PassThreshold: res.PassThreshold, JudgeModel: res.JudgeModel, JudgeAPIKeySecret: judgeKeySecret(res), Env: cfg.Env,
 			SecretNames: cfg.Secrets.Required, VerifierSecretNames: verifierSecrets(cfg, m), VerifierEnv: cfg.Verifier.Env,
 		},
