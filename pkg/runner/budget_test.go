@@ -68,3 +68,30 @@ func TestAgentOverItsBudgetEndsWithModelBudgetExceeded(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecCarriesTheBudgetToTheRunner round-trips a spec's budgets
+// through the JSON the drivers hand the runner ($GAUNTLET_SLOT_SPEC or
+// --spec), which the runner decodes strictly.
+func TestSpecCarriesTheBudgetToTheRunner(t *testing.T) {
+	spec := baseSpec(t, "codex")
+	spec.MaxTokens, spec.MaxCostUSD = 2_000_000, 2.5
+	data, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadSpec("", string(data))
+	if err != nil {
+		t.Fatalf("loadSpec: %v", err)
+	}
+	if got.MaxTokens != spec.MaxTokens || got.MaxCostUSD != spec.MaxCostUSD {
+		t.Errorf("budget after the round trip = %d tokens, $%g; want %d, $%g", got.MaxTokens, got.MaxCostUSD, spec.MaxTokens, spec.MaxCostUSD)
+	}
+	// No budget, no keys: a spec without one reads as it did before.
+	data, err = json.Marshal(baseSpec(t, "codex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "max_tokens") || strings.Contains(string(data), "max_cost_usd") {
+		t.Errorf("a spec without budgets carries budget keys: %s", data)
+	}
+}
