@@ -157,6 +157,15 @@ test('toTOML writes sections in the documented order and leaves empty fields out
   assert.match(text, /^timeout_multiplier = 1\.0$/m, 'a float key stays a float');
 });
 
+test('toTOML writes the per-attempt budgets after max_retries, the cost as a float', () => {
+  const doc = newDocument('demo-bench', 'oracle');
+  doc.execution.max_cost_usd_per_attempt = 5;
+  doc.execution.max_tokens_per_attempt = 2000000;
+  const text = toTOML(doc);
+  assert.match(text, /^max_retries = 0\nmax_tokens_per_attempt = 2000000\nmax_cost_usd_per_attempt = 5\.0$/m);
+  assert.equal(fromTOML(text).execution.max_cost_usd_per_attempt, 5);
+});
+
 test('task selection: every task, a task set, and the union of names and categories', () => {
   const doc = newDocument('x');
   assert.equal(taskMode(doc), 'all');

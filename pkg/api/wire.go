@@ -14,6 +14,7 @@ func settings(s run.Settings) v1.Settings {
 	return v1.Settings{
 		AttemptsPerTask: s.AttemptsPerTask, MaxConcurrentAttempts: s.MaxConcurrentAttempts,
 		TimeoutMultiplier: s.TimeoutMultiplier, MaxRetries: s.MaxRetries, PassThreshold: s.PassThreshold,
+		MaxTokensPerAttempt: s.MaxTokensPerAttempt, MaxCostUSDPerAttempt: s.MaxCostUSDPerAttempt,
 		JudgeModel: s.JudgeModel, JudgeAPIKeySecret: s.JudgeAPIKeySecret, Env: s.Env, SecretNames: s.SecretNames,
 		VerifierSecretNames: s.VerifierSecretNames, VerifierEnv: s.VerifierEnv,
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/prices"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
@@ -307,6 +308,25 @@ func (r *Resolver) CheckModel(m runconfig.Model, api string) error {
 		return err
 	}
 	return route.CheckHarness(WireAPI(api))
+}
+
+// CheckPriced reports whether the gateway can price model m's calls, as a
+// cost budget (max_cost_usd_per_attempt) needs: it resolves to a provider
+// with a price table that holds the model. Endpoint and hosted models have
+// no price, so their calls have tokens and no cost and would never spend a
+// cost budget. It is submit's pipeline.Options.CheckPriced.
+func (r *Resolver) CheckPriced(m runconfig.Model) error {
+	route, err := r.Resolve(m)
+	if err != nil {
+		return err
+	}
+	if route.PriceProvider == "" {
+		return fmt.Errorf("model %q (type %s) has no price: the platform prices only provider models from its price table", route.Label, m.Type)
+	}
+	if _, ok := prices.Lookup(route.PriceProvider, route.Model); !ok {
+		return fmt.Errorf("the platform's price table (%s) has no price for model %q of provider %s", prices.TableSource(), route.Model, route.PriceProvider)
+	}
+	return nil
 }
 
 func (r *Resolver) providerNames() []string {

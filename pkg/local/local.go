@@ -212,7 +212,7 @@ func (p *Platform) open() error {
 				return fmt.Errorf("local platform: %s: %w", p.opts.ModelGatewayConfig, err)
 			}
 		}
-		popts.CheckModel, popts.HostsModels = models.CheckModel, models.HostsModels()
+		popts.CheckModel, popts.CheckPriced, popts.HostsModels = models.CheckModel, models.CheckPriced, models.HostsModels()
 	}
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,

@@ -293,7 +293,7 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 		Task: ref, Harness: a.Harness, Command: a.Command, Model: a.Model,
 		ModelType: a.ModelType, BaseURL: a.BaseURL, ExtraHeaders: a.ExtraHeaders, BaseModel: a.BaseModel, LoraModelName: a.LoraModelName,
 		Env: mergeEnv(r.Settings.Env, a.Env), VerifierEnv: r.Settings.VerifierEnv,
-		JudgeModel:      r.Settings.JudgeModel,
+		JudgeModel: r.Settings.JudgeModel, MaxTokens: r.Settings.MaxTokensPerAttempt, MaxCostUSD: r.Settings.MaxCostUSDPerAttempt,
 		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),
 		Image:           pinnedImage(task.Task), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
 		StorageMB: task.StorageMB,

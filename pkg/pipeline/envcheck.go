@@ -115,3 +115,58 @@ func modelProblems(agents []runconfig.Agent, harnesses []string, check func(runc
 	}
 	return problems
 }
+
+// budgetProblems rejects a cost budget (max_cost_usd_per_attempt) that an
+// agent's model gateway could not enforce: the agent's model has no price,
+// so its calls have tokens and no cost (an endpoint or hosted model, a
+// model the price table lacks). An agent whose model CheckModel already
+// refuses is left to modelProblems. Agents that reach no model through the
+// gateway are not metered by it: budgetWarnings says so.
+func budgetProblems(cfg runconfig.Config, harnesses []string, checkModel func(runconfig.Model, string) error, checkPriced func(runconfig.Model) error) []Problem {
+	if cfg.Execution.MaxCostUSDPerAttempt <= 0 || checkPriced == nil {
+		return nil
+	}
+	var problems []Problem
+	for i, a := range cfg.Agents {
+		h, ok := gatewayHarness(a, harnesses, i)
+		if !ok || checkModel != nil && checkModel(*a.Model, h.WireAPI) != nil {
+			continue
+		}
+		if err := checkPriced(*a.Model); err != nil {
+			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: "execution.max_cost_usd_per_attempt",
+				Message: fmt.Sprintf("agents[%d] (harness %s): %v, so the model gateway cannot meter a cost budget; remove max_cost_usd_per_attempt (bound the attempt with max_tokens_per_attempt instead) or use a priced provider model", i, h.Name, err)})
+		}
+	}
+	return problems
+}
+
+// budgetWarnings notes the agents a per-attempt budget does not bound: a
+// harness that calls its model itself rather than through the platform's
+// model gateway, whose use the platform does not meter. Model-free agents
+// (oracle, nop, command) use no metered model and get no note.
+func budgetWarnings(cfg runconfig.Config, harnesses []string) []string {
+	e := cfg.Execution
+	if e.MaxTokensPerAttempt <= 0 && e.MaxCostUSDPerAttempt <= 0 {
+		return nil
+	}
+	var out []string
+	for i, a := range cfg.Agents {
+		if a.Model == nil || i >= len(harnesses) {
+			continue
+		}
+		if h, ok := harness.Lookup(harnesses[i]); ok && h.WireAPI == "" {
+			out = append(out, fmt.Sprintf("agents[%d]: harness %s calls its model itself, not through the platform's model gateway, so max_tokens_per_attempt and max_cost_usd_per_attempt do not bound it", i, h.Name))
+		}
+	}
+	return out
+}
+
+// gatewayHarness returns agent i's harness when the agent has a model and
+// its harness reaches it through the model gateway.
+func gatewayHarness(a runconfig.Agent, harnesses []string, i int) (harness.Harness, bool) {
+	if i >= len(harnesses) || a.Model == nil {
+		return harness.Harness{}, false
+	}
+	h, ok := harness.Lookup(harnesses[i])
+	return h, ok && h.WireAPI != ""
+}

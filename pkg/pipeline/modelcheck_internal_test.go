@@ -46,3 +46,64 @@ func TestModelProblemsRejectWireAPIsTheModelDoesNotServe(t *testing.T) {
 		t.Errorf("hosted without an operator endpoint: problems = %+v, want one at agents[0].model.type", got)
 	}
 }
+
+func TestCostBudgetNeedsEveryGatewayAgentsModelPriced(t *testing.T) {
+	r, err := gateway.ParseOperatorConfig([]byte("[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := runconfig.Config{Execution: runconfig.Execution{MaxCostUSDPerAttempt: 2}, Agents: []runconfig.Agent{
+		{Harness: "codex", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}}, // priced
+		{Harness: "terminus-2", Model: &runconfig.Model{Type: runconfig.Endpoint, Model: "qwen", BaseURL: "https://llm.example.com/v1", APIKeySecret: "K"}},
+		{Harness: "terminus-2", Name: "lora", Model: &runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}},
+		{Harness: "codex", Name: "unlisted", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/no-such-model-9", APIKeySecret: "K"}},
+		{Harness: "claude-code", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}}, // refused by CheckModel
+		{Harness: "oracle"}, // calls no model
+	}}
+	harnesses := []string{"codex", "terminus-2", "terminus-2", "codex", "claude-code", "oracle"}
+	got := budgetProblems(cfg, harnesses, r.CheckModel, r.CheckPriced)
+	want := []string{
+		`agents[1] (harness terminus-2): model "qwen" (type endpoint) has no price`,
+		`agents[2] (harness terminus-2): model "Qwen/Qwen3-8B:step-400" (type hosted) has no price`,
+		`agents[3] (harness codex): the platform's price table`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems = %+v, want %d", got, len(want))
+	}
+	for i, p := range got {
+		if p.Field != "execution.max_cost_usd_per_attempt" || p.Code != CodeInvalidConfig || !strings.Contains(p.Message, want[i]) ||
+			!strings.Contains(p.Message, "remove max_cost_usd_per_attempt") {
+			t.Errorf("problem %d = %+v, want at execution.max_cost_usd_per_attempt: …%s…", i, p, want[i])
+		}
+	}
+	if !strings.Contains(got[2].Message, `no price for model "no-such-model-9" of provider openai`) {
+		t.Errorf("unlisted model: %q", got[2].Message)
+	}
+
+	// Without a cost budget, or without a check configured, nothing is refused.
+	tokensOnly := cfg
+	tokensOnly.Execution = runconfig.Execution{MaxTokensPerAttempt: 1000}
+	if p := budgetProblems(tokensOnly, harnesses, r.CheckModel, r.CheckPriced); p != nil {
+		t.Errorf("token budget only: problems %+v", p)
+	}
+	if p := budgetProblems(cfg, harnesses, r.CheckModel, nil); p != nil {
+		t.Errorf("no price check: problems %+v", p)
+	}
+}
+
+func TestBudgetWarnsOfAgentsThatBypassTheGateway(t *testing.T) {
+	cfg := runconfig.Config{Execution: runconfig.Execution{MaxTokensPerAttempt: 1000}, Agents: []runconfig.Agent{
+		{Harness: "codex", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}},
+		{Harness: "cursor-cli", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}},
+		{Harness: "oracle"},
+	}}
+	harnesses := []string{"codex", "cursor-cli", "oracle"}
+	got := budgetWarnings(cfg, harnesses)
+	if len(got) != 1 || !strings.Contains(got[0], "agents[1]: harness cursor-cli calls its model itself") {
+		t.Errorf("warnings = %q, want one for agents[1] (cursor-cli)", got)
+	}
+	cfg.Execution = runconfig.Execution{}
+	if got := budgetWarnings(cfg, harnesses); got != nil {
+		t.Errorf("no budget: warnings %q", got)
+	}
+}

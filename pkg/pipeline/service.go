@@ -82,6 +82,12 @@ type Options struct {
 	// resolves to an upstream that serves that API); submit rejects the
 	// agent otherwise. nil skips the check.
 	CheckModel func(m runconfig.Model, wireAPI string) error
+	// CheckPriced, when set, says whether the model gateway can price an
+	// agent's model (gateway.Resolver.CheckPriced); submit rejects a run
+	// with max_cost_usd_per_attempt when an agent's model through the
+	// gateway has no price, since its calls would never spend the budget.
+	// nil skips the check.
+	CheckPriced func(m runconfig.Model) error
 	// HostsModels reports that the operator configured a hosted-model
 	// endpoint, so the New Run form offers hosted models (submit checks
 	// each through CheckModel either way).

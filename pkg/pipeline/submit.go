@@ -242,9 +242,11 @@ func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems
 	case len(v.Unavailable) > 0:
 		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable))
 	}
+	resolved.Warnings = append(resolved.Warnings, budgetWarnings(resolved.Config, resolved.Harnesses)...)
 	v.Resolved = resolved
 	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
 	problems = append(problems, modelProblems(resolved.Config.Agents, resolved.Harnesses, s.opts.CheckModel)...)
+	problems = append(problems, budgetProblems(resolved.Config, resolved.Harnesses, s.opts.CheckModel, s.opts.CheckPriced)...)
 	problems = append(problems, envCollisions(resolved.Config, resolved.Harnesses, manifest.RequiredSecrets, harnessKeyEnv)...)
 	v.TaskCount = len(resolved.Tasks)
 	v.SlotCount = len(resolved.Tasks) * len(resolved.Config.Agents) * resolved.Config.Execution.AttemptsPerTask
@@ -413,6 +415,7 @@ func (s *Submitter) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agen
 		Settings: run.Settings{
 			AttemptsPerTask: cfg.Execution.AttemptsPerTask, MaxConcurrentAttempts: cfg.Execution.MaxConcurrentAttempts,
 			TimeoutMultiplier: cfg.Execution.TimeoutMultiplier, MaxRetries: cfg.Execution.MaxRetries,
+			MaxTokensPerAttempt: cfg.Execution.MaxTokensPerAttempt, MaxCostUSDPerAttempt: cfg.Execution.MaxCostUSDPerAttempt,
 			PassThreshold: res.PassThreshold, JudgeModel: res.JudgeModel, JudgeAPIKeySecret: judgeKeySecret(res), Env: cfg.Env,
 			SecretNames: cfg.Secrets.Required, VerifierSecretNames: verifierSecrets(cfg, m), VerifierEnv: cfg.Verifier.Env,
 		},

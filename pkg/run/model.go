@@ -81,7 +81,13 @@ type Settings struct {
 	MaxConcurrentAttempts int     `json:"max_concurrent_attempts"`
 	TimeoutMultiplier     float64 `json:"timeout_multiplier"`
 	MaxRetries            int     `json:"max_retries"`
-	PassThreshold         float64 `json:"pass_threshold"`
+	// MaxTokensPerAttempt and MaxCostUSDPerAttempt are each attempt's
+	// budgets for the agent's model use (input plus output tokens; USD),
+	// enforced by the agent's model gateway; 0 is no budget. They never
+	// bound the LLM judge.
+	MaxTokensPerAttempt  int64   `json:"max_tokens_per_attempt,omitempty"`
+	MaxCostUSDPerAttempt float64 `json:"max_cost_usd_per_attempt,omitempty"`
+	PassThreshold        float64 `json:"pass_threshold"`
 	// JudgeModel is the model of the run's LLM judge ("<provider>/<name>");
 	// "" when the benchmark grades without one.
 	JudgeModel string `json:"judge_model,omitempty"`

@@ -22,6 +22,8 @@
 //	max_concurrent_attempts = 4        # 1..1024, default 4
 //	timeout_multiplier = 1.0           # (0, 100], default 1.0
 //	max_retries = 0                    # 0..10, retries of infrastructure errors only
+//	# max_tokens_per_attempt = 2000000 # > 0; input + output tokens (cached input included) per attempt
+//	# max_cost_usd_per_attempt = 5.0   # > 0; USD per attempt; every agent's model must be priced
 //	# pass_threshold = 1.0             # (0, 1]; default: the benchmark's
 //	# judge_model = "openai/gpt-5.2"
 //	# judge_api_key_secret = "OPENAI_API_KEY"
@@ -90,6 +92,10 @@ const (
 	MaxConcurrentAttempts = 1024
 	MaxRetries            = 10
 	MaxTimeoutMultiplier  = 100.0
+	// MaxTokensPerAttempt and MaxCostUSDPerAttempt bound the per-attempt
+	// budgets; they only keep the values sane (no attempt comes near).
+	MaxTokensPerAttempt  = 1_000_000_000_000
+	MaxCostUSDPerAttempt = 1_000_000.0
 )
 
 // Defaults of [execution].
@@ -140,6 +146,13 @@ type Execution struct {
 	MaxConcurrentAttempts int     `json:"max_concurrent_attempts"`
 	TimeoutMultiplier     float64 `json:"timeout_multiplier"`
 	MaxRetries            int     `json:"max_retries"`
+	// MaxTokensPerAttempt is each attempt's token budget: input plus
+	// output tokens (cached input and reasoning included) the agent's
+	// model gateway lets through; 0 is no budget.
+	MaxTokensPerAttempt int64 `json:"max_tokens_per_attempt,omitempty"`
+	// MaxCostUSDPerAttempt is each attempt's cost budget in USD, priced
+	// from the platform's price table; 0 is no budget.
+	MaxCostUSDPerAttempt float64 `json:"max_cost_usd_per_attempt,omitempty"`
 	// PassThreshold overrides the benchmark's; nil keeps it.
 	PassThreshold     *float64 `json:"pass_threshold,omitempty"`
 	JudgeModel        string   `json:"judge_model,omitempty"`

@@ -19,6 +19,7 @@ const fullJSON = `{
   "tasks": {"task_set": "parity", "task_names": ["git-multibranch", "fix-permissions"], "categories": ["software-engineering"]},
   "execution": {
     "attempts_per_task": 3, "max_concurrent_attempts": 8, "timeout_multiplier": 1.5, "max_retries": 2,
+    "max_tokens_per_attempt": 2000000, "max_cost_usd_per_attempt": 2.5,
     "pass_threshold": 0.5, "judge_model": "openai/gpt-5.2", "judge_api_key_secret": "JUDGE_KEY"
   },
   "env": {"LOG_LEVEL": "info"},

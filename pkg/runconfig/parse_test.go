@@ -26,6 +26,8 @@ attempts_per_task = 3
 max_concurrent_attempts = 8
 timeout_multiplier = 1.5
 max_retries = 2
+max_tokens_per_attempt = 2000000
+max_cost_usd_per_attempt = 2.5
 pass_threshold = 0.5
 judge_model = "openai/gpt-5.2"
 judge_api_key_secret = "JUDGE_KEY"
@@ -84,6 +86,7 @@ func fullConfig() Config {
 		Tasks: Tasks{TaskSet: "parity", TaskNames: []string{"git-multibranch", "fix-permissions"}, Categories: []string{"software-engineering"}},
 		Execution: Execution{
 			AttemptsPerTask: 3, MaxConcurrentAttempts: 8, TimeoutMultiplier: 1.5, MaxRetries: 2,
+			MaxTokensPerAttempt: 2_000_000, MaxCostUSDPerAttempt: 2.5,
 			PassThreshold: &half, JudgeModel: "openai/gpt-5.2", JudgeAPIKeySecret: "JUDGE_KEY",
 		},
 		Env:      map[string]string{"LOG_LEVEL": "info"},
@@ -132,10 +135,15 @@ func TestParse(t *testing.T) {
 	}{
 		{"every key", fullTOML, fullConfig()},
 		{"defaults", minimalTOML, minimalConfig()},
-		{"integer for a float", minimalTOML + "[execution]\ntimeout_multiplier = 2\npass_threshold = 1\n", func() Config {
+		{"integer for a float", minimalTOML + "[execution]\ntimeout_multiplier = 2\npass_threshold = 1\nmax_cost_usd_per_attempt = 3\n", func() Config {
 			c := minimalConfig()
 			one := 1.0
-			c.Execution.TimeoutMultiplier, c.Execution.PassThreshold = 2, &one
+			c.Execution.TimeoutMultiplier, c.Execution.PassThreshold, c.Execution.MaxCostUSDPerAttempt = 2, &one, 3
+			return c
+		}()},
+		{"budgets at their bounds", minimalTOML + "[execution]\nmax_tokens_per_attempt = 1\nmax_cost_usd_per_attempt = 1000000\n", func() Config {
+			c := minimalConfig()
+			c.Execution.MaxTokensPerAttempt, c.Execution.MaxCostUSDPerAttempt = 1, 1_000_000
 			return c
 		}()},
 		{"inline agents array", "agents = [{harness = \"nop\"}]\n[experiment]\nbenchmark = \"b\"\n", func() Config {
@@ -314,6 +322,16 @@ func errorCases() []errorCase {
 		{"negative multiplier", head + agent + "[execution]\ntimeout_multiplier = -1.5\n", []wantErr{{"execution.timeout_multiplier", "must be greater than 0"}}, false},
 		{"infinite multiplier", head + agent + "[execution]\ntimeout_multiplier = inf\n", []wantErr{{"execution.timeout_multiplier", "must be a finite number"}}, true},
 		{"threshold above one", head + agent + "[execution]\npass_threshold = 1.5\n", []wantErr{{"execution.pass_threshold", "must be greater than 0 and at most 1, got 1.5"}}, false},
+		{"zero token budget", head + agent + "[execution]\nmax_tokens_per_attempt = 0\n", []wantErr{{"execution.max_tokens_per_attempt", "must be an integer from 1 to 1000000000000, got 0"}}, false},
+		{"negative token budget", head + agent + "[execution]\nmax_tokens_per_attempt = -5\n", []wantErr{{"execution.max_tokens_per_attempt", "must be an integer from 1 to 1000000000000, got -5"}}, false},
+		{"huge token budget", head + agent + "[execution]\nmax_tokens_per_attempt = 1000000000001\n", []wantErr{{"execution.max_tokens_per_attempt", "must be an integer from 1 to 1000000000000, got 1000000000001"}}, false},
+		{"float token budget", head + agent + "[execution]\nmax_tokens_per_attempt = 1.5e6\n", []wantErr{{"execution.max_tokens_per_attempt", "must be an integer, got float"}}, true},
+		{"string token budget", head + agent + "[execution]\nmax_tokens_per_attempt = \"1M\"\n", []wantErr{{"execution.max_tokens_per_attempt", "must be an integer, got string"}}, false},
+		{"zero cost budget", head + agent + "[execution]\nmax_cost_usd_per_attempt = 0\n", []wantErr{{"execution.max_cost_usd_per_attempt", "must be a number of US dollars greater than 0 and at most 1e+06, got 0"}}, false},
+		{"negative cost budget", head + agent + "[execution]\nmax_cost_usd_per_attempt = -0.5\n", []wantErr{{"execution.max_cost_usd_per_attempt", "greater than 0 and at most 1e+06, got -0.5"}}, false},
+		{"huge cost budget", head + agent + "[execution]\nmax_cost_usd_per_attempt = 2e6\n", []wantErr{{"execution.max_cost_usd_per_attempt", "at most 1e+06, got 2e+06"}}, false},
+		{"infinite cost budget", head + agent + "[execution]\nmax_cost_usd_per_attempt = inf\n", []wantErr{{"execution.max_cost_usd_per_attempt", "must be a finite number"}}, true},
+		{"string cost budget", head + agent + "[execution]\nmax_cost_usd_per_attempt = \"$5\"\n", []wantErr{{"execution.max_cost_usd_per_attempt", "must be a number, got string"}}, false},
 		{"bad env name", head + agent + "[env]\nlog_level = \"x\"\n", []wantErr{{"env.log_level", "env var names must match ^[A-Z_][A-Z0-9_]*$"}}, false},
 		{"bad agent env name", head + agent + "[agents.env]\n\"1BAD\" = \"x\"\n", []wantErr{{"agents[0].env.1BAD", "env var names must match"}}, false},
 		{"env value not a string", head + agent + "[env]\nN = 1\n", []wantErr{{"env.N", "must be a string, got integer"}}, false},
@@ -363,6 +381,8 @@ attempts_per_task = 0
 max_concurrent_attempts = -2
 timeout_multiplier = 0
 max_retries = -1
+max_tokens_per_attempt = 0
+max_cost_usd_per_attempt = -1
 pass_threshold = 0
 
 [env]
@@ -391,6 +411,8 @@ type = "warp"
 		{"execution.max_concurrent_attempts", "got -2"},
 		{"execution.timeout_multiplier", "got 0"},
 		{"execution.max_retries", "got -1"},
+		{"execution.max_tokens_per_attempt", "got 0"},
+		{"execution.max_cost_usd_per_attempt", "got -1"},
 		{"execution.pass_threshold", "got 0"},
 		{"env.lower", "env var names must match"},
 		{"agents[0].model.base_url", "must be an absolute http or https URL"},

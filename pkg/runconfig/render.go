@@ -64,6 +64,12 @@ func renderConfig(w *tomlWriter, cfg Config) {
 	w.integer("max_concurrent_attempts", e.MaxConcurrentAttempts)
 	w.float("timeout_multiplier", e.TimeoutMultiplier)
 	w.integer("max_retries", e.MaxRetries)
+	if e.MaxTokensPerAttempt > 0 {
+		fmt.Fprintf(&w.b, "max_tokens_per_attempt = %d\n", e.MaxTokensPerAttempt)
+	}
+	if e.MaxCostUSDPerAttempt > 0 {
+		w.float("max_cost_usd_per_attempt", e.MaxCostUSDPerAttempt)
+	}
 	if e.PassThreshold != nil {
 		w.float("pass_threshold", *e.PassThreshold)
 	}

@@ -33,6 +33,8 @@ func roundTripConfigs() map[string]Config {
 	threshold.Execution.PassThreshold = &eighth
 	threshold.Execution.TimeoutMultiplier = 100
 	threshold.Tasks.Categories = []string{"a"}
+	threshold.Execution.MaxTokensPerAttempt = MaxTokensPerAttempt
+	threshold.Execution.MaxCostUSDPerAttempt = 0.1 + 0.2
 
 	return map[string]Config{
 		"minimal":              minimalConfig(),
@@ -104,6 +106,8 @@ attempts_per_task = 3
 max_concurrent_attempts = 8
 timeout_multiplier = 1.5
 max_retries = 2
+max_tokens_per_attempt = 2000000
+max_cost_usd_per_attempt = 2.5
 pass_threshold = 0.5
 judge_model = "openai/gpt-5.2"
 judge_api_key_secret = "JUDGE_KEY"

@@ -117,7 +117,8 @@ func (d *decoder) taskName(path string, v any) (string, bool) {
 
 func (d *decoder) execution(v any, e *Execution) {
 	m, ok := d.table("execution", v, "[execution]", "attempts_per_task", "max_concurrent_attempts",
-		"timeout_multiplier", "max_retries", "pass_threshold", "judge_model", "judge_api_key_secret")
+		"timeout_multiplier", "max_retries", "max_tokens_per_attempt", "max_cost_usd_per_attempt",
+		"pass_threshold", "judge_model", "judge_api_key_secret")
 	if !ok {
 		return
 	}
@@ -138,6 +139,19 @@ func (d *decoder) execution(v any, e *Execution) {
 	}
 	if v, ok := lookup(m, "max_retries"); ok {
 		e.MaxRetries, _ = d.integer("execution.max_retries", v, 0, MaxRetries)
+	}
+	if v, ok := lookup(m, "max_tokens_per_attempt"); ok {
+		n, _ := d.integer("execution.max_tokens_per_attempt", v, 1, MaxTokensPerAttempt)
+		e.MaxTokensPerAttempt = int64(n)
+	}
+	if v, ok := lookup(m, "max_cost_usd_per_attempt"); ok {
+		if f, ok := d.number("execution.max_cost_usd_per_attempt", v); ok {
+			if f > 0 && f <= MaxCostUSDPerAttempt {
+				e.MaxCostUSDPerAttempt = f
+			} else {
+				d.add("execution.max_cost_usd_per_attempt", "must be a number of US dollars greater than 0 and at most %g, got %g", MaxCostUSDPerAttempt, f)
+			}
+		}
 	}
 	if v, ok := lookup(m, "pass_threshold"); ok {
 		if f, ok := d.number("execution.pass_threshold", v); ok {

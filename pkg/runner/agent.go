@@ -181,6 +181,9 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	if err := t.startGateway(ctx, rig, gatewayStart{
 		socketDir: "gateway", record: gatewayRecord, component: "model-gateway",
 		route: route, key: key, timeout: t.spec.AgentTimeout,
+		// The run's per-attempt budget bounds the agent's model use only;
+		// the judge's gateway (judge.go) gets none.
+		budget:    gateway.Limits{MaxTokens: t.spec.MaxTokens, MaxCostUSD: t.spec.MaxCostUSD},
 		tokenName: gatewayTokenName, tokenHook: testHookGatewayToken,
 	}); err != nil {
 		return nil, err
@@ -200,7 +203,10 @@ type gatewayStart struct {
 	route                        gateway.Route
 	key                          secret.Value
 	// timeout bounds the gateway's calls (the phase's timeout; 0: none).
-	timeout   time.Duration
+	timeout time.Duration
+	// budget is the phase's token and cost budget (its Deadline unused:
+	// timeout sets it); zero values are none.
+	budget    gateway.Limits
 	tokenName string       // the token's name in the redaction list
 	tokenHook func(string) // tests' view of the token, when set
 }
@@ -220,6 +226,13 @@ func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart)
 		RecordPath: filepath.Join(t.out, ArtifactsDir, g.record),
 		Redact:     t.secretValues(),
 		Logger:     t.log.With("component", g.component),
+		Limits:     gateway.Limits{MaxTokens: g.budget.MaxTokens, MaxCostUSD: g.budget.MaxCostUSD},
+	}
+	if g.budget.MaxCostUSD > 0 && g.route.PriceProvider == "" {
+		// Submit refuses a cost budget for an unpriced model; a spec that
+		// carries one anyway (an older platform, a hand-made spec) gets
+		// calls without a cost, which never spend it: say so.
+		t.log.Warn("the attempt's cost budget is not enforced: the model has no price", "model", g.route.Label, "max_cost_usd", g.budget.MaxCostUSD)
 	}
 	if g.timeout > 0 {
 		cfg.Limits.Deadline = time.Now().Add(g.timeout)

@@ -90,6 +90,13 @@ type Spec struct {
 	// JudgeModel is the LLM judge the verifier reaches through the model
 	// gateway ("<provider>/<name>"); "" when the task grades without one.
 	JudgeModel string `json:"judge_model,omitempty"`
+	// MaxTokens and MaxCostUSD are the attempt's budget for the agent's
+	// model use (the run's max_tokens_per_attempt and
+	// max_cost_usd_per_attempt): input plus output tokens, and USD, that
+	// the agent's model gateway lets through before it refuses further
+	// calls; 0 is no budget. The judge's gateway has none.
+	MaxTokens  int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 
 	// AgentTimeout and VerifierTimeout already include the run's timeout
 	// multiplier; 0 means no limit.

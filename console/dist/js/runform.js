@@ -28,7 +28,7 @@ const SECTION_ORDER = ['experiment', 'tasks', 'execution', 'env', 'secrets', 've
 const AGENT_ORDER = ['name', 'harness', 'command', 'harness_api_key_secret', 'secrets', 'model', 'env'];
 const MODEL_ORDER = ['type', 'model', 'base_model', 'lora_model_name', 'base_url', 'api_key_secret', 'extra_headers'];
 const EXECUTION_ORDER = ['attempts_per_task', 'max_concurrent_attempts', 'timeout_multiplier', 'max_retries',
-  'pass_threshold', 'judge_model', 'judge_api_key_secret'];
+  'max_tokens_per_attempt', 'max_cost_usd_per_attempt', 'pass_threshold', 'judge_model', 'judge_api_key_secret'];
 
 /** newDocument is the form's starting config for a benchmark key. */
 export function newDocument(benchmark, defaultHarness = '') {
@@ -68,7 +68,7 @@ export function toTOML(doc) {
 }
 
 // FLOAT_KEYS matches an integral value of a float-typed [execution] key.
-const FLOAT_KEYS = /^(timeout_multiplier|pass_threshold) = (-?\d+)$/gm;
+const FLOAT_KEYS = /^(timeout_multiplier|pass_threshold|max_cost_usd_per_attempt) = (-?\d+)$/gm;
 
 // clean drops what the form leaves empty: "" strings, empty lists and
 // tables, so an untouched field writes nothing (the server then applies

@@ -20,7 +20,7 @@ var schemaTypes = map[string]any{
 	"Manifest": ManifestView{}, "Metrics": Metrics{}, "Outcomes": Outcomes{}, "PassAtK": PassAtKPoint{},
 	"PhaseOutput": PhaseOutput{}, "Problem": Problem{}, "Progress": Progress{}, "Result": ResultView{},
 	"ResultDetail": ResultDetail{}, "ResultList": ResultList{}, "Run": RunView{}, "RunBrief": RunBrief{},
-	"RunDetail": RunDetail{}, "PowerPlan": PowerPlan{}, "RunList": RunList{}, "Secret": SecretView{}, "SecretList": SecretList{},
+	"RunDetail": RunDetail{}, "Settings": Settings{}, "PowerPlan": PowerPlan{}, "RunList": RunList{}, "Secret": SecretView{}, "SecretList": SecretList{},
 	"SecretValue": SecretValue{}, "SetBilling": SetBillingRequest{}, "Source": Source{}, "Tokens": Tokens{}, "JudgeUsage": JudgeUsage{}, "ValidationReport": ValidationReport{},
 	"Workspace": WorkspaceView{}, "TaskEnvironment": TaskEnvironment{}, "UnavailableTask": UnavailableTask{}, "EnvCheck": EnvCheckView{},
 }

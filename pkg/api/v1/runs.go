@@ -304,8 +304,15 @@ type Settings struct {
 	MaxConcurrentAttempts int     `json:"max_concurrent_attempts"`
 	TimeoutMultiplier     float64 `json:"timeout_multiplier"`
 	MaxRetries            int     `json:"max_retries"`
-	PassThreshold         float64 `json:"pass_threshold"`
-	JudgeModel            string  `json:"judge_model,omitempty"`
+	// MaxTokensPerAttempt is each attempt's token budget (input plus
+	// output tokens through the agent's model gateway, cached input
+	// included); absent when the run set none.
+	MaxTokensPerAttempt int64 `json:"max_tokens_per_attempt,omitempty"`
+	// MaxCostUSDPerAttempt is each attempt's cost budget in USD; absent
+	// when the run set none.
+	MaxCostUSDPerAttempt float64 `json:"max_cost_usd_per_attempt,omitempty"`
+	PassThreshold        float64 `json:"pass_threshold"`
+	JudgeModel           string  `json:"judge_model,omitempty"`
 	// JudgeAPIKeySecret names the secret record holding the judge's key
 	// (its value reaches only the verifier's model gateway).
 	JudgeAPIKeySecret string `json:"judge_api_key_secret,omitempty"`

@@ -16,8 +16,9 @@ import (
 func (p *Platform) options() pipeline.Options {
 	// The cloud runners' gateways use the default provider table and host
 	// no models; submit refuses what they could not serve.
+	models := gateway.NewResolver()
 	return pipeline.Options{MaxSandboxes: p.Config.MaxSandboxes, Logger: p.Logger,
-		CheckModel: gateway.NewResolver().CheckModel}
+		CheckModel: models.CheckModel, CheckPriced: models.CheckPriced}
 }
 
 // Submitter returns the submit stage (the API's runs and checks).

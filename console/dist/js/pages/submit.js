@@ -338,6 +338,8 @@ export async function renderSubmit(ctx) {
       num('max_concurrent_attempts', 'Concurrent attempts', { min: 1, max: 1024, step: 1 }),
       num('timeout_multiplier', 'Timeout multiplier', { min: 0.1, max: 100, step: 0.1 }, 'scales the task timeouts'),
       num('max_retries', 'Retries', { min: 0, max: 10, step: 1 }, 'of infrastructure errors only'),
+      num('max_tokens_per_attempt', 'Token budget per attempt', { min: 1, step: 1 }, 'optional: input + output tokens, cached input included'),
+      num('max_cost_usd_per_attempt', 'Cost budget per attempt (USD)', { min: 0.01, step: 0.01 }, 'optional: needs every agent\'s model priced'),
       num('pass_threshold', 'Pass threshold', { min: 0, max: 1, step: 0.05 },
         manifest ? `default: the benchmark's ${manifest.pass_threshold}` : 'default: the benchmark\'s'),
       judge.model ? field('Judge model', 'exec-judge-model', input('exec-judge-model', ex.judge_model || '', (v) => { ex.judge_model = v; changed(); },
