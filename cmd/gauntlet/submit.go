@@ -17,6 +17,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
 // runSubmit is `gauntlet submit CONFIG.toml [--yes] [--watch]`.
@@ -99,7 +100,7 @@ func submit(ctx context.Context, e env, args []string) error {
 // rejected turns a failed validation into an error listing every problem.
 func rejected(r v1.ValidationReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the run config has %d problems:", len(r.Problems))
+	fmt.Fprintf(&b, "the run config has %s:", runconfig.CountProblems(len(r.Problems)))
 	for _, p := range r.Problems {
 		b.WriteString("\n  - ")
 		if p.Field != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
@@ -99,7 +100,7 @@ func rejectedError(rej *pipeline.RejectedError) *v1.Error {
 		}
 	}
 	return &v1.Error{Status: http.StatusUnprocessableEntity, Code: v1.CodeValidation,
-		Message: fmt.Sprintf("the submission has %d problems: %s", len(parts), strings.Join(parts, "; ")), Details: details}
+		Message: fmt.Sprintf("the submission has %s: %s", runconfig.CountProblems(len(parts)), strings.Join(parts, "; ")), Details: details}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

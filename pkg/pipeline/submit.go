@@ -82,7 +82,7 @@ func (e *RejectedError) Error() string {
 			parts[i] = p.Field + ": " + p.Message
 		}
 	}
-	return fmt.Sprintf("submission rejected (%d problems): %s", len(e.Problems), strings.Join(parts, "; "))
+	return fmt.Sprintf("submission rejected (%s): %s", runconfig.CountProblems(len(e.Problems)), strings.Join(parts, "; "))
 }
 
 // Has reports whether any problem has the code.

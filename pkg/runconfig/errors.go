@@ -34,7 +34,16 @@ func (e *ValidationError) Error() string {
 	for i, fe := range e.Errors {
 		parts[i] = fe.Error()
 	}
-	return fmt.Sprintf("invalid run config (%d problems): %s", len(e.Errors), strings.Join(parts, "; "))
+	return fmt.Sprintf("invalid run config (%s): %s", CountProblems(len(e.Errors)), strings.Join(parts, "; "))
+}
+
+// CountProblems says how many problems there are, in words: "1 problem",
+// "3 problems".
+func CountProblems(n int) string {
+	if n == 1 {
+		return "1 problem"
+	}
+	return fmt.Sprintf("%d problems", n)
 }
 
 // problems accumulates FieldErrors.
