@@ -151,9 +151,12 @@ func TestCLIAgainstServer(t *testing.T) {
 		{"no run id", "", []string{"runs", "info"}, exitUsage, "want one run id"},
 		{"secret value on argv", "x", []string{"secret", "set", "A", "B"}, exitUsage, "never the command line"},
 		{"empty secret", "", []string{"secret", "set", "EMPTY"}, exitFailure, "empty value"},
-		{"secret name with a leading underscore", "x", []string{"secret", "set", "_KEY"}, exitFailure, "^[A-Z][A-Z0-9_]*$"},
-		{"reserved secret name", "x", []string{"secret", "set", "GAUNTLET_TOKEN"}, exitFailure, "reserved"},
-		{"reserved osmosis secret name", "x", []string{"secret", "set", "SKYPILOT_KEY"}, exitFailure, "names starting with SKYPILOT_"},
+		{"secret name with a leading underscore", "x", []string{"secret", "set", "_KEY"}, exitUsage, "^[A-Z][A-Z0-9_]*$"},
+		{"reserved secret name", "x", []string{"secret", "set", "GAUNTLET_TOKEN"}, exitUsage, "reserved"},
+		// The name is refused before the value is read: no stdin at all
+		// still gets the name's error, not "empty value".
+		{"bad secret name before its value", "", []string{"secret", "set", "lower_case"}, exitUsage, "must be an environment variable name"},
+		{"reserved osmosis secret name", "x", []string{"secret", "set", "SKYPILOT_KEY"}, exitUsage, "names starting with SKYPILOT_"},
 		{"bad config", "", []string{"submit", "/nonexistent.toml"}, exitFailure, "read run config"},
 		{"unknown subcommand", "", []string{"runs", "frob"}, exitUsage, `unknown subcommand "frob"`},
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 var secretGroup = group{name: "secret", subs: []subcommand{
@@ -28,6 +29,10 @@ func secretSet(ctx context.Context, e env, args []string) error {
 	pos, err := cmd.positional(args, 1, "want one secret name; the value comes from stdin or a prompt, never the command line")
 	if err != nil {
 		return err
+	}
+	// Refuse a name the server would refuse before anyone types a key.
+	if err := secret.CheckName(pos[0]); err != nil {
+		return usageError("%v", err)
 	}
 	value, err := readSecret(e, pos[0])
 	if err != nil {

@@ -75,13 +75,8 @@ func secretRefOf(r *http.Request, writing bool) (secret.Ref, error) {
 	if !writing && secret.ValidStoredName(name) {
 		return scopedRef(r, id, name)
 	}
-	if !secret.ValidName(name) {
-		return secret.Ref{}, errorf(http.StatusBadRequest, v1.CodeBadRequest,
-			"secret name %q must be an environment variable name (%s, at most 128 bytes)", name, secret.NamePattern)
-	}
-	if p := secret.ReservedPrefix(name); p != "" {
-		return secret.Ref{}, errorf(http.StatusBadRequest, v1.CodeBadRequest,
-			"secret name %q is reserved: names starting with %s are set by the platform's runner (reserved: %s)", name, p, strings.Join(secret.ReservedPrefixes, "*, ")+"*")
+	if err := secret.CheckName(name); err != nil {
+		return secret.Ref{}, errorf(http.StatusBadRequest, v1.CodeBadRequest, "%s", err.Error())
 	}
 	return scopedRef(r, id, name)
 }

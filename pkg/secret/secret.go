@@ -53,6 +53,19 @@ func ValidStoredName(name string) bool {
 // env var may take such a name: it would shadow what the runner sets.
 var ReservedPrefixes = []string{"GAUNTLET_", "_OSMOSIS_", "DAYTONA_", "SKYPILOT_"}
 
+// CheckName says why name cannot name a new secret record (nil when it
+// can): its shape, or a reserved prefix. The API and the CLI give the same
+// answer, the CLI before it asks for the value.
+func CheckName(name string) error {
+	if !ValidName(name) {
+		return fmt.Errorf("secret name %q must be an environment variable name (%s, at most 128 bytes)", name, NamePattern)
+	}
+	if p := ReservedPrefix(name); p != "" {
+		return fmt.Errorf("secret name %q is reserved: names starting with %s are set by the platform's runner (reserved: %s)", name, p, strings.Join(ReservedPrefixes, "*, ")+"*")
+	}
+	return nil
+}
+
 // ReservedPrefix returns the reserved prefix name starts with, or "".
 func ReservedPrefix(name string) string {
 	for _, p := range ReservedPrefixes {
