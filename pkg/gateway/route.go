@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/BurntSushi/toml"
+	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/prices"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
@@ -189,7 +189,7 @@ type operatorFile struct {
 //	api_key_file = "/etc/gauntlet/hosted-key"
 func ParseOperatorConfig(data []byte) (*Resolver, error) {
 	var f operatorFile
-	md, err := toml.Decode(string(data), &f)
+	md, err := tomldoc.Decode(data, &f)
 	if err != nil {
 		return nil, fmt.Errorf("model gateway config: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 )
 
 // Settings is the operator's image setting as a TOML file:
@@ -25,7 +27,11 @@ type Settings struct {
 // LoadSettings reads and checks a settings file; unknown keys are errors.
 func LoadSettings(path string) (Settings, error) {
 	var st Settings
-	md, err := toml.DecodeFile(path, &st)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Settings{}, fmt.Errorf("image settings: %w", err)
+	}
+	md, err := tomldoc.Decode(data, &st)
 	if err != nil {
 		return Settings{}, fmt.Errorf("image settings %s: %w", path, err)
 	}
