@@ -35,16 +35,40 @@ func benchmarkList(ctx context.Context, e env, args []string) error {
 	if cmd.flags.json {
 		return printJSON(e.stdout, v1.BenchmarkList{Benchmarks: list})
 	}
-	t := newTable(e.stdout, "KEY", "NAME", "SOURCE", "STATUS", "TASKS", "CATEGORIES", "RUNS", "LAST RUN")
+	return writeBenchmarkList(e.stdout, list)
+}
+
+// writeBenchmarkList writes the benchmark table so that a row fits 120
+// columns (free-text cells clipped; the name is in the source, and
+// `benchmark info` and --json have everything), then, for each failed
+// sync, a line with its error.
+func writeBenchmarkList(w io.Writer, list []v1.BenchmarkView) error {
+	t := newTable(w, "KEY", "SOURCE", "STATUS", "TASKS", "CATEGORIES", "RUNS", "LAST RUN")
+	var failed []v1.BenchmarkView
 	for _, b := range list {
 		last := "–"
 		if b.LastRun != nil {
 			last = b.LastRun.Name + " (" + b.LastRun.Status + ")"
 		}
-		t.row(b.Key, b.Name, string(b.Source.Type)+" "+b.Source.Ref, syncStatus(b), strconv.Itoa(b.TaskCount),
-			strconv.Itoa(b.CategoryCount), strconv.Itoa(b.RunCount), last)
+		status := syncStatus(b)
+		if b.Status == "failed" {
+			failed = append(failed, b)
+			status = "failed (see below)"
+		}
+		t.row(b.Key, clip(string(b.Source.Type)+" "+b.Source.Ref, 26), clip(status, 18),
+			strconv.Itoa(b.TaskCount), strconv.Itoa(b.CategoryCount), strconv.Itoa(b.RunCount), clip(last, 26))
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	for _, b := range failed {
+		prefix := b.Key + ": sync failed: "
+		fmt.Fprintln(w, prefix+clip(b.SyncError, 120-len([]rune(prefix))))
+	}
+	if len(failed) > 0 {
+		fmt.Fprintln(w, "(gauntlet benchmark info KEY prints a sync's whole error; benchmark sync KEY retries it)")
+	}
+	return nil
 }
 
 func syncStatus(b v1.BenchmarkView) string {

@@ -216,6 +216,19 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// maxFreeText bounds a free-text cell of a table (a run name) so a row
+// fits 120 columns; --json has the whole value.
+const maxFreeText = 36
+
+// clip shortens s to at most n runes, marking the cut with "…".
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
 // tableWriter writes aligned columns.
 type tableWriter struct{ tw *tabwriter.Writer }
 

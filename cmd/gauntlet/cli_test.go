@@ -169,6 +169,11 @@ func TestCLIAgainstServer(t *testing.T) {
 		})
 	}
 
+	// An unknown dataset is refused at once, naming what the registry has.
+	if _, stderr, code := c.run("", "benchmark", "add", "no-such-dataset@9.9", "--wait"); code != exitFailure || !strings.Contains(stderr, "datasets: demo-bench") {
+		t.Errorf("benchmark add of an unknown dataset: exit %d, %q; want 1 naming the registry's datasets", code, stderr)
+	}
+
 	// Without flags or environment the CLI reads the credentials file.
 	bare := cliRun{t: t, env: []string{"GAUNTLET_URL=", "GAUNTLET_TOKEN=", "XDG_CONFIG_HOME=" + home}}
 	if _, stderr, code := bare.run("", "benchmark", "list"); code != exitFailure || !strings.Contains(stderr, "no API configured") {

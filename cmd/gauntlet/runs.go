@@ -43,7 +43,7 @@ func runsList(ctx context.Context, e env, args []string) error {
 	}
 	t := newTable(e.stdout, "ID", "NAME", "BENCHMARK", "STATUS", "PROGRESS", "PASSED", "CREATED")
 	for _, r := range list.Runs {
-		t.row(r.ID, r.Name, r.Benchmark, r.Status, fmt.Sprintf("%d/%d", r.Progress.Completed, r.Progress.Total),
+		t.row(r.ID, clip(r.Name, maxFreeText), r.Benchmark, r.Status, fmt.Sprintf("%d/%d", r.Progress.Completed, r.Progress.Total),
 			strconv.FormatInt(r.Outcomes.Passed, 10), when(&r.CreatedAt))
 	}
 	if err := t.flush(); err != nil {
