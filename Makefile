@@ -130,7 +130,8 @@ FUZZ_TARGETS := \
 	./pkg/harbor:FuzzParseReward \
 	./pkg/score:FuzzReadJSONL \
 	./pkg/api:FuzzRequestBodies \
-	./pkg/runner:FuzzExtractTarGz
+	./pkg/runner:FuzzExtractTarGz \
+	./pkg/image:FuzzApplyLayer
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
