@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 )
 
 // Context keys read by the app. cdk.json carries a default for each.
@@ -33,6 +35,8 @@ const (
 	KeyLogLevel              = "logLevel"
 	KeyRegistry              = "registry"
 	KeyDefaultImage          = "defaultImage"
+	KeyModelGatewayConfig    = "modelGatewayConfig"
+	KeyHostedKeySecretARN    = "hostedKeySecretArn"
 )
 
 // Config is the validated configuration of one stage of the platform.
@@ -84,7 +88,25 @@ type Config struct {
 	// it for every sync (and is the dispatcher's fallback for manifests
 	// synced without environments).
 	DefaultImage string
+	// ModelGatewayConfigFile is the path of the operator's model gateway
+	// TOML (gateway.ParseOperatorConfig's format), read at synth; "" keeps
+	// the default provider table and hosts no models.
+	ModelGatewayConfigFile string
+	// ModelGatewayConfig is that file's content (Load reads it): the API
+	// and the dispatcher get it as GAUNTLET_MODEL_GATEWAY_CONFIG, and the
+	// dispatcher hands it to every sandbox task's runner.
+	ModelGatewayConfig string
+	// HostedKeySecretARN is the complete ARN of the Secrets Manager secret
+	// holding the hosted endpoint's key; ECS injects it into the sandbox
+	// task's runner under the variable the config's hosted.api_key_env
+	// names, and the sandbox execution role may read it (and nothing else
+	// of Secrets Manager). Set exactly when the config has api_key_env.
+	HostedKeySecretARN string
 }
+
+// MaxModelGatewayConfig bounds the config's size: it travels in the API's
+// and the dispatcher's Lambda environment, which holds 4 KB in all.
+const MaxModelGatewayConfig = 2048
 
 // DefaultTaskImage is DefaultImage's default: Terminal-Bench 2's base
 // image, the environment Harbor tasks' Python verifiers expect.
@@ -130,8 +152,11 @@ var (
 	schedulePattern = regexp.MustCompile(`^(rate|cron|at)\(.+\)$`)
 	// imageRefPattern is a registry reference as Docker spells one:
 	// lowercase path components, an optional tag, an optional digest.
-	imageRefPattern  = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`)
-	logLevels        = []string{"debug", "info", "warn", "error"}
+	imageRefPattern = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$`)
+	logLevels       = []string{"debug", "info", "warn", "error"}
+	// secretARNPattern is a complete secret ARN: the name and the six
+	// characters Secrets Manager appends to it.
+	secretARNPattern = regexp.MustCompile(`^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$`)
 	retentionChoices = []int{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
 )
 
@@ -157,8 +182,17 @@ func Load(lookup Lookup) (Config, error) {
 	r.str(KeyLogLevel, &c.LogLevel)
 	r.str(KeyRegistry, &c.Registry)
 	r.str(KeyDefaultImage, &c.DefaultImage)
+	r.str(KeyModelGatewayConfig, &c.ModelGatewayConfigFile)
+	r.str(KeyHostedKeySecretARN, &c.HostedKeySecretARN)
 	if r.err != nil {
 		return Config{}, r.err
+	}
+	if c.ModelGatewayConfigFile != "" {
+		data, err := os.ReadFile(c.ModelGatewayConfigFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("context %q: %w", KeyModelGatewayConfig, err)
+		}
+		c.ModelGatewayConfig = string(data)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -193,6 +227,46 @@ func (c Config) Validate() error {
 		if !ch.ok {
 			return fmt.Errorf("context %q: %s", ch.key, ch.reason)
 		}
+	}
+	return c.validateModelGateway()
+}
+
+// validateModelGateway checks the operator's gateway config as the cloud
+// uses it: it parses (the error names the field), its hosted key comes from
+// a secret (a sandbox task has no operator files), and the secret's ARN is
+// given exactly when hosted.api_key_env names a variable to put it in.
+func (c Config) validateModelGateway() error {
+	if !secretARNPattern.MatchString(c.HostedKeySecretARN) && c.HostedKeySecretARN != "" {
+		return fmt.Errorf("context %q: %q is not a complete Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 characters>)", KeyHostedKeySecretARN, c.HostedKeySecretARN)
+	}
+	if c.ModelGatewayConfig == "" {
+		if c.HostedKeySecretARN != "" {
+			return fmt.Errorf("context %q: is set, but no %s configures a hosted endpoint to use it", KeyHostedKeySecretARN, KeyModelGatewayConfig)
+		}
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("context %q (%s): %s", KeyModelGatewayConfig, c.ModelGatewayConfigFile, fmt.Sprintf(format, args...))
+	}
+	if len(c.ModelGatewayConfig) > MaxModelGatewayConfig {
+		return bad("%d bytes, at most %d (it travels in the functions' Lambda environment, 4 KB in all)", len(c.ModelGatewayConfig), MaxModelGatewayConfig)
+	}
+	models, err := gateway.ParseOperatorConfigWith([]byte(c.ModelGatewayConfig), gateway.ParseOptions{WithoutKeys: true})
+	if err != nil {
+		return bad("%v", err)
+	}
+	var keyEnv string
+	if h := models.Hosted; h != nil {
+		if h.APIKeyFile != "" {
+			return bad("hosted.api_key_file: a sandbox task has no operator files; store the key in Secrets Manager, set %s to the secret's ARN and name its variable with hosted.api_key_env (%sNAME)", KeyHostedKeySecretARN, gateway.KeyEnvPrefix)
+		}
+		keyEnv = h.APIKeyEnv
+	}
+	switch {
+	case keyEnv != "" && c.HostedKeySecretARN == "":
+		return bad("hosted.api_key_env: needs context %q, the secret holding the key", KeyHostedKeySecretARN)
+	case keyEnv == "" && c.HostedKeySecretARN != "":
+		return fmt.Errorf("context %q: is set, but %s names no hosted.api_key_env to put the key in", KeyHostedKeySecretARN, KeyModelGatewayConfig)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,5 +120,60 @@ func TestDefaultImagePinned(t *testing.T) {
 	c.DefaultImage = "docker.io/library/python@sha256:" + strings.Repeat("0f", 32)
 	if !c.DefaultImagePinned() {
 		t.Errorf("%s does not count as pinned", c.DefaultImage)
+	}
+}
+
+// TestLoadModelGatewayConfig: the operator's gateway config is read from its
+// file at synth and checked as the cloud uses it; a bad one fails the synth
+// naming the setting and the config's field.
+func TestLoadModelGatewayConfig(t *testing.T) {
+	const arn = "arn:aws:secretsmanager:us-east-1:111122223333:secret:gauntlet/hosted-key-AbCdEf"
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const hosted = "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n"
+	const providers = "[providers.openai]\nbase_urls = { openai-responses = \"https://llm.example.com/openai/v1\" }\nprices = \"openai\"\n"
+	hostedFile, providersFile := file("hosted.toml", hosted), file("providers.toml", providers)
+
+	got, err := Load(lookupFrom(map[string]any{KeyModelGatewayConfig: hostedFile, KeyHostedKeySecretARN: arn}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ModelGatewayConfig != hosted || got.ModelGatewayConfigFile != hostedFile || got.HostedKeySecretARN != arn {
+		t.Errorf("Load = config %q from %q, secret %q; want the file's content and the ARN", got.ModelGatewayConfig, got.ModelGatewayConfigFile, got.HostedKeySecretARN)
+	}
+	if got, err := Load(lookupFrom(map[string]any{KeyModelGatewayConfig: providersFile})); err != nil || got.ModelGatewayConfig != providers {
+		t.Errorf("Load of a provider table = %q, %v; want it, no secret needed", got.ModelGatewayConfig, err)
+	}
+	tests := []struct {
+		name    string
+		context map[string]any
+		wantErr string
+	}{
+		{"missing file", map[string]any{KeyModelGatewayConfig: filepath.Join(dir, "absent.toml")}, `context "modelGatewayConfig": open`},
+		{"bad field", map[string]any{KeyModelGatewayConfig: file("bad.toml", "[providers.x]\nbase_urls = { smoke-signals = \"https://x\" }\n")},
+			`context "modelGatewayConfig" (` + dir + `/bad.toml): model gateway config: providers.x.base_urls: unknown wire API "smoke-signals"`},
+		{"bad field named", map[string]any{KeyModelGatewayConfig: file("bad2.toml", "[hosted]\nbase_url = \"nope\"\n")}, "hosted.base_url"},
+		{"unknown field", map[string]any{KeyModelGatewayConfig: file("bad3.toml", "[hosted]\nbase_url = \"http://h/v1\"\napi_key = \"sk\"\n")}, "unknown field hosted.api_key"},
+		{"key file", map[string]any{KeyModelGatewayConfig: file("keyfile.toml", "[hosted]\nbase_url = \"http://h/v1\"\napi_key_file = \"/etc/key\"\n")},
+			"hosted.api_key_file: a sandbox task has no operator files"},
+		{"api_key_env without the secret", map[string]any{KeyModelGatewayConfig: hostedFile}, `needs context "hostedKeySecretArn"`},
+		{"secret without api_key_env", map[string]any{KeyModelGatewayConfig: providersFile, KeyHostedKeySecretARN: arn}, "names no hosted.api_key_env"},
+		{"secret without a config", map[string]any{KeyHostedKeySecretARN: arn}, `context "hostedKeySecretArn": is set`},
+		{"partial secret ARN", map[string]any{KeyModelGatewayConfig: hostedFile, KeyHostedKeySecretARN: "arn:aws:secretsmanager:us-east-1:111122223333:secret:gauntlet/hosted-key"},
+			"not a complete Secrets Manager secret ARN"},
+		{"too large", map[string]any{KeyModelGatewayConfig: file("big.toml", providers+"#"+strings.Repeat("x", MaxModelGatewayConfig)+"\n")}, "at most 2048"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Load(lookupFrom(tt.context)); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Load(%v) error = %v, want it to contain %q", tt.context, err, tt.wantErr)
+			}
+		})
 	}
 }

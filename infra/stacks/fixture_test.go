@@ -3,6 +3,7 @@ package stacks_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -13,6 +14,11 @@ import (
 	"github.com/gauntlet-bench/gauntlet/infra/functions"
 	"github.com/gauntlet-bench/gauntlet/infra/infratest"
 	"github.com/gauntlet-bench/gauntlet/infra/stacks"
+)
+
+const (
+	testGatewayConfig   = "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n"
+	testHostedKeySecret = "arn:aws:secretsmanager:us-east-1:111122223333:secret:gauntlet/dev/hosted-key-AbCdEf"
 )
 
 // The dev stage is synthesized once per test binary (a synth takes seconds)
@@ -50,6 +56,14 @@ func setup(m *testing.M) (int, error) {
 		return 0, err
 	}
 	ctx[config.KeyLambdaAssets] = assets
+	// The operator's model gateway config with a hosted endpoint whose key
+	// is a Secrets Manager secret: its variables and its grant are pinned.
+	gatewayFile := filepath.Join(assets, "model-gateway.toml")
+	if err := os.WriteFile(gatewayFile, []byte(testGatewayConfig), 0o600); err != nil {
+		return 0, err
+	}
+	ctx[config.KeyModelGatewayConfig] = gatewayFile
+	ctx[config.KeyHostedKeySecretARN] = testHostedKeySecret
 	outdir, err := os.MkdirTemp("", "gauntlet-cdk-out-")
 	if err != nil {
 		return 0, err

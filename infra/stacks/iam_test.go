@@ -188,10 +188,11 @@ func TestSandboxTaskRoleMayOnlyDecryptLaunchKeys(t *testing.T) {
 			}
 		}
 	}
-	// The execution role pulls images and writes logs, nothing else.
+	// The execution role pulls images, writes logs and reads the hosted
+	// key's secret (TestHostedKeySecretReadOnlyByTheExecutionRole), nothing else.
 	for _, a := range infratest.Actions(infratest.RoleStatements(statelessJSON, "SandboxExecutionRole")) {
-		if !strings.HasPrefix(a, "ecr:") && !strings.HasPrefix(a, "logs:") {
-			t.Errorf("sandbox execution role may %s, want only ecr: and logs: actions", a)
+		if !strings.HasPrefix(a, "ecr:") && !strings.HasPrefix(a, "logs:") && !strings.HasPrefix(a, "secretsmanager:") {
+			t.Errorf("sandbox execution role may %s, want only ecr:, logs: and the hosted key's secretsmanager: actions", a)
 		}
 	}
 	// No other role may use the sandbox key.
@@ -203,6 +204,46 @@ func TestSandboxTaskRoleMayOnlyDecryptLaunchKeys(t *testing.T) {
 			for _, r := range st.Resources {
 				if strings.Contains(r, "SandboxKey") {
 					t.Errorf("role %s may %v with the sandbox key", id, st.Actions)
+				}
+			}
+		}
+	}
+}
+
+// TestHostedKeySecretReadOnlyByTheExecutionRole: the secret holding the
+// hosted endpoint's key (context hostedKeySecretArn) is readable by the
+// sandbox execution role, which ECS uses to inject it into the runner, on
+// that one ARN; no other role (the task role, which code in the task could
+// reach, or a function) names it.
+func TestHostedKeySecretReadOnlyByTheExecutionRole(t *testing.T) {
+	synthesized(t)
+	var actions []string
+	for _, s := range infratest.RoleStatements(statelessJSON, "SandboxExecutionRole") {
+		var sm []string
+		for _, a := range s.Actions {
+			if strings.HasPrefix(a, "secretsmanager:") {
+				sm = append(sm, a)
+			}
+		}
+		if len(sm) == 0 {
+			continue
+		}
+		actions = append(actions, sm...)
+		if diff := cmp.Diff([]string{testHostedKeySecret}, s.Resources); diff != "" {
+			t.Errorf("execution role %v on (-want +got):\n%s", sm, diff)
+		}
+	}
+	if !containsString(actions, "secretsmanager:GetSecretValue") {
+		t.Errorf("execution role secretsmanager actions %v, want secretsmanager:GetSecretValue on the hosted key's secret", actions)
+	}
+	for id := range infratest.Resources(statelessJSON, "AWS::IAM::Role") {
+		if strings.HasPrefix(id, "SandboxExecutionRole") {
+			continue
+		}
+		for _, st := range infratest.RoleStatements(statelessJSON, id) {
+			for _, r := range st.Resources {
+				if r == testHostedKeySecret {
+					t.Errorf("role %s may %v on the hosted key's secret", id, st.Actions)
 				}
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/infra/queues"
 	"github.com/gauntlet-bench/gauntlet/infra/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 )
 
 // StatelessProps configures the stateless stack.
@@ -104,6 +105,7 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	s.Functions[fnspec.APIFunction.Name].Function.AddEnvironment(jsii.String("GAUNTLET_JWT_AUDIENCE"), s.API.Audience, nil)
 
 	s.grant(props.Stateful)
+	s.grantHostedKey(cfg)
 	if err := s.trigger(cfg, props.Stateful); err != nil {
 		return nil, err
 	}
@@ -173,6 +175,15 @@ func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[
 		}
 		if f.Reads(fnspec.ConsoleOrigin) {
 			env["GAUNTLET_CONSOLE_ORIGIN"] = s.consoleOrigin(cfg)
+		}
+		if f.Reads(fnspec.ModelGateway) && cfg.ModelGatewayConfig != "" {
+			// Submit checks models against it; the dispatcher hands it to
+			// the sandbox tasks' runners.
+			env[gateway.ConfigEnv] = jsii.String(cfg.ModelGatewayConfig)
+		}
+		if f.Reads(fnspec.ModelGateway) && f.Access(fnspec.Sandboxes)&fnspec.Write != 0 && cfg.HostedKeySecretARN != "" {
+			// Only the ARN: ECS injects the value into the task's runner.
+			env["GAUNTLET_MODEL_GATEWAY_KEY_SECRET_ARN"] = jsii.String(cfg.HostedKeySecretARN)
 		}
 		out[f.Name] = env
 	}

@@ -78,10 +78,11 @@ func TestEnvironment(t *testing.T) {
 		"GAUNTLET_SANDBOX_AGENTS_IMAGE", "GAUNTLET_SANDBOX_MIRRORS"}
 	want := map[string][]string{
 		"api": {"GAUNTLET_PLAN_QUEUE_URL", "GAUNTLET_SYNC_QUEUE_URL", "GAUNTLET_BUCKET", "GAUNTLET_SECRETS_PREFIX",
-			"GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_CONSOLE_ORIGIN", "GAUNTLET_JWT_ISSUER", "GAUNTLET_JWT_AUDIENCE"},
+			"GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_CONSOLE_ORIGIN", "GAUNTLET_JWT_ISSUER", "GAUNTLET_JWT_AUDIENCE", "GAUNTLET_MODEL_GATEWAY_CONFIG"},
 		"planner": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_PLAN_QUEUE_URL"}, sandbox...),
 		"dispatcher": append([]string{"GAUNTLET_SLOTS_QUEUE_URL", "GAUNTLET_COMPLETIONS_QUEUE_URL", "GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET",
-			"GAUNTLET_SECRETS_PREFIX", "GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_MAX_SANDBOXES", "GAUNTLET_SANDBOX_KMS_KEY"}, sandbox...),
+			"GAUNTLET_SECRETS_PREFIX", "GAUNTLET_SECRETS_KMS_KEY", "GAUNTLET_MAX_SANDBOXES", "GAUNTLET_SANDBOX_KMS_KEY",
+			"GAUNTLET_MODEL_GATEWAY_CONFIG", "GAUNTLET_MODEL_GATEWAY_KEY_SECRET_ARN"}, sandbox...),
 		"grader":      {"GAUNTLET_RESULTS_QUEUE_URL", "GAUNTLET_BUCKET"},
 		"ingester":    {"GAUNTLET_SLOTS_QUEUE_URL"},
 		"leaderboard": nil,
@@ -112,6 +113,12 @@ func TestEnvironment(t *testing.T) {
 		}
 		if p, ok := vars["GAUNTLET_SECRETS_PREFIX"]; ok && p != "gauntlet/dev/" {
 			t.Errorf("%s GAUNTLET_SECRETS_PREFIX = %v, want gauntlet/dev/", name, p)
+		}
+		if c, ok := vars["GAUNTLET_MODEL_GATEWAY_CONFIG"]; ok && c != testGatewayConfig {
+			t.Errorf("%s GAUNTLET_MODEL_GATEWAY_CONFIG = %q, want the operator's file %q", name, c, testGatewayConfig)
+		}
+		if a, ok := vars["GAUNTLET_MODEL_GATEWAY_KEY_SECRET_ARN"]; ok && a != testHostedKeySecret {
+			t.Errorf("%s GAUNTLET_MODEL_GATEWAY_KEY_SECRET_ARN = %v, want %s", name, a, testHostedKeySecret)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -70,6 +71,18 @@ func (s *Stateless) grant(st *Stateful) {
 	}
 	// The sandbox task role's one permission: unwrapping its launch's data key.
 	st.SandboxKey.GrantDecrypt(s.Sandbox.TaskRole)
+}
+
+// grantHostedKey lets the sandbox execution role read the secret holding
+// the hosted endpoint's key: ECS reads it at task start to inject it into
+// the runner's environment (container secrets). Neither the task role nor
+// any function may read it.
+func (s *Stateless) grantHostedKey(cfg config.Config) {
+	if cfg.HostedKeySecretARN == "" {
+		return
+	}
+	secret := awssecretsmanager.Secret_FromSecretCompleteArn(s.Stack, jsii.String("HostedKeySecret"), jsii.String(cfg.HostedKeySecretARN))
+	secret.GrantRead(s.Sandbox.ExecutionRole, nil)
 }
 
 // sqsSource consumes a queue with partial batch responses and a concurrency cap.

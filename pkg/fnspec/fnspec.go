@@ -99,6 +99,10 @@ const (
 	MaxSandboxes Setting = "max-sandboxes"
 	// ConsoleOrigin is the web console's origin (CORS).
 	ConsoleOrigin Setting = "console-origin"
+	// ModelGateway is the operator's model gateway config: submit checks
+	// models against it, the dispatcher hands it (and the hosted key's
+	// secret) to the sandbox tasks.
+	ModelGateway Setting = "model-gateway"
 )
 
 // Function is one row of the table.
@@ -169,7 +173,7 @@ var (
 			{Port: Secrets, Access: Write},
 			{Port: Blobs, Access: Read, Prefixes: []string{blob.RunsPrefix, blob.DownloadsPrefix}},
 			{Port: Blobs, Access: Write, Prefixes: []string{blob.DownloadsPrefix}}},
-		Settings: []Setting{JWT, Registry, ConsoleOrigin},
+		Settings: []Setting{JWT, Registry, ConsoleOrigin, ModelGateway},
 		Timeout:  29 * time.Second, // API Gateway's integration limit is 30 s
 		MemoryMB: 512,
 	}
@@ -191,7 +195,7 @@ var (
 			{Port: Secrets, Access: Read}, {Port: SandboxKey, Access: Write}, {Port: Sandboxes, Access: Write},
 			{Port: Blobs, Access: Write, Prefixes: []string{blob.RunsPrefix, blob.LaunchesPrefix}},
 			{Port: Blobs, Access: Read, Prefixes: []string{blob.RunsPrefix, blob.TasksPrefix, blob.LaunchesPrefix}}},
-		Settings: []Setting{MaxSandboxes},
+		Settings: []Setting{MaxSandboxes, ModelGateway},
 		Timeout:  time.Minute,
 	}
 	Grader = Function{

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -142,12 +143,32 @@ type Hosted struct {
 	APIs    []WireAPI         `toml:"apis"`
 	Headers map[string]string `toml:"headers"`
 	// APIKeyFile is the path of a file holding the endpoint's key (one
-	// line); "" sends none. A file, not an env var, because neither the
-	// runner nor the sandbox inherits the server's environment.
+	// line); "" sends none. A file, because neither the runner nor the
+	// sandbox inherits the server's environment (gauntlet local).
 	APIKeyFile string `toml:"api_key_file"`
-	// key is APIKeyFile's content, read by ParseOperatorConfig.
+	// APIKeyEnv names the runner's environment variable holding the key
+	// instead, where the runner has no files of the operator's (a Fargate
+	// task, whose container `secrets` inject it from Secrets Manager). The
+	// name starts with KeyEnvPrefix, so the runner takes and scrubs it
+	// before any phase starts whatever the config says. At most one of
+	// APIKeyFile and APIKeyEnv is set.
+	APIKeyEnv string `toml:"api_key_env"`
+	// key is the content of APIKeyFile or APIKeyEnv, read by
+	// ParseOperatorConfig.
 	key string
 }
+
+// KeyEnvPrefix starts the name of every variable a hosted.api_key_env may
+// name. The runner treats every variable with it as a carrier: it takes
+// them out of its environment and scrubs them before any phase starts.
+const KeyEnvPrefix = "GAUNTLET_GATEWAY_KEY_"
+
+// ConfigEnv carries the operator's TOML itself where no file can: the
+// cloud's functions (submit's model checks) and sandbox tasks (the runner).
+const ConfigEnv = "GAUNTLET_MODEL_GATEWAY_CONFIG"
+
+// keyEnvPattern is the shape of an api_key_env name.
+var keyEnvPattern = regexp.MustCompile(`^` + KeyEnvPrefix + `[A-Z0-9_]+$`)
 
 // Resolver turns a run config's model into a Route.
 type Resolver struct {
@@ -187,7 +208,33 @@ type operatorFile struct {
 //	base_url = "http://vllm.internal:8000/v1"
 //	apis = ["openai-chat", "openai-responses"]
 //	api_key_file = "/etc/gauntlet/hosted-key"
+//
+// The hosted key is read from api_key_file, or from the environment
+// variable api_key_env names (os.LookupEnv; see ParseOperatorConfigWith).
 func ParseOperatorConfig(data []byte) (*Resolver, error) {
+	return ParseOperatorConfigWith(data, ParseOptions{})
+}
+
+// ParseOptions says how ParseOperatorConfigWith reads the hosted
+// endpoint's key.
+type ParseOptions struct {
+	// LookupEnv reads the variable hosted.api_key_env names; nil means
+	// os.LookupEnv.
+	LookupEnv func(key string) (string, bool)
+	// WithoutKeys checks the config, api_key_file and api_key_env included,
+	// without reading the key they name: for those that only check models
+	// against the config and never call the endpoint (submit in the cloud,
+	// cdk synth). Routes of the resolver it returns carry no Key.
+	WithoutKeys bool
+}
+
+// ParseOperatorConfigWith is ParseOperatorConfig reading the hosted key as
+// opts says.
+func ParseOperatorConfigWith(data []byte, opts ParseOptions) (*Resolver, error) {
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
 	var f operatorFile
 	md, err := tomldoc.Decode(data, &f)
 	if err != nil {
@@ -231,7 +278,13 @@ func ParseOperatorConfig(data []byte) (*Resolver, error) {
 		if err := checkHeaders(h.Headers); err != nil {
 			errs = append(errs, fmt.Errorf("hosted.headers: %w", err))
 		}
-		if h.APIKeyFile != "" {
+		switch {
+		case h.APIKeyFile != "" && h.APIKeyEnv != "":
+			errs = append(errs, errors.New("hosted: set one of api_key_file and api_key_env, not both"))
+		case h.APIKeyEnv != "" && !keyEnvPattern.MatchString(h.APIKeyEnv):
+			errs = append(errs, fmt.Errorf("hosted.api_key_env: %q is not %s followed by capitals, digits or _ (the runner scrubs only such variables)", h.APIKeyEnv, KeyEnvPrefix))
+		case opts.WithoutKeys:
+		case h.APIKeyFile != "":
 			key, err := os.ReadFile(h.APIKeyFile)
 			switch {
 			case err != nil:
@@ -240,6 +293,12 @@ func ParseOperatorConfig(data []byte) (*Resolver, error) {
 				errs = append(errs, fmt.Errorf("hosted.api_key_file: %s is empty; give the file the endpoint's key, or remove api_key_file for an endpoint without auth", h.APIKeyFile))
 			}
 			h.key = strings.TrimSpace(string(key))
+		case h.APIKeyEnv != "":
+			key, _ := lookup(h.APIKeyEnv)
+			if strings.TrimSpace(key) == "" {
+				errs = append(errs, fmt.Errorf("hosted.api_key_env: $%s is not set or empty; give the runner the endpoint's key in it, or remove api_key_env for an endpoint without auth", h.APIKeyEnv))
+			}
+			h.key = strings.TrimSpace(key)
 		}
 		r.Hosted = h
 	}

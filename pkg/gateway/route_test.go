@@ -147,10 +147,62 @@ base_url = "nope"`, "hosted.base_url"},
 		{`[hosted]
 base_url = "http://vllm.internal:8000/v1"
 api_key_file = "/nonexistent/hosted-key"`, "hosted.api_key_file: open /nonexistent/hosted-key"},
+		{`[hosted]
+base_url = "http://vllm.internal:8000/v1"
+api_key_file = "/etc/key"
+api_key_env = "GAUNTLET_GATEWAY_KEY_HOSTED"`, "hosted: set one of api_key_file and api_key_env, not both"},
+		{`[hosted]
+base_url = "http://vllm.internal:8000/v1"
+api_key_env = "HOSTED_KEY"`, `hosted.api_key_env: "HOSTED_KEY" is not GAUNTLET_GATEWAY_KEY_`},
+		{`[hosted]
+base_url = "http://vllm.internal:8000/v1"
+api_key_env = "GAUNTLET_GATEWAY_KEY_UNSET_IN_THIS_TEST"`, "hosted.api_key_env: $GAUNTLET_GATEWAY_KEY_UNSET_IN_THIS_TEST is not set"},
 	} {
 		if _, err := gateway.ParseOperatorConfig([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("ParseOperatorConfig(%q) = %v, want %q", c.in, err, c.want)
 		}
+	}
+}
+
+// TestParseOperatorConfigKeyFromEnv reads the hosted key from the variable
+// api_key_env names, through the lookup given; WithoutKeys checks the config
+// (both key fields included) without reading any key.
+func TestParseOperatorConfigKeyFromEnv(t *testing.T) {
+	const cfg = "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n"
+	hosted := runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "ft"}
+	env := map[string]string{"GAUNTLET_GATEWAY_KEY_HOSTED": " sk-from-env \n"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	r, err := gateway.ParseOperatorConfigWith([]byte(cfg), gateway.ParseOptions{LookupEnv: lookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, err := r.Resolve(hosted)
+	if err != nil || route.Key != "sk-from-env" {
+		t.Fatalf("Resolve(hosted) = key set %v, %v; want the key from the environment", route.Key == "sk-from-env", err)
+	}
+	if r.Hosted.APIKeyEnv != "GAUNTLET_GATEWAY_KEY_HOSTED" {
+		t.Errorf("Hosted.APIKeyEnv = %q", r.Hosted.APIKeyEnv)
+	}
+
+	none := func(string) (string, bool) { return "", false }
+	if _, err := gateway.ParseOperatorConfigWith([]byte(cfg), gateway.ParseOptions{LookupEnv: none}); err == nil {
+		t.Error("parse with the key's variable unset: no error, want one")
+	}
+	for _, c := range []string{cfg, "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_file = \"/nonexistent/key\"\n"} {
+		r, err := gateway.ParseOperatorConfigWith([]byte(c), gateway.ParseOptions{LookupEnv: none, WithoutKeys: true})
+		if err != nil {
+			t.Fatalf("WithoutKeys parse of %q: %v", c, err)
+		}
+		if !r.HostsModels() {
+			t.Errorf("WithoutKeys parse of %q hosts no models", c)
+		}
+		if err := r.CheckModel(hosted, string(gateway.Chat)); err != nil {
+			t.Errorf("CheckModel(hosted) after a WithoutKeys parse: %v", err)
+		}
+	}
+	bad := "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"lowercase\"\n"
+	if _, err := gateway.ParseOperatorConfigWith([]byte(bad), gateway.ParseOptions{WithoutKeys: true}); err == nil || !strings.Contains(err.Error(), "hosted.api_key_env") {
+		t.Errorf("WithoutKeys parse of a bad api_key_env = %v, want a hosted.api_key_env error", err)
 	}
 }
 

@@ -20,12 +20,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -288,6 +290,7 @@ func (d *Driver) start(p *proc) error {
 	args = append(args, imageArgs...)
 	cmd := exec.Command(d.cfg.RunnerPath, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, runner.SecretEnv(p.spec)...)
+	cmd.Env = append(cmd.Env, gatewayKeyEnv(os.Environ())...)
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if d.cfg.Isolation == runner.IsolationBwrap && os.Geteuid() == 0 {
@@ -301,6 +304,20 @@ func (d *Driver) start(p *proc) error {
 	}
 	p.cmd = cmd
 	return nil
+}
+
+// gatewayKeyEnv picks the model gateway's keys out of the server's
+// environment (gateway.KeyEnvPrefix variables, which a hosted.api_key_env
+// names): the runner gets nothing else of it, and takes and scrubs these
+// before any phase starts.
+func gatewayKeyEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, gateway.KeyEnvPrefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // wait reaps the runner and finishes the sandbox.

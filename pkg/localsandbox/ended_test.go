@@ -92,3 +92,12 @@ func TestDriverForgetsEndedSandboxesBeyondItsMemory(t *testing.T) {
 		t.Errorf("Stop of a forgotten sandbox = %v, want ErrNotFound", err)
 	}
 }
+
+// TestGatewayKeyEnv: of the server's environment the runner gets the model
+// gateway's keys (a hosted.api_key_env names one) and nothing else.
+func TestGatewayKeyEnv(t *testing.T) {
+	got := gatewayKeyEnv([]string{"HOME=/root", "GAUNTLET_GATEWAY_KEY_HOSTED=sk-h", "AWS_SECRET_ACCESS_KEY=x", "GAUNTLET_SECRET_A=b"})
+	if len(got) != 1 || got[0] != "GAUNTLET_GATEWAY_KEY_HOSTED=sk-h" {
+		t.Errorf("gatewayKeyEnv = %q, want only the gateway key", got)
+	}
+}

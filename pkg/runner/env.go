@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
@@ -144,19 +145,38 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, jud
 	return agent, verifier, judge, carriers
 }
 
+// takeGatewayKeys extracts the model gateway's keys the task passed in the
+// runner's environment (variables named gateway.KeyEnvPrefix…, which a
+// hosted.api_key_env names; ECS injects them from Secrets Manager) and
+// returns the names of their carriers, so the caller can unset them.
+func takeGatewayKeys(environ []string) (keys map[string]string, carriers []string) {
+	keys = map[string]string{}
+	for _, kv := range environ {
+		key, value, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(key, gateway.KeyEnvPrefix) && len(key) > len(gateway.KeyEnvPrefix) {
+			keys[key] = value
+			carriers = append(carriers, key)
+		}
+	}
+	return keys, carriers
+}
+
 // sensitiveRunnerVar reports whether a variable of the runner's own
 // environment carries something no phase may see: the slot spec (presigned
-// upload URLs), secrets and their carriers, and the task role's credentials.
+// upload URLs), secrets and their carriers, the model gateway's keys and
+// config (whose provider headers may hold an operator gateway's token), and
+// the task role's credentials.
 func sensitiveRunnerVar(key string) bool {
 	switch key {
-	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, JudgeKeyEnv,
+	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, JudgeKeyEnv, gateway.ConfigEnv,
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 		"ECS_CONTAINER_METADATA_URI", "ECS_CONTAINER_METADATA_URI_V4":
 		return true
 	}
-	return strings.HasPrefix(key, SecretEnvPrefix) || strings.HasPrefix(key, VerifierSecretEnvPrefix)
+	return strings.HasPrefix(key, SecretEnvPrefix) || strings.HasPrefix(key, VerifierSecretEnvPrefix) ||
+		strings.HasPrefix(key, gateway.KeyEnvPrefix)
 }
 
 // SecretEnv returns the environment entries that pass spec's secrets to the

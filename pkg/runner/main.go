@@ -68,7 +68,10 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 	agentSecrets, verifierSecrets, judgeKey, carriers := takeSecrets(env)
 	sealedURL, wrappedKey := lookupEnv(env, sealed.URLEnv), lookupEnv(env, sealed.DataKeyEnv)
 	specJSON := lookupEnv(env, SpecEnv)
-	for _, key := range append(carriers, sealed.URLEnv, sealed.DataKeyEnv, SpecEnv) {
+	gatewayKeys, keyCarriers := takeGatewayKeys(env)
+	modelsTOML := lookupEnv(env, gateway.ConfigEnv)
+	carriers = append(carriers, keyCarriers...)
+	for _, key := range append(carriers, sealed.URLEnv, sealed.DataKeyEnv, SpecEnv, gateway.ConfigEnv) {
 		_ = os.Unsetenv(key)
 	}
 	cfg, err := parseFlags(args, os.Stderr)
@@ -77,6 +80,10 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 	}
 	if err != nil {
 		logger.Error("bad arguments", "err", err)
+		return sandbox.ExitInfra
+	}
+	if cfg.opts.Models, err = loadModels(cfg.modelsFile, modelsTOML, gatewayKeys); err != nil {
+		logger.Error("bad model gateway config", "err", err)
 		return sandbox.ExitInfra
 	}
 	spec, err := loadSpec(cfg.specFile, specJSON)
@@ -136,7 +143,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.opts.AgentsDir, "agents-dir", "", "directory mounted read-only at /agent for command agents")
 	fs.StringVar(&cfg.opts.BwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	fs.StringVar(&cfg.opts.AgentBundles, "agent-bundles", "", "agent bundle cache (default ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents)")
-	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table")
+	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table (default: the TOML in $"+gateway.ConfigEnv+", if set)")
 	fs.StringVar(&cfg.imageFile, "image", "", "JSON file of the task's unpacked image (rootfs, env, working_dir, user); required by --isolation=bwrap")
 	fs.StringVar(&cfg.opts.InstalledAgentDir, "installed-agent-dir", "", "agent bundle dir mounted read-only at "+InstalledAgentMount)
 	fs.StringVar(&cfg.opts.StaticBinDir, "static-bin-dir", "", "platform helper binaries mounted read-only at "+StaticBinMount)
@@ -153,15 +160,6 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	if cfg.opts.OutDir == "" {
 		return cfg, errors.New("--out is required")
 	}
-	if cfg.modelsFile != "" {
-		data, err := os.ReadFile(cfg.modelsFile)
-		if err != nil {
-			return cfg, fmt.Errorf("--model-gateway-config: %w", err)
-		}
-		if cfg.opts.Models, err = gateway.ParseOperatorConfig(data); err != nil {
-			return cfg, fmt.Errorf("--model-gateway-config %s: %w", cfg.modelsFile, err)
-		}
-	}
 	if cfg.imageFile != "" {
 		img, err := LoadImage(cfg.imageFile)
 		if err != nil {
@@ -175,6 +173,33 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 		return cfg, fmt.Errorf("--network-ceiling %q: want %s, %s or %s", cfg.opts.NetworkCeiling, harbor.NetworkPublic, harbor.NetworkAllowlist, harbor.NetworkNone)
 	}
 	return cfg, nil
+}
+
+// loadModels reads the operator's model gateway config from file, else from
+// the TOML in fromEnv (a Fargate task has no operator files; the dispatcher
+// passes it in $GAUNTLET_MODEL_GATEWAY_CONFIG); nil when there is neither
+// (the default provider table). A hosted.api_key_env is looked up in keys,
+// the GAUNTLET_GATEWAY_KEY_ variables the runner took from its environment.
+func loadModels(file, fromEnv string, keys map[string]string) (*gateway.Resolver, error) {
+	data, source := []byte(fromEnv), "$"+gateway.ConfigEnv
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--model-gateway-config: %w", err)
+		}
+		data, source = b, "--model-gateway-config "+file
+	case fromEnv == "":
+		return nil, nil
+	}
+	r, err := gateway.ParseOperatorConfigWith(data, gateway.ParseOptions{LookupEnv: func(k string) (string, bool) {
+		v, ok := keys[k]
+		return v, ok
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return r, nil
 }
 
 // loadSpec reads the spec from file, else from the JSON in fromEnv.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -451,7 +452,8 @@ func TestMainSecretsReachOnlyTheirPhase(t *testing.T) {
 	// The agent reports a digest of its token: the value itself would be
 	// redacted from the artifacts.
 	spec.Command = `{ echo "agent_token=$(printf %s "${AGENT_TOKEN:-missing}" | sha256sum | cut -c1-16)"; echo "verifier_token=${VERIFIER_TOKEN:-missing}"
-  echo "aws=${AWS_SECRET_ACCESS_KEY:-missing}"; echo "carrier=${GAUNTLET_SECRET_AGENT_TOKEN:-missing}"; } > /logs/agent/seen.txt
+  echo "aws=${AWS_SECRET_ACCESS_KEY:-missing}"; echo "carrier=${GAUNTLET_SECRET_AGENT_TOKEN:-missing}"
+  echo "hosted_key=${GAUNTLET_GATEWAY_KEY_HOSTED:-missing}"; echo "gateway_config=${GAUNTLET_MODEL_GATEWAY_CONFIG:+present}"; } > /logs/agent/seen.txt
 echo gauntlet > /app/answer.txt`
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
@@ -464,23 +466,30 @@ echo gauntlet > /app/answer.txt`
 		"AWS_SECRET_ACCESS_KEY=platform-credential-value",
 		"GAUNTLET_SECRET_AGENT_TOKEN=agent-secret-value",
 		"GAUNTLET_VERIFIER_SECRET_VERIFIER_TOKEN=verifier-secret-value",
+		// The cloud's operator gateway config and hosted key (ECS injects
+		// the key from Secrets Manager): the runner reads both, no phase
+		// sees either.
+		gateway.ConfigEnv + "=[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n",
+		"GAUNTLET_GATEWAY_KEY_HOSTED=hosted-key-value",
 	}
 	output, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("sandbox-runner: %v\n%s", err, output)
 	}
 	r := trialRun{out: filepath.Join(dir, "out")}
-	want := map[string]string{"agent_token": sha256Prefix("agent-secret-value"), "verifier_token": "missing", "aws": "missing", "carrier": "missing"}
+	want := map[string]string{"agent_token": sha256Prefix("agent-secret-value"), "verifier_token": "missing", "aws": "missing", "carrier": "missing",
+		"hosted_key": "missing", "gateway_config": ""}
 	if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/seen.txt"))); diff != "" {
 		t.Errorf("agent environment (-want +got):\n%s", diff)
 	}
 	verifierNames := strings.Fields(r.artifact(t, "verifier/env-names.txt"))
-	for name, want := range map[string]bool{"VERIFIER_TOKEN": true, "AGENT_TOKEN": false, "AWS_SECRET_ACCESS_KEY": false, "GAUNTLET_VERIFIER_SECRET_VERIFIER_TOKEN": false} {
+	for name, want := range map[string]bool{"VERIFIER_TOKEN": true, "AGENT_TOKEN": false, "AWS_SECRET_ACCESS_KEY": false, "GAUNTLET_VERIFIER_SECRET_VERIFIER_TOKEN": false,
+		"GAUNTLET_GATEWAY_KEY_HOSTED": false, gateway.ConfigEnv: false} {
 		if got := contains(verifierNames, name); got != want {
 			t.Errorf("verifier has %s = %v, want %v", name, got, want)
 		}
 	}
-	for _, leaked := range []string{"platform-credential-value", "agent-secret-value", "verifier-secret-value"} {
+	for _, leaked := range []string{"platform-credential-value", "agent-secret-value", "verifier-secret-value", "hosted-key-value"} {
 		for _, file := range []string{"result.json", "artifacts/runner.log"} {
 			data, _ := os.ReadFile(filepath.Join(r.out, file))
 			if strings.Contains(string(data), leaked) {
@@ -507,6 +516,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// hostedByEnv is an operator config whose hosted key comes from the
+// runner's environment, as on Fargate.
+const hostedByEnv = "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n"
+
 func TestMainExitCodes(t *testing.T) {
 	requireBwrap(t)
 	good, err := json.Marshal(baseSpec(t, "nop"))
@@ -521,6 +534,7 @@ func TestMainExitCodes(t *testing.T) {
 		name string
 		args []string
 		spec string
+		env  []string
 		want int
 	}{
 		{name: "trial ran", spec: string(good), want: sandbox.ExitOK},
@@ -531,12 +545,18 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "bubblewrap missing", spec: string(good), args: []string{"--bwrap", "/nonexistent/bwrap"}, want: sandbox.ExitInfra},
 		{name: "bad isolation", spec: string(good), args: []string{"--isolation", "docker"}, want: sandbox.ExitInfra},
 		{name: "image isolation without an image", spec: string(good), args: []string{"--isolation", IsolationBwrap}, want: sandbox.ExitInfra},
+		{name: "gateway config from the environment", spec: string(good), want: sandbox.ExitOK,
+			env: []string{gateway.ConfigEnv + "=" + hostedByEnv, "GAUNTLET_GATEWAY_KEY_HOSTED=sk-hosted"}},
+		{name: "gateway config whose hosted key is not in the environment", spec: string(good), want: sandbox.ExitInfra,
+			env: []string{gateway.ConfigEnv + "=" + hostedByEnv}},
+		{name: "malformed gateway config in the environment", spec: string(good), want: sandbox.ExitInfra,
+			env: []string{gateway.ConfigEnv + "=[providers.x]"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			args := append([]string{"--isolation", IsolationHostBwrap, "--out", filepath.Join(dir, "out"), "--work", filepath.Join(dir, "work")}, tc.args...)
-			env := []string{}
+			env := slices.Clone(tc.env)
 			if tc.spec != "" {
 				env = append(env, SpecEnv+"="+tc.spec)
 			}

@@ -19,7 +19,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
@@ -45,6 +47,48 @@ func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
 	want := []string{JudgeKeyEnv, "GAUNTLET_SECRET_OPENAI_API_KEY", "GAUNTLET_SECRET_X", "GAUNTLET_VERIFIER_SECRET_JUDGE_KEY"}
 	if diff := cmp.Diff(want, carriers); diff != "" {
 		t.Errorf("carriers (-want +got):\n%s", diff)
+	}
+}
+
+// TestGatewayConfigFromTheEnvironment follows the Fargate task's model
+// gateway config: the TOML in $GAUNTLET_MODEL_GATEWAY_CONFIG, the hosted
+// key in the GAUNTLET_GATEWAY_KEY_ variable its api_key_env names, both
+// taken as carriers.
+func TestGatewayConfigFromTheEnvironment(t *testing.T) {
+	env := []string{"PATH=/bin", "GAUNTLET_GATEWAY_KEY_HOSTED=sk-hosted-value", "GAUNTLET_GATEWAY_KEY_=ignored", "OTHER=x"}
+	keys, carriers := takeGatewayKeys(env)
+	if diff := cmp.Diff(map[string]string{"GAUNTLET_GATEWAY_KEY_HOSTED": "sk-hosted-value"}, keys); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"GAUNTLET_GATEWAY_KEY_HOSTED"}, carriers); diff != "" {
+		t.Errorf("carriers (-want +got):\n%s", diff)
+	}
+	for _, key := range []string{"GAUNTLET_GATEWAY_KEY_HOSTED", gateway.ConfigEnv} {
+		if !sensitiveRunnerVar(key) {
+			t.Errorf("sensitiveRunnerVar(%q) = false, want true: it is scrubbed before any phase", key)
+		}
+	}
+	models, err := loadModels("", hostedByEnv, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, err := models.Resolve(runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "ft"})
+	if err != nil || route.Key != "sk-hosted-value" {
+		t.Fatalf("hosted route: key set %v, %v; want the key from the environment", route.Key == "sk-hosted-value", err)
+	}
+	if _, err := loadModels("", hostedByEnv, nil); err == nil || !strings.Contains(err.Error(), "$"+gateway.ConfigEnv) {
+		t.Errorf("loadModels without the key = %v, want an error naming $%s", err, gateway.ConfigEnv)
+	}
+	if models, err := loadModels("", "", nil); models != nil || err != nil {
+		t.Errorf("loadModels with no config = %v, %v; want nil (the default table)", models, err)
+	}
+	file := filepath.Join(t.TempDir(), "gateway.toml")
+	if err := os.WriteFile(file, []byte("[providers.openai]\nbase_urls = { openai-chat = \"https://llm.example.com/v1\" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	models, err = loadModels(file, hostedByEnv, nil) // the file wins
+	if err != nil || models.HostsModels() || models.Providers["openai"].BaseURLs[gateway.Chat] != "https://llm.example.com/v1" {
+		t.Errorf("loadModels(file, env) = %+v, %v; want the file's table", models, err)
 	}
 }
 
@@ -222,6 +266,8 @@ func TestScrubEnvironBlock(t *testing.T) {
 		"GAUNTLET_SECRET_OPENAI_API_KEY=sk-agent-value", "GAUNTLET_VERIFIER_SECRET_JUDGE=judge-value",
 		"GAUNTLET_SECRETS_URL=https://get/?X-Amz-Signature=sig-in-url", "GAUNTLET_SECRETS_DATA_KEY=wrapped-key-value",
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/creds-uuid", "KEEP_ME=visible",
+		"GAUNTLET_GATEWAY_KEY_HOSTED=hosted-key-value", gateway.ConfigEnv + `=[providers.x]
+headers = { X-Gateway-Token = "gateway-token-value" }`,
 	}
 	out, err := cmd.Output()
 	if err != nil {
@@ -237,11 +283,12 @@ func TestScrubEnvironBlock(t *testing.T) {
 		scrubChildEnv: "1", "PATH": "/usr/bin", "KEEP_ME": "visible", SpecEnv: "",
 		"GAUNTLET_SECRET_OPENAI_API_KEY": "", "GAUNTLET_VERIFIER_SECRET_JUDGE": "", "GAUNTLET_SECRETS_URL": "",
 		"GAUNTLET_SECRETS_DATA_KEY": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
+		"GAUNTLET_GATEWAY_KEY_HOSTED": "", gateway.ConfigEnv: "",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("/proc/self/environ after the scrub (-want +got):\n%s", diff)
 	}
-	for _, v := range []string{"sig-in-spec", "sk-agent-value", "judge-value", "sig-in-url", "wrapped-key-value", "creds-uuid"} {
+	for _, v := range []string{"sig-in-spec", "sk-agent-value", "judge-value", "sig-in-url", "wrapped-key-value", "creds-uuid", "hosted-key-value", "gateway-token-value"} {
 		if strings.Contains(string(out), v) {
 			t.Errorf("/proc/self/environ still holds %q", v)
 		}

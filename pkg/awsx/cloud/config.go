@@ -13,6 +13,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 )
 
 // Environment variables the CDK stack sets (infra/stacks).
@@ -53,6 +54,13 @@ const (
 	EnvSyncRefreshAfter     = "GAUNTLET_SYNC_REFRESH_AFTER"
 	EnvSyncResumeAfter      = "GAUNTLET_SYNC_RESUME_AFTER"
 	EnvLogLevel             = "LOG_LEVEL"
+	// EnvModelGatewayConfig holds the operator's model gateway TOML itself
+	// (cdk context modelGatewayConfig).
+	EnvModelGatewayConfig = gateway.ConfigEnv
+	// EnvModelGatewayKeySecret is the ARN of the Secrets Manager secret
+	// holding the hosted endpoint's key (cdk context hostedKeySecretArn),
+	// which ECS injects into the sandbox task's runner.
+	EnvModelGatewayKeySecret = "GAUNTLET_MODEL_GATEWAY_KEY_SECRET_ARN"
 )
 
 // Needs lists the ports a function wires, derived from its row of the
@@ -76,6 +84,9 @@ type Needs struct {
 	SandboxKey bool
 	// Images reads how the sync pins and builds task images.
 	Images bool
+	// ModelGateway reads the operator's model gateway config (submit's
+	// model checks; with Sandboxes, what the sandbox tasks get).
+	ModelGateway bool
 }
 
 // NeedsOf returns the ports and settings function f of the function table
@@ -88,7 +99,7 @@ func NeedsOf(f fnspec.Function) Needs {
 		Blobs: f.Access(fnspec.Blobs) != 0, Secrets: f.Access(fnspec.Secrets) != 0,
 		Sandboxes: f.Access(fnspec.Sandboxes) != 0, SandboxKey: f.Access(fnspec.SandboxKey) != 0,
 		JWT: f.Reads(fnspec.JWT), MaxSandboxes: f.Reads(fnspec.MaxSandboxes), Registry: f.Reads(fnspec.Registry),
-		Refresh: f.Reads(fnspec.Refresh), Images: f.Reads(fnspec.Images),
+		Refresh: f.Reads(fnspec.Refresh), Images: f.Reads(fnspec.Images), ModelGateway: f.Reads(fnspec.ModelGateway),
 	}
 }
 
@@ -130,6 +141,23 @@ type Config struct {
 	// Images configures the sync's image preparation (zero when the
 	// function does not read it).
 	Images ImagesConfig
+	// ModelGateway is the operator's model gateway TOML ("" = the default
+	// provider table, no hosted models); Models parses it.
+	ModelGateway string
+}
+
+// Models returns the resolver submit checks models with: the operator's
+// model gateway config, or the default provider table without one. It
+// reads no key (submit never calls a model); the runners read theirs.
+func (c Config) Models() (*gateway.Resolver, error) {
+	if c.ModelGateway == "" {
+		return gateway.NewResolver(), nil
+	}
+	r, err := gateway.ParseOperatorConfigWith([]byte(c.ModelGateway), gateway.ParseOptions{WithoutKeys: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvModelGatewayConfig, err)
+	}
+	return r, nil
 }
 
 // ImagesConfig is how the sync pins task images to digests and builds
@@ -224,7 +252,42 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 	if n.Refresh {
 		c.SyncRefreshAfter = e.duration(EnvSyncRefreshAfter, DefaultSyncRefreshAfter)
 	}
+	if n.ModelGateway {
+		e.modelGateway(&c, n.Sandboxes)
+	}
 	return c, e.err()
+}
+
+// modelGateway reads the operator's gateway config and, for a function that
+// launches sandboxes, what their tasks get: the config and the hosted key's
+// secret under the variable hosted.api_key_env names.
+func (e *env) modelGateway(c *Config, sandboxes bool) {
+	c.ModelGateway = e.get(EnvModelGatewayConfig)
+	models, err := c.Models()
+	if err != nil {
+		e.problems = append(e.problems, err.Error())
+		return
+	}
+	var keyEnv string
+	if h := models.Hosted; h != nil {
+		if h.APIKeyFile != "" {
+			e.problems = append(e.problems, fmt.Sprintf("%s: hosted.api_key_file: a sandbox task has no operator files; put the key in Secrets Manager and name its variable with hosted.api_key_env", EnvModelGatewayConfig))
+		}
+		keyEnv = h.APIKeyEnv
+	}
+	if !sandboxes {
+		return
+	}
+	c.Sandbox.ModelGatewayConfig = c.ModelGateway
+	arn := strings.TrimSpace(e.get(EnvModelGatewayKeySecret))
+	switch {
+	case keyEnv != "" && arn == "":
+		e.problems = append(e.problems, fmt.Sprintf("%s is not set, and %s's hosted.api_key_env needs the secret holding the key", EnvModelGatewayKeySecret, EnvModelGatewayConfig))
+	case keyEnv == "" && arn != "":
+		e.problems = append(e.problems, fmt.Sprintf("%s is set, but %s names no hosted.api_key_env to put the key in", EnvModelGatewayKeySecret, EnvModelGatewayConfig))
+	case arn != "":
+		c.Sandbox.ModelGatewaySecrets = map[string]string{keyEnv: arn}
+	}
 }
 
 // env reads variables and collects every problem.

@@ -14,11 +14,19 @@ import (
 // the rows and the stages' port structs equal.
 
 func (p *Platform) options() pipeline.Options {
-	// The cloud runners' gateways use the default provider table and host
-	// no models; submit refuses what they could not serve.
-	models := gateway.NewResolver()
+	// The operator's model gateway config, which the dispatcher hands the
+	// sandbox tasks' runners too; submit refuses what they could not serve.
+	models, err := p.Config.Models()
+	if err != nil {
+		// Load refused it already; a Platform built without Load falls
+		// back to what the runners use without a config.
+		if p.Logger != nil {
+			p.Logger.Error("model gateway config", "err", err)
+		}
+		models = gateway.NewResolver()
+	}
 	return pipeline.Options{MaxSandboxes: p.Config.MaxSandboxes, Logger: p.Logger,
-		CheckModel: models.CheckModel, CheckPriced: models.CheckPriced}
+		CheckModel: models.CheckModel, CheckPriced: models.CheckPriced, HostsModels: models.HostsModels()}
 }
 
 // Submitter returns the submit stage (the API's runs and checks).

@@ -96,6 +96,17 @@ type Config struct {
 	// "<account>.dkr.ecr.<region>.amazonaws.com/<prefix>", so Fargate pulls
 	// the pinned digest from ECR instead of the upstream registry.
 	Mirrors map[string]string
+	// ModelGatewayConfig is the operator's model gateway TOML; the task
+	// container carries it in $GAUNTLET_MODEL_GATEWAY_CONFIG, which the
+	// runner reads (and scrubs) when it has no --model-gateway-config file.
+	// "" leaves the runner the default provider table.
+	ModelGatewayConfig string
+	// ModelGatewaySecrets maps runner variables (gateway.KeyEnvPrefix…,
+	// which the config's hosted.api_key_env names) to the Secrets Manager
+	// secret ARNs ECS injects into them (container `secrets`, read with the
+	// execution role): the hosted endpoint's key, which the runner takes
+	// and scrubs before any phase starts.
+	ModelGatewaySecrets map[string]string
 	// Sealed stores a launch's sealed secrets; the runner fetches them once
 	// through a presigned URL. Required when a launch carries secrets.
 	Sealed SealedStore

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
@@ -150,6 +153,25 @@ func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.Registe
 		deps = append(deps, types.ContainerDependency{ContainerName: aws.String(AgentsContainer), Condition: types.ContainerConditionSuccess})
 		command = append(command, "--agent-bundles", AgentsMount)
 	}
+	task := types.ContainerDefinition{
+		Name: aws.String(TaskContainer), Image: aws.String(image), Essential: aws.Bool(true),
+		// Root, whatever the image's USER: the runner needs it to run
+		// the agent under its own uid and to keep its inputs and
+		// outputs out of the agent's reach.
+		User:             aws.String("0"),
+		EntryPoint:       []string{runnerMount + "/sandbox-runner"},
+		Command:          command,
+		DependsOn:        deps,
+		MountPoints:      mounts,
+		LogConfiguration: logs("task"),
+	}
+	if d.cfg.ModelGatewayConfig != "" {
+		task.Environment = []types.KeyValuePair{{Name: aws.String(gateway.ConfigEnv), Value: aws.String(d.cfg.ModelGatewayConfig)}}
+	}
+	// Sorted, so equal configurations hash to one family.
+	for _, name := range slices.Sorted(maps.Keys(d.cfg.ModelGatewaySecrets)) {
+		task.Secrets = append(task.Secrets, types.Secret{Name: aws.String(name), ValueFrom: aws.String(d.cfg.ModelGatewaySecrets[name])})
+	}
 	in := &ecs.RegisterTaskDefinitionInput{
 		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
 		NetworkMode:             types.NetworkModeAwsvpc,
@@ -158,18 +180,7 @@ func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.Registe
 		ExecutionRoleArn:        aws.String(d.cfg.ExecutionRoleARN),
 		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureX8664, OperatingSystemFamily: types.OSFamilyLinux},
 		Volumes:                 volumes,
-		ContainerDefinitions: append(inits, types.ContainerDefinition{
-			Name: aws.String(TaskContainer), Image: aws.String(image), Essential: aws.Bool(true),
-			// Root, whatever the image's USER: the runner needs it to run
-			// the agent under its own uid and to keep its inputs and
-			// outputs out of the agent's reach.
-			User:             aws.String("0"),
-			EntryPoint:       []string{runnerMount + "/sandbox-runner"},
-			Command:          command,
-			DependsOn:        deps,
-			MountPoints:      mounts,
-			LogConfiguration: logs("task"),
-		}),
+		ContainerDefinitions:    append(inits, task),
 	}
 	if storage > 0 {
 		in.EphemeralStorage = &types.EphemeralStorage{SizeInGiB: int32(storage)}

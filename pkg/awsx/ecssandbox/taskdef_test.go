@@ -259,3 +259,48 @@ func TestInitInstallsTheStaticBinaries(t *testing.T) {
 		t.Errorf("task command %v: want --static-bin-dir /gauntlet/bin (where install puts the helpers)", task)
 	}
 }
+
+// TestModelGatewayReachesTheRunner: the operator's gateway config rides on
+// the task container's environment and the hosted key is injected by ECS
+// from Secrets Manager (container secrets, never a plain value in the
+// definition); another config registers another family.
+func TestModelGatewayReachesTheRunner(t *testing.T) {
+	srv, url, keys := fakeECS(t)
+	const (
+		toml = "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n"
+		arn  = "arn:aws:secretsmanager:us-east-1:111122223333:secret:gauntlet/hosted-key-AbCdEf"
+	)
+	d := driverOn(t, url, keys, func(c *ecssandbox.Config) {
+		c.ModelGatewayConfig = toml
+		c.ModelGatewaySecrets = map[string]string{"GAUNTLET_GATEWAY_KEY_HOSTED": arn}
+	})
+	if _, err := d.Launch(context.Background(), testSpec("launch-1")); err != nil {
+		t.Fatal(err)
+	}
+	var task map[string]any
+	for _, c := range srv.requests["RegisterTaskDefinition"][0]["containerDefinitions"].([]any) {
+		if c := c.(map[string]any); c["name"] == ecssandbox.TaskContainer {
+			task = c
+		}
+	}
+	if diff := cmp.Diff([]any{map[string]any{"name": "GAUNTLET_MODEL_GATEWAY_CONFIG", "value": toml}}, task["environment"]); diff != "" {
+		t.Errorf("task environment (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]any{map[string]any{"name": "GAUNTLET_GATEWAY_KEY_HOSTED", "valueFrom": arn}}, task["secrets"]); diff != "" {
+		t.Errorf("task secrets (-want +got):\n%s", diff)
+	}
+
+	plain := driverOn(t, url, keys, nil)
+	if _, err := plain.Launch(context.Background(), testSpec("launch-2")); err != nil {
+		t.Fatal(err)
+	}
+	regs := srv.requests["RegisterTaskDefinition"]
+	if len(regs) != 2 || regs[0]["family"] == regs[1]["family"] {
+		t.Fatalf("%d registrations; want a second family for the launch without the gateway config", len(regs))
+	}
+	for _, c := range regs[1]["containerDefinitions"].([]any) {
+		if c := c.(map[string]any); c["environment"] != nil || c["secrets"] != nil {
+			t.Errorf("container %v of the plain launch: environment %v, secrets %v; want none", c["name"], c["environment"], c["secrets"])
+		}
+	}
+}
