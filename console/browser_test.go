@@ -128,6 +128,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 
 	costBench := seedCostBenchmark(ctx, t, srv)
+	flaggedRun, flaggedTask := seedFlaggedCheck(ctx, t, srv, costBench)
 	unstarted := seedUnstartedRun(ctx, t, srv, created.ID)
 
 	shots := os.Getenv("GAUNTLET_CONSOLE_SCREENSHOTS")
@@ -141,6 +142,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID, "GAUNTLET_JUDGE_RUN_ID="+judgeRun,
 		"GAUNTLET_COST_BENCH="+costBench, "GAUNTLET_UNSTARTED_RUN_ID="+unstarted,
+		"GAUNTLET_FLAGGED_RUN_ID="+flaggedRun, "GAUNTLET_FLAGGED_TASK="+flaggedTask,
 		"GAUNTLET_SCREENSHOTS="+shots, "GAUNTLET_CHROMIUM="+chromiumPath, "GAUNTLET_WAIT_MS="+waitBudget(ctx))
 	out, err := cmd.CombinedOutput()
 	t.Logf("screenshots in %s", shots)
@@ -169,6 +171,41 @@ func seedCostBenchmark(ctx context.Context, t *testing.T, srv *server.Server) st
 		t.Fatalf("mark run %s's cost estimated: %v", est, err)
 	}
 	return seeded.Benchmark
+}
+
+// flaggedDetail is the reason the seeded environment check gives for the
+// task it flags broken.
+const flaggedDetail = "the oracle (the task's own solution) does not pass: failed"
+
+// seedFlaggedCheck stores a done environment check of the cost benchmark's
+// version that flags one task of its first run broken, as the pipeline
+// stores a finished check (a real one on demo-bench flags nothing: every
+// oracle there passes). Its run is that first run, so the check's "its
+// attempts" link lands on results that carry the flag. It returns the run
+// and the flagged task.
+func seedFlaggedCheck(ctx context.Context, t *testing.T, srv *server.Server, key string) (string, string) {
+	t.Helper()
+	seeded, err := srv.Records().RunsByBenchmark(ctx, srv.Tenant().Workspace, key)
+	if err != nil {
+		t.Fatalf("runs of %s: %v", key, err)
+	}
+	if len(seeded) == 0 {
+		t.Fatalf("benchmark %s has no seeded run", key)
+	}
+	r := seeded[0]
+	c := records.EnvCheck{Workspace: srv.Tenant().Workspace, Key: key, Version: r.ManifestVersion, Status: records.CheckDone,
+		Run: r.ID, StartedAt: r.CreatedAt, EndedAt: r.CreatedAt.Add(time.Minute)}
+	for i, task := range r.Tasks {
+		tc := records.TaskCheck{Task: task, Verdict: records.CheckOK, Oracle: "passed", Nop: "failed"}
+		if i == 0 {
+			tc = records.TaskCheck{Task: task, Verdict: records.CheckBroken, Oracle: "failed", Nop: "failed", Detail: flaggedDetail}
+		}
+		c.Tasks = append(c.Tasks, tc)
+	}
+	if err := srv.Records().PutEnvCheck(ctx, c); err != nil {
+		t.Fatalf("store the environment check of %s: %v", key, err)
+	}
+	return r.ID, r.Tasks[0]
 }
 
 // seedUnstartedRun stores a run as the pipeline leaves one that was stopped

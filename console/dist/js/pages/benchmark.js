@@ -256,6 +256,7 @@ async function renderCheck(ctx, box, b, onDone) {
       toast(`Checking the environments of ${b.name || b.key}.`, 'ok');
     } catch (err) {
       toast(err.message, 'bad');
+      paint(); // the button again, for a retry
       return;
     }
     paint();
