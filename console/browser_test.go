@@ -128,6 +128,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 
 	costBench := seedCostBenchmark(ctx, t, srv)
+	flaggedBench, flaggedTask := seedFlaggedCheck(ctx, t, srv, judgeRun)
 	unstarted := seedUnstartedRun(ctx, t, srv, created.ID)
 
 	shots := os.Getenv("GAUNTLET_CONSOLE_SCREENSHOTS")
@@ -141,6 +142,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID, "GAUNTLET_JUDGE_RUN_ID="+judgeRun,
 		"GAUNTLET_COST_BENCH="+costBench, "GAUNTLET_UNSTARTED_RUN_ID="+unstarted,
+		"GAUNTLET_FLAGGED_BENCH="+flaggedBench, "GAUNTLET_FLAGGED_TASK="+flaggedTask,
 		"GAUNTLET_SCREENSHOTS="+shots, "GAUNTLET_CHROMIUM="+chromiumPath, "GAUNTLET_WAIT_MS="+waitBudget(ctx))
 	out, err := cmd.CombinedOutput()
 	t.Logf("screenshots in %s", shots)
@@ -169,6 +171,35 @@ func seedCostBenchmark(ctx context.Context, t *testing.T, srv *server.Server) st
 		t.Fatalf("mark run %s's cost estimated: %v", est, err)
 	}
 	return seeded.Benchmark
+}
+
+// flaggedDetail is the reason the seeded environment check gives for the
+// task it flags broken.
+const flaggedDetail = "the oracle (the task's own solution) does not pass: failed"
+
+// seedFlaggedCheck stores a done environment check that flags the one task
+// of the judge run's benchmark broken (true of judged-essay: its task has
+// no solution for the oracle to run), as the pipeline stores a finished
+// check. A real check cannot be had there (it grades with a judge whose key
+// a check run does not name) nor one that flags anything on demo-bench
+// (every oracle passes). The check's run is the judge run itself, so its
+// "its attempts" link lands on results that carry the flag and have a
+// detail to open. It returns the benchmark and the flagged task.
+func seedFlaggedCheck(ctx context.Context, t *testing.T, srv *server.Server, runID string) (string, string) {
+	t.Helper()
+	r, err := srv.Records().Run(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := records.EnvCheck{Workspace: srv.Tenant().Workspace, Key: r.Benchmark, Version: r.ManifestVersion, Status: records.CheckDone,
+		Run: r.ID, StartedAt: r.CreatedAt, EndedAt: r.CreatedAt.Add(time.Minute)}
+	for _, task := range r.Tasks {
+		c.Tasks = append(c.Tasks, records.TaskCheck{Task: task, Verdict: records.CheckBroken, Oracle: "failed", Nop: "failed", Detail: flaggedDetail})
+	}
+	if err := srv.Records().PutEnvCheck(ctx, c); err != nil {
+		t.Fatalf("store the environment check of %s: %v", r.Benchmark, err)
+	}
+	return r.Benchmark, r.Tasks[0]
 }
 
 // seedUnstartedRun stores a run as the pipeline leaves one that was stopped

@@ -26,6 +26,8 @@ const JUDGE_RUN_ID = env('GAUNTLET_JUDGE_RUN_ID');
 const SHOTS = env('GAUNTLET_SCREENSHOTS');
 const COST_BENCH = env('GAUNTLET_COST_BENCH');
 const UNSTARTED_RUN_ID = env('GAUNTLET_UNSTARTED_RUN_ID');
+const FLAGGED_BENCH = env('GAUNTLET_FLAGGED_BENCH');
+const FLAGGED_TASK = env('GAUNTLET_FLAGGED_TASK');
 const CHROMIUM = process.env.GAUNTLET_CHROMIUM || '/usr/bin/chromium';
 // Every wait is for a state (an element, a URL, an event), never for a
 // time; WAIT only bounds how long one state may take to come: two minutes
@@ -386,6 +388,7 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   const results = page.locator('#results-list tbody tr');
   await results.first().waitFor();
   assert.equal(await results.count(), 32, '2 agents × 8 parity tasks × 2 attempts');
+  assert.equal(await page.locator('#results-list [data-task-check]').count(), 0, 'no check flagged a demo-bench task');
   // The agent filter takes one or more agents: one ticked halves the list,
   // both ticked is every row again.
   await page.check('#results-agent-0');
@@ -571,6 +574,42 @@ test('a run stopped while queued shows 0 of N ran and nothing to download', asyn
   noProblems();
 });
 
+test('a check\'s flagged task shows with its reason and link, and its results carry the env badge', async () => {
+  await page.goto(`${BASE}/benchmarks/${FLAGGED_BENCH}`);
+  const row = page.locator(`#check-verdicts tr[data-task="${FLAGGED_TASK}"]`);
+  await row.waitFor();
+  assert.equal(await row.getAttribute('data-verdict'), 'broken');
+  assert.match(await page.locator('#check-summary').innerText(), /1 task checked .*: 1 broken, 0 trivial/);
+  assert.match(await row.innerText(), /env: broken[\s\S]*the oracle \(the task's own solution\) does not pass: failed/);
+  // One check per version: this one is done, so the button says why it is off.
+  assert.equal(await page.locator('#check-start').isDisabled(), true);
+  assert.match(await page.locator('#check-start-why').innerText(), /was checked .*a new version gets a check of its own/);
+  // The task's Check column shows the verdict too.
+  assert.match(await page.locator('#tasks tbody tr', { hasText: FLAGGED_TASK }).first().innerText(), /broken/);
+
+  await row.locator('a', { hasText: 'its attempts' }).click();
+  await page.waitForURL(new RegExp(`/benchmarks/runs/${JUDGE_RUN_ID}\\?.*task=${FLAGGED_TASK}`));
+  const results = page.locator('#results-list tbody tr');
+  await results.first().waitFor();
+  assert.equal(await results.count(), await page.locator('#results-list tbody tr [data-task-check="broken"]').count(), 'every result of the flagged task is marked');
+  const badge = page.locator('#results-list [data-task-check="broken"]').first();
+  assert.equal(await badge.innerText(), 'env: broken');
+  assert.match(await badge.getAttribute('title'), /environment's fault, not the agent's/);
+  await results.first().click();
+  const drawer = page.locator('#result-drawer');
+  await drawer.waitFor();
+  try {
+    await page.locator('#result-task-check').waitFor();
+    assert.match(await page.locator('#result-task-check').innerText(), /env: broken[\s\S]*does not pass in its environment/);
+    assert.equal(await page.locator('#result-drawer header [data-task-check="broken"]').count(), 1);
+    await shot('13c-result-env-broken');
+  } finally {
+    await page.keyboard.press('Escape');
+    await drawer.waitFor({ state: 'detached' });
+  }
+  noProblems();
+});
+
 test('secrets are set write-only and listed by name', async () => {
   await page.click('nav a[href="/secrets"]');
   await page.fill('#secret-name', 'CONSOLE_TEST_KEY');
@@ -623,6 +662,33 @@ test('every page fits a 375 px phone: no horizontal page scroll, the top bar on 
   } finally {
     await page.setViewportSize({ width: 1440, height: 900 });
   }
+  noProblems();
+});
+
+test('Check environments runs the oracle and nop on demo-bench and shows the verdicts', async () => {
+  await page.goto(`${BASE}/benchmarks/demo-bench`);
+  await page.locator('#check-none').waitFor();
+  assert.match(await page.locator('#check-none').innerText(), /30 attempts in all/);
+  const button = page.locator('#check-start');
+  assert.equal(await button.isDisabled(), false);
+  await button.click();
+  // While its run goes the button is off with the reason, and the page
+  // follows the progress; then the verdicts replace it. The check is 30
+  // real attempts: it gets what is left of the test's time.
+  const verdicts = page.locator('#check-verdicts');
+  await page.locator('#check-progress, #check-verdicts').first().waitFor();
+  if (await page.locator('#check-progress').count()) {
+    assert.equal(await button.isDisabled(), true);
+    assert.match(await page.locator('#check-start-why').innerText(), /A check of this version is running/);
+    assert.match(await page.locator('#check-progress').innerText(), /Checking 15 tasks/);
+  }
+  await verdicts.waitFor({ timeout: Number(process.env.GAUNTLET_WAIT_MS) || WAIT });
+  assert.match(await page.locator('#check-summary').innerText(), /15 tasks checked .*: 0 broken, 0 trivial/);
+  assert.equal(await page.locator('#check-verdicts tbody tr').count(), 0, 'no task flagged: every oracle passes, no nop does');
+  assert.equal(await page.locator('#check-start').isDisabled(), true);
+  // The finished check redraws the tasks' verdicts.
+  await page.waitForFunction(() => [...document.querySelectorAll('#tasks tbody tr')].every((r) => /\bok\b/.test(r.lastElementChild.textContent)));
+  await shot('16-environment-check');
   noProblems();
 });
 

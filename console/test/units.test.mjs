@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lineOf, splitPath } from '../dist/js/toml.js';
-import { estimateText, pct, pText, pValue, seconds, signedPP, tokens, usd } from '../dist/js/format.js';
+import { estimateText, pct, pText, pValue, seconds, signedPP, taskCheckText, tokens, usd } from '../dist/js/format.js';
 
 const CONFIG = `[experiment]
 benchmark = "demo-bench"   # a comment with = in it
@@ -351,4 +351,17 @@ test('shortLabel drops the harness, then the provider, then the end of the name'
   assert.equal(shortLabel('provider/model-002 (harness-2)', 12), 'model-002');
   assert.equal(shortLabel('acme/a-very-long-model-name (x)', 10), 'a-very-lo…');
   assert.equal(shortLabel('oracle', 3), 'or…');
+});
+
+test('taskCheckText labels a flagged task and says why; other verdicts get no badge', () => {
+  const broken = taskCheckText('broken');
+  assert.equal(broken.label, 'env: broken');
+  assert.equal(broken.tone, 'bad');
+  assert.match(broken.title, /oracle .* does not pass/);
+  assert.match(broken.title, /environment's fault, not the agent's/);
+  const trivial = taskCheckText('trivial', 'nop (doing nothing) passes');
+  assert.equal(trivial.label, 'env: trivial');
+  assert.equal(trivial.tone, 'warn');
+  assert.match(trivial.title, /says nothing of the agent.*\(nop \(doing nothing\) passes\)$/);
+  for (const v of ['ok', 'unavailable', '', undefined, null]) assert.equal(taskCheckText(v), null, String(v));
 });

@@ -106,8 +106,15 @@ func (h *Handler) buildLog(w http.ResponseWriter, r *http.Request) error {
 func checkView(c records.EnvCheck) v1.EnvCheckView {
 	v := v1.EnvCheckView{Version: c.Version, Status: c.Status, Run: c.Run, Broken: nonNil(c.Broken()), Trivial: nonNil(c.Trivial()),
 		Checked: len(c.Tasks), StartedAt: c.StartedAt, EndedAt: timePtr(c.EndedAt)}
+	v.Flagged = []v1.EnvCheckTask{}
 	if c.Status != records.CheckDone {
 		v.Checked = 0
+		return v
+	}
+	for _, t := range c.Tasks {
+		if t.Verdict == records.CheckBroken || t.Verdict == records.CheckTrivial {
+			v.Flagged = append(v.Flagged, v1.EnvCheckTask{Task: t.Task, Verdict: string(t.Verdict), Detail: t.Detail})
+		}
 	}
 	return v
 }

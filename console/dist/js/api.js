@@ -102,6 +102,10 @@ export const api = {
   addBenchmark: (source) => request('POST', '/v1/benchmarks', { body: { source } }),
   syncBenchmark: (key) => request('POST', `/v1/benchmarks/${enc(key)}/sync`),
   deleteBenchmark: (key) => request('DELETE', `/v1/benchmarks/${enc(key)}`),
+  check: (key, o) => request('GET', `/v1/benchmarks/${enc(key)}/check`, o),
+  startCheck: (key) => request('POST', `/v1/benchmarks/${enc(key)}/check`),
+  // text fetches an API path the API returned (a build log) as text.
+  text: (path, o) => request('GET', path, { ...o, headers: { Accept: 'text/plain' } }),
   leaderboard: (key, metric, o = {}) => request('GET', `/v1/benchmarks/${enc(key)}/leaderboard`, { ...o, query: { metric } }),
 
   runs: (query, o = {}) => request('GET', '/v1/runs', { ...o, query }),

@@ -3,7 +3,7 @@
 
 import { h, replace } from './dom.js';
 import { ApiError } from './api.js';
-import { count } from './format.js';
+import { count, taskCheckText } from './format.js';
 
 const STATUS_TONE = {
   // runs and agents
@@ -24,6 +24,16 @@ export const STOPPABLE = new Set(['pending', 'queued', 'running']);
 export function statusBadge(status, extraTitle) {
   const tone = STATUS_TONE[status] ?? '';
   return h('span', { class: `badge ${tone}`, title: extraTitle || null, dataset: { status } }, status || 'unknown');
+}
+
+/**
+ * taskCheckBadge marks a result whose task the environment check flagged
+ * (broken or trivial), the reason in its title; null for any other task.
+ */
+export function taskCheckBadge(verdict, detail) {
+  const t = taskCheckText(verdict, detail);
+  if (!t) return null;
+  return h('span', { class: `badge plain ${t.tone}`, title: t.title, dataset: { taskCheck: verdict } }, t.label);
 }
 
 /** sourceBadge renders a benchmark source type. */

@@ -151,3 +151,18 @@ export function shortDigest(d) {
 export function plural(n, one, many = `${one}s`) {
   return `${count(n)} ${n === 1 ? one : many}`;
 }
+
+/**
+ * taskCheckText says what an environment check's flag on a task (a
+ * result's task_check: broken or trivial) means for a result read there:
+ * the badge's label, its tone and its title. null for any other verdict
+ * (ok, unavailable, none), which gets no badge.
+ */
+export function taskCheckText(verdict, detail = '') {
+  const why = {
+    broken: ['bad', 'The environment check found this task broken: the oracle (the task\'s own solution) does not pass in its environment, so a failure here may be the environment\'s fault, not the agent\'s.'],
+    trivial: ['warn', 'The environment check found this task trivial: nop (doing nothing) passes, so a pass here says nothing of the agent.'],
+  }[verdict];
+  if (!why) return null;
+  return { label: `env: ${verdict}`, tone: why[0], title: detail ? `${why[1]} (${detail})` : why[1] };
+}

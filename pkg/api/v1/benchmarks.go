@@ -117,13 +117,27 @@ type UnavailableTask struct {
 type EnvCheckView struct {
 	Version string `json:"version"`
 	// Status is running or done.
-	Status    string     `json:"status"`
-	Run       string     `json:"run,omitempty"`
-	Broken    []string   `json:"broken"`
-	Trivial   []string   `json:"trivial"`
-	Checked   int        `json:"checked"`
-	StartedAt time.Time  `json:"started_at"`
-	EndedAt   *time.Time `json:"ended_at"`
+	Status  string   `json:"status"`
+	Run     string   `json:"run,omitempty"`
+	Broken  []string `json:"broken"`
+	Trivial []string `json:"trivial"`
+	Checked int      `json:"checked"`
+	// Flagged explains each broken and trivial task of a done check (the
+	// outcomes of its oracle and nop attempts), so a reader can tell why
+	// without opening the check's run.
+	Flagged   []EnvCheckTask `json:"flagged"`
+	StartedAt time.Time      `json:"started_at"`
+	EndedAt   *time.Time     `json:"ended_at"`
+}
+
+// EnvCheckTask is one task an environment check flagged, and why.
+type EnvCheckTask struct {
+	Task string `json:"task"`
+	// Verdict is broken or trivial.
+	Verdict string `json:"verdict"`
+	// Detail says why: "the oracle (the task's own solution) does not
+	// pass: failed", "nop (doing nothing) passes".
+	Detail string `json:"detail"`
 }
 
 // CategoryView is a category with its task count.

@@ -4,13 +4,13 @@
 import { api } from '../api.js';
 import { h, replace, link, qs } from '../dom.js';
 import {
-  STOPPABLE, confirmDialog, errorBox, loading, menu, outcomeBar, sourceBadge, statusBadge, syncProgress, table, toast,
+  STOPPABLE, confirmDialog, errorBox, loading, menu, outcomeBar, sourceBadge, statusBadge, syncProgress, table, taskCheckBadge, toast,
 } from '../components.js';
 import { ago, count, dateTime, pct, plural, shortDigest } from '../format.js';
 import { renderLeaderboard } from './leaderboard.js';
 import { poll } from '../poll.js';
 import { navigate } from '../router.js';
-import { userLabel } from '../workspace.js';
+import { userLabel, workspace } from '../workspace.js';
 
 /** renderBenchmark renders /benchmarks/:key. */
 export async function renderBenchmark(ctx) {
@@ -29,12 +29,18 @@ export async function renderBenchmark(ctx) {
   const head = h('div', {});
   const board = h('section', { class: 'section', 'aria-labelledby': 'leaderboard-title' });
   const runs = h('section', { class: 'section', id: 'benchmark-runs', 'aria-labelledby': 'benchmark-runs-title' });
+  const check = h('section', { class: 'section', id: 'environment-check', 'aria-labelledby': 'environment-check-title' });
   const manifest = h('section', { class: 'section', 'aria-labelledby': 'manifest-title' });
-  replace(ctx.main, head, board, runs, manifest);
+  replace(ctx.main, head, board, runs, check, manifest);
   const header = (view) => headerOf(view, { onChange: () => renderBenchmark(ctx) });
   replace(head, header(b));
   renderRuns(ctx, runs, key);
   renderManifest(manifest, b);
+  // A finished check changes the tasks' verdicts: the manifest is redrawn.
+  renderCheck(ctx, check, b, async () => {
+    const next = await api.benchmark(key, { signal: ctx.signal });
+    renderManifest(manifest, next);
+  });
   if (b.status !== 'ready' && !b.manifest) {
     // Follow the sync until the manifest is ready, then show everything.
     poll(ctx, async () => {
@@ -190,21 +196,155 @@ function renderManifest(box, b) {
 
 // environmentNotes says which tasks cannot run (their image could not be
 // had at sync: the reason names the image and the cause, with the build
-// log's last lines for a failed build) and what the environment check found.
+// log's last lines for a failed build). The environment check's findings
+// have a section of their own (renderCheck).
 function environmentNotes(m) {
   const unavailable = m.unavailable_tasks || [];
-  const check = m.check;
-  if (!unavailable.length && !check) return null;
+  if (!unavailable.length) return null;
   return h('div', { class: 'section', id: 'environments' },
-    unavailable.length ? h('div', { class: 'alert bad', id: 'unavailable-tasks' },
+    h('div', { class: 'alert bad', id: 'unavailable-tasks' },
       h('div', { class: 'title' }, `${plural(unavailable.length, 'task')} unavailable: runs skip them`),
-      unavailable.map((u) => h('pre', { class: 'small wrap' }, u.reason))) : null,
-    check ? h('div', { class: 'alert', id: 'environment-check' },
-      h('div', { class: 'title' }, check.status === 'done' ? `Environment check: ${plural(check.checked, 'task')} checked` : 'Environment check running'),
-      check.status === 'done' ? [
-        h('div', {}, 'Broken (the oracle fails): ', check.broken.length ? check.broken.map((t) => [h('code', {}, t), ' ']) : 'none'),
-        h('div', {}, 'Trivial (nop passes): ', check.trivial.length ? check.trivial.map((t) => [h('code', {}, t), ' ']) : 'none'),
-      ] : null) : null);
+      unavailable.map((u) => h('pre', { class: 'small wrap' }, u.reason))));
+}
+
+// renderCheck shows the environment check of the ready manifest version
+// (the oracle and nop once per task in its own environment): Check
+// environments where the API would start one, the check's progress while
+// its run goes (live), then its verdicts, each flagged task with its reason
+// and links to what explains it (its attempts in the check's run, its
+// build log). onDone runs when a check this page followed finishes.
+async function renderCheck(ctx, box, b, onDone) {
+  if (!b.manifest) return;
+  const m = b.manifest;
+  let check = m.check;
+  let unavailable = '';
+  if (!check) {
+    // The benchmark view says nothing of a platform without checks: the
+    // check route answers 501 there, and the page offers no button.
+    try {
+      check = await api.check(b.key, { signal: ctx.signal });
+    } catch (err) {
+      if (err.name === 'AbortError') throw err;
+      if (err.status === 501) unavailable = err.message;
+      else if (err.status !== 404) {
+        replace(box, checkHead(null), errorBox(err, 'Could not load the environment check'));
+        return;
+      }
+      check = null;
+    }
+  }
+  if (unavailable) {
+    box.hidden = true;
+    return;
+  }
+  let run = null;
+  const paint = () => replace(box, checkHead(checkButton(b, check, start)), checkBody(b, m, check, run));
+  const follow = async () => {
+    check = await api.check(b.key, { signal: ctx.signal });
+    run = check.run ? await api.run(check.run, { signal: ctx.signal }).catch(() => run) : run;
+    paint();
+    if (check.status === 'done') {
+      await onDone();
+      return false;
+    }
+    return true;
+  };
+  let poller = null;
+  const start = async () => {
+    try {
+      check = await api.startCheck(b.key);
+      toast(`Checking the environments of ${b.name || b.key}.`, 'ok');
+    } catch (err) {
+      toast(err.message, 'bad');
+      paint(); // the button again, for a retry
+      return;
+    }
+    paint();
+    if (poller) poller.kick();
+    else poller = poll(ctx, follow, 3000);
+  };
+  if (check?.status === 'running') {
+    run = await api.run(check.run, { signal: ctx.signal }).catch(() => null);
+    poller = poll(ctx, follow, 3000);
+  }
+  paint();
+}
+
+function checkHead(button) {
+  return h('div', { class: 'section-head' }, h('h2', { id: 'environment-check-title' }, 'Environment check'), button);
+}
+
+// checkButton mirrors when the API starts a check: the benchmark is ready
+// (POST …/check refuses one still syncing), the workspace may submit runs
+// (the check is a run; billing refuses it otherwise), and no check of this
+// version ran yet (one per version: a second request returns the first).
+function checkButton(b, check, start) {
+  const billing = workspace.get()?.billing;
+  let why = '';
+  if (b.status !== 'ready') why = `The benchmark is ${b.status}: a check starts once its task list is ready.`;
+  else if (billing && billing.can_submit === false) why = billing.problem || 'This workspace cannot submit runs.';
+  else if (check?.status === 'running') why = 'A check of this version is running.';
+  else if (check?.status === 'done') why = `Version ${check.version} was checked ${ago(check.ended_at)}; a new version gets a check of its own.`;
+  return [why ? h('span', { class: 'small muted', id: 'check-start-why' }, why) : null,
+    h('button', { type: 'button', id: 'check-start', disabled: Boolean(why), title: why || null,
+      'aria-describedby': why ? 'check-start-why' : null, onclick: async (e) => {
+        e.currentTarget.disabled = true;
+        await start();
+      } }, 'Check environments')];
+}
+
+function checkBody(b, m, check, run) {
+  if (!check) {
+    return h('p', { class: 'muted', id: 'check-none' },
+      `No check of version ${m.version} yet. Check environments runs the oracle (the task's own solution) and nop (doing nothing) once per task in the task's own environment, `
+      + `${plural(2 * m.tasks.length, 'attempt')} in all: a task whose oracle fails is broken, one that nop passes is trivial.`);
+  }
+  const runLink = check.run ? link(`/benchmarks/runs/${encodeURIComponent(check.run)}`, 'the check\'s run') : null;
+  if (check.status !== 'done') {
+    return h('div', { class: 'alert', id: 'check-progress', dataset: { status: check.status } },
+      h('div', { class: 'title' }, statusBadge('running'), ` Checking ${plural(m.tasks.length, 'task')} since ${ago(check.started_at)}`),
+      run ? outcomeBar(run.progress, run.outcomes) : null,
+      h('p', { class: 'small muted' }, 'The page follows it; see ', runLink, ' for each attempt.'));
+  }
+  const flagged = check.flagged || [
+    ...(check.broken || []).map((task) => ({ task, verdict: 'broken', detail: '' })),
+    ...(check.trivial || []).map((task) => ({ task, verdict: 'trivial', detail: '' })),
+  ];
+  const byName = new Map(m.tasks.map((t) => [t.name, t]));
+  const broken = (check.broken || []).length;
+  const trivial = (check.trivial || []).length;
+  return h('div', { id: 'check-verdicts', dataset: { status: 'done' } },
+    h('div', { class: `alert ${broken ? 'bad' : trivial ? 'warn' : 'ok'}`, id: 'check-summary' },
+      h('div', { class: 'title' }, `${plural(check.checked, 'task')} checked ${ago(check.ended_at)}: ${broken} broken, ${trivial} trivial`),
+      h('div', { class: 'small' }, `Version ${check.version}; results of runs on it mark these tasks. `, runLink ? ['Attempts: ', runLink, '.'] : null)),
+    flagged.length ? table([
+      { label: 'Task', cell: (f) => h('code', {}, f.task) },
+      { label: 'Verdict', cell: (f) => taskCheckBadge(f.verdict) },
+      { label: 'Reason', class: 'wrap', cell: (f) => f.detail || (f.verdict === 'broken' ? 'the oracle (the task\'s own solution) does not pass' : 'nop (doing nothing) passes') },
+      { label: 'Explained by', class: 'wrap', cell: (f) => explainLinks(check, byName.get(f.task), f.task) },
+    ], flagged, { rowAttrs: (f) => ({ dataset: { task: f.task, verdict: f.verdict } }) }) : null);
+}
+
+// explainLinks points at what explains a flagged task: its two attempts in
+// the check's run (the Results tab filtered to the task) and, for a task
+// built from a Dockerfile, the last lines of its build log.
+function explainLinks(check, task, name) {
+  const out = [];
+  if (check.run) out.push(link(`/benchmarks/runs/${encodeURIComponent(check.run)}${qs({ tab: 'results', task: name })}`, 'its attempts'));
+  const logPath = task?.environment?.build_log;
+  if (logPath) {
+    const lines = h('pre', { class: 'small wrap', hidden: true });
+    out.push(' · ', h('button', { type: 'button', class: 'link', onclick: async () => {
+      try {
+        const text = await api.text(logPath);
+        lines.textContent = String(text).trimEnd().split('\n').slice(-20).join('\n') || '(the build log is empty)';
+        lines.hidden = false;
+      } catch (err) {
+        toast(`Could not load the build log: ${err.message}`, 'bad');
+      }
+    } }, 'build log (last lines)'), lines);
+  }
+  return out.length ? out : h('span', { class: 'muted' }, '—');
 }
 
 function imageText(env) {

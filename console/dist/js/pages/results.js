@@ -5,8 +5,8 @@
 import { conversation } from '../conversation.js';
 import { api, download } from '../api.js';
 import { h, replace } from '../dom.js';
-import { errorBox, loading, statusBadge, table, toast } from '../components.js';
-import { bytes, cost, count, dateTime, seconds, tokens } from '../format.js';
+import { errorBox, loading, statusBadge, table, taskCheckBadge, toast } from '../components.js';
+import { bytes, cost, count, dateTime, seconds, taskCheckText, tokens } from '../format.js';
 import { setQuery } from '../router.js';
 
 const OUTCOMES = ['passed', 'failed', 'errored', 'cancelled'];
@@ -90,7 +90,9 @@ export function renderResults(ctx, panel, run) {
 
 function resultsTable(ctx, run, results) {
   const wrap = table([
-    { label: 'Task', cell: (r) => h('code', {}, r.task) },
+    // A task the environment check flagged is marked, so a failure there is
+    // not read as the agent's alone.
+    { label: 'Task', cell: (r) => [h('code', {}, r.task), r.task_check ? [' ', taskCheckBadge(r.task_check)] : null] },
     { label: 'Agent', cell: (r) => r.agent_label },
     { label: 'Attempt', class: 'num', cell: (r) => String(r.attempt) },
     { label: 'Outcome', cell: (r) => [statusBadge(r.outcome), r.error_class ? h('span', { class: 'sub' }, ` ${r.error_class}`) : null] },
@@ -122,7 +124,7 @@ async function openDrawer(ctx, run, row, returnFocus) {
   const body = h('div', { class: 'drawer-body' }, loading('Loading result'));
   const closeBtn = h('button', { type: 'button', class: 'small', 'aria-label': 'Close result details' }, 'Close ✕');
   const drawer = h('div', { class: 'drawer', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'drawer-title', id: 'result-drawer' },
-    h('header', {}, h('h2', { id: 'drawer-title' }, `${row.task} · attempt ${row.attempt}`), statusBadge(row.outcome), closeBtn),
+    h('header', {}, h('h2', { id: 'drawer-title' }, `${row.task} · attempt ${row.attempt}`), statusBadge(row.outcome), taskCheckBadge(row.task_check), closeBtn),
     body);
   const backdrop = h('div', { class: 'drawer-backdrop' });
   const onKey = (e) => { if (e.key === 'Escape') close(); };
@@ -156,6 +158,8 @@ function resultDetail(d) {
       h('dt', {}, 'Agent'), h('dd', {}, d.agent_label),
       h('dt', {}, 'Outcome'), h('dd', {}, statusBadge(d.outcome), d.error_class ? ` ${d.error_class} error` : ''),
       d.message ? [h('dt', {}, 'Message'), h('dd', {}, d.message)] : null,
+      taskCheckText(d.task_check) ? [h('dt', {}, 'Environment'), h('dd', { id: 'result-task-check' }, taskCheckBadge(d.task_check), ' ',
+        h('span', { class: 'small muted' }, taskCheckText(d.task_check).title))] : null,
       h('dt', {}, 'Reward'), h('dd', { id: 'result-reward' }, d.reward === null || d.reward === undefined ? 'none (scores 0)' : String(d.reward)),
       rewards.length ? [h('dt', {}, 'Rewards'), h('dd', {}, rewards.map(([k, v], i) => [i ? ', ' : '', h('code', {}, k), ` ${v}`]))] : null,
       h('dt', {}, 'Duration'), h('dd', {}, seconds(d.duration_sec)),
