@@ -192,6 +192,9 @@ func benchmarkCheck(ctx context.Context, e env, args []string) error {
 	if check.Status == "done" {
 		fmt.Fprintf(e.stdout, "%d tasks checked; broken (the oracle fails): %s; trivial (nop passes): %s\n",
 			check.Checked, listOrNone(check.Broken), listOrNone(check.Trivial))
+		for _, f := range check.Flagged {
+			fmt.Fprintf(e.stdout, "  %s %s: %s\n", f.Verdict, f.Task, f.Detail)
+		}
 	}
 	return nil
 }
