@@ -40,6 +40,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	storageMB := fs.Int("storage-mb", 0, "storage limit of an attempt whose task sets no storage_mb (0 = the runner's default, 10240; -1 = none)")
 	networkCeiling := fs.String("network-ceiling", "", "most permissive network any sandbox phase gets: public (default), allowlist or no-network")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
+	networkInstalls := fs.Bool("allow-network-installs", false, "let harnesses that install from the network per attempt (mini-swe-agent, openhands: PyPI; cursor-cli: a vendor script) run their pinned recipe, with public network during the install step")
 	allowPrivate := fs.Bool("allow-private-registry", false, "let registry and git fetches reach loopback, private and link-local addresses (and git's file://, ssh://, git://)")
 	creds := fs.String("credentials", os.Getenv("GAUNTLET_CREDENTIALS"), `where to write the CLI credentials ($GAUNTLET_CREDENTIALS, else ~/.config/gauntlet/credentials; "-" for nowhere)`)
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -77,6 +78,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	lo := local.Options{RunnerPath: *runner, StaticBinaries: static, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
 		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate,
 		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
+	lo.Pipeline.Platform.NetworkInstalls = *networkInstalls
 	if err := images.apply(&lo, *data, logger); err != nil {
 		return err
 	}

@@ -32,7 +32,9 @@ type Harness struct {
 	// NetworkInstall is the pinned install recipe of a harness that installs
 	// from the network per attempt (PyPI, a vendor script). Deployments
 	// whose sandboxes may not reach the network refuse such a harness at
-	// submit time (see Available); it is never run as Install here.
+	// submit time (see Available); where the operator allows it
+	// (`gauntlet local --allow-network-installs`), the runner runs it before
+	// Install, in the install step, with public network.
 	NetworkInstall string
 	// Bundle is the pinned program the harness runs, prepared once into the
 	// agent-bundle cache and mounted read-only at BundleMount; nil for

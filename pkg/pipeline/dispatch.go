@@ -296,8 +296,8 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 		JudgeModel: r.Settings.JudgeModel, MaxTokens: r.Settings.MaxTokensPerAttempt, MaxCostUSD: r.Settings.MaxCostUSDPerAttempt,
 		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),
 		Image:           pinnedImage(task.Task), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
-		StorageMB: task.StorageMB,
-		Output:    sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
+		StorageMB: task.StorageMB, NetworkInstalls: s.opts.Platform.NetworkInstalls,
+		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
 	}
 	if task.AgentTimeoutSec != nil {
 		spec.AgentTimeout = scaled(*task.AgentTimeoutSec, mult)

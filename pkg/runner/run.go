@@ -339,6 +339,39 @@ func (t *trial) prepareDirs(taskDir string) error {
 	return nil
 }
 
+// installStep is the harness's install step as a phase command on base
+// (the agent's): its Install, or, where the operator allows network
+// installs (spec.NetworkInstalls), its pinned network recipe, which gets
+// public network (under the operator's ceiling) whatever the task's mode;
+// the agent then runs with the task's. A network recipe where they are not
+// allowed is the platform's error: submit refuses such a harness.
+func (t *trial) installStep(base phaseCommand) (phaseCommand, error) {
+	install := base
+	install.script = t.harness.Install
+	if t.harness.NetworkInstall == "" {
+		return install, nil
+	}
+	if !t.spec.NetworkInstalls {
+		return install, fmt.Errorf("harness %s installs from the network (%s), which this deployment does not allow", t.harness.Name, t.harness.NetworkInstall)
+	}
+	install.script = strings.TrimSpace(t.harness.NetworkInstall + "\n" + t.harness.Install)
+	install.netMode = effectiveNetwork(netPublic, t.opts.NetworkCeiling)
+	install.network, install.allowedHosts = install.netMode == netPublic, nil
+	if install.netMode == netAllowlist {
+		install.netMode, install.network = netNone, false // no hosts to allow: the recipe's are unknown
+	}
+	if !install.network {
+		t.log.Warn("the harness's network install runs without network: the operator's network ceiling denies it", "ceiling", t.opts.NetworkCeiling)
+	}
+	t.log.Info("the harness installs from the network", "recipe", t.harness.NetworkInstall, "network", install.netMode)
+	if t.image != nil && install.network != base.network {
+		if err := t.image.setResolver(install.network); err != nil {
+			return install, err
+		}
+	}
+	return install, nil
+}
+
 // runAgent runs the install step and the agent. Agent failures become
 // exceptions; the error reports only a phase that could not be started.
 func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) error {
@@ -364,12 +397,19 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	if rig == nil && t.harness.KeyEnv != "" && !t.hasSecret(t.harness.KeyEnv) {
 		t.log.Warn("the harness's model key variable is not among the agent's secrets", "key_env", t.harness.KeyEnv)
 	}
-	if t.harness.Install != "" {
-		install := base
-		install.script = t.harness.Install
+	install, err := t.installStep(base)
+	if err != nil {
+		return err
+	}
+	if install.script != "" {
 		out, err := t.phase(ctx, "agent_setup", install, installTimeout, installStdout, installStderr, t.host.AgentLogs)
 		if err != nil {
 			return err
+		}
+		if install.network != base.network && t.image != nil {
+			if err := t.image.setResolver(base.network); err != nil {
+				return err
+			}
 		}
 		switch {
 		case out.TimedOut:

@@ -97,6 +97,10 @@ type Spec struct {
 	// calls; 0 is no budget. The judge's gateway has none.
 	MaxTokens  int64   `json:"max_tokens,omitempty"`
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// NetworkInstalls lets a harness with a network install recipe (PyPI,
+	// a vendor script) run it as its install step, with public network
+	// whatever the task's mode (the operator allowed it: harness.Platform).
+	NetworkInstalls bool `json:"network_installs,omitempty"`
 
 	// AgentTimeout and VerifierTimeout already include the run's timeout
 	// multiplier; 0 means no limit.
