@@ -32,9 +32,8 @@ import (
 // The real pinned agent programs, run from their prepared bundles in
 // bubblewrap sandboxes on the Debian base image (internal/testrootfs; codex
 // also on the host's root filesystem, the development mode), talking to
-// the scripted mock model only through the model gateway. codex and
-// claude-code run by default (≈ 1 s each on an idle machine);
-// All four programs run by default (make test: ≈ 40 s in all);
+// the scripted mock model only through the model gateway. All four
+// programs run by default (make test: ≈ 40 s in all on a loaded machine);
 // GAUNTLET_AGENT_E2E=quick runs codex and claude-code only.
 
 const (
