@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +43,12 @@ var killPoints = []killPoint{
 	}},
 }
 
+// crashSuiteConfig is crashConfig with 30 slots: five kill points, each
+// after more progress than the one before, must all land before the run
+// ends, also when the platform runs attempts faster than the test polls
+// (18 slots once ran out before the recompute point on a loaded machine).
+var crashSuiteConfig = strings.Replace(crashConfig, "attempts_per_task = 3", "attempts_per_task = 5", 1)
+
 // TestCrashSuite kills the platform (SIGKILL) at each kill point of one
 // run in turn, with the platform's production watchdog timing (minutes of
 // grace), restarts it, and checks that every slot in flight at the kill is
@@ -50,7 +57,7 @@ var killPoints = []killPoint{
 // errored. Recovery times are logged (docs/RELIABILITY.md quotes them).
 func TestCrashSuite(t *testing.T) {
 	dir := t.TempDir()
-	r := submit(t, dir, crashConfig)
+	r := submit(t, dir, crashSuiteConfig)
 	db, err := sqlite.Open(filepath.Join(dir, "gauntlet.db"))
 	if err != nil {
 		t.Fatal(err)
