@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,20 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 	for step, min := range map[string]int{"submitted": 1, "planned": 1, "launched": 48, "result": 48, "finished": 1} {
 		if steps[step] < min {
 			t.Errorf("run log has %d %q lines, want ≥ %d (all: %v)", steps[step], step, min, steps)
+		}
+	}
+	// What each task's sandbox enforced is on the run's log, once per task
+	// (8 tasks), from the runner's own report.
+	if steps["limits"] != 8 {
+		t.Errorf("run log has %d \"limits\" lines, want 8: one per task", steps["limits"])
+	}
+	lines, _, err := e.recs.Logs(e.ctx, r.ID, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if l.Step == "limits" && (!strings.Contains(l.Message, "storage NOT enforced (host-rootfs development mode)") || !strings.Contains(l.Message, "pids limit")) {
+			t.Errorf("limits line %q does not say what was and was not enforced", l.Message)
 		}
 	}
 	if g, _ := e.recs.RunGate(e.ctx, r.ID); g != 0 {

@@ -238,10 +238,11 @@ func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Re
 	// The judge's model use stays apart from the agent's tokens and cost
 	// (the leaderboard's cost per task is the agent's).
 	var extra struct {
-		Judge *run.JudgeUsage `json:"judge"`
+		Judge  *run.JudgeUsage `json:"judge"`
+		Limits []string        `json:"limits"`
 	}
 	if raw, ok := tr.Extra[run.ResultExtraKey]; ok && json.Unmarshal(raw, &extra) == nil {
-		res.Judge = extra.Judge
+		res.Judge, res.Limits = extra.Judge, extra.Limits
 	}
 	agentFailed := tr.ExceptionInfo != nil && slices.Contains(agentPhaseExceptions, tr.ExceptionInfo.ExceptionType)
 	if tr.ExceptionInfo != nil {

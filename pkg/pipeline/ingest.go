@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -86,11 +87,26 @@ func (s *core) applyResult(ctx context.Context, slot run.Slot, res run.Result) e
 	if slot.Status.Active() {
 		ops.Append(records.RunGateOp(res.RunID, -1, 0), records.GlobalGateOp(-1, 0))
 	}
-	ops.Add(records.LogOp(resultLog(res, s.now())))
+	now := s.now()
+	ops.Add(records.LogOp(resultLog(res, now)))
+	if l, ok := limitsLog(res, now); ok {
+		ops.Add(records.LogOp(l))
+	}
 	if err := ops.Transact(ctx, s.recs); err != nil {
 		return fmt.Errorf("ingest %s/%s generation %d: %w", res.RunID, res.SlotID, res.Generation, err)
 	}
 	return nil
+}
+
+// limitsLog is the run log's line saying what a task's sandbox enforced,
+// once per task: from its first agent's first attempt, when final (a
+// retried generation's sandbox may not have got that far).
+func limitsLog(res run.Result, at time.Time) (records.LogLine, bool) {
+	if res.Retried || res.Agent != 0 || res.Attempt != 1 || len(res.Limits) == 0 {
+		return records.LogLine{}, false
+	}
+	return records.LogLine{RunID: res.RunID, At: at, Level: records.LevelInfo, Step: "limits", Slot: res.SlotID,
+		Message: fmt.Sprintf("task %s: the sandbox enforced: %s", res.Task, strings.Join(res.Limits, "; "))}, true
 }
 
 func resultLog(res run.Result, at time.Time) records.LogLine {

@@ -81,6 +81,9 @@ type Result struct {
 	// phase's model gateway; nil when no judge graded it. It is never part
 	// of the agent's tokens and cost above.
 	Judge *JudgeUsage `json:"judge,omitempty"`
+	// Limits are what the attempt's sandbox enforced and what it did not
+	// (memory, cpu, pids, storage, network), as the runner reported them.
+	Limits []string `json:"limits,omitempty"`
 
 	// ArtifactsPrefix is the blob key prefix of result.json and artifacts/.
 	ArtifactsPrefix string    `json:"artifacts_prefix,omitempty"`

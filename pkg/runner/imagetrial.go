@@ -35,6 +35,8 @@ func (t *trial) setUpLayer() error {
 		if _, host := t.iso.(bwrapIsolation); host {
 			t.log.Warn("limits", "storage", "NOT enforced in the host-rootfs development mode (no quota filesystem)",
 				"network", "each phase in its own network namespace, as in image sandboxes")
+			t.noteLimit("storage NOT enforced (host-rootfs development mode)")
+			t.noteLimit("network: each phase in its own network namespace")
 		}
 		return nil
 	}
@@ -66,12 +68,15 @@ func (t *trial) setUpLayer() error {
 		"user", userOrRoot(t.image.img.User), "working_dir", t.image.img.workDir())
 	if storage > 0 {
 		t.log.Info("limits", "storage", fmt.Sprintf("%d MB (%s), enforced by the attempt's own ext4 filesystem holding its writable layer, /tmp and /logs: a full disk is the agent's ENOSPC", storage, source))
+		t.noteLimit(fmt.Sprintf("storage %d MB applied (%s, the attempt's own filesystem)", storage, source))
 		if free := hostFreeMB(t.work); free >= 0 && free < int64(storage) {
 			t.log.Warn("the host has less free disk than the attempt's storage limit", "host_free_mb", free, "storage_mb", storage)
 		}
 	} else {
 		t.log.Warn("limits", "storage", "NOT enforced (storage limit disabled by the operator)")
+		t.noteLimit("storage NOT enforced (disabled by the operator)")
 	}
+	t.noteLimit("network: each phase in its own network namespace")
 	t.log.Info("limits", "network", "each phase in its own network namespace: public through slirp4netns without the host's loopback, allowlist through an egress proxy on the sandbox's loopback, no-network with loopback only")
 	return nil
 }

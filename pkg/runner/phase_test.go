@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -122,5 +123,22 @@ func TestExecPhaseDropsEveryCapabilityOnTheThreadThatExecs(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestResultSaysWhatTheSandboxEnforced: result.json lists what the image
+// sandbox enforced (storage on its own filesystem, the agent phase's
+// cgroup limits, the network namespaces), which the run's log shows.
+func TestResultSaysWhatTheSandboxEnforced(t *testing.T) {
+	r := runImageTrial(t, "true", testImage(t), Options{}, nil)
+	var extra ResultExtra
+	if err := json.Unmarshal(r.result.Extra[ResultExtraKey], &extra); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(extra.Limits, "\n")
+	for _, want := range []string{"storage 10240 MB applied (platform default", "pids limit 1024 applied", "memory limit", "network: each phase in its own network namespace"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("limits %q lack %q", extra.Limits, want)
+		}
 	}
 }

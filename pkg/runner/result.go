@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,15 @@ type ResultExtra struct {
 	// Judge is the LLM judge's model use (the verifier's gateway), apart
 	// from the agent's usage in agent_result.
 	Judge *runpkg.JudgeUsage `json:"judge,omitempty"`
+	// Limits are what the sandbox enforced and what it did not.
+	Limits []string `json:"limits,omitempty"`
+}
+
+// noteLimit records what the sandbox enforces (or does not), once.
+func (t *trial) noteLimit(note string) {
+	if !slices.Contains(t.limitNotes, note) {
+		t.limitNotes = append(t.limitNotes, note)
+	}
 }
 
 // readReward reads the verifier's reward, refusing reward files that are not
@@ -106,7 +116,7 @@ func (t *trial) result() (harbor.TrialResult, error) {
 	trialName := t.trialName()
 	extra, err := json.Marshal(ResultExtra{
 		LaunchID: t.spec.LaunchID, RunID: t.spec.RunID, SlotID: t.spec.SlotID, Generation: t.spec.Generation,
-		Isolation: t.iso.name(), ExitCodes: t.exitCodes, Judge: t.judge,
+		Isolation: t.iso.name(), ExitCodes: t.exitCodes, Judge: t.judge, Limits: t.limitNotes,
 	})
 	if err != nil {
 		return harbor.TrialResult{}, fmt.Errorf("encode result extra: %w", err)

@@ -168,6 +168,9 @@ type trial struct {
 	gateway      *gateway.Totals
 	// judge is the verifier's LLM judge use, metered by its own gateway.
 	judge *runpkg.JudgeUsage
+	// limits say what the sandbox enforces and what it does not, for
+	// result.json (the run's log shows them).
+	limitNotes []string
 	// judgeFault is the judge's model failure, if its calls failed.
 	judgeFault *gateway.Fault
 	reward     *harbor.Reward
@@ -537,6 +540,9 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	}()
 	for _, n := range notes {
 		t.log.Info("resource limits", "phase", name, "note", n)
+		if name == "agent_execution" {
+			t.noteLimit(n)
+		}
 	}
 	oomBefore, containerOOM := 0, false
 	if t.container != nil {
