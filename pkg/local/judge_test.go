@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -43,30 +44,9 @@ func TestJudgeBenchmarkThroughTheLocalPlatform(t *testing.T) {
 	defer mock.Close()
 	p, token := openJudgedPlatform(t, dir, mock.URL, judgeKey)
 	recs := p.Records()
-	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: ws, User: "u1", Document: []byte(`
-[experiment]
-benchmark = "judged"
-[execution]
-attempts_per_task = 1
-max_retries = 0
-judge_api_key_secret = "JUDGE_KEY"
-[[agents]]
-harness = "command"
-command = "echo The sea is wide. > /app/essay.txt"
-`)})
-	if err != nil {
-		t.Fatalf("Submit of a judge benchmark: %v", err)
-	}
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 3*time.Minute, "the run to end", func() bool {
-		got, _ := recs.Run(ctx, res.Run.ID)
-		return got.Status.Terminal()
-	})
-	results, err := recs.AllResults(ctx, res.Run.ID)
-	if err != nil || len(results) != 1 {
-		t.Fatalf("results = %d (%v), want 1", len(results), err)
+	runID, results := runJudgedEssay(t, p, 0)
+	if len(results) != 1 {
+		t.Fatalf("results = %d, want 1", len(results))
 	}
 	r := results[0]
 	if r.Outcome != run.Passed || r.Reward == nil || *r.Reward != 1 {
@@ -78,7 +58,7 @@ command = "echo The sea is wide. > /app/essay.txt"
 	if r.InputTokens != 0 || r.OutputTokens != 0 || r.CostUSD != 0 {
 		t.Errorf("agent usage = %d/%d $%v, want none: the judge's calls are not the agent's", r.InputTokens, r.OutputTokens, r.CostUSD)
 	}
-	tally, err := recs.RunTally(ctx, res.Run.ID)
+	tally, err := recs.RunTally(ctx, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +89,7 @@ command = "echo The sea is wide. > /app/essay.txt"
 		}
 	}
 	var detail v1.RunDetail
-	get("/v1/runs/"+res.Run.ID, &detail)
+	get("/v1/runs/"+runID, &detail)
 	if j := detail.Judge; j == nil || j.Model != "judgemock/gpt-5" || j.Calls != 1 || j.Tokens.Input != 410 || j.Tokens.Output != 12 || math.Abs(j.CostUSD-r.Judge.CostUSD) > 1e-6 {
 		t.Errorf("run judge = %+v, want the judge's one call", detail.Judge)
 	}
@@ -122,19 +102,19 @@ command = "echo The sea is wide. > /app/essay.txt"
 	// Recompute runs shortly after the result; the agent's cost and tokens
 	// per task, once there, hold nothing of the judge's.
 	waitFor(t, time.Minute, "the run's metrics", func() bool {
-		get("/v1/runs/"+res.Run.ID, &detail)
+		get("/v1/runs/"+runID, &detail)
 		return detail.MetricsCurrent
 	})
 	if m := detail.AgentsDetail[0].Metrics; (m.CostPerTask != nil && m.CostPerTask.Value != 0) || (m.TokensPerTask != nil && m.TokensPerTask.Value != 0) {
 		t.Errorf("agent cost/tokens per task = %+v / %+v, want none: the judge's use is not the agent's", m.CostPerTask, m.TokensPerTask)
 	}
 	var list v1.ResultList
-	get("/v1/runs/"+res.Run.ID+"/results", &list)
+	get("/v1/runs/"+runID+"/results", &list)
 	if len(list.Results) != 1 {
 		t.Fatalf("results = %+v", list.Results)
 	}
 	var rd v1.ResultDetail
-	get("/v1/runs/"+res.Run.ID+"/results/"+list.Results[0].ID, &rd)
+	get("/v1/runs/"+runID+"/results/"+list.Results[0].ID, &rd)
 	if j := rd.Judge; j == nil || j.Tokens.Input != 410 || j.Tokens.Cache != 400 || rd.Tokens.Input != 0 {
 		t.Errorf("result judge = %+v tokens %+v, want the judge's 410/400 apart from the agent's none", rd.Judge, rd.Tokens)
 	}
@@ -226,35 +206,12 @@ func openJudgedPlatform(t *testing.T, dir, mockURL, judgeKey string) (*local.Pla
 // is not retried although max_retries allows two: every retry would run the
 // agent again only to be refused the same way.
 func TestRefusedJudgeKeyIsFinal(t *testing.T) {
-	ctx := context.Background()
 	mock := modelmock.NewServer(modelmock.Script{APIKey: "sk-the-key-the-provider-wants-00", Turns: []modelmock.Turn{{Text: "PASS"}}})
 	defer mock.Close()
 	p, _ := openJudgedPlatform(t, t.TempDir(), mock.URL, "sk-judge-key-the-run-has-000000")
-	recs := p.Records()
-	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: ws, User: "u1", Document: []byte(`
-[experiment]
-benchmark = "judged"
-[execution]
-attempts_per_task = 1
-max_retries = 2
-judge_api_key_secret = "JUDGE_KEY"
-[[agents]]
-harness = "command"
-command = "echo The sea is wide. > /app/essay.txt"
-`)})
-	if err != nil {
-		t.Fatalf("Submit: %v", err)
-	}
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 3*time.Minute, "the run to end", func() bool {
-		got, _ := recs.Run(ctx, res.Run.ID)
-		return got.Status.Terminal()
-	})
-	results, err := recs.AllResults(ctx, res.Run.ID)
-	if err != nil || len(results) != 1 {
-		t.Fatalf("results = %+v (%v), want exactly one: no retry", results, err)
+	_, results := runJudgedEssay(t, p, 2)
+	if len(results) != 1 {
+		t.Fatalf("results = %+v, want exactly one: no retry", results)
 	}
 	r := results[0]
 	if r.Outcome != run.Errored || r.ErrorClass != run.Infra || r.Retried || !strings.Contains(r.Message, "JudgeModelAuthError: the LLM judge's provider refused the judge's key") {
@@ -288,4 +245,40 @@ func TestOffersHostedModelsOnlyWithAnOperatorEndpoint(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// runJudgedEssay submits a run of the judged benchmark with maxRetries
+// (the command agent writes the essay; the judge's key is JUDGE_KEY),
+// starts the platform, waits for the run to end and returns its id and
+// every result, retried generations included.
+func runJudgedEssay(t *testing.T, p *local.Platform, maxRetries int) (string, []run.Result) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: ws, User: "u1", Document: []byte(fmt.Sprintf(`
+[experiment]
+benchmark = "judged"
+[execution]
+attempts_per_task = 1
+max_retries = %d
+judge_api_key_secret = "JUDGE_KEY"
+[[agents]]
+harness = "command"
+command = "echo The sea is wide. > /app/essay.txt"
+`, maxRetries))})
+	if err != nil {
+		t.Fatalf("Submit of a judge benchmark: %v", err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs := p.Records()
+	waitFor(t, 3*time.Minute, "the run to end", func() bool {
+		got, _ := recs.Run(ctx, res.Run.ID)
+		return got.Status.Terminal()
+	})
+	results, err := recs.AllResults(ctx, res.Run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Run.ID, results
 }

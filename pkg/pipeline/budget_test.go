@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -21,14 +19,7 @@ import (
 // slot's sandbox spec, and the spec's JSON (what the runner reads).
 func TestBudgetsReachEverySlotsSpec(t *testing.T) {
 	e := newEnv(t, envOptions{instant: true})
-	var mu sync.Mutex
-	var specs []sandbox.Spec
-	e.driver.(*pipelinetest.InstantDriver).Reward = func(spec sandbox.Spec) float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		specs = append(specs, spec)
-		return 1
-	}
+	launched := e.recordSpecs()
 	r := e.submit(`
 [experiment]
 benchmark = "demo-bench"
@@ -55,8 +46,7 @@ harness = "oracle"
 	if done := e.pumpUntil(r.ID, 20*time.Second); done.Status != run.Finished {
 		t.Fatalf("run %s, want finished", done.Status)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	specs := launched()
 	if len(specs) != 3 {
 		t.Fatalf("%d specs launched, want 3", len(specs))
 	}

@@ -383,3 +383,21 @@ func (e *env) logSteps(runID string) map[string]int {
 		cursor = next
 	}
 }
+
+// recordSpecs makes the instant driver record the spec of every launch
+// (each passes, reward 1) and returns what it has recorded so far.
+func (e *env) recordSpecs() func() []sandbox.Spec {
+	var mu sync.Mutex
+	var specs []sandbox.Spec
+	e.driver.(*pipelinetest.InstantDriver).Reward = func(spec sandbox.Spec) float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		specs = append(specs, spec)
+		return 1
+	}
+	return func() []sandbox.Spec {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(specs)
+	}
+}

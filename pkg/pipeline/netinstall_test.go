@@ -2,15 +2,12 @@ package pipeline_test
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
-	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
@@ -43,20 +40,12 @@ func TestNetworkInstallsFollowThePlatform(t *testing.T) {
 		secret.Ref{Workspace: testWS, Scope: secret.Workspace, Name: "OPENAI_KEY"}, secret.Value("sk-test-000000000000"), testUser); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var specs []sandbox.Spec
-	open.driver.(*pipelinetest.InstantDriver).Reward = func(spec sandbox.Spec) float64 {
-		mu.Lock()
-		defer mu.Unlock()
-		specs = append(specs, spec)
-		return 1
-	}
+	launched := open.recordSpecs()
 	r := open.submit(netInstallConfig)
 	if done := open.pumpUntil(r.ID, 20*time.Second); done.Status != run.Finished {
 		t.Fatalf("run %s, want finished", done.Status)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	specs := launched()
 	if len(specs) == 0 {
 		t.Fatal("no slot launched")
 	}

@@ -204,8 +204,8 @@ type gatewayStart struct {
 	key                          secret.Value
 	// timeout bounds the gateway's calls (the phase's timeout; 0: none).
 	timeout time.Duration
-	// budget is the phase's token and cost budget (its Deadline unused:
-	// timeout sets it); zero values are none.
+	// budget is the phase's token and cost budget (leave its Deadline to
+	// timeout); zero values are none.
 	budget    gateway.Limits
 	tokenName string       // the token's name in the redaction list
 	tokenHook func(string) // tests' view of the token, when set
@@ -226,7 +226,7 @@ func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart)
 		RecordPath: filepath.Join(t.out, ArtifactsDir, g.record),
 		Redact:     t.secretValues(),
 		Logger:     t.log.With("component", g.component),
-		Limits:     gateway.Limits{MaxTokens: g.budget.MaxTokens, MaxCostUSD: g.budget.MaxCostUSD},
+		Limits:     g.budget,
 	}
 	if g.budget.MaxCostUSD > 0 && g.route.PriceProvider == "" {
 		// Submit refuses a cost budget for an unpriced model; a spec that

@@ -79,16 +79,7 @@ func (e *ECS) Requests(op string) []Request {
 // lists it under no status, DescribeTasks does not know it, and nothing
 // reaches the completions queue. It returns their ARNs.
 func (e *ECS) LoseRunning() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var arns []string
-	for _, t := range e.tasks {
-		if t.status == "RUNNING" {
-			t.status, t.gone = "STOPPED", true
-			arns = append(arns, t.arn)
-		}
-	}
-	return arns
+	return e.endRunning(func(t *ecsTask) { t.gone = true })
 }
 
 // ExitRunning ends every running task as its task container exiting with
@@ -97,12 +88,21 @@ func (e *ECS) LoseRunning() []string {
 // EssentialContainerExited and the container's exit code, as for about an
 // hour after a real task stops. It returns their ARNs.
 func (e *ECS) ExitRunning(code int) []string {
+	return e.endRunning(func(t *ecsTask) {
+		t.stopCode, t.exitCode, t.stopped = "EssentialContainerExited", &code, time.Now().UTC()
+	})
+}
+
+// endRunning stops every running task, as end says, without an event, and
+// returns their ARNs.
+func (e *ECS) endRunning(end func(*ecsTask)) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var arns []string
 	for _, t := range e.tasks {
 		if t.status == "RUNNING" {
-			t.status, t.stopCode, t.exitCode, t.stopped = "STOPPED", "EssentialContainerExited", &code, time.Now().UTC()
+			t.status = "STOPPED"
+			end(t)
 			arns = append(arns, t.arn)
 		}
 	}
