@@ -291,7 +291,7 @@ func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg 
 		ChildPID int `json:"child-pid"`
 	}
 	if err := json.NewDecoder(io.LimitReader(infoR, 4096)).Decode(&info); err != nil || info.ChildPID <= 0 {
-		return fail(fmt.Errorf("image sandbox: bwrap reported no sandbox pid (it failed to set up; see the phase's stderr): %v", err))
+		return fail(fmt.Errorf("image sandbox: %w: bwrap reported no sandbox pid (%v)", errSandboxSetup, err))
 	}
 	if err := cg.join(cmd.Process.Pid, info.ChildPID); err != nil {
 		return fail(err)
@@ -311,6 +311,12 @@ func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg 
 		l.release = proxy.stop
 	}
 	if _, err := blockW.Write([]byte{1}); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			// The sandbox is gone already: bwrap failed in its setup
+			// after reporting the pid. Its exit (and the missing started
+			// byte) says so once the phase is waited for.
+			return l, nil
+		}
 		return fail(fmt.Errorf("image sandbox: release the phase: %w", err))
 	}
 	return l, nil

@@ -90,13 +90,18 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 	out.StartedAt = time.Now().UTC()
 	for attempt := 1; ; attempt++ {
 		ran, err := waitPhase(ctx, phaseCtx, iso, p, stdout, stderr, &out)
-		if err != nil {
+		var failure string
+		switch {
+		case errors.Is(err, errSandboxSetup):
+			// bwrap died before it reported its sandbox.
+			failure = fmt.Sprintf("%v: %s", err, lastLine(p.stderr))
+		case err != nil:
 			return out, err
-		}
-		if ran || out.TimedOut || out.Canceled {
+		case ran || out.TimedOut || out.Canceled:
 			return out, nil
+		default:
+			failure = fmt.Sprintf("exit code %d: %s", out.ExitCode, lastLine(p.stderr))
 		}
-		failure := fmt.Sprintf("exit code %d: %s", out.ExitCode, lastLine(p.stderr))
 		if attempt == setupAttempts {
 			return out, fmt.Errorf("%s phase: %w (%d tries; the last: %s)", p.name, errSandboxSetup, attempt, failure)
 		}
