@@ -208,6 +208,9 @@ func (i *imageIsolation) bwrapArgs(pc phaseCommand) []string {
 		caps = userSwitchCaps
 		helper = []string{userHelperPath, execPhaseCommand, "--started-fd", strconv.Itoa(startedFD), "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
 			"--gid", strconv.FormatUint(uint64(pc.user.gid), 10), "--groups", joinIDs(pc.user.groups)}
+		if pc.nproc > 0 {
+			helper = append(helper, "--nproc", strconv.Itoa(pc.nproc))
+		}
 	}
 	args = append(args, "--ro-bind", i.self, userHelperPath)
 	for _, c := range caps {

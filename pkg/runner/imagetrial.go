@@ -51,6 +51,11 @@ func (t *trial) setUpLayer() error {
 	if storage < 0 {
 		storage = 0
 	}
+	rootless := inUserNamespace()
+	t.rootless = rootless
+	if rootless {
+		t.noteRootless()
+	}
 	// The layer's mounts live under a per-attempt dir named by a hash, so
 	// every path overlayfs options carry is free of the characters they
 	// cannot.
@@ -59,26 +64,47 @@ func (t *trial) setUpLayer() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("image sandbox: create %s: %w", dir, err)
 	}
-	l, err := newLayer(dir, t.image.img.Rootfs, storage)
+	asked := storage
+	if rootless {
+		// A loop device is the host root's alone.
+		storage = 0
+	}
+	l, err := newLayer(dir, t.image.img.Rootfs, storage, t.opts.Overlay)
 	if err != nil {
 		return err
 	}
 	t.layer, t.image.layer = l, l
 	t.log.Info("image sandbox", "image", t.image.img.Ref, "rootfs", t.image.img.Rootfs,
-		"user", userOrRoot(t.image.img.User), "working_dir", t.image.img.workDir())
-	if storage > 0 {
+		"user", userOrRoot(t.image.img.User), "working_dir", t.image.img.workDir(), "overlay", l.driver)
+	switch {
+	case rootless && asked > 0:
+		t.log.Warn("limits", "storage", fmt.Sprintf("%d MB (%s) NOT enforced: a rootless runner cannot loop-mount the attempt's own filesystem; the writable layer is on the host's disk", asked, source))
+		t.noteLimit(fmt.Sprintf("storage %d MB NOT enforced (rootless runner: no filesystem of the attempt's own)", asked))
+	case storage > 0:
 		t.log.Info("limits", "storage", fmt.Sprintf("%d MB (%s), enforced by the attempt's own ext4 filesystem holding its writable layer, /tmp and /logs: a full disk is the agent's ENOSPC", storage, source))
 		t.noteLimit(fmt.Sprintf("storage %d MB applied (%s, the attempt's own filesystem)", storage, source))
 		if free := hostFreeMB(t.work); free >= 0 && free < int64(storage) {
 			t.log.Warn("the host has less free disk than the attempt's storage limit", "host_free_mb", free, "storage_mb", storage)
 		}
-	} else {
+	default:
 		t.log.Warn("limits", "storage", "NOT enforced (storage limit disabled by the operator)")
 		t.noteLimit("storage NOT enforced (disabled by the operator)")
 	}
 	t.noteLimit("network: each phase in its own network namespace")
 	t.log.Info("limits", "network", "each phase in its own network namespace: public through slirp4netns without the host's loopback, allowlist through an egress proxy on the sandbox's loopback, no-network with loopback only")
 	return nil
+}
+
+// noteRootless logs and notes what a rootless runner's user namespace
+// holds: its own uid as root and, with subordinate ids, uids 1…N.
+func (t *trial) noteRootless() {
+	if n := namespaceIDs(); n > 0 {
+		t.log.Info("rootless image sandbox", "ids", fmt.Sprintf("root is the runner's own uid; uids and gids 1-%d are its subordinate ids", n))
+		t.noteLimit(fmt.Sprintf("rootless: root is the runner's uid, uids 1-%d its subordinate ids", n))
+		return
+	}
+	t.log.Warn("rootless image sandbox", "ids", "root is the runner's own uid and no other uid exists (no subordinate ids in /etc/subuid and /etc/subgid, or no newuidmap): an image user that is not root cannot run")
+	t.noteLimit("rootless: root is the runner's uid, no other uid (no subordinate ids)")
 }
 
 func userOrRoot(u string) string {
@@ -148,6 +174,13 @@ func (t *trial) prepareImageDirs() error {
 	verifierUser, err := t.phaseUser(roleVerifier)
 	if err != nil {
 		return err
+	}
+	if t.rootless {
+		for _, u := range []imageUser{agentUser, verifierUser} {
+			if !u.root() && (!idMapped("/proc/self/uid_map", u.uid) || !idMapped("/proc/self/gid_map", u.gid)) {
+				return fmt.Errorf("image sandbox: the image user %q (uid %d, gid %d) does not exist in the rootless runner's user namespace: give the runner's user subordinate ids in /etc/subuid and /etc/subgid (usermod --add-subuids, --add-subgids) and install newuidmap (apt-get install uidmap), or run the runner as root", u.spec, u.uid, u.gid)
+			}
+		}
 	}
 	owners := map[string]imageUser{t.host.AgentLogs: agentUser, t.host.Artifacts: agentUser, t.host.VerifierLogs: verifierUser}
 	for dir, u := range owners {

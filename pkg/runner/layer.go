@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,14 +45,37 @@ type layer struct {
 	disk      string // quota filesystem mount point ("" = none: no storage limit)
 	storageMB int
 	mounted   []string // mount points, innermost last
+	driver    string   // what mounted the merged root, for the trial's log
+	// fuse is the fuse-overlayfs process serving the merged root (nil: the
+	// kernel's overlayfs); fuseExited receives its Wait.
+	fuse       *exec.Cmd
+	fuseExited chan error
 }
+
+// Overlay drivers of the attempt's writable root.
+const (
+	// OverlayAuto mounts the kernel's overlayfs and, where the kernel
+	// refuses it (an old kernel in a user namespace, a lower on a
+	// filesystem overlayfs cannot stack on), fuse-overlayfs.
+	OverlayAuto = ""
+	// OverlayKernel mounts the kernel's overlayfs only.
+	OverlayKernel = "kernel"
+	// OverlayFuse mounts fuse-overlayfs only.
+	OverlayFuse = "fuse"
+)
+
+// fuseReadyTimeout bounds how long fuse-overlayfs may take to mount.
+const fuseReadyTimeout = 10 * time.Second
 
 // newLayer makes the attempt's writable root under dir (which must not be
 // on the quota filesystem itself) over the rootfs lower, limited to
-// storageMB (0 = no quota filesystem: the upper lives in dir, unlimited).
-func newLayer(dir, lower string, storageMB int) (l *layer, err error) {
+// storageMB (0 = no quota filesystem: the upper lives in dir, unlimited),
+// mounted by the overlay driver (OverlayAuto, OverlayKernel, OverlayFuse).
+// The runner must be root: of the host, or of its own user namespace
+// (rootless.go), where the quota filesystem cannot be had.
+func newLayer(dir, lower string, storageMB int, driver string) (l *layer, err error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("image sandbox: the runner must run as root to mount the attempt's overlay and quota filesystem (rootless overlays are not supported yet; use --isolation=bwrap-host for development)")
+		return nil, errors.New("image sandbox: the runner must be root, of the host or of a user namespace of its own, to mount the attempt's overlay (the sandbox-runner program enters one itself when it is not root)")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image sandbox: create %s: %w", dir, err)
@@ -85,11 +109,76 @@ func newLayer(dir, lower string, storageMB int) (l *layer, err error) {
 		}
 	}
 	opts := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
-	if err := unix.Mount("overlay", l.root, "overlay", unix.MS_NODEV, opts); err != nil {
-		return nil, fmt.Errorf("image sandbox: mount overlay (lower %s): %w", lower, err)
+	switch driver {
+	case OverlayAuto, OverlayKernel:
+		kopts := opts
+		if inUserNamespace() {
+			// Root of a user namespace cannot write trusted.* xattrs:
+			// without user.overlay.* ones, removing a directory of the
+			// image fails with EIO.
+			kopts += ",userxattr"
+		}
+		kerr := unix.Mount("overlay", l.root, "overlay", unix.MS_NODEV, kopts)
+		if kerr == nil {
+			l.driver = "kernel overlayfs"
+			break
+		}
+		if driver == OverlayKernel {
+			return nil, fmt.Errorf("image sandbox: mount overlay (lower %s): %w", lower, kerr)
+		}
+		if err := l.mountFuse(opts); err != nil {
+			return nil, fmt.Errorf("image sandbox: mount overlay (lower %s): the kernel's refused (%v) and %w", lower, kerr, err)
+		}
+		l.driver = fmt.Sprintf("fuse-overlayfs (the kernel's overlayfs refused: %v)", kerr)
+		return l, nil
+	case OverlayFuse:
+		if err := l.mountFuse(opts); err != nil {
+			return nil, fmt.Errorf("image sandbox: mount overlay (lower %s): %w", lower, err)
+		}
+		l.driver = "fuse-overlayfs"
+		return l, nil
+	default:
+		return nil, fmt.Errorf("image sandbox: overlay driver %q: want %q (auto), %q or %q", driver, OverlayAuto, OverlayKernel, OverlayFuse)
 	}
 	l.mounted = append(l.mounted, l.root)
 	return l, nil
+}
+
+// mountFuse mounts the merged root with fuse-overlayfs, run in the
+// foreground as the runner's child (it dies with the runner, and ends when
+// the root is unmounted), and returns once the mount is in place.
+func (l *layer) mountFuse(opts string) error {
+	bin, err := exec.LookPath("fuse-overlayfs")
+	if err != nil {
+		return errors.New("fuse-overlayfs is not installed (apt-get install fuse-overlayfs)")
+	}
+	cmd := exec.Command(bin, "-f", "-o", opts+",nodev", l.root)
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start fuse-overlayfs: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	l.fuse, l.fuseExited = cmd, exited
+	l.mounted = append(l.mounted, l.root)
+	deadline := time.Now().Add(fuseReadyTimeout)
+	for {
+		var st unix.Statfs_t
+		if err := unix.Statfs(l.root, &st); err == nil && st.Type == unix.FUSE_SUPER_MAGIC {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			l.fuse = nil
+			return fmt.Errorf("fuse-overlayfs exited (%v): %s", err, strings.TrimSpace(errBuf.String()))
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fuse-overlayfs did not mount within %s: %s", fuseReadyTimeout, strings.TrimSpace(errBuf.String()))
+		}
+	}
 }
 
 // mountDisk gives the attempt its quota filesystem: a sparse copy of a
@@ -309,6 +398,16 @@ func (l *layer) close() error {
 		}
 	}
 	l.mounted = nil
+	if l.fuse != nil {
+		// Unmounted, it exits on its own; a busy mount was only detached.
+		select {
+		case <-l.fuseExited:
+		case <-time.After(fuseReadyTimeout):
+			_ = l.fuse.Process.Kill()
+			<-l.fuseExited
+		}
+		l.fuse = nil
+	}
 	for _, p := range []string{l.root, l.disk, filepath.Join(l.dir, layerDiskImage), filepath.Join(l.dir, layerUpper), filepath.Join(l.dir, layerOverWork), filepath.Join(l.dir, layerLogs)} {
 		if p == "" {
 			continue
@@ -374,7 +473,7 @@ func (l *layer) writeDiff(dst string, limit int64) error {
 			return err
 		}
 		if d.IsDir() {
-			if v, err := unix.Lgetxattr(path, "trusted.overlay.opaque", make([]byte, 1)); err == nil && v == 1 {
+			if opaqueDir(path) {
 				return tw.WriteHeader(&tar.Header{Name: filepath.Join(rel, ".wh..wh..opq"), Typeflag: tar.TypeReg, Mode: 0o600})
 			}
 		}
@@ -400,4 +499,19 @@ func (l *layer) writeDiff(dst string, limit int64) error {
 		return fmt.Errorf("diff artifact: %w", err)
 	}
 	return nil
+}
+
+// opaqueDir reports whether the upper's directory path hides the lower's
+// contents: the kernel's overlayfs marks it with trusted.overlay.opaque
+// (user.overlay.opaque in a user namespace), fuse-overlayfs with
+// user.fuseoverlayfs.opaque (its .wh..wh..opq files are copied as they
+// are: they already are the OCI form).
+func opaqueDir(path string) bool {
+	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque", "user.fuseoverlayfs.opaque"} {
+		buf := make([]byte, 1)
+		if n, err := unix.Lgetxattr(path, attr, buf); err == nil && n == 1 && buf[0] == 'y' {
+			return true
+		}
+	}
+	return false
 }

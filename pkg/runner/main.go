@@ -62,6 +62,13 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 			return killAll(os.Stderr)
 		}
 	}
+	if cfg, err := parseFlags(args, io.Discard); err == nil && cfg.opts.Isolation == IsolationBwrap && os.Geteuid() != 0 {
+		// Not root: the image sandbox is rootless (rootless.go). This
+		// returns only when the runner could not re-execute itself so.
+		err := enterRootless(args, env)
+		logger.Error("image sandbox unavailable", "err", err)
+		return sandbox.ExitInfra
+	}
 	for _, note := range hardenRunner(sensitiveRunnerVar) {
 		logger.Warn("runner hardening incomplete", "note", note)
 	}
@@ -150,6 +157,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.IntVar(&cfg.opts.PidsLimit, "pids-limit", 0, fmt.Sprintf("most processes per phase (0 = %d, -1 = none)", DefaultPidsLimit))
 	fs.IntVar(&cfg.opts.StorageMB, "storage-mb", 0, fmt.Sprintf("storage limit of an attempt whose task sets no storage_mb (0 = %d, -1 = none)", DefaultStorageMB))
 	fs.StringVar(&cfg.opts.NetworkCeiling, "network-ceiling", "", "most permissive network mode any phase gets: public (default), allowlist or no-network")
+	fs.StringVar(&cfg.opts.Overlay, "overlay", OverlayAuto, "driver of an image attempt's writable root: \"\" (the kernel's overlayfs, else fuse-overlayfs), kernel or fuse")
 	fs.BoolVar(&cfg.opts.KeepDiff, "keep-diff", false, "keep the writable layer as artifacts/"+DiffArtifact)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -166,6 +174,11 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 			return cfg, fmt.Errorf("--image: %w", err)
 		}
 		cfg.opts.Image = &img
+	}
+	switch cfg.opts.Overlay {
+	case OverlayAuto, OverlayKernel, OverlayFuse:
+	default:
+		return cfg, fmt.Errorf("--overlay %q: want \"\" (auto), %s or %s", cfg.opts.Overlay, OverlayKernel, OverlayFuse)
 	}
 	switch cfg.opts.NetworkCeiling {
 	case "", harbor.NetworkPublic, harbor.NetworkAllowlist, harbor.NetworkNone:

@@ -81,6 +81,10 @@ type Options struct {
 	// PidsLimit bounds each phase's processes (0 = DefaultPidsLimit, < 0 =
 	// none).
 	PidsLimit int
+	// Overlay is the driver of an image attempt's writable root:
+	// OverlayAuto (the kernel's overlayfs, else fuse-overlayfs),
+	// OverlayKernel or OverlayFuse.
+	Overlay string
 	// StorageMB is the per-attempt storage limit when the task sets no
 	// storage_mb (0 = DefaultStorageMB, < 0 = none).
 	StorageMB int
@@ -171,6 +175,9 @@ type trial struct {
 	// limits say what the sandbox enforces and what it does not, for
 	// result.json (the run's log shows them).
 	limitNotes []string
+	// rootless: the runner is root of a user namespace of its own, not of
+	// the host (rootless.go).
+	rootless bool
 	// judgeFault is the judge's model failure, if its calls failed.
 	judgeFault *gateway.Fault
 	reward     *harbor.Reward
@@ -584,6 +591,9 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 // kernel enforces it on every fork); and nothing can deny the phase the
 // network but the task's security group.
 func (t *trial) phaseCgroup(name string, pc *phaseCommand) (*cgroup, []string) {
+	if t.container == nil && t.rootless {
+		return nil, t.rootlessLimits(pc)
+	}
 	if t.container == nil {
 		return newCgroup(cgroupRoot, t.cgroupName(name), t.limits())
 	}
@@ -606,6 +616,30 @@ func (t *trial) phaseCgroup(name string, pc *phaseCommand) (*cgroup, []string) {
 		notes = append(notes, "the task denies network access, which container isolation cannot enforce per phase; the sandbox's security group governs egress")
 	}
 	return nil, notes
+}
+
+// rootlessLimits applies what a rootless runner can of the trial's limits
+// to a phase: no cgroup is its to write, so cpu and memory are not
+// enforced; the pids limit of a non-root agent becomes its RLIMIT_NPROC,
+// which the kernel counts per user namespace, so per attempt.
+func (t *trial) rootlessLimits(pc *phaseCommand) []string {
+	lim := t.limits()
+	var notes []string
+	if lim.MemoryMB > 0 {
+		notes = append(notes, fmt.Sprintf("memory limit %d MB NOT enforced (rootless runner: no cgroup of its own)", lim.MemoryMB))
+	}
+	if lim.CPUs > 0 {
+		notes = append(notes, fmt.Sprintf("cpu limit %g NOT enforced (rootless runner: no cgroup of its own)", lim.CPUs))
+	}
+	switch {
+	case lim.Pids <= 0:
+	case pc.role == roleAgent && !pc.user.root():
+		pc.nproc = lim.Pids
+		notes = append(notes, fmt.Sprintf("pids limit %d applied (RLIMIT_NPROC of the agent uid in the attempt's user namespace)", lim.Pids))
+	default:
+		notes = append(notes, fmt.Sprintf("pids limit %d NOT enforced (rootless runner, phase user root)", lim.Pids))
+	}
+	return notes
 }
 
 func (t *trial) agentMounts() []mount {
