@@ -23,10 +23,15 @@ all: build
 RUN_APT := bubblewrap:bwrap buildah:buildah mmdebstrap:mmdebstrap slirp4netns:slirp4netns e2fsprogs:mkfs.ext4 git:git
 ## deps: run-deps plus what only the tests use — Java (DynamoDB Local),
 ## chromium (the console's browser test), tmux (terminus-2's tmux terminal),
-## iproute2 (network namespaces of the sandbox network tests) — and the
-## project-local npm packages pinned in package-lock.json (the CDK CLI,
-## emulators, playwright-core), which `make run` never needs.
-TEST_APT := $(RUN_APT) openjdk-17-jre-headless:java chromium:chromium tmux:tmux iproute2:ip
+## iproute2 (network namespaces of the sandbox network tests), uidmap and
+## fuse-overlayfs (rootless sandboxes: subordinate ids, the FUSE overlay) —
+## the project-local npm packages pinned in package-lock.json (the CDK CLI,
+## emulators, playwright-core), which `make run` never needs, and the
+## unprivileged account with subordinate ids the rootless sandbox tests run
+## the runner as.
+TEST_APT := $(RUN_APT) openjdk-17-jre-headless:java chromium:chromium tmux:tmux iproute2:ip uidmap:newuidmap fuse-overlayfs:fuse-overlayfs
+ROOTLESS_ACCOUNT := gauntlet-rootless
+ROOTLESS_IDS := 400000-465535
 define apt_install
 	@missing=""; for p in $(1); do command -v $${p#*:} >/dev/null 2>&1 || missing="$$missing $${p%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -38,6 +43,10 @@ run-deps:
 	$(call apt_install,$(RUN_APT))
 deps:
 	$(call apt_install,$(TEST_APT))
+	@if [ "$$(id -u)" = 0 ]; then \
+		id $(ROOTLESS_ACCOUNT) >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin $(ROOTLESS_ACCOUNT); \
+		grep -q '^$(ROOTLESS_ACCOUNT):' /etc/subuid 2>/dev/null || usermod --add-subuids $(ROOTLESS_IDS) --add-subgids $(ROOTLESS_IDS) $(ROOTLESS_ACCOUNT); \
+	fi
 	@if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
 		echo "installing npm packages (package-lock.json)"; npm ci --no-audit --no-fund --loglevel=error; \
 	fi

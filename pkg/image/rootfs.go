@@ -326,6 +326,10 @@ func (s *Store) unpack(ctx context.Context, rec record, dir string, progress fun
 		}
 	}
 	counter.done()
+	if n := a.skipped; n.devices+n.xattrs > 0 {
+		s.logger.WarnContext(ctx, "not running as root: device nodes and xattrs outside user.* were left out of the unpacked rootfs",
+			"image", rec.Digest, "device_nodes", n.devices, "xattrs", n.xattrs)
+	}
 	// Replace a leftover directory without a record (a crash between rename
 	// and record write, or an interrupted eviction).
 	if _, err := os.Lstat(dir); err == nil {

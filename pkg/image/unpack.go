@@ -69,6 +69,9 @@ type applier struct {
 	euid  int
 	buf   []byte
 	chown bool // false when not root: ownership cannot be set (the store logs it)
+	// skipped counts what a store that is not root leaves out: device
+	// nodes and xattrs outside user.* (the store logs it).
+	skipped struct{ devices, xattrs int }
 
 	linkBuf [4096]byte
 
@@ -354,6 +357,12 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 		}
 		return nil // a hardlink shares its target's inode: nothing more to set
 	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		if !a.chown && h.Typeflag != tar.TypeFifo {
+			// Only root makes device nodes. They would serve nothing: a
+			// sandbox's /dev is its own, and every writable mount nodev.
+			a.skipped.devices++
+			return nil
+		}
 		kind := uint32(unix.S_IFIFO)
 		switch h.Typeflag {
 		case tar.TypeChar:
@@ -387,6 +396,11 @@ func (a *applier) setMeta(fd int, base string, h *tar.Header, mode uint32) error
 	for k, v := range h.PAXRecords {
 		key, ok := strings.CutPrefix(k, "SCHILY.xattr.")
 		if !ok {
+			continue
+		}
+		if !a.chown && !strings.HasPrefix(key, "user.") {
+			// security.capability and trusted.* are root's to set.
+			a.skipped.xattrs++
 			continue
 		}
 		if err := unix.Lsetxattr(procPath(fd, base), key, []byte(v), 0); err != nil {

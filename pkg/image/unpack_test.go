@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -247,5 +248,79 @@ func TestCorruptLayers(t *testing.T) {
 				t.Fatalf("unpack = %v, want ErrCorrupt naming the image", err)
 			}
 		})
+	}
+}
+
+// nonRootChildEnv marks the test binary re-run as nobody by
+// TestUnpackAsNonRootLeavesOutWhatOnlyRootMakes.
+const nonRootChildEnv = "GAUNTLET_UNPACK_AS_NOBODY"
+
+// TestUnpackAsNonRootLeavesOutWhatOnlyRootMakes: a store that is not root
+// (gauntlet local started by a user) unpacks an image with device nodes
+// and a file capability, which only root can make: it leaves those out
+// (a sandbox's /dev is its own) and keeps the rest, in its own ownership.
+func TestUnpackAsNonRootLeavesOutWhatOnlyRootMakes(t *testing.T) {
+	if os.Getenv(nonRootChildEnv) == "" {
+		if os.Geteuid() != 0 {
+			t.Fatal("this test re-runs itself as nobody: run it as root")
+		}
+		dir, err := os.MkdirTemp("", "unpack-nobody-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		// The go tool's build dir is root's alone: run a copy.
+		exe := filepath.Join(dir, "image.test")
+		if out, err := exec.Command("cp", os.Args[0], exe).CombinedOutput(); err != nil {
+			t.Fatalf("copy the test binary: %v: %s", err, out)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(exe, "-test.run=^TestUnpackAsNonRootLeavesOutWhatOnlyRootMakes$", "-test.v")
+		cmd.Env = []string{nonRootChildEnv + "=1", "TMPDIR=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS") {
+			t.Fatalf("the unpack as nobody failed (%v):\n%s", err, out)
+		}
+		return
+	}
+	dir, err := unpackLayers(t, imagetest.Layer(t,
+		imagetest.Entry{Name: "./", Type: tar.TypeDir, Mode: 0o755},
+		imagetest.Entry{Name: "home/u", Type: tar.TypeDir, Mode: 0o700, UID: 1000, GID: 1000},
+		imagetest.Entry{Name: "home/u/f", Body: "x", Mode: 0o640, UID: 1000, GID: 1001},
+		imagetest.Entry{Name: "bin/ping", Body: "p", Mode: 0o755, Xattrs: map[string]string{"user.test": "v", "security.capability": "\x01\x00\x00\x02\x00\x20\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"}},
+		imagetest.Entry{Name: "dev/null", Type: tar.TypeChar, Mode: 0o666},
+		imagetest.Entry{Name: "dev/sda", Type: tar.TypeBlock, Mode: 0o660},
+		imagetest.Entry{Name: "run/fifo", Type: tar.TypeFifo, Mode: 0o600},
+	))
+	if err != nil {
+		t.Fatalf("unpack as nobody: %v", err)
+	}
+	for _, p := range []string{"dev/null", "dev/sda"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want it left out (only root makes device nodes)", p, err)
+		}
+	}
+	for p, mode := range map[string]os.FileMode{"run/fifo": os.ModeNamedPipe | 0o600, "home/u/f": 0o640, "home/u": os.ModeDir | 0o700} {
+		fi, err := os.Lstat(filepath.Join(dir, p))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); fi.Mode() != mode || st.Uid != 65534 {
+			t.Errorf("%s: mode %v uid %d, want %v and the store's own uid 65534", p, fi.Mode(), st.Uid, mode)
+		}
+	}
+	buf := make([]byte, 64)
+	if n, err := unix.Lgetxattr(filepath.Join(dir, "bin/ping"), "user.test", buf); err != nil || string(buf[:n]) != "v" {
+		t.Errorf("xattr user.test = %q, %v; want v", buf[:max(n, 0)], err)
+	}
+	if _, err := unix.Lgetxattr(filepath.Join(dir, "bin/ping"), "security.capability", buf); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("xattr security.capability: %v, want it left out (ENODATA)", err)
 	}
 }
