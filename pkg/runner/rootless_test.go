@@ -31,7 +31,7 @@ const rootlessAccount = "gauntlet-rootless"
 
 type account struct{ uid, gid int }
 
-func rootlessUser(t *testing.T) account {
+func rootlessUser(t testing.TB) account {
 	t.Helper()
 	u, err := user.Lookup(rootlessAccount)
 	if err != nil {
@@ -59,7 +59,7 @@ var rootlessRootfs struct {
 // unpacks it: every file owner's (it cannot chown), so root's inside the
 // runner's user namespace. The copy is kept per machine, like the test
 // image itself.
-func rootlessImage(t *testing.T, owner account) Image {
+func rootlessImage(t testing.TB, owner account) Image {
 	t.Helper()
 	img := testImage(t)
 	o := &rootlessRootfs
@@ -114,7 +114,14 @@ func (r rootlessRun) assertLimits(t *testing.T, want ...string) {
 }
 
 // runRootless runs spec in img with the runner binary as the account as.
-func runRootless(t *testing.T, as account, spec sandbox.Spec, img Image, args ...string) rootlessRun {
+func runRootless(t testing.TB, as account, spec sandbox.Spec, img Image, args ...string) rootlessRun {
+	t.Helper()
+	return runBinary(t, &as, spec, img, args...)
+}
+
+// runBinary runs spec in img with the runner binary, as the account as
+// (nil: as root, this test's own uid).
+func runBinary(t testing.TB, as *account, spec sandbox.Spec, img Image, args ...string) rootlessRun {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "rootless-trial-")
 	if err != nil {
@@ -124,8 +131,10 @@ func runRootless(t *testing.T, as account, spec sandbox.Spec, img Image, args ..
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(dir, as.uid, as.gid); err != nil {
-		t.Fatal(err)
+	if as != nil {
+		if err := os.Chown(dir, as.uid, as.gid); err != nil {
+			t.Fatal(err)
+		}
 	}
 	imgJSON, err := json.Marshal(img)
 	if err != nil {
@@ -142,7 +151,9 @@ func runRootless(t *testing.T, as account, spec sandbox.Spec, img Image, args ..
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command(runnerBinary, append([]string{"--image", imgFile, "--out", out, "--work", filepath.Join(dir, "work")}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir, SpecEnv + "=" + string(specJSON)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(as.uid), Gid: uint32(as.gid), Groups: []uint32{}}}
+	if as != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(as.uid), Gid: uint32(as.gid), Groups: []uint32{}}}
+	}
 	output, err := cmd.CombinedOutput()
 	r := rootlessRun{trialRun: trialRun{out: out}, output: string(output)}
 	if exit, ok := err.(*exec.ExitError); ok {
@@ -281,5 +292,36 @@ func TestRootlessWithoutSubordinateIDsRunsRootAndRefusesOtherUsers(t *testing.T)
 	r = runRootless(t, nobody, spec, img)
 	if r.code != sandbox.ExitInfra || !strings.Contains(r.output, `the image user \"agent\" (uid 1000, gid 1000) does not exist in the rootless runner's user namespace`) {
 		t.Errorf("non-root image user without subordinate ids: exit %d, want %d and an error naming the user and the fix:\n%s", r.code, sandbox.ExitInfra, r.output)
+	}
+}
+
+// BenchmarkTrialThroughTheRunnerBinary times whole trials (environment
+// setup, an agent phase running true, the fixture's verifier, teardown)
+// of the sandbox-runner binary: as root (kernel overlay on the attempt's
+// own ext4, cgroups) and rootless (its own user namespace; kernel overlay
+// or fuse-overlayfs, no quota filesystem).
+func BenchmarkTrialThroughTheRunnerBinary(b *testing.B) {
+	as := rootlessUser(b)
+	spec := baseSpec(b, "command")
+	spec.Command = "echo gauntlet > /app/answer.txt"
+	cases := []struct {
+		name string
+		as   *account
+		img  Image
+		args []string
+	}{
+		{name: "root", img: testImage(b)},
+		{name: "rootless-kernel", as: &as, img: rootlessImage(b, as), args: []string{"--overlay", OverlayKernel}},
+		{name: "rootless-fuse", as: &as, img: rootlessImage(b, as), args: []string{"--overlay", OverlayFuse}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				r := runBinary(b, c.as, spec, c.img, c.args...)
+				if r.code != sandbox.ExitOK || r.result.VerifierResult == nil || r.result.VerifierResult.Rewards["reward"] != 1 {
+					b.Fatalf("trial: exit %d, verifier %+v:\n%s", r.code, r.result.VerifierResult, r.output)
+				}
+			}
+		})
 	}
 }
