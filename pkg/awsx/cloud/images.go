@@ -105,8 +105,15 @@ func endpointURL(prefix string) string {
 // resolver pins references with the image store.
 type resolver struct{ s *image.Store }
 
-func (r resolver) Resolve(ctx context.Context, ref string) (string, error) {
-	res, err := r.s.Resolve(ctx, ref)
+func (r resolver) Resolve(ctx context.Context, ref string, creds []benchsync.PullCredential) (string, error) {
+	// A benchmark's registry credentials go to their own registries only:
+	// an image the ECR pull-through cache serves is fetched with the ECR
+	// token, one on another registry with the workspace's login.
+	ic := make([]image.Credential, len(creds))
+	for i, c := range creds {
+		ic[i] = image.Credential{Registry: c.Registry, Username: c.Username, Password: c.Password.Reveal()}
+	}
+	res, err := r.s.Resolve(ctx, ref, ic...)
 	if err != nil {
 		// The sync names the image itself; drop the store's "image X:".
 		var ie *image.Error
