@@ -170,9 +170,6 @@ func (b *Builder) start(ctx context.Context, req benchsync.BuildRequest) (string
 	if err != nil {
 		return "", fmt.Errorf("task %s: %w", req.Task, err)
 	}
-	if err := needsLogin(df, req.Credentials); err != nil {
-		return "", fmt.Errorf("task %s: %w", req.Task, err)
-	}
 	zipped, err := zipContext(req.ContextDir, df)
 	if err != nil {
 		return "", fmt.Errorf("task %s: build context: %w", req.Task, err)
@@ -267,43 +264,6 @@ func (b *Builder) mirrored(df []byte) ([]byte, error) {
 		return nil, fmt.Errorf("pinned Dockerfile: %w", err)
 	}
 	return out, nil
-}
-
-// needsLogin refuses a build whose base (as CodeBuild would pull it, after
-// BaseRef) is on a registry the benchmark logs in to: CodeBuild pulls with
-// the platform's ECR token only, so the workspace's login cannot reach
-// it, and the build would fail later with the registry's bare
-// "unauthorized". A base the ECR pull-through cache serves is on ECR's
-// host and pulls as before.
-func needsLogin(df []byte, creds []benchsync.PullCredential) error {
-	if len(creds) == 0 {
-		return nil
-	}
-	bases, err := dockerfile.Bases(df)
-	if err != nil {
-		return fmt.Errorf("pinned Dockerfile: %w", err)
-	}
-	for _, base := range bases {
-		host := registryOf(base.Image)
-		for _, c := range creds {
-			if c.Registry == host {
-				return fmt.Errorf("base image %s (line %d) is on registry %s, which this benchmark logs in to with secret record %s; "+
-					"cloud image builds cannot use a workspace's registry credentials yet (they pull with the platform's ECR token): "+
-					"name a docker_image for the task, or ask the operator for an ECR pull-through rule for %s", base.Image, base.Line, host, c.Secret, host)
-			}
-		}
-	}
-	return nil
-}
-
-// registryOf is the registry host of an image reference, as Docker reads
-// it: the first path element when it looks like a host, else docker.io.
-func registryOf(ref string) string {
-	first, _, found := strings.Cut(ref, "/")
-	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
-		return strings.ToLower(first)
-	}
-	return "docker.io"
 }
 
 // wait polls the build until it completes (done) or Config.Wait passes

@@ -261,33 +261,6 @@ func TestBuildPullsBasesThroughTheMirror(t *testing.T) {
 	}
 }
 
-// TestBuildRefusesABaseThatNeedsTheWorkspaceLogin: CodeBuild pulls with
-// the ECR token only, so a base on a registry the benchmark logs in to is
-// refused before anything is uploaded or started, naming the base, the
-// registry and the record (not the value); a base the mirror serves builds.
-func TestBuildRefusesABaseThatNeedsTheWorkspaceLogin(t *testing.T) {
-	b, f, store := newBuilder(t, "SUCCEEDED")
-	req := request(t)
-	req.Dockerfile = []byte("FROM ghcr.io/acme/base@" + digest + "\n")
-	req.Credentials = []benchsync.PullCredential{{Registry: "ghcr.io", Secret: "GHCR_PULL", Username: "bob", Password: "ghp_cb-canary"}}
-	_, err := b.Build(context.Background(), req)
-	for _, want := range []string{"fix-git", "ghcr.io/acme/base@", "line 1", "GHCR_PULL", "cannot use"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Build = %v, want an error saying %q", err, want)
-		}
-	}
-	if err != nil && strings.Contains(err.Error(), "ghp_cb-canary") {
-		t.Errorf("the error shows the password: %v", err)
-	}
-	if len(f.calls["StartBuild"]) != 0 || len(store.objs) != 0 {
-		t.Errorf("a refused build started (%v) or stored a context (%d)", f.calls["StartBuild"], len(store.objs))
-	}
-	req.Dockerfile = []byte("FROM docker.io/library/python@" + digest + "\n")
-	if _, err := b.Build(context.Background(), req); err != nil {
-		t.Errorf("Build of a base on another registry = %v", err)
-	}
-}
-
 // TestBuildRunsOnAcrossDeliveries: with no wait the builder starts the
 // build and answers BuildRunning with its id; a later delivery handing the
 // id back finds it still running, then finished, and gets the pushed
