@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,7 +16,7 @@ import (
 var benchmarkGroup = group{name: "benchmark", subs: []subcommand{
 	{name: "list", usage: "benchmark list", summary: "list the workspace's benchmarks", run: benchmarkList},
 	{name: "info", usage: "benchmark info KEY [--wait]", summary: "show a benchmark's manifest", run: benchmarkInfo},
-	{name: "add", usage: "benchmark add NAME[@VERSION] [--wait]", summary: "add a dataset from the registry", run: benchmarkAdd},
+	{name: "add", usage: "benchmark add NAME[@VERSION] [--registry-credential HOST=SECRET]… [--wait]", summary: "add a dataset from the registry", run: benchmarkAdd},
 	{name: "remove", usage: "benchmark remove KEY", summary: "remove a benchmark added from the registry", run: benchmarkRemove},
 	{name: "sync", usage: "benchmark sync KEY [--wait]", summary: "retry a failed sync", run: benchmarkSync},
 	{name: "check", usage: "benchmark check KEY [--no-wait]", summary: "run the oracle and nop once per task in its environment: which tasks are broken or trivial", run: benchmarkCheck},
@@ -106,6 +107,13 @@ func benchmarkInfo(ctx context.Context, e env, args []string) error {
 		return printJSON(e.stdout, b)
 	}
 	fmt.Fprintf(e.stdout, "%s (%s)\n%s\nsource:  %s %s\nstatus:  %s\n", b.Name, b.Key, b.Description, b.Source.Type, b.Source.Ref, syncStatus(b.BenchmarkView))
+	if len(b.RegistryCredentials) > 0 {
+		logins := make([]string, len(b.RegistryCredentials))
+		for i, c := range b.RegistryCredentials {
+			logins[i] = c.Registry + " with secret " + c.Secret
+		}
+		fmt.Fprintf(e.stdout, "registry logins: %s\n", strings.Join(logins, ", "))
+	}
 	m := b.Manifest
 	if m == nil {
 		return nil
@@ -238,8 +246,22 @@ func orDash(s *string) string {
 }
 
 func benchmarkAdd(ctx context.Context, e env, args []string) error {
-	return benchmarkChange(ctx, e, args, "add", "benchmark add NAME[@VERSION] [--wait] [--json]",
-		func(c *client.Client, arg string) (v1.BenchmarkView, error) { return c.AddBenchmark(ctx, arg) })
+	var creds []v1.RegistryCredential
+	flags := func(fs *flag.FlagSet) {
+		fs.Func("registry-credential", "HOST=SECRET: pull the task images from registry HOST (ghcr.io, registry.example.com:5000) "+
+			"logged in with workspace secret record SECRET, whose value is username:password; repeatable", func(v string) error {
+			host, name, ok := strings.Cut(v, "=")
+			if !ok || host == "" || name == "" {
+				return fmt.Errorf("want HOST=SECRET, e.g. ghcr.io=GHCR_PULL, not %q", v)
+			}
+			creds = append(creds, v1.RegistryCredential{Registry: host, Secret: name})
+			return nil
+		})
+	}
+	return benchmarkChangeWith(ctx, e, args, "add", "benchmark add NAME[@VERSION] [--registry-credential HOST=SECRET]… [--wait] [--json]", flags,
+		func(c *client.Client, arg string) (v1.BenchmarkView, error) {
+			return c.AddBenchmark(ctx, arg, creds...)
+		})
 }
 
 func benchmarkSync(ctx context.Context, e env, args []string) error {
@@ -249,8 +271,16 @@ func benchmarkSync(ctx context.Context, e env, args []string) error {
 
 // benchmarkChange runs add or sync, then optionally waits for the sync.
 func benchmarkChange(ctx context.Context, e env, args []string, name, usage string, change func(*client.Client, string) (v1.BenchmarkView, error)) error {
+	return benchmarkChangeWith(ctx, e, args, name, usage, nil, change)
+}
+
+// benchmarkChangeWith is benchmarkChange with the command's own flags.
+func benchmarkChangeWith(ctx context.Context, e env, args []string, name, usage string, flags func(*flag.FlagSet), change func(*client.Client, string) (v1.BenchmarkView, error)) error {
 	cmd := newAPICommand(e, "benchmark "+name, usage)
 	wait := cmd.fs.Bool("wait", false, "wait until the task list is synced (ready or failed)")
+	if flags != nil {
+		flags(cmd.fs)
+	}
 	pos, c, err := cmd.connect(args, 1, "want one argument: "+usage)
 	if err != nil {
 		return err

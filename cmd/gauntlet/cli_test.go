@@ -157,6 +157,8 @@ func TestCLIAgainstServer(t *testing.T) {
 		// still gets the name's error, not "empty value".
 		{"bad secret name before its value", "", []string{"secret", "set", "lower_case"}, exitUsage, "must be an environment variable name"},
 		{"reserved osmosis secret name", "x", []string{"secret", "set", "SKYPILOT_KEY"}, exitUsage, "names starting with SKYPILOT_"},
+		{"registry credential without a secret", "", []string{"benchmark", "add", "demo-bench@1.0", "--registry-credential", "ghcr.io"}, exitUsage, "want HOST=SECRET"},
+		{"registry credential naming no record", "", []string{"benchmark", "add", "demo-bench@1.0", "--registry-credential", "ghcr.io=NO_SUCH_RECORD"}, exitFailure, "registry_credentials[0].secret: the workspace has no secret record NO_SUCH_RECORD"},
 		{"bad config", "", []string{"submit", "/nonexistent.toml"}, exitFailure, "read run config"},
 		{"unknown subcommand", "", []string{"runs", "frob"}, exitUsage, `unknown subcommand "frob"`},
 	}

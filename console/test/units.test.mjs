@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lineOf, splitPath } from '../dist/js/toml.js';
-import { estimateText, pct, pText, pValue, seconds, signedPP, taskCheckText, tokens, usd } from '../dist/js/format.js';
+import { estimateText, parseLogins, pct, pText, pValue, seconds, signedPP, taskCheckText, tokens, usd } from '../dist/js/format.js';
 
 const CONFIG = `[experiment]
 benchmark = "demo-bench"   # a comment with = in it
@@ -364,4 +364,13 @@ test('taskCheckText labels a flagged task and says why; other verdicts get no ba
   assert.equal(trivial.tone, 'warn');
   assert.match(trivial.title, /says nothing of the agent.*\(nop \(doing nothing\) passes\)$/);
   for (const v of ['ok', 'unavailable', '', undefined, null]) assert.equal(taskCheckText(v), null, String(v));
+});
+
+test('parseLogins reads host=SECRET pairs for registry_credentials', () => {
+  assert.deepEqual(parseLogins(''), { list: [] });
+  assert.deepEqual(parseLogins(' ghcr.io=GHCR_PULL , 127.0.0.1:5000 = LOCAL '),
+    { list: [{ registry: 'ghcr.io', secret: 'GHCR_PULL' }, { registry: '127.0.0.1:5000', secret: 'LOCAL' }] });
+  for (const bad of ['ghcr.io', '=GHCR_PULL', 'ghcr.io=']) {
+    assert.match(parseLogins(bad).error, /not host=SECRET/);
+  }
 });

@@ -48,7 +48,7 @@ func TestFunctionPermissions(t *testing.T) {
 		"grader":       union(base, tableRead, sqsSend, sqsConsume, []string{"s3:GetObject"}),
 		"ingester":     union(base, tableRead, tableWrite, sqsSend, sqsConsume),
 		"leaderboard":  union(base, tableRead, tableWrite, streamRead, sqsSend),
-		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, []string{"s3:PutObject"}, imageResolve, imageBuild),
+		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, secretRead, []string{"s3:PutObject"}, imageResolve, imageBuild),
 		"watchdog":     union(base, tableRead, tableWrite, sqsSend, ecsWatch),
 	}
 	for _, name := range functions.Names {
@@ -100,6 +100,8 @@ func TestScopedResources(t *testing.T) {
 		{"registrysync", "s3:PutObject", func(r string) bool {
 			return strings.Contains(r, "/tasks/*") || strings.Contains(r, "/builds/*")
 		}, ""},
+		{"registrysync", "secretsmanager:GetSecretValue", contains(":secret:gauntlet/dev/*"), ""}, // registry credentials
+		{"registrysync", "kms:Decrypt", contains("SecretsKey"), "kms:ViaService"},
 		{"registrysync", "ecr:GetAuthorizationToken", func(r string) bool { return r == "*" }, ""},
 		{"registrysync", "ecr:BatchGetImage", func(r string) bool {
 			return strings.Contains(r, "TaskImages") || strings.Contains(r, ":repository/gauntlet-dev-")

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -47,8 +48,10 @@ type Runs interface {
 // Benchmarks adds, re-syncs and removes the benchmarks of a workspace.
 type Benchmarks interface {
 	// Add starts adding the registry dataset spec ("name[@version]") to the
-	// workspace and returns its record (status pending or syncing).
-	Add(ctx context.Context, ws, spec string) (records.Benchmark, error)
+	// workspace and returns its record (status pending or syncing). creds
+	// name the workspace secret records its image pulls use, per registry;
+	// a bad one is a *benchmark.FieldError and nothing is written.
+	Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error)
 	// Sync retries the sync of a benchmark and returns its record.
 	Sync(ctx context.Context, ws, key string) (records.Benchmark, error)
 	// Delete removes a benchmark added from the registry; a managed one

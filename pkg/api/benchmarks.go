@@ -60,6 +60,10 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 		Key: b.Key, Name: b.Name, Description: b.Description, Source: v1.Source{Type: string(b.Source.Type), Ref: b.Source.Ref, URL: b.Source.URL}, Status: string(b.Status),
 		Progress: v1.SyncProgress{Synced: b.Synced, Total: b.Total, Phase: string(b.Phase), Label: progressLabel(b)}, SyncError: b.SyncError, TaskCount: b.TaskCount,
 		Version: b.ReadyVersion, Digest: b.ReadyDigest, Removable: b.Source.Type != benchmark.Managed, UpdatedAt: b.UpdatedAt,
+		RegistryCredentials: make([]v1.RegistryCredential, len(b.RegistryCredentials)),
+	}
+	for i, c := range b.RegistryCredentials {
+		v.RegistryCredentials[i] = v1.RegistryCredential{Registry: c.Registry, Secret: c.Secret}
 	}
 	if b.ReadyVersion != "" {
 		info, err := h.manifest(ctx, b.Workspace, b.Key, b.ReadyVersion)
@@ -190,8 +194,12 @@ func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
 	if spec == "" || len(spec) > 256 {
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "source must name a registry dataset as name or name@version (at most 256 bytes)")
 	}
+	creds := make([]benchmark.RegistryCredential, len(req.RegistryCredentials))
+	for i, c := range req.RegistryCredentials {
+		creds[i] = benchmark.RegistryCredential{Registry: c.Registry, Secret: c.Secret}
+	}
 	ws := identity(r.Context()).Workspace
-	b, err := h.cfg.Benchmarks.Add(r.Context(), ws, spec)
+	b, err := h.cfg.Benchmarks.Add(r.Context(), ws, spec, creds...)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -18,6 +19,10 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
+
+// CodeInvalidField is the problem code of a request field the domain
+// refused (a benchmark's registry_credentials[i].secret, say).
+const CodeInvalidField = "invalid_field"
 
 func errorf(status int, code, format string, args ...any) *v1.Error {
 	return &v1.Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
@@ -44,6 +49,7 @@ func (h *Handler) classify(err error) *v1.Error {
 	var rejected *pipeline.RejectedError
 	var tooLarge *http.MaxBytesError
 	var unknownDataset *benchsync.UnknownDatasetError
+	var field *benchmark.FieldError
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
@@ -51,6 +57,9 @@ func (h *Handler) classify(err error) *v1.Error {
 		return rejectedError(rejected)
 	case errors.As(err, &tooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, v1.CodeTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
+	case errors.As(err, &field):
+		return &v1.Error{Status: http.StatusUnprocessableEntity, Code: v1.CodeValidation, Message: field.Error(),
+			Details: v1.ProblemsDetails{Problems: []v1.Problem{{Code: CodeInvalidField, Field: field.Field, Message: field.Message}}}}
 	case errors.Is(err, benchsync.ErrInvalidSpec):
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "%s", clientMessage(err))
 	case errors.As(err, &unknownDataset):

@@ -105,10 +105,18 @@ func resolveIn(reg harbor.Registry, location, name, version string) (harbor.Data
 // benchmark.KeyFor(name, resolved version). Adding the same dataset version
 // again returns the stored record; a key held by anything else is a
 // conflict. The caller enqueues NewSyncMessage(ws, key) afterwards.
-func (s *Service) Add(ctx context.Context, ws, spec string) (records.Benchmark, error) {
+//
+// creds name the workspace secret records the sync pulls and builds the
+// benchmark's images with, per registry; each record must exist. A bad
+// entry is a *benchmark.FieldError naming it, and nothing is written.
+// Adding the benchmark again with other credentials is a conflict.
+func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error) {
 	name, version, err := harbor.ParseSpec(spec)
 	if err != nil {
 		return records.Benchmark{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	if creds, err = s.checkCredentials(ctx, ws, creds); err != nil {
+		return records.Benchmark{}, err
 	}
 	d, err := s.resolve(ctx, s.registry, name, version)
 	if err != nil {
@@ -122,7 +130,7 @@ func (s *Service) Add(ctx context.Context, ws, spec string) (records.Benchmark, 
 	b := records.Benchmark{
 		Workspace: ws, Key: key, Name: d.Name, Description: d.Description,
 		Source: benchmark.Source{Type: benchmark.Harbor, Ref: d.Spec()},
-		Status: records.SyncPending, Total: len(d.Tasks), CreatedAt: now, UpdatedAt: now,
+		Status: records.SyncPending, Total: len(d.Tasks), RegistryCredentials: creds, CreatedAt: now, UpdatedAt: now,
 	}
 	if existing, err := s.records.Benchmark(ctx, ws, key); err == nil {
 		return sameHarbor(existing, b)
@@ -143,7 +151,8 @@ func (s *Service) Add(ctx context.Context, ws, spec string) (records.Benchmark, 
 	if err := s.records.PutSyncSource(ctx, ws, key, syncSource{Spec: d.Spec()}); err != nil {
 		return records.Benchmark{}, err
 	}
-	s.log.InfoContext(ctx, "benchmark added", "workspace", ws, "key", key, "spec", d.Spec(), "tasks", len(d.Tasks))
+	s.log.InfoContext(ctx, "benchmark added", "workspace", ws, "key", key, "spec", d.Spec(), "tasks", len(d.Tasks),
+		"registry_credentials", len(creds))
 	return created, nil
 }
 
@@ -151,6 +160,9 @@ func (s *Service) Add(ctx context.Context, ws, spec string) (records.Benchmark, 
 // describes, else a conflict.
 func sameHarbor(existing, want records.Benchmark) (records.Benchmark, error) {
 	if existing.Source.Type == benchmark.Harbor && existing.Source.Ref == want.Source.Ref {
+		if !sameCredentials(existing.RegistryCredentials, want.RegistryCredentials) {
+			return records.Benchmark{}, fmt.Errorf("%w: benchmark %s is already added with other registry credentials (%s); remove it and add it again to change them", ErrConflict, want.Key, describeCredentials(existing.RegistryCredentials))
+		}
 		return existing, nil
 	}
 	return records.Benchmark{}, fmt.Errorf("%w: benchmark key %q is already used by %s benchmark %s", ErrConflict, want.Key, existing.Source.Type, existing.Source.Ref)

@@ -22,10 +22,12 @@ import (
 
 // ImageResolver pins an image reference to a digest reference
 // ("host/repo@sha256:…"), honouring the operator's registry mirrors and
-// pull credentials. Its errors say what went wrong (unknown image, registry
-// unreachable, auth refused, another architecture).
+// pull credentials, and creds (the benchmark's registry credentials; each
+// goes to its own registry only, before the operator's). Its errors say
+// what went wrong (unknown image, registry unreachable, auth refused,
+// another architecture) and never carry a credential.
 type ImageResolver interface {
-	Resolve(ctx context.Context, ref string) (string, error)
+	Resolve(ctx context.Context, ref string, creds []PullCredential) (string, error)
 }
 
 // ImageBuilder builds one task's environment/Dockerfile into an image the
@@ -70,6 +72,9 @@ type BuildRequest struct {
 	// of the same sync started (BuildRunning.Handle), or "": the builder
 	// looks that build up instead of starting another.
 	Running string
+	// Credentials are the benchmark's registry credentials, for pulling
+	// the Dockerfile's bases (each sent to its own registry only).
+	Credentials []PullCredential
 	// Timeout is the build's limit (build_timeout_sec capped by
 	// MaxBuildTimeout; zero: none). The sync also bounds each Build call by
 	// it; a builder whose build outlives the call enforces it where the
@@ -103,8 +108,8 @@ type Environments struct {
 	// (the local platform unpacks its rootfs) so that a sandbox launch finds
 	// it there; a failure makes the task unavailable (a corrupt layer, a
 	// blob that went missing). Nil where sandboxes pull by digest
-	// themselves (Fargate).
-	Warm func(ctx context.Context, pinned string) error
+	// themselves (Fargate). creds are the benchmark's registry credentials.
+	Warm func(ctx context.Context, pinned string, creds []PullCredential) error
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
@@ -126,7 +131,7 @@ func BuildLogKey(key string) string { return "builds/" + key + ".log" }
 // this sync left running. When builds still run (a builder answered
 // BuildRunning), every other task is prepared all the same (so all builds
 // start at once) and the error is an *imagesPending naming them.
-func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string) error {
+func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string, creds []PullCredential) error {
 	if s.envs == nil {
 		return nil
 	}
@@ -134,7 +139,7 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 	if err := p.record(ctx, 0, true); err != nil {
 		return err
 	}
-	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}, warmed: map[string]error{}, running: running}
+	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}, warmed: map[string]error{}, running: running, creds: creds}
 	pending := map[string]string{}
 	done := 0
 	for i := range tasks {
@@ -194,6 +199,8 @@ type imagePrep struct {
 	warmed   map[string]error
 	// running maps build keys to builds an earlier delivery started.
 	running map[string]string
+	// creds are the benchmark's registry credentials.
+	creds []PullCredential
 }
 
 // warm brings a pinned image into the local cache, once per image per sync.
@@ -203,7 +210,7 @@ func (p *imagePrep) warm(ctx context.Context, name string, env *benchmark.Enviro
 	}
 	err, done := p.warmed[env.Pinned]
 	if !done {
-		err = p.cfg.Warm(ctx, env.Pinned)
+		err = p.cfg.Warm(ctx, env.Pinned, p.creds)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -223,7 +230,7 @@ func (p *imagePrep) resolve(ctx context.Context, ref string) (string, error) {
 	if r, ok := p.resolved[ref]; ok {
 		return r.pinned, r.err
 	}
-	pinned, err := p.cfg.Resolver.Resolve(ctx, ref)
+	pinned, err := p.cfg.Resolver.Resolve(ctx, ref, p.creds)
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
@@ -363,7 +370,7 @@ func (p *imagePrep) built(ctx context.Context, key string) (string, bool, error)
 	if err != nil {
 		return "", false, err
 	}
-	if _, err := p.cfg.Resolver.Resolve(ctx, rec.Pinned); err != nil {
+	if _, err := p.cfg.Resolver.Resolve(ctx, rec.Pinned, p.creds); err != nil {
 		if ctx.Err() != nil {
 			return "", false, ctx.Err()
 		}
@@ -388,7 +395,7 @@ func (p *imagePrep) runBuild(ctx context.Context, name, envDir, key string, df [
 	start := p.s.now()
 	p.s.log.InfoContext(ctx, "building task image", "task", name, "build_key", key, "timeout", timeout)
 	pinned, berr := p.cfg.Builder.Build(bctx, BuildRequest{Key: key, Task: name, ContextDir: envDir, Dockerfile: df, Log: log,
-		Running: p.running[key], Timeout: timeout})
+		Running: p.running[key], Timeout: timeout, Credentials: p.creds})
 	if ctx.Err() != nil {
 		return "", "", ctx.Err()
 	}

@@ -77,7 +77,7 @@ func (r *testRegistry) push(t testing.TB, repoTag, file, body string) {
 }
 
 // Resolve maps a Docker Hub reference into the registry and pins it.
-func (r *testRegistry) Resolve(ctx context.Context, ref string) (string, error) {
+func (r *testRegistry) Resolve(ctx context.Context, ref string, _ []PullCredential) (string, error) {
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
 		return "", err
@@ -232,16 +232,16 @@ func TestSyncPreparesImages(t *testing.T) {
 		}
 		return *task.Environment
 	}
-	appPin, _ := reg.Resolve(ctx, "app:1")
+	appPin, _ := reg.Resolve(ctx, "app:1", nil)
 	if got := env("pulls"); got.Source != benchmark.ImagePull || got.Image != "app:1" || got.Pinned != appPin || got.Unavailable != "" {
 		t.Errorf("pulls: %+v, want pull of app:1 pinned to %s", got, appPin)
 	}
-	defPin, _ := reg.Resolve(ctx, "default:latest")
+	defPin, _ := reg.Resolve(ctx, "default:latest", nil)
 	if got := env("defaults"); got.Source != benchmark.ImageDefault || got.Pinned != defPin {
 		t.Errorf("defaults: %+v, want the default image pinned to %s", got, defPin)
 	}
 	built := env("builds")
-	basePin, _ := reg.Resolve(ctx, "base:1")
+	basePin, _ := reg.Resolve(ctx, "base:1", nil)
 	if built.Source != benchmark.ImageBuild || len(built.BuildKey) != 64 || built.Bases["base:1"] != basePin ||
 		!strings.HasPrefix(built.Pinned, reg.host+"/built@sha256:") || built.Unavailable != "" {
 		t.Errorf("builds: %+v", built)
@@ -359,10 +359,10 @@ type observingResolver struct {
 	seen []string
 }
 
-func (o *observingResolver) Resolve(ctx context.Context, ref string) (string, error) {
+func (o *observingResolver) Resolve(ctx context.Context, ref string, creds []PullCredential) (string, error) {
 	b := o.e.benchmark(o.t, o.key)
 	o.seen = append(o.seen, fmt.Sprintf("%s %s %d/%d", b.Status, b.Phase, b.Synced, b.Total))
-	return o.ImageResolver.Resolve(ctx, ref)
+	return o.ImageResolver.Resolve(ctx, ref, creds)
 }
 
 // cancellingResolver cancels the sync at its first resolve.
@@ -371,7 +371,7 @@ type cancellingResolver struct {
 	cancel context.CancelFunc
 }
 
-func (c cancellingResolver) Resolve(ctx context.Context, ref string) (string, error) {
+func (c cancellingResolver) Resolve(ctx context.Context, ref string, _ []PullCredential) (string, error) {
 	c.cancel()
 	return "", ctx.Err()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
@@ -20,8 +21,8 @@ type Queued struct {
 }
 
 // Add adds a registry dataset to the workspace and enqueues its sync.
-func (q Queued) Add(ctx context.Context, ws, spec string) (records.Benchmark, error) {
-	rec, err := q.Service.Add(ctx, ws, spec)
+func (q Queued) Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error) {
+	rec, err := q.Service.Add(ctx, ws, spec, creds...)
 	if err != nil {
 		return rec, err
 	}

@@ -44,7 +44,7 @@ func (j *jobBuilder) Build(ctx context.Context, r BuildRequest) (string, error) 
 		return "", &BuildRunning{Handle: r.Running}
 	}
 	j.reg.push(j.t, "library/built:"+r.Key[:12], "built.txt", r.Key)
-	return j.reg.Resolve(ctx, "built:"+r.Key[:12])
+	return j.reg.Resolve(ctx, "built:"+r.Key[:12], nil)
 }
 
 // sentQueue records what is sent.

@@ -18,6 +18,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/registry"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 // DefaultLease is how long a sync may go without recording progress before
@@ -75,6 +76,10 @@ type Config struct {
 	// Environments, when set, makes every sync prepare the task images
 	// (see Environments); nil stores manifests without environments.
 	Environments *Environments
+	// Secrets holds the workspace secret records that benchmarks name as
+	// registry credentials (RegistryCredential); nil refuses benchmarks
+	// that name any.
+	Secrets secret.Store
 }
 
 // Service adds benchmarks to workspaces and syncs their task lists.
@@ -88,6 +93,7 @@ type Service struct {
 	log      *slog.Logger
 	lease    time.Duration
 	envs     *Environments
+	secrets  secret.Store
 }
 
 // New returns a Service; Records and Blobs are required.
@@ -98,7 +104,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{
 		records: cfg.Records, blobs: cfg.Blobs, open: cfg.Open, registry: cfg.Registry,
 		workDir: cfg.WorkDir, now: cfg.Now, log: cfg.Logger, lease: cfg.Lease,
-		envs: cfg.Environments,
+		envs: cfg.Environments, secrets: cfg.Secrets,
 	}
 	if s.envs != nil && s.envs.Resolver == nil {
 		return nil, errors.New("benchsync: Environments needs a Resolver")

@@ -227,6 +227,16 @@ func (s *Service) openSource(src syncSource) (registry.Source, string, error) {
 // collect resolves the dataset and fetches, loads and bundles its tasks,
 // recording progress through write.
 func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, error) {
+	var creds []PullCredential
+	if s.envs != nil {
+		// Read first: a deleted or malformed record fails the sync before
+		// any task is fetched.
+		c, err := s.pullCredentials(ctx, b)
+		if err != nil {
+			return benchmark.Manifest{}, nil, err
+		}
+		creds = c
+	}
 	source, location, err := s.openSource(src)
 	if err != nil {
 		return benchmark.Manifest{}, nil, err
@@ -273,7 +283,7 @@ func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSour
 			return benchmark.Manifest{}, nil, err
 		}
 	}
-	if err := s.prepareImages(ctx, tasks, dirs, write, running); err != nil {
+	if err := s.prepareImages(ctx, tasks, dirs, write, running, creds); err != nil {
 		return benchmark.Manifest{}, nil, err
 	}
 	m, err := buildManifest(b, src, d, tasks)

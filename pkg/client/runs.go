@@ -25,10 +25,11 @@ func (c *Client) Benchmark(ctx context.Context, key string) (v1.BenchmarkDetail,
 	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "benchmarks", key)}, &out)
 }
 
-// AddBenchmark adds a registry dataset ("name[@version]").
-func (c *Client) AddBenchmark(ctx context.Context, source string) (v1.BenchmarkView, error) {
+// AddBenchmark adds a registry dataset ("name[@version]"); creds name the
+// workspace secret records its sync logs in to registries with.
+func (c *Client) AddBenchmark(ctx context.Context, source string, creds ...v1.RegistryCredential) (v1.BenchmarkView, error) {
 	var out v1.BenchmarkView
-	body, err := jsonBody(v1.AddBenchmarkRequest{Source: source})
+	body, err := jsonBody(v1.AddBenchmarkRequest{Source: source, RegistryCredentials: creds})
 	if err != nil {
 		return out, err
 	}

@@ -222,6 +222,7 @@ var (
 		Name: "registrysync", Handler: "benchsync HandleSync", Trigger: Queue, Source: SyncQueue,
 		Description: "sync queue and hourly schedule: syncs benchmark registries",
 		Uses: []Use{{Port: Table, Access: ReadWrite}, {Port: SyncQueue, Access: Write},
+			{Port: Secrets, Access: Read}, // the registry credentials a benchmark names
 			{Port: Blobs, Access: Write, Prefixes: []string{blob.TasksPrefix, blob.BuildsPrefix}}}, // task bundles; build contexts and logs
 		Settings: []Setting{Registry, Refresh, Images},
 		Timeout:  10 * time.Minute, MemoryMB: 1024, Singleton: true, Scheduled: true,

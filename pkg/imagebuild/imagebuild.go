@@ -8,6 +8,8 @@ package imagebuild
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 // Importer takes a built image, written as an OCI image layout directory
@@ -108,6 +112,33 @@ type Request struct {
 	Dockerfile []byte
 	// Log receives buildah's output; may be nil.
 	Log io.Writer
+	// Auth are registry logins for pulling the bases. They reach buildah
+	// as an --authfile written 0600 into the build's private work dir
+	// (0700) and removed with it after the build, so no password sits on
+	// a command line or outlives the build.
+	Auth []Credential
+}
+
+// Credential is a registry login for a build's pulls.
+type Credential struct {
+	Registry string // host[:port]; docker.io for Docker Hub
+	Username string
+	Password secret.Value
+}
+
+// authFile renders logins as a containers-auth.json(5) file.
+func authFile(creds []Credential) ([]byte, error) {
+	type entry struct {
+		Auth string `json:"auth"`
+	}
+	auths := map[string]entry{}
+	for _, c := range creds {
+		if c.Registry == "" || c.Username == "" {
+			return nil, fmt.Errorf("imagebuild: a registry login needs a registry and a username")
+		}
+		auths[c.Registry] = entry{Auth: base64.StdEncoding.EncodeToString([]byte(c.Username + ":" + c.Password.Reveal()))}
+	}
+	return json.Marshal(map[string]any{"auths": auths})
 }
 
 // Build runs `buildah bud` on the request, pushes the image to an OCI
@@ -143,13 +174,24 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	if len(b.cfg.Mirrors) > 0 {
 		files["registries.conf"] = registriesConf(b.cfg.Mirrors)
 	}
+	if len(req.Auth) > 0 {
+		auth, err := authFile(req.Auth)
+		if err != nil {
+			return "", err
+		}
+		files["auth.json"] = auth
+	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(work, name), data, 0o600); err != nil {
 			return "", fmt.Errorf("imagebuild: %w", err)
 		}
 	}
 	tag := "localhost/gauntlet-build:" + shortKey(req.Key)
-	bud := append(b.global(work), "bud", "--isolation", "chroot", "--layers", "--timestamp", "0",
+	bud := append(b.global(work), "bud")
+	if len(req.Auth) > 0 {
+		bud = append(bud, "--authfile", filepath.Join(work, "auth.json"))
+	}
+	bud = append(bud, "--isolation", "chroot", "--layers", "--timestamp", "0",
 		"--network", b.cfg.Network, "--signature-policy", filepath.Join(work, "policy.json"), "--tls-verify=false",
 		"--retry", "1", "--pull=false", "-t", tag, "-f", filepath.Join(work, "Dockerfile"), req.ContextDir)
 	if err := b.run(ctx, log, bud); err != nil {

@@ -83,8 +83,8 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 // resolver pins references with the image store.
 type resolver struct{ s *image.Store }
 
-func (r resolver) Resolve(ctx context.Context, ref string) (string, error) {
-	res, err := r.s.Resolve(ctx, ref)
+func (r resolver) Resolve(ctx context.Context, ref string, creds []benchsync.PullCredential) (string, error) {
+	res, err := r.s.Resolve(ctx, ref, imageCredentials(creds)...)
 	if err != nil {
 		return "", cause(err)
 	}
@@ -94,12 +94,21 @@ func (r resolver) Resolve(ctx context.Context, ref string) (string, error) {
 // warmer unpacks a pinned image into the rootfs cache.
 type warmer struct{ s *image.Store }
 
-func (w warmer) warm(ctx context.Context, pinned string) error {
-	rf, err := w.s.Rootfs(ctx, pinned)
+func (w warmer) warm(ctx context.Context, pinned string, creds []benchsync.PullCredential) error {
+	rf, err := w.s.Rootfs(ctx, pinned, imageCredentials(creds)...)
 	if err != nil {
 		return cause(err)
 	}
 	return rf.Close()
+}
+
+// imageCredentials are the sync's credentials as the image store takes them.
+func imageCredentials(creds []benchsync.PullCredential) []image.Credential {
+	out := make([]image.Credential, len(creds))
+	for i, c := range creds {
+		out[i] = image.Credential{Registry: c.Registry, Username: c.Username, Password: c.Password.Reveal()}
+	}
+	return out
 }
 
 // cause drops the store's "image X:" wrapper: sync names the image itself.
@@ -129,7 +138,11 @@ func (i importer) importLayout(ctx context.Context, dir, key string) (string, er
 type builder struct{ b *imagebuild.Builder }
 
 func (b builder) Build(ctx context.Context, r benchsync.BuildRequest) (string, error) {
-	return b.b.Build(ctx, imagebuild.Request{Key: r.Key, ContextDir: r.ContextDir, Dockerfile: r.Dockerfile, Log: r.Log})
+	auth := make([]imagebuild.Credential, len(r.Credentials))
+	for i, c := range r.Credentials {
+		auth[i] = imagebuild.Credential{Registry: c.Registry, Username: c.Username, Password: c.Password}
+	}
+	return b.b.Build(ctx, imagebuild.Request{Key: r.Key, ContextDir: r.ContextDir, Dockerfile: r.Dockerfile, Log: r.Log, Auth: auth})
 }
 
 // BuildMirrors turns the store's mirror setting into buildah's

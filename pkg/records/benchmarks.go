@@ -51,11 +51,16 @@ type Benchmark struct {
 	SyncError string    `json:"sync_error,omitempty"`
 	// ReadyVersion and ReadyDigest name the manifest version runs pin; empty
 	// until a sync has succeeded.
-	ReadyVersion string    `json:"ready_version,omitempty"`
-	ReadyDigest  string    `json:"ready_digest,omitempty"`
-	TaskCount    int       `json:"task_count"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ReadyVersion string `json:"ready_version,omitempty"`
+	ReadyDigest  string `json:"ready_digest,omitempty"`
+	TaskCount    int    `json:"task_count"`
+	// RegistryCredentials name, per registry host, the workspace secret
+	// record whose "username:password" the sync pulls and builds the task
+	// images with (names only; values stay in the secret store). A field
+	// of the item's JSON body, so older records read as none.
+	RegistryCredentials []benchmark.RegistryCredential `json:"registry_credentials,omitempty"`
+	CreatedAt           time.Time                      `json:"created_at"`
+	UpdatedAt           time.Time                      `json:"updated_at"`
 
 	Version int64 `json:"-"`
 }

@@ -26,6 +26,8 @@ func TestBadInputsAnswerWhatDocsAPISays(t *testing.T) {
 		{"JSON body of another type", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@1.0"}`), contentType: "text/plain"}, 415, v1.CodeUnsupportedType, "application/json"},
 		{"duplicate key", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@1.0","source":"other@1"}`), contentType: "application/json"}, 400, v1.CodeBadRequest, `key "source" appears twice`},
 		{"duplicate key in a JSON run config", request{method: "POST", path: "/v1/runs", body: []byte(`{"experiment":{"benchmark":"a","benchmark":"b"},"agents":[{"harness":"oracle"}]}`), contentType: "application/json"}, 400, v1.CodeBadRequest, `key "benchmark" appears twice in experiment`},
+		{"registry credential with a scheme", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@1.0","registry_credentials":[{"registry":"https://ghcr.io","secret":"GHCR_PULL"}]}`), contentType: "application/json"}, 422, v1.CodeValidation, "registry_credentials[0].registry: \"https://ghcr.io\" has a scheme"},
+		{"registry credential naming no record", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":"demo-bench@1.0","registry_credentials":[{"registry":"ghcr.io","secret":"NO_SUCH_RECORD"}]}`), contentType: "application/json"}, 422, v1.CodeValidation, "registry_credentials[0].secret: the workspace has no secret record NO_SUCH_RECORD"},
 		{"wrong JSON kind names no Go type", request{method: "POST", path: "/v1/benchmarks", body: []byte(`{"source":7}`), contentType: "application/json"}, 400, v1.CodeBadRequest, "source: want a string, got number"},
 	}
 	for _, tt := range tests {

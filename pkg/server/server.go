@@ -134,7 +134,7 @@ func (s *Server) open(ctx context.Context) error {
 	}
 	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
 		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments,
-		AllowPrivateNetworks: lo.AllowPrivateRegistry})
+		AllowPrivateNetworks: lo.AllowPrivateRegistry, Secrets: p.Secrets()})
 	if err != nil {
 		return err
 	}

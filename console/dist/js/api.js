@@ -99,7 +99,7 @@ export const api = {
 
   benchmarks: (o) => request('GET', '/v1/benchmarks', o),
   benchmark: (key, o) => request('GET', `/v1/benchmarks/${enc(key)}`, o),
-  addBenchmark: (source) => request('POST', '/v1/benchmarks', { body: { source } }),
+  addBenchmark: (source, creds = []) => request('POST', '/v1/benchmarks', { body: creds.length ? { source, registry_credentials: creds } : { source } }),
   syncBenchmark: (key) => request('POST', `/v1/benchmarks/${enc(key)}/sync`),
   deleteBenchmark: (key) => request('DELETE', `/v1/benchmarks/${enc(key)}`),
   check: (key, o) => request('GET', `/v1/benchmarks/${enc(key)}/check`, o),

@@ -166,3 +166,14 @@ export function taskCheckText(verdict, detail = '') {
   if (!why) return null;
   return { label: `env: ${verdict}`, tone: why[0], title: detail ? `${why[1]} (${detail})` : why[1] };
 }
+
+/** parseLogins reads "host=SECRET, host2=SECRET2" into registry_credentials. */
+export function parseLogins(text) {
+  const list = [];
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const i = part.indexOf('=');
+    if (i <= 0 || i === part.length - 1) return { error: `Registry logins: "${part}" is not host=SECRET, e.g. ghcr.io=GHCR_PULL.` };
+    list.push({ registry: part.slice(0, i).trim(), secret: part.slice(i + 1).trim() });
+  }
+  return { list };
+}

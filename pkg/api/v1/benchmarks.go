@@ -19,6 +19,9 @@ type BenchmarkView struct {
 	Digest   string    `json:"digest,omitempty"`
 	RunCount int       `json:"run_count"`
 	LastRun  *RunBrief `json:"last_run"`
+	// RegistryCredentials are the registry logins the sync uses, by secret
+	// record name; empty when none.
+	RegistryCredentials []RegistryCredential `json:"registry_credentials"`
 	// Removable is false for managed benchmarks.
 	Removable bool      `json:"removable"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -164,6 +167,18 @@ type HarnessView struct {
 type AddBenchmarkRequest struct {
 	// Source is a Harbor registry dataset, "name" or "name@version".
 	Source string `json:"source"`
+	// RegistryCredentials give the sync a login per container registry
+	// for the task images (pull and Dockerfile bases): each names a
+	// workspace secret record holding "username:password".
+	RegistryCredentials []RegistryCredential `json:"registry_credentials,omitempty"`
+}
+
+// RegistryCredential names the workspace secret record ("username:password")
+// the sync logs in to Registry (host[:port], e.g. "ghcr.io") with. Names
+// only: a value is never shown.
+type RegistryCredential struct {
+	Registry string `json:"registry"`
+	Secret   string `json:"secret"`
 }
 
 // Source says where a benchmark comes from.

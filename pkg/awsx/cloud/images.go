@@ -105,15 +105,37 @@ func endpointURL(prefix string) string {
 // resolver pins references with the image store.
 type resolver struct{ s *image.Store }
 
-func (r resolver) Resolve(ctx context.Context, ref string) (string, error) {
+// Resolve pins ref with the platform's credentials (the ECR token), which
+// are also what the sandboxes and CodeBuild pull with. A benchmark's
+// registry credentials are used only to say why an image they would open
+// cannot be used: Fargate's task definitions carry no
+// repositoryCredentials and CodeBuild gets no login, so an image that
+// needs the workspace's login is unavailable at sync with that reason
+// rather than failing every launch.
+func (r resolver) Resolve(ctx context.Context, ref string, creds []benchsync.PullCredential) (string, error) {
 	res, err := r.s.Resolve(ctx, ref)
-	if err != nil {
-		// The sync names the image itself; drop the store's "image X:".
-		var ie *image.Error
-		if errors.As(err, &ie) {
-			return "", ie.Err
-		}
-		return "", err
+	if err == nil {
+		return res.Ref, nil
 	}
-	return res.Ref, nil
+	if len(creds) == 0 || !errors.Is(err, image.ErrUnauthorized) {
+		return "", cause(err)
+	}
+	ic := make([]image.Credential, len(creds))
+	for i, c := range creds {
+		ic[i] = image.Credential{Registry: c.Registry, Username: c.Username, Password: c.Password.Reveal()}
+	}
+	if _, cerr := r.s.Resolve(ctx, ref, ic...); cerr != nil {
+		return "", cause(cerr)
+	}
+	return "", fmt.Errorf("%w: the benchmark's registry credential opens it, but cloud sandboxes and image builds pull with the platform's ECR token only "+
+		"(workspace registry credentials do not reach Fargate or CodeBuild yet); push the image to ECR or ask the operator for an ECR pull-through rule", image.ErrUnauthorized)
+}
+
+// cause drops the store's "image X:": the sync names the image itself.
+func cause(err error) error {
+	var ie *image.Error
+	if errors.As(err, &ie) {
+		return ie.Err
+	}
+	return err
 }

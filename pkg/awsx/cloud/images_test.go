@@ -4,20 +4,30 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud/cloudtest"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/codebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/image"
+	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
+	"github.com/gauntlet-bench/gauntlet/pkg/image/localreg"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
 // TestCloudSyncPinsImages runs the registrysync function's sync on the
@@ -222,5 +232,98 @@ func TestLoadImagesSettings(t *testing.T) {
 	}
 	if api, _ := cloud.Load(cloud.API, cloudtest.Getenv(without(stackEnv(), cloud.EnvImageBuildProject))); api.Images.BuildProject != "" {
 		t.Errorf("the API read the images settings: %+v", api.Images)
+	}
+}
+
+// TestCloudSyncNamesWhatAWorkspaceLoginCannotReach: the registrysync
+// function reads a benchmark's registry credential from Secrets Manager
+// and tries it on an image the platform's own credentials cannot pull; as
+// neither Fargate nor CodeBuild can use a workspace login yet, the task is
+// unavailable at sync saying so (not failing every launch later), and an
+// image that needs no login still pins.
+func TestCloudSyncNamesWhatAWorkspaceLoginCannotReach(t *testing.T) {
+	ctx := context.Background()
+	env := cloudtest.NewEnv(t)
+	const password = "ghp_cloud-canary-31"
+	private := imagetest.Registry(t, localreg.Options{Handler: func(h http.Handler) http.Handler {
+		want := "Basic " + base64.StdEncoding.EncodeToString([]byte("bob:"+password))
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != want {
+				w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
+				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	img := imagetest.Image(t, v1.Config{}, imagetest.Layer(t, imagetest.File("app.txt", "private")))
+	if err := private.Push(ctx, "private/app:1", img, remote.WithAuth(&authn.Basic{Username: "bob", Password: password})); err != nil {
+		t.Fatal(err)
+	}
+	regDir := t.TempDir()
+	writeImageTask(t, regDir, "private", private.Host+"/private/app:1")
+	writeImageTask(t, regDir, "public", "python:3.13-slim")
+	reg := `[{"name": "rolling", "version": "head", "description": "images", "tasks": [` +
+		`{"name": "private", "path": "tasks/private"}, {"name": "public", "path": "tasks/public"}]}]`
+	if err := os.WriteFile(filepath.Join(regDir, "registry.json"), []byte(reg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := env.Vars()
+	vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
+	for k, v := range vars {
+		if strings.HasPrefix(k, "AWS_") {
+			t.Setenv(k, v)
+		}
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cloud.Connect(ctx, cfg, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Ports.Secrets == nil {
+		t.Fatal("the registrysync function has no secret store: fnspec gives it no Secrets read")
+	}
+	recs := records.New(p.Ports.Table)
+	ref := secret.Ref{Workspace: "ws-a", Scope: secret.Workspace, Name: "PULL"}
+	if err := p.Ports.Secrets.Put(ctx, ref, secret.Value("bob:"+password)); err != nil {
+		t.Fatal(err)
+	}
+	if err := recs.PutSecretRecord(ctx, records.SecretRecord{Workspace: "ws-a", Scope: secret.Workspace, Name: "PULL", SetBy: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := p.BenchSync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Add(ctx, "ws-a", "rolling", benchmark.RegistryCredential{Registry: private.Host, Secret: "PULL"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head")); err != nil {
+		t.Fatal(err)
+	}
+	b := readBenchmark(t, recs, "ws-a")
+	if b.Status != records.SyncReady {
+		t.Fatalf("after the sync: %s %q", b.Status, b.SyncError)
+	}
+	m, _, err := recs.Manifest(ctx, "ws-a", b.Key, b.ReadyVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, _ := m.Task("private")
+	reason := priv.UnavailableReason()
+	for _, want := range []string{"task private", private.Host + "/private/app:1", image.ErrUnauthorized.Error(), "credential opens it", "Fargate"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("private task: %q, want it to say %q", reason, want)
+		}
+	}
+	if strings.Contains(reason, password) {
+		t.Errorf("the reason shows the password: %q", reason)
+	}
+	if pub, _ := m.Task("public"); !pub.Available() || !strings.Contains(pub.Environment.Pinned, "@sha256:") {
+		t.Errorf("public task: %+v, want pinned", pub.Environment)
 	}
 }

@@ -4,7 +4,7 @@
 import { api } from '../api.js';
 import { h, replace, link, qs } from '../dom.js';
 import { errorBox, loading, statusBadge, sourceBadge, syncProgress, table, toast, confirmDialog } from '../components.js';
-import { ago, count, dateTime } from '../format.js';
+import { ago, count, dateTime, parseLogins } from '../format.js';
 import { poll } from '../poll.js';
 
 const SYNCING = new Set(['pending', 'syncing']);
@@ -46,12 +46,21 @@ function addForm(status, onAdded) {
     type: 'text', id: 'add-source', name: 'source', placeholder: 'terminal-bench@2.0', autocomplete: 'off',
     spellcheck: 'false', 'aria-describedby': 'add-hint', size: 28,
   });
+  const logins = h('input', {
+    type: 'text', id: 'add-logins', name: 'registry_credentials', placeholder: 'ghcr.io=GHCR_PULL', autocomplete: 'off',
+    spellcheck: 'false', 'aria-describedby': 'add-logins-hint', size: 24,
+  });
   const button = h('button', { type: 'submit', class: 'primary' }, 'Add benchmark');
   const form = h('form', { class: 'inline-form', 'aria-label': 'Add a benchmark from the registry' },
     h('div', { class: 'field' },
       h('label', { for: 'add-source' }, 'Registry dataset'),
       input,
       h('span', { class: 'hint', id: 'add-hint' }, h('code', {}, 'name'), ' or ', h('code', {}, 'name@version'))),
+    h('div', { class: 'field' },
+      h('label', { for: 'add-logins' }, 'Registry logins (optional)'),
+      logins,
+      h('span', { class: 'hint', id: 'add-logins-hint' }, h('code', {}, 'host=SECRET'), ', comma-separated: a workspace secret holding ',
+        h('code', {}, 'username:password'))),
     button);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -63,10 +72,18 @@ function addForm(status, onAdded) {
       return;
     }
     input.removeAttribute('aria-invalid');
+    const creds = parseLogins(logins.value);
+    if (creds.error) {
+      logins.setAttribute('aria-invalid', 'true');
+      status.append(h('div', { class: 'alert bad', role: 'alert' }, creds.error));
+      return;
+    }
+    logins.removeAttribute('aria-invalid');
     button.disabled = true;
     try {
-      const b = await api.addBenchmark(source);
+      const b = await api.addBenchmark(source, creds.list);
       input.value = '';
+      logins.value = '';
       toast(`Adding ${b.name || b.key}: the task list syncs in the background.`, 'ok');
       await onAdded();
     } catch (err) {
