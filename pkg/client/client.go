@@ -65,7 +65,11 @@ func (e *Error) Error() string {
 				parts[i] = "  - " + p.Field + ": " + p.Message
 			}
 		}
-		msg = fmt.Sprintf("the submission has %d problems:\n%s", len(rej), strings.Join(parts, "\n"))
+		count := fmt.Sprintf("%d problems", len(rej))
+		if len(rej) == 1 {
+			count = "1 problem"
+		}
+		msg = fmt.Sprintf("the request has %s:\n%s", count, strings.Join(parts, "\n"))
 	}
 	return fmt.Sprintf("%s (%d %s)", msg, e.Status, e.Code)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 )
 
 func TestCredentialsRoundTrip(t *testing.T) {
@@ -76,6 +78,24 @@ func TestRequestsAndErrors(t *testing.T) {
 	for _, bad := range []string{"ftp://x", "127.0.0.1:8080", "http://"} {
 		if _, err := New(bad, "t", nil); err == nil {
 			t.Errorf("New(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestRejectedRequestCountsItsProblems(t *testing.T) {
+	one := v1.Problem{Code: "invalid", Field: "registry_credentials[0].secret", Message: "is not a workspace secret"}
+	tests := []struct {
+		problems []v1.Problem
+		want     string
+	}{
+		{problems: []v1.Problem{one}, want: "the request has 1 problem:\n  - registry_credentials[0].secret: is not a workspace secret (422 VALIDATION_FAILED)"},
+		{problems: []v1.Problem{one, {Code: "invalid", Message: "whole"}},
+			want: "the request has 2 problems:\n  - registry_credentials[0].secret: is not a workspace secret\n  - whole (422 VALIDATION_FAILED)"},
+	}
+	for _, tc := range tests {
+		err := &Error{answer{Status: 422, Code: v1.CodeValidation, Message: "rejected", Details: v1.ProblemsDetails{Problems: tc.problems}}}
+		if got := err.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
 		}
 	}
 }
