@@ -89,6 +89,8 @@ echo "sysrq=$( (echo h > /proc/sysrq-trigger) 2>/dev/null && echo writable || ec
 echo "logs=$([ -d /logs/artifacts ] && [ -w /logs/agent ] && echo ok || echo missing)"
 echo "nnp=$(grep NoNewPrivs /proc/self/status | cut -f2)"
 echo "capbnd=$(grep CapBnd /proc/self/status | cut -f2)"
+echo "userns=$(readlink /proc/self/ns/user)"
+echo "uid_map=$(cat /proc/self/uid_map | tr -s ' ' | sed 's/^ //')"
 } > /logs/agent/probe.txt`
 
 func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
@@ -100,9 +102,13 @@ func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
 	}{
 		{name: "root user gets Docker's capabilities", user: "", want: map[string]string{
 			"user": "0:0", "home": "/root", "capeff": "00000000a80425fb", "capbnd": "00000000a80425fb", "etc_write": "yes", "chown": "yes",
+			"userns": "the host's",
 		}},
+		// In a user namespace of its own, mapped identically: the host's
+		// uid 1000 and the image files' real owners (root_owner 0).
 		{name: "non-root user", user: "agent", want: map[string]string{
 			"user": "1000:1000", "home": "/home/agent", "capeff": "0000000000000000", "capbnd": "0000000000000000", "etc_write": "no", "chown": "no",
+			"userns": "its own",
 		}},
 	}
 	for _, tc := range tests {
@@ -113,11 +119,22 @@ func TestImageSandboxAppliesTheImageConfig(t *testing.T) {
 			want := map[string]string{
 				"cwd": "/app", "image_var": "from-image", "tool": "image-tool", "tests": "absent", "solution": "absent",
 				"host_bwrap": "absent", "seed": "seed", "tmp": "1777", "root_owner": "0", "sysrq": "denied", "logs": "ok", "nnp": "1",
+				"uid_map": "0 0 4294967295",
 			}
 			for k, v := range tc.want {
 				want[k] = v
 			}
-			if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/probe.txt"))); diff != "" {
+			got := parseProbe(r.artifact(t, "agent/probe.txt"))
+			host, err := os.Readlink("/proc/self/ns/user")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got["userns"] == host {
+				got["userns"] = "the host's"
+			} else if strings.HasPrefix(got["userns"], "user:[") {
+				got["userns"] = "its own"
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("probe inside the image sandbox (-want +got):\n%s", diff)
 			}
 		})
@@ -315,16 +332,22 @@ func TestImageSandboxNetworkModes(t *testing.T) {
 { echo "netns=$(get %s %s)"; echo "host_loopback=$(get 127.0.0.1 %s)"; echo "slirp_host=$(get 10.0.2.2 %s)"
   echo "resolv=$(grep -c nameserver /etc/resolv.conf)"; } > /logs/agent/probe.txt`, nsHost, nsPort, hostPort, hostPort)
 	tests := []struct {
-		mode, ceiling string
-		want          map[string]string
+		mode, ceiling, user string
+		want                map[string]string
 	}{
 		{mode: harbor.NetworkPublic, want: map[string]string{"netns": "hello-from-netns", "resolv": "1"}},
+		// A non-root user's sandbox is in a user namespace of its own:
+		// slirp4netns joins its network all the same.
+		{mode: harbor.NetworkPublic, user: "agent", want: map[string]string{"netns": "hello-from-netns", "resolv": "1"}},
 		{mode: harbor.NetworkNone, want: map[string]string{"netns": "unreachable", "resolv": "0"}},
 		{mode: harbor.NetworkAllowlist, want: map[string]string{"netns": "unreachable", "resolv": "0"}},
+		{mode: harbor.NetworkAllowlist, user: "agent", want: map[string]string{"netns": "unreachable", "resolv": "0"}},
 		{mode: harbor.NetworkPublic, ceiling: harbor.NetworkNone, want: map[string]string{"netns": "unreachable", "resolv": "0"}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.mode+"/"+tc.ceiling, func(t *testing.T) {
+		t.Run(tc.mode+"/"+tc.ceiling+"/"+tc.user, func(t *testing.T) {
+			img := img
+			img.User = tc.user
 			r := runImageTrial(t, probe, img, Options{NetworkCeiling: tc.ceiling}, func(s *sandbox.Spec) { s.Network = tc.mode })
 			want := map[string]string{"host_loopback": "unreachable", "slirp_host": "unreachable"}
 			for k, v := range tc.want {
@@ -379,11 +402,17 @@ direct() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/nul
 	spec.Task.Dir = allowlistTask(t, nsHost, "127.0.0.1")
 	spec.Network = harbor.NetworkAllowlist
 	spec.Command = probe
-	r := runTrial(t, spec, Options{Image: &img, Isolation: IsolationBwrap})
-	want := map[string]string{"allowed": "hello-from-netns", "not_allowed": "HTTP/1.1 403", "loopback_allowed": "HTTP/1.1 502",
-		"direct": "unreachable", "proxy_env": "http://127.0.0.1:3128"}
-	if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/probe.txt"))); diff != "" {
-		t.Errorf("allowlist egress (-want +got):\n%s", diff)
+	// A non-root user's sandbox is in a user namespace of its own: the
+	// proxy listens in its network all the same.
+	for _, user := range []string{"", "agent"} {
+		img := img
+		img.User = user
+		r := runTrial(t, spec, Options{Image: &img, Isolation: IsolationBwrap})
+		want := map[string]string{"allowed": "hello-from-netns", "not_allowed": "HTTP/1.1 403", "loopback_allowed": "HTTP/1.1 502",
+			"direct": "unreachable", "proxy_env": "http://127.0.0.1:3128"}
+		if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/probe.txt"))); diff != "" {
+			t.Errorf("allowlist egress, user %q (-want +got):\n%s", user, diff)
+		}
 	}
 }
 

@@ -49,12 +49,13 @@ var userSwitchCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
 
 // imageIsolation runs every phase with bubblewrap on the attempt's overlay
 // over the task's image: `bwrap --bind <merged> /`, private /dev, /proc,
-// PID, IPC, UTS and network namespaces, the phase's mounts. bwrap runs as
-// root without a user namespace. A root image user keeps Docker's default
-// capabilities; a non-root one is entered by the runner's own binary
-// (exec-phase --uid), which drops every capability and the bounding set and
-// becomes that uid and gid, as a container runtime does: the phase's uid is
-// the host uid, exactly as under Docker without userns-remap. (bwrap
+// PID, IPC, UTS and network namespaces, the phase's mounts. A root image
+// user runs as root without a user namespace and keeps Docker's default
+// capabilities. A non-root one starts in a user namespace of its own with
+// the identity map (so its uid and the image files' owners are the host's,
+// and its capabilities the namespace's) and is entered by the runner's own
+// binary (exec-phase --uid), which drops every capability and the bounding
+// set and becomes that uid and gid, as a container runtime does. (bwrap
 // --unshare-user --uid N from root would map N to host root.)
 type imageIsolation struct {
 	bwrap  string
@@ -63,6 +64,8 @@ type imageIsolation struct {
 	layer  *layer
 	slirp  string // slirp4netns binary ("" = public network unavailable)
 	policy string // the operator's network ceiling
+	// rootless: the runner is root of a user namespace of its own.
+	rootless bool
 }
 
 func (*imageIsolation) name() string { return IsolationBwrap }
@@ -235,8 +238,17 @@ func joinIDs(ids []uint32) string {
 // lets it go. Nothing of the phase's command ever runs outside its limits
 // or before its network is in place. release stops the phase's network.
 func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
+	// A non-root image user gets a user namespace of its own, mapped
+	// identically (a rootless runner's phases are in its namespace
+	// already).
+	pc.identityUserNS = !pc.user.root() && !i.rootless
 	return launchBwrap(i.bwrap, i.bwrapArgs(pc), i.slirp, pc, cg, stdout, stderr)
 }
+
+// identityMap maps every id to itself: the ids, and so the owners of
+// the image's files, are the host's, while the capabilities of the
+// namespace's processes are the namespace's alone.
+var identityMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
 
 // startedFD is the fd on which the sandbox tells the runner that its setup
 // is done and the phase's command is about to run: the user helper writes
@@ -276,6 +288,13 @@ func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg 
 	cmd.ExtraFiles = []*os.File{infoW, blockR, filter, startedW}
 	cmd.WaitDelay = waitDelay
 	prepareProcess(cmd)
+	if pc.identityUserNS {
+		// bwrap starts as root of the new namespace (its caps are that
+		// namespace's) and the helper becomes the image user there.
+		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
+		cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = identityMap, identityMap
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+	}
 	err = cmd.Start()
 	closeFiles(infoW, blockR, startedW)
 	if err != nil {
@@ -425,5 +444,5 @@ func newImageIsolation(bwrap string, opts Options) (*imageIsolation, error) {
 		self = exe
 	}
 	slirp, _ := exec.LookPath("slirp4netns")
-	return &imageIsolation{bwrap: bwrap, img: *opts.Image, self: self, slirp: slirp, policy: opts.NetworkCeiling}, nil
+	return &imageIsolation{bwrap: bwrap, img: *opts.Image, self: self, slirp: slirp, policy: opts.NetworkCeiling, rootless: inUserNamespace()}, nil
 }

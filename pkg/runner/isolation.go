@@ -99,6 +99,9 @@ type phaseCommand struct {
 	user imageUser
 	// etcDir holds the passwd and group stubs of a host-rootfs sandbox.
 	etcDir string
+	// identityUserNS starts the sandbox in a user namespace of its own
+	// with the identity map (image isolation, non-root image user).
+	identityUserNS bool
 	// nproc, when > 0, is the RLIMIT_NPROC of a phase under container
 	// isolation (its pids limit, which no cgroup enforces there).
 	nproc int
