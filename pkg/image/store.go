@@ -115,6 +115,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		logger: logger, pullers: map[string]*remote.Puller{}}, nil
 }
 
+// DockerConfig is the Docker config.json whose logins the store pulls with
+// ("" = none): builds of the same platform read it too.
+func (s *Store) DockerConfig() string { return s.docker }
+
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 

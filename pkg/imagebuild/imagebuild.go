@@ -14,12 +14,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/docker/cli/cli/config"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
@@ -53,6 +57,10 @@ type Config struct {
 	// Network is buildah's --network for RUN steps; default "host" (RUN
 	// apt-get reaches the package mirror, as under docker build).
 	Network string
+	// DockerConfig is the operator's Docker config.json ("" or missing =
+	// none): its logins (credential helpers included) reach the builds'
+	// pulls beside a request's own, which win for the same registry.
+	DockerConfig string
 	// Results, when set, keeps every built image as an OCI layout named by
 	// its build key, shared by every platform on the machine: a build key
 	// digests the whole context and the pinned base images, so the same
@@ -126,6 +134,60 @@ type Credential struct {
 	Password secret.Value
 }
 
+// withDockerLogins adds to creds the username/password logins of the Docker
+// config file (credential helpers resolved) for registries creds does not
+// name. Identity tokens have no place in an auth file buildah reads for a
+// pull and are left out.
+func withDockerLogins(creds []Credential, file string) ([]Credential, error) {
+	if file == "" {
+		return creds, nil
+	}
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return creds, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: docker config: %w", err)
+	}
+	defer f.Close()
+	cf, err := config.LoadFromReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: docker config %s: %w", file, err)
+	}
+	all, err := cf.GetAllCredentials()
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: docker config %s: %w", file, err)
+	}
+	out := slices.Clone(creds)
+	keys := slices.Sorted(maps.Keys(all))
+	for _, key := range keys {
+		ac := all[key]
+		user, pass := ac.Username, ac.Password
+		if user == "" && ac.Auth != "" {
+			if raw, err := base64.StdEncoding.DecodeString(ac.Auth); err == nil {
+				user, pass, _ = strings.Cut(string(raw), ":")
+			}
+		}
+		registry := registryOfConfigKey(key)
+		if user == "" || registry == "" || slices.ContainsFunc(out, func(c Credential) bool { return c.Registry == registry }) {
+			continue
+		}
+		out = append(out, Credential{Registry: registry, Username: user, Password: secret.Value(pass)})
+	}
+	return out, nil
+}
+
+// registryOfConfigKey turns a Docker config auths key ("ghcr.io",
+// "https://index.docker.io/v1/") into the host an auth file names.
+func registryOfConfigKey(key string) string {
+	host := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
+	host, _, _ = strings.Cut(host, "/")
+	if host == "index.docker.io" || host == "registry-1.docker.io" {
+		return "docker.io"
+	}
+	return host
+}
+
 // authFile renders logins as a containers-auth.json(5) file.
 func authFile(creds []Credential) ([]byte, error) {
 	type entry struct {
@@ -174,8 +236,12 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	if len(b.cfg.Mirrors) > 0 {
 		files["registries.conf"] = registriesConf(b.cfg.Mirrors)
 	}
-	if len(req.Auth) > 0 {
-		auth, err := authFile(req.Auth)
+	logins, err := withDockerLogins(req.Auth, b.cfg.DockerConfig)
+	if err != nil {
+		return "", err
+	}
+	if len(logins) > 0 {
+		auth, err := authFile(logins)
 		if err != nil {
 			return "", err
 		}
@@ -188,7 +254,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	}
 	tag := "localhost/gauntlet-build:" + shortKey(req.Key)
 	bud := append(b.global(work), "bud")
-	if len(req.Auth) > 0 {
+	if len(logins) > 0 {
 		bud = append(bud, "--authfile", filepath.Join(work, "auth.json"))
 	}
 	bud = append(bud, "--isolation", "chroot", "--layers", "--timestamp", "0",

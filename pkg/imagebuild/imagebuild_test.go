@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"log"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -29,6 +31,7 @@ import (
 // reg is an in-process registry on loopback.
 type reg struct {
 	host string
+	auth authn.Authenticator // the importer's login (nil = none)
 }
 
 func newRegistry(t *testing.T) *reg {
@@ -40,7 +43,7 @@ func newRegistry(t *testing.T) *reg {
 
 // pushBase pushes a one-layer image holding /base.txt and returns its
 // digest reference.
-func (r *reg) pushBase(t *testing.T) string {
+func (r *reg) pushBase(t *testing.T, opts ...remote.Option) string {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -72,7 +75,7 @@ func (r *reg) pushBase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	ref, _ := name.ParseReference(r.host + "/base:1")
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(ref, img, opts...); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := img.Digest()
@@ -96,7 +99,11 @@ func (r *reg) importer(t *testing.T) Importer {
 			return "", err
 		}
 		ref, _ := name.ParseReference(r.host + "/built:" + key[:12])
-		if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		opts := []remote.Option{remote.WithContext(ctx)}
+		if r.auth != nil {
+			opts = append(opts, remote.WithAuth(r.auth))
+		}
+		if err := remote.Write(ref, img, opts...); err != nil {
 			return "", err
 		}
 		d, _ := img.Digest()
@@ -280,5 +287,58 @@ func TestBuildResultsAreSharedByKey(t *testing.T) {
 	second, log := build(fake)
 	if second != first || !strings.Contains(log, "reusing the image built before") {
 		t.Errorf("second build = %q (log %q), want %q from the cache", second, log, first)
+	}
+}
+
+// TestBuildPullsWithTheOperatorsDockerConfig: a base behind a login is
+// pulled with the login of the operator's Docker config.json (the same
+// file the image store reads), and refused without it.
+func TestBuildPullsWithTheOperatorsDockerConfig(t *testing.T) {
+	requireRoot(t)
+	const user, pass = "operator", "op-secret-pass"
+	guarded := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if u, p, ok := req.BasicAuth(); !ok || u != user || p != pass {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
+			return
+		}
+		guarded.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	login := &authn.Basic{Username: user, Password: pass}
+	r := &reg{host: strings.TrimPrefix(srv.URL, "http://"), auth: login}
+	base := r.pushBase(t, remote.WithAuth(login))
+	dockerConfig := filepath.Join(t.TempDir(), "config.json")
+	cfgJSON := `{"auths": {"` + r.host + `": {"auth": "` + base64.StdEncoding.EncodeToString([]byte(user+":"+pass)) + `"}}}`
+	if err := os.WriteFile(dockerConfig, []byte(cfgJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	df := []byte("FROM " + base + "\nCOPY hello.txt /\n")
+	for _, tc := range []struct {
+		name, config string
+		wantErr      bool
+	}{
+		{name: "without a login", config: "", wantErr: true},
+		{name: "with the docker config's login", config: dockerConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := New(Config{Dir: filepath.Join(t.TempDir(), "buildah"), Import: r.importer(t), DockerConfig: tc.config})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buildLog bytes.Buffer
+			key := strings.Repeat("cd", 32)
+			if tc.wantErr {
+				key = strings.Repeat("ce", 32)
+			}
+			_, err = b.Build(context.Background(), Request{Key: key, ContextDir: contextDir(t), Dockerfile: df, Log: &buildLog})
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("Build error = %v, want error %v\n%s", err, tc.wantErr, buildLog.String())
+			}
+			if strings.Contains(buildLog.String(), pass) || (err != nil && strings.Contains(err.Error(), pass)) {
+				t.Errorf("the password is in the build log or error")
+			}
+		})
 	}
 }

@@ -71,7 +71,8 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		if results == "" {
 			results = imagebuild.DefaultResults()
 		}
-		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Results: results, Mirrors: mirrors, Import: importer{cfg.Store}.importLayout})
+		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Results: results, Mirrors: mirrors,
+			DockerConfig: cfg.Store.DockerConfig(), Import: importer{cfg.Store}.importLayout})
 		if err != nil {
 			return nil, fmt.Errorf("local images: %w", err)
 		}
