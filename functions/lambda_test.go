@@ -30,7 +30,7 @@ func functionEnv(w *world, name string) map[string]string {
 		"grader":       {cloud.EnvResultsQueueURL, cloud.EnvBucket},
 		"ingester":     {cloud.EnvSlotsQueueURL},
 		"leaderboard":  {},
-		"registrysync": {cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvRegistry, cloud.EnvImageBuildProject, cloud.EnvTaskImagesRepository, cloud.EnvTaskImagesURI, cloud.EnvSandboxMirrors},
+		"registrysync": {cloud.EnvSyncQueueURL, cloud.EnvBucket, cloud.EnvSecretsPrefix, cloud.EnvSecretsKMSKey, cloud.EnvRegistry, cloud.EnvImageBuildProject, cloud.EnvTaskImagesRepository, cloud.EnvTaskImagesURI, cloud.EnvSandboxMirrors},
 		"watchdog":     {cloud.EnvPlanQueueURL, cloud.EnvSlotsQueueURL, cloud.EnvCompletionsQueueURL},
 	}[name]
 	sandboxVars := []string{cloud.EnvCluster, cloud.EnvSubnets, cloud.EnvSecurityGroups, cloud.EnvSandboxTaskRoleARN,

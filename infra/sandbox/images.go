@@ -155,16 +155,24 @@ func (s *Sandbox) MirrorsSetting() *string {
 
 func titleWord(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
+// taskImagesPush are the actions of pushing an image to a repository.
+var taskImagesPush = []string{"ecr:BatchCheckLayerAvailability", "ecr:InitiateLayerUpload", "ecr:UploadLayerPart",
+	"ecr:CompleteLayerUpload", "ecr:PutImage"}
+
 // GrantResolve lets grantee (the sync) pin image references to digests the
 // way the sandboxes will pull them: an ECR token for the account's
-// registry, and reading manifests and blobs of the task-images repository
-// and of the pull-through prefixes. A tag the cache has not seen yet makes
+// registry, reading manifests and blobs of the task-images repository and
+// of the pull-through prefixes, and pushing to the task-images repository
+// (copies of images that only a workspace's login opens). A tag the cache has not seen yet makes
 // ECR create the repository and import the image as the caller, so the
 // prefixes also allow that (the sync resolves before any sandbox pulls).
 func (s *Sandbox) GrantResolve(grantee awsiam.IRole) {
 	read := []string{"ecr:DescribeImages", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
 	s.allow(grantee, []string{"ecr:GetAuthorizationToken"}, []*string{jsii.String("*")}, nil)
 	s.allow(grantee, read, []*string{s.TaskImages.RepositoryArn()}, nil)
+	// An image only a workspace's own login opens is copied by the sync
+	// into the task-images repository, which the sandboxes and builds pull.
+	s.allow(grantee, taskImagesPush, []*string{s.TaskImages.RepositoryArn()}, nil)
 	if prefixes := s.mirrorRepositories(); len(prefixes) > 0 {
 		s.allow(grantee, append(read, "ecr:BatchImportUpstreamImage", "ecr:CreateRepository"), prefixes, nil)
 	}

@@ -26,6 +26,7 @@ var (
 	imageResolve = []string{"ecr:GetAuthorizationToken", "ecr:DescribeImages", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
 		"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"}
 	imageBuild = []string{"codebuild:StartBuild", "codebuild:BatchGetBuilds", "codebuild:StopBuild"}
+	imageCopy  = []string{"ecr:BatchCheckLayerAvailability", "ecr:InitiateLayerUpload", "ecr:UploadLayerPart", "ecr:CompleteLayerUpload", "ecr:PutImage"}
 	ecsWatch   = []string{"ecs:DescribeTasks", "ecs:ListTasks", "ecs:StopTask"}
 )
 
@@ -48,7 +49,7 @@ func TestFunctionPermissions(t *testing.T) {
 		"grader":       union(base, tableRead, sqsSend, sqsConsume, []string{"s3:GetObject"}),
 		"ingester":     union(base, tableRead, tableWrite, sqsSend, sqsConsume),
 		"leaderboard":  union(base, tableRead, tableWrite, streamRead, sqsSend),
-		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, secretRead, []string{"s3:PutObject"}, imageResolve, imageBuild),
+		"registrysync": union(base, tableRead, tableWrite, sqsConsume, sqsSend, secretRead, []string{"s3:PutObject"}, imageResolve, imageBuild, imageCopy),
 		"watchdog":     union(base, tableRead, tableWrite, sqsSend, ecsWatch),
 	}
 	for _, name := range functions.Names {
@@ -107,6 +108,7 @@ func TestScopedResources(t *testing.T) {
 			return strings.Contains(r, "TaskImages") || strings.Contains(r, ":repository/gauntlet-dev-")
 		}, ""},
 		{"registrysync", "ecr:CreateRepository", contains(":repository/gauntlet-dev-"), ""},
+		{"registrysync", "ecr:PutImage", contains("TaskImages"), ""}, // copies of images only a workspace login opens
 		{"registrysync", "codebuild:StartBuild", contains("ImageBuilds"), ""},
 		{"watchdog", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 	}

@@ -136,6 +136,19 @@ func runBinary(t testing.TB, as *account, spec sandbox.Spec, img Image, args ...
 			t.Fatal(err)
 		}
 	}
+	if as != nil {
+		// The checkout may sit under a directory only root can enter (a
+		// fresh clone in mktemp's 0700 dir): the account gets its own copy
+		// of the task.
+		task := filepath.Join(dir, "task")
+		if out, err := exec.Command("cp", "-r", spec.Task.Dir, task).CombinedOutput(); err != nil {
+			t.Fatalf("copy the task: %v: %s", err, out)
+		}
+		if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", as.uid, as.gid), task).CombinedOutput(); err != nil {
+			t.Fatalf("chown the task: %v: %s", err, out)
+		}
+		spec.Task.Dir = task
+	}
 	imgJSON, err := json.Marshal(img)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awscodebuild "github.com/aws/aws-sdk-go-v2/service/codebuild"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/codebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecrauth"
@@ -41,9 +45,10 @@ func environments(awsCfg aws.Config, cfg Config, p *Platform) (*benchsync.Enviro
 		return nil, err
 	}
 	ecrClient := ecr.NewFromConfig(awsCfg)
+	ecrKeys := ecrauth.New(ecrClient, hosts...)
 	store, err := image.Open(imageStoreDir(), image.Options{
 		Mirrors:  mirrors,
-		Keychain: ecrauth.New(ecrClient, hosts...),
+		Keychain: ecrKeys,
 		Logger:   p.Logger,
 	})
 	if err != nil {
@@ -62,7 +67,15 @@ func environments(awsCfg aws.Config, cfg Config, p *Platform) (*benchsync.Enviro
 	// No Wait: the builder starts each build and the sync parks on it, so
 	// every build of a sync runs at once and none is waited on against the
 	// function's timeout; the resume message picks them up.
-	return &benchsync.Environments{Resolver: resolver{store}, Builder: b, DefaultImage: ic.DefaultImage, ResumeAfter: ic.ResumeAfter}, nil
+	// A benchmark's own logins go to the registry they name, never to a
+	// pull-through mirror (which signs in with the operator's credential
+	// for the public images it caches).
+	direct, err := image.Open(filepath.Join(imageStoreDir(), "direct"), image.Options{Logger: p.Logger})
+	if err != nil {
+		return nil, err
+	}
+	res := resolver{s: store, direct: direct, copyTo: ic.RepositoryURI, ecr: ecrKeys, logger: p.Logger}
+	return &benchsync.Environments{Resolver: res, Builder: b, DefaultImage: ic.DefaultImage, ResumeAfter: ic.ResumeAfter}, nil
 }
 
 // imageMirrors turns "host → ECR prefix" into the image store's mirror
@@ -103,15 +116,22 @@ func endpointURL(prefix string) string {
 }
 
 // resolver pins references with the image store.
-type resolver struct{ s *image.Store }
+type resolver struct {
+	s *image.Store
+	// direct resolves with a benchmark's logins, without mirrors.
+	direct *image.Store
+	// copyTo is the task-images repository (its URI); ecr signs in to it.
+	copyTo string
+	ecr    authn.Keychain
+	logger *slog.Logger
+}
 
 // Resolve pins ref with the platform's credentials (the ECR token), which
-// are also what the sandboxes and CodeBuild pull with. A benchmark's
-// registry credentials are used only to say why an image they would open
-// cannot be used: Fargate's task definitions carry no
-// repositoryCredentials and CodeBuild gets no login, so an image that
-// needs the workspace's login is unavailable at sync with that reason
-// rather than failing every launch.
+// are also what the sandboxes and CodeBuild pull with. An image that only
+// the benchmark's registry credentials open is copied, by digest, into the
+// platform's task-images repository, and the copy is what the task pins:
+// Fargate and CodeBuild then pull it with the platform's ECR token, and the
+// workspace's login never leaves the sync.
 func (r resolver) Resolve(ctx context.Context, ref string, creds []benchsync.PullCredential) (string, error) {
 	res, err := r.s.Resolve(ctx, ref)
 	if err == nil {
@@ -124,11 +144,71 @@ func (r resolver) Resolve(ctx context.Context, ref string, creds []benchsync.Pul
 	for i, c := range creds {
 		ic[i] = image.Credential{Registry: c.Registry, Username: c.Username, Password: c.Password.Reveal()}
 	}
-	if _, cerr := r.s.Resolve(ctx, ref, ic...); cerr != nil {
-		return "", cause(cerr)
+	res, err = r.direct.Resolve(ctx, ref, ic...)
+	if err != nil {
+		return "", cause(err)
 	}
-	return "", fmt.Errorf("%w: the benchmark's registry credential opens it, but cloud sandboxes and image builds pull with the platform's ECR token only "+
-		"(workspace registry credentials do not reach Fargate or CodeBuild yet); push the image to ECR or ask the operator for an ECR pull-through rule", image.ErrUnauthorized)
+	copied, err := r.copyToECR(ctx, res.Ref, creds)
+	if err != nil {
+		return "", fmt.Errorf("copy %s, which the benchmark's registry credential opens, into the platform's task-images repository: %w", res.Ref, err)
+	}
+	r.logger.InfoContext(ctx, "image copied into the task-images repository for cloud sandboxes", "image", res.Ref, "copy", copied)
+	return copied, nil
+}
+
+// copyToECR copies the pinned image (an image or an index, every blob
+// streamed registry to registry) into the task-images repository under a
+// tag derived from its digest, and returns the copy's digest reference
+// (the same digest). The repository's tags are immutable, so a copy
+// already there is left as it is.
+func (r resolver) copyToECR(ctx context.Context, pinned string, creds []benchsync.PullCredential) (string, error) {
+	src, err := name.NewDigest(pinned)
+	if err != nil {
+		return "", err
+	}
+	hex := strings.TrimPrefix(src.DigestStr(), "sha256:")
+	dst, err := name.NewTag(r.copyTo + ":copy-" + hex)
+	if err != nil {
+		return "", err
+	}
+	out := r.copyTo + "@" + src.DigestStr()
+	dstOpts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(r.ecr)}
+	if d, err := remote.Head(dst, dstOpts...); err == nil && d.Digest.String() == src.DigestStr() {
+		return out, nil
+	}
+	desc, err := remote.Get(src, remote.WithContext(ctx), remote.WithAuthFromKeychain(loginKeychain(creds)))
+	if err != nil {
+		return "", err
+	}
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return "", err
+		}
+		err = remote.WriteIndex(dst, idx, dstOpts...)
+		return out, err
+	}
+	img, err := desc.Image()
+	if err != nil {
+		return "", err
+	}
+	return out, remote.Write(dst, img, dstOpts...)
+}
+
+// loginKeychain signs in with the benchmark's logins, each to its own host.
+type loginKeychain []benchsync.PullCredential
+
+func (k loginKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
+	host := res.RegistryStr()
+	if host == name.DefaultRegistry {
+		host = "docker.io"
+	}
+	for _, c := range k {
+		if c.Registry == host {
+			return &authn.Basic{Username: c.Username, Password: c.Password.Reveal()}, nil
+		}
+	}
+	return authn.Anonymous, nil
 }
 
 // cause drops the store's "image X:": the sync names the image itself.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -23,7 +24,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/codebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
-	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/localreg"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -235,13 +235,14 @@ func TestLoadImagesSettings(t *testing.T) {
 	}
 }
 
-// TestCloudSyncNamesWhatAWorkspaceLoginCannotReach: the registrysync
-// function reads a benchmark's registry credential from Secrets Manager
-// and tries it on an image the platform's own credentials cannot pull; as
-// neither Fargate nor CodeBuild can use a workspace login yet, the task is
-// unavailable at sync saying so (not failing every launch later), and an
-// image that needs no login still pins.
-func TestCloudSyncNamesWhatAWorkspaceLoginCannotReach(t *testing.T) {
+// TestCloudSyncCopiesWhatOnlyAWorkspaceLoginOpens: the registrysync
+// function reads a benchmark's registry credential from Secrets Manager,
+// pins an image the platform's own credentials cannot pull with it, and
+// copies it by digest into the platform's task-images repository, which
+// Fargate and CodeBuild pull from with the ECR token: the task pins the
+// copy (same digest), and no workspace login leaves the sync. An image
+// that needs no login pins as before.
+func TestCloudSyncCopiesWhatOnlyAWorkspaceLoginOpens(t *testing.T) {
 	ctx := context.Background()
 	env := cloudtest.NewEnv(t)
 	const password = "ghp_cloud-canary-31"
@@ -314,14 +315,25 @@ func TestCloudSyncNamesWhatAWorkspaceLoginCannotReach(t *testing.T) {
 		t.Fatal(err)
 	}
 	priv, _ := m.Task("private")
-	reason := priv.UnavailableReason()
-	for _, want := range []string{"task private", private.Host + "/private/app:1", image.ErrUnauthorized.Error(), "credential opens it", "Fargate"} {
-		if !strings.Contains(reason, want) {
-			t.Errorf("private task: %q, want it to say %q", reason, want)
-		}
+	want, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if strings.Contains(reason, password) {
-		t.Errorf("the reason shows the password: %q", reason)
+	if !priv.Available() || priv.Environment.Pinned != env.Images.RepositoryURI+"@"+want.String() {
+		t.Fatalf("private task: available %v (%q), pinned %q; want the copy %s@%s", priv.Available(), priv.UnavailableReason(), priv.Environment.Pinned, env.Images.RepositoryURI, want)
+	}
+	if got := env.Images.Digest(env.Images.Repository + ":copy-" + strings.TrimPrefix(want.String(), "sha256:")); got != want.String() {
+		t.Errorf("the task-images repository holds %q under the copy's tag, want %s", got, want)
+	}
+	if strings.Contains(fmt.Sprintf("%+v", m), password) {
+		t.Errorf("the manifest version holds the password")
+	}
+	// A second sync (a redelivery, a refresh) finds the copy and pins it again.
+	if err := svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head")); err != nil {
+		t.Fatal(err)
+	}
+	if b := readBenchmark(t, recs, "ws-a"); b.Status != records.SyncReady {
+		t.Fatalf("after the second sync: %s %q", b.Status, b.SyncError)
 	}
 	if pub, _ := m.Task("public"); !pub.Available() || !strings.Contains(pub.Environment.Pinned, "@sha256:") {
 		t.Errorf("public task: %+v, want pinned", pub.Environment)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -112,6 +113,21 @@ func (i *Images) Push(repoTag string) string {
 		i.t.Fatal(err)
 	}
 	return d.String()
+}
+
+// Digest returns the manifest digest of repoTag in the registry, read with
+// the ECR token ("" when it is not there).
+func (i *Images) Digest(repoTag string) string {
+	i.t.Helper()
+	ref, err := name.ParseReference(i.Registry.Ref(repoTag))
+	if err != nil {
+		i.t.Fatal(err)
+	}
+	d, err := remote.Head(ref, remote.WithAuth(&authn.Basic{Username: ecrUser, Password: ecrPassword}))
+	if err != nil {
+		return ""
+	}
+	return d.Digest.String()
 }
 
 // Ops lists the ECR and CodeBuild operations called, in order.
