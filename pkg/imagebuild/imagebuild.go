@@ -15,10 +15,12 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,8 +56,8 @@ type Config struct {
 	Mirrors []Mirror
 	// Buildah is the program; default "buildah" on PATH.
 	Buildah string
-	// Network is buildah's --network for RUN steps; default "host" (RUN
-	// apt-get reaches the package mirror, as under docker build).
+	// Network is the RUN steps' network: NetworkIsolated (the default),
+	// NetworkHost or NetworkNone.
 	Network string
 	// DockerConfig is the operator's Docker config.json ("" or missing =
 	// none): its logins (credential helpers included) reach the builds'
@@ -82,6 +84,26 @@ func DefaultResults() string {
 	return filepath.Join(home, ".cache", "gauntlet", "builds")
 }
 
+// Networks of a build's RUN steps. buildah's chroot isolation runs them
+// in buildah's own network namespace, so that is the one set up here.
+const (
+	// NetworkIsolated runs buildah in a network namespace of its own with
+	// slirp4netns (a user-mode stack, --disable-host-loopback): RUN apt-get
+	// reaches the package mirror, nothing reaches the host's loopback (the
+	// platform's API, a loopback mirror). The bases are pulled before, in
+	// the host's network, so a loopback mirror still serves them. A
+	// builder that is not root cannot make the namespace and uses the
+	// host's network, saying so in the build log.
+	NetworkIsolated = "isolated"
+	// NetworkHost shares the host's network, loopback included.
+	NetworkHost = "host"
+	// NetworkNone gives RUN steps loopback only.
+	NetworkNone = "none"
+)
+
+// slirpDNS is slirp4netns's DNS forwarder.
+const slirpDNS = "10.0.2.3"
+
 // Builder builds Dockerfiles.
 type Builder struct {
 	cfg Config
@@ -98,8 +120,17 @@ func New(cfg Config) (*Builder, error) {
 	if cfg.Buildah == "" {
 		cfg.Buildah = "buildah"
 	}
-	if cfg.Network == "" {
-		cfg.Network = "host"
+	switch cfg.Network {
+	case "":
+		cfg.Network = NetworkIsolated
+	case NetworkIsolated, NetworkHost, NetworkNone:
+	default:
+		return nil, fmt.Errorf("imagebuild: network %q: want %q, %q or %q", cfg.Network, NetworkIsolated, NetworkHost, NetworkNone)
+	}
+	if cfg.Network == NetworkIsolated {
+		if _, err := exec.LookPath("slirp4netns"); err != nil {
+			return nil, fmt.Errorf("imagebuild: the builds' isolated network needs slirp4netns (apt-get install slirp4netns): %w", err)
+		}
 	}
 	if _, err := exec.LookPath(cfg.Buildah); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoBuildah, err)
@@ -233,9 +264,8 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 		"Dockerfile":  req.Dockerfile,
 		"policy.json": []byte(`{"default":[{"type":"insecureAcceptAnything"}]}`),
 	}
-	if len(b.cfg.Mirrors) > 0 {
-		files["registries.conf"] = registriesConf(b.cfg.Mirrors)
-	}
+	bases := baseImages(req.Dockerfile)
+	files["registries.conf"] = registriesConf(b.cfg.Mirrors, bases)
 	logins, err := withDockerLogins(req.Auth, b.cfg.DockerConfig)
 	if err != nil {
 		return "", err
@@ -252,20 +282,38 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 			return "", fmt.Errorf("imagebuild: %w", err)
 		}
 	}
-	tag := "localhost/gauntlet-build:" + shortKey(req.Key)
-	bud := append(b.global(work), "bud")
-	if len(logins) > 0 {
-		bud = append(bud, "--authfile", filepath.Join(work, "auth.json"))
+	auth := func(args []string) []string {
+		if len(logins) > 0 {
+			args = append(args, "--authfile", filepath.Join(work, "auth.json"))
+		}
+		return append(args, "--signature-policy", filepath.Join(work, "policy.json"), "--retry", "1")
 	}
-	bud = append(bud, "--isolation", "chroot", "--layers", "--timestamp", "0",
-		"--network", b.cfg.Network, "--signature-policy", filepath.Join(work, "policy.json"), "--tls-verify=false",
-		"--retry", "1", "--pull=false", "-t", tag, "-f", filepath.Join(work, "Dockerfile"), req.ContextDir)
-	if err := b.run(ctx, log, bud); err != nil {
+	network := b.cfg.Network
+	if network != NetworkHost && os.Geteuid() != 0 {
+		fmt.Fprintf(log, "build %s: not root: the RUN steps share the host's network (loopback included); only root can give them one of their own\n", shortKey(req.Key))
+		network = NetworkHost
+	}
+	if network != NetworkHost {
+		// In the host's network: the bases may come from a loopback mirror.
+		for _, base := range bases {
+			if err := b.run(ctx, log, append(auth(append(b.global(work), "pull", "--quiet")), base), NetworkHost); err != nil {
+				return "", fmt.Errorf("buildah pull %s: %w", base, err)
+			}
+		}
+	}
+	tag := "localhost/gauntlet-build:" + shortKey(req.Key)
+	bud := auth(append(b.global(work), "bud"))
+	bud = append(bud, "--isolation", "chroot", "--layers", "--timestamp", "0", "--network", "host")
+	if network == NetworkIsolated {
+		bud = append(bud, "--dns", slirpDNS)
+	}
+	bud = append(bud, "--pull=false", "-t", tag, "-f", filepath.Join(work, "Dockerfile"), req.ContextDir)
+	if err := b.run(ctx, log, bud, network); err != nil {
 		return "", fmt.Errorf("buildah bud: %w", err)
 	}
 	layout := filepath.Join(work, "image")
 	push := append(b.global(work), "push", "--signature-policy", filepath.Join(work, "policy.json"), "--quiet", tag, "oci:"+layout+":latest")
-	if err := b.run(ctx, log, push); err != nil {
+	if err := b.run(ctx, log, push, NetworkHost); err != nil {
 		return "", fmt.Errorf("buildah push to an OCI layout: %w", err)
 	}
 	pinned, err := b.cfg.Import(ctx, layout, req.Key)
@@ -330,26 +378,61 @@ func validKey(key string) bool {
 }
 
 func (b *Builder) global(work string) []string {
-	args := []string{"--root", filepath.Join(b.cfg.Dir, "root"), "--runroot", filepath.Join(b.cfg.Dir, "runroot"), "--storage-driver", "vfs"}
-	if len(b.cfg.Mirrors) > 0 {
-		args = append(args, "--registries-conf", filepath.Join(work, "registries.conf"))
-	}
-	return args
+	return []string{"--root", filepath.Join(b.cfg.Dir, "root"), "--runroot", filepath.Join(b.cfg.Dir, "runroot"), "--storage-driver", "vfs",
+		"--registries-conf", filepath.Join(work, "registries.conf")}
 }
 
-// run runs buildah in its own process group, teeing its output to log and
-// keeping the tail for the error message.
-func (b *Builder) run(ctx context.Context, log io.Writer, args []string) error {
+// run runs buildah in its own process group, in the network given
+// (NetworkHost: the host's; else a network namespace of its own, with
+// slirp4netns attached for NetworkIsolated before buildah starts), teeing
+// its output to log and keeping the tail for the error message.
+func (b *Builder) run(ctx context.Context, log io.Writer, args []string, network string) error {
 	tail := &lastLines{}
-	cmd := exec.CommandContext(ctx, b.cfg.Buildah, args...)
+	program, argv := b.cfg.Buildah, args
+	var gate *os.File // the write end that lets buildah start
+	var gateR *os.File
+	if network != NetworkHost {
+		// sh waits on fd 3 until the namespace's network is in place.
+		var err error
+		if gateR, gate, err = os.Pipe(); err != nil {
+			return err
+		}
+		defer gate.Close()
+		program, argv = "/bin/sh", append([]string{"-c", `read -r _ <&3; exec 3<&-; exec "$@"`, "sh", b.cfg.Buildah}, args...)
+	}
+	cmd := exec.CommandContext(ctx, program, argv...)
 	cmd.Stdout = io.MultiWriter(log, tail)
 	cmd.Stderr = cmd.Stdout
 	cmd.Env = append(os.Environ(), "BUILDAH_ISOLATION=chroot")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if gateR != nil {
+		cmd.ExtraFiles = []*os.File{gateR}
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	fmt.Fprintf(log, "$ buildah %s\n", strings.Join(args, " "))
-	err := cmd.Run()
+	err := cmd.Start()
+	if gateR != nil {
+		gateR.Close()
+	}
+	if err != nil {
+		return err
+	}
+	if gate != nil {
+		if network == NetworkIsolated {
+			stop, err := startSlirp(cmd.Process.Pid)
+			if err != nil {
+				_ = cmd.Cancel()
+				_ = cmd.Wait()
+				return err
+			}
+			defer stop()
+		}
+		_, _ = gate.Write([]byte("go\n"))
+		gate.Close()
+	}
+	err = cmd.Wait()
 	if ctx.Err() != nil {
 		return fmt.Errorf("stopped: %w", context.Cause(ctx))
 	}
@@ -362,6 +445,49 @@ func (b *Builder) run(ctx context.Context, log io.Writer, args []string) error {
 	return nil
 }
 
+// slirpReadyTimeout bounds how long slirp4netns may take to come up.
+const slirpReadyTimeout = 10 * time.Second
+
+// startSlirp attaches slirp4netns to the network namespace of pid (tap0,
+// 10.0.2.100/24, DNS at slirpDNS) without the host's loopback, and returns
+// once the device is up.
+func startSlirp(pid int) (stop func(), err error) {
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer readyR.Close()
+	cmd := exec.Command("slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--ready-fd=3", strconv.Itoa(pid), "tap0")
+	cmd.ExtraFiles = []*os.File{readyW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		readyW.Close()
+		return nil, fmt.Errorf("imagebuild: start slirp4netns: %w", err)
+	}
+	readyW.Close()
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := readyR.Read(make([]byte, 1))
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(slirpReadyTimeout):
+		err = errors.New("timed out")
+	}
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("imagebuild: slirp4netns did not come up: %v: %s", err, strings.TrimSpace(errBuf.String()))
+	}
+	return stop, nil
+}
+
 func shortKey(key string) string {
 	if len(key) > 32 {
 		return key[:32]
@@ -370,13 +496,76 @@ func shortKey(key string) string {
 }
 
 // registriesConf renders mirrors as containers-registries.conf(5) v2.
-func registriesConf(mirrors []Mirror) []byte {
+func registriesConf(mirrors []Mirror, bases []string) []byte {
 	var buf bytes.Buffer
 	buf.WriteString("unqualified-search-registries = [\"docker.io\"]\n")
 	for _, m := range mirrors {
 		fmt.Fprintf(&buf, "\n[[registry]]\nprefix = %q\nlocation = %q\ninsecure = %t\n", m.Prefix, m.Location, m.Insecure)
 	}
+	// TLS is verified everywhere (the pulls may carry logins), except on a
+	// loopback registry, which serves plain HTTP.
+	var loopback []string
+	for _, base := range bases {
+		if host := registryHost(base); isLoopback(host) && !slices.Contains(loopback, host) &&
+			!slices.ContainsFunc(mirrors, func(m Mirror) bool { return m.Prefix == host }) {
+			loopback = append(loopback, host)
+		}
+	}
+	for _, host := range loopback {
+		fmt.Fprintf(&buf, "\n[[registry]]\nlocation = %q\ninsecure = true\n", host)
+	}
 	return buf.Bytes()
+}
+
+// baseImages lists the images a Dockerfile's FROM lines name, in order,
+// without scratch and the names of its own earlier stages.
+func baseImages(dockerfile []byte) []string {
+	var bases, stages []string
+	for _, line := range strings.Split(string(dockerfile), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
+			continue
+		}
+		args := f[1:]
+		for len(args) > 0 && strings.HasPrefix(args[0], "--") {
+			args = args[1:]
+		}
+		if len(args) == 0 {
+			continue
+		}
+		ref := args[0]
+		earlierStage := slices.Contains(stages, strings.ToLower(ref))
+		if len(args) >= 3 && strings.EqualFold(args[1], "AS") {
+			stages = append(stages, strings.ToLower(args[2]))
+		}
+		if strings.EqualFold(ref, "scratch") || earlierStage || slices.Contains(bases, ref) || strings.Contains(ref, "$") {
+			continue
+		}
+		bases = append(bases, ref)
+	}
+	return bases
+}
+
+// registryHost is the registry of an image reference ("docker.io" when
+// the first component is not a host).
+func registryHost(ref string) string {
+	host, _, found := strings.Cut(ref, "/")
+	if !found || (!strings.ContainsAny(host, ".:") && host != "localhost") {
+		return "docker.io"
+	}
+	return host
+}
+
+func isLoopback(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // lastLines keeps the last 64 KiB of output.

@@ -6,17 +6,22 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -26,6 +31,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gauntlet-bench/gauntlet/internal/testnetns"
+	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
 )
 
 // reg is an in-process registry on loopback.
@@ -210,11 +218,100 @@ func TestBuildTimeoutKillsBuildah(t *testing.T) {
 }
 
 func TestRegistriesConf(t *testing.T) {
-	got := string(registriesConf([]Mirror{{Prefix: "docker.io/library/python", Location: "127.0.0.1:5000/base-python", Insecure: true}}))
-	for _, want := range []string{`prefix = "docker.io/library/python"`, `location = "127.0.0.1:5000/base-python"`, "insecure = true"} {
+	mirrors := []Mirror{{Prefix: "docker.io/library/python", Location: "127.0.0.1:5000/base-python", Insecure: true}}
+	got := string(registriesConf(mirrors, []string{"127.0.0.1:6000/base@sha256:ab", "ghcr.io/acme/app:1", "127.0.0.1:6000/other:2"}))
+	for _, want := range []string{`prefix = "docker.io/library/python"`, `location = "127.0.0.1:5000/base-python"`, "insecure = true",
+		"[[registry]]\nlocation = \"127.0.0.1:6000\"\ninsecure = true\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("registries.conf lacks %q:\n%s", want, got)
 		}
+	}
+	// TLS is verified for every other registry: a pull may carry a login.
+	if strings.Contains(got, "ghcr.io") || strings.Count(got, `location = "127.0.0.1:6000"`) != 1 {
+		t.Errorf("registries.conf marks more than the loopback registry insecure, or it twice:\n%s", got)
+	}
+}
+
+func TestBaseImages(t *testing.T) {
+	df := "# syntax\nFROM --platform=linux/amd64 python:3.13-slim AS build\nRUN make\nfrom scratch\nFROM build AS test\n" +
+		"FROM 127.0.0.1:5000/base@sha256:ab\nFROM python:3.13-slim\nFROM ${BASE}\n"
+	if diff := cmp.Diff([]string{"python:3.13-slim", "127.0.0.1:5000/base@sha256:ab"}, baseImages([]byte(df))); diff != "" {
+		t.Errorf("baseImages (-want +got):\n%s", diff)
+	}
+}
+
+// TestBuildRunStepsDoNotReachTheHostsLoopback: RUN steps run in a network
+// of their own (slirp4netns, without the host's loopback), so a task's
+// Dockerfile cannot reach the platform's API or anything else on the
+// host's 127.0.0.1 during a sync; NetworkHost, the operator's opt-in,
+// shares the host's.
+func TestBuildRunStepsDoNotReachTheHostsLoopback(t *testing.T) {
+	requireRoot(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ctxDir := contextDir(t)
+	base := filepath.Join(testrootfs.BaseDir(), "debian-bookworm-minbase.tar")
+	if err := os.Link(base, filepath.Join(ctxDir, "rootfs.tar")); err != nil {
+		if out, err := exec.Command("cp", base, filepath.Join(ctxDir, "rootfs.tar")).CombinedOutput(); err != nil {
+			t.Fatalf("the Debian base image (make base-images): %v: %s", err, out)
+		}
+	}
+	nsHost, nsPort, _ := net.SplitHostPort(testnetns.Server(t, "hello-from-netns"))
+	probe := fmt.Sprintf(`{ echo "loopback=$( (exec 3<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo reached || echo unreachable)"; `+
+		`echo "netns=$(timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s && head -n1 <&3' 2>/dev/null || echo unreachable)"; `+
+		`echo "tap0=$(grep -c tap0 /proc/net/dev)"; echo "dns=$(grep nameserver /etc/resolv.conf | head -1)"; } > /probe.txt`, port, nsHost, nsPort)
+	df := "FROM scratch\nADD rootfs.tar /\nRUN [\"/bin/bash\", \"-c\", " + strconv.Quote(probe) + "]\n"
+	r := newRegistry(t)
+	for _, tc := range []struct {
+		network string
+		want    map[string]string
+	}{
+		// The network beyond the host (here: a server in a namespace the
+		// test made) is reached through slirp4netns.
+		{network: "", want: map[string]string{"loopback": "unreachable", "netns": "hello-from-netns", "tap0": "1", "dns": "nameserver " + slirpDNS}},
+		{network: NetworkNone, want: map[string]string{"loopback": "unreachable", "netns": "unreachable", "tap0": "0"}},
+		{network: NetworkHost, want: map[string]string{"loopback": "reached", "netns": "hello-from-netns", "tap0": "0"}},
+	} {
+		t.Run("network "+tc.network, func(t *testing.T) {
+			b, err := New(Config{Dir: filepath.Join(t.TempDir(), "buildah"), Import: r.importer(t), Network: tc.network})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buildLog bytes.Buffer
+			key := fmt.Sprintf("%064x", len(tc.network)+1)
+			pinned, err := b.Build(context.Background(), Request{Key: key, ContextDir: ctxDir, Dockerfile: []byte(df), Log: &buildLog})
+			if err != nil {
+				t.Fatalf("Build: %v\n%s", err, buildLog.String())
+			}
+			ref, _ := name.ParseReference(pinned)
+			img, err := remote.Image(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(flatten(t, img)["probe.txt"]), "\n") {
+				k, v, _ := strings.Cut(line, "=")
+				got[k] = v
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("RUN step saw %s=%q, want %q (all: %v)", k, got[k], v, got)
+				}
+			}
+		})
 	}
 }
 

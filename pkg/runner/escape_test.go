@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-bench/gauntlet/internal/testnetns"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -100,7 +101,7 @@ func TestEscapeSuite(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		go serve(ln, "host-service")
+		go testnetns.Serve(ln, "host-service")
 		ports = append(ports, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 

@@ -7,15 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 
+	"github.com/gauntlet-bench/gauntlet/internal/testnetns"
 	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -241,91 +239,15 @@ func TestImageSandboxStorageLimitIsTheAgentsENOSPC(t *testing.T) {
 	}
 }
 
-// netnsServer runs a TCP server inside a network namespace the test makes
-// (ip netns + a veth pair with private addresses): the only non-loopback
-// address the tests ever send traffic to. It answers reply to every
-// connection and returns its address.
-func netnsServer(t *testing.T, reply string) string {
-	t.Helper()
-	n := netnsCount.Add(1)
-	name := fmt.Sprintf("gt%d-%d", os.Getpid()%100000, n)
-	sub := (os.Getpid()*7+int(n))%200 + 20
-	hostIP, nsIP := fmt.Sprintf("10.213.%d.1", sub), fmt.Sprintf("10.213.%d.2", sub)
-	hostIf, nsIf := name+"h", name+"n"
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s (iproute2 is needed: apt-get install iproute2)", args, err, out)
-		}
-	}
-	_ = exec.Command("ip", "netns", "del", name).Run()
-	run("netns", "add", name)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
-	run("link", "add", hostIf, "type", "veth", "peer", "name", nsIf)
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostIf).Run() })
-	run("link", "set", nsIf, "netns", name)
-	run("addr", "add", hostIP+"/30", "dev", hostIf)
-	run("link", "set", hostIf, "up")
-	run("-n", name, "addr", "add", nsIP+"/30", "dev", nsIf)
-	run("-n", name, "link", "set", nsIf, "up")
-	run("-n", name, "link", "set", "lo", "up")
-
-	lnCh := make(chan net.Listener, 1)
-	errCh := make(chan error, 1)
-	go func() {
-		// This thread enters the namespace and is never used again (the
-		// goroutine exits locked, so the runtime retires the thread).
-		runtime.LockOSThread()
-		fd, err := os.Open("/run/netns/" + name)
-		if err != nil {
-			errCh <- err
-			return
-		}
-		defer fd.Close()
-		if err := unix.Setns(int(fd.Fd()), unix.CLONE_NEWNET); err != nil {
-			errCh <- err
-			return
-		}
-		ln, err := net.Listen("tcp", nsIP+":0")
-		if err != nil {
-			errCh <- err
-			return
-		}
-		lnCh <- ln
-	}()
-	var ln net.Listener
-	select {
-	case ln = <-lnCh:
-	case err := <-errCh:
-		t.Fatalf("server in netns %s: %v", name, err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go serve(ln, reply)
-	return ln.Addr().String()
-}
-
-var netnsCount atomic.Int32
-
-func serve(ln net.Listener, reply string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		_, _ = c.Write([]byte(reply + "\n"))
-		c.Close()
-	}
-}
-
 func TestImageSandboxNetworkModes(t *testing.T) {
 	img := testImage(t)
-	nsAddr := netnsServer(t, "hello-from-netns")
+	nsAddr := testnetns.Server(t, "hello-from-netns")
 	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hostLn.Close()
-	go serve(hostLn, "host-loopback")
+	go testnetns.Serve(hostLn, "host-loopback")
 	hostPort := strconv.Itoa(hostLn.Addr().(*net.TCPAddr).Port)
 	nsHost, nsPort, _ := net.SplitHostPort(nsAddr)
 	probe := fmt.Sprintf(`get() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
@@ -385,14 +307,14 @@ func allowlistTask(t *testing.T, hosts ...string) string {
 
 func TestImageSandboxAllowlistGoesThroughTheEgressProxy(t *testing.T) {
 	img := testImage(t)
-	nsAddr := netnsServer(t, "hello-from-netns")
+	nsAddr := testnetns.Server(t, "hello-from-netns")
 	nsHost, nsPort, _ := net.SplitHostPort(nsAddr)
 	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hostLn.Close()
-	go serve(hostLn, "host-loopback")
+	go testnetns.Serve(hostLn, "host-loopback")
 	hostPort := strconv.Itoa(hostLn.Addr().(*net.TCPAddr).Port)
 	probe := fmt.Sprintf(`proxy() { timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; printf "CONNECT %%s HTTP/1.1\r\nHost: %%s\r\n\r\n" "$1" "$1" >&3; head -n3 <&3' _ "$1" 2>/dev/null | grep -o "hello-from-netns\|host-loopback\|HTTP/1.1 [0-9]*" | tail -1; }
 direct() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }

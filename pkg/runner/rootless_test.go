@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/internal/testnetns"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -258,13 +259,13 @@ func TestRootlessImageSandbox(t *testing.T) {
 func TestRootlessImageSandboxNetworkModes(t *testing.T) {
 	as := rootlessUser(t)
 	img := rootlessImage(t, as)
-	nsAddr := netnsServer(t, "hello-from-netns")
+	nsAddr := testnetns.Server(t, "hello-from-netns")
 	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hostLn.Close()
-	go serve(hostLn, "host-loopback")
+	go testnetns.Serve(hostLn, "host-loopback")
 	hostPort := strconv.Itoa(hostLn.Addr().(*net.TCPAddr).Port)
 	nsHost, nsPort, _ := net.SplitHostPort(nsAddr)
 	probe := fmt.Sprintf(`get() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
