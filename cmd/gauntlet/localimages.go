@@ -71,7 +71,7 @@ func (f *imageFlags) apply(lo *local.Options, dataDir string, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	lo.Images = localimages.SandboxImages(store)
+	lo.Images = localimages.SandboxImages(store, logger)
 	lo.Environments, err = localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors,
 		BuildDir: localimages.DefaultBuildDir(dataDir), Policy: localimages.Policy{
 			DefaultImage: *f.defaultImage, ForceBuild: *f.forceBuild, NoPublicNetwork: *f.noPublicNetwork}})

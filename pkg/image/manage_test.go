@@ -337,3 +337,41 @@ func tarDir(t *testing.T, dir, out string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs: a launch's
+// RestoreRootfs finds a rootfs another image's unpack evicted and unpacks
+// it again from the blobs the store kept, with the registry gone; an image
+// whose blobs are not stored stays ErrNotCached (for the next sync).
+func TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 150 << 10})
+	ctx := context.Background()
+	refs := map[string]string{}
+	for _, tag := range []string{"a", "b"} {
+		f.push(t, "library/img:"+tag, sizedImage(t, tag, 100<<10))
+		res, err := f.store.Pull(ctx, "img:"+tag, nil) // b's unpack evicts a
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[tag] = res.Ref
+	}
+	f.reg.Close() // a launch never asks the registry
+	if _, err := f.store.CachedRootfs(ctx, refs["a"]); !errors.Is(err, image.ErrNotCached) {
+		t.Fatalf("CachedRootfs(a) after b evicted it = %v, want ErrNotCached", err)
+	}
+	r, restored, err := f.store.RestoreRootfs(ctx, refs["a"])
+	if err != nil || !restored {
+		t.Fatalf("RestoreRootfs(a) = restored %v, %v; want it unpacked again from the stored blobs", restored, err)
+	}
+	defer r.Close()
+	if data, err := os.ReadFile(filepath.Join(r.Dir, "data-a")); err != nil || len(data) != 100<<10 {
+		t.Fatalf("restored rootfs: %d bytes, %v", len(data), err)
+	}
+	again, restored, err := f.store.RestoreRootfs(ctx, refs["a"])
+	if err != nil || restored {
+		t.Fatalf("RestoreRootfs(a) again = restored %v, %v; want the cached rootfs", restored, err)
+	}
+	again.Close()
+	if _, _, err := f.store.RestoreRootfs(ctx, "docker.io/library/other@sha256:"+strings.Repeat("a", 64)); !errors.Is(err, image.ErrNotCached) {
+		t.Fatalf("RestoreRootfs of an image not stored = %v, want ErrNotCached", err)
+	}
+}

@@ -146,6 +146,51 @@ func (s *Store) CachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 	return r, imageErr(pinnedRef, err)
 }
 
+// RestoreRootfs is CachedRootfs that also unpacks an evicted rootfs again
+// when the image's record, config and every layer are still in the store:
+// from those local blobs only, never the network (a launch must not pull).
+// Eviction (max_rootfs_gb) drops unpacked trees, not blobs, so a benchmark
+// whose rootfs another sync evicted still launches; an image whose blobs
+// were pruned too is ErrNotCached, for the next sync to fetch.
+func (s *Store) RestoreRootfs(ctx context.Context, pinnedRef string) (r *Rootfs, restored bool, err error) {
+	r, err = s.cachedRootfs(ctx, pinnedRef)
+	if err == nil || !errors.Is(err, ErrNotCached) {
+		return r, false, imageErr(pinnedRef, err)
+	}
+	if !s.storedLocally(pinnedRef) {
+		return nil, false, imageErr(pinnedRef, err)
+	}
+	r, err = s.rootfs(ctx, pinnedRef, nil, nil)
+	return r, err == nil, imageErr(pinnedRef, err)
+}
+
+// storedLocally reports whether the pinned image's record, config and
+// layers are all in the store's blobs.
+func (s *Store) storedLocally(pinnedRef string) bool {
+	ref, err := parseRef(pinnedRef)
+	if err != nil {
+		return false
+	}
+	d, ok := ref.(name.Digest)
+	if !ok {
+		return false
+	}
+	h, err := v1.NewHash(d.DigestStr())
+	if err != nil {
+		return false
+	}
+	rec, ok, err := s.loadRecord(h)
+	if err != nil || !ok || !s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
+		return false
+	}
+	for _, l := range rec.Layers {
+		if !s.hasBlob(mustHash(l.Digest), l.Size) {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, error) {
 	ref, err := parseRef(pinnedRef)
 	if err != nil {

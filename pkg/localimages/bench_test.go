@@ -61,7 +61,7 @@ func BenchmarkAttemptsPerSecond(b *testing.B) {
 				if opts.Environments, err = localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors, BuildDir: buildCache(b)}); err != nil {
 					b.Fatal(err)
 				}
-				opts.Images = localimages.SandboxImages(store)
+				opts.Images = localimages.SandboxImages(store, nil)
 			}
 			p, err := local.Open(ctx, opts)
 			if err != nil {

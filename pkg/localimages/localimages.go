@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -173,19 +174,32 @@ func BuildMirrors(ms []image.Mirror) ([]imagebuild.Mirror, error) {
 func DefaultBuildDir(dataDir string) string { return filepath.Join(dataDir, "buildah") }
 
 // SandboxImages is the sandbox driver's view of the image store: the
-// unpacked rootfs of a pinned image from the cache only (Store.CachedRootfs),
-// never a pull — images are pulled, built and unpacked at sync, outside any
-// attempt's concurrency slot. A miss is the launch's infrastructure error.
-func SandboxImages(s *image.Store) localsandbox.Images { return sandboxImages{s} }
+// unpacked rootfs of a pinned image from the cache, never a pull — images
+// are pulled, built and unpacked at sync, outside any attempt's
+// concurrency slot. A rootfs evicted since (max_rootfs_gb) is unpacked
+// again from the blobs the store still holds (Store.RestoreRootfs, no
+// network), and logged; a miss is the launch's infrastructure error.
+func SandboxImages(s *image.Store, logger *slog.Logger) localsandbox.Images {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return sandboxImages{s, logger}
+}
 
-type sandboxImages struct{ s *image.Store }
+type sandboxImages struct {
+	s      *image.Store
+	logger *slog.Logger
+}
 
 var _ localsandbox.Images = sandboxImages{}
 
 func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsandbox.Rootfs, error) {
-	rf, err := si.s.CachedRootfs(ctx, ref)
+	rf, restored, err := si.s.RestoreRootfs(ctx, ref)
 	if err != nil {
 		return localsandbox.Rootfs{}, fmt.Errorf("images are pulled, built and unpacked at sync: %w", cause(err))
+	}
+	if restored {
+		si.logger.WarnContext(ctx, "the image's rootfs had been evicted from the cache: unpacked it again from the stored layers", "image", ref)
 	}
 	return localsandbox.Rootfs{Dir: rf.Dir, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
 		Release: func() { _ = rf.Close() }}, nil

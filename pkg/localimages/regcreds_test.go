@@ -126,7 +126,7 @@ func TestWorkspaceRegistryCredentials(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	srv, err := server.Open(ctx, server.Options{DataDir: dataDir, Addr: "127.0.0.1:0", Registry: location, CredentialsPath: "-",
 		Logger: logger, RefreshEvery: -1,
-		Local: local.Options{RunnerPath: runnerBin, Isolation: "bwrap", Images: localimages.SandboxImages(store), Environments: envs,
+		Local: local.Options{RunnerPath: runnerBin, Isolation: "bwrap", Images: localimages.SandboxImages(store, nil), Environments: envs,
 			WatchInterval: time.Second}})
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func TestTerminalBench2TasksEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxImages := localimages.SandboxImages(store)
+	sandboxImages := localimages.SandboxImages(store, nil)
 	start := time.Now()
 	p, err := local.Open(ctx, local.Options{DataDir: dir, RunnerPath: runnerBin, Catalog: catalog, Isolation: "bwrap",
 		Images: sandboxImages, Environments: envs, WatchInterval: time.Second,
