@@ -163,12 +163,15 @@ type Credential struct {
 	Registry string // host[:port]; docker.io for Docker Hub
 	Username string
 	Password secret.Value
+	// IdentityToken is an OAuth refresh token some registries hand out at
+	// docker login (a Docker config's identitytoken), used instead of the
+	// password.
+	IdentityToken secret.Value
 }
 
-// withDockerLogins adds to creds the username/password logins of the Docker
-// config file (credential helpers resolved) for registries creds does not
-// name. Identity tokens have no place in an auth file buildah reads for a
-// pull and are left out.
+// withDockerLogins adds to creds the logins of the Docker config file
+// (username/password or identity token, credential helpers resolved) for
+// registries creds does not name: a request's own login wins for its host.
 func withDockerLogins(creds []Credential, file string) ([]Credential, error) {
 	if file == "" {
 		return creds, nil
@@ -200,10 +203,10 @@ func withDockerLogins(creds []Credential, file string) ([]Credential, error) {
 			}
 		}
 		registry := registryOfConfigKey(key)
-		if user == "" || registry == "" || slices.ContainsFunc(out, func(c Credential) bool { return c.Registry == registry }) {
+		if (user == "" && ac.IdentityToken == "") || registry == "" || slices.ContainsFunc(out, func(c Credential) bool { return c.Registry == registry }) {
 			continue
 		}
-		out = append(out, Credential{Registry: registry, Username: user, Password: secret.Value(pass)})
+		out = append(out, Credential{Registry: registry, Username: user, Password: secret.Value(pass), IdentityToken: secret.Value(ac.IdentityToken)})
 	}
 	return out, nil
 }
@@ -222,14 +225,19 @@ func registryOfConfigKey(key string) string {
 // authFile renders logins as a containers-auth.json(5) file.
 func authFile(creds []Credential) ([]byte, error) {
 	type entry struct {
-		Auth string `json:"auth"`
+		Auth          string `json:"auth,omitempty"`
+		IdentityToken string `json:"identitytoken,omitempty"`
 	}
 	auths := map[string]entry{}
 	for _, c := range creds {
-		if c.Registry == "" || c.Username == "" {
-			return nil, fmt.Errorf("imagebuild: a registry login needs a registry and a username")
+		if c.Registry == "" || (c.Username == "" && c.IdentityToken == "") {
+			return nil, fmt.Errorf("imagebuild: a registry login needs a registry and a username or an identity token")
 		}
-		auths[c.Registry] = entry{Auth: base64.StdEncoding.EncodeToString([]byte(c.Username + ":" + c.Password.Reveal()))}
+		e := entry{IdentityToken: c.IdentityToken.Reveal()}
+		if c.Username != "" {
+			e.Auth = base64.StdEncoding.EncodeToString([]byte(c.Username + ":" + c.Password.Reveal()))
+		}
+		auths[c.Registry] = e
 	}
 	return json.Marshal(map[string]any{"auths": auths})
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -437,5 +438,48 @@ func TestBuildPullsWithTheOperatorsDockerConfig(t *testing.T) {
 				t.Errorf("the password is in the build log or error")
 			}
 		})
+	}
+}
+
+// TestDockerLoginsJoinTheBuildsAuthFile: the operator's config.json logins
+// (a password login, one written as auth, an identity token) join the
+// auth file; a request's own login wins for its host.
+func TestDockerLoginsJoinTheBuildsAuthFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.json")
+	cfg := `{"auths": {
+		"https://index.docker.io/v1/": {"auth": "` + base64.StdEncoding.EncodeToString([]byte("hub-user:hub-pass")) + `"},
+		"ghcr.io": {"username": "op", "password": "op-pass"},
+		"registry.example:5000": {"identitytoken": "refresh-token"}}}`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logins, err := withDockerLogins([]Credential{{Registry: "ghcr.io", Username: "workspace", Password: "ws-pass"}}, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := authFile(logins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Auths map[string]struct {
+			Auth          string `json:"auth"`
+			IdentityToken string `json:"identitytoken"`
+		} `json:"auths"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	decoded := map[string]string{}
+	for host, e := range got.Auths {
+		raw, _ := base64.StdEncoding.DecodeString(e.Auth)
+		decoded[host] = string(raw) + "|" + e.IdentityToken
+	}
+	want := map[string]string{"docker.io": "hub-user:hub-pass|", "ghcr.io": "workspace:ws-pass|", "registry.example:5000": "|refresh-token"}
+	if diff := cmp.Diff(want, decoded); diff != "" {
+		t.Errorf("auth file logins (-want +got):\n%s", diff)
+	}
+	if logins, err := withDockerLogins(nil, filepath.Join(t.TempDir(), "absent.json")); err != nil || len(logins) != 0 {
+		t.Errorf("a missing config file: %v, %v; want no logins and no error", logins, err)
 	}
 }

@@ -137,7 +137,9 @@ func (r resolver) Resolve(ctx context.Context, ref string, creds []benchsync.Pul
 	if err == nil {
 		return res.Ref, nil
 	}
-	if len(creds) == 0 || !errors.Is(err, image.ErrUnauthorized) {
+	// A pull-through mirror in front of the image's registry may answer
+	// "not found" rather than 401 for a private repository it cannot read.
+	if len(creds) == 0 || !(errors.Is(err, image.ErrUnauthorized) || errors.Is(err, image.ErrNotFound)) || !credentialFor(ref, creds) {
 		return "", cause(err)
 	}
 	ic := make([]image.Credential, len(creds))
@@ -193,6 +195,16 @@ func (r resolver) copyToECR(ctx context.Context, pinned string, creds []benchsyn
 		return "", err
 	}
 	return out, remote.Write(dst, img, dstOpts...)
+}
+
+// credentialFor reports whether creds hold a login for ref's registry.
+func credentialFor(ref string, creds []benchsync.PullCredential) bool {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return false
+	}
+	a, err := loginKeychain(creds).Resolve(r.Context())
+	return err == nil && a != authn.Anonymous
 }
 
 // loginKeychain signs in with the benchmark's logins, each to its own host.

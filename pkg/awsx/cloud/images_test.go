@@ -269,73 +269,90 @@ func TestCloudSyncCopiesWhatOnlyAWorkspaceLoginOpens(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(regDir, "registry.json"), []byte(reg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	vars := env.Vars()
-	vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
-	for k, v := range vars {
-		if strings.HasPrefix(k, "AWS_") {
-			t.Setenv(k, v)
-		}
-	}
-	t.Setenv("TMPDIR", t.TempDir())
-	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cloud.Connect(ctx, cfg, discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Ports.Secrets == nil {
-		t.Fatal("the registrysync function has no secret store: fnspec gives it no Secrets read")
-	}
-	recs := records.New(p.Ports.Table)
-	ref := secret.Ref{Workspace: "ws-a", Scope: secret.Workspace, Name: "PULL"}
-	if err := p.Ports.Secrets.Put(ctx, ref, secret.Value("bob:"+password)); err != nil {
-		t.Fatal(err)
-	}
-	if err := recs.PutSecretRecord(ctx, records.SecretRecord{Workspace: "ws-a", Scope: secret.Workspace, Name: "PULL", SetBy: "u1"}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := p.BenchSync()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.Add(ctx, "ws-a", "rolling", benchmark.RegistryCredential{Registry: private.Host, Secret: "PULL"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head")); err != nil {
-		t.Fatal(err)
-	}
-	b := readBenchmark(t, recs, "ws-a")
-	if b.Status != records.SyncReady {
-		t.Fatalf("after the sync: %s %q", b.Status, b.SyncError)
-	}
-	m, _, err := recs.Manifest(ctx, "ws-a", b.Key, b.ReadyVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, _ := m.Task("private")
-	want, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !priv.Available() || priv.Environment.Pinned != env.Images.RepositoryURI+"@"+want.String() {
-		t.Fatalf("private task: available %v (%q), pinned %q; want the copy %s@%s", priv.Available(), priv.UnavailableReason(), priv.Environment.Pinned, env.Images.RepositoryURI, want)
-	}
-	if got := env.Images.Digest(env.Images.Repository + ":copy-" + strings.TrimPrefix(want.String(), "sha256:")); got != want.String() {
-		t.Errorf("the task-images repository holds %q under the copy's tag, want %s", got, want)
-	}
-	if strings.Contains(fmt.Sprintf("%+v", m), password) {
-		t.Errorf("the manifest version holds the password")
-	}
-	// A second sync (a redelivery, a refresh) finds the copy and pins it again.
-	if err := svc.Sync(ctx, benchsync.NewSyncMessage("ws-a", "rolling-head")); err != nil {
-		t.Fatal(err)
-	}
-	if b := readBenchmark(t, recs, "ws-a"); b.Status != records.SyncReady {
-		t.Fatalf("after the second sync: %s %q", b.Status, b.SyncError)
-	}
-	if pub, _ := m.Task("public"); !pub.Available() || !strings.Contains(pub.Environment.Pinned, "@sha256:") {
-		t.Errorf("public task: %+v, want pinned", pub.Environment)
+	for _, tc := range []struct {
+		name, workspace string
+		mirrored        bool
+	}{
+		{name: "registry without a mirror", workspace: "ws-a"},
+		// The pull-through mirror in front of the registry answers "not
+		// found" for a private repository it cannot read.
+		{name: "registry behind a pull-through mirror", workspace: "ws-b", mirrored: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := tc.workspace
+			vars := env.Vars()
+			vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
+			if tc.mirrored {
+				vars["GAUNTLET_SANDBOX_MIRRORS"] += "," + private.Host + "=" + env.Images.Registry.Host + "/private-mirror"
+			}
+			for k, v := range vars {
+				if strings.HasPrefix(k, "AWS_") {
+					t.Setenv(k, v)
+				}
+			}
+			t.Setenv("TMPDIR", t.TempDir())
+			cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := cloud.Connect(ctx, cfg, discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Ports.Secrets == nil {
+				t.Fatal("the registrysync function has no secret store: fnspec gives it no Secrets read")
+			}
+			recs := records.New(p.Ports.Table)
+			ref := secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: "PULL"}
+			if err := p.Ports.Secrets.Put(ctx, ref, secret.Value("bob:"+password)); err != nil {
+				t.Fatal(err)
+			}
+			if err := recs.PutSecretRecord(ctx, records.SecretRecord{Workspace: ws, Scope: secret.Workspace, Name: "PULL", SetBy: "u1"}); err != nil {
+				t.Fatal(err)
+			}
+			svc, err := p.BenchSync()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Add(ctx, ws, "rolling", benchmark.RegistryCredential{Registry: private.Host, Secret: "PULL"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := svc.Sync(ctx, benchsync.NewSyncMessage(ws, "rolling-head")); err != nil {
+				t.Fatal(err)
+			}
+			b := readBenchmark(t, recs, ws)
+			if b.Status != records.SyncReady {
+				t.Fatalf("after the sync: %s %q", b.Status, b.SyncError)
+			}
+			m, _, err := recs.Manifest(ctx, ws, b.Key, b.ReadyVersion)
+			if err != nil {
+				t.Fatal(err)
+			}
+			priv, _ := m.Task("private")
+			want, err := img.Digest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !priv.Available() || priv.Environment.Pinned != env.Images.RepositoryURI+"@"+want.String() {
+				t.Fatalf("private task: available %v (%q), pinned %q; want the copy %s@%s", priv.Available(), priv.UnavailableReason(), priv.Environment.Pinned, env.Images.RepositoryURI, want)
+			}
+			if got := env.Images.Digest(env.Images.Repository + ":copy-" + strings.TrimPrefix(want.String(), "sha256:")); got != want.String() {
+				t.Errorf("the task-images repository holds %q under the copy's tag, want %s", got, want)
+			}
+			if strings.Contains(fmt.Sprintf("%+v", m), password) {
+				t.Errorf("the manifest version holds the password")
+			}
+			// A second sync (a redelivery, a refresh) finds the copy and pins it again.
+			if err := svc.Sync(ctx, benchsync.NewSyncMessage(ws, "rolling-head")); err != nil {
+				t.Fatal(err)
+			}
+			if b := readBenchmark(t, recs, ws); b.Status != records.SyncReady {
+				t.Fatalf("after the second sync: %s %q", b.Status, b.SyncError)
+			}
+			if pub, _ := m.Task("public"); !pub.Available() || !strings.Contains(pub.Environment.Pinned, "@sha256:") {
+				t.Errorf("public task: %+v, want pinned", pub.Environment)
+			}
+
+		})
 	}
 }
