@@ -211,6 +211,8 @@ func TestRootlessImageSandbox(t *testing.T) {
 			"user": "0:0", "capeff": "00000000a80425fb", "etc_write": "yes", "rm_image_dir": "yes"}},
 		{name: "kernel overlay, non-root user", overlay: OverlayKernel, user: "agent", driver: "kernel overlayfs", want: map[string]string{
 			"user": "1000:1000", "capeff": "0000000000000000", "etc_write": "no", "rm_image_dir": "no"}},
+		{name: "fuse-overlayfs, non-root user", overlay: OverlayFuse, user: "agent", driver: "fuse-overlayfs", want: map[string]string{
+			"user": "1000:1000", "capeff": "0000000000000000", "etc_write": "no", "rm_image_dir": "no"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -284,6 +286,31 @@ func TestRootlessImageSandboxNetworkModes(t *testing.T) {
 				t.Errorf("network in the rootless sandbox (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRootlessAllowlistGoesThroughTheEgressProxy: the egress proxy listens
+// in a rootless sandbox's network (the runner, root of its own user
+// namespace, enters it) and lets through only the allowed host.
+func TestRootlessAllowlistGoesThroughTheEgressProxy(t *testing.T) {
+	as := rootlessUser(t)
+	img := rootlessImage(t, as)
+	nsHost, nsPort, _ := net.SplitHostPort(testnetns.Server(t, "hello-from-netns"))
+	probe := fmt.Sprintf(`proxy() { timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; printf "CONNECT %%s HTTP/1.1\r\nHost: %%s\r\n\r\n" "$1" "$1" >&3; head -n3 <&3' _ "$1" 2>/dev/null | grep -o "hello-from-netns\|HTTP/1.1 [0-9]*" | tail -1; }
+direct() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
+{ echo "allowed=$(proxy %s:%s)"; echo "not_allowed=$(proxy 10.213.250.9:80)"; echo "direct=$(direct %s %s)"; } > /logs/agent/probe.txt`,
+		nsHost, nsPort, nsHost, nsPort)
+	spec := baseSpec(t, "command")
+	spec.Task.Dir = allowlistTask(t, nsHost)
+	spec.Network = harbor.NetworkAllowlist
+	spec.Command = probe
+	r := runRootless(t, as, spec, img)
+	if r.code != sandbox.ExitOK {
+		t.Fatalf("runner exit %d:\n%s", r.code, r.output)
+	}
+	want := map[string]string{"allowed": "hello-from-netns", "not_allowed": "HTTP/1.1 403", "direct": "unreachable"}
+	if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/probe.txt"))); diff != "" {
+		t.Errorf("allowlist egress in the rootless sandbox (-want +got):\n%s", diff)
 	}
 }
 
