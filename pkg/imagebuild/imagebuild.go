@@ -138,7 +138,37 @@ func New(cfg Config) (*Builder, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "work"), 0o700); err != nil {
 		return nil, fmt.Errorf("imagebuild: %w", err)
 	}
+	removeAbandonedWork(filepath.Join(cfg.Dir, "work"))
 	return &Builder{cfg: cfg}, nil
+}
+
+// workLock is the file a build holds locked (flock) while its work dir is
+// in use.
+const workLock = ".lock"
+
+// removeAbandonedWork deletes the work dirs of builds whose process died
+// (killed mid-build: their auth file, 0600, would otherwise stay): a dir
+// whose lock nobody holds.
+func removeAbandonedWork(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "build-") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f, err := os.Open(filepath.Join(path, workLock))
+		if err == nil {
+			held := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil
+			f.Close()
+			if held {
+				continue
+			}
+		}
+		_ = os.RemoveAll(path)
+	}
 }
 
 // Request is one build.
@@ -259,6 +289,14 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 		return "", fmt.Errorf("imagebuild: %w", err)
 	}
 	defer os.RemoveAll(work)
+	lock, err := os.OpenFile(filepath.Join(work, workLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("imagebuild: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("imagebuild: lock %s: %w", work, err)
+	}
 	if cached := b.result(req.Key); cached != "" {
 		fmt.Fprintf(log, "build %s: reusing the image built before (%s)\n", shortKey(req.Key), cached)
 		pinned, err := b.cfg.Import(ctx, cached, req.Key)

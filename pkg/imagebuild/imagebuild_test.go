@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -481,5 +482,39 @@ func TestDockerLoginsJoinTheBuildsAuthFile(t *testing.T) {
 	}
 	if logins, err := withDockerLogins(nil, filepath.Join(t.TempDir(), "absent.json")); err != nil || len(logins) != 0 {
 		t.Errorf("a missing config file: %v, %v; want no logins and no error", logins, err)
+	}
+}
+
+// TestNewRemovesTheWorkOfBuildsThatDied: a build killed mid-way leaves its
+// work dir (and its 0600 auth file); the next Builder on the dir removes
+// it, but not the work dir of a build still running (its lock is held).
+func TestNewRemovesTheWorkOfBuildsThatDied(t *testing.T) {
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	dead, live := filepath.Join(work, "build-dead"), filepath.Join(work, "build-live")
+	for _, d := range []string{dead, live} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "auth.json"), []byte(`{"auths":{}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := os.OpenFile(filepath.Join(live, workLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Dir: dir, Import: newRegistry(t).importer(t), Network: NetworkHost}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead build's work dir: %v, want it removed", err)
+	}
+	if _, err := os.Stat(filepath.Join(live, "auth.json")); err != nil {
+		t.Errorf("the running build's work dir: %v, want it kept", err)
 	}
 }
