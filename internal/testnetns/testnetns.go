@@ -47,20 +47,39 @@ func Server(t testing.TB, reply string) string {
 	lnCh := make(chan net.Listener, 1)
 	errCh := make(chan error, 1)
 	go func() {
-		// This thread enters the namespace and is never used again (the
-		// goroutine exits locked, so the runtime retires the thread).
+		// The thread enters the namespace, listens and goes back. It must
+		// not die: a child forked from it with Pdeathsig (a test's
+		// in-process bwrap) would be killed with it.
 		runtime.LockOSThread()
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errCh <- err
+			return
+		}
+		defer self.Close()
 		fd, err := os.Open("/run/netns/" + name)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errCh <- err
 			return
 		}
 		defer fd.Close()
 		if err := unix.Setns(int(fd.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errCh <- err
 			return
 		}
 		ln, err := net.Listen("tcp", nsIP+":0")
+		if back := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); back != nil {
+			err = fmt.Errorf("return to the test's network namespace: %w", back)
+			if ln != nil {
+				ln.Close()
+			}
+			errCh <- err
+			select {} // stuck in the namespace: park, never reuse the thread
+		}
+		runtime.UnlockOSThread()
 		if err != nil {
 			errCh <- err
 			return

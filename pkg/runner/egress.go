@@ -50,8 +50,15 @@ func startEgressProxy(pid int, allowed []string) (*egressProxy, error) {
 }
 
 // listenInNetns opens a TCP listener in another process's network
-// namespace: a locked thread enters it, listens (the socket stays in that
-// namespace) and is then retired with its goroutine, never reused.
+// namespace: a locked thread enters it and listens (the socket stays in
+// that namespace), then goes back to its own namespace and is unlocked.
+// The thread must not die: Linux sends a child's Pdeathsig when the
+// *thread* that forked it exits, and Go retires a thread whose goroutine
+// ends locked — a bwrap forked from it (every phase has Pdeathsig SIGKILL)
+// would be killed (seen in CI: an allowlist phase's agent "exited -1").
+// Where going back is refused (a rootless runner may not re-enter the
+// host's namespace), the goroutine parks forever instead, keeping its
+// thread alive: a runner lives for one attempt.
 func listenInNetns(pid int, addr string) (net.Listener, error) {
 	type result struct {
 		ln  net.Listener
@@ -59,19 +66,33 @@ func listenInNetns(pid int, addr string) (net.Listener, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		runtime.LockOSThread()
+		self, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{err: err}
+			return
+		}
+		defer self.Close()
 		ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: err}
 			return
 		}
 		defer ns.Close()
 		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{err: fmt.Errorf("enter the sandbox's network namespace: %w", err)}
 			return
 		}
 		ln, err := net.Listen("tcp", addr)
+		back := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET)
 		ch <- result{ln, err}
+		if back != nil {
+			select {} // in the sandbox's namespace for good: never reused, never exiting
+		}
+		runtime.UnlockOSThread()
 	}()
 	r := <-ch
 	return r.ln, r.err
