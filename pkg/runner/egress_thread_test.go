@@ -1,13 +1,12 @@
 package runner
 
 import (
-	"os"
+	"bufio"
 	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestListenInNetnsKeepsTheChildrenOfItsThreadAlive: Linux sends a child's
@@ -17,11 +16,20 @@ import (
 // locked and its thread died, killing whatever bwrap had been forked from
 // it (CI: an allowlist phase's agent "exited with code -1").
 func TestListenInNetnsKeepsTheChildrenOfItsThreadAlive(t *testing.T) {
-	target := exec.Command("unshare", "--net", "sleep", "120")
+	// unshare execs the shell only once the new namespace is made: its
+	// first line says the target is in it.
+	target := exec.Command("unshare", "--net", "sh", "-c", "echo ready; exec sleep 120")
+	out, err := target.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = target.Process.Kill(); _ = target.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the target did not enter its own network namespace: %q, %v", line, err)
+	}
 	// Children forked from many threads, as phases are.
 	var mu sync.Mutex
 	var children []*exec.Cmd
@@ -46,20 +54,6 @@ func TestListenInNetnsKeepsTheChildrenOfItsThreadAlive(t *testing.T) {
 			_ = c.Wait()
 		}
 	}()
-	// unshare execs sleep in the new namespace once it is made.
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if link, _ := os.Readlink("/proc/" + strconv.Itoa(target.Process.Pid) + "/ns/net"); link != "" && link != self {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the target never entered its own network namespace")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	for i := range 24 {
 		ln, err := listenInNetns(target.Process.Pid, "127.0.0.1:"+strconv.Itoa(20000+i))
 		if err != nil {
