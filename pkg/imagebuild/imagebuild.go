@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/docker/cli/cli/config"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
 
 // Importer takes a built image, written as an OCI image layout directory
@@ -100,9 +100,6 @@ const (
 	// NetworkNone gives RUN steps loopback only.
 	NetworkNone = "none"
 )
-
-// slirpDNS is slirp4netns's DNS forwarder.
-const slirpDNS = "10.0.2.3"
 
 // Builder builds Dockerfiles.
 type Builder struct {
@@ -351,7 +348,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	bud := auth(append(b.global(work), "bud"))
 	bud = append(bud, "--isolation", "chroot", "--layers", "--timestamp", "0", "--network", "host")
 	if network == NetworkIsolated {
-		bud = append(bud, "--dns", slirpDNS)
+		bud = append(bud, "--dns", slirp.DNS)
 	}
 	bud = append(bud, "--pull=false", "-t", tag, "-f", filepath.Join(work, "Dockerfile"), req.ContextDir)
 	if err := b.run(ctx, log, bud, network); err != nil {
@@ -467,11 +464,11 @@ func (b *Builder) run(ctx context.Context, log io.Writer, args []string, network
 	}
 	if gate != nil {
 		if network == NetworkIsolated {
-			stop, err := startSlirp(cmd.Process.Pid)
+			stop, err := slirp.Start("slirp4netns", cmd.Process.Pid)
 			if err != nil {
 				_ = cmd.Cancel()
 				_ = cmd.Wait()
-				return err
+				return fmt.Errorf("imagebuild: the RUN steps' network: %w", err)
 			}
 			defer stop()
 		}
@@ -489,49 +486,6 @@ func (b *Builder) run(ctx context.Context, log io.Writer, args []string, network
 		return err
 	}
 	return nil
-}
-
-// slirpReadyTimeout bounds how long slirp4netns may take to come up.
-const slirpReadyTimeout = 10 * time.Second
-
-// startSlirp attaches slirp4netns to the network namespace of pid (tap0,
-// 10.0.2.100/24, DNS at slirpDNS) without the host's loopback, and returns
-// once the device is up.
-func startSlirp(pid int) (stop func(), err error) {
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	defer readyR.Close()
-	cmd := exec.Command("slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--ready-fd=3", strconv.Itoa(pid), "tap0")
-	cmd.ExtraFiles = []*os.File{readyW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var errBuf strings.Builder
-	cmd.Stderr = &errBuf
-	if err := cmd.Start(); err != nil {
-		readyW.Close()
-		return nil, fmt.Errorf("imagebuild: start slirp4netns: %w", err)
-	}
-	readyW.Close()
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := readyR.Read(make([]byte, 1))
-		done <- err
-	}()
-	select {
-	case err = <-done:
-	case <-time.After(slirpReadyTimeout):
-		err = errors.New("timed out")
-	}
-	if err != nil {
-		stop()
-		return nil, fmt.Errorf("imagebuild: slirp4netns did not come up: %v: %s", err, strings.TrimSpace(errBuf.String()))
-	}
-	return stop, nil
 }
 
 func shortKey(key string) string {

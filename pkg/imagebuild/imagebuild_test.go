@@ -36,6 +36,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/internal/testnetns"
 	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
+	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
 
 // reg is an in-process registry on loopback.
@@ -283,7 +284,7 @@ func TestBuildRunStepsDoNotReachTheHostsLoopback(t *testing.T) {
 	}{
 		// The network beyond the host (here: a server in a namespace the
 		// test made) is reached through slirp4netns.
-		{network: "", want: map[string]string{"loopback": "unreachable", "netns": "hello-from-netns", "tap0": "1", "dns": "nameserver " + slirpDNS}},
+		{network: "", want: map[string]string{"loopback": "unreachable", "netns": "hello-from-netns", "tap0": "1", "dns": "nameserver " + slirp.DNS}},
 		{network: NetworkNone, want: map[string]string{"loopback": "unreachable", "netns": "unreachable", "tap0": "0"}},
 		{network: NetworkHost, want: map[string]string{"loopback": "reached", "netns": "hello-from-netns", "tap0": "0"}},
 	} {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
 
 // In-sandbox paths of the image layout besides Harbor's /app, /logs/...,
@@ -126,7 +128,7 @@ func (i *imageIsolation) prepareRoot(u imageUser) error {
 func (i *imageIsolation) setResolver(public bool) error {
 	conf := "# no network in this phase\n"
 	if public {
-		conf = "nameserver " + slirpDNS + "\n"
+		conf = "nameserver " + slirp.DNS + "\n"
 	}
 	return writeInRoot(i.layer.root, "/etc/resolv.conf", conf)
 }
@@ -367,56 +369,15 @@ func closeFiles(files ...*os.File) {
 	}
 }
 
-// slirpDNS is slirp4netns's DNS forwarder in the sandbox's network.
-const slirpDNS = "10.0.2.3"
-
-// slirpReadyTimeout bounds how long slirp4netns may take to configure the
-// sandbox's tap device.
-const slirpReadyTimeout = 10 * time.Second
-
-// startSlirp attaches slirp4netns (a user-mode network stack) to the network
-// namespace of pid: the sandbox gets tap0 (10.0.2.100/24, gateway 10.0.2.2,
-// DNS 10.0.2.3) and egress through the runner's own network, without the
-// host's loopback (--disable-host-loopback: 10.0.2.2 does not reach the
-// host's 127.0.0.1). It returns once the device is up.
+// startSlirp gives the network namespace of pid the public network
+// (package slirp), or says that slirp4netns is missing.
 func startSlirp(bin string, pid int) (stop func(), err error) {
 	if bin == "" {
 		return nil, errors.New("image sandbox: the phase needs public network but slirp4netns is not installed (apt-get install slirp4netns)")
 	}
-	readyR, readyW, err := os.Pipe()
+	stop, err = slirp.Start(bin, pid)
 	if err != nil {
-		return nil, err
-	}
-	defer readyR.Close()
-	cmd := exec.Command(bin, "--configure", "--mtu=65520", "--disable-host-loopback", "--ready-fd=3",
-		strconv.Itoa(pid), "tap0")
-	cmd.ExtraFiles = []*os.File{readyW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var errBuf strings.Builder
-	cmd.Stderr = &errBuf
-	if err := cmd.Start(); err != nil {
-		readyW.Close()
-		return nil, fmt.Errorf("image sandbox: start slirp4netns: %w", err)
-	}
-	readyW.Close()
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	done := make(chan error, 1)
-	go func() {
-		b := make([]byte, 1)
-		_, err := readyR.Read(b)
-		done <- err
-	}()
-	select {
-	case err = <-done:
-	case <-time.After(slirpReadyTimeout):
-		err = errors.New("timed out")
-	}
-	if err != nil {
-		stop()
-		return nil, fmt.Errorf("image sandbox: slirp4netns did not come up: %v: %s", err, strings.TrimSpace(errBuf.String()))
+		return nil, fmt.Errorf("image sandbox: %w", err)
 	}
 	return stop, nil
 }

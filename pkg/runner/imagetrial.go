@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
 
 // Effective network modes of a phase.
@@ -370,7 +371,7 @@ func writeEtcStubs(dir string) error {
 		"hosts":  "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t" + sandboxHostname + "\n",
 		// slirp4netns's DNS forwarder: the host's resolver may be on its
 		// loopback, which the sandbox never reaches.
-		"resolv.conf": "nameserver " + slirpDNS + "\n",
+		"resolv.conf": "nameserver " + slirp.DNS + "\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
