@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -242,23 +241,8 @@ func TestUnknownImageAndUnreachable(t *testing.T) {
 	}
 }
 
-// basicAuth answers 401 unless the request carries user:pass.
-func basicAuth(user, pass string) func(http.Handler) http.Handler {
-	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
-	return func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != want {
-				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
-}
-
 func TestCredentials(t *testing.T) {
-	f := newFixture(t, localreg.Options{Handler: basicAuth("alice", "s3cret")}, image.Options{})
+	f := newFixture(t, localreg.Options{Handler: imagetest.BasicAuth("alice", "s3cret")}, image.Options{})
 	ctx := context.Background()
 	if err := f.reg.Push(ctx, "library/app:1", simpleImage(t), remote.WithAuth(&authn.Basic{Username: "alice", Password: "s3cret"})); err != nil {
 		t.Fatal(err)

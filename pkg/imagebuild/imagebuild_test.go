@@ -255,15 +255,7 @@ func TestBuildRunStepsDoNotReachTheHostsLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go testnetns.Serve(ln, "host-loopback")
 	port := ln.Addr().(*net.TCPAddr).Port
 	ctxDir := contextDir(t)
 	base := filepath.Join(testrootfs.BaseDir(), "debian-bookworm-minbase.tar")

@@ -40,22 +40,6 @@ const (
 	pullPAT  = "ghp_pullcreds-canary-7Hq2Zx9"
 )
 
-// basicAuth answers 401 (with a Basic challenge) unless the request carries
-// user:pass, as a private registry does.
-func basicAuth(user, pass string) func(http.Handler) http.Handler {
-	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
-	return func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != want {
-				w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
-				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
-}
-
 // recorder keeps every API response body the client reads.
 type recorder struct {
 	mu     sync.Mutex
@@ -278,7 +262,7 @@ func privateRegistry(t *testing.T, ctx context.Context) *localreg.Registry {
 	if err != nil {
 		t.Fatalf("base images: %v", err)
 	}
-	reg := imagetest.Registry(t, localreg.Options{Layouts: []string{base}, Handler: basicAuth(pullUser, pullPAT)})
+	reg := imagetest.Registry(t, localreg.Options{Layouts: []string{base}, Handler: imagetest.BasicAuth(pullUser, pullPAT)})
 	p, err := layout.FromPath(base)
 	if err != nil {
 		t.Fatal(err)

@@ -239,20 +239,29 @@ func TestImageSandboxStorageLimitIsTheAgentsENOSPC(t *testing.T) {
 	}
 }
 
-func TestImageSandboxNetworkModes(t *testing.T) {
-	img := testImage(t)
+// networkProbe starts a server in a namespace the test makes and one on
+// the host's loopback, and returns an agent command writing to
+// /logs/agent/probe.txt what it reaches: netns, host_loopback, slirp_host
+// (the host through slirp's gateway) and resolv (nameservers configured).
+func networkProbe(t *testing.T) string {
+	t.Helper()
 	nsAddr := testnetns.Server(t, "hello-from-netns")
 	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hostLn.Close()
+	t.Cleanup(func() { hostLn.Close() })
 	go testnetns.Serve(hostLn, "host-loopback")
 	hostPort := strconv.Itoa(hostLn.Addr().(*net.TCPAddr).Port)
 	nsHost, nsPort, _ := net.SplitHostPort(nsAddr)
-	probe := fmt.Sprintf(`get() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
+	return fmt.Sprintf(`get() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
 { echo "netns=$(get %s %s)"; echo "host_loopback=$(get 127.0.0.1 %s)"; echo "slirp_host=$(get 10.0.2.2 %s)"
   echo "resolv=$(grep -c nameserver /etc/resolv.conf)"; } > /logs/agent/probe.txt`, nsHost, nsPort, hostPort, hostPort)
+}
+
+func TestImageSandboxNetworkModes(t *testing.T) {
+	img := testImage(t)
+	probe := networkProbe(t)
 	tests := []struct {
 		mode, ceiling, user string
 		want                map[string]string
@@ -305,6 +314,13 @@ func allowlistTask(t *testing.T, hosts ...string) string {
 	return dir
 }
 
+// proxyProbeFuncs are shell functions for allowlist probes: proxy HOST:PORT
+// asks the egress proxy for a CONNECT and prints the server's reply or the
+// proxy's status; direct HOST PORT connects without it. It heads a fmt
+// format, hence %%s.
+const proxyProbeFuncs = `proxy() { timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; printf "CONNECT %%s HTTP/1.1\r\nHost: %%s\r\n\r\n" "$1" "$1" >&3; head -n3 <&3' _ "$1" 2>/dev/null | grep -o "hello-from-netns\|host-loopback\|HTTP/1.1 [0-9]*" | tail -1; }
+direct() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }`
+
 func TestImageSandboxAllowlistGoesThroughTheEgressProxy(t *testing.T) {
 	img := testImage(t)
 	nsAddr := testnetns.Server(t, "hello-from-netns")
@@ -316,8 +332,7 @@ func TestImageSandboxAllowlistGoesThroughTheEgressProxy(t *testing.T) {
 	defer hostLn.Close()
 	go testnetns.Serve(hostLn, "host-loopback")
 	hostPort := strconv.Itoa(hostLn.Addr().(*net.TCPAddr).Port)
-	probe := fmt.Sprintf(`proxy() { timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; printf "CONNECT %%s HTTP/1.1\r\nHost: %%s\r\n\r\n" "$1" "$1" >&3; head -n3 <&3' _ "$1" 2>/dev/null | grep -o "hello-from-netns\|host-loopback\|HTTP/1.1 [0-9]*" | tail -1; }
-direct() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
+	probe := fmt.Sprintf(proxyProbeFuncs+`
 { echo "allowed=$(proxy %s:%s)"; echo "not_allowed=$(proxy 10.213.250.9:80)"; echo "loopback_allowed=$(proxy 127.0.0.1:%s)"
   echo "direct=$(direct %s %s)"; echo "proxy_env=$HTTPS_PROXY"; } > /logs/agent/probe.txt`, nsHost, nsPort, hostPort, nsHost, nsPort)
 	spec := baseSpec(t, "command")

@@ -261,19 +261,8 @@ func TestRootlessImageSandbox(t *testing.T) {
 func TestRootlessImageSandboxNetworkModes(t *testing.T) {
 	as := rootlessUser(t)
 	img := rootlessImage(t, as)
-	nsAddr := testnetns.Server(t, "hello-from-netns")
-	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hostLn.Close()
-	go testnetns.Serve(hostLn, "host-loopback")
-	hostPort := strconv.Itoa(hostLn.Addr().(*net.TCPAddr).Port)
-	nsHost, nsPort, _ := net.SplitHostPort(nsAddr)
-	probe := fmt.Sprintf(`get() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
-{ echo "netns=$(get %s %s)"; echo "host_loopback=$(get 127.0.0.1 %s)"; echo "slirp_host=$(get 10.0.2.2 %s)"; } > /logs/agent/probe.txt`,
-		nsHost, nsPort, hostPort, hostPort)
-	for mode, reach := range map[string]string{harbor.NetworkPublic: "hello-from-netns", harbor.NetworkNone: "unreachable"} {
+	probe := networkProbe(t)
+	for mode, reach := range map[string][2]string{harbor.NetworkPublic: {"hello-from-netns", "1"}, harbor.NetworkNone: {"unreachable", "0"}} {
 		t.Run(mode, func(t *testing.T) {
 			spec := baseSpec(t, "command")
 			spec.Command, spec.Network = probe, mode
@@ -281,7 +270,7 @@ func TestRootlessImageSandboxNetworkModes(t *testing.T) {
 			if r.code != sandbox.ExitOK {
 				t.Fatalf("runner exit %d:\n%s", r.code, r.output)
 			}
-			want := map[string]string{"netns": reach, "host_loopback": "unreachable", "slirp_host": "unreachable"}
+			want := map[string]string{"netns": reach[0], "resolv": reach[1], "host_loopback": "unreachable", "slirp_host": "unreachable"}
 			if diff := cmp.Diff(want, parseProbe(r.artifact(t, "agent/probe.txt"))); diff != "" {
 				t.Errorf("network in the rootless sandbox (-want +got):\n%s", diff)
 			}
@@ -296,8 +285,7 @@ func TestRootlessAllowlistGoesThroughTheEgressProxy(t *testing.T) {
 	as := rootlessUser(t)
 	img := rootlessImage(t, as)
 	nsHost, nsPort, _ := net.SplitHostPort(testnetns.Server(t, "hello-from-netns"))
-	probe := fmt.Sprintf(`proxy() { timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128; printf "CONNECT %%s HTTP/1.1\r\nHost: %%s\r\n\r\n" "$1" "$1" >&3; head -n3 <&3' _ "$1" 2>/dev/null | grep -o "hello-from-netns\|HTTP/1.1 [0-9]*" | tail -1; }
-direct() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2 && head -n1 <&3" 2>/dev/null || echo unreachable; }
+	probe := fmt.Sprintf(proxyProbeFuncs+`
 { echo "allowed=$(proxy %s:%s)"; echo "not_allowed=$(proxy 10.213.250.9:80)"; echo "direct=$(direct %s %s)"; } > /logs/agent/probe.txt`,
 		nsHost, nsPort, nsHost, nsPort)
 	spec := baseSpec(t, "command")

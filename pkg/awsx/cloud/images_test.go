@@ -4,11 +4,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -246,17 +244,7 @@ func TestCloudSyncCopiesWhatOnlyAWorkspaceLoginOpens(t *testing.T) {
 	ctx := context.Background()
 	env := cloudtest.NewEnv(t)
 	const password = "ghp_cloud-canary-31"
-	private := imagetest.Registry(t, localreg.Options{Handler: func(h http.Handler) http.Handler {
-		want := "Basic " + base64.StdEncoding.EncodeToString([]byte("bob:"+password))
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != want {
-				w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
-				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	}})
+	private := imagetest.Registry(t, localreg.Options{Handler: imagetest.BasicAuth("bob", password)})
 	img := imagetest.Image(t, v1.Config{}, imagetest.Layer(t, imagetest.File("app.txt", "private")))
 	if err := private.Push(ctx, "private/app:1", img, remote.WithAuth(&authn.Basic{Username: "bob", Password: password})); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -22,6 +24,23 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
+
+// BasicAuth is a localreg.Options Handler that answers 401, with a Basic
+// challenge and the registry API's error body, unless the request carries
+// user:pass, as a private registry does.
+func BasicAuth(user, pass string) func(http.Handler) http.Handler {
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != want {
+				w.Header().Set("WWW-Authenticate", `Basic realm="private"`)
+				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
 
 // Registry starts a loopback registry for the test, closed at cleanup.
 // opts.BlobDir defaults to a temp dir.
