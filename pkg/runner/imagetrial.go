@@ -52,7 +52,7 @@ func (t *trial) setUpLayer() error {
 	if storage < 0 {
 		storage = 0
 	}
-	rootless := inUserNamespace()
+	rootless := t.image.rootless
 	t.rootless = rootless
 	if rootless {
 		t.noteRootless()

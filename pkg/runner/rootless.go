@@ -130,52 +130,52 @@ func enterRootless(args, env []string) error {
 	return nil
 }
 
+// idExtent is one line of a /proc/PID/uid_map or gid_map: count ids from
+// inside (in the namespace) map to outside (in its parent).
+type idExtent struct{ inside, outside, count uint64 }
+
+// readIDMap reads a map file of this process ("/proc/self/uid_map" or
+// "/proc/self/gid_map"); nil when it cannot be read.
+func readIDMap(file string) []idExtent {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var m []idExtent
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e idExtent
+		if _, err := fmt.Sscan(line, &e.inside, &e.outside, &e.count); err == nil {
+			m = append(m, e)
+		}
+	}
+	return m
+}
+
 // inUserNamespace reports whether this process runs in a user namespace
 // other than the host's: its uid map is not the whole identity map.
 // There, the runner is root without the host's privileges (no loop device,
 // no cgroup of the host's).
 func inUserNamespace() bool {
-	b, err := os.ReadFile("/proc/self/uid_map")
-	if err != nil {
-		return false
-	}
-	return strings.Join(strings.Fields(string(b)), " ") != "0 0 4294967295"
+	m := readIDMap("/proc/self/uid_map")
+	return m != nil && !(len(m) == 1 && m[0] == idExtent{0, 0, 1<<32 - 1})
 }
 
-// namespaceIDs describes the ids of this process's user namespace for the
-// trial's limits: how many uids it maps besides root (0 = root alone).
+// namespaceIDs is how many uids this process's user namespace maps
+// besides root (0 = root alone), for the trial's limits.
 func namespaceIDs() (extra uint64) {
-	b, err := os.ReadFile("/proc/self/uid_map")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 || f[0] == "0" {
-			continue
-		}
-		if n, err := strconv.ParseUint(f[2], 10, 64); err == nil {
-			extra += n
+	for _, e := range readIDMap("/proc/self/uid_map") {
+		if e.inside != 0 {
+			extra += e.count
 		}
 	}
 	return extra
 }
 
 // idMapped reports whether id is inside this process's user namespace, by
-// its map file (/proc/self/uid_map or gid_map: inside, outside, count).
+// its map file (/proc/self/uid_map or gid_map).
 func idMapped(mapFile string, id uint32) bool {
-	b, err := os.ReadFile(mapFile)
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			continue
-		}
-		inside, err1 := strconv.ParseUint(f[0], 10, 64)
-		count, err2 := strconv.ParseUint(f[2], 10, 64)
-		if err1 == nil && err2 == nil && uint64(id) >= inside && uint64(id) < inside+count {
+	for _, e := range readIDMap(mapFile) {
+		if uint64(id) >= e.inside && uint64(id) < e.inside+e.count {
 			return true
 		}
 	}
