@@ -25,7 +25,9 @@ import (
 	"time"
 
 	"github.com/docker/cli/cli/config"
+	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
@@ -243,10 +245,11 @@ func withDockerLogins(creds []Credential, file string) ([]Credential, error) {
 func registryOfConfigKey(key string) string {
 	host := strings.TrimPrefix(strings.TrimPrefix(key, "https://"), "http://")
 	host, _, _ = strings.Cut(host, "/")
-	if host == "index.docker.io" || host == "registry-1.docker.io" {
-		return "docker.io"
+	canonical, err := benchmark.CanonicalRegistry(host)
+	if err != nil {
+		return ""
 	}
-	return host
+	return canonical
 }
 
 // authFile renders logins as a containers-auth.json(5) file.
@@ -546,14 +549,14 @@ func baseImages(dockerfile []byte) []string {
 	return bases
 }
 
-// registryHost is the registry of an image reference ("docker.io" when
-// the first component is not a host).
+// registryHost is the registry of an image reference ("" when it does not
+// parse).
 func registryHost(ref string) string {
-	host, _, found := strings.Cut(ref, "/")
-	if !found || (!strings.ContainsAny(host, ".:") && host != "localhost") {
-		return "docker.io"
+	r, err := name.ParseReference(ref, name.WeakValidation)
+	if err != nil {
+		return ""
 	}
-	return host
+	return r.Context().RegistryStr()
 }
 
 func isLoopback(host string) bool {

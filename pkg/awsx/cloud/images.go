@@ -21,6 +21,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/codebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecrauth"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 )
@@ -211,9 +212,9 @@ func credentialFor(ref string, creds []benchsync.PullCredential) bool {
 type loginKeychain []benchsync.PullCredential
 
 func (k loginKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
-	host := res.RegistryStr()
-	if host == name.DefaultRegistry {
-		host = "docker.io"
+	host, err := benchmark.CanonicalRegistry(res.RegistryStr())
+	if err != nil {
+		return authn.Anonymous, nil
 	}
 	for _, c := range k {
 		if c.Registry == host {
