@@ -53,20 +53,7 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	// The operator's default image as the stack sets it: a tag, which the
 	// sync resolves through the pull-through prefix.
 	vars[cloud.EnvSandboxDefaultImage] = "python:3.13-slim"
-	for k, v := range vars {
-		if strings.HasPrefix(k, "AWS_") {
-			t.Setenv(k, v)
-		}
-	}
-	t.Setenv("TMPDIR", t.TempDir()) // the image store under /tmp
-	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cloud.Connect(ctx, cfg, discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := connectRegistrySync(t, vars)
 	svc, err := p.BenchSync()
 	if err != nil {
 		t.Fatal(err)
@@ -273,20 +260,7 @@ func TestCloudSyncCopiesWhatOnlyAWorkspaceLoginOpens(t *testing.T) {
 			if tc.mirrored {
 				vars["GAUNTLET_SANDBOX_MIRRORS"] += "," + private.Host + "=" + env.Images.Registry.Host + "/private-mirror"
 			}
-			for k, v := range vars {
-				if strings.HasPrefix(k, "AWS_") {
-					t.Setenv(k, v)
-				}
-			}
-			t.Setenv("TMPDIR", t.TempDir())
-			cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := cloud.Connect(ctx, cfg, discard)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, _ := connectRegistrySync(t, vars)
 			if p.Ports.Secrets == nil {
 				t.Fatal("the registrysync function has no secret store: fnspec gives it no Secrets read")
 			}

@@ -72,19 +72,7 @@ func TestScheduledRefreshOnTheEmulators(t *testing.T) {
 	vars[cloud.EnvRegistry] = filepath.Join(regDir, "registry.json")
 	vars[cloud.EnvSyncRefreshAfter] = "1h"
 	vars[cloud.EnvSyncResumeAfter] = "1s" // a sync parked on CodeBuild resumes a second later
-	for k, v := range vars {
-		if strings.HasPrefix(k, "AWS_") {
-			t.Setenv(k, v)
-		}
-	}
-	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := cloud.Connect(ctx, cfg, discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, cfg := connectRegistrySync(t, vars)
 	svc, err := p.BenchSync()
 	if err != nil {
 		t.Fatal(err)
@@ -303,4 +291,26 @@ func receiveAll(t *testing.T, ctx context.Context, q queue.Queue) []string {
 	}
 	slices.Sort(bodies)
 	return bodies
+}
+
+// connectRegistrySync connects the registrysync function's platform with
+// vars, as its cold start does: the SDK's AWS_ settings go to the process
+// environment, and TMPDIR to a fresh dir (the image store lives under it).
+func connectRegistrySync(t *testing.T, vars map[string]string) (*cloud.Platform, cloud.Config) {
+	t.Helper()
+	for k, v := range vars {
+		if strings.HasPrefix(k, "AWS_") {
+			t.Setenv(k, v)
+		}
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	cfg, err := cloud.Load(cloud.RegistrySync, cloudtest.Getenv(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := cloud.Connect(context.Background(), cfg, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cfg
 }
