@@ -202,10 +202,10 @@ const emptyDigest = "sha256:e3b0c44298fc1c14"
 // through /proc, /sys and syscalls, which must be refused in every
 // isolation: its probe arguments and what this host has of each path.
 type kernelAttack struct {
-	args                          []string
-	writable, maskedFiles, masked []string // present on this host
-	maskedDirs, absent            []string
-	canary, dial                  string // a host file and a host loopback address
+	args                  []string
+	writable, maskedFiles []string // present on this host
+	maskedDirs, absent    []string
+	canary, dial          string // a host file and a host loopback address
 }
 
 // Kernel settings of every /proc/sys class, and the other read-only paths,
