@@ -163,6 +163,12 @@ func TestParseTaskConfigErrors(t *testing.T) {
 		{"network mode", "[environment]\nnetwork_mode = \"host\"", []string{"environment.network_mode"}},
 		{"hosts without allowlist", "[verifier]\nnetwork_mode = \"public\"\nallowed_hosts = [\"a.com\"]", []string{"verifier.allowed_hosts"}},
 		{"env value not string", "[verifier]\nenv = { N = 1 }", []string{"verifier.env.N"}},
+		// What no environment can carry: each attempt would fail in execve.
+		{"NUL in an environment value", "[environment.env]\nN = \"a\\u0000b\"", []string{"environment.env.N"}},
+		{"NUL in a verifier env value", "[verifier.env]\nN = \"\\u0000\"", []string{"verifier.env.N"}},
+		{"NUL in a solution env value", "[solution.env]\nN = \"x\\u0000\"", []string{"solution.env.N"}},
+		{"'=' in an env name", "[environment.env]\n\"A=B\" = \"x\"", []string{"environment.env"}},
+		{"empty env name", "[verifier.env]\n\"\" = \"x\"", []string{"verifier.env"}},
 		{"tags not strings", "[metadata]\ntags = [\"a\", 2]", []string{"metadata.tags[1]"}},
 		{"difficulty number", "[metadata]\ndifficulty = 3", []string{"metadata.difficulty"}},
 		{"agent not table", "agent = 5", []string{"agent"}},
