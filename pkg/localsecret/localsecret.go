@@ -71,7 +71,7 @@ type fileFormat struct {
 	Key string `json:"key,omitempty"`
 	// KeyCheck is an empty value sealed with the file's key, so that a wrong
 	// key is told apart from a damaged record, even with no records.
-	KeyCheck *sealed     `json:"key_check,omitempty"`
+	KeyCheck *sealed      `json:"key_check,omitempty"`
 	Records  []fileRecord `json:"records"`
 }
 
