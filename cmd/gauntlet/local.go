@@ -14,6 +14,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
+	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 )
 
@@ -43,6 +44,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	networkInstalls := fs.Bool("allow-network-installs", false, "let harnesses that install from the network per attempt (mini-swe-agent, openhands: PyPI; cursor-cli: a vendor script) run their pinned recipe, with public network during the install step")
 	allowPrivate := fs.Bool("allow-private-registry", false, "let registry and git fetches reach loopback, private and link-local addresses (and git's file://, ssh://, git://)")
 	creds := fs.String("credentials", os.Getenv("GAUNTLET_CREDENTIALS"), `where to write the CLI credentials ($GAUNTLET_CREDENTIALS, else ~/.config/gauntlet/credentials; "-" for nowhere)`)
+	secretsKeyFile := fs.String("secrets-key-file", os.Getenv(secretsKeyFileEnv), "file outside the data dir (mode 0600) holding the key that encrypts the secret records (64 hex digits or base64 of 32 bytes); $"+secretsKeyFileEnv+", or the key itself in $"+secretsKeyEnv+"; neither: a key kept in the data dir")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	images := addImageFlags(fs)
 	pos, err := parseArgs(fs, args)
@@ -71,12 +73,16 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	if host, _, err := net.SplitHostPort(*addr); err == nil && !isLoopback(host) {
 		logger.Warn("listening beyond loopback: anyone who can reach this address and holds the token can run code in sandboxes", "addr", *addr)
 	}
+	secretsKey, err := operatorSecretsKey(*secretsKeyFile, *data)
+	if err != nil {
+		return err
+	}
 	var static []string
 	if *terminus != "" {
 		static = append(static, abs(*terminus))
 	}
 	lo := local.Options{RunnerPath: *runner, StaticBinaries: static, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
-		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate,
+		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate, SecretsKey: secretsKey,
 		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
 	lo.Pipeline.Platform.NetworkInstalls = *networkInstalls
 	if err := images.apply(&lo, *data, logger); err != nil {
@@ -95,6 +101,35 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	fmt.Fprintln(stdout, "gauntlet local stopped")
 	return nil
+}
+
+// The operator's secrets key: a file (flag or variable) or the key itself
+// in the environment, never on the command line, where ps shows it.
+const (
+	secretsKeyFileEnv = "GAUNTLET_SECRETS_KEY_FILE"
+	secretsKeyEnv     = "GAUNTLET_SECRETS_KEY"
+)
+
+// operatorSecretsKey reads the operator's secrets key from the key file or
+// $GAUNTLET_SECRETS_KEY (at most one of them), or returns the zero Key for
+// the zero-setup default. The variable is unset once read, so that no
+// process this one starts inherits it.
+func operatorSecretsKey(file, dataDir string) (localsecret.Key, error) {
+	text, inEnv := os.LookupEnv(secretsKeyEnv)
+	if inEnv {
+		if err := os.Unsetenv(secretsKeyEnv); err != nil {
+			return localsecret.Key{}, fmt.Errorf("unset $%s: %w", secretsKeyEnv, err)
+		}
+	}
+	switch {
+	case inEnv && file != "":
+		return localsecret.Key{}, usageError("give the secrets key once: --secrets-key-file (or $%s) or $%s, not both", secretsKeyFileEnv, secretsKeyEnv)
+	case inEnv:
+		return localsecret.ParseKey("$"+secretsKeyEnv, []byte(text))
+	case file != "":
+		return localsecret.ReadKeyFile(file, dataDir)
+	}
+	return localsecret.Key{}, nil
 }
 
 func printBanner(w io.Writer, srv *server.Server) {

@@ -6,18 +6,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/score"
 )
 
-const scoreUsage = `usage: gauntlet score [--metric pass@1|pass@k|cost|time|tokens] [--json] [--threshold X] PATH...
+const scoreUsage = `usage: gauntlet score [--metric pass@1|pass@k|cost|time|tokens] [--json] [--threshold X] PATH|-...
 
 Computes a leaderboard from attempt results without any platform. PATH is a
 JSONL file (one attempt per line: harness, model, task, attempt, and reward or
 outcome; optional cost_usd, input_tokens, output_tokens, cache_tokens,
-duration_sec, task_set, version) or a Harbor job directory (trial result.json
-files). Flags may come before or after the paths.
+duration_sec, task_set, version), a Harbor job directory (trial result.json
+files), or - for JSONL on stdin (same limits as a file: 64 KiB a line,
+1 GiB in all). Flags may come before or after the paths.
 
 flags:`
 
@@ -49,7 +51,7 @@ func runScore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	inputs, err := score.Read(paths, *threshold)
+	inputs, err := score.Read(paths, os.Stdin, *threshold)
 	if err != nil {
 		fmt.Fprintf(stderr, "gauntlet score: %v\n", err)
 		return exitFailure

@@ -138,6 +138,10 @@ func checkSecretValue(v string) (secret.Value, error) {
 		return "", errorf(http.StatusBadRequest, v1.CodeBadRequest, "the secret value is empty; send it as the request body")
 	case len(v) > v1.MaxSecretValue:
 		return "", errorf(http.StatusRequestEntityTooLarge, v1.CodeTooLarge, "the secret value is longer than %d bytes", v1.MaxSecretValue)
+	case strings.ContainsRune(v, 0):
+		// Secrets reach sandboxes as environment variables, which cannot
+		// hold a NUL: every attempt given this one would fail in execve.
+		return "", errorf(http.StatusBadRequest, v1.CodeBadRequest, "the secret value contains a NUL character (U+0000), which an environment variable cannot carry; any other byte is allowed")
 	}
 	return secret.Value(v), nil
 }

@@ -94,6 +94,10 @@ func resolveIn(reg harbor.Registry, location, name, version string) (harbor.Data
 		return harbor.Dataset{}, e
 	case errors.Is(err, harbor.ErrVersionNotFound):
 		return harbor.Dataset{}, &UnknownDatasetError{Registry: location, Name: name, Version: version, Known: reg.Versions(name)}
+	case errors.Is(err, harbor.ErrInvalidEntry):
+		// Only this dataset version's entry is broken; the registry's
+		// other datasets still resolve.
+		return harbor.Dataset{}, fmt.Errorf("%w: registry %s: %w", ErrRegistryInvalid, location, err)
 	case err != nil:
 		return harbor.Dataset{}, err
 	}

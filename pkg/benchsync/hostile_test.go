@@ -65,6 +65,37 @@ func TestHostileRegistries(t *testing.T) {
 			t.Fatalf("Add(invalid registry) error = %v, want ErrRegistryInvalid naming the file, line and field", err)
 		}
 	})
+	t.Run("one invalid entry spoils only itself", func(t *testing.T) {
+		dir := t.TempDir()
+		task := filepath.Join(dir, "tasks", "x")
+		if err := os.MkdirAll(task, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeRegistry(t, filepath.Join(task, "instruction.md"), "Do x.")
+		writeRegistry(t, filepath.Join(task, "task.toml"), "")
+		if err := os.MkdirAll(filepath.Join(task, "tests"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeRegistry(t, filepath.Join(task, "tests", "test.sh"), "#!/bin/sh\nexit 0\n")
+		reg := filepath.Join(dir, "registry.json")
+		writeRegistry(t, reg, `[
+  {"name": "good", "version": "1", "description": "", "tasks": [{"name": "x", "path": "tasks/x"}]},
+  {"name": "bad", "version": "1", "description": "", "tasks": [{"name": "x"}]}
+]`)
+		e := newEnv(t, reg)
+		_, err := e.svc.Add(ctx, ws, "bad@1")
+		if !errors.Is(err, ErrRegistryInvalid) || !strings.Contains(err.Error(), reg) || !strings.Contains(err.Error(), `registry entry 1 ("bad@1"): tasks[0].path: is required`) {
+			t.Fatalf("Add(bad@1) error = %v, want ErrRegistryInvalid naming the file, the entry and its problem", err)
+		}
+		b, err := e.svc.Add(ctx, ws, "good@1")
+		if err != nil {
+			t.Fatalf("Add(good@1) beside an invalid entry: %v", err)
+		}
+		e.sync(t, b.Key)
+		if got := e.benchmark(t, b.Key); got.Status != records.SyncReady {
+			t.Errorf("after Sync of good@1: status %s, error %q; want ready", got.Status, got.SyncError)
+		}
+	})
 	t.Run("no tasks", func(t *testing.T) {
 		reg := filepath.Join(t.TempDir(), "registry.json")
 		writeRegistry(t, reg, `[{"name":"empty","version":"1","description":"","tasks":[]}]`)

@@ -59,6 +59,14 @@ func FuzzParseRegistry(f *testing.F) {
 			return
 		}
 		for _, d := range reg {
+			if len(d.Problems) > 0 {
+				if _, err := reg.Resolve(d.Name, d.Version); err == nil {
+					if first, _ := reg.first(d.Name, d.Version); len(first.Problems) > 0 {
+						t.Fatalf("Resolve(%q, %q) returned a refused entry", d.Name, d.Version)
+					}
+				}
+				continue
+			}
 			for _, task := range d.Tasks {
 				if !benchmark.ValidTaskName(task.Name) {
 					t.Fatalf("ParseRegistry accepted task name %q", task.Name)

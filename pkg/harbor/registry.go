@@ -1,6 +1,7 @@
 package harbor
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +22,15 @@ const HeadVersion = "head"
 var (
 	ErrDatasetNotFound = errors.New("dataset not found")
 	ErrVersionNotFound = errors.New("dataset version not found")
+	// ErrInvalidEntry reports that the dataset version asked for is in the
+	// registry but its entry is refused (Dataset.Problems says why).
+	ErrInvalidEntry = errors.New("registry entry invalid")
 )
 
 // Registry is Harbor's registry.json: a list of dataset versions. The same
-// dataset name appears once per version.
+// dataset name appears once per version. An entry that fails its checks
+// stays in the list with its Problems, so that it alone is refused and
+// every other dataset of the registry stays usable.
 type Registry []Dataset
 
 // Dataset is one dataset version of the registry (Harbor's DatasetSpec).
@@ -36,6 +42,10 @@ type Dataset struct {
 	// Metrics are Harbor metric configs ({"type": ..., "kwargs": {...}}),
 	// kept verbatim.
 	Metrics []json.RawMessage `json:"metrics,omitempty"`
+	// Problems says why ParseRegistry refused the entry, one per problem,
+	// each naming the entry and the field; nil for a usable entry. It is
+	// not part of registry.json.
+	Problems []string `json:"-"`
 }
 
 // TaskRef points at one task directory: Path inside the git repository
@@ -51,8 +61,10 @@ type TaskRef struct {
 func (d Dataset) Spec() string { return d.Name + "@" + d.Version }
 
 // ParseRegistry decodes and checks a registry.json document. Every entry
-// must have a name, a version and tasks with names and paths; every
-// problem is reported, each naming the entry.
+// must have a name, a version and tasks with names and paths; an entry that
+// does not (or does not even decode) is kept with its Problems, each naming
+// the entry and field, and is refused alone by Resolve. Only a document that
+// is not a JSON array is an error.
 //
 // At most MaxRegistryBytes are read; decode errors say the line, column and
 // field.
@@ -61,21 +73,69 @@ func ParseRegistry(r io.Reader) (Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var reg Registry
-	if err := decodeJSON(data, &reg); err != nil {
+	var entries []json.RawMessage
+	if err := decodeJSON(data, &entries); err != nil {
 		return nil, fmt.Errorf("decode registry: %w", err)
 	}
-	if reg == nil {
+	if entries == nil {
 		return nil, errors.New("decode registry: want a JSON array of datasets, got null")
 	}
-	var errs []error
-	for i, d := range reg {
-		errs = append(errs, d.validate(i)...)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	starts := entryOffsets(data, len(entries))
+	reg := make(Registry, len(entries))
+	for i, raw := range entries {
+		d := &reg[i]
+		if err := json.Unmarshal(raw, d); err != nil {
+			// The decoder fills what it can: the name and version usually
+			// survive a wrong type elsewhere, so the entry can be named.
+			// The field checks would only repeat the decoder's complaint.
+			d.Problems = []string{fmt.Sprintf("registry entry %d (%q): %v", i, d.Spec(), entryJSONError(data, starts[i], err))}
+			continue
+		}
+		for _, err := range d.validate(i) {
+			d.Problems = append(d.Problems, err.Error())
+		}
 	}
 	return reg, nil
+}
+
+// entryOffsets returns the byte offset in data of each of the n elements of
+// the top-level array data holds (data is known to decode as one).
+func entryOffsets(data []byte, n int) []int64 {
+	starts := make([]int64, 0, n)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // '['
+		return make([]int64, n)
+	}
+	for dec.More() && len(starts) < n {
+		off := dec.InputOffset()
+		for off < int64(len(data)) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
+			off++
+		}
+		starts = append(starts, off)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			break
+		}
+	}
+	for len(starts) < n {
+		starts = append(starts, 0)
+	}
+	return starts
+}
+
+// entryJSONError is JSONError for an error decoding the entry that starts
+// at byte start of data: its position is the document's line and column.
+func entryJSONError(data []byte, start int64, err error) error {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		shifted := *typ
+		shifted.Offset += start
+		if shifted.Field == "" {
+			return fmt.Errorf("line %s: want a JSON object, got a JSON %s", position(data, shifted.Offset), typ.Value)
+		}
+		return JSONError(data, &shifted)
+	}
+	return JSONError(data, err)
 }
 
 func (d Dataset) validate(index int) []error {
@@ -88,7 +148,7 @@ func (d Dataset) validate(index int) []error {
 	}
 	if d.Version == "" {
 		fail("version", "is required")
-	} else if len(d.Version) > 128 || !versionPattern.MatchString(d.Version) {
+	} else if !validVersion(d.Version) {
 		fail("version", fmt.Sprintf("%q is not a version: letters, digits, '.', '_', '+', '!' or '-', starting with a letter or digit, at most 128 bytes", d.Version))
 	}
 	if d.Tasks == nil {
@@ -118,12 +178,13 @@ func (d Dataset) validate(index int) []error {
 	return errs
 }
 
-// Names returns the distinct dataset names, sorted.
+// Names returns the distinct dataset names, sorted; an entry whose name or
+// version is itself invalid cannot be asked for and is left out.
 func (r Registry) Names() []string {
 	seen := make(map[string]struct{}, len(r))
 	names := make([]string, 0, len(r))
 	for _, d := range r {
-		if _, ok := seen[d.Name]; !ok {
+		if _, ok := seen[d.Name]; !ok && d.addressable() {
 			seen[d.Name] = struct{}{}
 			names = append(names, d.Name)
 		}
@@ -137,7 +198,7 @@ func (r Registry) Names() []string {
 func (r Registry) Versions(name string) []string {
 	var versions []string
 	for _, d := range r {
-		if d.Name == name && !slices.Contains(versions, d.Version) {
+		if d.Name == name && d.addressable() && !slices.Contains(versions, d.Version) {
 			versions = append(versions, d.Version)
 		}
 	}
@@ -145,10 +206,31 @@ func (r Registry) Versions(name string) []string {
 	return versions
 }
 
+// addressable reports whether a request can name the entry: its name and
+// version are valid (its other fields may not be).
+func (d Dataset) addressable() bool {
+	return benchmark.CheckDatasetName(d.Name) == nil && validVersion(d.Version)
+}
+
+func validVersion(v string) bool {
+	return v != "" && len(v) <= 128 && versionPattern.MatchString(v)
+}
+
+// Refused returns the problems of every refused entry, in registry order.
+func (r Registry) Refused() []string {
+	var out []string
+	for _, d := range r {
+		out = append(out, d.Problems...)
+	}
+	return out
+}
+
 // Resolve returns dataset name at version. An empty version picks the one
 // Harbor picks (LatestVersion). When a name@version occurs more than once the
 // first entry wins, as in Harbor. Unknown names and versions give errors
-// wrapping ErrDatasetNotFound or ErrVersionNotFound that list what exists.
+// wrapping ErrDatasetNotFound or ErrVersionNotFound that list what exists; a
+// refused entry gives an error wrapping ErrInvalidEntry with its problems
+// and the versions of the dataset that are usable.
 func (r Registry) Resolve(name, version string) (Dataset, error) {
 	versions := r.Versions(name)
 	if len(versions) == 0 {
@@ -157,12 +239,40 @@ func (r Registry) Resolve(name, version string) (Dataset, error) {
 	if version == "" {
 		version = LatestVersion(versions)
 	}
-	for _, d := range r {
-		if d.Name == name && d.Version == version {
-			return d, nil
+	d, ok := r.first(name, version)
+	switch {
+	case !ok:
+		return Dataset{}, fmt.Errorf("%w: %s@%s (versions of %s: %s)", ErrVersionNotFound, name, version, name, strings.Join(versions, ", "))
+	case len(d.Problems) > 0:
+		return Dataset{}, fmt.Errorf("%w: %s%s", ErrInvalidEntry, strings.Join(d.Problems, "; "), r.usableVersionsHint(name))
+	}
+	return d, nil
+}
+
+// usableVersionsHint lists the versions of name whose entries are usable,
+// for the message about a refused one.
+func (r Registry) usableVersionsHint(name string) string {
+	var usable []string
+	for _, v := range r.Versions(name) {
+		if d, _ := r.first(name, v); len(d.Problems) == 0 {
+			usable = append(usable, v)
 		}
 	}
-	return Dataset{}, fmt.Errorf("%w: %s@%s (versions of %s: %s)", ErrVersionNotFound, name, version, name, strings.Join(versions, ", "))
+	if len(usable) == 0 {
+		return fmt.Sprintf(" (%s has no usable version in this registry)", name)
+	}
+	return fmt.Sprintf(" (usable versions of %s: %s)", name, strings.Join(usable, ", "))
+}
+
+// first returns the first entry of name@version (Harbor's rule for
+// duplicates), if any.
+func (r Registry) first(name, version string) (Dataset, bool) {
+	for _, d := range r {
+		if d.Name == name && d.Version == version {
+			return d, true
+		}
+	}
+	return Dataset{}, false
 }
 
 // LatestVersion applies Harbor's rule for a dataset named without a version:

@@ -170,12 +170,33 @@ func TestParseRegistryErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		doc  string
-		want []string // substrings, one per expected error
+		want string
 	}{
-		{"not an array", `{"name":"x"}`, []string{"decode registry"}},
-		{"null", `null`, []string{"got null"}},
-		{"truncated", `[{"name":"x"`, []string{"decode registry"}},
-		{"wrong type", `[{"name":1}]`, []string{"decode registry"}},
+		{"not an array", `{"name":"x"}`, "decode registry"},
+		{"null", `null`, "got null"},
+		{"truncated", `[{"name":"x"`, "decode registry"},
+		{"trailing content", `[] []`, "unexpected content after the JSON document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseRegistry(strings.NewReader(tt.doc))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ParseRegistry(%s) error = %v, want one containing %q", tt.doc, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseRegistryRefusesEntries: a bad entry is refused with every one of
+// its problems, naming the entry and field; the document still parses.
+func TestParseRegistryRefusesEntries(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want []string // substrings, one per expected problem
+	}{
+		{"wrong type", `[{"name":1}]`, []string{`entry 0 ("@"): line 1, column 11: name: want a string, got a JSON number`}},
+		{"not an object", `[7]`, []string{`entry 0 ("@"): line 1, column 3: want a JSON object, got a JSON number`}},
 		{"missing fields", `[{"description":""}]`, []string{`entry 0 ("@"): name: is required`, "version: is required", "tasks: is required"}},
 		{"bad task", `[{"name":"a","version":"1","description":"","tasks":[{"name":"t"},{"path":"p","git_commit_id":"abc"}]}]`,
 			[]string{`entry 0 ("a@1"): tasks[0].path: is required`, "tasks[1].name: is required", "tasks[1].git_commit_id: needs git_url"}},
@@ -183,21 +204,75 @@ func TestParseRegistryErrors(t *testing.T) {
 			[]string{`tasks[0].name: "../../../tmp/x" is not a task name`}},
 		{"dataset name with a dot segment", `[{"name":"a/../b","version":"1","description":"","tasks":[]}]`, []string{`name: "a/../b" is not a dataset name`}},
 		{"version with a slash", `[{"name":"a","version":"1/../x","description":"","tasks":[]}]`, []string{`version: "1/../x" is not a version`}},
-		{"wrong type says where", "[\n{\"name\":\"a\",\"version\":\"1\",\"tasks\":[{\"name\":7}]}]", []string{"line 2, column", "tasks.name: want a string, got a JSON number"}},
+		{"wrong type says where", "[\n{\"name\":\"a\",\"version\":\"1\",\"tasks\":[]},\n  {\"name\":\"a\",\"version\":\"2\",\"tasks\":[{\"name\":7}]}]",
+			[]string{`entry 1 ("a@2"): line 3, column 47: tasks.name: want a string, got a JSON number`}},
 		{"bad metric", `[{"name":"a","version":"1","description":"","tasks":[],"metrics":[{"kwargs":{}}]}]`, []string{`metrics[0]: must be an object with a "type"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseRegistry(strings.NewReader(tt.doc))
-			if err == nil {
-				t.Fatalf("ParseRegistry(%s) = nil error, want %q", tt.doc, tt.want)
+			reg, err := ParseRegistry(strings.NewReader(tt.doc))
+			if err != nil {
+				t.Fatalf("ParseRegistry(%s) = %v, want the document parsed with the entry refused", tt.doc, err)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("ParseRegistry(%s) error %q, want it to contain %q", tt.doc, err, w)
+			refused := reg.Refused()
+			if len(refused) != len(tt.want) {
+				t.Fatalf("ParseRegistry(%s) refused %q, want %d problems like %q", tt.doc, refused, len(tt.want), tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(refused[i], w) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, refused[i], w)
 				}
 			}
 		})
+	}
+}
+
+// TestResolveRefusesOnlyTheBadEntry: one invalid entry of a registry makes
+// only that dataset version fail, with its reason; every other dataset and
+// version resolves.
+func TestResolveRefusesOnlyTheBadEntry(t *testing.T) {
+	doc := `[
+{"name":"good","version":"1.0","description":"","tasks":[{"name":"t","path":"tasks/t"}]},
+{"name":"mixed","version":"1.0","description":"","tasks":[{"name":"t","path":"tasks/t"}]},
+{"name":"mixed","version":"2.0","description":"","tasks":[{"name":"t"}]},
+{"name":"broken","version":"1.0","description":"","tasks":"not a list"},
+{"name":"bad name/..","version":"1.0","tasks":[]}
+]`
+	reg, err := ParseRegistry(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range [][2]string{{"good", ""}, {"good", "1.0"}, {"mixed", "1.0"}} {
+		if d, err := reg.Resolve(spec[0], spec[1]); err != nil || len(d.Tasks) != 1 {
+			t.Errorf("Resolve(%q, %q) = %+v, %v; want the dataset", spec[0], spec[1], d, err)
+		}
+	}
+	tests := []struct {
+		name, version string
+		want          []string
+	}{
+		{"mixed", "2.0", []string{`registry entry 2 ("mixed@2.0"): tasks[0].path: is required`, "usable versions of mixed: 1.0"}},
+		// Harbor's pick for a bare name is 2.0: it is refused, not silently replaced by 1.0.
+		{"mixed", "", []string{`registry entry 2 ("mixed@2.0")`, "usable versions of mixed: 1.0"}},
+		{"broken", "1.0", []string{`registry entry 3 ("broken@1.0"): line 5, column`, "tasks: want an array, got a JSON string", "broken has no usable version"}},
+	}
+	for _, tt := range tests {
+		_, err := reg.Resolve(tt.name, tt.version)
+		if !errors.Is(err, ErrInvalidEntry) {
+			t.Errorf("Resolve(%q, %q) = %v, want ErrInvalidEntry", tt.name, tt.version, err)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Resolve(%q, %q) error %q, want it to contain %q", tt.name, tt.version, err, w)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"broken", "good", "mixed"}, reg.Names()); diff != "" {
+		t.Errorf("Names() (-want +got):\n%s", diff)
+	}
+	if got := len(reg.Refused()); got != 3 {
+		t.Errorf("Refused() = %q, want the problems of the three bad entries", reg.Refused())
 	}
 }
 

@@ -184,7 +184,7 @@ func ParseTaskConfig(data []byte, file string) (TaskConfig, error) {
 		Agent:       r.agent(doc),
 		Verifier:    r.verifier(doc),
 		Environment: r.environment(doc),
-		Solution:    SolutionConfig{Env: r.strMap(r.table(doc, "", "solution"), "solution", "env")},
+		Solution:    SolutionConfig{Env: r.envMap(r.table(doc, "", "solution"), "solution", "env")},
 	}
 	cfg.Source, _ = r.str(doc, "", "source")
 	cfg.Unsupported = r.unsupportedKeys(doc)
@@ -289,7 +289,7 @@ func (r *fieldReader) verifier(doc map[string]any) VerifierConfig {
 	if s, ok := r.positive(t, "verifier", "timeout_sec"); ok {
 		v.TimeoutSec = s
 	}
-	v.Env = r.strMap(t, "verifier", "env")
+	v.Env = r.envMap(t, "verifier", "env")
 	v.NetworkMode, v.AllowedHosts = r.networkPolicy(t, "verifier", "")
 	return v
 }
@@ -307,7 +307,7 @@ func (r *fieldReader) environment(doc map[string]any) EnvironmentConfig {
 	e.StorageMB = r.sizeMB(t, "storage")
 	e.GPUs, _ = r.integer(t, p, "gpus")
 	e.GPUTypes, _ = r.strList(t, p, "gpu_types")
-	e.Env = r.strMap(t, p, "env")
+	e.Env = r.envMap(t, p, "env")
 	e.Workdir, _ = r.str(t, p, "workdir")
 	fallback := NetworkPublic
 	if allow, ok := r.boolean(t, p, "allow_internet"); ok && !allow {

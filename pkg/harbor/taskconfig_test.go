@@ -172,6 +172,12 @@ func TestParseTaskConfigErrors(t *testing.T) {
 		{"verifier environment_mode", "[verifier]\nenvironment_mode = \"both\"", []string{"verifier.environment_mode"}},
 		{"shared verifier with an environment", "[verifier]\nenvironment_mode = \"shared\"\n[verifier.environment]\ndocker_image = \"x\"", []string{"verifier.environment_mode"}},
 		{"environment os", "[environment]\nos = \"plan9\"", []string{"environment.os"}},
+		// What no environment can carry: each attempt would fail in execve.
+		{"NUL in an environment value", "[environment.env]\nN = \"a\\u0000b\"", []string{"environment.env.N"}},
+		{"NUL in a verifier env value", "[verifier.env]\nN = \"\\u0000\"", []string{"verifier.env.N"}},
+		{"NUL in a solution env value", "[solution.env]\nN = \"x\\u0000\"", []string{"solution.env.N"}},
+		{"'=' in an env name", "[environment.env]\n\"A=B\" = \"x\"", []string{"environment.env"}},
+		{"empty env name", "[verifier.env]\n\"\" = \"x\"", []string{"verifier.env"}},
 		{"agent not table", "agent = 5", []string{"agent"}},
 		{"schema 2", "schema_version = \"2.0\"", []string{"schema_version"}},
 		{"legacy version number", "version = 1.0", []string{"version"}},

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // FieldError reports one invalid field of a Harbor file: which file, which
@@ -158,14 +159,26 @@ func (r *fieldReader) strList(m map[string]any, prefix, key string) ([]string, b
 	return out, true
 }
 
-// strMap reads a table whose values must all be strings (env tables).
-func (r *fieldReader) strMap(m map[string]any, prefix, key string) map[string]string {
+// envMap reads an environment table: string values, and only names and
+// values an environment can carry. A NUL in either, or '=' in a name, makes
+// execve fail, so every attempt of the task would end as an infrastructure
+// error; the task is refused when it is read instead. Other characters are
+// Harbor's to allow (tasks run under Harbor too), so only these are refused.
+func (r *fieldReader) envMap(m map[string]any, prefix, key string) map[string]string {
 	t := r.table(m, prefix, key)
 	out := make(map[string]string, len(t))
 	for _, k := range sortedKeys(t) {
+		field := joinKey(joinKey(prefix, key), k)
 		s, ok := t[k].(string)
-		if !ok {
-			r.fail(joinKey(joinKey(prefix, key), k), "must be a string, got %s", tomlType(t[k]))
+		switch {
+		case !ok:
+			r.fail(field, "must be a string, got %s", tomlType(t[k]))
+			continue
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			r.fail(joinKey(prefix, key), "variable name %q cannot be passed in an environment: it must be non-empty, without '=' or NUL", k)
+			continue
+		case strings.ContainsRune(s, 0):
+			r.fail(field, "contains a NUL character (U+0000), which no environment variable can carry")
 			continue
 		}
 		out[k] = s

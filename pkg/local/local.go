@@ -81,6 +81,10 @@ type Options struct {
 	Catalog string
 	// MaxSandboxes caps concurrent sandboxes across runs (0 = no cap).
 	MaxSandboxes int
+	// SecretsKey is the operator's key for the secret file; the zero Key
+	// keeps the zero-setup key beside the file in the data dir (see
+	// localsecret.OpenWithKey).
+	SecretsKey localsecret.Key
 	// AllowPrivateRegistry lets registry and git fetches reach loopback,
 	// private and link-local addresses (benchsync.Config.AllowPrivateNetworks).
 	AllowPrivateRegistry bool
@@ -183,7 +187,7 @@ func (p *Platform) open() error {
 	if p.blobs, err = fsblob.New(filepath.Join(p.opts.DataDir, "blobs")); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
-	if p.secrets, err = localsecret.Open(filepath.Join(p.opts.DataDir, "secrets.json")); err != nil {
+	if p.secrets, err = localsecret.OpenWithKey(filepath.Join(p.opts.DataDir, "secrets.json"), p.opts.SecretsKey, p.log); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
 	staticBin, err := installStaticBinaries(filepath.Join(p.opts.DataDir, StaticBinDir), p.opts.StaticBinaries)

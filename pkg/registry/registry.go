@@ -234,6 +234,11 @@ func (c *Client) Registry(ctx context.Context) (harbor.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if refused := reg.Refused(); len(refused) > 0 {
+		// The operator's file needs fixing; the entries' own datasets say
+		// so to whoever asks for them, every other one is still served.
+		c.opts.Logger.Warn("registry entries refused", "registry", c.location, "problems", len(refused), "first", refused[0])
+	}
 	c.registry = reg
 	return reg, nil
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
@@ -136,8 +137,19 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// str converts a string value of at most MaxStringBytes.
+// str converts a one-line string value of at most MaxStringBytes: no
+// control character but tab (see controlProblem).
 func (d *decoder) str(path string, v any) (string, bool) {
+	return d.stringValue(path, v, oneLine)
+}
+
+// text converts a string value that may span lines (an env value, a
+// command): no control character but tab, newline and carriage return.
+func (d *decoder) text(path string, v any) (string, bool) {
+	return d.stringValue(path, v, multiLine)
+}
+
+func (d *decoder) stringValue(path string, v any, allowed lineRule) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
 		d.add(path, "must be a string, got %s", typeName(v))
@@ -147,12 +159,64 @@ func (d *decoder) str(path string, v any) (string, bool) {
 		d.add(path, "must be at most %d bytes, got %d", MaxStringBytes, len(s))
 		return "", false
 	}
+	if msg := controlProblem(s, allowed); msg != "" {
+		d.add(path, "%s", msg)
+		return "", false
+	}
 	return s, true
 }
 
-// nonEmpty converts a non-blank string.
+// lineRule says which control characters a string may hold.
+type lineRule bool
+
+const (
+	oneLine   lineRule = false // tab only
+	multiLine lineRule = true  // tab, newline and carriage return
+)
+
+// controlProblem describes the first control character of s that rule
+// does not allow, or returns "". Every string of a config reaches the
+// runner's argv, environment, generated files or HTTP headers: a NUL
+// cannot pass execve at all (each attempt would fail as infrastructure and
+// spend its retries), a newline breaks a header or a one-line config file,
+// and the others are never meant and would end in logs and terminals. The
+// value itself is never echoed: it may be a secret pasted by mistake.
+func controlProblem(s string, rule lineRule) string {
+	for _, r := range s {
+		if !unicode.IsControl(r) || r == '\t' || (rule == multiLine && (r == '\n' || r == '\r')) {
+			continue
+		}
+		what := "a control character"
+		switch r {
+		case 0:
+			what = "a NUL character"
+		case '\n':
+			what = "a newline"
+		case '\r':
+			what = "a carriage return"
+		}
+		allowed := "control characters other than tab are not allowed in this value"
+		if rule == multiLine {
+			allowed = "control characters other than tab, newline and carriage return are not allowed"
+		}
+		return fmt.Sprintf("contains %s (U+%04X); %s", what, r, allowed)
+	}
+	return ""
+}
+
+// nonEmpty converts a non-blank one-line string.
 func (d *decoder) nonEmpty(path string, v any) (string, bool) {
 	s, ok := d.str(path, v)
+	return d.notBlank(path, s, ok)
+}
+
+// nonEmptyText converts a non-blank string that may span lines.
+func (d *decoder) nonEmptyText(path string, v any) (string, bool) {
+	s, ok := d.text(path, v)
+	return d.notBlank(path, s, ok)
+}
+
+func (d *decoder) notBlank(path, s string, ok bool) (string, bool) {
 	if ok && strings.TrimSpace(s) == "" {
 		d.add(path, "must not be empty")
 		return "", false
@@ -269,8 +333,9 @@ func (d *decoder) list(path string, v any, limit int, item func(path string, v a
 }
 
 // stringMap converts a table of strings with at most MaxEnvEntries entries;
-// key checks each key (and reports its own problems). Values are never echoed.
-func (d *decoder) stringMap(path string, v any, key func(path, k string) bool) map[string]string {
+// key checks each key (and reports its own problems), value converts each
+// value (str or text). Values are never echoed.
+func (d *decoder) stringMap(path string, v any, key func(path, k string) bool, value func(path string, v any) (string, bool)) map[string]string {
 	m, ok := v.(map[string]any)
 	if !ok {
 		d.add(path, "must be a table of strings, got %s", typeName(v))
@@ -293,7 +358,7 @@ func (d *decoder) stringMap(path string, v any, key func(path, k string) bool) m
 		if !key(at, k) {
 			continue
 		}
-		if s, ok := d.str(at, m[k]); ok {
+		if s, ok := value(at, m[k]); ok {
 			out[k] = s
 		}
 	}

@@ -37,7 +37,7 @@ func (d *decoder) config(doc map[string]any) Config {
 		d.execution(v, &cfg.Execution)
 	}
 	if v, ok := lookup(doc, "env"); ok {
-		cfg.Env = d.stringMap("env", v, d.envKey)
+		cfg.Env = d.stringMap("env", v, d.envKey, d.text)
 	}
 	if v, ok := lookup(doc, "secrets"); ok {
 		cfg.Secrets = d.secrets(v)
@@ -192,7 +192,7 @@ func (d *decoder) verifier(v any) Verifier {
 		s.Required = d.list("verifier.required", v, MaxSecretNames, d.secretName)
 	}
 	if v, ok := lookup(m, "env"); ok {
-		s.Env = d.stringMap("verifier.env", v, d.envKey)
+		s.Env = d.stringMap("verifier.env", v, d.envKey, d.text)
 	}
 	return s
 }
@@ -255,13 +255,13 @@ func (d *decoder) agent(path string, v any) Agent {
 		a.HarnessAPIKeySecret, _ = d.secretName(join(path, "harness_api_key_secret"), v)
 	}
 	if v, ok := lookup(m, "command"); ok {
-		a.Command, _ = d.nonEmpty(join(path, "command"), v)
+		a.Command, _ = d.nonEmptyText(join(path, "command"), v)
 	}
 	if v, ok := lookup(m, "model"); ok {
 		a.Model = d.model(join(path, "model"), v)
 	}
 	if v, ok := lookup(m, "env"); ok {
-		a.Env = d.stringMap(join(path, "env"), v, d.envKey)
+		a.Env = d.stringMap(join(path, "env"), v, d.envKey, d.text)
 	}
 	if v, ok := lookup(m, "secrets"); ok {
 		a.Secrets = d.list(join(path, "secrets"), v, MaxSecretNames, d.secretName)
@@ -298,7 +298,7 @@ func (d *decoder) model(path string, v any) *Model {
 	mod.BaseModel = str("base_model", d.nonEmpty)
 	mod.LoraModelName = str("lora_model_name", d.nonEmpty)
 	if v, ok := lookup(m, "extra_headers"); ok {
-		mod.ExtraHeaders = d.stringMap(join(path, "extra_headers"), v, d.headerKey)
+		mod.ExtraHeaders = d.stringMap(join(path, "extra_headers"), v, d.headerKey, d.str)
 	}
 	d.modelShape(path, m, mod)
 	return &mod

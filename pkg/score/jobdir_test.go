@@ -115,7 +115,7 @@ func TestReadJobDirDuplicateTrial(t *testing.T) {
 	gpt := &harbor.ModelInfo{Name: "gpt-5.2", Provider: "openai"}
 	trial(t, filepath.Join(root, "job1"), "00000000-0000-4000-8000-000000000001", "a__x", "a", gpt, map[string]float64{"reward": 1}, nil, 1)
 	trial(t, filepath.Join(root, "job2"), "00000000-0000-4000-8000-000000000002", "a__x", "a", gpt, map[string]float64{"reward": 1}, nil, 1)
-	_, err := Read([]string{root}, 1)
+	_, err := Read([]string{root}, nil, 1)
 	if err == nil || !strings.Contains(err.Error(), `trial "a__x" of a is also in`) {
 		t.Errorf("Read(duplicate trial) error = %v, want a duplicate-trial error", err)
 	}

@@ -140,7 +140,7 @@ func TestReadArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := Read(tt.paths, tt.threshold); err == nil || err.Error() != tt.want {
+			if _, err := Read(tt.paths, nil, tt.threshold); err == nil || err.Error() != tt.want {
 				t.Errorf("Read(%v) error = %v, want %q", tt.paths, err, tt.want)
 			}
 		})
@@ -152,7 +152,7 @@ func TestReadMergesFiles(t *testing.T) {
 	writeFile(t, dir+"/a.jsonl", `{"harness":"h","model":"m","task":"a","attempt":1,"reward":1}`)
 	writeFile(t, dir+"/b.jsonl", `{"harness":"h","model":"m","task":"a","attempt":2,"reward":0}`)
 	writeFile(t, dir+"/dup.jsonl", `{"harness":"h","model":"m","task":"a","attempt":1,"reward":0}`)
-	got, err := Read([]string{dir + "/a.jsonl", dir + "/b.jsonl"}, 1)
+	got, err := Read([]string{dir + "/a.jsonl", dir + "/b.jsonl"}, nil, 1)
 	if err != nil {
 		t.Fatalf("Read() error = %v", err)
 	}
@@ -161,7 +161,7 @@ func TestReadMergesFiles(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Read() mismatch (-want +got):\n%s", diff)
 	}
-	_, err = Read([]string{dir + "/a.jsonl", dir + "/dup.jsonl"}, 1)
+	_, err = Read([]string{dir + "/a.jsonl", dir + "/dup.jsonl"}, nil, 1)
 	if want := dir + "/dup.jsonl:1: attempt: duplicate of " + dir + "/a.jsonl:1"; err == nil || err.Error() != want {
 		t.Errorf("Read(duplicate across files) error = %v, want %q", err, want)
 	}

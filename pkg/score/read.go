@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -24,21 +25,38 @@ const DefaultThreshold = 1.0
 // OfflineRunID is the run id given to every entrant read from files.
 const OfflineRunID = "offline"
 
+// StdinPath is the path that names standard input: Read reads it as JSONL,
+// under the name "stdin" in messages.
+const StdinPath = "-"
+
 // Read loads attempts from every path: a regular file is read as JSONL
-// (ReadJSONL), a directory as a Harbor job directory (ReadJobDir). Attempts
-// are grouped into one entrant input per (harness, model, task set, version).
-// Offline input is the user's own data, so every entrant counts as eligible:
-// a finished run, on the full task list when no task set is named and on the
-// named task set otherwise.
-func Read(paths []string, threshold float64) ([]leaderboard.EntrantInput, error) {
+// (ReadJSONL), a directory as a Harbor job directory (ReadJobDir), and
+// StdinPath ("-") reads stdin as JSONL, with the same bounds as a file; it
+// may be given once. Attempts are grouped into one entrant input per
+// (harness, model, task set, version). Offline input is the user's own
+// data, so every entrant counts as eligible: a finished run, on the full
+// task list when no task set is named and on the named task set otherwise.
+func Read(paths []string, stdin io.Reader, threshold float64) ([]leaderboard.EntrantInput, error) {
 	if math.IsNaN(threshold) || math.IsInf(threshold, 0) {
 		return nil, fmt.Errorf("threshold: must be a finite number, got %v", threshold)
 	}
 	if len(paths) == 0 {
 		return nil, errors.New("no input paths")
 	}
+	if n := slices.Index(paths, StdinPath); n >= 0 && slices.Contains(paths[n+1:], StdinPath) {
+		return nil, fmt.Errorf("%q (stdin) is given twice; it can be read only once", StdinPath)
+	}
 	c := newCollector()
 	for _, p := range paths {
+		if p == StdinPath {
+			if stdin == nil {
+				return nil, fmt.Errorf("%q names stdin, but there is none to read", StdinPath)
+			}
+			if err := readJSONL(stdin, "stdin", threshold, c); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		info, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("read attempts: %w", err)
@@ -53,7 +71,11 @@ func Read(paths []string, threshold float64) ([]leaderboard.EntrantInput, error)
 		}
 	}
 	if len(c.order) == 0 {
-		return nil, fmt.Errorf("no attempts found in %s", strings.Join(paths, ", "))
+		names := slices.Clone(paths)
+		if i := slices.Index(names, StdinPath); i >= 0 {
+			names[i] = "stdin"
+		}
+		return nil, fmt.Errorf("no attempts found in %s", strings.Join(names, ", "))
 	}
 	return c.inputs(), nil
 }

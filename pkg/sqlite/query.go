@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -26,12 +27,14 @@ var indexes = map[store.Index]indexColumns{
 }
 
 // cursor is the decoded position after the last item of a page: the index
-// sort key plus, on a GSI, the base key that breaks ties.
+// and partition it was read from, the index sort key plus, on a GSI, the
+// base key that breaks ties.
 type cursor struct {
-	Index store.Index `json:"i,omitempty"`
-	SK    string      `json:"s"`
-	PK    string      `json:"p,omitempty"`
-	BSK   string      `json:"b,omitempty"`
+	Index     store.Index `json:"i,omitempty"`
+	Partition string      `json:"q"`
+	SK        string      `json:"s"`
+	PK        string      `json:"p,omitempty"`
+	BSK       string      `json:"b,omitempty"`
 }
 
 // Query returns one page of items in index sort-key order. On a GSI, items with
@@ -60,7 +63,7 @@ func (t *Table) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	}
 	if len(page.Items) > limit {
 		page.Items = page.Items[:limit]
-		page.Cursor = encodeCursor(q.Index, page.Items[limit-1])
+		page.Cursor = encodeCursor(q, page.Items[limit-1])
 	}
 	return page, nil
 }
@@ -84,7 +87,7 @@ func buildQuery(q store.Query, nowUnix int64) (string, []any, int, error) {
 	}
 	var c *cursor
 	if q.Cursor != "" {
-		decoded, err := decodeCursor(q.Cursor, q.Index)
+		decoded, err := decodeCursor(q)
 		if err != nil {
 			return "", nil, 0, fmt.Errorf("query %s %q: %w", indexName(q.Index), q.PK, err)
 		}
@@ -183,29 +186,47 @@ func prefixEnd(prefix string) (string, bool) {
 	return "", false
 }
 
-func encodeCursor(index store.Index, last store.Item) string {
-	c := cursor{Index: index, SK: last.SK}
-	switch index {
+func encodeCursor(q store.Query, last store.Item) string {
+	c := cursor{Index: q.Index, Partition: q.PK, SK: last.SK}
+	switch q.Index {
 	case store.GSI1:
-		c = cursor{Index: index, SK: last.GSI1SK, PK: last.PK, BSK: last.SK}
+		c = cursor{Index: q.Index, Partition: q.PK, SK: last.GSI1SK, PK: last.PK, BSK: last.SK}
 	case store.GSI2:
-		c = cursor{Index: index, SK: last.GSI2SK, PK: last.PK, BSK: last.SK}
+		c = cursor{Index: q.Index, Partition: q.PK, SK: last.GSI2SK, PK: last.PK, BSK: last.SK}
 	}
 	b, _ := json.Marshal(c) // strings only: always encodes
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(s string, index store.Index) (cursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
+// decodeCursor decodes q's cursor and checks that it is one this query
+// could have handed out: same index and partition, a position inside the
+// query's sort-key range, and every key it needs. Anything else (a cursor
+// of another query, or decodable garbage) is ErrInvalidCursor rather than
+// a page from wherever it happens to point.
+func decodeCursor(q store.Query) (cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
 	if err != nil {
 		return cursor{}, fmt.Errorf("%w: not from this table (%v)", store.ErrInvalidCursor, err)
 	}
 	var c cursor
-	if err := json.Unmarshal(b, &c); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
 		return cursor{}, fmt.Errorf("%w: not from this table (%v)", store.ErrInvalidCursor, err)
 	}
-	if c.Index != index {
-		return cursor{}, fmt.Errorf("%w: for index %s, not %s", store.ErrInvalidCursor, indexName(c.Index), indexName(index))
+	switch {
+	case dec.More():
+		return cursor{}, fmt.Errorf("%w: not from this table (data after the cursor)", store.ErrInvalidCursor)
+	case c.Index != q.Index:
+		return cursor{}, fmt.Errorf("%w: for index %s, not %s", store.ErrInvalidCursor, indexName(c.Index), indexName(q.Index))
+	case c.Partition != q.PK:
+		return cursor{}, fmt.Errorf("%w: from another partition", store.ErrInvalidCursor)
+	case !q.InRange(c.SK):
+		return cursor{}, fmt.Errorf("%w: outside the query's sort-key range", store.ErrInvalidCursor)
+	case q.Index != store.Primary && (c.PK == "" || c.BSK == ""):
+		return cursor{}, fmt.Errorf("%w: no base key", store.ErrInvalidCursor)
+	case q.Index == store.Primary && (c.PK != "" || c.BSK != ""):
+		return cursor{}, fmt.Errorf("%w: a base key on the primary index", store.ErrInvalidCursor)
 	}
 	return c, nil
 }

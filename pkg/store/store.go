@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -97,6 +98,15 @@ type Query struct {
 	Desc   bool
 	Limit  int
 	Cursor string
+}
+
+// InRange reports whether sort key sk lies in the query's sort-key range
+// (Prefix, From, To): where a cursor of this query can point. Adapters
+// refuse a cursor outside it with ErrInvalidCursor, so a cursor of another
+// query is an error, never a silent first page.
+func (q Query) InRange(sk string) bool {
+	return sk != "" && strings.HasPrefix(sk, q.Prefix) &&
+		(q.From == "" || sk >= q.From) && (q.To == "" || sk <= q.To)
 }
 
 // Page is one page of a query. Cursor is empty on the last page.

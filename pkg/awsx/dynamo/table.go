@@ -281,7 +281,7 @@ func (t *Table) Query(ctx context.Context, q store.Query) (store.Page, error) {
 		ConsistentRead: aws.Bool(index == nil),
 	}
 	if q.Cursor != "" {
-		start, err := decodeCursor(q.Cursor)
+		start, err := decodeCursor(q)
 		if err != nil {
 			return store.Page{}, err
 		}
@@ -351,14 +351,41 @@ func encodeCursor(key map[string]types.AttributeValue) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func decodeCursor(cursor string) (map[string]types.AttributeValue, error) {
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
+// decodeCursor decodes q's cursor and checks that it is a key this query
+// could have stopped at: exactly the key attributes of the query's index,
+// the query's partition, a sort key inside the query's range. Anything else
+// (a cursor of another query, or decodable garbage) is ErrInvalidCursor
+// here, rather than a page from wherever it points or a ValidationException
+// from DynamoDB.
+func decodeCursor(q store.Query) (map[string]types.AttributeValue, error) {
+	b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
 	if err != nil {
 		return nil, fmt.Errorf("query: %w: not one this table returned (%v)", store.ErrInvalidCursor, err)
 	}
 	var plain map[string]string
 	if err := json.Unmarshal(b, &plain); err != nil || len(plain) == 0 {
 		return nil, fmt.Errorf("query: %w: not one this table returned", store.ErrInvalidCursor)
+	}
+	pkName, skName, _, err := indexAttrs(q.Index)
+	if err != nil {
+		return nil, err
+	}
+	want := []string{attrPK, attrSK}
+	if q.Index != store.Primary {
+		want = append(want, pkName, skName)
+	}
+	for _, name := range want {
+		if plain[name] == "" {
+			return nil, fmt.Errorf("query: %w: not one this table returned (no %s)", store.ErrInvalidCursor, name)
+		}
+	}
+	switch {
+	case len(plain) != len(want):
+		return nil, fmt.Errorf("query: %w: not one this table returned (other attributes)", store.ErrInvalidCursor)
+	case plain[pkName] != q.PK:
+		return nil, fmt.Errorf("query: %w: from another partition", store.ErrInvalidCursor)
+	case !q.InRange(plain[skName]):
+		return nil, fmt.Errorf("query: %w: outside the query's sort-key range", store.ErrInvalidCursor)
 	}
 	key := make(map[string]types.AttributeValue, len(plain))
 	for name, s := range plain {

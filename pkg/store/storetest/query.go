@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -212,4 +214,61 @@ func filterRange(keys []gsiKey, from, to string) []gsiKey {
 		}
 	}
 	return out
+}
+
+// testForeignCursor: a cursor is good only for the query that handed it
+// out. One of another partition, index or sort-key range, and decodable
+// garbage, are ErrInvalidCursor, never a page from wherever they point
+// (the first page, for an empty position).
+func testForeignCursor(t *testing.T, tb store.Table, _ options) {
+	pk := seedQuery(t, tb)
+	p := strings.TrimSuffix(pk, "pk")
+	first, err := tb.Query(t.Context(), store.Query{PK: pk, Prefix: "item#", Limit: 3})
+	if err != nil || first.Cursor == "" {
+		t.Fatalf("Query(limit 3) = %d items, cursor %q, %v; want a cursor", len(first.Items), first.Cursor, err)
+	}
+	gsiItem := store.Item{PK: p + "g", SK: "x", GSI1PK: p + "by", GSI1SK: "k#1"}
+	if _, err := tb.Create(t.Context(), []store.Item{gsiItem, {PK: p + "g2", SK: "x", GSI1PK: p + "by", GSI1SK: "k#2"}}); err != nil {
+		t.Fatal(err)
+	}
+	var gsiCursor string
+	eventually(t, func() error {
+		page, err := tb.Query(t.Context(), store.Query{Index: store.GSI1, PK: p + "by", Limit: 1})
+		if err != nil || page.Cursor == "" {
+			return fmt.Errorf("GSI1 Query(limit 1) = %d items, cursor %q, %v; want a cursor", len(page.Items), page.Cursor, err)
+		}
+		gsiCursor = page.Cursor
+		return nil
+	})
+	garbage := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	tests := []struct {
+		name string
+		q    store.Query
+	}{
+		{"another partition", store.Query{PK: p + "pk2", Prefix: "item#", Cursor: first.Cursor}},
+		{"another prefix", store.Query{PK: pk, Prefix: "other#", Cursor: first.Cursor}},
+		{"before the range", store.Query{PK: pk, From: "item#100", Cursor: first.Cursor}},
+		{"another index", store.Query{Index: store.GSI1, PK: pk, Cursor: first.Cursor}},
+		{"a GSI cursor on the base table", store.Query{PK: p + "by", Cursor: gsiCursor}},
+		{"a GSI cursor of another partition", store.Query{Index: store.GSI1, PK: p + "other", Cursor: gsiCursor}},
+		{"not base64", store.Query{PK: pk, Cursor: "not a cursor!"}},
+		{"empty object", store.Query{PK: pk, Cursor: garbage("{}")}},
+		{"null", store.Query{PK: pk, Cursor: garbage("null")}},
+		{"an array", store.Query{PK: pk, Cursor: garbage(`["item#001"]`)}},
+		{"unknown keys", store.Query{PK: pk, Cursor: garbage(`{"x":"item#001","y":"z"}`)}},
+		{"sort key only", store.Query{PK: pk, Cursor: garbage(`{"s":"item#001","sk":"item#001"}`)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			page, err := tb.Query(t.Context(), tc.q)
+			if !errors.Is(err, store.ErrInvalidCursor) {
+				t.Errorf("Query(%+v) = %d items, %v; want ErrInvalidCursor", tc.q, len(page.Items), err)
+			}
+		})
+	}
+	// The cursor still serves its own query.
+	next, err := tb.Query(t.Context(), store.Query{PK: pk, Prefix: "item#", Limit: 3, Cursor: first.Cursor})
+	if err != nil || len(next.Items) != 3 || next.Items[0].SK != "item#003" {
+		t.Errorf("Query with its own cursor = %v, %v; want item#003..item#005", sortKeys(next.Items), err)
+	}
 }

@@ -85,6 +85,7 @@ func Run(t *testing.T, newTable func(t *testing.T) store.Table, opts ...Option) 
 		{"Query", testQuery},
 		{"QueryPagination", testQueryPagination},
 		{"GSI", testGSI},
+		{"ForeignCursor", testForeignCursor},
 		{"TransactAllOrNothing", testTransactAllOrNothing},
 		{"TransactApplies", testTransactApplies},
 		{"TransactLimits", testTransactLimits},
