@@ -51,8 +51,8 @@ func TestMonitorOnAFilesystemFilledAndFreed(t *testing.T) {
 	if err := m.Check(); err != nil {
 		t.Fatalf("Check on an empty 8 MB tmpfs with a 2 MB floor = %v, want nil", err)
 	}
-	if m.ShortSince(start) {
-		t.Fatal("ShortSince = true before the filesystem filled")
+	if m.FullSince(start) {
+		t.Fatal("FullSince = true before the filesystem filled")
 	}
 	free := diskspacetest.Fill(t, dir)
 	_, err := os.Create(filepath.Join(dir, "one-more"))
@@ -72,23 +72,24 @@ func TestMonitorOnAFilesystemFilledAndFreed(t *testing.T) {
 	if err := m.Check(); err != nil {
 		t.Fatalf("Check after freeing = %v, want nil", err)
 	}
-	if !m.ShortSince(start) {
-		t.Error("ShortSince(start) = false after space was short, want true")
+	if !m.FullSince(start) {
+		t.Error("FullSince(start) = false after the filesystem was full, want true")
 	}
-	if m.ShortSince(time.Now().Add(time.Second)) {
-		t.Error("ShortSince(later) = true, want false: space was not short after it")
+	if m.FullSince(time.Now().Add(time.Second)) {
+		t.Error("FullSince(later) = true, want false: the filesystem was not full after it")
 	}
 }
 
-func TestMonitorNoteMarksShortSpace(t *testing.T) {
+func TestMonitorNoteMarksAFullFilesystem(t *testing.T) {
 	m := diskspace.NewMonitor(t.TempDir(), 0, nil)
 	start := time.Now()
 	m.Note(errors.New("some other failure"))
-	if m.ShortSince(start) {
-		t.Fatal("ShortSince = true after a failure that is not about space")
+	m.Note(&diskspace.Error{Dir: "/d", FreeBytes: 1, FloorBytes: 2}) // below a floor is not full
+	if m.FullSince(start) {
+		t.Fatal("FullSince = true after failures that are not a full filesystem")
 	}
 	m.Note(diskspace.Wrap("/d", syscall.ENOSPC))
-	if !m.ShortSince(start) {
-		t.Fatal("ShortSince = false after a noted out-of-space write")
+	if !m.FullSince(start) {
+		t.Fatal("FullSince = false after a noted out-of-space write")
 	}
 }

@@ -9,18 +9,22 @@ import (
 
 // Monitor watches the free space of the filesystem holding a data dir
 // against a floor: below it the platform launches no sandbox. It also
-// remembers when space was last short (below the floor, or a write failed
-// for want of space), so an attempt that failed while it was can be told
-// apart from one that failed by itself. Safe for concurrent use.
+// remembers when the filesystem was last full (a sample found less than
+// FullBytes free, or a write failed for want of space), so an attempt that
+// ran while it was can be told apart from one that failed by itself. Safe
+// for concurrent use.
 type Monitor struct {
 	dir   string
 	floor uint64
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	low     bool      // the last sample was below the floor
-	lastLow time.Time // the last time space was found short
+	mu       sync.Mutex
+	lastFull time.Time // the last time the filesystem was found full
 }
+
+// FullBytes is the free space below which a filesystem counts as full:
+// less than any attempt writes.
+const FullBytes = 1 << 20
 
 // NewMonitor returns a monitor of dir's filesystem with a floor of
 // floorBytes (0: no floor; only failed writes mark space short).
@@ -45,35 +49,35 @@ func (m *Monitor) Check() error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.low = free < m.floor
-	if !m.low {
+	if free < FullBytes {
+		m.mu.Lock()
+		m.lastFull = time.Now()
+		m.mu.Unlock()
+	}
+	if free >= m.floor {
 		return nil
 	}
-	m.lastLow = now
 	return &Error{Dir: m.dir, FreeBytes: free, FloorBytes: m.floor}
 }
 
-// Note records err when it is an out-of-space error: space was short now,
-// whatever a sample says a moment later.
+// Note records err when it is a write that failed for want of space: the
+// filesystem was full now, whatever a sample says a moment later.
 func (m *Monitor) Note(err error) {
-	if _, ok := As(err); !ok {
+	if e, ok := As(err); !ok || e.Err == nil {
 		return
 	}
 	m.mu.Lock()
-	m.lastLow = time.Now()
+	m.lastFull = time.Now()
 	m.mu.Unlock()
 }
 
-// ShortSince reports whether space was short at any sample or noted failure
-// since t, sampling once more now.
-func (m *Monitor) ShortSince(t time.Time) bool {
+// FullSince reports whether the filesystem was full at any sample or noted
+// failure since t, sampling once more now.
+func (m *Monitor) FullSince(t time.Time) bool {
 	_ = m.Check() // an unreadable filesystem says nothing either way
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return !m.lastLow.Before(t)
+	return !m.lastFull.Before(t)
 }
 
 // Wait returns once the free space is at or above the floor (sampling every
