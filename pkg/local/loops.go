@@ -86,12 +86,14 @@ func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Durati
 	}
 }
 
-// waitForSpace holds a poller that met a full data dir until the free space
-// is back above the floor, so its messages are not received (and counted)
-// over and over while nothing can be written.
+// waitForSpace holds a poller that met a full data dir for at least one
+// sampling interval and until the free space is back above the floor, so
+// its messages are not received over and over while nothing can be
+// written (without a floor, it tries again every interval).
 func (p *Platform) waitForSpace(ctx context.Context, name string, cause error) {
 	p.space.Note(cause)
 	p.log.Warn("the data dir is full: the poller waits for space", "queue", name, "err", cause)
+	sleep(ctx, p.opts.SpaceInterval)
 	if err := p.space.Wait(ctx, p.opts.SpaceInterval); err == nil {
 		p.log.Info("space is back: the poller resumes", "queue", name)
 	}
