@@ -41,6 +41,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	storageMB := fs.Int("storage-mb", 0, "storage limit of an attempt whose task sets no storage_mb (0 = the runner's default, 10240; -1 = none)")
 	networkCeiling := fs.String("network-ceiling", "", "most permissive network any sandbox phase gets: public (default), allowlist or no-network")
 	maxSandboxes := fs.Int("max-sandboxes", 0, "sandboxes running at once across runs (0 = the platform default)")
+	minFreeMB := fs.Int("min-free-mb", local.DefaultMinFreeMB, "free space (MiB) the data dir keeps: below it no sandbox launches and slots wait, without spending retries, until space returns (0 = no floor)")
 	networkInstalls := fs.Bool("allow-network-installs", false, "let harnesses that install from the network per attempt (mini-swe-agent, openhands: PyPI; cursor-cli: a vendor script) run their pinned recipe, with public network during the install step")
 	allowPrivate := fs.Bool("allow-private-registry", false, "let registry and git fetches reach loopback, private and link-local addresses (and git's file://, ssh://, git://)")
 	creds := fs.String("credentials", os.Getenv("GAUNTLET_CREDENTIALS"), `where to write the CLI credentials ($GAUNTLET_CREDENTIALS, else ~/.config/gauntlet/credentials; "-" for nowhere)`)
@@ -62,6 +63,12 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	default:
 		return usageError("--network-ceiling %q: want public, allowlist or no-network", *networkCeiling)
 	}
+	if *minFreeMB < 0 {
+		return usageError("--min-free-mb %d: want a number of MiB, or 0 for no floor", *minFreeMB)
+	}
+	if *minFreeMB == 0 {
+		*minFreeMB = -1 // local.Options' "no floor"
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usageError("--log-level %q: want debug, info, warn or error", *logLevel)
@@ -82,7 +89,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		static = append(static, abs(*terminus))
 	}
 	lo := local.Options{RunnerPath: *runner, StaticBinaries: static, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
-		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, AllowPrivateRegistry: *allowPrivate, SecretsKey: secretsKey,
+		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, MinFreeMB: *minFreeMB, AllowPrivateRegistry: *allowPrivate, SecretsKey: secretsKey,
 		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
 	lo.Pipeline.Platform.NetworkInstalls = *networkInstalls
 	if err := images.apply(&lo, *data, logger); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -50,6 +51,7 @@ func (h *Handler) classify(err error) *v1.Error {
 	var tooLarge *http.MaxBytesError
 	var unknownDataset *benchsync.UnknownDatasetError
 	var field *benchmark.FieldError
+	var noSpace *diskspace.Error
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
@@ -73,11 +75,26 @@ func (h *Handler) classify(err error) *v1.Error {
 		return errorf(http.StatusServiceUnavailable, v1.CodeUnavailable, "the benchmark registry could not be read; check the registry location and try again")
 	case errors.Is(err, records.ErrNotFound):
 		return errorf(http.StatusNotFound, v1.CodeNotFound, "not found")
+	case errors.As(err, &noSpace):
+		return insufficientStorage(noSpace)
 	case errors.Is(err, records.ErrConflict), errors.Is(err, run.ErrIllegalTransition), errors.Is(err, pipeline.ErrNotStoppable):
 		return errorf(http.StatusConflict, v1.CodeConflict, "%s", clientMessage(err))
 	}
 	return &v1.Error{Status: http.StatusInternalServerError, Code: v1.CodeInternal,
 		Message: "internal error; the server log has the details"}
+}
+
+// insufficientStorage answers a write the platform's full storage refused:
+// the platform's condition, not the request's, so the same request succeeds
+// once the operator frees space. It names the directory, never the failed
+// write's own error.
+func insufficientStorage(e *diskspace.Error) *v1.Error {
+	msg := fmt.Sprintf("the platform's data dir is out of storage space: %s has no room for this write; free space there and try again", e.Dir)
+	if e.Err == nil {
+		msg = fmt.Sprintf("the platform's data dir is out of storage space: %s has %s free, below its floor of %s; free space there and try again",
+			e.Dir, diskspace.MB(e.FreeBytes), diskspace.MB(e.FloorBytes))
+	}
+	return errorf(http.StatusInsufficientStorage, v1.CodeInsufficientStorage, "%s", msg)
 }
 
 // clientMessage is the text of a 4xx domain error: the error without the

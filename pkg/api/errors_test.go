@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -44,6 +45,10 @@ func TestClassify(t *testing.T) {
 		{"conflict", fmt.Errorf("key reused: %w", records.ErrConflict), http.StatusConflict, v1.CodeConflict},
 		{"illegal transition", fmt.Errorf("run: %w", run.ErrIllegalTransition), http.StatusConflict, v1.CodeConflict},
 		{"not stoppable", fmt.Errorf("stop: %w", pipeline.ErrNotStoppable), http.StatusConflict, v1.CodeConflict},
+		{"full data dir", fmt.Errorf("put secret K: %w", &diskspace.Error{Dir: "/data", Err: errors.New("write /data/secrets.json.tmp-1: disk on fire")}),
+			http.StatusInsufficientStorage, v1.CodeInsufficientStorage},
+		{"data dir below its floor", fmt.Errorf("submit: %w", &diskspace.Error{Dir: "/data", FreeBytes: 1 << 20, FloorBytes: 1 << 30}),
+			http.StatusInsufficientStorage, v1.CodeInsufficientStorage},
 		{"anything else", errors.New("disk on fire at /var/lib/secret-path"), http.StatusInternalServerError, v1.CodeInternal},
 	}
 	for _, tt := range tests {
@@ -51,6 +56,9 @@ func TestClassify(t *testing.T) {
 			got := h.classify(tt.err)
 			if got.Status != tt.wantStatus || got.Code != tt.wantCode || got.Message == "" {
 				t.Errorf("classify(%v) = %d %s %q, want %d %s with a message", tt.err, got.Status, got.Code, got.Message, tt.wantStatus, tt.wantCode)
+			}
+			if _, full := diskspace.As(tt.err); full && !strings.Contains(got.Message, "/data ") {
+				t.Errorf("the 507 message %q does not name the data dir /data", got.Message)
 			}
 			if got.Status >= 500 && strings.Contains(got.Message, "fire") {
 				t.Errorf("a 5xx message carries the internal error: %q", got.Message)

@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 )
 
 // tmpDir is the reserved top-level directory holding writes in progress.
@@ -75,7 +76,9 @@ func ValidKey(key string) error {
 
 func (s *Store) file(key string) string { return filepath.Join(s.dir, filepath.FromSlash(key)) }
 
-// Put writes the object through a temporary file renamed over key.
+// Put writes the object through a temporary file renamed over key. A
+// write the full filesystem refused returns a *diskspace.Error naming the
+// store's directory, and leaves no partial object.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := ValidKey(key); err != nil {
 		return fmt.Errorf("put blob: %w", err)
@@ -83,23 +86,30 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put blob %q: %w", key, err)
 	}
+	if err := s.put(ctx, key, r); err != nil {
+		return fmt.Errorf("put blob %q: %w", key, diskspace.Wrap(s.dir, err))
+	}
+	return nil
+}
+
+func (s *Store) put(ctx context.Context, key string, r io.Reader) error {
 	dst := s.file(key)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
-		return fmt.Errorf("put blob %q: %w", key, err)
+		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Join(s.dir, tmpDir), "put-*")
 	if err != nil {
-		return fmt.Errorf("put blob %q: %w", key, err)
+		return err
 	}
 	_, copyErr := io.Copy(tmp, readerWithContext{ctx, r})
 	closeErr := tmp.Close()
 	if err := errors.Join(copyErr, closeErr); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("put blob %q: %w", key, err)
+		return err
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("put blob %q: %w", key, err)
+		return err
 	}
 	return nil
 }

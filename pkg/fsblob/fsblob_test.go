@@ -1,6 +1,7 @@
 package fsblob
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob/blobtest"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace/diskspacetest"
 )
 
 func TestContract(t *testing.T) {
@@ -74,5 +77,32 @@ func TestValidKey(t *testing.T) {
 		if err := ValidKey(tc.key); (err != nil) != tc.wantErr {
 			t.Errorf("ValidKey(%q) = %v, want error %v", tc.key, err, tc.wantErr)
 		}
+	}
+}
+
+// TestPutOnAFullFilesystem: a Put the full filesystem refuses is an
+// out-of-space error naming the store's directory, leaves neither the
+// object nor a temp file, and the same Put succeeds once space returns.
+func TestPutOnAFullFilesystem(t *testing.T) {
+	dir := diskspacetest.Mount(t, 4)
+	s, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	free := diskspacetest.Fill(t, dir)
+	err = s.Put(ctx, "runs/r1/result.json", strings.NewReader(strings.Repeat("x", 64<<10)))
+	if e, ok := diskspace.As(err); !ok || e.Dir != dir {
+		t.Fatalf("Put on a full filesystem = %v, want a *diskspace.Error naming %s", err, dir)
+	}
+	if _, err := s.Get(ctx, "runs/r1/result.json"); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("Get after the refused Put = %v, want not found", err)
+	}
+	if tmp, _ := os.ReadDir(filepath.Join(dir, tmpDir)); len(tmp) != 0 {
+		t.Errorf("temp files left: %v", tmp)
+	}
+	free()
+	if err := s.Put(ctx, "runs/r1/result.json", strings.NewReader("{}")); err != nil {
+		t.Fatalf("Put after space returned = %v", err)
 	}
 }

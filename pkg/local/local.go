@@ -21,6 +21,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/fsblob"
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
@@ -85,6 +86,13 @@ type Options struct {
 	// keeps the zero-setup key beside the file in the data dir (see
 	// localsecret.OpenWithKey).
 	SecretsKey localsecret.Key
+	// MinFreeMB is the data dir's free-space floor in MiB: below it no
+	// sandbox is launched (slots wait without spending retries) and the
+	// platform logs it (0 = DefaultMinFreeMB; -1 = no floor).
+	MinFreeMB int
+	// SpaceInterval is how often the data dir's free space is sampled
+	// (default 1 s).
+	SpaceInterval time.Duration
 	// AllowPrivateRegistry lets registry and git fetches reach loopback,
 	// private and link-local addresses (benchsync.Config.AllowPrivateNetworks).
 	AllowPrivateRegistry bool
@@ -120,6 +128,10 @@ const (
 // dead-lettered.
 const maxReceives = 10
 
+// DefaultMinFreeMB is the default free-space floor of the data dir: room
+// for a few attempts' work dirs and outputs and the database's growth.
+const DefaultMinFreeMB = 1024
+
 // Platform is the embedded platform on one data dir.
 type Platform struct {
 	opts    Options
@@ -129,6 +141,7 @@ type Platform struct {
 	secrets *localsecret.Store
 	driver  *localsandbox.Driver
 	svc     *pipeline.Service
+	space   *diskspace.Monitor
 	queues  map[string]*sqlite.Queue
 	dlqs    map[string]*sqlite.Queue
 
@@ -154,10 +167,17 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 	if opts.WatchInterval <= 0 {
 		opts.WatchInterval = 30 * time.Second
 	}
+	if opts.SpaceInterval <= 0 {
+		opts.SpaceInterval = time.Second
+	}
+	if opts.MinFreeMB < -1 {
+		return nil, fmt.Errorf("local platform: min free MB %d: want -1 (no floor), 0 (the default, %d) or a positive number of MiB", opts.MinFreeMB, DefaultMinFreeMB)
+	}
 	if err := SecureDataDir(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("local platform: %w", err)
 	}
-	p := &Platform{opts: opts, log: opts.Logger, queues: map[string]*sqlite.Queue{}, dlqs: map[string]*sqlite.Queue{}}
+	p := &Platform{opts: opts, log: opts.Logger, queues: map[string]*sqlite.Queue{}, dlqs: map[string]*sqlite.Queue{},
+		space: diskspace.NewMonitor(opts.DataDir, floorBytes(opts.MinFreeMB), opts.Logger)}
 	if err := p.open(); err != nil {
 		_ = p.closeAdapters()
 		return nil, err
@@ -198,7 +218,7 @@ func (p *Platform) open() error {
 		Isolation: p.opts.Isolation, Images: p.opts.Images, AgentsDir: p.opts.AgentsDir, AgentBundles: p.opts.AgentBundles,
 		ModelGatewayConfig: p.opts.ModelGatewayConfig, StaticBinDir: staticBin, PidsLimit: p.opts.Sandbox.PidsLimit, StorageMB: p.opts.Sandbox.StorageMB,
 		NetworkCeiling: p.opts.Sandbox.NetworkCeiling, Blobs: p.blobs, Completions: p.queues[CompletionsQueue],
-		Logger: p.log})
+		Space: p.space, Logger: p.log})
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
@@ -220,8 +240,19 @@ func (p *Platform) open() error {
 	}
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,
-		Sandboxes: p.driver}, popts)
+		Sandboxes: p.driver, Space: p.space}, popts)
 	return err
+}
+
+// floorBytes is the free-space floor of Options.MinFreeMB in bytes.
+func floorBytes(minFreeMB int) uint64 {
+	switch {
+	case minFreeMB < 0:
+		return 0
+	case minFreeMB == 0:
+		return DefaultMinFreeMB << 20
+	}
+	return uint64(minFreeMB) << 20
 }
 
 // installCatalog installs the managed catalog through benchsync — the
@@ -268,6 +299,9 @@ func (p *Platform) Blobs() *fsblob.Store { return p.blobs }
 // Secrets returns the secret store.
 func (p *Platform) Secrets() *localsecret.Store { return p.secrets }
 
+// Space returns the data dir's free-space monitor.
+func (p *Platform) Space() *diskspace.Monitor { return p.space }
+
 // DB returns the SQLite database (queues and change stream, for tools and tests).
 func (p *Platform) DB() *sqlite.DB { return p.db }
 
@@ -310,6 +344,7 @@ func (p *Platform) Start(ctx context.Context) error {
 		p.poller(fnspec.Ingester, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
 		p.tailChanges,
 		p.watchdog,
+		func(ctx context.Context) { p.space.Run(ctx, p.opts.SpaceInterval) },
 	}
 	for _, loop := range loops {
 		p.wg.Add(1)

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
@@ -47,8 +49,14 @@ func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Durati
 		// A failed receive (the database locked by another process) is
 		// tried again soon, then less often while it keeps failing.
 		pause := receiveRetryMin
+		// full holds the error of a handler that met a full data dir.
+		var full atomic.Pointer[error]
 		for ctx.Err() == nil {
 			msgs, err := q.Receive(ctx, min(workers, queue.MaxBatch), visibility, time.Second)
+			if _, full := diskspace.As(err); full {
+				p.waitForSpace(ctx, name, err)
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					p.log.Error("receive", "queue", name, "err", err, "retry_in", pause)
@@ -63,25 +71,60 @@ func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Durati
 				wg.Add(1)
 				go func() {
 					defer func() { <-sem; wg.Done() }()
-					p.deliver(hctx, name, q, dlq, m, handle)
+					if err := p.deliver(hctx, name, q, dlq, m, handle); err != nil {
+						full.CompareAndSwap(nil, &err)
+					}
 				}()
 			}
 			// Wait for a free worker before receiving more.
 			sem <- struct{}{}
 			<-sem
+			if err := full.Swap(nil); err != nil {
+				p.waitForSpace(ctx, name, *err)
+			}
 		}
 	}
 }
 
-func (p *Platform) deliver(ctx context.Context, name string, q, dlq queue.Queue, m queue.Message, handle func(context.Context, []byte) error) {
+// waitForSpace holds a poller that met a full data dir for at least one
+// sampling interval and until the free space is back above the floor, so
+// its messages are not received over and over while nothing can be
+// written (without a floor, it tries again every interval).
+func (p *Platform) waitForSpace(ctx context.Context, name string, cause error) {
+	p.space.Note(cause)
+	p.log.Warn("the data dir is full: the poller waits for space", "queue", name, "err", cause)
+	sleep(ctx, p.opts.SpaceInterval)
+	if err := p.space.Wait(ctx, p.opts.SpaceInterval); err == nil {
+		p.log.Info("space is back: the poller resumes", "queue", name)
+	}
+}
+
+// spacePostpone is how long a message whose handler met a full data dir
+// stays hidden: past it the poller has waited for space anyway.
+const spacePostpone = time.Second
+
+// deliver hands one message to handle and acknowledges, dead-letters or
+// releases it. It returns the handler's error when the data dir was full:
+// the message is then put back without counting the delivery (the platform,
+// not the message, failed), and the poller waits for space.
+func (p *Platform) deliver(ctx context.Context, name string, q, dlq queue.Queue, m queue.Message, handle func(context.Context, []byte) error) error {
 	err := handle(ctx, m.Body)
+	if _, full := diskspace.As(err); full {
+		p.log.Warn("message put back: the data dir is full", "queue", name, "message_id", m.ID, "err", err)
+		if pq, ok := q.(postponer); ok {
+			if perr := pq.Postpone(ctx, m.Receipt, spacePostpone); perr != nil && ctx.Err() == nil {
+				p.log.Error("put back", "queue", name, "message_id", m.ID, "err", perr)
+			}
+		}
+		return err
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, pipeline.ErrPoison):
 		p.log.Error("poison message dead-lettered", "queue", name, "message_id", m.ID, "err", err)
 		if err := dlq.Send(ctx, queue.Outgoing{Body: m.Body}); err != nil {
 			p.log.Error("dead-letter", "queue", name, "message_id", m.ID, "err", err)
-			return
+			return nil
 		}
 	default:
 		p.log.Warn("message failed; it will be delivered again", "queue", name, "message_id", m.ID, "receive_count", m.ReceiveCount, "err", err)
@@ -89,11 +132,18 @@ func (p *Platform) deliver(ctx context.Context, name string, q, dlq queue.Queue,
 		if err := q.ChangeVisibility(ctx, m.Receipt, backoff); err != nil && ctx.Err() == nil {
 			p.log.Error("change visibility", "queue", name, "message_id", m.ID, "err", err)
 		}
-		return
+		return nil
 	}
 	if err := q.Delete(ctx, m.Receipt); err != nil && ctx.Err() == nil {
 		p.log.Error("delete", "queue", name, "message_id", m.ID, "err", err)
 	}
+	return nil
+}
+
+// postponer is the local queue's way to put a delivery back uncounted
+// (sqlite.Queue.Postpone).
+type postponer interface {
+	Postpone(ctx context.Context, receipt string, d time.Duration) error
 }
 
 // recomputeConsumer names the change-stream checkpoint of Recompute.
@@ -187,6 +237,12 @@ func (t *changeTailer) step(ctx context.Context) (int, error) {
 	if err := t.retry(ctx, changes); err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
+		}
+		if _, full := diskspace.As(err); full {
+			// The platform's condition, not the changes': dead-lettering
+			// them would lose them. Nothing is acknowledged; the batch is
+			// read again after space returns.
+			return 0, err
 		}
 		t.log.Warn("recompute of a change batch kept failing; trying its changes one by one", "changes", len(changes), "err", err)
 		if err := t.isolate(ctx, changes); err != nil {

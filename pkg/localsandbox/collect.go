@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -103,7 +105,9 @@ func exitStatus(err error) (int, string) {
 	return -1, "sandbox-runner: " + err.Error()
 }
 
-// tail returns up to n bytes from the end of a file.
+// tail returns up to n bytes from the end of a file. When the file is
+// longer it starts at a word (after the first whitespace of those bytes,
+// never inside a UTF-8 sequence) and says it was cut with a leading "…".
 func tail(file string, n int64) string {
 	f, err := os.Open(file)
 	if err != nil {
@@ -114,13 +118,34 @@ func tail(file string, n int64) string {
 	if err != nil {
 		return ""
 	}
-	if info.Size() > n {
-		if _, err := f.Seek(info.Size()-n, io.SeekStart); err != nil {
+	cut := info.Size() > n
+	if cut {
+		// One byte more: the one before the cut says whether the first
+		// word is whole.
+		if _, err := f.Seek(info.Size()-n-1, io.SeekStart); err != nil {
 			return ""
 		}
 	}
-	data, _ := io.ReadAll(io.LimitReader(f, n))
-	return strings.TrimSpace(string(data))
+	data, _ := io.ReadAll(io.LimitReader(f, n+1))
+	if !cut {
+		return strings.TrimSpace(string(data))
+	}
+	return "…" + strings.TrimSpace(wordStart(string(data)))
+}
+
+// wordStart drops what precedes the first whole word of s, a text cut at
+// its front whose first byte is the one before the cut: the rest of a word
+// (or a UTF-8 sequence) the cut went through. A text without whitespace
+// keeps every whole rune after that first byte.
+func wordStart(s string) string {
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return s[i:]
+	}
+	s = s[1:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return strings.ToValidUTF8(s, "")
 }
 
 func joinMessage(a, b string) string {

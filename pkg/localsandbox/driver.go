@@ -27,6 +27,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -84,7 +85,21 @@ type Config struct {
 	// returns the ended sandbox instead of starting another.
 	EndedMemory    int
 	EndedRetention time.Duration
-	Logger         *slog.Logger
+	// Space, when set, says whether the data dir's filesystem was full
+	// while a sandbox ran: such an attempt ends sandbox.OutOfSpace, the
+	// platform's condition, whatever it produced (its writes, the agent's
+	// and the verifier's in bwrap-host mode too, may have failed).
+	Space  SpaceWatcher
+	Logger *slog.Logger
+}
+
+// SpaceWatcher is what the driver asks of the data dir's free-space monitor
+// (diskspace.Monitor).
+type SpaceWatcher interface {
+	// FullSince reports whether the filesystem was full at any time since t.
+	FullSince(t time.Time) bool
+	// Note records a write that failed for want of space.
+	Note(err error)
 }
 
 // Defaults of Config.EndedMemory and Config.EndedRetention. The pipeline
@@ -104,8 +119,12 @@ type Driver struct {
 	mu     sync.Mutex
 	closed bool
 	live   map[string]*proc // running sandboxes, by id
-	ended  endedSet         // recently ended sandboxes
-	wg     sync.WaitGroup   // sandbox goroutines
+	// held are ended sandboxes whose completion waits for storage space to
+	// be written; List still shows them, so the watchdog does not take
+	// them for lost.
+	held  map[string]sandbox.Handle
+	ended endedSet       // recently ended sandboxes
+	wg    sync.WaitGroup // sandbox goroutines
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -151,7 +170,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Driver{cfg: cfg, log: cfg.Logger.With("component", "localsandbox"), live: map[string]*proc{},
+	d := &Driver{cfg: cfg, log: cfg.Logger.With("component", "localsandbox"), live: map[string]*proc{}, held: map[string]sandbox.Handle{},
 		ended: newEndedSet(cfg.EndedMemory, cfg.EndedRetention)}
 	if info, err := os.Stat(cfg.RunnerPath); err != nil || info.IsDir() || info.Mode().Perm()&0o111 == 0 {
 		return nil, fmt.Errorf("%w: sandbox-runner %q is not an executable file (build it: make build)", sandbox.ErrUnavailable, cfg.RunnerPath)
@@ -235,8 +254,14 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	d.live[id] = p
 	d.wg.Add(1)
 	if err := d.start(p); err != nil {
+		err = diskspace.Wrap(d.cfg.DataDir, err) // the sandbox dir is the platform's storage
 		log.Error("sandbox failed to start", "err", err)
-		go d.finish(p, sandbox.FailedToStart, -1, "sandbox-runner failed to start: "+err.Error())
+		reason := sandbox.FailedToStart
+		if _, full := diskspace.As(err); full {
+			reason = sandbox.OutOfSpace
+			d.noteFull(err)
+		}
+		go d.finish(p, reason, -1, "sandbox-runner failed to start: "+err.Error())
 		return h, nil
 	}
 	log.Info("sandbox launched", "pid", p.cmd.Process.Pid, "run_id", spec.RunID, "slot_id", spec.SlotID)
@@ -347,11 +372,21 @@ func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string
 	defer p.releaseImage()
 	ctx := context.Background()
 	log := d.log.With("sandbox_id", p.handle.ID, "launch_id", p.spec.LaunchID)
-	if reason != sandbox.FailedToStart {
+	if reason != sandbox.FailedToStart && reason != sandbox.OutOfSpace {
 		if err := d.collect(ctx, p); err != nil {
 			log.Error("sandbox outputs not stored", "err", err)
 			msg = joinMessage(msg, "outputs not stored: "+err.Error())
+			if _, full := diskspace.As(err); full {
+				d.noteFull(err)
+			}
 		}
+	}
+	if reason == sandbox.Exited && d.fullSince(p.handle.StartedAt) {
+		// The attempt's writes — the runner's, the agent's, the verifier's
+		// or its outputs' — may have failed for want of the platform's
+		// space, so what it produced is not its true outcome.
+		log.Warn("the data dir's filesystem was full while the sandbox ran; its attempt runs again once space returns", "exit_code", code)
+		reason, msg = sandbox.OutOfSpace, joinMessage("the data dir's filesystem was full while the sandbox ran", msg)
 	}
 	c := sandbox.Completion{
 		SandboxID: p.handle.ID, LaunchID: p.spec.LaunchID, Workspace: p.spec.Workspace, RunID: p.spec.RunID,
@@ -367,23 +402,76 @@ func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string
 	delete(d.live, p.handle.ID)
 	d.ended.add(p.handle, time.Now())
 	d.mu.Unlock()
-	if err := d.sendCompletion(ctx, c); err != nil {
+	if err := d.sendCompletion(ctx, p.handle, c); err != nil {
 		log.Error("completion not sent; the watchdog will find the slot", "err", err)
 	}
 	log.Info("sandbox ended", "reason", reason, "exit_code", code)
 }
 
-func (d *Driver) sendCompletion(ctx context.Context, c sandbox.Completion) error {
+// Bounds of the wait between tries of a completion the full data dir
+// refused.
+const (
+	heldRetryMin = 100 * time.Millisecond
+	heldRetryMax = 2 * time.Second
+)
+
+// sendCompletion sends the completion, trying a failed send four more
+// times. A send the full data dir refuses is tried until space returns
+// (the sandbox meanwhile stays listed as held), unless the driver closes:
+// the completion is not lost to a full disk, only to the platform's end,
+// whose restart settles the slot.
+func (d *Driver) sendCompletion(ctx context.Context, h sandbox.Handle, c sandbox.Completion) error {
 	body, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("encode completion: %w", err)
 	}
+	defer d.release(h.ID)
+	wait := heldRetryMin
 	for attempt := 0; ; attempt++ {
 		err = d.cfg.Completions.Send(ctx, queue.Outgoing{Body: body})
-		if err == nil || attempt == 4 {
+		if err == nil {
+			return nil
+		}
+		if _, full := diskspace.As(err); full && !d.isClosed() {
+			d.hold(h)
+			d.noteFull(err)
+			time.Sleep(wait)
+			wait = min(2*wait, heldRetryMax)
+			continue
+		}
+		if attempt >= 4 {
 			return err
 		}
 		time.Sleep(time.Duration(100<<attempt) * time.Millisecond)
+	}
+}
+
+func (d *Driver) hold(h sandbox.Handle) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.held[h.ID]; !ok {
+		d.log.Warn("the data dir is full: holding the sandbox's completion until space returns", "sandbox_id", h.ID, "launch_id", h.LaunchID)
+	}
+	d.held[h.ID] = h
+}
+
+func (d *Driver) release(id string) {
+	d.mu.Lock()
+	delete(d.held, id)
+	d.mu.Unlock()
+}
+
+func (d *Driver) isClosed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
+func (d *Driver) fullSince(t time.Time) bool { return d.cfg.Space != nil && d.cfg.Space.FullSince(t) }
+
+func (d *Driver) noteFull(err error) {
+	if d.cfg.Space != nil {
+		d.cfg.Space.Note(err)
 	}
 }
 
@@ -442,6 +530,11 @@ func (d *Driver) List(ctx context.Context, runID string) ([]sandbox.Handle, erro
 	for _, p := range d.live {
 		if p.handle.RunID == runID {
 			out = append(out, p.handle)
+		}
+	}
+	for _, h := range d.held {
+		if h.RunID == runID {
+			out = append(out, h)
 		}
 	}
 	slices.SortFunc(out, func(a, b sandbox.Handle) int { return a.StartedAt.Compare(b.StartedAt) })

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
@@ -414,7 +415,13 @@ func (s *Store) Delete(ctx context.Context, ref secret.Ref) error {
 }
 
 // persist rewrites the file atomically: a synced temp file renamed over it.
+// A write the full filesystem refused returns a *diskspace.Error naming the
+// file's directory (the data dir), and the old file stays.
 func (s *Store) persist() error {
+	return diskspace.Wrap(filepath.Dir(s.path), s.rewrite())
+}
+
+func (s *Store) rewrite() error {
 	check := s.check
 	f := fileFormat{Version: formatVersion, Key: s.keyKind, KeyCheck: &check, Records: make([]fileRecord, 0, len(s.records))}
 	for ref, sl := range s.records {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -60,6 +61,12 @@ func (s *Dispatcher) Dispatch(ctx context.Context, m SlotMessage) error {
 			return resendSlot(ctx, s.ports.Slots, m, s.opts.GateDelay)
 		}
 		if slot.Status == run.SlotQueued {
+			if short, err := s.spaceShort(ctx, slot); err != nil || short {
+				if err != nil {
+					return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
+				}
+				return s.defer_(ctx, m, slot)
+			}
 			acquired, changed, err := s.acquire(ctx, r, &slot)
 			switch {
 			case err != nil:
@@ -107,7 +114,29 @@ func (s *Dispatcher) acquire(ctx context.Context, r run.Run, slot *run.Slot) (ac
 	return false, now.Version != slot.Version, nil
 }
 
-// defer_ puts a slot off while a concurrency cap is full: it sends the next
+// spaceShort reports that the platform's storage is below its floor, so
+// the slot must wait (like a full gate: its message is put off, its
+// retries untouched). It is not the attempt's condition, so nothing is
+// written to the run for it; the operator's log says how much is free.
+func (s *Dispatcher) spaceShort(ctx context.Context, slot run.Slot) (bool, error) {
+	if s.ports.Space == nil {
+		return false, nil
+	}
+	err := s.ports.Space.Check()
+	if err == nil {
+		return false, nil
+	}
+	e, ok := diskspace.As(err)
+	if !ok {
+		return false, fmt.Errorf("check free space: %w", err)
+	}
+	s.log.WarnContext(ctx, "slot waits for storage space: the data dir is below its free-space floor", "run_id", slot.RunID, "slot", slot.ID,
+		"data_dir", e.Dir, "free", diskspace.MB(e.FreeBytes), "floor", diskspace.MB(e.FloorBytes), "deferrals", slot.Deferrals)
+	return true, nil
+}
+
+// defer_ puts a slot off while a concurrency cap is full or the platform's
+// storage is short: it sends the next
 // message (deferral count + 1, growing delay) first and records the count on
 // the slot second, so duplicates of the old message are recognised and
 // dropped, and a crash in between loses nothing.
@@ -160,9 +189,12 @@ func resendSlot(ctx context.Context, slots Sender, m SlotMessage, delay time.Dur
 func (s *Dispatcher) launch(ctx context.Context, r run.Run, slot run.Slot) error {
 	spec, deadline, err := s.buildSpec(ctx, r, slot)
 	if err != nil {
+		_, full := diskspace.As(err)
 		switch {
 		case ctx.Err() != nil:
 			return err
+		case full:
+			return s.failedToStart(ctx, slot, err)
 		case errors.Is(err, records.ErrNotFound) || errors.Is(err, secret.ErrNotFound):
 			return s.unlaunchable(ctx, slot, err)
 		}
@@ -210,13 +242,19 @@ func (s *Dispatcher) unlaunchable(ctx context.Context, slot run.Slot, cause erro
 
 // failedToStart reports a launch the platform could not make (the driver
 // refused it, or reading what the spec needs failed) as a completion, so the
-// grader classifies it: a platform loss, re-run without touching max_retries.
+// grader classifies it: a platform loss, re-run without touching max_retries
+// — or, when the platform's storage was full, a wait for space that spends
+// no retry at all.
 func (s *Dispatcher) failedToStart(ctx context.Context, slot run.Slot, cause error) error {
 	now := s.now()
 	s.log.WarnContext(ctx, "sandbox failed to start", "run_id", slot.RunID, "slot", slot.ID, "err", cause)
+	reason := sandbox.FailedToStart
+	if _, full := diskspace.As(cause); full {
+		reason = sandbox.OutOfSpace
+	}
 	return sendCompletion(ctx, s.ports.Completions, sandbox.Completion{
 		LaunchID: slot.LaunchID, RunID: slot.RunID, SlotID: slot.ID, Generation: slot.Generation,
-		Reason: sandbox.FailedToStart, Message: cause.Error(), StartedAt: now, StoppedAt: now,
+		Reason: reason, Message: cause.Error(), StartedAt: now, StoppedAt: now,
 	})
 }
 

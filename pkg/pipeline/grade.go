@@ -26,6 +26,11 @@ var agentPhaseExceptions = []string{
 // Grade turns a sandbox completion into an attempt result and sends it to
 // the results queue. Classification:
 //
+//   - out of space (infra, re-run without touching max_retries or the
+//     platform's limit, at most SpaceRetryLimit times): the platform's own
+//     storage was full while the sandbox started or ran (the driver says
+//     so: sandbox.OutOfSpace); the re-run waits at the dispatcher until
+//     space is back above the floor;
 //   - platform loss (infra, re-run without touching max_retries, at most
 //     PlatformRetryLimit times, then errored): the sandbox failed to start,
 //     the platform lost it (a crash under it), or the platform stopped it
@@ -83,6 +88,9 @@ const (
 	// retryNever: a retry would fail the same way and cost a whole new
 	// agent run (the LLM judge's key was refused).
 	retryNever
+	// retryForSpace: without touching max_retries or PlatformRetryLimit,
+	// up to SpaceRetryLimit times (the platform's storage was full).
+	retryForSpace
 )
 
 // unretryableExceptions are the runner exceptions after which an infra
@@ -94,6 +102,13 @@ var unretryableExceptions = []string{harbor.ExceptionJudgeAuth}
 // that keeps failing must still let the run end.
 const PlatformRetryLimit = 5
 
+// SpaceRetryLimit is how often one attempt is re-run after the platform's
+// storage filled up under it before it is recorded as errored (infra).
+// Re-runs launch only once space is back above the floor, so reaching it
+// means the attempt itself keeps filling the platform's disk, not that the
+// disk stayed full.
+const SpaceRetryLimit = 10
+
 // sendGraded decides whether an infrastructure error is retried and sends
 // the result to the results queue. A platform loss (platform) is re-run
 // without touching the run's max_retries budget, up to PlatformRetryLimit
@@ -101,7 +116,7 @@ const PlatformRetryLimit = 5
 // retries of that budget left. A stopping run retries nothing.
 func (s *core) sendGraded(ctx context.Context, results Sender, slot run.Slot, res run.Result, retry retryRule) error {
 	if res.Outcome == run.Errored && res.ErrorClass == run.Infra && retry != retryNever {
-		if err := s.decideRetry(ctx, slot, &res, retry == retryAsPlatformLoss); err != nil {
+		if err := s.decideRetry(ctx, slot, &res, retry); err != nil {
 			return fmt.Errorf("grade %s/%s: %w", slot.RunID, slot.ID, err)
 		}
 	}
@@ -115,16 +130,19 @@ func (s *core) sendGraded(ctx context.Context, results Sender, slot run.Slot, re
 	return nil
 }
 
-func (s *core) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, platform bool) error {
+func (s *core) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, rule retryRule) error {
 	info, err := s.runInfo(ctx, slot.RunID)
 	if err != nil {
 		return err
 	}
 	switch {
-	case platform && slot.PlatformRetries >= PlatformRetryLimit:
+	case rule == retryForSpace && slot.SpaceRetries >= SpaceRetryLimit:
+		res.Message = fmt.Sprintf("%s (given up after the platform re-ran this attempt %d times for want of storage space)", res.Message, slot.SpaceRetries)
+		return nil
+	case rule == retryAsPlatformLoss && slot.PlatformRetries >= PlatformRetryLimit:
 		res.Message = fmt.Sprintf("%s (given up after the platform re-ran this attempt %d times)", res.Message, slot.PlatformRetries)
 		return nil
-	case !platform && slot.InfraRetries() >= info.Settings.MaxRetries:
+	case rule == retryFromBudget && slot.InfraRetries() >= info.Settings.MaxRetries:
 		return nil
 	}
 	r, err := s.recs.Run(ctx, slot.RunID) // a stopping run retries nothing
@@ -132,7 +150,8 @@ func (s *core) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, 
 		return err
 	}
 	res.Retried = r.Status.Launchable()
-	res.PlatformRetry = res.Retried && platform
+	res.PlatformRetry = res.Retried && rule != retryFromBudget
+	res.OutOfSpace = res.Retried && rule == retryForSpace
 	return nil
 }
 
@@ -163,6 +182,8 @@ func (s *Grader) classify(ctx context.Context, r run.Run, slot run.Slot, c sandb
 		return infra("sandbox failed to start: %s", c.Message), retryAsPlatformLoss
 	case sandbox.Lost:
 		return infra("the platform lost the sandbox: %s", c.Message), retryAsPlatformLoss
+	case sandbox.OutOfSpace:
+		return infra("the platform ran out of storage space: %s", c.Message), retryForSpace
 	case sandbox.UserStopped:
 		switch slot.StopReason {
 		case run.StopCancel:

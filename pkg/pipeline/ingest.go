@@ -67,7 +67,10 @@ func (s *core) applyResult(ctx context.Context, slot run.Slot, res run.Result) e
 			return err
 		}
 		next.Generation++
-		if res.PlatformRetry {
+		switch {
+		case res.OutOfSpace:
+			next.SpaceRetries++
+		case res.PlatformRetry:
 			next.PlatformRetries++
 		}
 		next.Deferrals = 0
@@ -112,6 +115,10 @@ func limitsLog(res run.Result, at time.Time) (records.LogLine, bool) {
 func resultLog(res run.Result, at time.Time) records.LogLine {
 	l := records.LogLine{RunID: res.RunID, At: at, Level: records.LevelInfo, Step: "result", Slot: res.SlotID}
 	switch {
+	case res.OutOfSpace:
+		l.Level, l.Step = records.LevelWarn, "retry"
+		l.Message = fmt.Sprintf("slot %s generation %d: the platform's storage was full; running it again once space returns (not counted against max_retries): %s", res.SlotID, res.Generation, res.Message)
+		return l
 	case res.PlatformRetry:
 		l.Level, l.Step = records.LevelWarn, "retry"
 		l.Message = fmt.Sprintf("slot %s generation %d: the platform lost this attempt; running it again (not counted against max_retries): %s", res.SlotID, res.Generation, res.Message)

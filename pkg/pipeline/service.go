@@ -45,6 +45,9 @@ type Ports struct {
 	Blobs       blob.Store
 	Secrets     secret.Store
 	Sandboxes   sandbox.Driver
+	// Space, optional, holds launches back while the platform's storage is
+	// below its floor (see DispatcherPorts.Space).
+	Space SpaceChecker
 }
 
 // Options tune a Service; zero values take the defaults below.
@@ -180,7 +183,7 @@ func New(p Ports, opts Options) (*Service, error) {
 		Submitter:  &Submitter{core: c, ports: SubmitterPorts{Table: p.Table, Plan: p.Plan}},
 		Planner:    newPlanner(c, PlannerPorts{Table: p.Table, Plan: p.Plan, Slots: p.Slots, Sandboxes: p.Sandboxes}),
 		Stopper:    &Stopper{core: c, ports: StopperPorts{Table: p.Table, Plan: p.Plan}},
-		Dispatcher: &Dispatcher{core: c, ports: DispatcherPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Results: p.Results, Secrets: p.Secrets, Sandboxes: p.Sandboxes}},
+		Dispatcher: &Dispatcher{core: c, ports: DispatcherPorts{Table: p.Table, Slots: p.Slots, Completions: p.Completions, Results: p.Results, Secrets: p.Secrets, Sandboxes: p.Sandboxes, Space: p.Space}},
 		Grader:     &Grader{core: c, ports: GraderPorts{Table: p.Table, Results: p.Results, Blobs: p.Blobs}},
 		Ingester:   &Ingester{core: c, ports: IngesterPorts{Table: p.Table, Slots: p.Slots}},
 		Recomputer: &Recomputer{core: c},

@@ -52,6 +52,13 @@ type SandboxWatcher interface {
 	Ended(ctx context.Context, runID string) ([]sandbox.Completion, error)
 }
 
+// SpaceChecker says whether the platform's storage has room to launch a
+// sandbox (the local platform's data dir against its free-space floor):
+// nil, or an error wrapping *diskspace.Error.
+type SpaceChecker interface {
+	Check() error
+}
+
 // SandboxLauncher launches sandboxes and stops one launched for a slot
 // stopped meanwhile (the dispatcher).
 type SandboxLauncher interface {
@@ -250,6 +257,9 @@ type DispatcherPorts struct {
 	Secrets SecretReader
 	// Sandboxes launches the slots' sandboxes.
 	Sandboxes SandboxLauncher
+	// Space, when set, holds launches back while the platform's storage
+	// is below its floor (nil: storage that does not fill, the cloud's).
+	Space SpaceChecker
 }
 
 // Dispatcher launches slots behind the concurrency gates (Dispatch,

@@ -240,13 +240,17 @@ type Slot struct {
 	// lost them (its sandbox vanished, or it could not be launched); they do
 	// not count against the run's max_retries.
 	PlatformRetries int `json:"platform_retries,omitempty"`
+	// SpaceRetries counts the generations re-run because the platform's
+	// storage was full under them; they count against neither max_retries
+	// nor the platform's retry limit.
+	SpaceRetries int `json:"space_retries,omitempty"`
 
 	Version int64 `json:"-"`
 }
 
 // InfraRetries is how many of the slot's earlier generations were retried
 // for infrastructure errors the run's max_retries budget pays for.
-func (s Slot) InfraRetries() int { return s.Generation - s.PlatformRetries }
+func (s Slot) InfraRetries() int { return s.Generation - s.PlatformRetries - s.SpaceRetries }
 
 // SetStatus moves the slot to status to, or returns an error wrapping
 // ErrIllegalTransition.

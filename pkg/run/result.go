@@ -59,6 +59,11 @@ type Result struct {
 	// (a vanished sandbox, a launch it could not make): its retry does not
 	// count against the run's max_retries.
 	PlatformRetry bool `json:"platform_retry,omitempty"`
+	// OutOfSpace marks a PlatformRetry whose attempt failed because the
+	// platform's own storage was full (not the sandbox's storage limit):
+	// its retry counts against neither max_retries nor the platform's
+	// retry limit, and waits for space before it launches.
+	OutOfSpace bool `json:"out_of_space,omitempty"`
 
 	// Reward is the verifier's reward; nil when none was produced.
 	Reward  *float64           `json:"reward,omitempty"`
@@ -133,6 +138,8 @@ func (r Result) Validate() error {
 		return fmt.Errorf("result %s/%s: only infrastructure errors are retried", r.RunID, r.SlotID)
 	case r.PlatformRetry && !r.Retried:
 		return fmt.Errorf("result %s/%s: platform_retry is set but the result was not retried", r.RunID, r.SlotID)
+	case r.OutOfSpace && !r.PlatformRetry:
+		return fmt.Errorf("result %s/%s: out_of_space is set but the result was not a platform retry", r.RunID, r.SlotID)
 	}
 	return nil
 }

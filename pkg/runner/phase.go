@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // maxCapturedOutput bounds each captured stdout/stderr file of a phase.
@@ -157,10 +159,24 @@ func lastLine(path string) string {
 	if line == "" {
 		return "(no output)"
 	}
-	if len(line) > 300 {
-		line = line[:300] + "…"
+	return clipLine(line, 300)
+}
+
+// clipLine bounds a line to about n bytes, cutting after its last whole
+// word within them (never inside a UTF-8 sequence) and saying it was cut
+// with "…".
+func clipLine(line string, n int) string {
+	if len(line) <= n {
+		return line
 	}
-	return line
+	cut := line[:n]
+	for len(cut) > 0 && !utf8.RuneStart(line[len(cut)]) {
+		cut = cut[:len(cut)-1] // back off to the start of the rune the cut went through
+	}
+	if i := strings.LastIndexFunc(cut, unicode.IsSpace); i > 0 {
+		cut = cut[:i]
+	}
+	return strings.TrimRightFunc(cut, unicode.IsSpace) + "…"
 }
 
 // startPhase starts p's process: through the isolation when it starts

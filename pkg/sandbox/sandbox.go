@@ -149,6 +149,12 @@ const (
 	FailedToStart StopReason = "failed_to_start" // infrastructure could not start it
 	UserStopped   StopReason = "user_stopped"    // stopped through Stop (run stop, watchdog)
 	Lost          StopReason = "lost"            // the platform lost track of it (host died)
+	// OutOfSpace: the platform's own storage (its data dir: the sandbox's
+	// work dir, the blob store, the queue) was full while the sandbox ran
+	// or started, and the attempt failed or its outputs could not be
+	// stored. A sandbox's own storage limit filling up is not this: that
+	// is the agent's, and the sandbox exits as usual.
+	OutOfSpace StopReason = "out_of_space"
 )
 
 // Completion is emitted once when a sandbox ends. Handlers must tolerate

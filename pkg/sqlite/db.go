@@ -271,7 +271,8 @@ var errClosed = errors.New("sqlite: database is closed")
 // runs every write queued while it was busy in one transaction, each inside
 // its own savepoint, so concurrent writers share one commit. Statements run
 // without the caller's cancellation (a write is short and must end cleanly);
-// a context already done is refused up front.
+// a context already done is refused up front. A write the full filesystem
+// refused returns a *diskspace.Error.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, w *writeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -285,7 +286,7 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, w *writeTx
 	db.reqs <- req
 	db.cmu.RUnlock()
 	<-req.done
-	return req.err
+	return db.wrapFull(req.err)
 }
 
 // writeReq is one queued write and, once done is closed, its outcome.

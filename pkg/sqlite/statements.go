@@ -19,7 +19,7 @@ type statements struct {
 	saveCheckpoint, pruneChanges                              *sql.Stmt
 
 	insertMessage, visibleMessages, deliverMessage, deadLetterMessage *sql.Stmt
-	deleteMessage, changeVisibility, releaseInFlight                  *sql.Stmt
+	deleteMessage, changeVisibility, releaseInFlight, postponeMessage *sql.Stmt
 
 	// bulk holds the multi-row INSERTs by kind and row count (bulk.go).
 	bulk map[[2]int]*sql.Stmt
@@ -59,6 +59,7 @@ func prepare(ctx context.Context, conn *sql.Conn) (*statements, error) {
 		{&s.deadLetterMessage, `UPDATE messages SET queue = ?, receive_count = 0, visible_at = ?, receipt = NULL WHERE seq = ?`},
 		{&s.deleteMessage, `DELETE FROM messages WHERE seq = ? AND receipt = ?`},
 		{&s.changeVisibility, `UPDATE messages SET visible_at = ? WHERE seq = ? AND receipt = ?`},
+		{&s.postponeMessage, `UPDATE messages SET visible_at = ?, receipt = NULL, receive_count = max(receive_count - 1, 0) WHERE seq = ? AND receipt = ?`},
 		{&s.releaseInFlight, `UPDATE messages SET visible_at = ?, receipt = NULL WHERE queue = ? AND receipt IS NOT NULL AND visible_at > ?`},
 	} {
 		stmt, err := conn.PrepareContext(ctx, p.query)

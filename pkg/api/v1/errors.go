@@ -27,7 +27,10 @@ const (
 	CodeUnsupportedType  = "UNSUPPORTED_MEDIA_TYPE"
 	CodeUnavailable      = "UNAVAILABLE"
 	CodeRegistryInvalid  = "REGISTRY_INVALID"
-	CodeInternal         = "INTERNAL"
+	// CodeInsufficientStorage is a write the platform's full storage
+	// refused (507); the message names the data dir.
+	CodeInsufficientStorage = "INSUFFICIENT_STORAGE"
+	CodeInternal            = "INTERNAL"
 )
 
 // Error is the one error shape of every non-2xx answer.
