@@ -141,7 +141,7 @@ func TestRecoverEndsWhatACrashedPlatformLeft(t *testing.T) {
 	if rep.Processes != crashHelperSandboxes || rep.Dirs != crashHelperSandboxes {
 		t.Errorf("Recover = %+v, want %d processes and %d dirs", rep, crashHelperSandboxes, crashHelperSandboxes)
 	}
-	if left := leftovercheck.Find(t, sandboxes).Without(live.ID).Without("sleep "+marker); !left.Empty() {
+	if left := leftovercheck.Find(t, sandboxes).Without(live.ID).Without("sleep " + marker); !left.Empty() {
 		t.Errorf("after Recover: %s; want nothing but the live sandbox", left)
 	}
 	if len(processesWithArg(t, "sleep "+marker)) == 0 {
