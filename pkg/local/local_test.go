@@ -61,9 +61,19 @@ func testOptions(dataDir, runner string) local.Options {
 // only the restart reconcile can make recovery fast.
 const prodTimingEnv = "GAUNTLET_LOCAL_HELPER_PROD_TIMING"
 
+// Image sandboxes for the helper: the catalog and the rootfs of
+// withImageSandboxes (both unset = the examples on bwrap-host).
+const (
+	helperCatalogEnv = "GAUNTLET_LOCAL_HELPER_CATALOG"
+	helperRootfsEnv  = "GAUNTLET_LOCAL_HELPER_ROOTFS"
+)
+
 func runHelper(dataDir, runner string) int {
 	ctx := context.Background()
 	opts := testOptions(dataDir, runner)
+	if catalog := os.Getenv(helperCatalogEnv); catalog != "" {
+		opts = withImageSandboxes(opts, catalog, os.Getenv(helperRootfsEnv))
+	}
 	if os.Getenv(prodTimingEnv) != "" {
 		opts.WatchInterval, opts.Visibility = 0, 0
 		opts.Pipeline.LaunchTimeout, opts.Pipeline.LostGrace, opts.Pipeline.RetryBackoff = 0, 0, 0
@@ -86,8 +96,14 @@ const ws = "ws1"
 // and closes it again.
 func submit(t *testing.T, dataDir, cfg string) run.Run {
 	t.Helper()
+	return submitWith(t, testOptions(dataDir, runnerBin), cfg)
+}
+
+// submitWith is submit on a platform opened with opts.
+func submitWith(t *testing.T, opts local.Options, cfg string) run.Run {
+	t.Helper()
 	ctx := context.Background()
-	p, err := local.Open(ctx, testOptions(dataDir, runnerBin))
+	p, err := local.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
