@@ -2,7 +2,9 @@ package local_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,13 +120,16 @@ func TestCrashSuite(t *testing.T) {
 		}
 		_, tally, inFlight := state()
 		doneAtStart = tally.Done
-		// The runners die with the platform (parent-death signal); what
-		// outlives them is what the crash left.
-		waitFor(t, 30*time.Second, "the crashed platform's runners to die", func() bool {
-			f := leftovercheck.Find(t, sandboxes)
-			return len(f.Without("--spec "+sandboxes).Processes) == len(f.Processes)
+		// The runners die with the platform (parent-death signal), their
+		// children with them; what outlives them is what the crash left.
+		var left leftovercheck.Found
+		waitFor(t, 30*time.Second, "the crashed platform's sandboxes to settle", func() bool {
+			left = leftovercheck.Find(t, sandboxes)
+			return len(left.Without("--spec "+sandboxes).Processes) == len(left.Processes) && !anyDying(left.Processes)
 		})
-		left := leftovercheck.Find(t, sandboxes)
+		for _, p := range left.Processes {
+			t.Logf("left by the crash at %s: %.300s", kp.name, p)
+		}
 		leftByCrashes.Processes = append(leftByCrashes.Processes, left.Processes...)
 		leftByCrashes.LoopDevices = append(leftByCrashes.LoopDevices, left.LoopDevices...)
 		leftByCrashes.Dirs = append(leftByCrashes.Dirs, left.Dirs...)
@@ -160,17 +165,48 @@ func TestCrashSuite(t *testing.T) {
 	t.Logf("after the last restart the run ended in %.2f s; worst relaunch after a restart %.2f s (%d kills)",
 		time.Since(restart).Seconds(), worst.Seconds(), len(killPoints))
 	checkEverySlotOnce(t, recs, r)
-	// The run is over: its sandboxes have all ended, so anything still
-	// there is a leftover of a crash that recovery missed.
+	checkNothingLeft(t, sandboxes)
+	t.Logf("the %d crashes left %d processes, %d loop devices and %d sandbox dirs; after recovery 0 are left",
+		len(killPoints), len(leftByCrashes.Processes), len(leftByCrashes.LoopDevices), len(leftByCrashes.Dirs))
+}
+
+// checkNothingLeft asserts that, the run being over, nothing is left of
+// any sandbox in sandboxes (a sandbox that just ended may take a moment to
+// go): anything still there is a leftover of a crash that recovery missed.
+func checkNothingLeft(t *testing.T, sandboxes string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for left := leftovercheck.Find(t, sandboxes); !left.Empty(); left = leftovercheck.Find(t, sandboxes) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after recovery and the run's end: %s; want nothing left", left)
 		}
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
-	t.Logf("the %d crashes left %d processes, %d loop devices and %d sandbox dirs; after recovery 0 are left",
-		len(killPoints), len(leftByCrashes.Processes), len(leftByCrashes.LoopDevices), len(leftByCrashes.Dirs))
+}
+
+// anyDying reports whether a process of lines (leftovercheck lines) has a
+// SIGKILL pending: it is on its way out, not left over.
+func anyDying(lines []string) bool {
+	for _, l := range lines {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(l, "pid "), " ")
+		status, err := os.ReadFile("/proc/" + pid + "/status")
+		if err != nil {
+			continue // gone
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			key, mask, ok := strings.Cut(line, ":")
+			if !ok || (key != "SigPnd" && key != "ShdPnd") {
+				continue
+			}
+			bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+			if err == nil && bits&(1<<(syscall.SIGKILL-1)) != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stillListed reports whether a process of before (leftovercheck lines) is

@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	runnerBin = filepath.Join(tmp, "sandbox-runner")
-	if out, err := exec.Command("go", "build", "-o", runnerBin, "../../cmd/sandbox-runner").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", runnerBin, "../../cmd/sandbox-runner")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static: image sandboxes run it inside the image, as make build makes it
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build sandbox-runner: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -271,4 +273,5 @@ func TestCrashAndRestartFinishesEverySlotOnce(t *testing.T) {
 	if tally.Passed != 9 {
 		t.Errorf("oracle passes = %d, want all 9 oracle slots passing", tally.Passed)
 	}
+	checkNothingLeft(t, filepath.Join(dir, "sandboxes"))
 }
