@@ -41,6 +41,33 @@ func (f Found) Without(s string) Found {
 	return Found{Processes: drop(f.Processes), LoopDevices: drop(f.LoopDevices), Dirs: drop(f.Dirs)}
 }
 
+// StillIn returns what of f is still in now: the same processes (pid and
+// command line), loop devices and dirs.
+func (f Found) StillIn(now Found) Found {
+	key := func(line string) string {
+		pid, _, _ := strings.Cut(line, " (")
+		_, args, _ := strings.Cut(line, "): ")
+		args, _, _ = strings.Cut(args, " [cwd ")
+		return pid + " " + args
+	}
+	keep := func(before, after []string, key func(string) string) []string {
+		listed := map[string]bool{}
+		for _, l := range after {
+			listed[key(l)] = true
+		}
+		var out []string
+		for _, l := range before {
+			if listed[key(l)] {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	same := func(l string) string { return l }
+	return Found{Processes: keep(f.Processes, now.Processes, key), LoopDevices: keep(f.LoopDevices, now.LoopDevices, same),
+		Dirs: keep(f.Dirs, now.Dirs, same)}
+}
+
 func (f Found) String() string {
 	return fmt.Sprintf("%d processes %q, %d loop devices %q, %d dirs %q",
 		len(f.Processes), f.Processes, len(f.LoopDevices), f.LoopDevices, len(f.Dirs), f.Dirs)

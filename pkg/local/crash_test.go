@@ -152,7 +152,7 @@ func TestCrashSuite(t *testing.T) {
 		took := time.Since(restart)
 		worst = max(worst, took)
 		waitFor(t, time.Minute, "the processes the crash left to end", func() bool {
-			return !stillListed(left.Processes, leftovercheck.Find(t, sandboxes).Processes)
+			return len(left.StillIn(leftovercheck.Find(t, sandboxes)).Processes) == 0
 		})
 		t.Logf("kill point %-11s: %2d/%d slots done, %d in flight at the kill; all launched again %.2f s after the restart; the crash left %d processes, %d loop devices, %d sandbox dirs",
 			kp.name, tally.Done, r.TotalSlots(), len(inFlight), took.Seconds(), len(left.Processes), len(left.LoopDevices), len(left.Dirs))
@@ -204,26 +204,6 @@ func anyDying(lines []string) bool {
 			if err == nil && bits&(1<<(syscall.SIGKILL-1)) != 0 {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// stillListed reports whether a process of before (leftovercheck lines) is
-// in now: the same pid running the same command line.
-func stillListed(before, now []string) bool {
-	key := func(line string) string {
-		pid, _, _ := strings.Cut(line, " (")
-		_, args, _ := strings.Cut(line, "): ")
-		return pid + " " + args
-	}
-	listed := map[string]bool{}
-	for _, l := range now {
-		listed[key(l)] = true
-	}
-	for _, l := range before {
-		if listed[key(l)] {
-			return true
 		}
 	}
 	return false
