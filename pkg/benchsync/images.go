@@ -247,6 +247,9 @@ func (p *imagePrep) task(ctx context.Context, name, dir string) (benchmark.Envir
 	if err != nil {
 		return benchmark.Environment{}, failf("task %s: %v", name, err) // loaded once already; a change here is a broken checkout
 	}
+	if reason := unsupportedReason(name, loaded); reason != "" {
+		return benchmark.Environment{Unavailable: reason}, nil
+	}
 	cfg := loaded.Config
 	hasDockerfile := isFile(filepath.Join(dir, "environment", "Dockerfile"))
 	source, ref, err := benchmark.ChooseImage(cfg.Environment.DockerImage, hasDockerfile, p.cfg.ForceBuild, p.cfg.DefaultImage)

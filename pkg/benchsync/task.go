@@ -45,11 +45,25 @@ func (s *Service) syncTask(ctx context.Context, src registry.Source, ref harbor.
 		return benchmark.Task{}, records.TaskFiles{}, failf("task %s: %s", ref.Name, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
 	}
 	t := manifestTask(ref.Name, digest, loaded.Config, fetched.Ref)
+	if reason := unsupportedReason(ref.Name, loaded); reason != "" {
+		t.Environment = &benchmark.Environment{Unavailable: reason}
+	}
 	key := BundleKey(digest)
 	if err := s.putBundle(ctx, key, dir); err != nil {
 		return benchmark.Task{}, records.TaskFiles{}, fmt.Errorf("task %s: %w", ref.Name, err)
 	}
 	return t, records.TaskFiles{Dir: fetched.LocalDir, BundleKey: key}, nil
+}
+
+// unsupportedReason says why a task that uses what gauntlet does not run
+// yet is unavailable (naming each key and file), or "" when it runs as
+// Harbor would run it.
+func unsupportedReason(name string, task harbor.Task) string {
+	reasons := task.Unsupported()
+	if len(reasons) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("task %s: uses what gauntlet does not run yet: %s", name, strings.Join(reasons, "; "))
 }
 
 // manifestTask describes a loaded task for the manifest.

@@ -126,13 +126,14 @@ type TimingInfo struct {
 	FinishedAt *time.Time `json:"finished_at"`
 }
 
-// Reward returns the verifier's "reward" entry, or its sole entry; false when
-// there is no verifier result or no such entry.
+// Reward returns the verifier's main reward (MainReward: its "reward"
+// entry, its sole entry, else the least of several); false when there is no
+// verifier result or it holds no reward.
 func (t TrialResult) Reward() (float64, bool) {
 	if t.VerifierResult == nil {
 		return 0, false
 	}
-	return mainReward(t.VerifierResult.Rewards)
+	return MainReward(t.VerifierResult.Rewards)
 }
 
 // Duration is FinishedAt − StartedAt, or false when either is missing.

@@ -252,7 +252,7 @@ func TestDecodeTrialResult(t *testing.T) {
 		hasReward  bool
 	}{
 		{"sole reward of another name", `{"task_name":"t","trial_name":"r","agent_info":{"name":"a"},"verifier_result":{"rewards":{"accuracy":0.3}}}`, "", 0.3, true},
-		{"several rewards, none named reward", `{"task_name":"t","trial_name":"r","agent_info":{"name":"a"},"verifier_result":{"rewards":{"a":1,"b":0}}}`, "", 0, false},
+		{"several rewards, none named reward: the least", `{"task_name":"t","trial_name":"r","agent_info":{"name":"a"},"verifier_result":{"rewards":{"a":1,"b":0.25}}}`, "", 0.25, true},
 		{"null reward value dropped", `{"task_name":"t","trial_name":"r","agent_info":{"name":"a"},"verifier_result":{"rewards":{"reward":null}}}`, "", 0, false},
 		{"integer reward", `{"task_name":"t","trial_name":"r","agent_info":{"name":"a"},"verifier_result":{"rewards":{"reward":1}}}`, "", 1, true},
 		{"null rewards", `{"task_name":"t","trial_name":"r","agent_info":{"name":"a"},"verifier_result":{"rewards":null}}`, "", 0, false},

@@ -35,7 +35,8 @@ var (
 // Reward is what the verifier wrote.
 type Reward struct {
 	// Value is the main reward: reward.txt's number, the single entry of
-	// reward.json, or its "reward" entry when it has several.
+	// reward.json, its "reward" entry when it has several, else the least
+	// of its entries (see MainReward).
 	Value float64
 	// Values holds every named reward; reward.txt gives {"reward": Value}.
 	Values map[string]float64
@@ -107,24 +108,29 @@ func parseRewardJSON(data []byte, path string) (Reward, error) {
 		}
 		values[name] = v
 	}
-	main, ok := mainReward(values)
-	if !ok {
-		return Reward{}, fmt.Errorf("%w: %s: several rewards and none named %q", ErrRewardMalformed, path, RewardKey)
-	}
+	main, _ := MainReward(values)
 	return Reward{Value: main, Values: values, Source: RewardJSONFile}, nil
 }
 
-// mainReward picks the "reward" entry, or the sole entry of a one-entry map.
-func mainReward(values map[string]float64) (float64, bool) {
+// MainReward is the one number an attempt is judged by: the "reward" entry
+// when there is one, the sole entry of a one-entry map, else the least of
+// the entries — so an attempt of a task with several reward keys (and no
+// "reward") passes only when every key reaches the pass threshold. Harbor
+// itself gives such tasks no single score (its metrics aggregate each key
+// apart and it reports pass@k only for one 0/1 key); the per-key values are
+// kept whole beside this one. false when values is empty.
+func MainReward(values map[string]float64) (float64, bool) {
 	if v, ok := values[RewardKey]; ok {
 		return v, true
 	}
-	if len(values) == 1 {
-		for _, v := range values {
-			return v, true
-		}
+	if len(values) == 0 {
+		return 0, false
 	}
-	return 0, false
+	least := math.Inf(1)
+	for _, v := range values {
+		least = min(least, v)
+	}
+	return least, true
 }
 
 func truncate(s string, n int) string {

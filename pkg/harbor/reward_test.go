@@ -44,7 +44,7 @@ func TestReadReward(t *testing.T) {
 		{name: "json nested", files: map[string]string{"reward.json": `{"reward": {"value": 1}}`}, wantErr: ErrRewardMalformed, errFile: "reward.json"},
 		{name: "json string value", files: map[string]string{"reward.json": `{"reward": "1"}`}, wantErr: ErrRewardMalformed, errFile: "reward.json"},
 		{name: "json null value", files: map[string]string{"reward.json": `{"reward": null}`}, wantErr: ErrRewardMalformed, errFile: "reward.json"},
-		{name: "json several without reward", files: map[string]string{"reward.json": `{"a": 1, "b": 0}`}, wantErr: ErrRewardMalformed, errFile: "reward.json"},
+		{name: "json several without reward: the least", files: map[string]string{"reward.json": `{"accuracy": 1.0, "style": 0.5}`}, want: Reward{Value: 0.5, Values: map[string]float64{"accuracy": 1, "style": 0.5}, Source: RewardJSONFile}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ const DefaultVerifierTimeoutSec = 600.0
 const DefaultBuildTimeoutSec = 600.0
 
 // DefaultSchemaVersion is the schema version of a task.toml that names none.
-const DefaultSchemaVersion = "1.0"
+const DefaultSchemaVersion = "1.4"
 
 // Network modes Harbor accepts for [environment], [agent] and [verifier].
 const (
@@ -44,6 +44,10 @@ type TaskConfig struct {
 	Solution    SolutionConfig
 	// Source is the optional top-level `source` (the dataset a task came from).
 	Source string
+	// Unsupported names each task.toml key Harbor defines that gauntlet
+	// does not run yet, with what it is (e.g. "[[steps]] (multi-step
+	// tasks)"). A task with any is unavailable, never run as a plain task.
+	Unsupported []string
 }
 
 // PackageInfo is the [task] section: the task's registry package identity.
@@ -114,15 +118,30 @@ type Metadata map[string]any
 // Difficulty returns metadata `difficulty`, or "" when absent.
 func (m Metadata) Difficulty() string { return m.stringValue("difficulty") }
 
-// Category returns metadata `category`, or "" when absent.
-func (m Metadata) Category() string { return m.stringValue("category") }
+// Category returns metadata `category` when it is a category name a run
+// config can select (benchmark.NameRule), else "". [metadata] is free-form
+// in Harbor: a category with spaces is kept in the table, never an error.
+func (m Metadata) Category() string {
+	c := m.stringValue("category")
+	if !benchmark.ValidCategory(c) {
+		return ""
+	}
+	return c
+}
 
-// Tags returns metadata `tags`; empty (never nil) when absent.
+// Tags returns metadata `tags`: its strings when it is an array, the one
+// tag when it is a string; empty (never nil) when absent.
 func (m Metadata) Tags() []string {
-	items, _ := m["tags"].([]any)
+	var items []any
+	switch v := m["tags"].(type) {
+	case []any:
+		items = v
+	case string:
+		items = []any{v}
+	}
 	tags := make([]string, 0, len(items))
 	for _, item := range items {
-		if s, ok := item.(string); ok {
+		if s, ok := item.(string); ok && s != "" {
 			tags = append(tags, s)
 		}
 	}
@@ -168,6 +187,7 @@ func ParseTaskConfig(data []byte, file string) (TaskConfig, error) {
 		Solution:    SolutionConfig{Env: r.strMap(r.table(doc, "", "solution"), "solution", "env")},
 	}
 	cfg.Source, _ = r.str(doc, "", "source")
+	cfg.Unsupported = r.unsupportedKeys(doc)
 	if len(r.errs) > 0 {
 		return TaskConfig{}, errors.Join(r.errs...)
 	}
@@ -247,15 +267,10 @@ func (r *fieldReader) authors(t map[string]any) []Author {
 	return authors
 }
 
-// metadata keeps [metadata] as written but checks the conventional keys.
+// metadata keeps [metadata] as written: Harbor reads it as a free-form
+// table (dict[str, Any]), so no value of it makes a task invalid.
 func (r *fieldReader) metadata(doc map[string]any) Metadata {
-	m := Metadata(r.table(doc, "", "metadata"))
-	r.str(m, "metadata", "difficulty")
-	if c, ok := r.str(m, "metadata", "category"); ok && c != "" && !benchmark.ValidCategory(c) {
-		r.fail("metadata.category", "%q is not a category: %s", c, benchmark.NameRule)
-	}
-	r.strList(m, "metadata", "tags")
-	return m
+	return Metadata(r.table(doc, "", "metadata"))
 }
 
 func (r *fieldReader) agent(doc map[string]any) AgentConfig {

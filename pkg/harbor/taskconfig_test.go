@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +130,12 @@ func TestParseTaskConfigValues(t *testing.T) {
 		{"difficulty", "[metadata]\ndifficulty = \"hard\"", func(c TaskConfig) any { return c.Metadata.Difficulty() }, "hard"},
 		{"category absent", "[metadata]\nx = 1", func(c TaskConfig) any { return c.Metadata.Category() }, ""},
 		{"tags", "[metadata]\ntags = [\"a\", \"b\"]", func(c TaskConfig) any { return c.Metadata.Tags() }, []string{"a", "b"}},
-		{"unknown keys ignored", "future = 1\n[environment]\ntpu = { type = \"v6e\", topology = \"2x4\" }", func(c TaskConfig) any { return c.Version }, "1.0"},
+		{"unknown keys ignored", "future = 1\n[environment]\nfuture = 2", func(c TaskConfig) any { return c.Version }, "1.4"},
+		{"tags may be one string", "[metadata]\ntags = \"solo\"", func(c TaskConfig) any { return c.Metadata.Tags() }, []string{"solo"}},
+		{"tags skip non-strings", "[metadata]\ntags = [\"a\", 2]", func(c TaskConfig) any { return c.Metadata.Tags() }, []string{"a"}},
+		{"category with spaces is free-form, not a selector", "[metadata]\ncategory = \"data science\"", func(c TaskConfig) any { return c.Metadata.Category() }, ""},
+		{"difficulty number is free-form", "[metadata]\ndifficulty = 3", func(c TaskConfig) any { return c.Metadata.Difficulty() }, ""},
+		{"plain task runs", "[environment]\nos = \"linux\"\ngpus = 0\n[verifier]\nenvironment_mode = \"shared\"", func(c TaskConfig) any { return c.Unsupported }, []string(nil)},
 		{"schema_version beats version", "schema_version = \"1.3\"\nversion = \"1.0\"", func(c TaskConfig) any { return c.Version }, "1.3"},
 	}
 	for _, tt := range tests {
@@ -163,8 +169,9 @@ func TestParseTaskConfigErrors(t *testing.T) {
 		{"network mode", "[environment]\nnetwork_mode = \"host\"", []string{"environment.network_mode"}},
 		{"hosts without allowlist", "[verifier]\nnetwork_mode = \"public\"\nallowed_hosts = [\"a.com\"]", []string{"verifier.allowed_hosts"}},
 		{"env value not string", "[verifier]\nenv = { N = 1 }", []string{"verifier.env.N"}},
-		{"tags not strings", "[metadata]\ntags = [\"a\", 2]", []string{"metadata.tags[1]"}},
-		{"difficulty number", "[metadata]\ndifficulty = 3", []string{"metadata.difficulty"}},
+		{"verifier environment_mode", "[verifier]\nenvironment_mode = \"both\"", []string{"verifier.environment_mode"}},
+		{"shared verifier with an environment", "[verifier]\nenvironment_mode = \"shared\"\n[verifier.environment]\ndocker_image = \"x\"", []string{"verifier.environment_mode"}},
+		{"environment os", "[environment]\nos = \"plan9\"", []string{"environment.os"}},
 		{"agent not table", "agent = 5", []string{"agent"}},
 		{"schema 2", "schema_version = \"2.0\"", []string{"schema_version"}},
 		{"legacy version number", "version = 1.0", []string{"version"}},
@@ -252,6 +259,10 @@ func TestLoadTask(t *testing.T) {
 				return
 			}
 			got.Config = TaskConfig{} // checked by the ParseTaskConfig tests
+			if len(got.UnsupportedFiles) != 0 {
+				t.Errorf("a plain task has unsupported files %q", got.UnsupportedFiles)
+			}
+			got.UnsupportedFiles = nil
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("LoadTask(%q) mismatch (-want +got):\n%s", tt.dir, diff)
 			}
@@ -294,9 +305,77 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
+// A category becomes a key and a path only when it is a name: [metadata]
+// is free-form, so anything else is kept in the table and never selected.
 func TestParseTaskConfigCategoryIsAName(t *testing.T) {
-	_, err := ParseTaskConfig([]byte("[metadata]\ncategory = \"../../etc\"\n"), "task.toml")
-	if err == nil || !strings.Contains(err.Error(), `metadata.category: "../../etc" is not a category`) {
-		t.Fatalf("ParseTaskConfig(category ../../etc) error = %v, want metadata.category named", err)
+	cfg, err := ParseTaskConfig([]byte("[metadata]\ncategory = \"../../etc\"\n"), "task.toml")
+	if err != nil {
+		t.Fatalf("ParseTaskConfig(category ../../etc): %v, want it read as free-form metadata", err)
+	}
+	if c := cfg.Metadata.Category(); c != "" {
+		t.Errorf("Category() = %q, want \"\" (not a name: never a key or a path)", c)
+	}
+	if cfg.Metadata["category"] != "../../etc" {
+		t.Errorf("metadata lost the raw category: %v", cfg.Metadata)
+	}
+}
+
+// Every key of Harbor's current format that gauntlet does not run makes the
+// task unsupported, named (issue 23, "nothing silently ignored").
+func TestParseTaskConfigNamesWhatGauntletDoesNotRun(t *testing.T) {
+	tests := []struct{ toml, want string }{
+		{"[[steps]]\nname = \"one\"", "[[steps]] (multi-step tasks)"},
+		{"artifacts = [\"/app/out.txt\"]", "artifacts (declared artifacts)"},
+		{"[verifier]\nenvironment_mode = \"separate\"", `[verifier].environment_mode = "separate" (separate verifier environments)`},
+		{"[verifier.environment]\ndocker_image = \"python:3.13\"", "[verifier.environment] (separate verifier environments)"},
+		{"[[verifier.collect]]\ncommand = \"true\"", "[[verifier.collect]] (collect hooks)"},
+		{"[environment.healthcheck]\ncommand = \"true\"", "[environment.healthcheck] (readiness checks)"},
+		{"[environment]\nos = \"Windows\"", `[environment].os = "windows" (this platform runs Linux containers only)`},
+		{"[environment]\ngpus = 2", "[environment].gpus = 2 (this platform has no GPUs)"},
+		{"[environment]\ntpu = { type = \"v6e\", topology = \"2x4\" }", "[environment.tpu] (this platform has no TPUs)"},
+		{"[[environment.mcp_servers]]\nname = \"x\"\nurl = \"http://x\"", "[[environment.mcp_servers]] (MCP servers for the agent)"},
+		{"[environment]\nskills_dir = \"/skills\"", "[environment].skills_dir (agent skills)"},
+	}
+	for _, tt := range tests {
+		cfg, err := ParseTaskConfig([]byte(tt.toml), "task.toml")
+		if err != nil {
+			t.Errorf("ParseTaskConfig(%q): %v", tt.toml, err)
+			continue
+		}
+		if !slices.Equal(cfg.Unsupported, []string{tt.want}) {
+			t.Errorf("ParseTaskConfig(%q).Unsupported = %q, want [%q]", tt.toml, cfg.Unsupported, tt.want)
+		}
+	}
+	// Empty arrays use nothing, as Harbor reads them.
+	cfg, err := ParseTaskConfig([]byte("artifacts = []\nsteps = []"), "task.toml")
+	if err != nil || len(cfg.Unsupported) != 0 {
+		t.Errorf("empty arrays: %q, %v", cfg.Unsupported, err)
+	}
+}
+
+func TestLoadTaskNamesUnsupportedLayouts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, body string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A multi-step task has no instruction or tests at its root.
+	write("task.toml", "[[steps]]\nname = \"one\"\n")
+	write("steps/one/instruction.md", "do one")
+	write("steps/one/tests/test.sh", "exit 0")
+	write("environment/docker-compose.yaml", "services: {main: {build: .}}")
+	task, err := LoadTask(dir)
+	if err != nil {
+		t.Fatalf("LoadTask: %v", err)
+	}
+	want := []string{"[[steps]] (multi-step tasks)", "environment/docker-compose.yaml (services beside the main container)", "steps/ (multi-step tasks)"}
+	if diff := cmp.Diff(want, task.Unsupported()); diff != "" {
+		t.Errorf("Unsupported (-want +got):\n%s", diff)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Paths inside a task directory, relative to its root, as Harbor lays them out.
@@ -37,15 +39,20 @@ type Task struct {
 	HasSolution bool
 	// HasEnvironment reports whether the environment/ directory exists.
 	HasEnvironment bool
+	// UnsupportedFiles are the task's files Harbor gives a meaning that
+	// gauntlet does not implement (see Unsupported).
+	UnsupportedFiles []string
 }
 
 // LoadTask reads the task directory dir. task.toml, instruction.md and
 // tests/test.sh are required; solution/solve.sh and environment/ are optional.
+//
+// A multi-step task (a [[steps]] array) keeps its instructions and tests in
+// steps/<name>/, so it needs neither at its root; it loads with
+// Unsupported naming the steps.
 func LoadTask(dir string) (Task, error) {
-	for _, rel := range []string{TaskConfigFile, InstructionFile, TestScript} {
-		if err := requireFile(dir, rel); err != nil {
-			return Task{}, err
-		}
+	if err := requireFile(dir, TaskConfigFile); err != nil {
+		return Task{}, err
 	}
 	configPath := filepath.Join(dir, TaskConfigFile)
 	data, err := ReadFileLimited(configPath, MaxTaskConfigBytes)
@@ -56,17 +63,26 @@ func LoadTask(dir string) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	instruction, err := ReadFileLimited(filepath.Join(dir, InstructionFile), MaxInstructionBytes)
-	if err != nil {
-		return Task{}, fmt.Errorf("read instruction: %w", err)
+	multiStep := slices.ContainsFunc(cfg.Unsupported, func(s string) bool { return strings.HasPrefix(s, "[[steps]]") })
+	var instruction []byte
+	if !multiStep {
+		for _, rel := range []string{InstructionFile, TestScript} {
+			if err := requireFile(dir, rel); err != nil {
+				return Task{}, err
+			}
+		}
+		if instruction, err = ReadFileLimited(filepath.Join(dir, InstructionFile), MaxInstructionBytes); err != nil {
+			return Task{}, fmt.Errorf("read instruction: %w", err)
+		}
 	}
 	task := Task{
-		Name:           filepath.Base(filepath.Clean(dir)),
-		Dir:            dir,
-		Config:         cfg,
-		Instruction:    string(instruction),
-		HasSolution:    isRegular(filepath.Join(dir, SolutionScript)),
-		HasEnvironment: isDir(filepath.Join(dir, EnvironmentDir)),
+		Name:             filepath.Base(filepath.Clean(dir)),
+		Dir:              dir,
+		Config:           cfg,
+		Instruction:      string(instruction),
+		HasSolution:      isRegular(filepath.Join(dir, SolutionScript)),
+		HasEnvironment:   isDir(filepath.Join(dir, EnvironmentDir)),
+		UnsupportedFiles: unsupportedLayout(dir),
 	}
 	if cfg.Package != nil && cfg.Package.Name != "" {
 		task.Name = cfg.Package.Name

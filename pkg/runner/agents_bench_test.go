@@ -164,7 +164,8 @@ func BenchmarkForwarderStart(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			pc := phaseCommand{script: c.script, env: []string{"PATH=" + sandboxPath}, mounts: []mount{
-				{host: app, target: AppMount}, {host: filepath.Dir(sock), target: gatewayMount}, {host: runnerBinary, target: forwarderPath}}}
+				{host: app, target: AppMount}, {host: filepath.Dir(sock), target: gatewayMount}, {host: runnerBinary, target: forwarderPath}},
+				maskFile: testMaskFile(b)}
 			args, err := bwrapArgs(pc)
 			if err != nil {
 				b.Fatal(err)

@@ -48,7 +48,7 @@ func BenchmarkImageSandboxStart(b *testing.B) {
 		}
 		cg, _ := newCgroup(cgroupRoot, fmt.Sprintf("bench-%d-%d", os.Getpid(), i), resourceLimits{CPUs: 1, MemoryMB: 512, Pids: DefaultPidsLimit})
 		pc := phaseCommand{script: "true", env: imageEnv(img, imageUser{home: "/root"}, nil), netMode: netNone,
-			user: imageUser{home: "/root"}, mounts: []mount{{host: logs, target: AgentLogMount, writable: true}}}
+			user: imageUser{home: "/root"}, mounts: []mount{{host: logs, target: AgentLogMount, writable: true}}, maskFile: testMaskFile(b)}
 		var stderr bytes.Buffer
 		started, err := iso.launch(pc, cg, &bytes.Buffer{}, &stderr)
 		if err != nil {

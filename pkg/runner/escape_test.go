@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-bench/gauntlet/internal/testnetns"
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -192,4 +193,200 @@ func TestEscapeSuite(t *testing.T) {
 			t.Errorf("host file %s changed: %q, %v", rel, data, err)
 		}
 	}
+}
+
+// emptyDigest is what the probe reads from a masked file: nothing.
+const emptyDigest = "sha256:e3b0c44298fc1c14"
+
+// kernelAttack is the part of the escape suite aimed at the host's kernel
+// through /proc, /sys and syscalls, which must be refused in every
+// isolation: its probe arguments and what this host has of each path.
+type kernelAttack struct {
+	args                  []string
+	writable, maskedFiles []string // present on this host
+	maskedDirs, absent    []string
+	canary, dial          string // a host file and a host loopback address
+}
+
+// Kernel settings of every /proc/sys class, and the other read-only paths,
+// opened for writing (never written: the open is the test).
+var kernelSettings = []string{
+	"/proc/sys/kernel/core_pattern", "/proc/sys/kernel/printk_ratelimit_burst", "/proc/sys/kernel/modprobe",
+	"/proc/sys/vm/overcommit_memory", "/proc/sys/vm/drop_caches",
+	"/proc/sys/fs/file-max", "/proc/sys/fs/protected_symlinks",
+	"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/core/somaxconn",
+	"/proc/sys/user/max_user_namespaces",
+	"/proc/sys/dev/tty/ldisc_autoload", "/proc/sys/debug/exception-trace", "/proc/sys/abi/vsyscall32",
+	"/proc/sysrq-trigger", "/proc/irq/default_smp_affinity",
+}
+
+func newKernelAttack(t *testing.T) kernelAttack {
+	t.Helper()
+	var k kernelAttack
+	for _, p := range kernelSettings {
+		if _, err := os.Stat(p); err == nil {
+			k.writable = append(k.writable, p)
+			k.args = append(k.args, "openw="+p)
+		} else {
+			k.absent = append(k.absent, p)
+		}
+	}
+	if len(k.writable) < 8 || k.writable[0] != "/proc/sys/kernel/core_pattern" {
+		t.Fatalf("this host has too few of the kernel settings to attack: %v", k.writable)
+	}
+	for _, p := range confine.MaskedPaths {
+		info, err := os.Stat(p)
+		switch {
+		case err != nil || strings.HasPrefix(p, "/sys/"):
+			// /sys: the sandbox has no sysfs at all.
+			k.absent = append(k.absent, p)
+			k.args = append(k.args, "list="+p)
+		case info.IsDir():
+			k.maskedDirs = append(k.maskedDirs, p)
+			k.args = append(k.args, "list="+p, "create="+p+"/escape")
+		default:
+			k.maskedFiles = append(k.maskedFiles, p)
+			k.args = append(k.args, "read="+p)
+		}
+	}
+	k.args = append(k.args, "list=/sys", "syscalls", fmt.Sprintf("ptrace=%d", os.Getpid()))
+	// A host file and a host loopback service, as in TestEscapeSuite.
+	k.canary = filepath.Join(t.TempDir(), "canary")
+	if err := os.WriteFile(k.canary, []byte("canary"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go testnetns.Serve(ln, "host-service")
+	k.dial = ln.Addr().String()
+	k.args = append(k.args, "read="+k.canary, "dial="+k.dial)
+	return k
+}
+
+// check asserts the probe's answers. hostRoot says the phase runs as uid 0
+// of the host's user namespace, to whom /proc/sys's file modes allow
+// writing: only the read-only mount can refuse it, with EROFS.
+func (k kernelAttack) check(t *testing.T, got map[string]string, hostRoot bool) {
+	t.Helper()
+	for _, p := range k.writable {
+		v := got["openw "+p]
+		// /proc/sys/user answers only its user namespace's owner: EACCES
+		// comes before the mount is asked.
+		strict := hostRoot && !strings.HasPrefix(p, "/proc/sys/user/")
+		if v == "ok" || v == "" || (strict && v != "EROFS") {
+			t.Errorf("open %s for writing = %q, want refused (EROFS as root)", p, v)
+		}
+	}
+	for _, p := range k.maskedFiles {
+		if v := got["read "+p]; v != emptyDigest {
+			t.Errorf("read masked %s = %q, want it empty (%s)", p, v, emptyDigest)
+		}
+	}
+	for _, p := range k.maskedDirs {
+		if v := got["list "+p]; v != "[]" {
+			t.Errorf("list masked %s = %q, want []", p, v)
+		}
+		if v := got["create "+p+"/escape"]; v == "ok" || v == "" {
+			t.Errorf("create in masked %s = %q, want refused", p, v)
+		}
+	}
+	for _, p := range k.absent {
+		if v, asked := got["list "+p]; asked && v != "ENOENT" {
+			t.Errorf("list %s = %q, want ENOENT", p, v)
+		}
+	}
+	if v := got[fmt.Sprintf("ptrace %d", os.Getpid())]; v != "ESRCH" {
+		t.Errorf("ptrace of the test process = %q, want ESRCH (a PID namespace of its own)", v)
+	}
+	if v := got["read "+k.canary]; v != "ENOENT" {
+		t.Errorf("read host file %s = %q, want ENOENT", k.canary, v)
+	}
+	if v := got["dial "+k.dial]; v != "unreachable" {
+		t.Errorf("dial host loopback %s = %q, want unreachable", k.dial, v)
+	}
+	if v := got["list /sys"]; v != "[]" && v != "ENOENT" {
+		t.Errorf("list /sys = %q, want no sysfs (an empty directory or none)", v)
+	}
+	for _, name := range []string{"keyctl", "add_key", "bpf", "perf_event_open", "init_module", "kexec_load", "setns",
+		"userfaultfd", "clock_settime", "swapon", "reboot", "pivot_root", "acct", "umount2", "open_by_handle_at"} {
+		if v := got["sys_"+name]; v != "EPERM" {
+			t.Errorf("syscall %s = %q, want EPERM (Docker's seccomp profile)", name, v)
+		}
+	}
+}
+
+// TestEscapeSuiteKernelInterfaces attacks the host's kernel from every
+// isolation the local platform runs: an image as root, an image as a
+// non-root user, a rootless runner, and the host-rootfs development mode.
+// A write to kernel.core_pattern from an image sandbox as root was open
+// before /proc/sys was made read-only.
+func TestEscapeSuiteKernelInterfaces(t *testing.T) {
+	k := newKernelAttack(t)
+	bin := buildSharedEscapeProbe(t)
+	command := StaticBinMount + "/escapeprobe " + strings.Join(k.args, " ") + " > /logs/agent/probe.txt"
+	hostSettings := map[string]string{}
+	for _, p := range k.writable {
+		if data, err := os.ReadFile(p); err == nil {
+			hostSettings[p] = string(data)
+		}
+	}
+	img := testImage(t)
+	answers := func(t *testing.T, text string) map[string]string {
+		t.Logf("probe answers:\n%s", text)
+		return parseProbe(text)
+	}
+	t.Run("image as root", func(t *testing.T) {
+		r := runImageTrial(t, command, img, Options{StaticBinDir: bin}, nil)
+		k.check(t, answers(t, r.artifact(t, "agent/probe.txt")), true)
+	})
+	t.Run("image as a non-root user", func(t *testing.T) {
+		img := img
+		img.User = "agent"
+		r := runImageTrial(t, command, img, Options{StaticBinDir: bin}, nil)
+		k.check(t, answers(t, r.artifact(t, "agent/probe.txt")), false)
+	})
+	t.Run("host rootfs", func(t *testing.T) {
+		spec := baseSpec(t, "command")
+		spec.Command = command
+		r := runTrial(t, spec, Options{Isolation: IsolationHostBwrap, StaticBinDir: bin})
+		k.check(t, answers(t, r.artifact(t, "agent/probe.txt")), true)
+	})
+	t.Run("rootless runner", func(t *testing.T) {
+		as := rootlessUser(t)
+		spec := baseSpec(t, "command")
+		spec.Command = command
+		r := runRootless(t, as, spec, rootlessImage(t, as), "--static-bin-dir", bin)
+		if r.code != sandbox.ExitOK {
+			t.Fatalf("runner exit %d:\n%s", r.code, r.output)
+		}
+		k.check(t, answers(t, r.artifact(t, "agent/probe.txt")), false)
+	})
+	for p, before := range hostSettings {
+		if data, err := os.ReadFile(p); err != nil || string(data) != before {
+			t.Errorf("host setting %s changed: %q, was %q (%v)", p, data, before, err)
+		}
+	}
+}
+
+// buildSharedEscapeProbe builds the probe into a directory every account
+// can read (the rootless runner runs as another user than the test).
+func buildSharedEscapeProbe(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "escapeprobe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "escapeprobe"), "./testdata/escapeprobe")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build escapeprobe: %v\n%s", err, out)
+	}
+	return dir
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
 
@@ -33,16 +34,12 @@ const (
 )
 
 // dockerDefaultCaps is Docker's default capability set for a container's
-// root (moby's oci/caps/defaults.go): a root image user gets exactly these
-// (effective, permitted and bounding), so apt, chown and friends behave as
-// under Docker. dockerDefaultCapNums are their numbers.
+// root: a root image user gets exactly these (effective, permitted and
+// bounding), so apt, chown and friends behave as under Docker.
+// dockerDefaultCapNums are their numbers.
 var (
-	dockerDefaultCaps = []string{
-		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
-		"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
-		"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
-	}
-	dockerDefaultCapNums = []uintptr{0, 1, 4, 3, 27, 13, 6, 7, 31, 8, 10, 18, 5, 29}
+	dockerDefaultCaps    = confine.DockerCapabilities
+	dockerDefaultCapNums = confine.DockerCapabilityNumbers
 )
 
 // userSwitchCaps are what the user helper needs to drop to a non-root user
@@ -191,8 +188,17 @@ func (i *imageIsolation) command(phaseCommand) (*exec.Cmd, error) {
 
 // bwrapArgs builds the phase's bubblewrap command line. Fds 3 and 4 are
 // bwrap's info and block fds.
-func (i *imageIsolation) bwrapArgs(pc phaseCommand) []string {
+func (i *imageIsolation) bwrapArgs(pc phaseCommand) ([]string, error) {
 	args := []string{"--bind", i.layer.root, "/", "--dev", "/dev", "--proc", "/proc"}
+	// runc's masked and read-only paths: as root of the host's user
+	// namespace the phase could otherwise rewrite the host's kernel
+	// settings (kernel.core_pattern: a program of its choosing run as
+	// host root at the next crash).
+	masks, err := confine.BwrapProcArgs(pc.maskFile)
+	if err != nil {
+		return nil, fmt.Errorf("image sandbox: %w", err)
+	}
+	args = append(args, masks...)
 	for _, m := range pc.mounts {
 		flag := "--ro-bind"
 		if m.writable {
@@ -223,7 +229,7 @@ func (i *imageIsolation) bwrapArgs(pc phaseCommand) []string {
 	}
 	args = append(args, "--chdir", i.img.workDir(), "--")
 	args = append(args, helper...)
-	return append(args, "--", "bash", "-c", pc.script)
+	return append(args, "--", "bash", "-c", pc.script), nil
 }
 
 func joinIDs(ids []uint32) string {
@@ -244,7 +250,11 @@ func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.W
 	// identically (a rootless runner's phases are in its namespace
 	// already).
 	pc.identityUserNS = !pc.user.root() && !i.rootless
-	return launchBwrap(i.bwrap, i.bwrapArgs(pc), i.slirp, pc, cg, stdout, stderr)
+	args, err := i.bwrapArgs(pc)
+	if err != nil {
+		return launched{}, err
+	}
+	return launchBwrap(i.bwrap, args, i.slirp, pc, cg, stdout, stderr)
 }
 
 // identityMap maps every id to itself: the ids, and so the owners of

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,6 +169,9 @@ func (t *trial) keepDiff() {
 // attempt's filesystem, owned by the phase users that write them, and
 // readies the merged root.
 func (t *trial) prepareImageDirs() error {
+	if _, err := confine.WriteMaskFile(t.work); err != nil {
+		return err
+	}
 	agentUser, err := t.phaseUser(roleAgent)
 	if err != nil {
 		return err
@@ -234,6 +238,7 @@ func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
 		t.log.Warn("phase network restricted", "asked", asked, "given", mode, "ceiling", t.opts.NetworkCeiling)
 	}
 	pc.netMode, pc.network = mode, mode == netPublic
+	pc.maskFile = t.maskFile()
 	if mode == netAllowlist {
 		pc.allowedHosts = hosts
 		pc.env = append(pc.env, proxyEnv()...)
@@ -358,6 +363,10 @@ func (t *trial) storageNote() string {
 
 // etcStubs is the dir of a host-rootfs sandbox's /etc/passwd and /etc/group.
 func (t *trial) etcStubs() string { return filepath.Join(t.work, "etc-stubs") }
+
+// maskFile is the empty file bound over /proc's masked files: in the
+// trial's work dir, which no sandbox mounts.
+func (t *trial) maskFile() string { return filepath.Join(t.work, confine.MaskFileName) }
 
 // writeEtcStubs writes passwd and group naming only root and nobody: a
 // host-rootfs sandbox never sees the host's accounts.

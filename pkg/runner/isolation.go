@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"io"
 	"os"
@@ -99,6 +100,9 @@ type phaseCommand struct {
 	user imageUser
 	// etcDir holds the passwd and group stubs of a host-rootfs sandbox.
 	etcDir string
+	// maskFile is the empty file bound over the masked files of /proc
+	// (confine.BwrapProcArgs) in bubblewrap sandboxes.
+	maskFile string
 	// identityUserNS starts the sandbox in a user namespace of its own
 	// with the identity map (image isolation, non-root image user).
 	identityUserNS bool
@@ -184,8 +188,10 @@ func (b bwrapIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 
 // bwrapArgs builds the sandbox: a tmpfs root (a read-only bind of / could not
 // gain the /app, /logs… mount points) with the system directories bound
-// read-only, private /dev, /proc and /tmp, the phase's mounts, new PID, IPC
-// and UTS namespaces (and network unless allowed), no capabilities.
+// read-only, private /dev, /proc (masked and read-only where runc makes it
+// so: the phase runs as uid 0, which may write most of /proc/sys even
+// without a capability) and /tmp, the phase's mounts, new PID, IPC and UTS
+// namespaces (and network unless allowed), no capabilities.
 func bwrapArgs(pc phaseCommand) ([]string, error) {
 	args := []string{"--tmpfs", "/"}
 	for _, dir := range systemDirs {
@@ -215,6 +221,11 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 		}
 	}
 	args = append(args, "--dev", "/dev", "--proc", "/proc")
+	masks, err := confine.BwrapProcArgs(pc.maskFile)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, masks...)
 	if pc.tmpDir != "" {
 		args = append(args, "--bind", pc.tmpDir, sandboxTmp)
 	} else {

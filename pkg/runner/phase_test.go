@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ func hostPhase(t *testing.T, script string, mounts ...mount) phase {
 	return phase{
 		name: "agent_execution",
 		cmd: phaseCommand{script: script, env: []string{"PATH=/usr/bin:/bin"}, mounts: mounts,
-			netMode: netNone, tmpDir: t.TempDir()},
+			netMode: netNone, tmpDir: t.TempDir(), maskFile: testMaskFile(t)},
 		stdout: filepath.Join(dir, "stdout.txt"), stderr: filepath.Join(dir, "stderr.txt"),
 	}
 }
@@ -141,4 +142,14 @@ func TestResultSaysWhatTheSandboxEnforced(t *testing.T) {
 			t.Errorf("limits %q lack %q", extra.Limits, want)
 		}
 	}
+}
+
+// testMaskFile is the empty file a phase binds over /proc's masked files.
+func testMaskFile(t testing.TB) string {
+	t.Helper()
+	path, err := confine.WriteMaskFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"log/slog"
 	"net/http"
 	"os"
@@ -344,6 +345,9 @@ func (t *trial) prepareDirs(taskDir string) error {
 		}
 	}
 	if _, ok := t.iso.(bwrapIsolation); ok {
+		if _, err := confine.WriteMaskFile(t.work); err != nil {
+			return err
+		}
 		return writeEtcStubs(t.etcStubs())
 	}
 	return nil

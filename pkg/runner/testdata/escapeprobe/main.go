@@ -19,13 +19,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 func main() {
-	// Arguments: read=PATH, dial=HOST:PORT, ptrace=PID, list=DIR, and the
-	// fixed probes below.
+	// Arguments: read=PATH, dial=HOST:PORT, ptrace=PID, list=DIR,
+	// openw=PATH (open for writing, never written), create=PATH, the
+	// word "syscalls" (the kernel interfaces Docker's seccomp profile
+	// refuses) and the fixed probes below.
 	for _, a := range os.Args[1:] {
 		kind, arg, _ := strings.Cut(a, "=")
 		switch kind {
@@ -35,6 +38,12 @@ func main() {
 			fmt.Printf("list %s=%s\n", arg, listProbe(arg))
 		case "dial":
 			fmt.Printf("dial %s=%s\n", arg, dialProbe(arg))
+		case "openw":
+			fmt.Printf("openw %s=%s\n", arg, openProbe(arg, os.O_WRONLY))
+		case "create":
+			fmt.Printf("create %s=%s\n", arg, openProbe(arg, os.O_WRONLY|os.O_CREATE|os.O_EXCL))
+		case "syscalls":
+			syscallProbes()
 		case "ptrace":
 			pid, err := strconv.Atoi(arg)
 			if err != nil {
@@ -105,6 +114,62 @@ func unshareOnOneThread() error {
 		return errors.New("no unshare tool")
 	}
 	return cmd.Run()
+}
+
+// openProbe opens path with flags and closes it at once: a kernel setting
+// opened for writing is never written.
+func openProbe(path string, flags int) string {
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return errText(err)
+	}
+	f.Close()
+	return "ok"
+}
+
+// keep holds the probes' C strings: a uintptr does not keep its buffer
+// alive.
+var keep [][]byte
+
+func cstr(s string) uintptr {
+	b := append([]byte(s), 0)
+	keep = append(keep, b)
+	return uintptr(unsafe.Pointer(&b[0]))
+}
+
+// syscallProbes makes raw syscalls with arguments that make each harmless
+// even when let through (a missing path, a bad fd), and prints what the
+// kernel (or the seccomp filter) answered.
+func syscallProbes() {
+	missing := cstr("/nonexistent-escape-probe/x")
+	for _, p := range []struct {
+		name string
+		nr   uintptr
+		args [6]uintptr
+	}{
+		{"keyctl", unix.SYS_KEYCTL, [6]uintptr{unix.KEYCTL_GET_KEYRING_ID, ^uintptr(2)}},
+		{"add_key", unix.SYS_ADD_KEY, [6]uintptr{}},
+		{"bpf", unix.SYS_BPF, [6]uintptr{^uintptr(0)}},
+		{"perf_event_open", unix.SYS_PERF_EVENT_OPEN, [6]uintptr{}},
+		{"init_module", unix.SYS_INIT_MODULE, [6]uintptr{0, 0, cstr("")}},
+		{"kexec_load", unix.SYS_KEXEC_LOAD, [6]uintptr{0, 0, 0, ^uintptr(0)}},
+		{"setns", unix.SYS_SETNS, [6]uintptr{^uintptr(0)}},
+		{"userfaultfd", unix.SYS_USERFAULTFD, [6]uintptr{^uintptr(0)}},
+		{"clock_settime", unix.SYS_CLOCK_SETTIME, [6]uintptr{unix.CLOCK_REALTIME, 0}},
+		{"swapon", unix.SYS_SWAPON, [6]uintptr{missing}},
+		{"reboot", unix.SYS_REBOOT, [6]uintptr{}},
+		{"pivot_root", unix.SYS_PIVOT_ROOT, [6]uintptr{missing, missing}},
+		{"acct", unix.SYS_ACCT, [6]uintptr{missing}},
+		{"umount2", unix.SYS_UMOUNT2, [6]uintptr{cstr("/proc/sys")}},
+		{"open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT, [6]uintptr{^uintptr(0)}},
+	} {
+		_, _, errno := unix.RawSyscall6(p.nr, p.args[0], p.args[1], p.args[2], p.args[3], p.args[4], p.args[5])
+		if errno == 0 {
+			fmt.Printf("sys_%s=ok\n", p.name)
+		} else {
+			fmt.Printf("sys_%s=%s\n", p.name, unix.ErrnoName(errno))
+		}
+	}
 }
 
 func readProbe(path string) string {

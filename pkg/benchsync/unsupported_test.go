@@ -1,0 +1,97 @@
+package benchsync
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+)
+
+// A task that uses what gauntlet does not run yet (issue 23) syncs, and is
+// unavailable with a reason naming each key and file; the plain tasks of
+// the same dataset stay available.
+func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "plain"))
+	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "separate"))
+	appendFile(t, filepath.Join(dir, "tasks", "separate", "task.toml"), "\n[verifier.environment]\ndocker_image = \"python:3.13-slim\"\n")
+	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "sidecar"))
+	appendFile(t, filepath.Join(dir, "tasks", "sidecar", "environment", "docker-compose.yaml"), "services:\n  main:\n    build: .\n  db:\n    image: postgres\n")
+	// A multi-step task has its instructions and tests in steps/.
+	multi := filepath.Join(dir, "tasks", "multi")
+	for rel, body := range map[string]string{
+		"task.toml":                   "[[steps]]\nname = \"one\"\n[[steps]]\nname = \"two\"\n",
+		"steps/one/instruction.md":    "first",
+		"steps/one/tests/test.sh":     "exit 0",
+		"steps/two/instruction.md":    "second",
+		"steps/two/tests/test.sh":     "exit 0",
+		"environment/Dockerfile":      "FROM debian:bookworm-slim\n",
+		"solution/solve.sh":           "true",
+		"steps/one/solution/solve.sh": "true",
+	} {
+		appendFile(t, filepath.Join(multi, rel), body)
+	}
+	reg := filepath.Join(dir, "registry.json")
+	writeRegistry(t, reg, `[{"name":"mixed","version":"1","description":"","tasks":[`+
+		`{"name":"plain","path":"tasks/plain"},{"name":"separate","path":"tasks/separate"},`+
+		`{"name":"sidecar","path":"tasks/sidecar"},{"name":"multi","path":"tasks/multi"}]}]`)
+	e := newEnv(t, reg)
+	b, err := e.svc.Add(context.Background(), ws, "mixed@1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sync(t, b.Key)
+	got := e.benchmark(t, b.Key)
+	if got.Status != records.SyncReady {
+		t.Fatalf("status %s (%s), want ready", got.Status, got.SyncError)
+	}
+	m, _ := e.manifest(t, got)
+	want := map[string]string{
+		"plain":    "",
+		"separate": "task separate: uses what gauntlet does not run yet: [verifier.environment] (separate verifier environments)",
+		"sidecar":  "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml (services beside the main container)",
+		"multi":    "task multi: uses what gauntlet does not run yet: [[steps]] (multi-step tasks); steps/ (multi-step tasks)",
+	}
+	for _, task := range m.Tasks {
+		w, ok := want[task.Name]
+		if !ok {
+			t.Errorf("unexpected task %s", task.Name)
+			continue
+		}
+		if task.UnavailableReason() != w {
+			t.Errorf("task %s: unavailable = %q, want %q", task.Name, task.UnavailableReason(), w)
+		}
+		if task.Available() != (w == "") {
+			t.Errorf("task %s: available = %v", task.Name, task.Available())
+		}
+		delete(want, task.Name)
+	}
+	if len(want) != 0 {
+		t.Errorf("tasks missing from the manifest: %v", want)
+	}
+}
+
+func appendFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(path, ".sh") {
+		if err := os.Chmod(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

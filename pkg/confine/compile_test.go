@@ -1,0 +1,123 @@
+package confine
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+const compareChildEnv = "CONFINE_COMPARE_PROBE"
+
+// compareCase: getppid(id, x) is allowed when x <op> value holds (64-bit,
+// unsigned), by the rule {arg0 == id, arg1 op value}.
+type compareCase struct {
+	op            specs.LinuxSeccompOperator
+	value, value2 uint64
+	x             uint64
+	allowed       bool // worked out by hand
+}
+
+var compareCases = []compareCase{
+	{op: specs.OpEqualTo, value: 5, x: 5, allowed: true},
+	{op: specs.OpEqualTo, value: 5, x: 6},
+	{op: specs.OpEqualTo, value: 5, x: 1<<32 | 5},
+	{op: specs.OpNotEqual, value: 5, x: 5},
+	{op: specs.OpNotEqual, value: 5, x: 1<<32 | 5, allowed: true},
+	{op: specs.OpNotEqual, value: 5, x: 6, allowed: true},
+	{op: specs.OpLessThan, value: 1 << 32, x: 0xffffffff, allowed: true},
+	{op: specs.OpLessThan, value: 1 << 32, x: 1 << 32},
+	{op: specs.OpLessThan, value: 1 << 32, x: 1<<32 + 1},
+	{op: specs.OpLessEqual, value: 1<<32 | 7, x: 1<<32 | 7, allowed: true},
+	{op: specs.OpLessEqual, value: 1<<32 | 7, x: 1<<32 | 8},
+	{op: specs.OpLessEqual, value: 1<<32 | 7, x: 7, allowed: true},
+	{op: specs.OpLessEqual, value: 1<<32 | 7, x: 2 << 32},
+	{op: specs.OpGreaterThan, value: 1<<32 | 7, x: 1<<32 | 8, allowed: true},
+	{op: specs.OpGreaterThan, value: 1<<32 | 7, x: 1<<32 | 7},
+	{op: specs.OpGreaterThan, value: 1<<32 | 7, x: 2 << 32, allowed: true},
+	{op: specs.OpGreaterThan, value: 1<<32 | 7, x: 8},
+	{op: specs.OpGreaterEqual, value: 1<<32 | 7, x: 1<<32 | 7, allowed: true},
+	{op: specs.OpGreaterEqual, value: 1<<32 | 7, x: 1<<32 | 6},
+	{op: specs.OpGreaterEqual, value: 1<<32 | 7, x: 2 << 32, allowed: true},
+	{op: specs.OpMaskedEqual, value: 0xF0000000F0, value2: 0x1000000020, x: 0x1ABCDEF02F, allowed: true},
+	{op: specs.OpMaskedEqual, value: 0xF0000000F0, value2: 0x1000000020, x: 0x2ABCDEF02F},
+	{op: specs.OpMaskedEqual, value: 0xF0000000F0, value2: 0x1000000020, x: 0x1ABCDEF03F},
+}
+
+func compareProfile() *specs.LinuxSeccomp {
+	eperm := uint(unix.EPERM)
+	p := &specs.LinuxSeccomp{DefaultAction: specs.ActAllow}
+	for id, c := range compareCases {
+		p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{
+			Names: []string{"getppid"}, Action: specs.ActAllow,
+			Args: []specs.LinuxSeccompArg{{Index: 0, Value: uint64(id), Op: specs.OpEqualTo}, {Index: 1, Value: c.value, ValueTwo: c.value2, Op: c.op}},
+		})
+	}
+	// Anything else asking for getppid is refused.
+	p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"getppid"}, Action: specs.ActErrno, ErrnoRet: &eperm})
+	return p
+}
+
+func probeCompares() int {
+	prog, err := compile(compareProfile())
+	if err != nil {
+		fmt.Println("error:", err)
+		return 2
+	}
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Println("error:", err)
+		return 2
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		fmt.Println("error: seccomp:", errno)
+		return 2
+	}
+	for id, c := range compareCases {
+		_, _, errno := unix.RawSyscall(unix.SYS_GETPPID, uintptr(id), uintptr(c.x), 0)
+		fmt.Printf("%d=%v\n", id, errno == 0)
+	}
+	return 0
+}
+
+func TestCompiledComparisonsAre64BitUnsigned(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), compareChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe child: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			got[k] = v
+		}
+	}
+	for id, c := range compareCases {
+		if want := fmt.Sprint(c.allowed); got[fmt.Sprint(id)] != want {
+			t.Errorf("%#x %s %#x (mask value %#x): allowed = %s, want %s", c.x, c.op, c.value, c.value2, got[fmt.Sprint(id)], want)
+		}
+	}
+}
+
+func TestCompileRefusesWhatItCannotExpress(t *testing.T) {
+	for name, p := range map[string]*specs.LinuxSeccomp{
+		"notify action": {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"getpid"}, Action: specs.ActNotify}}},
+		"bad index":     {DefaultAction: specs.ActAllow, Syscalls: []specs.LinuxSyscall{{Names: []string{"getpid"}, Action: specs.ActAllow, Args: []specs.LinuxSeccompArg{{Index: 6, Op: specs.OpEqualTo}}}}},
+		"bad default":   {DefaultAction: specs.ActTrace},
+	} {
+		if _, err := compile(p); err == nil {
+			t.Errorf("%s: compiled, want an error", name)
+		}
+	}
+}

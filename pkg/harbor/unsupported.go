@@ -1,0 +1,117 @@
+package harbor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// The parts of Harbor's task format (schema 1.4, Harbor v0.22) that gauntlet
+// does not run yet. A task that uses one is made unavailable at sync with a
+// reason naming it, never run as if it were a plain task: its score would be
+// wrong. Keys Harbor does not define are ignored, as Harbor ignores them.
+
+// unsupportedKeys lists the task.toml keys of doc that Harbor defines and
+// gauntlet does not implement, each with what it is.
+func (r *fieldReader) unsupportedKeys(doc map[string]any) []string {
+	var out []string
+	if steps, ok := doc["steps"]; ok && nonEmpty(steps) {
+		out = append(out, "[[steps]] (multi-step tasks)")
+	}
+	if a, ok := doc["artifacts"]; ok && nonEmpty(a) {
+		out = append(out, "artifacts (declared artifacts)")
+	}
+	v := r.table(doc, "", "verifier")
+	mode, hasMode := r.str(v, "verifier", "environment_mode")
+	switch {
+	case hasMode && mode != "shared" && mode != "separate":
+		r.fail("verifier.environment_mode", "must be %q or %q, got %q", "shared", "separate", mode)
+	case hasMode && mode == "shared" && v["environment"] != nil:
+		r.fail("verifier.environment_mode", "%q is incompatible with [verifier.environment]; omit the environment or set %q", "shared", "separate")
+	case mode == "separate":
+		out = append(out, `[verifier].environment_mode = "separate" (separate verifier environments)`)
+	case v["environment"] != nil:
+		out = append(out, "[verifier.environment] (separate verifier environments)")
+	}
+	if c, ok := v["collect"]; ok && nonEmpty(c) {
+		out = append(out, "[[verifier.collect]] (collect hooks)")
+	}
+	e := r.table(doc, "", "environment")
+	if _, ok := e["healthcheck"]; ok {
+		out = append(out, "[environment.healthcheck] (readiness checks)")
+	}
+	if osName, ok := r.str(e, "environment", "os"); ok {
+		switch osName {
+		case "linux", "Linux", "LINUX":
+		case "windows", "Windows", "WINDOWS":
+			out = append(out, `[environment].os = "windows" (this platform runs Linux containers only)`)
+		default:
+			r.fail("environment.os", "must be %q or %q, got %q", "linux", "windows", osName)
+		}
+	}
+	if gpus, ok := r.integer(e, "environment", "gpus"); ok && gpus > 0 {
+		out = append(out, fmt.Sprintf("[environment].gpus = %d (this platform has no GPUs)", gpus))
+	}
+	if _, ok := e["tpu"]; ok {
+		out = append(out, "[environment.tpu] (this platform has no TPUs)")
+	}
+	if m, ok := e["mcp_servers"]; ok && nonEmpty(m) {
+		out = append(out, "[[environment.mcp_servers]] (MCP servers for the agent)")
+	}
+	if _, ok := e["skills_dir"]; ok {
+		out = append(out, "[environment].skills_dir (agent skills)")
+	}
+	return out
+}
+
+// nonEmpty reports whether a decoded TOML value holds anything: an empty
+// array means the feature is not used, as Harbor reads it.
+func nonEmpty(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		return len(x) > 0
+	case []map[string]any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	case nil:
+		return false
+	default:
+		return true
+	}
+}
+
+// unsupportedLayout lists the files and directories of a task directory
+// that Harbor gives a meaning and gauntlet does not implement.
+func unsupportedLayout(dir string) []string {
+	var out []string
+	if isDir(filepath.Join(dir, "steps")) {
+		out = append(out, "steps/ (multi-step tasks)")
+	}
+	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
+		if _, err := os.Lstat(filepath.Join(dir, EnvironmentDir, name)); err == nil {
+			out = append(out, "environment/"+name+" (services beside the main container)")
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "trajectory.json")); err == nil {
+		out = append(out, "trajectory.json (prior agent context seeded before the agent runs)")
+	}
+	return out
+}
+
+// Unsupported lists what the task uses of Harbor's format that gauntlet
+// does not run yet (task.toml keys, then files), sorted and without
+// repeats; empty when the task runs as Harbor would run it.
+func (t Task) Unsupported() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range append(append([]string(nil), t.Config.Unsupported...), t.UnsupportedFiles...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
