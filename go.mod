@@ -35,7 +35,9 @@ require (
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/klauspost/compress v1.19.2
 	github.com/moby/profiles/seccomp v0.3.0
+	github.com/moby/sys/mountinfo v0.7.3
 	github.com/opencontainers/runtime-spec v1.2.1
+	github.com/prometheus/procfs v0.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.50.0

@@ -313,6 +313,15 @@ func (p *Platform) Start(ctx context.Context) error {
 		return errors.New("local platform: already started or closed")
 	}
 	p.started = true
+	// What the sandboxes of an earlier process left (a bwrap that outlived
+	// its runner, loop devices, mounts, sandbox dirs) ends first, so no
+	// attempt of a crashed life runs beside its slot's next one.
+	if rep, err := p.driver.Recover(ctx); err != nil {
+		p.log.ErrorContext(ctx, "recover sandboxes at start", "err", err)
+	} else if !rep.Empty() {
+		p.log.InfoContext(ctx, "ended the sandboxes of the previous process", "processes", rep.Processes,
+			"loop_devices", rep.LoopDevices, "unmounted", rep.Unmounted, "dirs", rep.Dirs)
+	}
 	// Every sandbox of an earlier process died with it: settle their slots
 	// now rather than after the watchdog's grace (see pipeline.Reconcile).
 	// Before the loops start, so nothing this process launches is touched.

@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	runnerBin = filepath.Join(tmp, "sandbox-runner")
-	if out, err := exec.Command("go", "build", "-o", runnerBin, "../../cmd/sandbox-runner").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", runnerBin, "../../cmd/sandbox-runner")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static: image sandboxes run it inside the image, as make build makes it
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build sandbox-runner: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -61,9 +63,19 @@ func testOptions(dataDir, runner string) local.Options {
 // only the restart reconcile can make recovery fast.
 const prodTimingEnv = "GAUNTLET_LOCAL_HELPER_PROD_TIMING"
 
+// Image sandboxes for the helper: the catalog and the rootfs of
+// withImageSandboxes (both unset = the examples on bwrap-host).
+const (
+	helperCatalogEnv = "GAUNTLET_LOCAL_HELPER_CATALOG"
+	helperRootfsEnv  = "GAUNTLET_LOCAL_HELPER_ROOTFS"
+)
+
 func runHelper(dataDir, runner string) int {
 	ctx := context.Background()
 	opts := testOptions(dataDir, runner)
+	if catalog := os.Getenv(helperCatalogEnv); catalog != "" {
+		opts = withImageSandboxes(opts, catalog, os.Getenv(helperRootfsEnv))
+	}
 	if os.Getenv(prodTimingEnv) != "" {
 		opts.WatchInterval, opts.Visibility = 0, 0
 		opts.Pipeline.LaunchTimeout, opts.Pipeline.LostGrace, opts.Pipeline.RetryBackoff = 0, 0, 0
@@ -86,8 +98,14 @@ const ws = "ws1"
 // and closes it again.
 func submit(t *testing.T, dataDir, cfg string) run.Run {
 	t.Helper()
+	return submitWith(t, testOptions(dataDir, runnerBin), cfg)
+}
+
+// submitWith is submit on a platform opened with opts.
+func submitWith(t *testing.T, opts local.Options, cfg string) run.Run {
+	t.Helper()
 	ctx := context.Background()
-	p, err := local.Open(ctx, testOptions(dataDir, runnerBin))
+	p, err := local.Open(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,4 +273,5 @@ func TestCrashAndRestartFinishesEverySlotOnce(t *testing.T) {
 	if tally.Passed != 9 {
 		t.Errorf("oracle passes = %d, want all 9 oracle slots passing", tally.Passed)
 	}
+	checkNothingLeft(t, filepath.Join(dir, "sandboxes"))
 }

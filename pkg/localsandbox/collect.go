@@ -157,20 +157,3 @@ func joinMessage(a, b string) string {
 	}
 	return a + ": " + b
 }
-
-// removeAll deletes a sandbox dir even when the agent left directories
-// without write or search permission in it (which stop a non-root owner's
-// os.RemoveAll): it makes every directory (never a symlink's target)
-// accessible and tries again.
-func removeAll(dir string) error {
-	if err := os.RemoveAll(dir); err == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(dir, func(file string, e fs.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			_ = os.Chmod(file, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
-}

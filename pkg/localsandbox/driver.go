@@ -29,6 +29,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/leftovers"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -125,6 +126,7 @@ type Driver struct {
 	held  map[string]sandbox.Handle
 	ended endedSet       // recently ended sandboxes
 	wg    sync.WaitGroup // sandbox goroutines
+	owner *os.File       // the data dir's owner lock, once Recover took it
 }
 
 var _ sandbox.Driver = (*Driver)(nil)
@@ -273,7 +275,7 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 // process group, killed by the kernel if the platform dies. Secrets reach it
 // only through its environment, which holds nothing else of the platform's.
 func (d *Driver) start(p *proc) error {
-	if err := removeAll(p.dir); err != nil { // a stale dir of a crashed platform
+	if err := leftovers.RemoveAll(p.dir); err != nil { // a stale dir of a crashed platform
 		return fmt.Errorf("clear sandbox dir: %w", err)
 	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
@@ -393,7 +395,7 @@ func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string
 		SlotID: p.spec.SlotID, Generation: p.spec.Generation, Reason: reason, ExitCode: code, Message: msg,
 		StartedAt: p.handle.StartedAt, StoppedAt: time.Now().UTC(),
 	}
-	if err := removeAll(p.dir); err != nil {
+	if err := leftovers.RemoveAll(p.dir); err != nil {
 		log.Warn("sandbox dir not removed", "err", err)
 	}
 	// Forget the process before announcing its end, so whoever handles the
@@ -541,8 +543,8 @@ func (d *Driver) List(ctx context.Context, runID string) ([]sandbox.Handle, erro
 	return out, nil
 }
 
-// Close stops every live sandbox and waits until all have ended. Launch
-// fails afterwards.
+// Close stops every live sandbox, waits until all have ended and lets go of
+// the owner lock Recover took. Launch fails afterwards.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	d.closed = true
@@ -558,6 +560,12 @@ func (d *Driver) Close() error {
 	}
 	wg.Wait()
 	d.wg.Wait()
+	d.mu.Lock()
+	if d.owner != nil {
+		errs = append(errs, d.owner.Close())
+		d.owner = nil
+	}
+	d.mu.Unlock()
 	return errors.Join(errs...)
 }
 

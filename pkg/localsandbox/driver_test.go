@@ -29,6 +29,9 @@ import (
 var runnerBinary string
 
 func TestMain(m *testing.M) {
+	if dataDir := os.Getenv(crashHelperEnv); dataDir != "" {
+		os.Exit(runCrashHelper(dataDir))
+	}
 	dir, err := os.MkdirTemp("", "localsandbox-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -87,10 +90,16 @@ func (c *cachedImages) counts() (holds, released int) {
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
+	return newFixtureOn(t, t.TempDir())
+}
+
+// newFixtureOn is newFixture on the data dir dataDir.
+func newFixtureOn(t *testing.T, dataDir string) fixture {
+	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bubblewrap is required for the sandbox tests: apt-get install bubblewrap (%v)", err)
 	}
-	f := fixture{blobs: &memBlobs{objects: map[string][]byte{}}, completions: &chanQueue{ch: make(chan []byte, 16)}, dataDir: t.TempDir(),
+	f := fixture{blobs: &memBlobs{objects: map[string][]byte{}}, completions: &chanQueue{ch: make(chan []byte, 16)}, dataDir: dataDir,
 		images: &cachedImages{dir: testrootfs.Dir(t)}}
 	d, err := New(Config{DataDir: f.dataDir, RunnerPath: runnerBinary, Blobs: f.blobs, Completions: f.completions, StopGrace: 500 * time.Millisecond,
 		Images: f.images})
@@ -104,17 +113,24 @@ func newFixture(t *testing.T) fixture {
 
 func taskDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs("../runner/testdata/task")
+	dir, err := filepath.Abs(taskDirPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
+// taskDirPath is the runner's fixture task, from this package's dir.
+const taskDirPath = "../runner/testdata/task"
+
 func spec(t *testing.T, launch, harness, command string) sandbox.Spec {
+	return specIn(taskDir(t), launch, harness, command)
+}
+
+func specIn(taskDir, launch, harness, command string) sandbox.Spec {
 	return sandbox.Spec{
 		LaunchID: launch, Workspace: "ws", RunID: "run-1", SlotID: "slot-" + launch, Generation: 2,
-		Task: sandbox.TaskRef{Name: "task", Dir: taskDir(t)}, Harness: harness, Command: command, Image: testImageRef,
+		Task: sandbox.TaskRef{Name: "task", Dir: taskDir}, Harness: harness, Command: command, Image: testImageRef,
 		Network: harbor.NetworkNone, AgentTimeout: 60 * time.Second, VerifierTimeout: 30 * time.Second,
 		Output: sandbox.Output{Prefix: "runs/run-1/slots/" + launch + "/g2/"},
 	}
