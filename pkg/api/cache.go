@@ -18,8 +18,9 @@ import (
 // results only when one is added), and rendering them means decoding large
 // stored items: a page of runs decodes fifty run records with their task
 // lists, ≈ 8 ms of CPU for 500-task runs, so uncached list routes queued
-// every other read behind them under load (docs/BENCHMARKS.md, HTTP API). Each entry remembers the workspace it belongs to, so
-// a cached answer is only ever served to its own workspace.
+// every other read behind them under load (docs/BENCHMARKS.md, HTTP API).
+// Each entry remembers the workspace it belongs to, so a cached answer is
+// only ever served to its own workspace.
 const (
 	// liveTTL bounds how stale a cached answer of something that may still
 	// change can be.
@@ -117,27 +118,37 @@ func (c *answerCache) get(key, workspace, version string, now time.Time) (body [
 // that workspace changed what it says (a stop): the next read renders it
 // afresh instead of serving, or joining the render of, the answer from
 // before the change, so a client never sees the run step back.
+//
+// Bumping the epoch is what keeps later requests out of a render already
+// under way: the epoch is part of the render's singleflight key.
 func (c *answerCache) forget(key, workspace string) {
-	c.forgetWhere(workspace, func(k string) bool { return k == key })
+	key = workspace + "\x00" + key
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drop(key)
+	c.epoch++
 }
 
 // forgetPrefix is forget for every answer of the workspace whose key starts
 // with prefix (every page of a list).
 func (c *answerCache) forgetPrefix(prefix, workspace string) {
-	c.forgetWhere(workspace, func(k string) bool { return strings.HasPrefix(k, prefix) })
-}
-
-func (c *answerCache) forgetWhere(workspace string, match func(key string) bool) {
-	scope := workspace + "\x00"
+	prefix = workspace + "\x00" + prefix
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for key, a := range c.answers {
-		if k, ok := strings.CutPrefix(key, scope); ok && match(k) {
-			c.bytes -= len(a.body)
-			delete(c.answers, key)
+	for key := range c.answers {
+		if strings.HasPrefix(key, prefix) {
+			c.drop(key)
 		}
 	}
 	c.epoch++
+}
+
+// drop removes one answer; c.mu is held.
+func (c *answerCache) drop(key string) {
+	if a, ok := c.answers[key]; ok {
+		c.bytes -= len(a.body)
+		delete(c.answers, key)
+	}
 }
 
 func (c *answerCache) currentEpoch() uint64 {
@@ -153,10 +164,7 @@ func (c *answerCache) putIf(epoch uint64, key, workspace, version string, body [
 	if c.epoch != epoch {
 		return
 	}
-	if old, ok := c.answers[key]; ok {
-		c.bytes -= len(old.body)
-		delete(c.answers, key)
-	}
+	c.drop(key)
 	if c.answers == nil || len(c.answers) >= maxCachedAnswers || c.bytes+len(body) > maxCachedBytes {
 		c.answers = map[string]cachedAnswer{}
 		c.bytes = 0
