@@ -274,3 +274,82 @@ func layoutFiles(t *testing.T, dir string) map[string]string {
 	}
 	return flatten(t, img)
 }
+
+// BenchmarkStepNamespaces is what the namespaces of a bud cost: a command
+// (/bin/true in buildah's place) started as bud is (new PID, IPC, UTS and
+// mount namespaces, /proc and /dev/shm mounted) against the same command
+// started plainly.
+func BenchmarkStepNamespaces(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Fatal("run as root: the namespaces are made by root here")
+	}
+	builder := &Builder{cfg: Config{Buildah: "/bin/true"}}
+	for _, bc := range []struct {
+		name      string
+		runsSteps bool
+	}{{"plain", false}, {"namespaces", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			program, argv := builder.cfg.Buildah, []string(nil)
+			if bc.runsSteps {
+				program, argv = builder.wrap(nil, false, true)
+			}
+			for b.Loop() {
+				if out, err := exec.Command(program, argv...).CombinedOutput(); err != nil {
+					b.Fatalf("%s: %v: %s", program, err, out)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBudRunStep is a whole `buildah bud` of one RUN step (`RUN true`
+// FROM the Debian base, no layer cache so the step runs every time),
+// started plainly and in the namespaces Build starts it in.
+func BenchmarkBudRunStep(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Fatal("run as root: buildah builds with vfs storage here")
+	}
+	dir := b.TempDir()
+	builder, err := New(Config{Dir: filepath.Join(dir, "buildah"), Import: keepLayout(filepath.Join(dir, "base")), Network: NetworkHost})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctxDir := filepath.Join(dir, "context")
+	if err := os.Mkdir(ctxDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(testrootfs.BaseDir(), "debian-bookworm-minbase.tar"), filepath.Join(ctxDir, "rootfs.tar")); err != nil {
+		b.Fatalf("the Debian base image (make base-images): %v", err)
+	}
+	baseKey := strings.Repeat("5c", 32)
+	var log strings.Builder
+	if _, err := builder.Build(context.Background(), Request{Key: baseKey, ContextDir: ctxDir, Dockerfile: []byte("FROM scratch\nADD rootfs.tar /\n"), Log: &log}); err != nil {
+		b.Fatalf("build the base: %v\n%s", err, log.String())
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	files := map[string]string{"registries.conf": "", "policy.json": `{"default":[{"type":"insecureAcceptAnything"}]}`,
+		"Dockerfile": "FROM localhost/gauntlet-build:" + shortKey(baseKey) + "\nRUN true\n"}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bud := append(builder.global(work), "bud", "--signature-policy", filepath.Join(work, "policy.json"), "--isolation", "chroot",
+		"--pull=false", "-t", "localhost/bench:1", "-f", filepath.Join(work, "Dockerfile"), ctxDir)
+	for _, bc := range []struct {
+		name      string
+		runsSteps bool
+	}{{"plain", false}, {"namespaces", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				var log strings.Builder
+				if err := builder.run(context.Background(), &log, bud, NetworkHost, bc.runsSteps); err != nil {
+					b.Fatalf("bud: %v\n%s", err, log.String())
+				}
+			}
+		})
+	}
+}
