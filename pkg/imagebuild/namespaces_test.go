@@ -224,6 +224,11 @@ func TestBuildRunStepsSeeOnlyTheirOwnProcesses(t *testing.T) {
 		if err := os.WriteFile(dockerfile, []byte(probeDockerfile), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// buildah's rootless runtime files, kept out of a shared /tmp/containers-user-<uid>.
+		runtimeDir := filepath.Join(dir, "run")
+		if err := os.Mkdir(runtimeDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
 		if out, err := exec.Command("chown", "-R", u.Uid+":"+u.Gid, dir).CombinedOutput(); err != nil {
 			t.Fatalf("chown: %v: %s", err, out)
 		}
@@ -231,7 +236,7 @@ func TestBuildRunStepsSeeOnlyTheirOwnProcesses(t *testing.T) {
 		spec, _ := json.Marshal(helperBuild{Dir: filepath.Join(dir, "buildah"), ContextDir: ctxDir, Dockerfile: dockerfile, Out: out})
 		cmd := exec.Command(helper)
 		cmd.Dir = dir
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, buildAsEnv + "=" + string(spec)}
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_RUNTIME_DIR=" + runtimeDir, buildAsEnv + "=" + string(spec)}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 		if log, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("the build as %s: %v\n%s", rootlessAccount, err, log)
