@@ -162,7 +162,7 @@ func OpenDir(dir string, opts Options) (*Client, error) {
 	for _, e := range entries {
 		if e.IsDir() && isFile(filepath.Join(abs, e.Name(), harbor.TaskConfigFile)) {
 			if !benchmark.ValidTaskName(e.Name()) {
-				return nil, fmt.Errorf("dataset directory %s: task directory %q is not a task name: %s", abs, e.Name(), benchmark.NameRule)
+				return nil, fmt.Errorf("dataset directory %s: task directory %q is not a task name: %s", abs, e.Name(), benchmark.SegmentRule)
 			}
 			d.Tasks = append(d.Tasks, harbor.TaskRef{Name: e.Name(), Path: e.Name()})
 		}
