@@ -45,6 +45,12 @@ type Fetched struct {
 	// LocalDir is the absolute source directory of a task without git_url
 	// (read from beside a local registry file); "" for git tasks.
 	LocalDir string
+	// ContentHash is the Harbor content hash ("sha256:<hex>") a package
+	// task was verified against; "" for other tasks.
+	ContentHash string
+	// Warning is a warning the registry attached to the task (Harbor's
+	// yanked task version), or "".
+	Warning string
 }
 
 // Defaults of Options.
