@@ -1,11 +1,17 @@
 package pipeline_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/api"
+	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
@@ -73,4 +79,22 @@ harness = "oracle"
 	if !hasKey(objs, res.ArtifactsPrefix+"result.json") {
 		t.Errorf("blobs under %s = %v, want result.json", res.ArtifactsPrefix, objs)
 	}
+
+	// The API takes the result id with its slash as one escaped segment,
+	// as the client and the console send it.
+	h := api.NewWithAuthenticator(api.Config{Records: e.recs, Runs: e.svc, Blobs: e.blobs, Secrets: e.secrets}, fixedAuth{})
+	req := httptest.NewRequest(http.MethodGet, "/v1/runs/"+r.ID+"/results/"+url.PathEscape(v1.ResultID(0, 1, "demo/fix-median")), nil)
+	req.Header.Set("Authorization", "Bearer t")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"task":"demo/fix-median"`) {
+		t.Errorf("GET result 0-1-demo%%2Ffix-median = %d %.300s; want 200 with the task", rec.Code, rec.Body.String())
+	}
+}
+
+// fixedAuth lets every request in as the test workspace's user.
+type fixedAuth struct{}
+
+func (fixedAuth) Authenticate(context.Context, string) (api.Identity, error) {
+	return api.Identity{Workspace: testWS, User: testUser}, nil
 }
