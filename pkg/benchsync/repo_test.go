@@ -18,7 +18,9 @@ import (
 
 // gitHTTPServer serves the bare repositories under root over git's smart
 // HTTP protocol (git http-backend behind a CGI handler) on loopback.
-func gitHTTPServer(t *testing.T, root string) string {
+func gitHTTPServer(t *testing.T, root string) string { return gitHTTPServerB(t, root) }
+
+func gitHTTPServerB(t testing.TB, root string) string {
 	t.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {
