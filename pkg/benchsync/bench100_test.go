@@ -90,6 +90,7 @@ func BenchmarkAdd100TaskDataset(b *testing.B) {
 	e := newEnv(b, regPath)
 	e.svc.pkgURL, e.svc.pkgKey = srv.URL, hubtest.PublishableKey
 	ctx := context.Background()
+	i := 0 // a fresh workspace per iteration, across -count repeats too
 	for _, tc := range []struct {
 		name string
 		req  AddRequest
@@ -99,7 +100,6 @@ func BenchmarkAdd100TaskDataset(b *testing.B) {
 		{"repo", AddRequest{Repo: repoURL}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			i := 0
 			for b.Loop() {
 				w := fmt.Sprintf("ws-%s-%d", tc.name, i)
 				i++
