@@ -198,7 +198,7 @@ func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
 	case len(repo) > 1024 || len(req.Path) > 1024:
 		return fieldError("repo", "repo and path are at most 1,024 bytes each")
 	case spec == "" && repo == "":
-		return fieldError("source", "must name a dataset: a registry.json dataset as name or name@version, a package dataset as org/name or org/name@ref — or give repo, a git repository URL")
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "source must name a dataset: a registry.json dataset as name or name@version, a package dataset as org/name or org/name@ref — or give repo, a git repository URL")
 	}
 	creds := make([]benchmark.RegistryCredential, len(req.RegistryCredentials))
 	for i, c := range req.RegistryCredentials {
