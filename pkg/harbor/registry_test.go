@@ -379,7 +379,13 @@ func TestParseRegistryPackageTaskName(t *testing.T) {
 	if got := reg[0].Tasks[0].Name; got != "terminal-bench/git-multibranch" {
 		t.Errorf("task name = %q", got)
 	}
-	if _, err := ParseRegistry(strings.NewReader(strings.Replace(doc, "terminal-bench/git-multibranch", "a/b/c", 1))); err == nil {
-		t.Error(`ParseRegistry with task "a/b/c" = nil, want an error`)
+	// Two slashes break Harbor's org/name rule: that entry is refused
+	// alone, naming the task.
+	bad, err := ParseRegistry(strings.NewReader(strings.Replace(doc, "terminal-bench/git-multibranch", "a/b/c", 1)))
+	if err != nil {
+		t.Fatalf("ParseRegistry with task \"a/b/c\" = %v, want the entry refused alone", err)
+	}
+	if refused := strings.Join(bad.Refused(), "; "); !strings.Contains(refused, "a/b/c") {
+		t.Errorf("refused = %q, want the task \"a/b/c\" named", refused)
 	}
 }
