@@ -33,38 +33,33 @@ const (
 	userHelperPath = "/opt/gauntlet/.user-helper"
 )
 
-// dockerDefaultCaps is Docker's default capability set for a container's
-// root: a root image user gets exactly these (effective, permitted and
-// bounding), so apt, chown and friends behave as under Docker.
-// dockerDefaultCapNums are their numbers.
-var (
-	dockerDefaultCaps    = confine.DockerCapabilities
-	dockerDefaultCapNums = confine.DockerCapabilityNumbers
-)
+// dockerDefaultCapNums are Docker's default capabilities for a
+// container's root: a root image user gets exactly these (effective,
+// permitted and bounding), so apt, chown and friends behave as under
+// Docker.
+var dockerDefaultCapNums = confine.DockerCapabilityNumbers
 
-// userSwitchCaps are what the user helper needs to drop to a non-root user
-// (and then loses with the switch).
-var userSwitchCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
-
-// imageIsolation runs every phase with bubblewrap on the attempt's overlay
-// over the task's image: `bwrap --bind <merged> /`, private /dev, /proc,
-// PID, IPC, UTS and network namespaces, the phase's mounts. A root image
-// user runs as root without a user namespace and keeps Docker's default
-// capabilities. A non-root one starts in a user namespace of its own with
-// the identity map (so its uid and the image files' owners are the host's,
-// and its capabilities the namespace's) and is entered by the runner's own
-// binary (exec-phase --uid), which drops every capability and the bounding
-// set and becomes that uid and gid, as a container runtime does. (bwrap
-// --unshare-user --uid N from root would map N to host root.)
+// imageIsolation runs a trial in one pod (pod.go): bubblewrap on the
+// attempt's overlay over the task's image (`bwrap --bind <merged> /`,
+// private /dev, /proc, PID, IPC, UTS, network and cgroup namespaces, the
+// trial's mounts), which every phase enters. A root image user runs as
+// root without a user namespace and keeps Docker's default capabilities.
+// A non-root one enters a user namespace of the pod's own with the identity
+// map (so its uid and the image files' owners are the host's, and its
+// capabilities the namespace's) through the runner's own binary (exec-phase
+// --uid), which drops every capability and the bounding set and becomes
+// that uid and gid, as a container runtime does. (bwrap --unshare-user
+// --uid N from root would map N to host root.)
 type imageIsolation struct {
 	bwrap  string
 	img    Image
 	self   string // the runner binary (static), bound for non-root users
 	layer  *layer
-	slirp  string // slirp4netns binary ("" = public network unavailable)
 	policy string // the operator's network ceiling
 	// rootless: the runner is root of a user namespace of its own.
 	rootless bool
+	// pod is the trial's running environment once started.
+	pod *pod
 }
 
 func (*imageIsolation) name() string { return IsolationBwrap }
@@ -156,80 +151,44 @@ func mkdirInRoot(root, dir string, perm os.FileMode) error {
 }
 
 // writeInRoot replaces file (absolute inside root) with content, never
-// through a symlink of the image.
+// through a symlink of the image: it may run while a phase's background
+// processes change the tree, so every step goes through an os.Root of the
+// merged overlay, which no symlink leads out of.
 func writeInRoot(root, file, content string) error {
-	if err := mkdirInRoot(root, filepath.Dir(file), 0o755); err != nil {
-		return err
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("image sandbox: %w", err)
 	}
-	path := filepath.Join(root, file)
-	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
-		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("image sandbox: replace %s: %w", file, err)
-		}
+	defer r.Close()
+	rel := strings.TrimPrefix(filepath.Clean(file), "/")
+	if err := r.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return fmt.Errorf("image sandbox: create %s: %w", filepath.Dir(file), err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	// Replaced, never written in place: the entry may be a symlink (the
+	// image's, or one a phase planted).
+	if err := r.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("image sandbox: replace %s: %w", file, err)
+	}
+	f, err := r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("image sandbox: write %s: %w", file, err)
 	}
 	_, err = io.WriteString(f, content)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("image sandbox: write %s: %w", file, err)
 	}
-	return os.Chmod(path, 0o644)
+	return nil
 }
 
 // command is not used for image phases: launch starts them.
 func (i *imageIsolation) command(phaseCommand) (*exec.Cmd, error) {
 	return nil, errors.New("image sandbox: phases start through launch")
-}
-
-// bwrapArgs builds the phase's bubblewrap command line. Fds 3 and 4 are
-// bwrap's info and block fds.
-func (i *imageIsolation) bwrapArgs(pc phaseCommand) ([]string, error) {
-	args := []string{"--bind", i.layer.root, "/", "--dev", "/dev", "--proc", "/proc"}
-	// runc's masked and read-only paths: as root of the host's user
-	// namespace the phase could otherwise rewrite the host's kernel
-	// settings (kernel.core_pattern: a program of its choosing run as
-	// host root at the next crash).
-	masks, err := confine.BwrapProcArgs(pc.maskFile)
-	if err != nil {
-		return nil, fmt.Errorf("image sandbox: %w", err)
-	}
-	args = append(args, masks...)
-	for _, m := range pc.mounts {
-		flag := "--ro-bind"
-		if m.writable {
-			flag = "--bind"
-		}
-		args = append(args, flag, m.host, m.target)
-	}
-	args = append(args,
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
-		"--hostname", sandboxHostname, "--die-with-parent", "--new-session",
-		"--info-fd", "3", "--block-fd", "4", "--cap-drop", "ALL")
-	// bwrap as root narrows the effective set but not the bounding set:
-	// the helper (the runner's static binary) empties the bounding set down
-	// to the phase's capabilities (a non-root user: none) before the exec.
-	caps := dockerDefaultCaps
-	helper := []string{userHelperPath, execPhaseCommand, "--started-fd", strconv.Itoa(startedFD), "--docker-caps"}
-	if !pc.user.root() {
-		caps = userSwitchCaps
-		helper = []string{userHelperPath, execPhaseCommand, "--started-fd", strconv.Itoa(startedFD), "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
-			"--gid", strconv.FormatUint(uint64(pc.user.gid), 10), "--groups", joinIDs(pc.user.groups)}
-		if pc.nproc > 0 {
-			helper = append(helper, "--nproc", strconv.Itoa(pc.nproc))
-		}
-	}
-	args = append(args, "--ro-bind", i.self, userHelperPath)
-	for _, c := range caps {
-		args = append(args, "--cap-add", c)
-	}
-	args = append(args, "--chdir", i.img.workDir(), "--")
-	args = append(args, helper...)
-	return append(args, "--", "bash", "-c", pc.script), nil
 }
 
 func joinIDs(ids []uint32) string {
@@ -240,21 +199,48 @@ func joinIDs(ids []uint32) string {
 	return strings.Join(s, ",")
 }
 
-// launch starts the phase: bwrap sets up the sandbox and stops before the
-// phase's command (its block fd); meanwhile the runner moves bwrap and the
-// sandbox's init into the phase's cgroups and attaches the network, then
-// lets it go. Nothing of the phase's command ever runs outside its limits
-// or before its network is in place. release stops the phase's network.
-func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
-	// A non-root image user gets a user namespace of its own, mapped
-	// identically (a rootless runner's phases are in its namespace
-	// already).
-	pc.identityUserNS = !pc.user.root() && !i.rootless
-	args, err := i.bwrapArgs(pc)
-	if err != nil {
-		return launched{}, err
+// launch enters the phase into the trial's running pod (pod.go). A phase
+// of a non-root image user enters the pod's user namespace, mapped
+// identically (a rootless runner's phases are in its namespace already).
+// The phase's limits are the pod's: cg is not used.
+func (i *imageIsolation) launch(pc phaseCommand, _ *cgroup, stdout, stderr io.Writer) (launched, error) {
+	if i.pod == nil {
+		return launched{}, errors.New("image sandbox: no pod is running for the phase to enter")
 	}
-	return launchBwrap(i.bwrap, args, i.slirp, pc, cg, stdout, stderr)
+	pc.identityUserNS = !pc.user.root() && !i.rootless
+	return i.pod.launch(pc, i.img.workDir(), stdout, stderr)
+}
+
+// startPod starts the trial's pod over the layer with the trial's mounts
+// and limits. userNS: some phase's user is not root.
+func (i *imageIsolation) startPod(mounts []mount, maskFile string, cg *cgroup, userNS bool, stderr io.Writer) ([]string, error) {
+	for _, m := range mounts {
+		ensure := ensureMountPoint
+		if m.file {
+			ensure = ensureFileMountPoint
+		}
+		if err := ensure(i.layer.root, m.target); err != nil {
+			return nil, err
+		}
+	}
+	if err := ensureFileMountPoint(i.layer.root, userHelperPath); err != nil {
+		return nil, err
+	}
+	p, retries, err := startPod(podSpec{bwrap: i.bwrap, root: i.layer.root, mounts: mounts, maskFile: maskFile,
+		self: i.self, userNS: userNS && !i.rootless, cg: cg, stderr: stderr})
+	if err != nil {
+		return retries, err
+	}
+	i.pod = p
+	return retries, nil
+}
+
+// stopPod ends the trial's pod, if one runs.
+func (i *imageIsolation) stopPod() error {
+	if i.pod == nil {
+		return nil
+	}
+	return i.pod.stop()
 }
 
 // identityMap maps every id to itself: the ids, and so the owners of
@@ -414,6 +400,5 @@ func newImageIsolation(bwrap string, opts Options) (*imageIsolation, error) {
 		}
 		self = exe
 	}
-	slirp, _ := exec.LookPath("slirp4netns")
-	return &imageIsolation{bwrap: bwrap, img: *opts.Image, self: self, slirp: slirp, policy: opts.NetworkCeiling, rootless: inUserNamespace()}, nil
+	return &imageIsolation{bwrap: bwrap, img: *opts.Image, self: self, policy: opts.NetworkCeiling, rootless: inUserNamespace()}, nil
 }

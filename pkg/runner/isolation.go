@@ -66,11 +66,12 @@ var hostEtcFiles = []string{
 	"/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/python3", "/etc/python3.11",
 }
 
-// mount is one host directory made visible to a phase.
+// mount is one host directory (or file) made visible to a phase.
 type mount struct {
 	host     string
 	target   string // in-sandbox path (bubblewrap layout)
 	writable bool
+	file     bool // a file, not a directory (its mount point is a file)
 }
 
 // phaseRole says whose phase it is: the agent's (install step and agent)
