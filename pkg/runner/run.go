@@ -183,6 +183,8 @@ type trial struct {
 	podLimits []string
 	// podStderr is the pod's bwrap's messages.
 	podStderr *cappedFile
+	// ended: the environment that outlives the phases is gone.
+	ended bool
 	// podSocket is the socket path of the pod's model gateways, in
 	// podSocketTmp when the work dir's path was too long for it.
 	podSocket, podSocketTmp string
@@ -249,7 +251,11 @@ func (t *trial) closeLog() {
 
 // run executes the phases. Its error means the trial could not be run.
 func (t *trial) run(ctx context.Context) error {
-	defer t.stopPod()
+	defer func() {
+		if err := t.endEnvironment(); err != nil {
+			t.log.Error("the trial's environment did not end cleanly", "err", err)
+		}
+	}()
 	t.log.Info("trial started", "harness", t.harness.Name, "model", t.spec.Model,
 		"isolation", t.iso.name(), "task", t.spec.Task.Name)
 	if _, ok := t.iso.(processIsolation); ok {
@@ -281,22 +287,40 @@ func (t *trial) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if t.container != nil {
-		if err := t.container.endAgent(); err != nil {
-			return err
-		}
-		t.log.Info("no process of the agent uid is left")
-	}
-	if rig != nil && t.image == nil {
+	// In a pod or a container what the agent left running lives on into
+	// the verifier: its files are read once it is gone (it could swap
+	// them for symlinks while the runner reads).
+	lingers := t.image != nil || t.container != nil
+	if rig != nil && !lingers {
 		t.keepAgentLogs(rig)
 	}
 	err = t.runVerifier(ctx)
-	if rig != nil && t.image != nil {
-		// Only now that the pod is gone: until then a process the agent
-		// left running could swap the files the runner reads.
+	if eerr := t.endEnvironment(); eerr != nil {
+		return errors.Join(err, eerr)
+	}
+	if rig != nil && lingers {
 		t.keepAgentLogs(rig)
 	}
 	return err
+}
+
+// endEnvironment ends what outlives the phases: an image trial's pod, the
+// agent uid's processes in a container (Harbor's shared container, which
+// the verifier ran in). It does its work once.
+func (t *trial) endEnvironment() error {
+	if t.ended {
+		return nil
+	}
+	t.ended = true
+	t.stopPod()
+	if t.container == nil {
+		return nil
+	}
+	if err := t.container.endAgent(); err != nil {
+		return err
+	}
+	t.log.Info("no process of the agent uid is left")
+	return nil
 }
 
 // setUpEnvironment fetches and loads the task and seeds /app.
