@@ -316,8 +316,10 @@ func (t *trial) modelRoute() (gateway.Route, error) {
 }
 
 // freeLoopbackPort picks a port for the in-sandbox forwarder. In the
-// sandbox's own network namespace any port is free; where the sandbox
-// shares the host's (network_mode public), one free here is the best guess.
+// sandbox's own network namespace any port is free (in an image trial's
+// pod, unless a process an earlier phase left running took it); where the
+// sandbox shares the host's (network_mode public), one free here is the
+// best guess.
 func freeLoopbackPort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

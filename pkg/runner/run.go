@@ -103,9 +103,11 @@ type Options struct {
 }
 
 // Run runs one trial of spec: it seeds the work dir from the task, runs the
-// harness's install step and the agent in the agent sandbox (killed at
-// spec.AgentTimeout), then always runs the verifier (tests/test.sh) in its own
-// sandbox, reads the reward, collects /logs as artifacts and writes
+// harness's install step and the agent in the trial's environment (killed
+// at spec.AgentTimeout), then always runs the verifier (tests/test.sh) in
+// the same environment (image and container isolation: what the agent left
+// running still runs, as in Harbor's shared container; the host-rootfs and
+// process modes: a sandbox of its own), ends it, reads the reward, collects /logs as artifacts and writes
 // OutDir/result.json (uploading it when spec.Output has URLs). Agent and
 // verifier failures are recorded in the result's exception_info; an error
 // means the runner could not do its job and no trustworthy result exists.
