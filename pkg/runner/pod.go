@@ -313,10 +313,10 @@ func (p *pod) enterArgs(pc phaseCommand, workDir string) []string {
 // phase's stdout is neither blocked nor killed by SIGPIPE when the phase
 // ends.
 func (p *pod) launch(pc phaseCommand, workDir string, stdout, stderr io.Writer) (launched, error) {
-	select {
-	case <-p.exited:
-		return launched{}, errors.New("image sandbox: the pod is gone")
-	default:
+	// nsenter names the pod by its pid: make sure that pid is still the
+	// pod's pid 1 (a pidfd cannot refer to a reused pid).
+	if err := unix.PidfdSendSignal(p.pidfd, 0, nil, 0); err != nil {
+		return launched{}, fmt.Errorf("image sandbox: the pod is gone: %w", err)
 	}
 	if pc.identityUserNS && !p.spec.userNS {
 		return launched{}, errors.New("image sandbox: a phase of a non-root user needs the pod's user namespace, which this pod was started without")

@@ -247,3 +247,32 @@ echo "netns=$(timeout 5 bash -c "exec 3<>/dev/tcp/%s/%s && head -n1 <&3" 2>/dev/
 		})
 	}
 }
+
+// TestPodUploadsNeverFollowASymlinkToTheHost: a process the agent leaves
+// running keeps pointing /tests and /etc/resolv.conf at a directory of the
+// host while the runner writes them from the host side (the tests'
+// upload, the verifier's resolver): nothing may land in the host's
+// directory, whatever the race.
+func TestPodUploadsNeverFollowASymlinkToTheHost(t *testing.T) {
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "canary"), []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := uniqueMarker()
+	spec := baseSpec(t, "command")
+	spec.Command = fmt.Sprintf(`echo gauntlet > /app/answer.txt
+setsid bash -c 'while :; do rm -rf /tests; ln -sfn %[1]s /tests; ln -sfn %[1]s/resolv.conf /etc/resolv.conf; done; : %[2]s' < /dev/null > /dev/null 2>&1 &
+sleep 0.2`, host, marker)
+	runPod(t, spec, testImage(t), t.TempDir(), marker)
+	entries, err := os.ReadDir(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the host directory the pod's symlinks point at holds %v, want only the canary", names)
+	}
+}
