@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,94 +253,6 @@ var identityMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32
 // non-zero exit without it is bubblewrap's own failure.
 const startedFD = 6
 
-// launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4,
-// --unshare-net, and have the sandbox write to startedFD) and the sandbox's
-// seccomp filter (seccomp.go), joins its processes to cg, gives the
-// sandbox's network namespace its network mode (slirp4netns for public,
-// the egress proxy for allowlist, nothing for no-network) and only then
-// lets the phase's command run.
-func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
-	var pipes [6]*os.File // info, block and started: read end, write end
-	for i := 0; i < len(pipes); i += 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			closeFiles(pipes[:i]...)
-			return launched{}, fmt.Errorf("image sandbox: %w", err)
-		}
-		pipes[i], pipes[i+1] = r, w
-	}
-	infoR, infoW, blockR, blockW, startedR, startedW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
-	defer infoR.Close()
-	defer blockW.Close()
-	filter, err := seccompFile()
-	if err != nil {
-		closeFiles(infoW, blockR, startedR, startedW)
-		return launched{}, fmt.Errorf("image sandbox: %w", err)
-	}
-	defer filter.Close()
-	// Fd 5 is the seccomp filter bwrap installs before the command.
-	cmd := exec.Command(bwrap, append([]string{"--seccomp", "5"}, args...)...)
-	cmd.Env = pc.env
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{infoW, blockR, filter, startedW}
-	cmd.WaitDelay = waitDelay
-	prepareProcess(cmd)
-	if pc.identityUserNS {
-		// bwrap starts as root of the new namespace (its caps are that
-		// namespace's) and the helper becomes the image user there.
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
-		cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = identityMap, identityMap
-		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
-	}
-	err = cmd.Start()
-	closeFiles(infoW, blockR, startedW)
-	if err != nil {
-		startedR.Close()
-		return launched{}, fmt.Errorf("start bwrap: %w", err)
-	}
-	l := launched{cmd: cmd, release: func() {}, ran: startedByte(startedR)}
-	fail := func(err error) (launched, error) {
-		killGroup(cmd.Process.Pid)
-		l.release()
-		_ = cmd.Wait()
-		startedR.Close()
-		return launched{}, err
-	}
-	var info struct {
-		ChildPID int `json:"child-pid"`
-	}
-	if err := json.NewDecoder(io.LimitReader(infoR, 4096)).Decode(&info); err != nil || info.ChildPID <= 0 {
-		return fail(fmt.Errorf("image sandbox: %w: bwrap reported no sandbox pid (%v)", errSandboxSetup, err))
-	}
-	if err := cg.join(cmd.Process.Pid, info.ChildPID); err != nil {
-		return fail(err)
-	}
-	switch pc.netMode {
-	case netPublic:
-		stop, err := startSlirp(slirp, info.ChildPID)
-		if err != nil {
-			return fail(err)
-		}
-		l.release = stop
-	case netAllowlist:
-		proxy, err := startEgressProxy(info.ChildPID, pc.allowedHosts)
-		if err != nil {
-			return fail(err)
-		}
-		l.release = proxy.stop
-	}
-	if _, err := blockW.Write([]byte{1}); err != nil {
-		if errors.Is(err, syscall.EPIPE) {
-			// The sandbox is gone already: bwrap failed in its setup
-			// after reporting the pid. Its exit (and the missing started
-			// byte) says so once the phase is waited for.
-			return l, nil
-		}
-		return fail(fmt.Errorf("image sandbox: release the phase: %w", err))
-	}
-	return l, nil
-}
-
 // startedByte returns the check that the sandbox wrote its started byte on
 // r; it is asked once bwrap has exited, so every write end is closed (the
 // helper closes its own before the exec) and the read ends at once. It
@@ -378,9 +289,10 @@ func startSlirp(bin string, pid int) (stop func(), err error) {
 	return stop, nil
 }
 
-// launcher is an isolation that starts a phase itself (image isolation:
-// the phase's cgroups and network are attached between bwrap's setup and
-// the phase's command).
+// launcher is an isolation that starts a phase itself: image isolation
+// enters it into the trial's pod; the host-rootfs mode attaches the
+// phase's cgroups and network between bwrap's setup and the phase's
+// command; container isolation keeps what an agent phase leaves running.
 type launcher interface {
 	launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error)
 }
