@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -346,27 +345,12 @@ func BenchmarkTrialThroughTheRunnerBinary(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			cpu := childrenCPU(b)
 			for b.Loop() {
 				r := runBinary(b, c.as, spec, c.img, c.args...)
 				if r.code != sandbox.ExitOK || r.result.VerifierResult == nil || r.result.VerifierResult.Rewards["reward"] != 1 {
 					b.Fatalf("trial: exit %d, verifier %+v:\n%s", r.code, r.result.VerifierResult, r.output)
 				}
 			}
-			b.ReportMetric(float64(childrenCPU(b)-cpu)/float64(b.N)/float64(time.Millisecond), "cpu-ms/op")
 		})
 	}
-}
-
-// childrenCPU is the user and system time of every waited-for descendant
-// of the test process so far: a trial's whole process tree (the runner,
-// bwrap, the phases) once it has exited. Less noisy than wall time on a
-// shared machine.
-func childrenCPU(b *testing.B) time.Duration {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
