@@ -28,8 +28,10 @@ import (
 // tree, loopback and limits, so a server the agent leaves running in the
 // background still serves the verifier. Only a timeout kills a phase's own
 // process group; the pod, and whatever still runs in it, goes at the end of
-// the trial (pod.stop). One container today; the shape (a spec, a start,
-// phases entered by name of the pod) leaves room for more.
+// the trial (pod.stop). One container today; the shape (a spec holding the
+// pod's mounts and limits, a start, phases entered into it, one network
+// namespace the pod owns, a stop) is what a pod of several containers would
+// keep, each container its own spec.
 
 // podReadyTimeout bounds how long the pod's bwrap may take from its start
 // to its pid 1 running (bwrap's setup; the machine may be loaded).
