@@ -276,3 +276,24 @@ sleep 0.2`, host, marker)
 		t.Errorf("the host directory the pod's symlinks point at holds %v, want only the canary", names)
 	}
 }
+
+// TestPodInitReapsOrphans: processes a phase orphans are re-parented to
+// the pod's pid 1, which must reap them when they exit, or every short
+// background job the agent starts stays a zombie (and a pid of the pod's
+// pids limit) until the trial ends.
+func TestPodInitReapsOrphans(t *testing.T) {
+	marker := uniqueMarker()
+	spec := baseSpec(t, "command")
+	spec.Command = `echo gauntlet > /app/answer.txt
+for i in 1 2 3 4 5; do (sh -c 'exit 0' &); done
+for i in $(seq 200); do
+  n=$(grep -l '^State:[[:space:]]*Z' /proc/[0-9]*/status 2>/dev/null | wc -l)
+  [ "$n" = 0 ] && break
+  sleep 0.05
+done
+echo "zombies=$n" > /logs/agent/probe.txt; : ` + marker
+	r := runPod(t, spec, testImage(t), t.TempDir(), marker)
+	if got := parseProbe(r.artifact(t, "agent/probe.txt"))["zombies"]; got != "0" {
+		t.Errorf("zombies in the pod = %q, want 0: pod-init reaps what the phase orphans", got)
+	}
+}
