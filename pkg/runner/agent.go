@@ -215,11 +215,20 @@ type gatewayStart struct {
 // its record of calls (redacted), its token redacted, and how the sandbox
 // reaches it. On failure nothing is left running.
 func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart) error {
-	socket, socketTmp, err := t.gatewaySocketPath(g.socketDir)
-	if err != nil {
-		return fmt.Errorf("model gateway: socket: %w", err)
+	var socket string
+	var err error
+	if t.image != nil {
+		// The pod's one gateway directory, which the trial removes.
+		socket, err = t.podGatewaySocket()
+	} else {
+		socket, rig.socketTmp, err = t.gatewaySocketPath(g.socketDir)
+		if err != nil {
+			err = fmt.Errorf("model gateway: socket: %w", err)
+		}
 	}
-	rig.socketTmp = socketTmp
+	if err != nil {
+		return err
+	}
 	cfg := gateway.Config{
 		Route: g.route, Key: g.key.Reveal(),
 		SocketPath: socket,
@@ -307,8 +316,10 @@ func (t *trial) modelRoute() (gateway.Route, error) {
 }
 
 // freeLoopbackPort picks a port for the in-sandbox forwarder. In the
-// sandbox's own network namespace any port is free; where the sandbox
-// shares the host's (network_mode public), one free here is the best guess.
+// sandbox's own network namespace any port is free (in an image trial's
+// pod, unless a process an earlier phase left running took it); where the
+// sandbox shares the host's (network_mode public), one free here is the
+// best guess.
 func freeLoopbackPort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -439,33 +450,36 @@ func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 
 // rigMounts adds extra and, where the phase reaches the gateway through
 // the in-sandbox forwarder, the gateway's socket and the forwarder to the
-// phase's mounts (making their mount points in an image's layer).
+// phase's mounts. An image trial's pod binds them for the whole trial
+// (podMounts): nothing is added there.
 func (t *trial) rigMounts(rig *agentRig, pc *phaseCommand, extra []mount) error {
+	if t.image != nil {
+		return nil
+	}
 	if rig.forwardPort != 0 {
-		self := t.opts.Forwarder
-		if self == "" {
-			var err error
-			if self, err = os.Executable(); err != nil {
-				return fmt.Errorf("model gateway forwarder: %w", err)
-			}
+		self, err := t.forwarderBinary()
+		if err != nil {
+			return err
 		}
 		extra = append(extra,
 			mount{host: filepath.Dir(rig.gw.SocketPath()), target: gatewayMount},
-			mount{host: self, target: forwarderPath})
-	}
-	if t.image != nil {
-		for _, m := range extra {
-			ensure := ensureMountPoint
-			if m.target == forwarderPath {
-				ensure = ensureFileMountPoint
-			}
-			if err := ensure(t.image.layer.root, m.target); err != nil {
-				return err
-			}
-		}
+			mount{host: self, target: forwarderPath, file: true})
 	}
 	pc.mounts = append(pc.mounts, extra...)
 	return nil
+}
+
+// forwarderBinary is the runner binary the sandbox runs to relay a
+// loopback port to the gateway's socket.
+func (t *trial) forwarderBinary() (string, error) {
+	if t.opts.Forwarder != "" {
+		return t.opts.Forwarder, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("model gateway forwarder: %w", err)
+	}
+	return self, nil
 }
 
 // rigScript starts the in-sandbox forwarder before the program. It prints

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -84,6 +85,33 @@ func (c *containerIsolation) layouts(_, _, agentsDir string) (host, seen layout)
 		Tmp: containerAgentHome, VerifierHome: containerRootHome, VerifierTmp: containerTmp,
 	}
 	return l, l
+}
+
+// launch starts a phase in the container. An agent phase's background
+// processes keep running when it ends, as after `docker exec` in Harbor's
+// shared container: a server the agent started serves the verifier. Its
+// output is drained until they close it (a process killed by SIGPIPE at
+// the phase's end would not serve anything). Every process of the agent's
+// uid goes at the end of the trial (endAgent).
+func (c *containerIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
+	cmd, err := c.command(pc)
+	if err != nil {
+		return launched{}, err
+	}
+	prepareProcess(cmd)
+	cg.wrap(cmd)
+	out, err := newDrainedOutput(stdout, stderr)
+	if err != nil {
+		return launched{}, err
+	}
+	cmd.Stdout, cmd.Stderr = out.stdoutW, out.stderrW
+	err = cmd.Start()
+	out.started()
+	if err != nil {
+		out.wait()
+		return launched{}, fmt.Errorf("start: %w", err)
+	}
+	return launched{cmd: cmd, release: out.wait, lingers: pc.role == roleAgent}, nil
 }
 
 func (c *containerIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
@@ -179,9 +207,9 @@ func (c *containerIsolation) handOver(dirs ...string) error {
 	return nil
 }
 
-// endAgent kills every process of the agent's uid (so nothing lingers to
-// tamper with the verifier), checks that none is left and reaps the
-// orphans re-parented to the runner.
+// endAgent kills every process of the agent's uid, checks that none is
+// left and reaps the orphans re-parented to the runner: nothing of the
+// agent survives the trial.
 func (c *containerIsolation) endAgent() error {
 	var left []int
 	for range 5 {
@@ -201,7 +229,10 @@ func (c *containerIsolation) endAgent() error {
 }
 
 // prepareVerifier puts the task's tests at /tests, root-owned and read-only
-// to everyone else, only now that no agent process is left.
+// to everyone else, right before the verifier (as Harbor uploads them): a
+// process the agent left running can read them from then on, as in
+// Harbor's shared container, but neither change them nor write the
+// verifier's logs (root's).
 func (c *containerIsolation) prepareVerifier(l layout, taskDir string) error {
 	if err := os.RemoveAll(l.Tests); err != nil {
 		return fmt.Errorf("container: clear %s: %w", l.Tests, err)

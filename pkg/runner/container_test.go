@@ -346,6 +346,9 @@ try write_reward 'echo 1 > /logs/verifier/reward.txt'
 setsid bash -c 'echo up > /app/background-started; while :; do [ -e /tests ] && echo alive >> /app/linger.txt; echo 1 > /logs/verifier/reward.txt; sleep 0.05; done' < /dev/null > /dev/null 2>&1 &
 # a hook the verifier will run as root: it goes after the runner's environment
 cat > /app/hook.sh <<'HOOK'
+for p in /proc/[0-9]*; do
+  if [ "$(sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' "$p/status" 2>/dev/null)" = 61000 ]; then echo hook_agent_process=alive; break; fi
+done
 if bash -c 'exec 3< /proc/1/mem' 2>/dev/null; then echo hook_runner_mem=ok; else echo hook_runner_mem=denied; fi
 for p in /proc/[0-9]*; do
   if tr '\0' '\n' < "$p/environ" > /dev/null 2>&1; then
@@ -384,11 +387,15 @@ func TestContainerIsolationDefeatsAnAdversarialAgent(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.app, "background-started")); err != nil {
 		t.Fatalf("the agent's background process never started (%v): the test proves nothing", err)
 	}
-	if data, err := os.ReadFile(filepath.Join(r.app, "linger.txt")); err == nil {
-		t.Errorf("a process of the agent was alive after the agent phase: %q", data)
+	// What the agent left running lives on into the verifier, as in
+	// Harbor's shared container (it may read /tests then, not write the
+	// reward: write_reward stays denied and the reward 0), and goes with
+	// the trial.
+	if hook := r.artifact(t, "verifier/hook.txt"); !strings.Contains(hook, "hook_agent_process=alive") {
+		t.Errorf("no process of the agent was alive while the verifier ran: %q", hook)
 	}
 	if pids := processesOf(DefaultAgentUID); len(pids) > 0 {
-		t.Errorf("processes of the agent uid still alive: %v", pids)
+		t.Errorf("processes of the agent uid alive after the trial: %v", pids)
 	}
 	// The verifier scored the agent's (empty) work, nothing else.
 	if got := rewardOf(t, r.result); got != 0 {

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,38 +32,33 @@ const (
 	userHelperPath = "/opt/gauntlet/.user-helper"
 )
 
-// dockerDefaultCaps is Docker's default capability set for a container's
-// root: a root image user gets exactly these (effective, permitted and
-// bounding), so apt, chown and friends behave as under Docker.
-// dockerDefaultCapNums are their numbers.
-var (
-	dockerDefaultCaps    = confine.DockerCapabilities
-	dockerDefaultCapNums = confine.DockerCapabilityNumbers
-)
+// dockerDefaultCapNums are Docker's default capabilities for a
+// container's root: a root image user gets exactly these (effective,
+// permitted and bounding), so apt, chown and friends behave as under
+// Docker.
+var dockerDefaultCapNums = confine.DockerCapabilityNumbers
 
-// userSwitchCaps are what the user helper needs to drop to a non-root user
-// (and then loses with the switch).
-var userSwitchCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
-
-// imageIsolation runs every phase with bubblewrap on the attempt's overlay
-// over the task's image: `bwrap --bind <merged> /`, private /dev, /proc,
-// PID, IPC, UTS and network namespaces, the phase's mounts. A root image
-// user runs as root without a user namespace and keeps Docker's default
-// capabilities. A non-root one starts in a user namespace of its own with
-// the identity map (so its uid and the image files' owners are the host's,
-// and its capabilities the namespace's) and is entered by the runner's own
-// binary (exec-phase --uid), which drops every capability and the bounding
-// set and becomes that uid and gid, as a container runtime does. (bwrap
-// --unshare-user --uid N from root would map N to host root.)
+// imageIsolation runs a trial in one pod (pod.go): bubblewrap on the
+// attempt's overlay over the task's image (`bwrap --bind <merged> /`,
+// private /dev, /proc, PID, IPC, UTS, network and cgroup namespaces, the
+// trial's mounts), which every phase enters. A root image user runs as
+// root without a user namespace and keeps Docker's default capabilities.
+// A non-root one enters a user namespace of the pod's own with the identity
+// map (so its uid and the image files' owners are the host's, and its
+// capabilities the namespace's) through the runner's own binary (exec-phase
+// --uid), which drops every capability and the bounding set and becomes
+// that uid and gid, as a container runtime does. (bwrap --unshare-user
+// --uid N from root would map N to host root.)
 type imageIsolation struct {
 	bwrap  string
 	img    Image
 	self   string // the runner binary (static), bound for non-root users
 	layer  *layer
-	slirp  string // slirp4netns binary ("" = public network unavailable)
 	policy string // the operator's network ceiling
 	// rootless: the runner is root of a user namespace of its own.
 	rootless bool
+	// pod is the trial's running environment once started.
+	pod *pod
 }
 
 func (*imageIsolation) name() string { return IsolationBwrap }
@@ -156,80 +150,44 @@ func mkdirInRoot(root, dir string, perm os.FileMode) error {
 }
 
 // writeInRoot replaces file (absolute inside root) with content, never
-// through a symlink of the image.
+// through a symlink of the image: it may run while a phase's background
+// processes change the tree, so every step goes through an os.Root of the
+// merged overlay, which no symlink leads out of.
 func writeInRoot(root, file, content string) error {
-	if err := mkdirInRoot(root, filepath.Dir(file), 0o755); err != nil {
-		return err
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("image sandbox: %w", err)
 	}
-	path := filepath.Join(root, file)
-	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
-		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("image sandbox: replace %s: %w", file, err)
-		}
+	defer r.Close()
+	rel := strings.TrimPrefix(filepath.Clean(file), "/")
+	if err := r.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
+		return fmt.Errorf("image sandbox: create %s: %w", filepath.Dir(file), err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	// Replaced, never written in place: the entry may be a symlink (the
+	// image's, or one a phase planted).
+	if err := r.Remove(rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("image sandbox: replace %s: %w", file, err)
+	}
+	f, err := r.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("image sandbox: write %s: %w", file, err)
 	}
 	_, err = io.WriteString(f, content)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("image sandbox: write %s: %w", file, err)
 	}
-	return os.Chmod(path, 0o644)
+	return nil
 }
 
 // command is not used for image phases: launch starts them.
 func (i *imageIsolation) command(phaseCommand) (*exec.Cmd, error) {
 	return nil, errors.New("image sandbox: phases start through launch")
-}
-
-// bwrapArgs builds the phase's bubblewrap command line. Fds 3 and 4 are
-// bwrap's info and block fds.
-func (i *imageIsolation) bwrapArgs(pc phaseCommand) ([]string, error) {
-	args := []string{"--bind", i.layer.root, "/", "--dev", "/dev", "--proc", "/proc"}
-	// runc's masked and read-only paths: as root of the host's user
-	// namespace the phase could otherwise rewrite the host's kernel
-	// settings (kernel.core_pattern: a program of its choosing run as
-	// host root at the next crash).
-	masks, err := confine.BwrapProcArgs(pc.maskFile)
-	if err != nil {
-		return nil, fmt.Errorf("image sandbox: %w", err)
-	}
-	args = append(args, masks...)
-	for _, m := range pc.mounts {
-		flag := "--ro-bind"
-		if m.writable {
-			flag = "--bind"
-		}
-		args = append(args, flag, m.host, m.target)
-	}
-	args = append(args,
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
-		"--hostname", sandboxHostname, "--die-with-parent", "--new-session",
-		"--info-fd", "3", "--block-fd", "4", "--cap-drop", "ALL")
-	// bwrap as root narrows the effective set but not the bounding set:
-	// the helper (the runner's static binary) empties the bounding set down
-	// to the phase's capabilities (a non-root user: none) before the exec.
-	caps := dockerDefaultCaps
-	helper := []string{userHelperPath, execPhaseCommand, "--started-fd", strconv.Itoa(startedFD), "--docker-caps"}
-	if !pc.user.root() {
-		caps = userSwitchCaps
-		helper = []string{userHelperPath, execPhaseCommand, "--started-fd", strconv.Itoa(startedFD), "--uid", strconv.FormatUint(uint64(pc.user.uid), 10),
-			"--gid", strconv.FormatUint(uint64(pc.user.gid), 10), "--groups", joinIDs(pc.user.groups)}
-		if pc.nproc > 0 {
-			helper = append(helper, "--nproc", strconv.Itoa(pc.nproc))
-		}
-	}
-	args = append(args, "--ro-bind", i.self, userHelperPath)
-	for _, c := range caps {
-		args = append(args, "--cap-add", c)
-	}
-	args = append(args, "--chdir", i.img.workDir(), "--")
-	args = append(args, helper...)
-	return append(args, "--", "bash", "-c", pc.script), nil
 }
 
 func joinIDs(ids []uint32) string {
@@ -240,21 +198,48 @@ func joinIDs(ids []uint32) string {
 	return strings.Join(s, ",")
 }
 
-// launch starts the phase: bwrap sets up the sandbox and stops before the
-// phase's command (its block fd); meanwhile the runner moves bwrap and the
-// sandbox's init into the phase's cgroups and attaches the network, then
-// lets it go. Nothing of the phase's command ever runs outside its limits
-// or before its network is in place. release stops the phase's network.
-func (i *imageIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
-	// A non-root image user gets a user namespace of its own, mapped
-	// identically (a rootless runner's phases are in its namespace
-	// already).
-	pc.identityUserNS = !pc.user.root() && !i.rootless
-	args, err := i.bwrapArgs(pc)
-	if err != nil {
-		return launched{}, err
+// launch enters the phase into the trial's running pod (pod.go). A phase
+// of a non-root image user enters the pod's user namespace, mapped
+// identically (a rootless runner's phases are in its namespace already).
+// The phase's limits are the pod's: cg is not used.
+func (i *imageIsolation) launch(pc phaseCommand, _ *cgroup, stdout, stderr io.Writer) (launched, error) {
+	if i.pod == nil {
+		return launched{}, errors.New("image sandbox: no pod is running for the phase to enter")
 	}
-	return launchBwrap(i.bwrap, args, i.slirp, pc, cg, stdout, stderr)
+	pc.identityUserNS = !pc.user.root() && !i.rootless
+	return i.pod.launch(pc, i.img.workDir(), stdout, stderr)
+}
+
+// startPod starts the trial's pod over the layer with the trial's mounts
+// and limits. userNS: some phase's user is not root.
+func (i *imageIsolation) startPod(mounts []mount, maskFile string, cg *cgroup, userNS bool, stderr io.Writer) ([]string, error) {
+	for _, m := range mounts {
+		ensure := ensureMountPoint
+		if m.file {
+			ensure = ensureFileMountPoint
+		}
+		if err := ensure(i.layer.root, m.target); err != nil {
+			return nil, err
+		}
+	}
+	if err := ensureFileMountPoint(i.layer.root, userHelperPath); err != nil {
+		return nil, err
+	}
+	p, retries, err := startPod(podSpec{bwrap: i.bwrap, root: i.layer.root, mounts: mounts, maskFile: maskFile,
+		self: i.self, userNS: userNS && !i.rootless, cg: cg, stderr: stderr})
+	if err != nil {
+		return retries, err
+	}
+	i.pod = p
+	return retries, nil
+}
+
+// stopPod ends the trial's pod, if one runs.
+func (i *imageIsolation) stopPod() error {
+	if i.pod == nil {
+		return nil
+	}
+	return i.pod.stop()
 }
 
 // identityMap maps every id to itself: the ids, and so the owners of
@@ -267,94 +252,6 @@ var identityMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32
 // a byte there (host-rootfs phases: the script's first command), so a
 // non-zero exit without it is bubblewrap's own failure.
 const startedFD = 6
-
-// launchBwrap starts bwrap with args (which hold --info-fd 3 --block-fd 4,
-// --unshare-net, and have the sandbox write to startedFD) and the sandbox's
-// seccomp filter (seccomp.go), joins its processes to cg, gives the
-// sandbox's network namespace its network mode (slirp4netns for public,
-// the egress proxy for allowlist, nothing for no-network) and only then
-// lets the phase's command run.
-func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
-	var pipes [6]*os.File // info, block and started: read end, write end
-	for i := 0; i < len(pipes); i += 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			closeFiles(pipes[:i]...)
-			return launched{}, fmt.Errorf("image sandbox: %w", err)
-		}
-		pipes[i], pipes[i+1] = r, w
-	}
-	infoR, infoW, blockR, blockW, startedR, startedW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
-	defer infoR.Close()
-	defer blockW.Close()
-	filter, err := seccompFile()
-	if err != nil {
-		closeFiles(infoW, blockR, startedR, startedW)
-		return launched{}, fmt.Errorf("image sandbox: %w", err)
-	}
-	defer filter.Close()
-	// Fd 5 is the seccomp filter bwrap installs before the command.
-	cmd := exec.Command(bwrap, append([]string{"--seccomp", "5"}, args...)...)
-	cmd.Env = pc.env
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{infoW, blockR, filter, startedW}
-	cmd.WaitDelay = waitDelay
-	prepareProcess(cmd)
-	if pc.identityUserNS {
-		// bwrap starts as root of the new namespace (its caps are that
-		// namespace's) and the helper becomes the image user there.
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
-		cmd.SysProcAttr.UidMappings, cmd.SysProcAttr.GidMappings = identityMap, identityMap
-		cmd.SysProcAttr.GidMappingsEnableSetgroups = true
-	}
-	err = cmd.Start()
-	closeFiles(infoW, blockR, startedW)
-	if err != nil {
-		startedR.Close()
-		return launched{}, fmt.Errorf("start bwrap: %w", err)
-	}
-	l := launched{cmd: cmd, release: func() {}, ran: startedByte(startedR)}
-	fail := func(err error) (launched, error) {
-		killGroup(cmd.Process.Pid)
-		l.release()
-		_ = cmd.Wait()
-		startedR.Close()
-		return launched{}, err
-	}
-	var info struct {
-		ChildPID int `json:"child-pid"`
-	}
-	if err := json.NewDecoder(io.LimitReader(infoR, 4096)).Decode(&info); err != nil || info.ChildPID <= 0 {
-		return fail(fmt.Errorf("image sandbox: %w: bwrap reported no sandbox pid (%v)", errSandboxSetup, err))
-	}
-	if err := cg.join(cmd.Process.Pid, info.ChildPID); err != nil {
-		return fail(err)
-	}
-	switch pc.netMode {
-	case netPublic:
-		stop, err := startSlirp(slirp, info.ChildPID)
-		if err != nil {
-			return fail(err)
-		}
-		l.release = stop
-	case netAllowlist:
-		proxy, err := startEgressProxy(info.ChildPID, pc.allowedHosts)
-		if err != nil {
-			return fail(err)
-		}
-		l.release = proxy.stop
-	}
-	if _, err := blockW.Write([]byte{1}); err != nil {
-		if errors.Is(err, syscall.EPIPE) {
-			// The sandbox is gone already: bwrap failed in its setup
-			// after reporting the pid. Its exit (and the missing started
-			// byte) says so once the phase is waited for.
-			return l, nil
-		}
-		return fail(fmt.Errorf("image sandbox: release the phase: %w", err))
-	}
-	return l, nil
-}
 
 // startedByte returns the check that the sandbox wrote its started byte on
 // r; it is asked once bwrap has exited, so every write end is closed (the
@@ -392,9 +289,10 @@ func startSlirp(bin string, pid int) (stop func(), err error) {
 	return stop, nil
 }
 
-// launcher is an isolation that starts a phase itself (image isolation:
-// the phase's cgroups and network are attached between bwrap's setup and
-// the phase's command).
+// launcher is an isolation that starts a phase itself: image isolation
+// enters it into the trial's pod; the host-rootfs mode attaches the
+// phase's cgroups and network between bwrap's setup and the phase's
+// command; container isolation keeps what an agent phase leaves running.
 type launcher interface {
 	launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error)
 }
@@ -414,6 +312,5 @@ func newImageIsolation(bwrap string, opts Options) (*imageIsolation, error) {
 		}
 		self = exe
 	}
-	slirp, _ := exec.LookPath("slirp4netns")
-	return &imageIsolation{bwrap: bwrap, img: *opts.Image, self: self, slirp: slirp, policy: opts.NetworkCeiling, rootless: inUserNamespace()}, nil
+	return &imageIsolation{bwrap: bwrap, img: *opts.Image, self: self, policy: opts.NetworkCeiling, rootless: inUserNamespace()}, nil
 }

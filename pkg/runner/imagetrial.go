@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
 
@@ -92,8 +94,8 @@ func (t *trial) setUpLayer() error {
 		t.log.Warn("limits", "storage", "NOT enforced (storage limit disabled by the operator)")
 		t.noteLimit("storage NOT enforced (disabled by the operator)")
 	}
-	t.noteLimit("network: each phase in its own network namespace")
-	t.log.Info("limits", "network", "each phase in its own network namespace: public through slirp4netns without the host's loopback, allowlist through an egress proxy on the sandbox's loopback, no-network with loopback only")
+	t.noteLimit("network: one network namespace for the trial (its pod's), each phase's mode applied at its start")
+	t.log.Info("limits", "network", "one network namespace for the trial, its mode set at each phase's start: public through slirp4netns without the host's loopback, allowlist through an egress proxy on the sandbox's loopback, no-network with loopback only")
 	return nil
 }
 
@@ -254,15 +256,7 @@ func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
 	}
 	pc.user = u
 	pc.env = imageEnv(t.image.img, u, pc.env)
-	if err := t.image.setResolver(pc.network); err != nil {
-		return err
-	}
-	for _, m := range pc.mounts {
-		if err := ensureMountPoint(t.layer.root, m.target); err != nil {
-			return err
-		}
-	}
-	return ensureFileMountPoint(t.layer.root, userHelperPath)
+	return t.image.setResolver(pc.network)
 }
 
 // effectiveNetwork is the phase's network mode under the operator's
@@ -318,37 +312,140 @@ func ensureFileMountPoint(root, target string) error {
 	return writeInRoot(root, target, "")
 }
 
-func (t *trial) imageAgentMounts() []mount {
+// podMounts are the mounts of the trial's pod, for every phase: Harbor's
+// /logs directories, the harness's files (its bundle, command agents'
+// scripts), the platform's helpers and, when the agent's harness or the
+// verifier's judge reaches a model gateway, the gateway's socket directory
+// and the forwarder. /tests and /solution are not mounts: they are
+// uploaded into the pod's filesystem for the phase that gets them.
+func (t *trial) podMounts(rig *agentRig) ([]mount, error) {
 	m := []mount{
 		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
+		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
 		{host: t.host.Artifacts, target: ArtifactsMount, writable: true},
-	}
-	if t.harness.MountsSolution {
-		m = append(m, mount{host: t.host.Solution, target: SolutionMount})
 	}
 	if t.host.Agents != "" {
 		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
 	}
-	if t.opts.InstalledAgentDir != "" {
+	switch {
+	case t.opts.InstalledAgentDir != "":
 		m = append(m, mount{host: t.opts.InstalledAgentDir, target: InstalledAgentMount})
+	case rig != nil && rig.bundle != "":
+		m = append(m, mount{host: rig.bundle, target: harness.BundleMount})
 	}
 	if t.opts.StaticBinDir != "" {
 		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
 	}
-	return m
+	if rig != nil && rig.gw != nil || t.spec.JudgeModel != "" {
+		socket, err := t.podGatewaySocket()
+		if err != nil {
+			return nil, err
+		}
+		forwarder, err := t.forwarderBinary()
+		if err != nil {
+			return nil, err
+		}
+		m = append(m, mount{host: filepath.Dir(socket), target: gatewayMount},
+			mount{host: forwarder, target: forwarderPath, file: true})
+	}
+	return m, nil
 }
 
-func (t *trial) imageVerifierMounts() []mount {
-	m := []mount{
-		{host: t.host.AgentLogs, target: AgentLogMount},
-		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
-		{host: t.host.Artifacts, target: ArtifactsMount, writable: true},
-		{host: t.host.Tests, target: TestsMount},
+// podGatewaySocket is where the model gateways of a pod's trial listen:
+// one directory, bound into the pod for the whole trial, which the agent's
+// gateway and then the verifier's judge gateway use in turn (each removes
+// its socket when it closes).
+func (t *trial) podGatewaySocket() (string, error) {
+	if t.podSocket == "" {
+		path, tmp, err := t.gatewaySocketPath("gateway")
+		if err != nil {
+			return "", fmt.Errorf("model gateway: socket: %w", err)
+		}
+		t.podSocket, t.podSocketTmp = path, tmp
 	}
-	if t.opts.StaticBinDir != "" {
-		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
+	return t.podSocket, nil
+}
+
+// startPod starts the trial's pod (image isolation) with its mounts and
+// its cgroup, after uploading the solution for a harness that gets it.
+func (t *trial) startPod(rig *agentRig) error {
+	if t.harness.MountsSolution {
+		if err := uploadDir(t.layer.root, t.host.Solution, SolutionMount); err != nil {
+			return fmt.Errorf("image sandbox: %w", err)
+		}
 	}
-	return m
+	mounts, err := t.podMounts(rig)
+	if err != nil {
+		return err
+	}
+	agentUser, err := t.phaseUser(roleAgent)
+	if err != nil {
+		return err
+	}
+	verifierUser, err := t.phaseUser(roleVerifier)
+	if err != nil {
+		return err
+	}
+	var cg *cgroup
+	if !t.rootless {
+		cg, t.podLimits = newCgroup(cgroupRoot, t.cgroupName("pod"), t.limits())
+	}
+	stderr, err := newCappedFile(podStderrPath(t.work), 64<<10)
+	if err != nil {
+		_ = cg.remove()
+		return err
+	}
+	t.podStderr = stderr
+	started := time.Now()
+	retries, err := t.image.startPod(mounts, t.maskFile(), cg, !agentUser.root() || !verifierUser.root(), stderr)
+	for _, failure := range retries {
+		t.log.Warn("the pod's sandbox failed to set up; started it again", "failure", failure, "bwrap", lastLine(podStderrPath(t.work)))
+	}
+	if err != nil {
+		_ = cg.remove()
+		return fmt.Errorf("%w: %s", err, lastLine(podStderrPath(t.work)))
+	}
+	t.log.Info("pod started", "pid", t.image.pod.pid, "user_namespace", t.image.pod.spec.userNS,
+		"duration", time.Since(started).Round(time.Microsecond).String())
+	return nil
+}
+
+// stopPod ends the trial's pod and everything still running in it (image
+// isolation; nothing otherwise). It is safe to call more than once.
+func (t *trial) stopPod() {
+	if t.image == nil || t.image.pod == nil {
+		return
+	}
+	if err := t.image.stopPod(); err != nil {
+		t.log.Warn("the pod did not stop cleanly", "err", err)
+	} else {
+		t.log.Info("pod stopped: no process of the trial is left")
+	}
+	if t.podStderr != nil {
+		_ = t.podStderr.Close()
+		t.podStderr = nil
+	}
+	if t.podSocketTmp != "" {
+		_ = os.RemoveAll(t.podSocketTmp)
+		t.podSocketTmp = ""
+	}
+}
+
+// prepareImageVerifier readies the running pod for the verifier, as
+// Harbor does its container: /logs/verifier emptied (whatever the agent
+// put there) and the task's tests uploaded to /tests.
+func (t *trial) prepareImageVerifier() error {
+	u, err := t.phaseUser(roleVerifier)
+	if err != nil {
+		return err
+	}
+	if err := emptyDir(t.host.VerifierLogs, u.uid, u.gid); err != nil {
+		return fmt.Errorf("clear verifier logs: %w", err)
+	}
+	if err := uploadDir(t.layer.root, t.host.Tests, TestsMount); err != nil {
+		return fmt.Errorf("image sandbox: %w", err)
+	}
+	return nil
 }
 
 // storageNote says, for an agent failure, that the attempt's storage limit

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
@@ -66,11 +68,12 @@ var hostEtcFiles = []string{
 	"/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/python3", "/etc/python3.11",
 }
 
-// mount is one host directory made visible to a phase.
+// mount is one host directory (or file) made visible to a phase.
 type mount struct {
 	host     string
 	target   string // in-sandbox path (bubblewrap layout)
 	writable bool
+	file     bool // a file, not a directory (its mount point is a file)
 }
 
 // phaseRole says whose phase it is: the agent's (install step and agent)
@@ -103,8 +106,8 @@ type phaseCommand struct {
 	// maskFile is the empty file bound over the masked files of /proc
 	// (confine.BwrapProcArgs) in bubblewrap sandboxes.
 	maskFile string
-	// identityUserNS starts the sandbox in a user namespace of its own
-	// with the identity map (image isolation, non-root image user).
+	// identityUserNS enters the phase into its pod's user namespace, which
+	// has the identity map (image isolation, non-root image user).
 	identityUserNS bool
 	// nproc, when > 0, is the RLIMIT_NPROC of a phase under container
 	// isolation (its pids limit, which no cgroup enforces there).
@@ -261,6 +264,87 @@ func (b bwrapIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Wr
 	}
 	slirp, _ := exec.LookPath("slirp4netns")
 	return launchBwrap(b.path, args, slirp, pc, cg, stdout, stderr)
+}
+
+// launchBwrap starts a host-rootfs phase's bwrap with args (which hold --info-fd 3 --block-fd 4,
+// --unshare-net, and have the sandbox write to startedFD) and the sandbox's
+// seccomp filter (seccomp.go), joins its processes to cg, gives the
+// sandbox's network namespace its network mode (slirp4netns for public,
+// the egress proxy for allowlist, nothing for no-network) and only then
+// lets the phase's command run.
+func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
+	var pipes [6]*os.File // info, block and started: read end, write end
+	for i := 0; i < len(pipes); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeFiles(pipes[:i]...)
+			return launched{}, fmt.Errorf("sandbox: %w", err)
+		}
+		pipes[i], pipes[i+1] = r, w
+	}
+	infoR, infoW, blockR, blockW, startedR, startedW := pipes[0], pipes[1], pipes[2], pipes[3], pipes[4], pipes[5]
+	defer infoR.Close()
+	defer blockW.Close()
+	filter, err := seccompFile()
+	if err != nil {
+		closeFiles(infoW, blockR, startedR, startedW)
+		return launched{}, fmt.Errorf("sandbox: %w", err)
+	}
+	defer filter.Close()
+	// Fd 5 is the seccomp filter bwrap installs before the command.
+	cmd := exec.Command(bwrap, append([]string{"--seccomp", "5"}, args...)...)
+	cmd.Env = pc.env
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{infoW, blockR, filter, startedW}
+	cmd.WaitDelay = waitDelay
+	prepareProcess(cmd)
+	err = cmd.Start()
+	closeFiles(infoW, blockR, startedW)
+	if err != nil {
+		startedR.Close()
+		return launched{}, fmt.Errorf("start bwrap: %w", err)
+	}
+	l := launched{cmd: cmd, release: func() {}, ran: startedByte(startedR)}
+	fail := func(err error) (launched, error) {
+		killGroup(cmd.Process.Pid)
+		l.release()
+		_ = cmd.Wait()
+		startedR.Close()
+		return launched{}, err
+	}
+	var info struct {
+		ChildPID int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(io.LimitReader(infoR, 4096)).Decode(&info); err != nil || info.ChildPID <= 0 {
+		return fail(fmt.Errorf("sandbox: %w: bwrap reported no sandbox pid (%v)", errSandboxSetup, err))
+	}
+	if err := cg.join(cmd.Process.Pid, info.ChildPID); err != nil {
+		return fail(err)
+	}
+	switch pc.netMode {
+	case netPublic:
+		stop, err := startSlirp(slirp, info.ChildPID)
+		if err != nil {
+			return fail(err)
+		}
+		l.release = stop
+	case netAllowlist:
+		proxy, err := startEgressProxy(info.ChildPID, pc.allowedHosts)
+		if err != nil {
+			return fail(err)
+		}
+		l.release = proxy.stop
+	}
+	if _, err := blockW.Write([]byte{1}); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			// The sandbox is gone already: bwrap failed in its setup
+			// after reporting the pid. Its exit (and the missing started
+			// byte) says so once the phase is waited for.
+			return l, nil
+		}
+		return fail(fmt.Errorf("sandbox: release the phase: %w", err))
+	}
+	return l, nil
 }
 
 type processIsolation struct{}

@@ -31,8 +31,9 @@ const SpecEnv = sandbox.SpecEnv
 // sandbox.ExitInfra when the runner could not do its job. keys unwraps the
 // data key of sealed secrets (KMS in the cloud); nil when none can arrive.
 //
-// The subcommands install, exec-phase and kill-all are the runner's helpers
-// (the ECS init container; container isolation).
+// The subcommands install, exec-phase, kill-all and pod-init are the
+// runner's helpers (the ECS init container; container isolation; an image
+// trial's pod), gateway-forward the agent's relay to its model gateway.
 func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("component", "sandbox-runner")
 	if len(args) > 0 {
@@ -52,7 +53,14 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 			return sandbox.ExitOK
 		case ForwardCommand:
 			// Inside the agent's sandbox: relay a loopback port to the
-			// model gateway's socket until the sandbox ends.
+			// model gateway's socket until the phase's shell that started
+			// it ends. The sandbox (an image trial's pod) may outlive the
+			// phase: a forwarder left behind would hold the phase's
+			// environment (its gateway token) and a port into the next
+			// phase.
+			if err := prctl(prSetPdeathsig, uintptr(syscall.SIGKILL)); err != nil || os.Getppid() == 1 {
+				return 1 // the shell is gone already
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return gateway.ForwardMain(ctx, args[1:], os.Stdout, os.Stderr)
@@ -60,6 +68,8 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 			return execPhase(args[1:], os.Stderr)
 		case killAllCommand:
 			return killAll(os.Stderr)
+		case podInitCommand:
+			return podInit(args[1:], os.Stderr)
 		}
 	}
 	if cfg, err := parseFlags(args, io.Discard); err == nil && cfg.opts.Isolation == IsolationBwrap && os.Geteuid() != 0 {

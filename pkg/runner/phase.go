@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -66,6 +67,11 @@ type launched struct {
 	// ran reports, once cmd has exited, whether the phase's own command
 	// ever began; nil means the start cannot tell, and it did.
 	ran func() bool
+	// lingers: the environment outlives the phase (a pod, a container),
+	// so what the phase started in the background keeps running when its
+	// command exits, as after `docker exec`; only a timeout or the
+	// runner's stop kills the phase's process group.
+	lingers bool
 }
 
 // runPhase runs p under iso and waits for it. The error reports only that the
@@ -136,8 +142,10 @@ func waitPhase(ctx, phaseCtx context.Context, iso isolation, p phase, stdout, st
 		out.TimedOut = errors.Is(phaseCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		out.Canceled = ctx.Err() != nil
 	}
-	// Whatever the phase left behind in its process group goes too.
-	killGroup(cmd.Process.Pid)
+	if !l.lingers {
+		// Whatever the phase left behind in its process group goes too.
+		killGroup(cmd.Process.Pid)
+	}
 	out.FinishedAt = time.Now().UTC()
 	out.ExitCode = exitCode(waitErr)
 	ran = l.ran == nil || l.ran()
@@ -228,8 +236,13 @@ func isSignaled(err error) bool {
 }
 
 // cappedFile writes at most limit bytes to a file and discards the rest, so a
-// chatty agent cannot fill the disk through its stdout.
+// chatty agent cannot fill the disk through its stdout. Writes may come
+// from a copy that outlives the phase (a background process still holding
+// a pod phase's output): they are kept within the cap, and dropped once
+// the file is closed.
 type cappedFile struct {
+	mu        sync.Mutex
+	closed    bool
 	f         *os.File
 	limit     int64
 	remaining int64
@@ -245,7 +258,12 @@ func newCappedFile(path string, limit int64) (*cappedFile, error) {
 }
 
 func (c *cappedFile) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n := len(p)
+	if c.closed {
+		return n, nil
+	}
 	if int64(len(p)) > c.remaining {
 		p = p[:c.remaining]
 		if !c.truncated {
@@ -264,6 +282,8 @@ func (c *cappedFile) Write(p []byte) (int, error) {
 
 // reset empties the file for a new start of the phase.
 func (c *cappedFile) reset() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.f.Truncate(0); err != nil {
 		return fmt.Errorf("reset output file: %w", err)
 	}
@@ -276,6 +296,12 @@ func (c *cappedFile) reset() error {
 }
 
 func (c *cappedFile) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
 	if c.truncated {
 		_, _ = io.WriteString(c.f, "\n[output truncated by the runner]\n")
 	}

@@ -137,7 +137,7 @@ func TestResultSaysWhatTheSandboxEnforced(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := strings.Join(extra.Limits, "\n")
-	for _, want := range []string{"storage 10240 MB applied (platform default", "pids limit 1024 applied", "memory limit", "network: each phase in its own network namespace"} {
+	for _, want := range []string{"storage 10240 MB applied (platform default", "pids limit 1024 applied", "memory limit", "network: one network namespace for the trial (its pod's), each phase's mode applied at its start"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("limits %q lack %q", extra.Limits, want)
 		}

@@ -15,10 +15,13 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 )
 
 // prctl options (linux/prctl.h).
 const (
+	prSetPdeathsig      = 1
 	prSetDumpable       = 4
 	prCapBSetDrop       = 24
 	prSetChildSubreaper = 36
@@ -62,12 +65,33 @@ func execPhase(args []string, stderr io.Writer) int {
 	dockerCaps := fs.Bool("docker-caps", false, "keep only Docker's default capabilities in the bounding set")
 	nproc := fs.Int("nproc", 0, "set RLIMIT_NPROC (the most processes of the phase's real uid) to this before the exec")
 	startedFD := fs.Int("started-fd", -1, "write one byte to this fd (and close it) once the sandbox is set up, just before the exec")
+	seccompFD := fs.Int("seccomp-fd", -1, "read a seccomp program (struct sock_filter array) from this fd and load it just before the exec")
+	chdir := fs.String("chdir", "", "change to this directory before the exec")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps] [--uid N --gid G [--groups A,B]] [--nproc N] [--started-fd N] -- program args...")
+		fmt.Fprintln(stderr, "usage: sandbox-runner exec-phase [--drop-caps | --docker-caps] [--uid N --gid G [--groups A,B]] [--nproc N] [--chdir DIR] [--seccomp-fd N] [--started-fd N] -- program args...")
 		return 127
+	}
+	var filter []byte
+	if *seccompFD >= 0 {
+		// Read before anything is dropped: the fd is the runner's pipe.
+		f := os.NewFile(uintptr(*seccompFD), "seccomp")
+		data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "sandbox-runner exec-phase: read the seccomp filter: %v\n", err)
+			return 127
+		}
+		filter = data
 	}
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
 		fmt.Fprintf(stderr, "sandbox-runner exec-phase: set no-new-privileges: %v\n", err)
+		return 127
+	}
+	// The inheritable set is not the bounding set's to limit: a process
+	// entered with setns (not bwrap's child) keeps the one it came with,
+	// and a file's inheritable capabilities would pick from it at the exec.
+	if err := setCapabilities(nil, true); err != nil {
+		fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
 		return 127
 	}
 	if *dropCaps {
@@ -88,6 +112,13 @@ func execPhase(args []string, stderr io.Writer) int {
 				return 127
 			}
 		}
+		// Entered into a running sandbox by a root runner, the helper holds
+		// every capability: keep only Docker's (bwrap's child got them
+		// from bwrap; this makes them the same either way).
+		if err := setCapabilities(dockerDefaultCapNums, false); err != nil {
+			fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
+			return 127
+		}
 	}
 	if *uid >= 0 {
 		if err := becomeUser(*uid, *gid, *groups); err != nil {
@@ -102,6 +133,20 @@ func execPhase(args []string, stderr io.Writer) int {
 		lim := unix.Rlimit{Cur: uint64(*nproc), Max: uint64(*nproc)}
 		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
 			fmt.Fprintf(stderr, "sandbox-runner exec-phase: set RLIMIT_NPROC %d: %v\n", *nproc, err)
+			return 127
+		}
+	}
+	if *chdir != "" {
+		if err := os.Chdir(*chdir); err != nil {
+			fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
+			return 127
+		}
+	}
+	if filter != nil {
+		// The last step before the exec: the filter refuses much of what
+		// the steps above needed.
+		if err := confine.InstallSeccomp(filter); err != nil {
+			fmt.Fprintf(stderr, "sandbox-runner exec-phase: %v\n", err)
 			return 127
 		}
 	}
@@ -154,6 +199,36 @@ func becomeUser(uid, gid int, groups string) error {
 	}
 	if err := syscall.Setresuid(uid, uid, uid); err != nil {
 		return fmt.Errorf("set uid %d: %w", uid, err)
+	}
+	return nil
+}
+
+// setCapabilities narrows the thread's effective and permitted sets to
+// keep (nil: leaves them) and empties its inheritable set when
+// clearInheritable or keep is given. Capabilities not held are not added.
+func setCapabilities(keep []uintptr, clearInheritable bool) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read capabilities: %w", err)
+	}
+	if keep != nil {
+		var mask [2]uint32
+		for _, c := range keep {
+			mask[c/32] |= 1 << (c % 32)
+		}
+		for i := range data {
+			data[i].Effective &= mask[i]
+			data[i].Permitted &= mask[i]
+		}
+	}
+	if clearInheritable || keep != nil {
+		for i := range data {
+			data[i].Inheritable = 0
+		}
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("set capabilities: %w", err)
 	}
 	return nil
 }

@@ -103,9 +103,11 @@ type Options struct {
 }
 
 // Run runs one trial of spec: it seeds the work dir from the task, runs the
-// harness's install step and the agent in the agent sandbox (killed at
-// spec.AgentTimeout), then always runs the verifier (tests/test.sh) in its own
-// sandbox, reads the reward, collects /logs as artifacts and writes
+// harness's install step and the agent in the trial's environment (killed
+// at spec.AgentTimeout), then always runs the verifier (tests/test.sh) in
+// the same environment (image and container isolation: what the agent left
+// running still runs, as in Harbor's shared container; the host-rootfs and
+// process modes: a sandbox of its own), ends it, reads the reward, collects /logs as artifacts and writes
 // OutDir/result.json (uploading it when spec.Output has URLs). Agent and
 // verifier failures are recorded in the result's exception_info; an error
 // means the runner could not do its job and no trustworthy result exists.
@@ -179,6 +181,15 @@ type trial struct {
 	// rootless: the runner is root of a user namespace of its own, not of
 	// the host (rootless.go).
 	rootless bool
+	// podLimits say what the pod's cgroup enforces (image isolation).
+	podLimits []string
+	// podStderr is the pod's bwrap's messages.
+	podStderr *cappedFile
+	// ended: the environment that outlives the phases is gone.
+	ended bool
+	// podSocket is the socket path of the pod's model gateways, in
+	// podSocketTmp when the work dir's path was too long for it.
+	podSocket, podSocketTmp string
 	// judgeFault is the judge's model failure, if its calls failed.
 	judgeFault *gateway.Fault
 	reward     *harbor.Reward
@@ -242,6 +253,11 @@ func (t *trial) closeLog() {
 
 // run executes the phases. Its error means the trial could not be run.
 func (t *trial) run(ctx context.Context) error {
+	defer func() {
+		if err := t.endEnvironment(); err != nil {
+			t.log.Error("the trial's environment did not end cleanly", "err", err)
+		}
+	}()
 	t.log.Info("trial started", "harness", t.harness.Name, "model", t.spec.Model,
 		"isolation", t.iso.name(), "task", t.spec.Task.Name)
 	if _, ok := t.iso.(processIsolation); ok {
@@ -273,16 +289,40 @@ func (t *trial) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if t.container != nil {
-		if err := t.container.endAgent(); err != nil {
-			return err
-		}
-		t.log.Info("no process of the agent uid is left")
-	}
-	if rig != nil {
+	// In a pod or a container what the agent left running lives on into
+	// the verifier: its files are read once it is gone (it could swap
+	// them for symlinks while the runner reads).
+	lingers := t.image != nil || t.container != nil
+	if rig != nil && !lingers {
 		t.keepAgentLogs(rig)
 	}
-	return t.runVerifier(ctx)
+	err = t.runVerifier(ctx)
+	if eerr := t.endEnvironment(); eerr != nil {
+		return errors.Join(err, eerr)
+	}
+	if rig != nil && lingers {
+		t.keepAgentLogs(rig)
+	}
+	return err
+}
+
+// endEnvironment ends what outlives the phases: an image trial's pod, the
+// agent uid's processes in a container (Harbor's shared container, which
+// the verifier ran in). It does its work once.
+func (t *trial) endEnvironment() error {
+	if t.ended {
+		return nil
+	}
+	t.ended = true
+	t.stopPod()
+	if t.container == nil {
+		return nil
+	}
+	if err := t.container.endAgent(); err != nil {
+		return err
+	}
+	t.log.Info("no process of the agent uid is left")
+	return nil
 }
 
 // setUpEnvironment fetches and loads the task and seeds /app.
@@ -415,6 +455,11 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	if err != nil {
 		return err
 	}
+	if t.image != nil {
+		if err := t.startPod(rig); err != nil {
+			return err
+		}
+	}
 	if install.script != "" {
 		out, err := t.phase(ctx, "agent_setup", install, installTimeout, installStdout, installStderr, t.host.AgentLogs)
 		if err != nil {
@@ -481,11 +526,17 @@ func (t *trial) readUsage() {
 // runVerifier runs tests/test.sh and reads the reward.
 func (t *trial) runVerifier(ctx context.Context) error {
 	// Nothing but this verifier run may leave a reward behind.
-	if err := os.RemoveAll(t.host.VerifierLogs); err != nil {
-		return fmt.Errorf("clear verifier logs: %w", err)
-	}
-	if err := os.MkdirAll(t.host.VerifierLogs, 0o755); err != nil {
-		return fmt.Errorf("create verifier logs: %w", err)
+	if t.image != nil {
+		if err := t.prepareImageVerifier(); err != nil {
+			return err
+		}
+	} else {
+		if err := os.RemoveAll(t.host.VerifierLogs); err != nil {
+			return fmt.Errorf("clear verifier logs: %w", err)
+		}
+		if err := os.MkdirAll(t.host.VerifierLogs, 0o755); err != nil {
+			return fmt.Errorf("create verifier logs: %w", err)
+		}
 	}
 	if t.container != nil {
 		if err := t.container.prepareVerifier(t.host, t.task.Dir); err != nil {
@@ -520,6 +571,9 @@ func (t *trial) runVerifier(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The reward is read once nothing of the pod runs any more: neither a
+	// process the agent left running nor the verifier's own.
+	t.stopPod()
 	if out.TimedOut {
 		t.exceptNoReward(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
 		return nil
@@ -559,6 +613,13 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	if t.container != nil {
 		oomBefore, containerOOM = containerOOMKills(cgroupRoot)
 	}
+	var pod *cgroup
+	if t.image != nil && t.image.pod != nil {
+		// The pod's one cgroup: the change of its count across the phase
+		// (what still runs from an earlier phase counts there too).
+		pod = t.image.pod.spec.cg
+		oomBefore = pod.oomKills()
+	}
 	out, err := runPhase(ctx, t.iso, phase{
 		name: name, cmd: pc, timeout: timeout, cgroup: cg,
 		stdout: filepath.Join(captureDir, stdout), stderr: filepath.Join(captureDir, stderr),
@@ -575,6 +636,9 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	timing.StartedAt, timing.FinishedAt = &out.StartedAt, &out.FinishedAt
 	t.exitCodes[name] = out.ExitCode
 	out.OOMKills = cg.oomKills()
+	if pod != nil {
+		out.OOMKills = max(pod.oomKills()-oomBefore, 0)
+	}
 	if containerOOM {
 		if after, ok := containerOOMKills(cgroupRoot); ok {
 			out.OOMKills = max(after-oomBefore, 0)
@@ -597,6 +661,10 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 func (t *trial) phaseCgroup(name string, pc *phaseCommand) (*cgroup, []string) {
 	if t.container == nil && t.rootless {
 		return nil, t.rootlessLimits(pc)
+	}
+	if t.image != nil {
+		// The pod's cgroup holds every phase (pod.go).
+		return nil, t.podLimits
 	}
 	if t.container == nil {
 		return newCgroup(cgroupRoot, t.cgroupName(name), t.limits())
@@ -648,7 +716,7 @@ func (t *trial) rootlessLimits(pc *phaseCommand) []string {
 
 func (t *trial) agentMounts() []mount {
 	if t.image != nil {
-		return t.imageAgentMounts()
+		return nil // the pod's (podMounts)
 	}
 	m := []mount{
 		{host: t.host.App, target: AppMount, writable: true},
@@ -668,7 +736,7 @@ func (t *trial) agentMounts() []mount {
 
 func (t *trial) verifierMounts() []mount {
 	if t.image != nil {
-		return t.imageVerifierMounts()
+		return nil // the pod's (podMounts)
 	}
 	m := []mount{
 		{host: t.host.App, target: AppMount, writable: true},
