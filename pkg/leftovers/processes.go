@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -245,8 +246,20 @@ func (r *reclaimer) attemptOfNamespace(pid string, ownMounts map[mountKey]bool) 
 		return ""
 	}
 	for _, m := range mounts {
-		if id := r.attemptOfPath(m.Mountpoint); id != "" && !ownMounts[keyOf(m)] {
+		if ownMounts[keyOf(m)] {
+			continue
+		}
+		if id := r.attemptOfPath(m.Mountpoint); id != "" {
 			return id
+		}
+		// A sandbox that pivoted into its attempt's overlay sees its
+		// mounts at its own paths ("/", "/logs/agent"); the overlay's
+		// options still name the attempt's upper and work dirs on the
+		// host (a pod's pid 1 is found this way).
+		for _, opt := range strings.Split(m.VFSOptions, ",") {
+			if id := r.attemptOfArg(opt); id != "" {
+				return id
+			}
 		}
 	}
 	return ""
