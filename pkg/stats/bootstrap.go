@@ -7,7 +7,7 @@ import (
 )
 
 // BootstrapResamples is how many resamples BootstrapMeanCI draws.
-const BootstrapResamples = 2000
+const BootstrapResamples = 1000
 
 // BootstrapSeed seeds every bootstrap, so that a board recomputed from the
 // same data shows the same intervals.

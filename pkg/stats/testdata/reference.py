@@ -48,7 +48,7 @@ def quantile7(s, q):
         return s[-1]
     return s[lo] + (h - lo) * (s[lo + 1] - s[lo])
 
-def bootstrap(xs, b=2000):
+def bootstrap(xs, b=1000):
     rng = PCG(*SEED)
     n = len(xs)
     means = []
@@ -103,3 +103,28 @@ if __name__ == "__main__":
     print("variance_parts", b, w, float(b), float(w))
     b, w = variance_parts([2, 4, 3], [1, 4, 0])
     print("variance_parts unequal", b, w, float(b), float(w))
+
+    # pkg/leaderboard's tests (per-task rates written out by hand there).
+    print("lb errored pass1", rate_ci([2 / 3, 0, 1], 9))
+    print("lb errored pass@2/3", rate_ci([1, 0, 1], 9))
+    print("lb errored pass^2", rate_ci([1 / 3, 0, 1], 9))
+    print("lb errored pass^3", rate_ci([0, 0, 1], 9))
+    print("lb unequal pass1", rate_ci([1 / 2, 1 / 4], 6))
+    print("lb unequal pass@2", rate_ci([1, 1 / 2], 6))
+    print("lb unequal pass^2", rate_ci([0, 0], 6))
+    print("lb constant", rate_ci([1, 1], 2))
+    print("lb usage cost", bootstrap([2.0, 4.0]), "tokens", bootstrap([240.0, 60.0]))
+    print("lb categories web", rate_ci([1, 1 / 2], 4))
+    print("lb platform excluded", rate_ci([1, 0, 1 / 2], 5), "strict", rate_ci([1 / 3, 0, 1 / 2, 0], 9))
+
+    # Two-sided p of the paired t-test by Simpson integration of the t
+    # density (pkg/leaderboard's Holm board test: t = −√6, df = 9).
+    from math import gamma, pi
+    def t_sf(t, df, steps=200000):
+        c = gamma((df + 1) / 2) / (sqrt(df * pi) * gamma(df / 2))
+        f = lambda x: c * (1 + x * x / df) ** (-(df + 1) / 2)
+        h = t / steps
+        s = f(0) + f(t) + sum((4 if i % 2 else 2) * f(i * h) for i in range(1, steps))
+        return 0.5 - s * h / 3
+    p = 2 * t_sf(sqrt(6), 9)
+    print("lb holm p", p, "adjusted", min(1, 2 * p))
