@@ -93,8 +93,10 @@ func leaderboardView(key string, board records.Board) v1.LeaderboardView {
 			Value: row.Value, Pass1: estimatePtr(row.Pass1),
 			CostPerTask: estimatePtr(row.CostPerTask), TimePerTask: estimatePtr(row.TimePerTask),
 			TokensPerTask: estimatePtr(row.TokensPerTask), RunID: row.RunID, FinishedAt: row.FinishedAt,
+			Pass1ErrorsAsFailures: estimatePtr(row.Pass1ErrorsAsFailures), Errors: boardview.Errors(row.Errors),
+			Variance: boardview.Variance(row.Variance),
 		}
-		br.PassAtK, br.VsBest = boardview.PassAtK(row.PassAtK), boardview.Comparison(row.VsBest)
+		br.PassAtK, br.PassHatK, br.VsBest = boardview.PassAtK(row.PassAtK), boardview.PassAtK(row.PassHatK), boardview.Comparison(row.VsBest)
 		out.Rows[i] = br
 	}
 	return out

@@ -21,7 +21,17 @@ type Estimate struct {
 	// (stats.BootstrapMeanCI), which follows their heavy right tails, up to
 	// BootstrapMaxTasks tasks and the t interval clipped at 0 beyond.
 	CI *stats.Interval `json:"ci,omitempty"`
+	// Method names how CI was computed: CIWilson, CIBootstrap or CIT;
+	// empty without an interval.
+	Method string `json:"method,omitempty"`
 }
+
+// The interval methods an Estimate names.
+const (
+	CIWilson    = "wilson"
+	CIBootstrap = "bootstrap"
+	CIT         = "t"
+)
 
 // PassAtK is the pass@k (or pass^k) estimate for one k.
 type PassAtK struct {
@@ -443,7 +453,7 @@ func rateEstimate(values []float64, attempts int, buf []float64) Estimate {
 	mean, ci, ok := stats.RateCI(defined, attempts)
 	e := Estimate{Mean: mean, Tasks: len(defined)}
 	if ok {
-		e.CI = &ci
+		e.CI, e.Method = &ci, CIWilson
 	}
 	return e
 }
@@ -473,9 +483,9 @@ func usageEstimate(values, buf []float64) *Estimate {
 	if len(buf) > BootstrapMaxTasks {
 		_, ci, _ := stats.MeanCI(buf)
 		clipped := ci.Clip(0, math.Inf(1))
-		e.CI = &clipped
+		e.CI, e.Method = &clipped, CIT
 	} else if ci, ok := stats.BootstrapMeanCI(buf); ok {
-		e.CI = &ci
+		e.CI, e.Method = &ci, CIBootstrap
 	}
 	return e
 }

@@ -25,18 +25,18 @@ func TestSummarizePassRates(t *testing.T) {
 			// from pkg/stats/testdata/reference.py ("lb errored ...").
 			name:      "agent errors score zero",
 			attempts:  tasks("PPF", "FEE", "PPP"),
-			wantPass1: &Estimate{Mean: 5.0 / 9, Tasks: 3, CI: iv(0.18666252831294644, 0.8719298592190716)},
+			wantPass1: &Estimate{Mean: 5.0 / 9, Tasks: 3, CI: iv(0.18666252831294644, 0.8719298592190716), Method: CIWilson},
 			// pass@2: 1, 0, 1; pass@3: 1, 0, 1.
 			wantCurve: []PassAtK{
-				{K: 1, Estimate: Estimate{Mean: 5.0 / 9, Tasks: 3, CI: iv(0.18666252831294644, 0.8719298592190716)}},
-				{K: 2, Estimate: Estimate{Mean: 2.0 / 3, Tasks: 3, CI: iv(0.20765960080204782, 0.9385080552796038)}},
-				{K: 3, Estimate: Estimate{Mean: 2.0 / 3, Tasks: 3, CI: iv(0.20765960080204782, 0.9385080552796038)}},
+				{K: 1, Estimate: Estimate{Mean: 5.0 / 9, Tasks: 3, CI: iv(0.18666252831294644, 0.8719298592190716), Method: CIWilson}},
+				{K: 2, Estimate: Estimate{Mean: 2.0 / 3, Tasks: 3, CI: iv(0.20765960080204782, 0.9385080552796038), Method: CIWilson}},
+				{K: 3, Estimate: Estimate{Mean: 2.0 / 3, Tasks: 3, CI: iv(0.20765960080204782, 0.9385080552796038), Method: CIWilson}},
 			},
 			// pass^2: C(2,2)/C(3,2) = 1/3, 0, 1; pass^3: 0, 0, 1.
 			wantHat: []PassAtK{
-				{K: 1, Estimate: Estimate{Mean: 5.0 / 9, Tasks: 3, CI: iv(0.18666252831294644, 0.8719298592190716)}},
-				{K: 2, Estimate: Estimate{Mean: 4.0 / 9, Tasks: 3, CI: iv(0.12807014078092843, 0.8133374716870536)}},
-				{K: 3, Estimate: Estimate{Mean: 1.0 / 3, Tasks: 3, CI: iv(0.06149194472039632, 0.7923403991979523)}},
+				{K: 1, Estimate: Estimate{Mean: 5.0 / 9, Tasks: 3, CI: iv(0.18666252831294644, 0.8719298592190716), Method: CIWilson}},
+				{K: 2, Estimate: Estimate{Mean: 4.0 / 9, Tasks: 3, CI: iv(0.12807014078092843, 0.8133374716870536), Method: CIWilson}},
+				{K: 3, Estimate: Estimate{Mean: 1.0 / 3, Tasks: 3, CI: iv(0.06149194472039632, 0.7923403991979523), Method: CIWilson}},
 			},
 			wantMin: 3, wantMax: 3,
 		},
@@ -47,14 +47,14 @@ func TestSummarizePassRates(t *testing.T) {
 			// pass^2: 0 (one pass of two) and 0 (one of four).
 			name:      "unequal attempt counts and cancelled",
 			attempts:  tasks("PFC", "FFPF"),
-			wantPass1: &Estimate{Mean: 0.375, Tasks: 2, CI: iv(0.11741744452467362, 0.7301661274508677)},
+			wantPass1: &Estimate{Mean: 0.375, Tasks: 2, CI: iv(0.11741744452467362, 0.7301661274508677), Method: CIWilson},
 			wantCurve: []PassAtK{
-				{K: 1, Estimate: Estimate{Mean: 0.375, Tasks: 2, CI: iv(0.11741744452467362, 0.7301661274508677)}},
-				{K: 2, Estimate: Estimate{Mean: 0.75, Tasks: 2, CI: iv(0.36482256073733854, 0.9400102953115788)}},
+				{K: 1, Estimate: Estimate{Mean: 0.375, Tasks: 2, CI: iv(0.11741744452467362, 0.7301661274508677), Method: CIWilson}},
+				{K: 2, Estimate: Estimate{Mean: 0.75, Tasks: 2, CI: iv(0.36482256073733854, 0.9400102953115788), Method: CIWilson}},
 			},
 			wantHat: []PassAtK{
-				{K: 1, Estimate: Estimate{Mean: 0.375, Tasks: 2, CI: iv(0.11741744452467362, 0.7301661274508677)}},
-				{K: 2, Estimate: Estimate{Mean: 0, Tasks: 2, CI: iv(0, 0.6576197724933468)}},
+				{K: 1, Estimate: Estimate{Mean: 0.375, Tasks: 2, CI: iv(0.11741744452467362, 0.7301661274508677), Method: CIWilson}},
+				{K: 2, Estimate: Estimate{Mean: 0, Tasks: 2, CI: iv(0, 0.6576197724933468), Method: CIWilson}},
 			},
 			wantMin: 2, wantMax: 4,
 		},
@@ -63,18 +63,18 @@ func TestSummarizePassRates(t *testing.T) {
 			// 2/2), where a t interval had none.
 			name:      "all passed",
 			attempts:  tasks("P", "P"),
-			wantPass1: &Estimate{Mean: 1, Tasks: 2, CI: iv(0.34238022750665315, 1)},
-			wantCurve: []PassAtK{{K: 1, Estimate: Estimate{Mean: 1, Tasks: 2, CI: iv(0.34238022750665315, 1)}}},
-			wantHat:   []PassAtK{{K: 1, Estimate: Estimate{Mean: 1, Tasks: 2, CI: iv(0.34238022750665315, 1)}}},
+			wantPass1: &Estimate{Mean: 1, Tasks: 2, CI: iv(0.34238022750665315, 1), Method: CIWilson},
+			wantCurve: []PassAtK{{K: 1, Estimate: Estimate{Mean: 1, Tasks: 2, CI: iv(0.34238022750665315, 1), Method: CIWilson}}},
+			wantHat:   []PassAtK{{K: 1, Estimate: Estimate{Mean: 1, Tasks: 2, CI: iv(0.34238022750665315, 1), Method: CIWilson}}},
 			wantMin:   1, wantMax: 1,
 		},
 		{
 			// Ten tasks, half passed: Wilson of 5/10.
 			name:      "one attempt per task is Wilson of passes over tasks",
 			attempts:  tasks("P", "P", "P", "P", "P", "F", "F", "F", "F", "F"),
-			wantPass1: &Estimate{Mean: 0.5, Tasks: 10, CI: iv(0.23659309051256405, 0.763406909487436)},
-			wantCurve: []PassAtK{{K: 1, Estimate: Estimate{Mean: 0.5, Tasks: 10, CI: iv(0.23659309051256405, 0.763406909487436)}}},
-			wantHat:   []PassAtK{{K: 1, Estimate: Estimate{Mean: 0.5, Tasks: 10, CI: iv(0.23659309051256405, 0.763406909487436)}}},
+			wantPass1: &Estimate{Mean: 0.5, Tasks: 10, CI: iv(0.23659309051256405, 0.763406909487436), Method: CIWilson},
+			wantCurve: []PassAtK{{K: 1, Estimate: Estimate{Mean: 0.5, Tasks: 10, CI: iv(0.23659309051256405, 0.763406909487436), Method: CIWilson}}},
+			wantHat:   []PassAtK{{K: 1, Estimate: Estimate{Mean: 0.5, Tasks: 10, CI: iv(0.23659309051256405, 0.763406909487436), Method: CIWilson}}},
 			wantMin:   1, wantMax: 1,
 		},
 		{
@@ -142,9 +142,9 @@ func TestSummarizeUsage(t *testing.T) {
 	// The bootstrap intervals are from testdata/reference.py in pkg/stats
 	// ("lb usage"): with two tasks, the smaller and the larger value.
 	want := struct{ Cost, Time, Tokens *Estimate }{
-		Cost:   &Estimate{Mean: 3, Tasks: 2, CI: iv(2, 4)},
+		Cost:   &Estimate{Mean: 3, Tasks: 2, CI: iv(2, 4), Method: CIBootstrap},
 		Time:   &Estimate{Mean: 20, Tasks: 1},
-		Tokens: &Estimate{Mean: 150, Tasks: 2, CI: iv(60, 240)},
+		Tokens: &Estimate{Mean: 150, Tasks: 2, CI: iv(60, 240), Method: CIBootstrap},
 	}
 	got := struct{ Cost, Time, Tokens *Estimate }{s.CostPerTask, s.TimePerTask, s.TokensPerTask}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-5 })); diff != "" {
@@ -181,7 +181,7 @@ func TestSummarizeCategories(t *testing.T) {
 	// categories web").
 	want := []CategoryScore{
 		{Category: "data", Pass1: Estimate{Mean: 0, Tasks: 1}},
-		{Category: "web", Pass1: Estimate{Mean: 0.75, Tasks: 2, CI: iv(0.300641842582402, 0.9544127391902995)}},
+		{Category: "web", Pass1: Estimate{Mean: 0.75, Tasks: 2, CI: iv(0.300641842582402, 0.9544127391902995), Method: CIWilson}},
 	}
 	if diff := cmp.Diff(want, s.Categories, approx); diff != "" {
 		t.Errorf("Summarize().Categories mismatch (-want +got):\n%s", diff)
@@ -219,11 +219,11 @@ func TestSummarizeErrorRules(t *testing.T) {
 	// c 1/2, d 0/2 → 5/24 over 4 tasks and 9 attempts (reference.py, "lb
 	// platform excluded").
 	ciTolerance := cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })
-	want := &Estimate{Mean: 0.5, Tasks: 3, CI: iv(0.16068966318353894, 0.8393103368164611)}
+	want := &Estimate{Mean: 0.5, Tasks: 3, CI: iv(0.16068966318353894, 0.8393103368164611), Method: CIWilson}
 	if diff := cmp.Diff(want, s.Pass1, ciTolerance); diff != "" {
 		t.Errorf("Summarize().Pass1 mismatch (-want +got):\n%s", diff)
 	}
-	want = &Estimate{Mean: 5.0 / 24, Tasks: 4, CI: iv(0.056940235779477266, 0.5342277091319233)}
+	want = &Estimate{Mean: 5.0 / 24, Tasks: 4, CI: iv(0.056940235779477266, 0.5342277091319233), Method: CIWilson}
 	if diff := cmp.Diff(want, s.Pass1ErrorsAsFailures, ciTolerance); diff != "" {
 		t.Errorf("Summarize().Pass1ErrorsAsFailures mismatch (-want +got):\n%s", diff)
 	}

@@ -61,12 +61,19 @@ type BoardRow struct {
 	ManifestDigest  string `json:"manifest_digest,omitempty"`
 	// Pass1 and PassAtK (pass@K of the board) with their intervals; cost
 	// (USD), time (seconds) and tokens per task.
-	Pass1         *leaderboard.Estimate   `json:"pass1,omitempty"`
-	PassAtK       *leaderboard.PassAtK    `json:"pass_at_k,omitempty"`
-	CostPerTask   *leaderboard.Estimate   `json:"cost_per_task,omitempty"`
-	TimePerTask   *leaderboard.Estimate   `json:"time_per_task,omitempty"`
-	TokensPerTask *leaderboard.Estimate   `json:"tokens_per_task,omitempty"`
-	VsBest        *leaderboard.Comparison `json:"vs_best,omitempty"`
+	Pass1   *leaderboard.Estimate `json:"pass1,omitempty"`
+	PassAtK *leaderboard.PassAtK  `json:"pass_at_k,omitempty"`
+	// PassHatK is pass^K of the board; Pass1ErrorsAsFailures pass@1 with
+	// every error a failure; Errors the attempts each error rule touched;
+	// Variance pass@1's between- and within-task variance.
+	PassHatK              *leaderboard.PassAtK    `json:"pass_hat_k,omitempty"`
+	Pass1ErrorsAsFailures *leaderboard.Estimate   `json:"pass1_errors_as_failures,omitempty"`
+	Errors                leaderboard.ErrorCounts `json:"errors"`
+	Variance              *leaderboard.Variance   `json:"variance,omitempty"`
+	CostPerTask           *leaderboard.Estimate   `json:"cost_per_task,omitempty"`
+	TimePerTask           *leaderboard.Estimate   `json:"time_per_task,omitempty"`
+	TokensPerTask         *leaderboard.Estimate   `json:"tokens_per_task,omitempty"`
+	VsBest                *leaderboard.Comparison `json:"vs_best,omitempty"`
 }
 
 // boardRow is the stored form of a ranked row of a board of depth k.
@@ -75,10 +82,15 @@ func boardRow(r leaderboard.Row, k int) BoardRow {
 	row := BoardRow{Rank: r.Rank, Best: r.Best, TiedWithBest: r.TiedWithBest, Value: r.Value, Entrant: s.Entrant,
 		RunID: s.Run.ID, FinishedAt: s.Run.FinishedAt, TaskSet: s.Run.TaskSet,
 		ManifestVersion: s.Run.ManifestVersion, ManifestDigest: s.Run.ManifestDigest, Pass1: s.Pass1,
-		CostPerTask: s.CostPerTask, TimePerTask: s.TimePerTask, TokensPerTask: s.TokensPerTask, VsBest: r.VsBest}
+		CostPerTask: s.CostPerTask, TimePerTask: s.TimePerTask, TokensPerTask: s.TokensPerTask, VsBest: r.VsBest,
+		Pass1ErrorsAsFailures: s.Pass1ErrorsAsFailures, Errors: s.Errors, Variance: s.Variance}
 	if k >= 1 && k <= len(s.PassAtK) {
 		p := s.PassAtK[k-1]
 		row.PassAtK = &p
+	}
+	if k >= 1 && k <= len(s.PassHatK) {
+		p := s.PassHatK[k-1]
+		row.PassHatK = &p
 	}
 	return row
 }

@@ -128,3 +128,7 @@ if __name__ == "__main__":
         return 0.5 - s * h / 3
     p = 2 * t_sf(sqrt(6), 9)
     print("lb holm p", p, "adjusted", min(1, 2 * p))
+
+    # cmd/gauntlet's tests (testdata/small.jsonl; the Harbor job test).
+    print("cli alpha", rate_ci([1, 1, 1, 0.5], 8), "beta", rate_ci([1, 0.5, 1, 0.5], 8), "nop", rate_ci([0, 0, 0, 0], 8))
+    print("cli jobdir", rate_ci([1, 0.5], 4))
