@@ -156,8 +156,8 @@ type Tally struct {
 	Errored      int64 `json:"errored"`
 	InfraErrored int64 `json:"infra_errored"`
 	// JudgeFailed counts final results whose LLM judge failed.
-	JudgeFailed int64 `json:"judge_failed"`
-	Cancelled   int64 `json:"cancelled"`
+	JudgeFailed  int64 `json:"judge_failed"`
+	Cancelled    int64 `json:"cancelled"`
 	Retries      int64 `json:"retries"`
 	InputTokens  int64 `json:"input_tokens"`
 	CacheTokens  int64 `json:"cache_tokens"`
