@@ -59,7 +59,8 @@ func Variance(v *leaderboard.Variance) *v1.Variance {
 
 // FromBoard is the wire form of a board computed by the scoring package.
 func FromBoard(benchmark string, b leaderboard.Board) v1.LeaderboardView {
-	out := v1.LeaderboardView{Benchmark: benchmark, Metric: string(b.Metric), K: b.K, Rows: make([]v1.BoardRow, len(b.Rows))}
+	out := v1.LeaderboardView{Benchmark: benchmark, Metric: string(b.Metric), K: b.K, Rows: make([]v1.BoardRow, len(b.Rows)),
+		MinDetectableDiff: b.MinDetectableDiff}
 	for i, r := range b.Rows {
 		s := r.Summary
 		row := v1.BoardRow{

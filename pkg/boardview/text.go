@@ -107,6 +107,9 @@ func WriteText(w io.Writer, b v1.LeaderboardView) error {
 	if errs {
 		fmt.Fprintln(w, "ERRORS a/p/j: agent errors (scored as failures) / platform errors and failed judges (left out of the scores)")
 	}
+	if d := b.MinDetectableDiff; d != nil {
+		fmt.Fprintf(w, "minimum detectable difference from the best: %s (80%% power, α = 0.05; the median over the tested rows)\n", difference(b.Metric, *d))
+	}
 	if sets {
 		fmt.Fprintln(w, "[set]: the row's run measured that task set; only rows of the best's task set and version are tested for a tie")
 	}
@@ -157,6 +160,19 @@ func vsBest(r v1.BoardRow) string {
 		return "p<0.001"
 	}
 	return fmt.Sprintf("p=%.3f", p)
+}
+
+// difference renders a difference of the metric in its unit.
+func difference(metric string, d float64) string {
+	switch metric {
+	case "cost":
+		return Dollars(&v1.Estimate{Value: d})
+	case "time":
+		return Seconds(&v1.Estimate{Value: d})
+	case "tokens":
+		return compactTokens(&v1.Estimate{Value: d})
+	}
+	return fmt.Sprintf("%.1f pp", 100*d)
 }
 
 // errorCounts is "agent/platform/judge", the attempts each error rule

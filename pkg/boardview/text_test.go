@@ -84,8 +84,8 @@ func TestWriteTextFits120Columns(t *testing.T) {
 // has errors, VS BEST shows the Holm-adjusted p, and a board ranked by the
 // errors-as-failures view shows that value.
 func TestWriteTextErrorsAndAdjustedP(t *testing.T) {
-	p, adj := 0.03, 0.06
-	b := v1.LeaderboardView{Metric: "pass@1-errors-as-failures", K: 1, Rows: []v1.BoardRow{
+	p, adj, mdd := 0.03, 0.06, 0.2345
+	b := v1.LeaderboardView{Metric: "pass@1-errors-as-failures", K: 1, MinDetectableDiff: &mdd, Rows: []v1.BoardRow{
 		{Rank: 1, Best: true, Label: "a", Pass1: &v1.Estimate{Value: 1}, Pass1ErrorsAsFailures: &v1.Estimate{Value: 0.75},
 			Errors: v1.ErrorCounts{AgentErrors: 1, PlatformErrors: 2, JudgeFailures: 3}},
 		{Rank: 1, Tied: true, Label: "b", Pass1: &v1.Estimate{Value: 0.5}, Pass1ErrorsAsFailures: &v1.Estimate{Value: 0.5},
@@ -107,6 +107,7 @@ func TestWriteTextErrorsAndAdjustedP(t *testing.T) {
 		"* statistically tied with the best: a paired t-test over tasks cannot separate them (adjusted p ≥ 0.05)",
 		"VS BEST p: the paired t-test against the best, adjusted for the board's comparisons (Holm)",
 		"ERRORS a/p/j: agent errors (scored as failures) / platform errors and failed judges (left out of the scores)",
+		"minimum detectable difference from the best: 23.4 pp (80% power, α = 0.05; the median over the tested rows)",
 	}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("WriteText() =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

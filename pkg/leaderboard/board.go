@@ -74,6 +74,12 @@ type Board struct {
 	// displays show pass@K and pass^K.
 	K    int   `json:"k"`
 	Rows []Row `json:"rows"`
+	// MinDetectableDiff is the median, over the rows tested against the
+	// best with a nonzero spread of differences, of the smallest difference
+	// from the best their paired test detects with 80% power at α = 0.05
+	// (stats.MinDetectableDiff): how close to the best a row can be and
+	// still be told apart, as the board stands. Nil when no row qualifies.
+	MinDetectableDiff *float64 `json:"min_detectable_diff,omitempty"`
 }
 
 // Row is one entrant's place on a Board.
@@ -123,6 +129,10 @@ type Comparison struct {
 	AdjustedP *float64 `json:"adjusted_p,omitempty"`
 	T         *float64 `json:"t,omitempty"`
 	DF        int      `json:"df,omitempty"`
+	// MinDetectable is the smallest difference this test detects with 80%
+	// power at α = 0.05; absent when not Tested or the differences have no
+	// spread.
+	MinDetectable *float64 `json:"min_detectable,omitempty"`
 }
 
 // Build summarizes every input, keeps the latest eligible run of each
@@ -179,6 +189,7 @@ func NewBoard(summaries []Summary, metric Metric) Board {
 		board.Rows[i] = row
 	}
 	tied := tiesWithBest(board.Rows, values, best, dir)
+	board.MinDetectableDiff = medianDetectable(board.Rows)
 	ranks := stats.CompetitionRanks(values, dir, tied)
 	for i := range board.Rows {
 		board.Rows[i].Rank = ranks[i]
@@ -217,6 +228,25 @@ func tiesWithBest(rows []Row, values []float64, best int, dir stats.Direction) [
 		rows[i].TiedWithBest = tied[i] && dir.Better(values[best], values[i])
 	}
 	return tied
+}
+
+// medianDetectable is the median of the rows' MinDetectable, or nil.
+func medianDetectable(rows []Row) *float64 {
+	var ds []float64
+	for i := range rows {
+		if c := rows[i].VsBest; c != nil && c.MinDetectable != nil {
+			ds = append(ds, *c.MinDetectable)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	m := ds[len(ds)/2]
+	if len(ds)%2 == 0 {
+		m = (ds[len(ds)/2-1] + m) / 2
+	}
+	return &m
 }
 
 // groupDepth is the deepest k every summary with pass@1 reached.
@@ -306,6 +336,10 @@ func compare(row, best *Summary, metric Metric, k int, buf []float64) (Compariso
 	if !math.IsInf(test.T, 0) {
 		t := test.T
 		c.T = &t
+	}
+	if se := (test.CI.Hi - test.CI.Lo) / 2 / stats.CriticalT(test.DF); se > 0 {
+		d := stats.MinDetectableDiff(se, test.DF, stats.DefaultPower)
+		c.MinDetectable = &d
 	}
 	return c, diffs
 }

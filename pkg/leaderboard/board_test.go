@@ -200,15 +200,23 @@ func TestNewBoardComparison(t *testing.T) {
 		input("h", "b", eligibleRun("r2", t0), tasks(append(repeat("P", 9), "F")...)),
 		input("h", "c", eligibleRun("r3", t0), tasks(append(repeat("F", 8), "P", "P")...)),
 	}
-	rows := Build(inputs, MetricPass1, Options{}).Rows
+	board := Build(inputs, MetricPass1, Options{})
+	rows := board.Rows
+	if m := board.MinDetectableDiff; m == nil || math.Abs(*m-3.145561*(0.1+0.4/3)/2) > 1e-6 {
+		t.Errorf("Build().MinDetectableDiff = %v, want %v", m, 3.145561*(0.1+0.4/3)/2)
+	}
 	// Independently: B − A = −0.1 ± 2.262157·0.1, t = −1, p = 0.3434364
 	// (numerical integration of the t(9) density); C − A = −0.8 ± 2.262157·0.4/3,
 	// t = −6, p = 0.0002025. Holm over the two: 2·0.0002025 = 0.000405 for
-	// C, max(0.000405, 1·0.3434364) for B.
+	// C, max(0.000405, 1·0.3434364) for B. Minimum detectable differences:
+	// (t(0.975, 9) + t(0.80, 9))·se = (2.262157 + 0.883404)·se with se 0.1
+	// and 0.4/3; the board's is their median.
 	want := []*Comparison{
 		nil,
-		{Tasks: 10, Tested: true, Diff: -0.1, CI: iv(-0.3262157, 0.1262157), P: ptr(0.3434364), AdjustedP: ptr(0.3434364), T: ptr(-1.0), DF: 9},
-		{Tasks: 10, Tested: true, Diff: -0.8, CI: iv(-1.1016209, -0.4983791), P: ptr(0.0002025), AdjustedP: ptr(0.000405), T: ptr(-6.0), DF: 9},
+		{Tasks: 10, Tested: true, Diff: -0.1, CI: iv(-0.3262157, 0.1262157), P: ptr(0.3434364), AdjustedP: ptr(0.3434364), T: ptr(-1.0), DF: 9,
+			MinDetectable: ptr(3.145561 * 0.1)},
+		{Tasks: 10, Tested: true, Diff: -0.8, CI: iv(-1.1016209, -0.4983791), P: ptr(0.0002025), AdjustedP: ptr(0.000405), T: ptr(-6.0), DF: 9,
+			MinDetectable: ptr(3.145561 * 0.4 / 3)},
 	}
 	var got []*Comparison
 	for _, r := range rows {

@@ -41,6 +41,8 @@ type Board struct {
 	// K is the pass@k depth every row reached.
 	K    int        `json:"k"`
 	Rows []BoardRow `json:"rows"`
+	// MinDetectableDiff is leaderboard.Board's.
+	MinDetectableDiff *float64 `json:"min_detectable_diff,omitempty"`
 }
 
 // BoardRow is one entrant's place on a stored board: what the leaderboard
@@ -99,6 +101,7 @@ func boardRow(r leaderboard.Row, k int) BoardRow {
 // in rank order.
 type boardPart struct {
 	K     int        `json:"k"`
+	MDD   *float64   `json:"mdd,omitempty"`
 	Rows  []BoardRow `json:"rows"`
 	Index int        `json:"index"`
 	// Group is the part shape written before boards were one list (one
@@ -129,7 +132,7 @@ func (s *Store) PutLeaderboardParts(ctx context.Context, ws, key string, gen int
 			chunks = [][]BoardRow{nil}
 		}
 		for i, c := range chunks {
-			data, err := json.Marshal(boardPart{K: b.K, Rows: c, Index: i})
+			data, err := json.Marshal(boardPart{K: b.K, MDD: b.MinDetectableDiff, Rows: c, Index: i})
 			if err != nil {
 				return nil, fmt.Errorf("encode leaderboard part: %w", err)
 			}
@@ -176,7 +179,7 @@ func (s *Store) board(ctx context.Context, ws, key string, metric leaderboard.Me
 			if p.Group != nil {
 				p.K, p.Rows = p.Group.K, p.Group.Rows
 			}
-			out.K = p.K
+			out.K, out.MinDetectableDiff = p.K, p.MDD
 			out.Rows = append(out.Rows, p.Rows...)
 		}
 		return out, head, nil

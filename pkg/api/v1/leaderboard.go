@@ -11,6 +11,10 @@ type LeaderboardView struct {
 	// K is the pass@k depth every row reached.
 	K    int        `json:"k"`
 	Rows []BoardRow `json:"rows"`
+	// MinDetectableDiff is the median, over the rows tested against the
+	// best, of the smallest difference from the best their paired test
+	// detects with 80% power at α = 0.05 (null when none was tested).
+	MinDetectableDiff *float64 `json:"min_detectable_diff"`
 }
 
 // BoardRow is one entrant's place.

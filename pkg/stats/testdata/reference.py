@@ -132,3 +132,15 @@ if __name__ == "__main__":
     # cmd/gauntlet's tests (testdata/small.jsonl; the Harbor job test).
     print("cli alpha", rate_ci([1, 1, 1, 0.5], 8), "beta", rate_ci([1, 0.5, 1, 0.5], 8), "nop", rate_ci([0, 0, 0, 0], 8))
     print("cli jobdir", rate_ci([1, 0.5], 4))
+
+    # t quantiles by bisection on the integrated density (MinDetectableDiff).
+    def t_quantile(q, df):
+        lo, hi = 0.0, 10.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if 1 - t_sf(mid, df, 20000) < q:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+    print("t 0.80 9", t_quantile(0.80, 9), "t 0.80 30", t_quantile(0.80, 30), "t 0.975 30", t_quantile(0.975, 30))
