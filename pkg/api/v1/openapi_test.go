@@ -15,7 +15,7 @@ var schemaTypes = map[string]any{
 	"AddBenchmark": AddBenchmarkRequest{}, "AddUser": AddUserRequest{}, "AdminBilling": AdminBillingView{},
 	"AdminUser": AdminUserView{}, "AdminWorkspace": AdminWorkspaceView{}, "AdminWorkspaceList": AdminWorkspaceList{},
 	"Agent": AgentView{}, "Benchmark": BenchmarkView{}, "BenchmarkDetail": BenchmarkDetail{}, "BenchmarkList": BenchmarkList{},
-	"BoardRow": BoardRow{}, "Comparison": Comparison{}, "CreateWorkspace": CreateWorkspaceRequest{}, "CreatedRun": CreatedRun{},
+	"BoardRow": BoardRow{}, "Comparison": Comparison{}, "Compare": CompareView{}, "CompareEntrant": CompareEntrant{}, "Difference": Difference{}, "CategoryDifference": CategoryDifference{}, "TaskChange": TaskChange{}, "CreateWorkspace": CreateWorkspaceRequest{}, "CreatedRun": CreatedRun{},
 	"Error": Error{}, "ErrorCounts": ErrorCounts{}, "Estimate": Estimate{}, "Variance": Variance{}, "HarnessInfo": HarnessInfo{}, "HarnessList": HarnessList{}, "Leaderboard": LeaderboardView{}, "LogLine": LogLine{}, "LogList": LogList{},
 	"Manifest": ManifestView{}, "Metrics": Metrics{}, "Outcomes": Outcomes{}, "PassAtK": PassAtKPoint{},
 	"PhaseOutput": PhaseOutput{}, "Problem": Problem{}, "Progress": Progress{}, "Result": ResultView{},
