@@ -9,7 +9,7 @@ import {
 } from '../components.js';
 import { bytes, cost, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens, usd } from '../format.js';
 import { lineChart, seriesColor } from '../chart.js';
-import { setQuery } from '../router.js';
+import { navigate, setQuery } from '../router.js';
 import { poll } from '../poll.js';
 import { userLabel } from '../workspace.js';
 import { renderResults } from './results.js';
@@ -254,7 +254,46 @@ function overview(run, fetchedAt) {
         h('div', { class: 'card-body', id: 'pass-hat-k' }, passAtKChart(run, agents, 'pass_hat_k_curve', 'pass^k')),
         h('p', { class: 'card-body small muted' },
           'pass@k: the chance that at least one of k attempts passes; pass^k: that all k pass (reliability). Both are unbiased per-task estimates over the scored attempts, averaged over tasks, with Wilson 95% intervals; see How gauntlet scores (docs/SCORING.md).'))),
-    powerCard(run, agents));
+    powerCard(run, agents),
+    compareCard(run, agents));
+}
+
+// compareCard offers to compare one of the run's agents with the best
+// entrant of its benchmark's leaderboard or with a chosen baseline
+// (RUN/AGENT): the comparison page contrasts them task by task.
+function compareCard(run, agents) {
+  if (run.status !== 'finished' || !agents.length) return null;
+  const pick = h('select', { id: 'compare-agent', 'aria-label': 'Agent to compare' },
+    agents.map((a) => h('option', { value: String(a.index) }, a.label)));
+  const baseline = h('input', { type: 'text', id: 'compare-baseline', placeholder: 'RUN or RUN/AGENT', size: 24, 'aria-label': 'Baseline' });
+  const status = h('span', { class: 'small muted', id: 'compare-status', role: 'status' });
+  const me = () => `${run.id}/${pick.value}`;
+  const go = (a) => navigate(`/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(me())}`);
+  const withBest = async () => {
+    status.textContent = 'Finding the best entrant…';
+    try {
+      const board = await api.leaderboard(run.benchmark, 'pass@1');
+      const best = (board.rows || []).find((r) => r.best);
+      if (!best) { status.textContent = 'The leaderboard has no entrant yet.'; return; }
+      const bestRun = await api.run(best.run_id);
+      const agent = (bestRun.agents || []).find((a) => a.harness === best.harness && (a.model || '') === (best.model || ''));
+      if (!agent) { status.textContent = `The best entrant's agent was not found in run ${best.run_id}.`; return; }
+      go(`${best.run_id}/${agent.index}`);
+    } catch (err) {
+      status.textContent = `Could not find the best entrant: ${err.message}`;
+    }
+  };
+  return h('section', { class: 'card section', id: 'compare', 'aria-labelledby': 'compare-title' },
+    h('div', { class: 'card-head' }, h('h3', { id: 'compare-title' }, 'Compare')),
+    h('div', { class: 'card-body' },
+      h('div', { class: 'toolbar' },
+        h('label', {}, 'Agent ', pick),
+        h('button', { type: 'button', id: 'compare-best', onclick: withBest }, 'Compare with the best'),
+        h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); if (baseline.value.trim()) go(baseline.value.trim()); } },
+          baseline, h('button', { type: 'submit', id: 'compare-with-baseline' }, 'Compare with this baseline')),
+        status),
+      h('p', { class: 'small muted' }, 'Task by task: the paired difference, the tasks one solves and the other does not, per category, cost and time. Same figures offline: ',
+        h('code', {}, `gauntlet compare BASELINE ${run.id}/AGENT`))));
 }
 
 // metricsBadge marks scores that do not cover the whole run: a going run's
