@@ -71,11 +71,14 @@ type BoardRow struct {
 	PassHatK              *leaderboard.PassAtK    `json:"pass_hat_k,omitempty"`
 	Pass1ErrorsAsFailures *leaderboard.Estimate   `json:"pass1_errors_as_failures,omitempty"`
 	Errors                leaderboard.ErrorCounts `json:"errors"`
-	Variance              *leaderboard.Variance   `json:"variance,omitempty"`
-	CostPerTask           *leaderboard.Estimate   `json:"cost_per_task,omitempty"`
-	TimePerTask           *leaderboard.Estimate   `json:"time_per_task,omitempty"`
-	TokensPerTask         *leaderboard.Estimate   `json:"tokens_per_task,omitempty"`
-	VsBest                *leaderboard.Comparison `json:"vs_best,omitempty"`
+	// Attempts is the most scored attempts of a task in the row's run
+	// (0 on rows stored before it was kept).
+	Attempts      int                     `json:"attempts,omitempty"`
+	Variance      *leaderboard.Variance   `json:"variance,omitempty"`
+	CostPerTask   *leaderboard.Estimate   `json:"cost_per_task,omitempty"`
+	TimePerTask   *leaderboard.Estimate   `json:"time_per_task,omitempty"`
+	TokensPerTask *leaderboard.Estimate   `json:"tokens_per_task,omitempty"`
+	VsBest        *leaderboard.Comparison `json:"vs_best,omitempty"`
 }
 
 // boardRow is the stored form of a ranked row of a board of depth k.
@@ -85,7 +88,7 @@ func boardRow(r leaderboard.Row, k int) BoardRow {
 		RunID: s.Run.ID, FinishedAt: s.Run.FinishedAt, TaskSet: s.Run.TaskSet,
 		ManifestVersion: s.Run.ManifestVersion, ManifestDigest: s.Run.ManifestDigest, Pass1: s.Pass1,
 		CostPerTask: s.CostPerTask, TimePerTask: s.TimePerTask, TokensPerTask: s.TokensPerTask, VsBest: r.VsBest,
-		Pass1ErrorsAsFailures: s.Pass1ErrorsAsFailures, Errors: s.Errors, Variance: s.Variance}
+		Pass1ErrorsAsFailures: s.Pass1ErrorsAsFailures, Errors: s.Errors, Variance: s.Variance, Attempts: s.MaxAttempts}
 	if k >= 1 && k <= len(s.PassAtK) {
 		p := s.PassAtK[k-1]
 		row.PassAtK = &p

@@ -115,6 +115,7 @@ func TestRunLifecycle(t *testing.T) {
 	t.Run("download", func(t *testing.T) { checkDownload(t, d.ID) })
 	t.Run("leaderboard", func(t *testing.T) { checkLeaderboard(t) })
 	t.Run("compare", func(t *testing.T) { checkCompare(t, d.ID) })
+	t.Run("replacement warning", func(t *testing.T) { checkReplacementWarning(t, d.ID) })
 	t.Run("list", func(t *testing.T) { checkRunList(t, d.ID) })
 	t.Run("isolation", func(t *testing.T) { checkRunIsolation(t, d.ID) })
 	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + d.ID + "/stop"}, http.StatusConflict, v1.CodeConflict)
@@ -373,6 +374,36 @@ func checkCompare(t *testing.T, id string) {
 	wantError(t, alice(), request{method: "GET", path: "/v1/compare?a=" + url.QueryEscape(id+"/7") + "&b=" + url.QueryEscape(id+"/1")}, 400, v1.CodeBadRequest)
 	wantError(t, alice(), request{method: "GET", path: "/v1/compare?b=" + url.QueryEscape(id+"/1")}, 400, v1.CodeBadRequest)
 	wantError(t, bob(), request{method: "GET", path: "/v1/compare?a=" + url.QueryEscape(id+"/0") + "&b=" + url.QueryEscape(id+"/1")}, 404, v1.CodeNotFound)
+}
+
+// checkReplacementWarning: validating a full-list, one-attempt oracle run
+// says it would replace the oracle's parity row, and what changes.
+func checkReplacementWarning(t *testing.T, id string) {
+	var report v1.ValidationReport
+	alice().call(t, toml("/v1/runs/validate", "[experiment]\nbenchmark = \"demo-bench\"\n[[agents]]\nharness = \"oracle\"\n"), http.StatusOK, &report)
+	want := []string{"oracle's leaderboard row (run " + id + ") is replaced by it", `the full task list instead of task set "parity"`,
+		"1 attempts per task instead of 2", "it is the best row"}
+	found := false
+	for _, w := range report.Warnings {
+		if strings.Contains(w, "leaderboard row") {
+			found = true
+			for _, part := range want {
+				if !strings.Contains(w, part) {
+					t.Errorf("replacement warning %q lacks %q", w, part)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("validate warnings = %q, want one naming the oracle's replaced row", report.Warnings)
+	}
+	// The same measurement again replaces nothing worth a warning.
+	alice().call(t, toml("/v1/runs/validate", parityConfig), http.StatusOK, &report)
+	for _, w := range report.Warnings {
+		if strings.Contains(w, "leaderboard row") {
+			t.Errorf("a run of the same measurement warns %q", w)
+		}
+	}
 }
 
 func checkRunList(t *testing.T, id string) {
