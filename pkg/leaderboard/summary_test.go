@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/stats"
 )
 
 func TestSummarizePassRates(t *testing.T) {
@@ -239,5 +241,23 @@ func TestSummarizeVariance(t *testing.T) {
 	}
 	if s := Summarize(input("h", "m", eligibleRun("r", t0), tasks("P", "F")), Options{}); s.Variance != nil {
 		t.Errorf("Summarize(one attempt per task).Variance = %+v, want nil", s.Variance)
+	}
+}
+
+// TestSummarizeUsageIntervalMethod: up to BootstrapMaxTasks tasks cost gets
+// the bootstrap interval, beyond it the t interval clipped at 0.
+func TestSummarizeUsageIntervalMethod(t *testing.T) {
+	costs := make([]float64, BootstrapMaxTasks+1)
+	for i := range costs {
+		costs[i] = float64(i % 7)
+	}
+	large := Summarize(input("h", "m", eligibleRun("r", t0), costAttempts(costs...)), Options{})
+	mean, ci, _ := stats.MeanCI(costs)
+	if e := large.CostPerTask; e.Method != CIT || e.CI == nil || math.Abs(e.Mean-mean) > 1e-12 || math.Abs(e.CI.Lo-ci.Lo) > 1e-12 || math.Abs(e.CI.Hi-ci.Hi) > 1e-12 {
+		t.Errorf("cost over %d tasks = %+v, want the t interval %+v", len(costs), e, ci)
+	}
+	small := Summarize(input("h", "m", eligibleRun("r", t0), costAttempts(costs[:BootstrapMaxTasks]...)), Options{})
+	if e := small.CostPerTask; e.Method != CIBootstrap || e.CI == nil {
+		t.Errorf("cost over %d tasks = %+v, want a bootstrap interval", BootstrapMaxTasks, e)
 	}
 }

@@ -48,6 +48,19 @@ func TestReadJSONL(t *testing.T) {
 			},
 		},
 		{
+			name: "error classes and failed judges",
+			in: `{"harness":"h","model":"m","task":"a","attempt":1,"outcome":"errored","error_class":"platform"}
+{"harness":"h","model":"m","task":"a","attempt":2,"outcome":"errored","error_class":"agent"}
+{"harness":"h","model":"m","task":"a","attempt":3,"outcome":"judge_failed"}`,
+			threshold: 1,
+			want: []leaderboard.EntrantInput{{Entrant: leaderboard.Entrant{Harness: "h", Model: "m"}, Run: offlineRun("", ""),
+				Attempts: []leaderboard.Attempt{
+					{Task: "a", Outcome: leaderboard.Errored, ErrorClass: leaderboard.PlatformError},
+					{Task: "a", Outcome: leaderboard.Errored, ErrorClass: leaderboard.AgentError},
+					{Task: "a", Outcome: leaderboard.JudgeFailed},
+				}}},
+		},
+		{
 			name: "threshold applies to reward",
 			in: `{"harness":"h","model":"m","task":"a","attempt":1,"reward":0.5}
 {"harness":"h","model":"m","task":"a","attempt":2,"reward":0.49}`,
