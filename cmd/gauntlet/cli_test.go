@@ -130,7 +130,7 @@ func TestCLIAgainstServer(t *testing.T) {
 		t.Errorf("leaderboard:\n%s", out)
 	}
 	// The run's one agent against itself: every common task, no change.
-	if out := c.ok("", "compare", id, id); !strings.Contains(out, "on 8 common tasks") || !strings.Contains(out, "pass@1  100.0%") ||
+	if out := c.ok("", "compare", id, id); !strings.Contains(out, "on 8 common tasks") || !strings.Contains(out, "100.0% (67.6–100.0)") ||
 		!strings.Contains(out, "Regressions (A solves, B does not): 0") {
 		t.Errorf("compare:\n%s", out)
 	}
