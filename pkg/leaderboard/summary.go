@@ -418,10 +418,7 @@ func (s *Summary) fillEstimates(tallies []TaskTally, opts Options) {
 		strict := rateEstimate(v.strict, v.strictAttempts, nil)
 		s.Pass1ErrorsAsFailures = &strict
 	}
-	buf := make([]float64, 0, len(v.names))
-	s.CostPerTask = usageEstimate(v.cost, buf)
-	s.TimePerTask = usageEstimate(v.time, buf)
-	s.TokensPerTask = usageEstimate(v.tokens, buf)
+	s.CostPerTask, s.TimePerTask, s.TokensPerTask = usageEstimates(v.cost, v.time, v.tokens)
 }
 
 // varianceOf splits pass@1's variance over the scored tasks; nil when some
@@ -465,29 +462,51 @@ func rateEstimate(values []float64, attempts int, buf []float64) Estimate {
 // interval (clipped at 0) serves, at a thousandth of the cost.
 const BootstrapMaxTasks = 100
 
-// usageEstimate is the mean of the reported (non-NaN) per-task values with
-// its interval — the percentile bootstrap over tasks up to
-// BootstrapMaxTasks tasks, the t interval clipped to [0, ∞) beyond — or nil
-// when no task reports the quantity.
-func usageEstimate(values, buf []float64) *Estimate {
-	buf = buf[:0]
-	for _, x := range values {
-		if !math.IsNaN(x) {
-			buf = append(buf, x)
+// usageEstimates are the cost, time and tokens estimates: each the mean of
+// the reported (non-NaN) per-task values with its interval — the percentile
+// bootstrap over tasks up to BootstrapMaxTasks tasks, the t interval clipped
+// to [0, ∞) beyond — or nil when no task reports the quantity. Quantities
+// reported by the same number of tasks are bootstrapped together
+// (stats.BootstrapMeanCIs: the same intervals, one draw of indices).
+func usageEstimates(costs, times, tokenCounts []float64) (cost, time, tokens *Estimate) {
+	quantities := [][]float64{costs, times, tokenCounts}
+	out := make([]*Estimate, len(quantities))
+	reported := make([][]float64, len(quantities))
+	byLen := map[int][]int{}
+	for q, values := range quantities {
+		for _, x := range values {
+			if !math.IsNaN(x) {
+				reported[q] = append(reported[q], x)
+			}
+		}
+		n := len(reported[q])
+		if n == 0 {
+			continue
+		}
+		e := &Estimate{Mean: stats.Mean(reported[q]), Tasks: n}
+		out[q] = e
+		if n > BootstrapMaxTasks {
+			_, ci, _ := stats.MeanCI(reported[q])
+			clipped := ci.Clip(0, math.Inf(1))
+			e.CI, e.Method = &clipped, CIT
+			continue
+		}
+		byLen[n] = append(byLen[n], q)
+	}
+	for _, qs := range byLen {
+		samples := make([][]float64, len(qs))
+		for i, q := range qs {
+			samples[i] = reported[q]
+		}
+		cis, ok := stats.BootstrapMeanCIs(samples...)
+		if !ok {
+			continue
+		}
+		for i, q := range qs {
+			out[q].CI, out[q].Method = &cis[i], CIBootstrap
 		}
 	}
-	if len(buf) == 0 {
-		return nil
-	}
-	e := &Estimate{Mean: stats.Mean(buf), Tasks: len(buf)}
-	if len(buf) > BootstrapMaxTasks {
-		_, ci, _ := stats.MeanCI(buf)
-		clipped := ci.Clip(0, math.Inf(1))
-		e.CI, e.Method = &clipped, CIT
-	} else if ci, ok := stats.BootstrapMeanCI(buf); ok {
-		e.CI, e.Method = &ci, CIBootstrap
-	}
-	return e
+	return out[0], out[1], out[2]
 }
 
 func categoryScores(v taskValues, categories map[string]string) []CategoryScore {

@@ -23,23 +23,56 @@ var BootstrapSeed = [2]uint64{0x6761756e746c6574, 0x626f6f7473747261} // "gauntl
 // quantities (cost, time, tokens), where a t interval is symmetric about a
 // mean that a few large values drag. ok is false when len(xs) < 2.
 func BootstrapMeanCI(xs []float64) (ci Interval, ok bool) {
-	n := len(xs)
-	if n < 2 {
+	cis, ok := BootstrapMeanCIs(xs)
+	if !ok {
 		return Interval{}, false
 	}
+	return cis[0], true
+}
+
+// BootstrapMeanCIs is BootstrapMeanCI of each of several samples of one
+// length (the per-task cost, time and tokens of the same tasks): since every
+// bootstrap starts from BootstrapSeed, they resample the same indices, which
+// are drawn once for all. cis[i] equals BootstrapMeanCI(xss[i]). ok is false
+// when the samples are fewer than two values or of different lengths.
+func BootstrapMeanCIs(xss ...[]float64) (cis []Interval, ok bool) {
+	if len(xss) == 0 {
+		return nil, false
+	}
+	n := len(xss[0])
+	for _, xs := range xss {
+		if len(xs) != n {
+			return nil, false
+		}
+	}
+	if n < 2 {
+		return nil, false
+	}
 	rng := rand.NewPCG(BootstrapSeed[0], BootstrapSeed[1])
-	means := make([]float64, BootstrapResamples)
-	for b := range means {
-		sum := 0.0
+	means := make([][]float64, len(xss))
+	for q := range means {
+		means[q] = make([]float64, BootstrapResamples)
+	}
+	sums := make([]float64, len(xss))
+	for b := range BootstrapResamples {
+		clear(sums)
 		for range n {
 			i, _ := bits.Mul64(rng.Uint64(), uint64(n))
-			sum += xs[i]
+			for q, xs := range xss {
+				sums[q] += xs[i]
+			}
 		}
-		means[b] = sum / float64(n)
+		for q := range xss {
+			means[q][b] = sums[q] / float64(n)
+		}
 	}
-	slices.Sort(means)
 	alpha := 1 - Confidence
-	return Interval{Lo: quantile7(means, alpha/2), Hi: quantile7(means, 1-alpha/2)}, true
+	cis = make([]Interval, len(xss))
+	for q := range xss {
+		slices.Sort(means[q])
+		cis[q] = Interval{Lo: quantile7(means[q], alpha/2), Hi: quantile7(means[q], 1-alpha/2)}
+	}
+	return cis, true
 }
 
 // quantile7 is the q-quantile of sorted by Hyndman and Fan's type 7.

@@ -137,3 +137,22 @@ func TestVarianceParts(t *testing.T) {
 		}
 	}
 }
+
+// TestBootstrapMeanCIsEqualsOneByOne: resampling several samples together
+// gives each the interval it gets alone.
+func TestBootstrapMeanCIsEqualsOneByOne(t *testing.T) {
+	a := []float64{0.12, 0.08, 0.10, 0.95, 0.11, 0.09, 2.40, 0.07, 0.13, 0.10}
+	b := []float64{61, 75, 300, 58, 64, 70, 1200, 66, 59, 62}
+	cis, ok := BootstrapMeanCIs(a, b)
+	if !ok || len(cis) != 2 {
+		t.Fatalf("BootstrapMeanCIs() = %v, %v", cis, ok)
+	}
+	for i, xs := range [][]float64{a, b} {
+		if one, _ := BootstrapMeanCI(xs); cis[i] != one {
+			t.Errorf("BootstrapMeanCIs()[%d] = %+v, BootstrapMeanCI = %+v", i, cis[i], one)
+		}
+	}
+	if _, ok := BootstrapMeanCIs(a, b[:9]); ok {
+		t.Error("BootstrapMeanCIs of different lengths: ok, want not")
+	}
+}
