@@ -226,12 +226,22 @@ function metricValue(metric, r) {
   }
 }
 
+// varianceLine splits the row's pass@1 variance: which tasks were drawn
+// (between) and attempt-to-attempt luck on a task (within).
+function varianceLine(r) {
+  const v = r.variance;
+  if (!v) return null;
+  const sd = (x) => `${(Math.sqrt(x) * 100).toFixed(1)} pp`;
+  return h('div', { class: 'muted small variance', title: 'Standard deviations of pass@1 outcomes: between tasks (which tasks were drawn) and within a task (attempt to attempt). How gauntlet scores (docs/SCORING.md).' },
+    `Spread of pass@1: between tasks ${sd(v.between)}, within a task ${sd(v.within)} (SD)`);
+}
+
 function comparisonView(metric, r, best, k) {
   const name = metric === 'pass@k' && k ? `pass@${k}` : metric === 'pass^k' && k ? `pass^${k}` : metric === 'pass@1-errors-as-failures' ? 'pass@1 (errors as failures)' : metric;
   if (r.best) {
     return h('div', {}, h('h4', {}, agentLabel(r)),
       h('div', {}, `Best ${name}: `, h('strong', {}, metricValue(metric, r))),
-      h('div', { class: 'muted' }, 'Every other row is compared with this one.'));
+      h('div', { class: 'muted' }, 'Every other row is compared with this one.'), varianceLine(r));
   }
   if (r.rank === 0) {
     return h('div', {}, h('h4', {}, agentLabel(r)), h('div', { class: 'muted' }, `No ${name} value, so this row is not ranked.`));
@@ -262,5 +272,6 @@ function comparisonView(metric, r, best, k) {
       h('dd', { class: 'adjusted-p' }, pValue(adjusted)),
       h('dt', {}, 'Paired tasks'), h('dd', {}, String(c.tasks))),
     h('div', { class: 'verdict' }, verdict),
+    varianceLine(r),
     h('div', { class: 'muted small' }, SCORING));
 }
