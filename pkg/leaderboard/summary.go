@@ -474,6 +474,7 @@ func usageEstimates(costs, times, tokenCounts []float64) (cost, time, tokens *Es
 	reported := make([][]float64, len(quantities))
 	byLen := map[int][]int{}
 	for q, values := range quantities {
+		reported[q] = make([]float64, 0, len(values))
 		for _, x := range values {
 			if !math.IsNaN(x) {
 				reported[q] = append(reported[q], x)
