@@ -482,7 +482,7 @@ test('a run page compares an agent with the best, task by task, linking to the a
   assert.match(await page.locator('#compare-body').innerText(), /−100\.0 pp/);
   const href = await regressions.first().locator('a').last().getAttribute('href');
   assert.match(href, new RegExp(`/benchmarks/runs/${RUN_ID}\\?tab=results&agent=1&task=`), 'a regression links to the candidate\'s attempts');
-  await shot('05-compare');
+  await shot('10c-compare');
   noProblems();
 });
 
