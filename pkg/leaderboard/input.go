@@ -1,10 +1,13 @@
 // Package leaderboard owns how gauntlet turns attempt results into a ranked
-// leaderboard: per-entrant summaries (pass@1, the pass@k curve, cost, time and
-// tokens per task, each with a 95% confidence interval), run eligibility, the
-// latest eligible run per entrant, and ranks with statistical ties.
+// leaderboard: per-entrant summaries (pass@1, the pass@k and pass^k curves,
+// pass@1 with errors as failures, cost, time and tokens per task, each with
+// a 95% confidence interval; the error counts and the variance split), run
+// eligibility, the latest eligible run per entrant, ranks with statistical
+// ties (Holm-adjusted), and the contrast of two entrants task by task.
 //
-// It implements the "Scoring" rules of DESIGN.md exactly and imports nothing
-// but pkg/stats: callers map their own records into EntrantInput.
+// It implements the "Scoring" rules of DESIGN.md as docs/SCORING.md refines
+// them and imports nothing but pkg/stats: callers map their own records into
+// EntrantInput.
 package leaderboard
 
 import "time"
