@@ -144,3 +144,21 @@ if __name__ == "__main__":
                 hi = mid
         return (lo + hi) / 2
     print("t 0.80 9", t_quantile(0.80, 9), "t 0.80 30", t_quantile(0.80, 30), "t 0.975 30", t_quantile(0.975, 30))
+
+    # Exact coverage of Wilson and of the t interval over tasks (clipped),
+    # one attempt per task (pkg/stats's coverage test).
+    from math import comb
+    def t_interval(x, n):
+        p = x / n
+        sd = sqrt(n / (n - 1) * p * (1 - p))
+        h = t_quantile(0.975, n - 1) * sd / sqrt(n)
+        return max(0.0, p - h), min(1.0, p + h)
+    for n, p in [(10, 0.8), (10, 0.95), (20, 0.95), (30, 0.98)]:
+        cw = ct = 0.0
+        for x in range(n + 1):
+            pr = comb(n, x) * p ** x * (1 - p) ** (n - x)
+            lo, hi = wilson(x / n, n)
+            cw += pr if lo <= p <= hi else 0
+            lo, hi = t_interval(x, n)
+            ct += pr if lo <= p <= hi else 0
+        print("coverage", n, p, round(cw, 4), round(ct, 4))
