@@ -129,6 +129,11 @@ func TestCLIAgainstServer(t *testing.T) {
 	if out := c.ok("", "leaderboard", "demo-bench"); !strings.Contains(out, "demo-bench — ranked by pass@1") || !strings.Contains(out, "oracle [parity]") {
 		t.Errorf("leaderboard:\n%s", out)
 	}
+	// The run's one agent against itself: every common task, no change.
+	if out := c.ok("", "compare", id, id); !strings.Contains(out, "on 8 common tasks") || !strings.Contains(out, "100.0% (67.6–100.0)") ||
+		!strings.Contains(out, "Regressions (A solves, B does not): 0") {
+		t.Errorf("compare:\n%s", out)
+	}
 	dir := t.TempDir()
 	c.ok("", "runs", "download", id, "--type", "results", "-o", dir)
 	zr, err := zip.OpenReader(filepath.Join(dir, id+"-results.zip"))

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
+	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 )
 
 // runLeaderboard is `gauntlet leaderboard BENCHMARK [--metric M]`.
@@ -14,8 +15,8 @@ func runLeaderboard(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func showLeaderboard(ctx context.Context, e env, args []string) error {
-	cmd := newAPICommand(e, "leaderboard", "leaderboard BENCHMARK [--metric pass@1|pass@k|cost|time|tokens] [--json]")
-	metric := cmd.fs.String("metric", "pass@1", "rank by pass@1, pass@k, cost, time or tokens")
+	cmd := newAPICommand(e, "leaderboard", "leaderboard BENCHMARK [--metric pass@1|pass@k|pass^k|pass@1-errors-as-failures|cost|time|tokens] [--json]")
+	metric := cmd.fs.String("metric", "pass@1", "rank by "+leaderboard.MetricNames())
 	pos, c, err := cmd.connect(args, 1, "want one benchmark key")
 	if err != nil {
 		return err

@@ -35,6 +35,7 @@ var commands = []command{
 	{name: "submit", summary: "submit a run config (--watch to follow it)", run: runSubmit},
 	{name: "runs", summary: "list, inspect, follow, stop and download runs", run: runsGroup.run},
 	{name: "leaderboard", summary: "show a benchmark's leaderboard", run: runLeaderboard},
+	{name: "compare", summary: "compare two entrants (RUN or RUN/AGENT) on their common tasks", run: runCompare},
 	{name: "secret", summary: "set, list and delete secret records (values are write-only)", run: secretGroup.run},
 	{name: "agents", summary: "list and install the agent bundles (the pinned agent programs)", run: runAgents},
 	{name: "images", summary: "list, pull and prune the local image store; serve base images on loopback", run: imagesGroup.run},

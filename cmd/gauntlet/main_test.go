@@ -77,12 +77,16 @@ func table(t *testing.T, out string) map[string]map[string]string {
 
 // The expected cells below are computed by hand from testdata/small.jsonl:
 //
-//	alpha: per-task pass@1 1, 1, 1, ½ → 87.5%, sd ¼, half width
-//	       3.182446·¼/2 = 0.3978 → (47.7–100.0); cost ⅒,⅒,⅒,0.3 → $0.15;
-//	       10 s; 1000 + 234 tokens.
-//	beta:  1, ½ (errored scores 0), 1, ½ → 75%, sd 0.288675, half 0.4593
-//	       → (29.1–100.0); vs alpha: t = −1, df 3, p = 0.3910 ⇒ tie (1*).
-//	nop:   0 everywhere; vs alpha t = −7, p = 0.006 ⇒ rank 3.
+//	alpha: per-task pass@1 1, 1, 1, ½ → 87.5% over 8 attempts; Wilson
+//	       with effective n 8 → (52.9–97.8) (pkg/stats/testdata/
+//	       reference.py, "cli alpha"); cost ⅒,⅒,⅒,0.3 → $0.15; 10 s;
+//	       1000 + 234 tokens.
+//	beta:  1, ½ (an errored attempt without a class is the agent's: a
+//	       failure), 1, ½ → 75% (40.9–92.9); vs alpha: t = −1, df 3,
+//	       p = 0.3910, Holm-adjusted over the two comparisons
+//	       max(2·0.006, 0.391) = 0.391 ⇒ tie (1*).
+//	nop:   0 everywhere → (0.0–49.0), Wilson of 0/4; vs alpha t = −7,
+//	       p = 0.006 ⇒ rank 3.
 //	pass@2: alpha and beta pass every task within two attempts → 100%.
 func TestScoreTable(t *testing.T) {
 	tests := []struct {
@@ -94,9 +98,9 @@ func TestScoreTable(t *testing.T) {
 			name: "pass@1",
 			args: []string{"score", "testdata/small.jsonl"},
 			want: map[string]map[string]string{
-				"prov/alpha (h1)": {"RANK": "1", "AGENT": "prov/alpha (h1)", "PASS@1": "87.5% (47.7–100.0)", "PASS@2": "100.0%", "COST": "$0.1500", "TIME": "10.0s", "TOKENS": "1.2k"},
-				"prov/beta (h2)":  {"RANK": "1*", "AGENT": "prov/beta (h2)", "PASS@1": "75.0% (29.1–100.0)", "PASS@2": "100.0%", "COST": "$0.0500", "TIME": "30.0s", "TOKENS": "2.5k"},
-				"nop":             {"RANK": "3", "AGENT": "nop", "PASS@1": "0.0% (0.0–0.0)", "PASS@2": "0.0%", "COST": "–", "TIME": "5.0s", "TOKENS": "–"},
+				"prov/alpha (h1)": {"RANK": "1", "AGENT": "prov/alpha (h1)", "PASS@1": "87.5% (52.9–97.8)", "PASS@2": "100.0%", "COST": "$0.1500", "TIME": "10.0s", "TOKENS": "1.2k"},
+				"prov/beta (h2)":  {"RANK": "1*", "AGENT": "prov/beta (h2)", "PASS@1": "75.0% (40.9–92.9)", "PASS@2": "100.0%", "COST": "$0.0500", "TIME": "30.0s", "TOKENS": "2.5k"},
+				"nop":             {"RANK": "3", "AGENT": "nop", "PASS@1": "0.0% (0.0–49.0)", "PASS@2": "0.0%", "COST": "–", "TIME": "5.0s", "TOKENS": "–"},
 			},
 		},
 		{
@@ -215,9 +219,10 @@ func TestScoreHarborJobDir(t *testing.T) {
 		t.Fatalf("gauntlet score JOBDIR exit %d, stderr %q", code, stderr)
 	}
 	// task-0: trials 0 and 2 (1, 1) → 1; task-1: trials 1 and 3 (0, 1) → ½;
-	// pass@1 75%; durations 60, 180 and 120, 240 s → 150 s.
+	// pass@1 75% (30.1–95.4: Wilson over 4 attempts, reference.py "cli
+	// jobdir"); durations 60, 180 and 120, 240 s → 150 s.
 	row := table(t, stdout)["anthropic/claude-sonnet-4.5 (claude-code)"]
-	want := map[string]string{"RANK": "1", "AGENT": "anthropic/claude-sonnet-4.5 (claude-code)", "PASS@1": "75.0% (0.0–100.0)",
+	want := map[string]string{"RANK": "1", "AGENT": "anthropic/claude-sonnet-4.5 (claude-code)", "PASS@1": "75.0% (30.1–95.4)",
 		"PASS@2": "100.0%", "COST": "–", "TIME": "150.0s", "TOKENS": "–", "VS BEST": "best"}
 	if diff := cmp.Diff(want, row); diff != "" {
 		t.Errorf("gauntlet score JOBDIR row mismatch (-want +got):\n%s\n%s", diff, stdout)
@@ -238,7 +243,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "score help", args: []string{"score", "-h"}, wantCode: exitOK, wantStderr: "usage: gauntlet score"},
 		{name: "no path", args: []string{"score"}, wantCode: exitUsage, wantStderr: "no PATH given"},
 		{name: "bad metric", args: []string{"score", "--metric", "pass@5", "testdata/small.jsonl"}, wantCode: exitUsage,
-			wantStderr: `--metric: unknown metric "pass@5": want one of pass@1, pass@k, cost, time, tokens`},
+			wantStderr: `--metric: unknown metric "pass@5": want pass@1, pass@k, pass^k, pass@1-errors-as-failures, cost, time or tokens`},
 		{name: "unknown flag", args: []string{"score", "--frob", "testdata/small.jsonl"}, wantCode: exitUsage, wantStderr: "flag provided but not defined: -frob"},
 		{name: "bad line", args: []string{"score", "testdata/bad.jsonl"}, wantCode: exitFailure,
 			wantStderr: "gauntlet score: testdata/bad.jsonl:2: attempt: want an integer, got string\n"},

@@ -12,14 +12,16 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/score"
 )
 
-const scoreUsage = `usage: gauntlet score [--metric pass@1|pass@k|cost|time|tokens] [--json] [--threshold X] PATH|-...
+const scoreUsage = `usage: gauntlet score [--metric pass@1|pass@k|pass^k|pass@1-errors-as-failures|cost|time|tokens] [--json] [--threshold X] PATH|-...
 
 Computes a leaderboard from attempt results without any platform. PATH is a
 JSONL file (one attempt per line: harness, model, task, attempt, and reward or
-outcome; optional cost_usd, input_tokens, output_tokens, cache_tokens,
-duration_sec, task_set, version), a Harbor job directory (trial result.json
-files), or - for JSONL on stdin (same limits as a file: 64 KiB a line,
-1 GiB in all). Flags may come before or after the paths.
+outcome — passed, failed, errored (error_class agent or platform),
+judge_failed, cancelled; optional cost_usd, input_tokens, output_tokens,
+cache_tokens, duration_sec, task_set, version), a Harbor job directory
+(trial result.json files), or - for JSONL on stdin (same limits as a file:
+64 KiB a line, 1 GiB in all). Flags may come before or after the paths. The
+scoring rules are docs/SCORING.md's.
 
 flags:`
 
@@ -27,7 +29,7 @@ flags:`
 func runScore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("score", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	metricName := fs.String("metric", string(leaderboard.MetricPass1), "metric to rank by: pass@1, pass@k, cost, time or tokens")
+	metricName := fs.String("metric", string(leaderboard.MetricPass1), "metric to rank by: "+leaderboard.MetricNames())
 	asJSON := fs.Bool("json", false, "print every number as JSON instead of a table")
 	threshold := fs.Float64("threshold", score.DefaultThreshold, "a reward ≥ `X` passes")
 	fs.Usage = func() {

@@ -153,13 +153,16 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   const third = await rows.nth(2).locator('td').allInnerTexts();
   assert.equal(first[0], '1');
   assert.equal(first[1], 'oracle parity', 'the task set is a badge on the row');
-  assert.match(first[2], /^100\.0% \(100\.0–100\.0\)$/, 'pass@1 with its interval');
+  // Wilson of 8/8 tasks (pkg/stats/testdata/reference.py): an entrant
+  // that passes everything keeps an interval with width.
+  assert.match(first[2], /^100\.0% \(67\.6–100\.0\)$/, 'pass@1 with its interval');
   assert.equal(second[1], 'nop parity');
   assert.match(second[2], /^0\.0%/);
   assert.equal(second[0], '2', 'nop is significantly worse than oracle: no tie');
   assert.equal(third[1], 'nop-full-list (nop)', 'the full-list row has no task-set badge');
   assert.equal(third[0], '2', 'ranked by its number');
-  assert.match(first[7], new RegExp(RUN_ID), 'the run behind the row');
+  assert.match(first[4], /^100\.0%/, 'pass^k beside pass@k');
+  assert.match(first[first.length - 1], new RegExp(RUN_ID), 'the run behind the row');
   assert.equal(await page.locator('#cost-plot').count(), 0, 'no entrant reports a cost: no cost plot');
   // The full-list row is another measurement: its comparison says it was not tested.
   await rows.nth(2).hover();
@@ -179,6 +182,8 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   assert.match(tipText, /^nop vs oracle\n/);
   assert.match(tipText, /Difference\s+−100\.0 pp/);
   assert.match(tipText, /p-value/);
+  assert.match(tipText, /adjusted p/, 'the Holm-adjusted p is stated');
+  assert.match(tipText, /How gauntlet scores/);
   await shot('03-leaderboard-hover');
 
   // Keyboard users get the same comparison on focus.
@@ -196,6 +201,10 @@ test('the demo-bench page ranks the run agents with intervals, ties and a compar
   await page.waitForURL(/metric=pass%40k|metric=pass@k/);
   await page.locator('#leaderboard-body th button[data-sort="pass@k"][aria-pressed="true"]').waitFor();
   assert.equal(await page.locator('button[data-metric="pass@k"]').getAttribute('aria-pressed'), 'true');
+  // pass^k ranks too.
+  await page.click('button[data-metric="pass^k"]');
+  await page.waitForURL(/metric=pass%5Ek|metric=pass\^k/);
+  await page.locator('#leaderboard-body th button[data-sort="pass^k"][aria-pressed="true"]').waitFor();
   // Clicking a row opens the run behind its score.
   await page.locator('#leaderboard-body tbody tr').first().click();
   await page.waitForURL(`${BASE}/benchmarks/runs/${RUN_ID}`);
@@ -248,7 +257,8 @@ test('the cost vs pass@1 plot shows every entrant with its interval and the Pare
   assert.match(desc, /on the Pareto frontier/);
   // The table marks the same estimated cost the way the run page does.
   const estRow = page.locator('#leaderboard-body tbody tr', { hasText: want.estimated[0] });
-  assert.match(await estRow.locator('td').nth(4).innerText(), /est\./);
+  // Columns: rank, agent, pass@1, pass@k, pass^k, cost/task.
+  assert.match(await estRow.locator('td').nth(5).innerText(), /est\./);
   await shot('04b-cost-plot');
   noProblems();
 });
@@ -380,6 +390,7 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
   assert.match(await agents.nth(0).innerText(), /^nop/, 'by name: nop before oracle');
   assert.equal(await page.locator('#metrics-partial').count(), 0, 'a finished run\'s metrics are not partial');
   assert.equal(await page.locator('#pass-at-k svg circle').count(), 4, 'two agents × k = 1..2');
+  assert.equal(await page.locator('#pass-hat-k svg circle').count(), 4, 'the pass^k curve too');
   // oracle (1.0) vs nop (0.0): ψ = 1, δ = 1, so n = z(0.975)² = 3.84 → 4
   // pairs, 2 tasks at the seed's 2 attempts (Connor's formula by hand).
   assert.equal(await page.locator('#power-tasks').innerText(), '2 tasks × 2 attempts');
@@ -459,6 +470,24 @@ test('the run page shows status, metrics, charts, results with a drawer, logs an
     page.click('.menu [role="menuitem"]:has-text("Summary")'),
   ]);
   assert.match(download.suggestedFilename(), /\.zip$/);
+  noProblems();
+});
+
+test('a run page compares an agent with the best, task by task, linking to the attempts', async () => {
+  await page.goto(`${BASE}/benchmarks/runs/${RUN_ID}`);
+  await page.locator('#compare-agent').waitFor();
+  await page.selectOption('#compare-agent', { label: 'nop' });
+  await page.click('#compare-best');
+  await page.waitForURL(/\/compare\?a=/);
+  const regressions = page.locator('#compare-regressions tbody tr');
+  await regressions.first().waitFor();
+  // The best is the seed's oracle: nop fails all 8 parity tasks it solves.
+  assert.equal(await regressions.count(), 8);
+  assert.equal(await page.locator('#compare-improvements tbody tr').count(), 0);
+  assert.match(await page.locator('#compare-body').innerText(), /−100\.0 pp/);
+  const href = await regressions.first().locator('a').last().getAttribute('href');
+  assert.match(href, new RegExp(`/benchmarks/runs/${RUN_ID}\\?tab=results&agent=1&task=`), 'a regression links to the candidate\'s attempts');
+  await shot('10c-compare');
   noProblems();
 });
 

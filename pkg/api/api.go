@@ -164,6 +164,7 @@ func (h *Handler) routes() []route {
 		{method: "DELETE", pattern: "/v1/benchmarks/{key}", handle: h.deleteBenchmark},
 		{method: "POST", pattern: "/v1/benchmarks/{key}/sync", handle: h.syncBenchmark},
 		{method: "GET", pattern: "/v1/benchmarks/{key}/leaderboard", handle: h.leaderboard},
+		{method: "GET", pattern: "/v1/compare", handle: h.compare},
 		{method: "POST", pattern: "/v1/benchmarks/{key}/check", handle: h.startCheck},
 		{method: "GET", pattern: "/v1/benchmarks/{key}/check", handle: h.getCheck},
 		{method: "GET", pattern: "/v1/benchmarks/{key}/tasks/{task}/build-log", handle: h.buildLog},

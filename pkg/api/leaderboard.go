@@ -85,7 +85,8 @@ func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) er
 
 // leaderboardView is the API's form of a stored board: one list.
 func leaderboardView(key string, board records.Board) v1.LeaderboardView {
-	out := v1.LeaderboardView{Benchmark: key, Metric: string(board.Metric), K: board.K, Rows: make([]v1.BoardRow, len(board.Rows))}
+	out := v1.LeaderboardView{Benchmark: key, Metric: string(board.Metric), K: board.K, Rows: make([]v1.BoardRow, len(board.Rows)),
+		MinDetectableDiff: board.MinDetectableDiff}
 	for i, row := range board.Rows {
 		br := v1.BoardRow{
 			Rank: row.Rank, Tied: row.TiedWithBest, Best: row.Best, Label: row.Entrant.String(), Harness: row.Entrant.Harness,
@@ -93,8 +94,10 @@ func leaderboardView(key string, board records.Board) v1.LeaderboardView {
 			Value: row.Value, Pass1: estimatePtr(row.Pass1),
 			CostPerTask: estimatePtr(row.CostPerTask), TimePerTask: estimatePtr(row.TimePerTask),
 			TokensPerTask: estimatePtr(row.TokensPerTask), RunID: row.RunID, FinishedAt: row.FinishedAt,
+			Pass1ErrorsAsFailures: estimatePtr(row.Pass1ErrorsAsFailures), Errors: boardview.Errors(row.Errors),
+			Variance: boardview.Variance(row.Variance),
 		}
-		br.PassAtK, br.VsBest = boardview.PassAtK(row.PassAtK), boardview.Comparison(row.VsBest)
+		br.PassAtK, br.PassHatK, br.VsBest = boardview.PassAtK(row.PassAtK), boardview.PassAtK(row.PassHatK), boardview.Comparison(row.VsBest)
 		out.Rows[i] = br
 	}
 	return out

@@ -88,7 +88,7 @@ func parseResultFilter(q url.Values) (resultFilter, error) {
 		}
 	}
 	if f.outcome != "" && !f.outcome.Valid() {
-		return f, errorf(http.StatusBadRequest, v1.CodeBadRequest, "outcome %q must be passed, failed, errored or cancelled", f.outcome)
+		return f, errorf(http.StatusBadRequest, v1.CodeBadRequest, "outcome %q must be passed, failed, errored, judge_failed or cancelled", f.outcome)
 	}
 	return f, nil
 }

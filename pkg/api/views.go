@@ -16,15 +16,24 @@ func estimatePtr(e *leaderboard.Estimate) *v1.Estimate { return boardview.Estima
 func metricsOf(s leaderboard.Summary) v1.Metrics {
 	m := v1.Metrics{
 		Pass1: estimatePtr(s.Pass1), CostPerTask: estimatePtr(s.CostPerTask), TimePerTask: estimatePtr(s.TimePerTask),
-		TokensPerTask: estimatePtr(s.TokensPerTask), PassAtKCurve: []v1.PassAtKPoint{}, Categories: []v1.CategoryPass1{},
-		Tasks: s.Tasks, Scored: s.ScoredAttempts, Passes: s.Passes,
+		TokensPerTask: estimatePtr(s.TokensPerTask), PassAtKCurve: []v1.PassAtKPoint{}, PassHatKCurve: []v1.PassAtKPoint{},
+		Categories: []v1.CategoryPass1{}, Tasks: s.Tasks, Scored: s.ScoredAttempts, Passes: s.Passes,
+		Pass1ErrorsAsFailures: estimatePtr(s.Pass1ErrorsAsFailures), Errors: boardview.Errors(s.Errors),
+		Variance: boardview.Variance(s.Variance),
 	}
 	for _, p := range s.PassAtK {
 		m.PassAtKCurve = append(m.PassAtKCurve, v1.PassAtKPoint{K: p.K, Estimate: estimate(p.Estimate)})
 	}
+	for _, p := range s.PassHatK {
+		m.PassHatKCurve = append(m.PassHatKCurve, v1.PassAtKPoint{K: p.K, Estimate: estimate(p.Estimate)})
+	}
 	if n := len(m.PassAtKCurve); n > 0 {
 		last := m.PassAtKCurve[n-1]
 		m.PassAtK = &last
+	}
+	if n := len(m.PassHatKCurve); n > 0 {
+		last := m.PassHatKCurve[n-1]
+		m.PassHatK = &last
 	}
 	for _, c := range s.Categories {
 		m.Categories = append(m.Categories, v1.CategoryPass1{Category: c.Category, Pass1: estimate(c.Pass1)})
@@ -41,7 +50,7 @@ func timePtr(t time.Time) *time.Time {
 
 func outcomes(t run.Tally) v1.Outcomes {
 	return v1.Outcomes{Passed: t.Passed, Failed: t.Failed, Errored: t.Errored, InfraErrored: t.InfraErrored,
-		Cancelled: t.Cancelled, Retries: t.Retries}
+		JudgeFailed: t.JudgeFailed, Cancelled: t.Cancelled, Retries: t.Retries}
 }
 
 func tokens(t run.Tally) v1.Tokens {

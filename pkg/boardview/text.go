@@ -23,17 +23,25 @@ const maxAgent = 44
 // WriteText renders a leaderboard as one aligned table, every entrant in
 // one list: RANK ("1*" for a statistical tie with the best, "–" without a
 // value for the metric), AGENT as "model (harness)" with "[set]" when the
-// row's run measured a named task set, PASS@1 and PASS@K as "v% (lo–hi)",
-// PASS@K the value alone, COST, TIME and TOKENS per task, VS BEST (the paired difference and p
-// for rows of the best's task set and version) and the RUN behind the row.
+// row's run measured a named task set, PASS@1 as "v% (lo–hi)", PASS@K (or
+// PASS^K when the board ranks by pass^k; K ≥ 2) the value alone, ERR=FAIL (pass@1 with every error a
+// failure) when the board ranks by it, COST, TIME and TOKENS per task,
+// ERRORS (agent/platform/judge, when some row has any), and VS BEST (the
+// p of the paired test for rows of the best's task set and version,
+// Holm-adjusted: a footnote says so).
 func WriteText(w io.Writer, b v1.LeaderboardView) error {
 	if len(b.Rows) == 0 {
 		_, err := fmt.Fprintf(w, "%s: no eligible runs yet (a run must finish on the full task list or a published task set)\n", b.Benchmark)
 		return err
 	}
 	ranked := b.Metric
-	if b.Metric == "pass@k" {
+	switch b.Metric {
+	case "pass@k":
 		ranked = fmt.Sprintf("pass@%d", b.K)
+	case "pass^k":
+		ranked = fmt.Sprintf("pass^%d", b.K)
+	case "pass@1-errors-as-failures":
+		ranked = "pass@1 with errors as failures"
 	}
 	title := fmt.Sprintf("Ranked by %s (cost, time and tokens per task)", ranked)
 	if b.Benchmark != "" {
@@ -45,27 +53,62 @@ func WriteText(w io.Writer, b v1.LeaderboardView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	// pass@K is its own column only when every row reached k ≥ 2 (pass@1
 	// is already shown).
+	strict := b.Metric == "pass@1-errors-as-failures"
+	errs := false
+	for _, r := range b.Rows {
+		errs = errs || r.Errors != (v1.ErrorCounts{})
+	}
 	header := []string{"RANK", "AGENT", "PASS@1"}
-	if b.K >= 2 {
+	// The pass@K column shows pass^K on a board ranked by it: both would
+	// not fit a 120-column terminal.
+	hat := b.Metric == "pass^k"
+	if b.K >= 2 && hat {
+		header = append(header, fmt.Sprintf("PASS^%d", b.K))
+	} else if b.K >= 2 {
 		header = append(header, fmt.Sprintf("PASS@%d", b.K))
 	}
-	fmt.Fprintln(tw, strings.Join(append(header, "COST", "TIME", "TOKENS", "VS BEST"), "\t"))
-	tied, sets := false, false
+	if strict {
+		header = append(header, "ERR=FAIL")
+	}
+	header = append(header, "COST", "TIME", "TOKENS")
+	if errs {
+		header = append(header, "ERRORS")
+	}
+	fmt.Fprintln(tw, strings.Join(append(header, "VS BEST"), "\t"))
+	tied, sets, tested := false, false, false
 	for _, r := range b.Rows {
 		tied = tied || r.Tied
+		tested = tested || (r.VsBest != nil && r.VsBest.PValue != nil)
 		sets = sets || r.TaskSet != ""
 		cells := []string{rank(r), agent(r), Percent(r.Pass1)}
-		if b.K >= 2 {
-			cells = append(cells, passAtK(r.PassAtK)) // its interval is in --json
+		if b.K >= 2 && hat {
+			cells = append(cells, passAtK(r.PassHatK)) // its interval is in --json
+		} else if b.K >= 2 {
+			cells = append(cells, passAtK(r.PassAtK))
 		}
-		cells = append(cells, Dollars(r.CostPerTask), Seconds(r.TimePerTask), compactTokens(r.TokensPerTask), vsBest(r))
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		if strict {
+			cells = append(cells, value(r.Pass1ErrorsAsFailures))
+		}
+		cells = append(cells, Dollars(r.CostPerTask), Seconds(r.TimePerTask), compactTokens(r.TokensPerTask))
+		if errs {
+			cells = append(cells, errorCounts(r.Errors))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, vsBest(r)), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
 	if tied {
-		fmt.Fprintln(w, "* statistically tied with the best: a paired t-test over tasks cannot separate them (α = 0.05)")
+		fmt.Fprintln(w, "* statistically tied with the best: a paired t-test over tasks cannot separate them (adjusted p ≥ 0.05)")
+	}
+	if tested {
+		fmt.Fprintln(w, "VS BEST p: the paired t-test against the best, adjusted for the board's comparisons (Holm)")
+	}
+	if errs {
+		fmt.Fprintln(w, "ERRORS a/p/j: agent errors (scored as failures) / platform errors and failed judges (left out of the scores)")
+	}
+	if d := b.MinDetectableDiff; d != nil {
+		fmt.Fprintf(w, "minimum detectable difference from the best: %s (80%% power, α = 0.05; the median over the tested rows)\n", difference(b.Metric, *d))
 	}
 	if sets {
 		fmt.Fprintln(w, "[set]: the row's run measured that task set; only rows of the best's task set and version are tested for a tie")
@@ -108,10 +151,34 @@ func vsBest(r v1.BoardRow) string {
 		return missing
 	case c.PValue == nil:
 		return "untested"
-	case *c.PValue < 0.001:
+	}
+	p := *c.PValue
+	if c.AdjustedP != nil {
+		p = *c.AdjustedP
+	}
+	if p < 0.001 {
 		return "p<0.001"
 	}
-	return fmt.Sprintf("p=%.3f", *c.PValue)
+	return fmt.Sprintf("p=%.3f", p)
+}
+
+// difference renders a difference of the metric in its unit.
+func difference(metric string, d float64) string {
+	switch metric {
+	case "cost":
+		return Dollars(&v1.Estimate{Value: d})
+	case "time":
+		return Seconds(&v1.Estimate{Value: d})
+	case "tokens":
+		return compactTokens(&v1.Estimate{Value: d})
+	}
+	return fmt.Sprintf("%.1f pp", 100*d)
+}
+
+// errorCounts is "agent/platform/judge", the attempts each error rule
+// touched.
+func errorCounts(e v1.ErrorCounts) string {
+	return fmt.Sprintf("%d/%d/%d", e.AgentErrors, e.PlatformErrors, e.JudgeFailures)
 }
 
 func passAtK(p *v1.PassAtKPoint) string {
@@ -119,6 +186,13 @@ func passAtK(p *v1.PassAtKPoint) string {
 		return missing
 	}
 	return fmt.Sprintf("%.1f%%", 100*p.Value)
+}
+
+func value(e *v1.Estimate) string {
+	if e == nil {
+		return missing
+	}
+	return fmt.Sprintf("%.1f%%", 100*e.Value)
 }
 
 // Percent renders a pass rate as "v% (lo–hi)", one decimal.

@@ -62,9 +62,54 @@ func TestWriteTextFits120Columns(t *testing.T) {
 			t.Errorf("line of %d columns > 120: %q", n, line)
 		}
 	}
+	b.Metric = "pass^k"
+	b.Rows[0].PassHatK = &v1.PassAtKPoint{K: 5, Estimate: v1.Estimate{Value: 0.125}}
+	var hat bytes.Buffer
+	if err := WriteText(&hat, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ranked by pass^5", "PASS^5", "12.5%"} {
+		if !strings.Contains(hat.String(), want) {
+			t.Errorf("pass^k output lacks %q:\n%s", want, hat.String())
+		}
+	}
 	for _, want := range []string{"terminal-bench-2-0 — ranked by pass@5", "PASS@5", "…", "[parity]", "p<0.001"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestWriteTextErrorsAndAdjustedP: the ERRORS column appears once some row
+// has errors, VS BEST shows the Holm-adjusted p, and a board ranked by the
+// errors-as-failures view shows that value.
+func TestWriteTextErrorsAndAdjustedP(t *testing.T) {
+	p, adj, mdd := 0.03, 0.06, 0.2345
+	b := v1.LeaderboardView{Metric: "pass@1-errors-as-failures", K: 1, MinDetectableDiff: &mdd, Rows: []v1.BoardRow{
+		{Rank: 1, Best: true, Label: "a", Pass1: &v1.Estimate{Value: 1}, Pass1ErrorsAsFailures: &v1.Estimate{Value: 0.75},
+			Errors: v1.ErrorCounts{AgentErrors: 1, PlatformErrors: 2, JudgeFailures: 3}},
+		{Rank: 1, Tied: true, Label: "b", Pass1: &v1.Estimate{Value: 0.5}, Pass1ErrorsAsFailures: &v1.Estimate{Value: 0.5},
+			VsBest: &v1.Comparison{Tested: true, PValue: &p, AdjustedP: &adj}},
+	}}
+	var out bytes.Buffer
+	if err := WriteText(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	want := []string{
+		"Ranked by pass@1 with errors as failures (cost, time and tokens per task)",
+		"RANK AGENT PASS@1 ERR=FAIL COST TIME TOKENS ERRORS VS BEST",
+		"1 a 100.0% 75.0% – – – 1/2/3 best",
+		"1* b 50.0% 50.0% – – – 0/0/0 p=0.060",
+		"* statistically tied with the best: a paired t-test over tasks cannot separate them (adjusted p ≥ 0.05)",
+		"VS BEST p: the paired t-test against the best, adjusted for the board's comparisons (Holm)",
+		"ERRORS a/p/j: agent errors (scored as failures) / platform errors and failed judges (left out of the scores)",
+		"minimum detectable difference from the best: 23.4 pp (80% power, α = 0.05; the median over the tested rows)",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("WriteText() =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -223,3 +223,11 @@ func (c *Client) Artifact(ctx context.Context, runID, resultID, artifact string)
 func artifactPath(p string) string {
 	return path(strings.Split(p, "/")...)
 }
+
+// Compare contrasts two finished run agents of one benchmark on their
+// common tasks; a and b are "RUN" or "RUN/AGENT" (the agent's index).
+func (c *Client) Compare(ctx context.Context, a, b string) (v1.CompareView, error) {
+	var out v1.CompareView
+	q := url.Values{"a": {a}, "b": {b}}
+	return out, c.call(ctx, request{method: http.MethodGet, path: path("v1", "compare"), query: q}, &out)
+}

@@ -110,7 +110,22 @@ const (
 	// platform's error, not the agent's, and final: another attempt (a
 	// whole new agent run) would be refused the same way.
 	ExceptionJudgeAuth = "JudgeModelAuthError"
+	// ExceptionJudgeFailed is gauntlet's own: the verifier produced no
+	// reward and its LLM judge's latest model call had failed (the
+	// provider unavailable, rate limits, a gateway fault). The platform's
+	// error, retried.
+	ExceptionJudgeFailed = "JudgeModelError"
 )
+
+// AgentPhaseExceptions are the exception types that mean the agent phase
+// itself failed: the agent's own error.
+var AgentPhaseExceptions = []string{
+	ExceptionAgentSetup, ExceptionAgentSetupTimeout, ExceptionAgentTimeout, ExceptionAgentExit, ExceptionAgentOOM,
+	ExceptionModelAuth, ExceptionModelUnavailable, ExceptionModelBudget,
+}
+
+// JudgeExceptions are the exception types that mean the LLM judge failed.
+var JudgeExceptions = []string{ExceptionJudgeAuth, ExceptionJudgeFailed}
 
 // ExceptionInfo describes the exception that ended a trial.
 type ExceptionInfo struct {

@@ -65,3 +65,17 @@ func BenchmarkRank(b *testing.B) {
 		Boards(summaries)
 	}
 }
+
+// BenchmarkRecomputeBootstrapped is a recompute of a Terminal-Bench-sized
+// board, where cost, time and tokens get bootstrap intervals: 50 entrants
+// × 89 tasks × 5 attempts.
+func BenchmarkRecomputeBootstrapped(b *testing.B) {
+	inputs := benchInputs(50, 89, 5)
+	b.ReportAllocs()
+	for b.Loop() {
+		boards := Boards(LatestEligible(SummarizeAll(inputs, Options{})))
+		if len(boards[0].Rows) != 50 || boards[0].Rows[0].Summary.CostPerTask.Method != CIBootstrap {
+			b.Fatalf("recompute produced an unexpected board")
+		}
+	}
+}

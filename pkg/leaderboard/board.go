@@ -18,13 +18,27 @@ type Metric string
 const (
 	MetricPass1   Metric = "pass@1"
 	MetricPassAtK Metric = "pass@k"
-	MetricCost    Metric = "cost"
-	MetricTime    Metric = "time"
-	MetricTokens  Metric = "tokens"
+	// MetricPassHatK ranks by pass^k, the chance that all k attempts pass.
+	MetricPassHatK Metric = "pass^k"
+	// MetricPass1ErrorsAsFailures ranks by pass@1 with every error (the
+	// platform's and failed judges too) scored as a failure.
+	MetricPass1ErrorsAsFailures Metric = "pass@1-errors-as-failures"
+	MetricCost                  Metric = "cost"
+	MetricTime                  Metric = "time"
+	MetricTokens                Metric = "tokens"
 )
 
 // Metrics lists every Metric in display order.
-var Metrics = []Metric{MetricPass1, MetricPassAtK, MetricCost, MetricTime, MetricTokens}
+var Metrics = []Metric{MetricPass1, MetricPassAtK, MetricPassHatK, MetricPass1ErrorsAsFailures, MetricCost, MetricTime, MetricTokens}
+
+// MetricNames is the Metrics as "a, b or c", for messages and usage.
+func MetricNames() string {
+	names := make([]string, len(Metrics))
+	for i, m := range Metrics {
+		names[i] = string(m)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
 
 // ParseMetric returns the Metric named s.
 func ParseMetric(s string) (Metric, error) {
@@ -33,7 +47,7 @@ func ParseMetric(s string) (Metric, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("unknown metric %q: want one of pass@1, pass@k, cost, time, tokens", s)
+	return "", fmt.Errorf("unknown metric %q: want %s", s, MetricNames())
 }
 
 // Direction says whether larger or smaller values of the metric are better.
@@ -56,9 +70,16 @@ type Board struct {
 	Metric Metric `json:"metric"`
 	// K is the board's pass@k depth: the deepest k every row reached, i.e.
 	// the smallest len(PassAtK) over rows that have pass@1 (0 when none
-	// has). MetricPassAtK ranks by pass@K; displays show pass@K.
+	// has). MetricPassAtK ranks by pass@K and MetricPassHatK by pass^K;
+	// displays show pass@K and pass^K.
 	K    int   `json:"k"`
 	Rows []Row `json:"rows"`
+	// MinDetectableDiff is the median, over the rows tested against the
+	// best with a nonzero spread of differences, of the smallest difference
+	// from the best their paired test detects with 80% power at α = 0.05
+	// (stats.MinDetectableDiff): how close to the best a row can be and
+	// still be told apart, as the board stands. Nil when no row qualifies.
+	MinDetectableDiff *float64 `json:"min_detectable_diff,omitempty"`
 }
 
 // Row is one entrant's place on a Board.
@@ -72,9 +93,10 @@ type Row struct {
 	Best bool `json:"best"`
 	// TiedWithBest marks a row with a worse value than the best that shares
 	// rank 1 only because the paired t-test cannot separate it from the best
-	// (a statistical tie; only rows of the best's task set and version are
-	// tested). A row whose value equals the best's has rank 1 outright and is
-	// not marked.
+	// once its p-value is adjusted by Holm's step-down procedure across every
+	// comparison with the best (a statistical tie; only rows of the best's
+	// task set and version are tested). A row whose value equals the best's
+	// has rank 1 outright and is not marked.
 	TiedWithBest bool `json:"tied_with_best"`
 	// Value is the row's value of the metric; nil when it has none.
 	Value   *float64 `json:"value,omitempty"`
@@ -101,8 +123,16 @@ type Comparison struct {
 	// and nonzero, P = 0).
 	CI *stats.Interval `json:"ci,omitempty"`
 	P  *float64        `json:"p,omitempty"`
-	T  *float64        `json:"t,omitempty"`
-	DF int             `json:"df,omitempty"`
+	// AdjustedP is P adjusted by Holm's step-down procedure over the board's
+	// tested comparisons with the best (stats.Holm): the row is tied with
+	// the best when it is ≥ 0.05. Absent when not Tested.
+	AdjustedP *float64 `json:"adjusted_p,omitempty"`
+	T         *float64 `json:"t,omitempty"`
+	DF        int      `json:"df,omitempty"`
+	// MinDetectable is the smallest difference this test detects with 80%
+	// power at α = 0.05; absent when not Tested or the differences have no
+	// spread.
+	MinDetectable *float64 `json:"min_detectable,omitempty"`
 }
 
 // Build summarizes every input, keeps the latest eligible run of each
@@ -143,7 +173,6 @@ func NewBoard(summaries []Summary, metric Metric) Board {
 		values[i] = metricValue(&members[i], metric, board.K)
 	}
 	best := stats.Best(values, dir)
-	tied := make([]bool, len(members))
 	board.Rows = make([]Row, len(members))
 	var buf []float64
 	for i := range members {
@@ -152,24 +181,72 @@ func NewBoard(summaries []Summary, metric Metric) Board {
 			v := values[i]
 			row.Value = &v
 		}
-		switch {
-		case i == best:
-			tied[i] = true
-		case best >= 0 && row.Value != nil && keyOf(members[i].Run) == keyOf(members[best].Run):
+		if i != best && best >= 0 && row.Value != nil && keyOf(members[i].Run) == keyOf(members[best].Run) {
 			var c Comparison
 			c, buf = compare(&members[i], &members[best], metric, board.K, buf)
 			row.VsBest = &c
-			tied[i] = !c.Tested || *c.P >= 1-stats.Confidence
-			row.TiedWithBest = tied[i] && dir.Better(values[best], values[i])
 		}
 		board.Rows[i] = row
 	}
+	tied := tiesWithBest(board.Rows, values, best, dir)
+	board.MinDetectableDiff = medianDetectable(board.Rows)
 	ranks := stats.CompetitionRanks(values, dir, tied)
 	for i := range board.Rows {
 		board.Rows[i].Rank = ranks[i]
 	}
 	sortRows(board.Rows, dir)
 	return board
+}
+
+// tiesWithBest adjusts the p-values of the rows' comparisons with the best
+// by Holm's procedure, as one family, and marks the best and every row the
+// adjusted test cannot separate from it (or that could not be tested).
+func tiesWithBest(rows []Row, values []float64, best int, dir stats.Direction) []bool {
+	tied := make([]bool, len(rows))
+	if best < 0 {
+		return tied
+	}
+	tied[best] = true
+	p := make([]float64, len(rows))
+	for i := range rows {
+		p[i] = math.NaN()
+		if c := rows[i].VsBest; c != nil && c.Tested {
+			p[i] = *c.P
+		}
+	}
+	adjusted := stats.Holm(p)
+	for i := range rows {
+		c := rows[i].VsBest
+		if c == nil {
+			continue
+		}
+		if c.Tested {
+			adj := adjusted[i]
+			c.AdjustedP = &adj
+		}
+		tied[i] = !c.Tested || *c.AdjustedP >= 1-stats.Confidence
+		rows[i].TiedWithBest = tied[i] && dir.Better(values[best], values[i])
+	}
+	return tied
+}
+
+// medianDetectable is the median of the rows' MinDetectable, or nil.
+func medianDetectable(rows []Row) *float64 {
+	var ds []float64
+	for i := range rows {
+		if c := rows[i].VsBest; c != nil && c.MinDetectable != nil {
+			ds = append(ds, *c.MinDetectable)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	slices.Sort(ds)
+	m := ds[len(ds)/2]
+	if len(ds)%2 == 0 {
+		m = (ds[len(ds)/2-1] + m) / 2
+	}
+	return &m
 }
 
 // groupDepth is the deepest k every summary with pass@1 reached.
@@ -193,6 +270,12 @@ func metricValue(s *Summary, metric Metric, k int) float64 {
 		if k >= 1 && k <= len(s.PassAtK) {
 			e = &s.PassAtK[k-1].Estimate
 		}
+	case MetricPassHatK:
+		if k >= 1 && k <= len(s.PassHatK) {
+			e = &s.PassHatK[k-1].Estimate
+		}
+	case MetricPass1ErrorsAsFailures:
+		e = s.Pass1ErrorsAsFailures
 	case MetricCost:
 		e = s.CostPerTask
 	case MetricTime:
@@ -219,6 +302,12 @@ func taskMetric(s *Summary, metric Metric, k int) []float64 {
 		if k >= 1 && k <= v.depth {
 			return v.passAt(k)
 		}
+	case MetricPassHatK:
+		if k >= 1 && k <= v.depth {
+			return v.passHatAt(k)
+		}
+	case MetricPass1ErrorsAsFailures:
+		return v.strict
 	case MetricCost:
 		return v.cost
 	case MetricTime:
@@ -247,6 +336,10 @@ func compare(row, best *Summary, metric Metric, k int, buf []float64) (Compariso
 	if !math.IsInf(test.T, 0) {
 		t := test.T
 		c.T = &t
+	}
+	if se := (test.CI.Hi - test.CI.Lo) / 2 / stats.CriticalT(test.DF); se > 0 {
+		d := stats.MinDetectableDiff(se, test.DF, stats.DefaultPower)
+		c.MinDetectable = &d
 	}
 	return c, diffs
 }

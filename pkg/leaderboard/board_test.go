@@ -144,6 +144,34 @@ func TestNewBoardRanks(t *testing.T) {
 				{"y (h)", 1, false, true, ptr(0.5)},
 			},
 		},
+		{
+			// pass^2: x passes both attempts of every task (1), y one of
+			// two (C(1,2)/C(2,2) = 0); every difference −1 ⇒ separated.
+			name: "pass^k ranks by pass^K",
+			inputs: []EntrantInput{
+				input("h", "y", eligibleRun("r2", t0), tasks("PF", "FP", "PF")),
+				input("h", "x", eligibleRun("r1", t0), tasks("PP", "PP", "PP")),
+			},
+			metric: MetricPassHatK,
+			want: []rowView{
+				{"x (h)", 1, true, false, ptr(1.0)},
+				{"y (h)", 2, false, false, ptr(0.0)},
+			},
+		},
+		{
+			// y's platform errors are left out of pass@1 (1.0, tied with
+			// x) but are failures in the errors-as-failures view (0.5).
+			name: "errors as failures",
+			inputs: []EntrantInput{
+				input("h", "x", eligibleRun("r1", t0), tasks("PP", "PP", "PP", "PP")),
+				input("h", "y", eligibleRun("r2", t0), platformErrors(tasks("PX", "PX", "PX", "PX"))),
+			},
+			metric: MetricPass1ErrorsAsFailures,
+			want: []rowView{
+				{"x (h)", 1, true, false, ptr(1.0)},
+				{"y (h)", 2, false, false, ptr(0.5)},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,20 +183,40 @@ func TestNewBoardRanks(t *testing.T) {
 	}
 }
 
+// platformErrors turns the attempts coded 'X' (outcomes gives them no
+// outcome) into platform errors.
+func platformErrors(as []Attempt) []Attempt {
+	for i := range as {
+		if as[i].Outcome == "" {
+			as[i].Outcome, as[i].ErrorClass = Errored, PlatformError
+		}
+	}
+	return as
+}
+
 func TestNewBoardComparison(t *testing.T) {
 	inputs := []EntrantInput{
 		input("h", "a", eligibleRun("r1", t0), tasks(append(repeat("P", 9), "P")...)),
 		input("h", "b", eligibleRun("r2", t0), tasks(append(repeat("P", 9), "F")...)),
 		input("h", "c", eligibleRun("r3", t0), tasks(append(repeat("F", 8), "P", "P")...)),
 	}
-	rows := Build(inputs, MetricPass1, Options{}).Rows
+	board := Build(inputs, MetricPass1, Options{})
+	rows := board.Rows
+	if m := board.MinDetectableDiff; m == nil || math.Abs(*m-3.145561*(0.1+0.4/3)/2) > 1e-6 {
+		t.Errorf("Build().MinDetectableDiff = %v, want %v", m, 3.145561*(0.1+0.4/3)/2)
+	}
 	// Independently: B − A = −0.1 ± 2.262157·0.1, t = −1, p = 0.3434364
 	// (numerical integration of the t(9) density); C − A = −0.8 ± 2.262157·0.4/3,
-	// t = −6, p = 0.0002025.
+	// t = −6, p = 0.0002025. Holm over the two: 2·0.0002025 = 0.000405 for
+	// C, max(0.000405, 1·0.3434364) for B. Minimum detectable differences:
+	// (t(0.975, 9) + t(0.80, 9))·se = (2.262157 + 0.883404)·se with se 0.1
+	// and 0.4/3; the board's is their median.
 	want := []*Comparison{
 		nil,
-		{Tasks: 10, Tested: true, Diff: -0.1, CI: iv(-0.3262157, 0.1262157), P: ptr(0.3434364), T: ptr(-1.0), DF: 9},
-		{Tasks: 10, Tested: true, Diff: -0.8, CI: iv(-1.1016209, -0.4983791), P: ptr(0.0002025), T: ptr(-6.0), DF: 9},
+		{Tasks: 10, Tested: true, Diff: -0.1, CI: iv(-0.3262157, 0.1262157), P: ptr(0.3434364), AdjustedP: ptr(0.3434364), T: ptr(-1.0), DF: 9,
+			MinDetectable: ptr(3.145561 * 0.1)},
+		{Tasks: 10, Tested: true, Diff: -0.8, CI: iv(-1.1016209, -0.4983791), P: ptr(0.0002025), AdjustedP: ptr(0.000405), T: ptr(-6.0), DF: 9,
+			MinDetectable: ptr(3.145561 * 0.4 / 3)},
 	}
 	var got []*Comparison
 	for _, r := range rows {
@@ -176,6 +224,35 @@ func TestNewBoardComparison(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-6 })); diff != "" {
 		t.Errorf("Build() comparisons mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewBoardHolmKeepsLuckyRowsTied: two rows each separated from the best
+// at p = 0.0368 on their own are tied once the family of two is adjusted
+// (Holm: 2·0.0368 = 0.0736 ≥ 0.05).
+func TestNewBoardHolmKeepsLuckyRowsTied(t *testing.T) {
+	six := append(repeat("P", 6), repeat("F", 4)...)
+	inputs := []EntrantInput{
+		input("h", "a", eligibleRun("r1", t0), tasks(repeat("P", 10)...)),
+		input("h", "b", eligibleRun("r2", t0), tasks(six...)),
+		input("h", "c", eligibleRun("r3", t0), tasks(six...)),
+	}
+	b := Build(inputs, MetricPass1, Options{})
+	want := []rowView{
+		{"a (h)", 1, true, false, ptr(1.0)},
+		{"b (h)", 1, false, true, ptr(0.6)},
+		{"c (h)", 1, false, true, ptr(0.6)},
+	}
+	if diff := cmp.Diff(want, view(b), approx); diff != "" {
+		t.Errorf("Build() rows mismatch (-want +got):\n%s", diff)
+	}
+	// Raw and adjusted p from pkg/stats/testdata/reference.py ("lb holm p").
+	for _, r := range b.Rows[1:] {
+		c := r.VsBest
+		if c == nil || c.P == nil || c.AdjustedP == nil ||
+			math.Abs(*c.P-0.03678749787979141) > 1e-9 || math.Abs(*c.AdjustedP-0.07357499575958282) > 1e-9 {
+			t.Errorf("%s: VsBest = %+v, want p 0.0367875 adjusted 0.0735750", r.Summary.Entrant, c)
+		}
 	}
 }
 

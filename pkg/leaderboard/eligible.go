@@ -17,7 +17,7 @@ func Eligible(s Summary) (ok bool, reason string) {
 	case !s.Run.AllSlotsReported:
 		return false, "not every slot produced a result"
 	case s.Pass1 == nil:
-		return false, "no pass@1: some task has no scored attempt"
+		return false, "no pass@1: no task has a scored attempt"
 	}
 	return true, ""
 }

@@ -25,7 +25,7 @@ func TestEligible(t *testing.T) {
 		{name: "subset of tasks", mutate: func(r *Run) { r.Coverage = CoverageSubset },
 			wantReason: "run covered neither the full task list nor a published task set"},
 		{name: "missing slot results", mutate: func(r *Run) { r.AllSlotsReported = false }, wantReason: "not every slot produced a result"},
-		{name: "no pass@1", attempts: tasks("P", "C"), wantReason: "no pass@1: some task has no scored attempt"},
+		{name: "no pass@1", attempts: tasks("C", "C"), wantReason: "no pass@1: no task has a scored attempt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,13 @@
 // Package leaderboard owns how gauntlet turns attempt results into a ranked
-// leaderboard: per-entrant summaries (pass@1, the pass@k curve, cost, time and
-// tokens per task, each with a 95% confidence interval), run eligibility, the
-// latest eligible run per entrant, and ranks with statistical ties.
+// leaderboard: per-entrant summaries (pass@1, the pass@k and pass^k curves,
+// pass@1 with errors as failures, cost, time and tokens per task, each with
+// a 95% confidence interval; the error counts and the variance split), run
+// eligibility, the latest eligible run per entrant, ranks with statistical
+// ties (Holm-adjusted), and the contrast of two entrants task by task.
 //
-// It implements the "Scoring" rules of DESIGN.md exactly and imports nothing
-// but pkg/stats: callers map their own records into EntrantInput.
+// It implements the "Scoring" rules of DESIGN.md as docs/SCORING.md refines
+// them and imports nothing but pkg/stats: callers map their own records into
+// EntrantInput.
 package leaderboard
 
 import "time"
@@ -33,18 +36,66 @@ const (
 	Failed    Outcome = "failed"
 	Errored   Outcome = "errored"
 	Cancelled Outcome = "cancelled"
+	// JudgeFailed is an attempt whose LLM judge failed (its model calls
+	// failed or its key was refused) after the platform's retries: the
+	// agent's work was never judged, so it is not scored (never a zero).
+	JudgeFailed Outcome = "judge_failed"
 )
 
-// Scored reports whether an attempt with this outcome counts towards a task's
-// n: passed, failed and errored do (errored scores 0); cancelled, and any
-// outcome this package does not know, do not.
-func (o Outcome) Scored() bool { return o == Passed || o == Failed || o == Errored }
+// ErrorClass says whose error an Errored attempt was.
+type ErrorClass string
+
+// The error classes scoring tells apart.
+const (
+	// AgentError is the agent's own error (its crash, timeout, running out
+	// of memory or model budget): scored as a failure. An errored attempt
+	// without a class counts as the agent's.
+	AgentError ErrorClass = "agent"
+	// PlatformError is the platform's (a lost sandbox, a verifier the
+	// platform could not run, a missing reward after a clean agent phase)
+	// that its retries did not clear: not scored.
+	PlatformError ErrorClass = "platform"
+)
+
+// Rule says how scoring treats an attempt of this outcome and error class.
+type Rule int
+
+// The scoring rules, one per kind of attempt.
+const (
+	// RuleScored: passed, failed and agent errors count towards the task's
+	// n (an agent error as a failure).
+	RuleScored Rule = iota
+	// RuleExcluded: platform errors and failed judges are left out of the
+	// estimate; the task's n shrinks.
+	RuleExcluded
+	// RuleIgnored: cancelled attempts never ran and count nowhere.
+	RuleIgnored
+)
+
+// RuleOf is how an attempt of outcome o and (for Errored) error class
+// class is scored. Unknown outcomes are ignored.
+func RuleOf(o Outcome, class ErrorClass) Rule {
+	switch o {
+	case Passed, Failed:
+		return RuleScored
+	case Errored:
+		if class == PlatformError {
+			return RuleExcluded
+		}
+		return RuleScored
+	case JudgeFailed:
+		return RuleExcluded
+	}
+	return RuleIgnored
+}
 
 // Attempt is the graded result of one slot: one (task, attempt) of an entrant.
 // The pass threshold has already been applied: Outcome alone decides the score.
 type Attempt struct {
 	Task    string
 	Outcome Outcome
+	// ErrorClass is whose error an Errored attempt was.
+	ErrorClass ErrorClass
 	// CostUSD is the model cost of the attempt; meaningful only when HasCost.
 	CostUSD float64
 	// InputTokens, OutputTokens and CacheTokens are the token counts the

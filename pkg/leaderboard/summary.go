@@ -14,13 +14,26 @@ type Estimate struct {
 	Mean float64 `json:"mean"`
 	// Tasks is how many per-task values the mean is over.
 	Tasks int `json:"tasks"`
-	// CI is mean ± t(0.975, Tasks−1)·sd/√Tasks clipped to the quantity's
-	// range ([0, 1] for pass rates, [0, ∞) for cost, time and tokens); nil
-	// when Tasks < 2.
+	// CI is the 95% interval of Mean; nil when Tasks < 2. For pass rates
+	// (pass@1, pass@k, pass^k) it is the Wilson score interval with an
+	// effective sample size (stats.RateCI), which keeps its width at 0% and
+	// 100%; for cost, time and tokens the percentile bootstrap over tasks
+	// (stats.BootstrapMeanCI), which follows their heavy right tails, up to
+	// BootstrapMaxTasks tasks and the t interval clipped at 0 beyond.
 	CI *stats.Interval `json:"ci,omitempty"`
+	// Method names how CI was computed: CIWilson, CIBootstrap or CIT;
+	// empty without an interval.
+	Method string `json:"method,omitempty"`
 }
 
-// PassAtK is the pass@k estimate for one k.
+// The interval methods an Estimate names.
+const (
+	CIWilson    = "wilson"
+	CIBootstrap = "bootstrap"
+	CIT         = "t"
+)
+
+// PassAtK is the pass@k (or pass^k) estimate for one k.
 type PassAtK struct {
 	K int `json:"k"`
 	Estimate
@@ -32,11 +45,40 @@ type CategoryScore struct {
 	Pass1    Estimate `json:"pass1"`
 }
 
+// ErrorCounts says how many of an entrant's attempts each error rule
+// touched (docs/SCORING.md, "Errors").
+type ErrorCounts struct {
+	// AgentErrors counts errored attempts that were the agent's own: scored
+	// as failures.
+	AgentErrors int `json:"agent_errors"`
+	// PlatformErrors counts errored attempts that were the platform's after
+	// its retries: left out of the estimate.
+	PlatformErrors int `json:"platform_errors"`
+	// JudgeFailures counts attempts whose LLM judge failed after the
+	// platform's retries: left out of the estimate.
+	JudgeFailures int `json:"judge_failures"`
+	// UnscoredTasks counts the tasks that had attempts but none scored
+	// (every one excluded): they are left out of every estimate.
+	UnscoredTasks int `json:"unscored_tasks"`
+}
+
+// Variance splits the variance of the entrant's pass/fail outcomes into the
+// part due to which tasks were drawn (Between) and the part due to attempt
+// to attempt luck on the same task (Within); see stats.VarianceParts.
+type Variance struct {
+	Between float64 `json:"between"`
+	Within  float64 `json:"within"`
+}
+
 // Summary is one run agent's scores.
 //
-// Per task t with n_t scored attempts (passed, failed or errored; cancelled
-// attempts are not scored) and c_t passes, pass@1_t = c_t/n_t and pass@k_t is
-// the unbiased estimator; every score is the mean over tasks.
+// Per task t with n_t scored attempts and c_t passes, pass@1_t = c_t/n_t,
+// pass@k_t is Chen et al.'s unbiased estimator and pass^k_t = C(c,k)/C(n,k);
+// every score is the mean over tasks. Passed and failed attempts and the
+// agent's own errors (as failures) are scored; platform errors and failed
+// judges are excluded (n_t shrinks, and a task left with no scored attempt
+// is left out and counted in Errors.UnscoredTasks); cancelled attempts
+// count nowhere.
 //
 // Cost, time and tokens per task are likewise means over tasks of a per-task
 // value: the mean, over that task's scored attempts that report the quantity,
@@ -53,15 +95,26 @@ type Summary struct {
 	ScoredAttempts    int `json:"scored_attempts"`
 	CancelledAttempts int `json:"cancelled_attempts"`
 	Passes            int `json:"passes"`
-	// MinAttempts and MaxAttempts are the smallest and largest n_t over tasks.
+	// Errors counts the attempts each error rule touched.
+	Errors ErrorCounts `json:"errors"`
+	// MinAttempts and MaxAttempts are the smallest and largest n_t over the
+	// scored tasks.
 	MinAttempts int `json:"min_attempts"`
 	MaxAttempts int `json:"max_attempts"`
-	// Pass1 is nil when some task has no scored attempt (pass@k is reported
-	// only when every task has n_t ≥ k, and that includes k = 1).
+	// Pass1 is nil when no task has a scored attempt.
 	Pass1 *Estimate `json:"pass1,omitempty"`
-	// PassAtK is the curve for k = 1..MinAttempts (the deepest k every task
-	// reached); PassAtK[k−1] is pass@k and PassAtK[0] equals Pass1.
-	PassAtK       []PassAtK       `json:"pass_at_k,omitempty"`
+	// PassAtK is the curve for k = 1..MinAttempts (the deepest k every
+	// scored task reached); PassAtK[k−1] is pass@k and PassAtK[0] equals
+	// Pass1. PassHatK is the pass^k curve over the same k.
+	PassAtK  []PassAtK `json:"pass_at_k,omitempty"`
+	PassHatK []PassAtK `json:"pass_hat_k,omitempty"`
+	// Pass1ErrorsAsFailures is pass@1 with every error — the platform's and
+	// failed judges too — scored as a failure (the rule before errors were
+	// told apart), over every task with an attempt that was not cancelled.
+	Pass1ErrorsAsFailures *Estimate `json:"pass1_errors_as_failures,omitempty"`
+	// Variance splits pass@1's variance into between- and within-task
+	// parts; nil when some scored task has fewer than two attempts.
+	Variance      *Variance       `json:"variance,omitempty"`
 	CostPerTask   *Estimate       `json:"cost_per_task,omitempty"`
 	TimePerTask   *Estimate       `json:"time_per_task,omitempty"`
 	TokensPerTask *Estimate       `json:"tokens_per_task,omitempty"`
@@ -71,13 +124,22 @@ type Summary struct {
 }
 
 // taskValues holds the per-task values behind a Summary, tasks sorted by
-// name, so that paired tests can align two entrants without maps.
+// name, so that paired tests can align two entrants without maps. A task
+// is listed when it has an attempt that was not cancelled; its pass values
+// are NaN when none was scored.
 type taskValues struct {
 	names []string
-	// passK is k-major: pass@k of task t is passK[(k−1)·len(names)+t], for
-	// k = 1..depth.
-	passK []float64
-	depth int
+	// passK and passHatK are k-major: pass@k of task t is
+	// passK[(k−1)·len(names)+t], for k = 1..depth.
+	passK, passHatK []float64
+	depth           int
+	// attempts is the number of scored attempts behind the pass values,
+	// strictAttempts the attempts behind strict.
+	attempts, strictAttempts int
+	// scored is each task's n_t; strict is pass@1 with every error a
+	// failure.
+	scored []int
+	strict []float64
 	// cost, time and tokens are NaN for tasks with no reported value.
 	cost, time, tokens []float64
 }
@@ -87,6 +149,11 @@ func (v taskValues) passAt(k int) []float64 {
 	return v.passK[(k-1)*t : k*t]
 }
 
+func (v taskValues) passHatAt(k int) []float64 {
+	t := len(v.names)
+	return v.passHatK[(k-1)*t : k*t]
+}
+
 // TaskTally is one task's attempts reduced to what scoring reads of them:
 // the sufficient statistic of a Summary. A finished run's tallies are a few
 // values per task where its attempts are one per attempt, so keeping them
@@ -94,11 +161,19 @@ func (v taskValues) passAt(k int) []float64 {
 // entrant's tallies equals Summarize of its attempts.
 type TaskTally struct {
 	Task string `json:"task"`
-	// Scored counts the scored attempts (passed, failed or errored), Passed
-	// the passes among them, and All every attempt, cancelled ones included.
+	// Scored counts the scored attempts (passed, failed and the agent's own
+	// errors), Passed the passes among them, and All every attempt,
+	// cancelled and excluded ones included.
 	Scored int32 `json:"n"`
 	Passed int32 `json:"c,omitempty"`
 	All    int32 `json:"all"`
+	// AgentErrors counts the scored attempts that were agent errors;
+	// PlatformErrors and JudgeFailures the excluded attempts. Tallies
+	// stored before errors were told apart have none: every error was then
+	// scored, as an agent error is now.
+	AgentErrors    int32 `json:"agent_err,omitempty"`
+	PlatformErrors int32 `json:"platform_err,omitempty"`
+	JudgeFailures  int32 `json:"judge_failed,omitempty"`
 	// Cost, Time and Tokens sum the quantity over the CostReports,
 	// TimeReports and TokenReports scored attempts that report it.
 	Cost         float64 `json:"cost,omitempty"`
@@ -109,14 +184,27 @@ type TaskTally struct {
 	TokenReports int32   `json:"tokens_n,omitempty"`
 }
 
+// excluded is the task's attempts left out of the estimate.
+func (tt *TaskTally) excluded() int32 { return tt.PlatformErrors + tt.JudgeFailures }
+
 func (tt *TaskTally) add(a *Attempt) {
 	tt.All++
+	switch RuleOf(a.Outcome, a.ErrorClass) {
+	case RuleExcluded:
+		if a.Outcome == JudgeFailed {
+			tt.JudgeFailures++
+		} else {
+			tt.PlatformErrors++
+		}
+		return
+	case RuleIgnored:
+		return
+	}
 	switch a.Outcome {
 	case Passed:
 		tt.Passed++
-	case Failed, Errored:
-	default:
-		return
+	case Errored:
+		tt.AgentErrors++
 	}
 	tt.Scored++
 	if a.HasCost {
@@ -162,16 +250,25 @@ func SummarizeTallies(in EntrantTallies, opts Options) Summary {
 		tt := &tallies[i]
 		n := int(tt.Scored)
 		s.ScoredAttempts += n
-		s.CancelledAttempts += int(tt.All) - n
+		s.CancelledAttempts += int(tt.All - tt.Scored - tt.excluded())
 		s.Passes += int(tt.Passed)
+		s.Errors.AgentErrors += int(tt.AgentErrors)
+		s.Errors.PlatformErrors += int(tt.PlatformErrors)
+		s.Errors.JudgeFailures += int(tt.JudgeFailures)
+		if n == 0 {
+			if tt.excluded() > 0 {
+				s.Errors.UnscoredTasks++
+			}
+			continue
+		}
 		s.MinAttempts = min(s.MinAttempts, n)
 		s.MaxAttempts = max(s.MaxAttempts, n)
 	}
-	if len(tallies) == 0 {
+	if s.MinAttempts == math.MaxInt {
 		s.MinAttempts = 0
 	}
 	s.perTask = perTaskValues(tallies, s.MinAttempts)
-	s.fillEstimates(opts)
+	s.fillEstimates(tallies, opts)
 	return s
 }
 
@@ -218,26 +315,50 @@ func expectedTasks(attempts []Attempt) int {
 }
 
 func perTaskValues(tallies []TaskTally, depth int) taskValues {
-	t := len(tallies)
+	t := 0
+	for i := range tallies {
+		if tallies[i].Scored+tallies[i].excluded() > 0 {
+			t++
+		}
+	}
 	v := taskValues{
-		names:  make([]string, t),
-		passK:  make([]float64, depth*t),
-		depth:  depth,
-		cost:   make([]float64, t),
-		time:   make([]float64, t),
-		tokens: make([]float64, t),
+		names:    make([]string, 0, t),
+		passK:    make([]float64, depth*t),
+		passHatK: make([]float64, depth*t),
+		depth:    depth,
+		scored:   make([]int, 0, t),
+		strict:   make([]float64, 0, t),
+		cost:     make([]float64, 0, t),
+		time:     make([]float64, 0, t),
+		tokens:   make([]float64, 0, t),
 	}
 	curves := newCurveCache(depth)
 	for i := range tallies {
 		tt := &tallies[i]
-		v.names[i] = tt.Task
-		curve := curves.curve(int(tt.Scored), int(tt.Passed))
-		for k := 1; k <= depth; k++ {
-			v.passK[(k-1)*t+i] = curve[k-1]
+		n, c := int(tt.Scored), int(tt.Passed)
+		if n+int(tt.excluded()) == 0 {
+			continue
 		}
-		v.cost[i] = ratio(tt.Cost, tt.CostReports)
-		v.time[i] = ratio(tt.Time, tt.TimeReports)
-		v.tokens[i] = ratio(tt.Tokens, tt.TokenReports)
+		j := len(v.names)
+		v.names = append(v.names, tt.Task)
+		if n == 0 {
+			for k := 1; k <= depth; k++ {
+				v.passK[(k-1)*t+j], v.passHatK[(k-1)*t+j] = math.NaN(), math.NaN()
+			}
+		} else {
+			at, hat := curves.curves(n, c)
+			for k := 1; k <= depth; k++ {
+				v.passK[(k-1)*t+j], v.passHatK[(k-1)*t+j] = at[k-1], hat[k-1]
+			}
+		}
+		all := n + int(tt.excluded())
+		v.attempts += n
+		v.strictAttempts += all
+		v.scored = append(v.scored, n)
+		v.strict = append(v.strict, float64(c)/float64(all))
+		v.cost = append(v.cost, ratio(tt.Cost, tt.CostReports))
+		v.time = append(v.time, ratio(tt.Time, tt.TimeReports))
+		v.tokens = append(v.tokens, ratio(tt.Tokens, tt.TokenReports))
 	}
 	return v
 }
@@ -249,77 +370,144 @@ func ratio(sum float64, n int32) float64 {
 	return sum / float64(n)
 }
 
-// curveCache memoizes the pass@k curve (k = 1..depth) of each (n, c), so a
-// board of thousands of tasks computes each binomial product once.
+// curveCache memoizes the pass@k and pass^k curves (k = 1..depth) of each
+// (n, c), so a board of thousands of tasks computes each binomial product
+// once.
 type curveCache struct {
 	depth int
-	byN   [][][]float64
+	byN   [][]*curvePair
 }
+
+type curvePair struct{ at, hat []float64 }
 
 func newCurveCache(depth int) *curveCache { return &curveCache{depth: depth} }
 
-func (cc *curveCache) curve(n, c int) []float64 {
+func (cc *curveCache) curves(n, c int) (at, hat []float64) {
 	if n >= len(cc.byN) {
-		cc.byN = append(cc.byN, make([][][]float64, n+1-len(cc.byN))...)
+		cc.byN = append(cc.byN, make([][]*curvePair, n+1-len(cc.byN))...)
 	}
 	if cc.byN[n] == nil {
-		cc.byN[n] = make([][]float64, n+1)
+		cc.byN[n] = make([]*curvePair, n+1)
 	}
 	if cc.byN[n][c] == nil {
-		curve := make([]float64, cc.depth)
-		stats.PassAtKCurve(n, c, curve)
-		cc.byN[n][c] = curve
+		p := &curvePair{at: make([]float64, cc.depth), hat: make([]float64, cc.depth)}
+		stats.PassAtKCurve(n, c, p.at)
+		stats.PassHatKCurve(n, c, p.hat)
+		cc.byN[n][c] = p
 	}
-	return cc.byN[n][c]
+	p := cc.byN[n][c]
+	return p.at, p.hat
 }
 
-func (s *Summary) fillEstimates(opts Options) {
+func (s *Summary) fillEstimates(tallies []TaskTally, opts Options) {
 	v := s.perTask
 	if s.MinAttempts >= 1 {
 		s.PassAtK = make([]PassAtK, v.depth)
+		s.PassHatK = make([]PassAtK, v.depth)
+		buf := make([]float64, 0, len(v.names))
 		for k := 1; k <= v.depth; k++ {
-			s.PassAtK[k-1] = PassAtK{K: k, Estimate: rateEstimate(v.passAt(k))}
+			s.PassAtK[k-1] = PassAtK{K: k, Estimate: rateEstimate(v.passAt(k), v.attempts, buf)}
+			s.PassHatK[k-1] = PassAtK{K: k, Estimate: rateEstimate(v.passHatAt(k), v.attempts, buf)}
 		}
 		p1 := s.PassAtK[0].Estimate
 		s.Pass1 = &p1
 		s.Categories = categoryScores(v, opts.Categories)
+		s.Variance = varianceOf(tallies)
 	}
-	buf := make([]float64, 0, len(v.names))
-	s.CostPerTask = usageEstimate(v.cost, buf)
-	s.TimePerTask = usageEstimate(v.time, buf)
-	s.TokensPerTask = usageEstimate(v.tokens, buf)
+	if len(v.strict) > 0 {
+		strict := rateEstimate(v.strict, v.strictAttempts, nil)
+		s.Pass1ErrorsAsFailures = &strict
+	}
+	s.CostPerTask, s.TimePerTask, s.TokensPerTask = usageEstimates(v.cost, v.time, v.tokens)
 }
 
-// rateEstimate is the mean of per-task rates with its CI clipped to [0, 1].
-func rateEstimate(values []float64) Estimate {
-	mean, ci, ok := stats.MeanCI(values)
-	e := Estimate{Mean: mean, Tasks: len(values)}
-	if ok {
-		clipped := ci.Clip(0, 1)
-		e.CI = &clipped
-	}
-	return e
-}
-
-// usageEstimate is the mean of the reported (non-NaN) per-task values with
-// its CI clipped to [0, ∞), or nil when no task reports the quantity.
-func usageEstimate(values, buf []float64) *Estimate {
-	buf = buf[:0]
-	for _, x := range values {
-		if !math.IsNaN(x) {
-			buf = append(buf, x)
+// varianceOf splits pass@1's variance over the scored tasks; nil when some
+// has fewer than two attempts.
+func varianceOf(tallies []TaskTally) *Variance {
+	n, c := make([]int, 0, len(tallies)), make([]int, 0, len(tallies))
+	for i := range tallies {
+		if tallies[i].Scored > 0 {
+			n, c = append(n, int(tallies[i].Scored)), append(c, int(tallies[i].Passed))
 		}
 	}
-	if len(buf) == 0 {
+	between, within, ok := stats.VarianceParts(n, c)
+	if !ok {
 		return nil
 	}
-	mean, ci, ok := stats.MeanCI(buf)
-	e := &Estimate{Mean: mean, Tasks: len(buf)}
+	return &Variance{Between: between, Within: within}
+}
+
+// rateEstimate is the mean of the defined (non-NaN) per-task rates with its
+// Wilson interval (stats.RateCI) over the attempts behind them. buf is
+// scratch space.
+func rateEstimate(values []float64, attempts int, buf []float64) Estimate {
+	defined := buf[:0]
+	for _, x := range values {
+		if !math.IsNaN(x) {
+			defined = append(defined, x)
+		}
+	}
+	mean, ci, ok := stats.RateCI(defined, attempts)
+	e := Estimate{Mean: mean, Tasks: len(defined)}
 	if ok {
-		clipped := ci.Clip(0, math.Inf(1))
-		e.CI = &clipped
+		e.CI, e.Method = &ci, CIWilson
 	}
 	return e
+}
+
+// BootstrapMaxTasks is the most tasks whose cost, time and tokens get a
+// bootstrap interval. A bootstrap costs resamples × tasks draws per
+// estimate; past this many tasks the mean's sampling distribution is close
+// enough to normal even for heavy-tailed per-task values that the t
+// interval (clipped at 0) serves, at a thousandth of the cost.
+const BootstrapMaxTasks = 100
+
+// usageEstimates are the cost, time and tokens estimates: each the mean of
+// the reported (non-NaN) per-task values with its interval — the percentile
+// bootstrap over tasks up to BootstrapMaxTasks tasks, the t interval clipped
+// to [0, ∞) beyond — or nil when no task reports the quantity. Quantities
+// reported by the same number of tasks are bootstrapped together
+// (stats.BootstrapMeanCIs: the same intervals, one draw of indices).
+func usageEstimates(costs, times, tokenCounts []float64) (cost, time, tokens *Estimate) {
+	quantities := [][]float64{costs, times, tokenCounts}
+	out := make([]*Estimate, len(quantities))
+	reported := make([][]float64, len(quantities))
+	byLen := map[int][]int{}
+	for q, values := range quantities {
+		reported[q] = make([]float64, 0, len(values))
+		for _, x := range values {
+			if !math.IsNaN(x) {
+				reported[q] = append(reported[q], x)
+			}
+		}
+		n := len(reported[q])
+		if n == 0 {
+			continue
+		}
+		e := &Estimate{Mean: stats.Mean(reported[q]), Tasks: n}
+		out[q] = e
+		if n > BootstrapMaxTasks {
+			_, ci, _ := stats.MeanCI(reported[q])
+			clipped := ci.Clip(0, math.Inf(1))
+			e.CI, e.Method = &clipped, CIT
+			continue
+		}
+		byLen[n] = append(byLen[n], q)
+	}
+	for _, qs := range byLen {
+		samples := make([][]float64, len(qs))
+		for i, q := range qs {
+			samples[i] = reported[q]
+		}
+		cis, ok := stats.BootstrapMeanCIs(samples...)
+		if !ok {
+			continue
+		}
+		for i, q := range qs {
+			out[q].CI, out[q].Method = &cis[i], CIBootstrap
+		}
+	}
+	return out[0], out[1], out[2]
 }
 
 func categoryScores(v taskValues, categories map[string]string) []CategoryScore {
@@ -328,14 +516,16 @@ func categoryScores(v taskValues, categories map[string]string) []CategoryScore 
 	}
 	pass1 := v.passAt(1)
 	byCategory := map[string][]float64{}
+	attempts := map[string]int{}
 	for i, name := range v.names {
-		if cat, ok := categories[name]; ok {
+		if cat, ok := categories[name]; ok && !math.IsNaN(pass1[i]) {
 			byCategory[cat] = append(byCategory[cat], pass1[i])
+			attempts[cat] += v.scored[i]
 		}
 	}
 	scores := make([]CategoryScore, 0, len(byCategory))
 	for cat, values := range byCategory {
-		scores = append(scores, CategoryScore{Category: cat, Pass1: rateEstimate(values)})
+		scores = append(scores, CategoryScore{Category: cat, Pass1: rateEstimate(values, attempts[cat], nil)})
 	}
 	slices.SortFunc(scores, func(a, b CategoryScore) int { return strings.Compare(a.Category, b.Category) })
 	return scores

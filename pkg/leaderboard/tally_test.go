@@ -77,7 +77,7 @@ func TestTallyCounts(t *testing.T) {
 	got := Tally(input("h", "m", eligibleRun("r", t0), attempts)).Tasks
 	want := []TaskTally{
 		{Task: "a", All: 1},
-		{Task: "b", Scored: 3, Passed: 1, All: 3, Cost: 0.75, CostReports: 2, Time: 10, TimeReports: 1, Tokens: 120, TokenReports: 1},
+		{Task: "b", Scored: 3, Passed: 1, All: 3, AgentErrors: 1, Cost: 0.75, CostReports: 2, Time: 10, TimeReports: 1, Tokens: 120, TokenReports: 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Tally().Tasks mismatch (-want +got):\n%s", diff)

@@ -15,14 +15,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
-// agentPhaseExceptions are the runner exception types that mean the agent
-// phase itself failed (the agent's fault).
-var agentPhaseExceptions = []string{
-	harbor.ExceptionAgentSetup, harbor.ExceptionAgentSetupTimeout, harbor.ExceptionAgentTimeout, harbor.ExceptionAgentExit,
-	harbor.ExceptionAgentOOM,
-	harbor.ExceptionModelAuth, harbor.ExceptionModelUnavailable, harbor.ExceptionModelBudget,
-}
-
 // Grade turns a sandbox completion into an attempt result and sends it to
 // the results queue. Classification:
 //
@@ -44,13 +36,18 @@ var agentPhaseExceptions = []string{
 //     below fails. An agent failure (timeout, non-zero exit, setup failure)
 //     is final and keeps error class agent with its message, but the reward
 //     still scores it;
+//   - a failed LLM judge — its latest model call failed (the judge usage
+//     in result.json names the failure) or the runner recorded a judge
+//     exception — is judge_failed whatever reward the verifier wrote: the
+//     work was never judged, so it is never a zero. It is retried like an
+//     infra error, except when the judge's key was refused
+//     (JudgeModelAuthError): never retried, since each retry would run the
+//     agent again only to be refused the same way;
 //   - no reward at all (verifier timeout, reward file missing or malformed)
-//     is errored and scores 0. Its class is agent when the agent phase failed
-//     (the agent most likely broke what the verifier needed), infra when the
-//     agent phase was clean (the verifier or the platform failed; a retry
-//     may succeed) — except when the LLM judge's key was refused
-//     (JudgeModelAuthError): infra, but never retried, since each retry
-//     would run the agent again only to be refused the same way.
+//     is errored. Its class is agent when the agent phase failed (the agent
+//     most likely broke what the verifier needed; scored as a failure),
+//     infra when the agent phase was clean (the verifier or the platform
+//     failed; retried, and left out of the scores if it stays so).
 //
 // A completion for another generation or launch than the slot's current one,
 // or for a slot that is no longer active, is a duplicate and is ignored.
@@ -115,7 +112,7 @@ const SpaceRetryLimit = 10
 // times; any other infrastructure error is retried while the slot has
 // retries of that budget left. A stopping run retries nothing.
 func (s *core) sendGraded(ctx context.Context, results Sender, slot run.Slot, res run.Result, retry retryRule) error {
-	if res.Outcome == run.Errored && res.ErrorClass == run.Infra && retry != retryNever {
+	if res.Retryable() && retry != retryNever {
 		if err := s.decideRetry(ctx, slot, &res, retry); err != nil {
 			return fmt.Errorf("grade %s/%s: %w", slot.RunID, slot.ID, err)
 		}
@@ -265,11 +262,21 @@ func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Re
 	if raw, ok := tr.Extra[run.ResultExtraKey]; ok && json.Unmarshal(raw, &extra) == nil {
 		res.Judge, res.Limits = extra.Judge, extra.Limits
 	}
-	agentFailed := tr.ExceptionInfo != nil && slices.Contains(agentPhaseExceptions, tr.ExceptionInfo.ExceptionType)
+	agentFailed := tr.ExceptionInfo != nil && slices.Contains(harbor.AgentPhaseExceptions, tr.ExceptionInfo.ExceptionType)
 	if tr.ExceptionInfo != nil {
 		res.Message = tr.ExceptionInfo.ExceptionType + ": " + tr.ExceptionInfo.ExceptionMessage
 	}
 	reward, ok := tr.Reward()
+	if judgeFailed(tr, res.Judge) {
+		res.Outcome, res.ErrorClass = run.JudgeFailed, ""
+		if ok {
+			res.Reward = &reward // what the verifier wrote without its judge: kept, not scored
+		}
+		if res.Message == "" {
+			res.Message = "the LLM judge's latest model call failed: " + res.Judge.Failure
+		}
+		return res
+	}
 	if !ok {
 		res.Outcome, res.ErrorClass = run.Errored, run.Infra
 		if agentFailed {
@@ -292,6 +299,15 @@ func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Re
 		res.ErrorClass = run.AgentError
 	}
 	return res
+}
+
+// judgeFailed reports whether the trial's LLM judge failed: the runner
+// recorded a judge exception, or the judge's latest model call failed.
+func judgeFailed(tr harbor.TrialResult, judge *run.JudgeUsage) bool {
+	if tr.ExceptionInfo != nil && slices.Contains(harbor.JudgeExceptions, tr.ExceptionInfo.ExceptionType) {
+		return true
+	}
+	return judge != nil && judge.Failure != ""
 }
 
 func intOf(p *int) int64 {

@@ -124,11 +124,19 @@ func resultLog(res run.Result, at time.Time) records.LogLine {
 		l.Message = fmt.Sprintf("slot %s generation %d: the platform lost this attempt; running it again (not counted against max_retries): %s", res.SlotID, res.Generation, res.Message)
 		return l
 	case res.Retried:
+		what := "infrastructure error"
+		if res.Outcome == run.JudgeFailed {
+			what = "the LLM judge failed"
+		}
 		l.Level, l.Step = records.LevelWarn, "retry"
-		l.Message = fmt.Sprintf("slot %s generation %d: infrastructure error, retrying: %s", res.SlotID, res.Generation, res.Message)
+		l.Message = fmt.Sprintf("slot %s generation %d: %s, retrying: %s", res.SlotID, res.Generation, what, res.Message)
 		return l
 	case res.Outcome == run.Errored:
 		l.Level = records.LevelWarn
+	case res.Outcome == run.JudgeFailed:
+		l.Level = records.LevelWarn
+		l.Message = fmt.Sprintf("slot %s generation %d: %s (not scored) %s", res.SlotID, res.Generation, res.Outcome, res.Message)
+		return l
 	}
 	l.Message = fmt.Sprintf("slot %s generation %d: %s", res.SlotID, res.Generation, res.Outcome)
 	if res.Reward != nil {
@@ -295,7 +303,7 @@ func (s *core) endRun(ctx context.Context, runID string, t run.Tally) error {
 	}
 	if ended {
 		s.appendLog(ctx, runID, "", records.LevelInfo, string(r.Status),
-			fmt.Sprintf("run %s: %d passed, %d failed, %d errored, %d cancelled, %d retries", r.Status, t.Passed, t.Failed, t.Errored, t.Cancelled, t.Retries))
+			fmt.Sprintf("run %s: %d passed, %d failed, %d errored, %d judge failed, %d cancelled, %d retries", r.Status, t.Passed, t.Failed, t.Errored, t.JudgeFailed, t.Cancelled, t.Retries))
 		s.log.InfoContext(ctx, "run ended", "run_id", runID, "status", r.Status)
 	}
 	return s.recs.ClearActiveRun(ctx, runID)

@@ -38,3 +38,49 @@ func TestScoreTrialKeepsJudgeUsageApart(t *testing.T) {
 		t.Errorf("a trial without a judge has judge usage %+v", res.Judge)
 	}
 }
+
+// TestScoreTrialFailedJudgeIsJudgeFailed: a failed LLM judge is its own
+// outcome, never a zero — whether the runner recorded a judge exception
+// (no reward) or the judge's latest model call failed and the verifier
+// wrote a fallback reward — and it is retryable like an infra error.
+func TestScoreTrialFailedJudgeIsJudgeFailed(t *testing.T) {
+	failedCall, _ := json.Marshal(map[string]any{"judge": run.JudgeUsage{Model: "openai/gpt-5", Calls: 3,
+		Failure: "unavailable: upstream answered 503"}})
+	zero := &harbor.VerifierResult{Rewards: map[string]float64{"reward": 0}}
+	tests := []struct {
+		name       string
+		tr         harbor.TrialResult
+		wantReward bool
+	}{
+		{"judge exception, no reward", harbor.TrialResult{ExceptionInfo: &harbor.ExceptionInfo{
+			ExceptionType: harbor.ExceptionJudgeFailed, ExceptionMessage: "the LLM judge's model calls failed"}}, false},
+		{"judge key refused", harbor.TrialResult{ExceptionInfo: &harbor.ExceptionInfo{
+			ExceptionType: harbor.ExceptionJudgeAuth, ExceptionMessage: "refused"}}, false},
+		{"fallback zero after a failed judge call", harbor.TrialResult{VerifierResult: zero,
+			Extra: map[string]json.RawMessage{run.ResultExtraKey: failedCall}}, true},
+		{"agent failed too: still the judge's", harbor.TrialResult{VerifierResult: zero,
+			ExceptionInfo: &harbor.ExceptionInfo{ExceptionType: harbor.ExceptionAgentTimeout},
+			Extra:         map[string]json.RawMessage{run.ResultExtraKey: failedCall}}, true},
+	}
+	for _, tt := range tests {
+		res := scoreTrial(run.Result{}, tt.tr, 1)
+		if res.Outcome != run.JudgeFailed || res.ErrorClass != "" || res.Message == "" {
+			t.Errorf("%s: outcome %q class %q message %q, want judge_failed, no class, a message", tt.name, res.Outcome, res.ErrorClass, res.Message)
+		}
+		if (res.Reward != nil) != tt.wantReward {
+			t.Errorf("%s: reward %v, want one kept: %v", tt.name, res.Reward, tt.wantReward)
+		}
+		if !res.Retryable() {
+			t.Errorf("%s: a judge_failed result is not retryable", tt.name)
+		}
+		if d := res.Deltas(); d.JudgeFailed != 1 || d.Failed != 0 || d.Errored != 0 {
+			t.Errorf("%s: tally deltas %+v, want one judge_failed and no failure or error", tt.name, d)
+		}
+	}
+	// A judge whose calls all succeeded leaves the verdict alone.
+	ok, _ := json.Marshal(map[string]any{"judge": run.JudgeUsage{Model: "openai/gpt-5", Calls: 1}})
+	res := scoreTrial(run.Result{}, harbor.TrialResult{VerifierResult: zero, Extra: map[string]json.RawMessage{run.ResultExtraKey: ok}}, 1)
+	if res.Outcome != run.FailedOut {
+		t.Errorf("healthy judge, reward 0: outcome %q, want failed", res.Outcome)
+	}
+}

@@ -190,8 +190,12 @@ func (s *Recomputer) entrantInputs(ctx context.Context, r run.Run) ([]leaderboar
 }
 
 func attemptOf(res run.Result) leaderboard.Attempt {
+	class := leaderboard.AgentError
+	if res.ErrorClass == run.Infra {
+		class = leaderboard.PlatformError
+	}
 	return leaderboard.Attempt{
-		Task: res.Task, Outcome: leaderboard.Outcome(res.Outcome),
+		Task: res.Task, Outcome: leaderboard.Outcome(res.Outcome), ErrorClass: class,
 		CostUSD: res.CostUSD, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens, CacheTokens: res.CacheTokens,
 		DurationSec: float64(res.DurationMS) / 1000,
 		HasCost:     res.CostReported, HasTokens: res.UsageReported, HasDuration: res.DurationMS > 0,

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -30,6 +31,9 @@ type scoredBench struct {
 	manifest benchmark.Manifest
 	attempts int
 	cp       string // change-stream position of changes()
+	// outcome, when set, decides a result (agent index, task index,
+	// attempt) in place of the default pass rule; ok false keeps it.
+	outcome func(agent, task, attempt int) (o run.Outcome, class run.ErrorClass, ok bool)
 }
 
 func newScoredBench(e *env, name string, tasks, categories, attempts int) *scoredBench {
@@ -78,8 +82,21 @@ func (b *scoredBench) addRun(id string, harnesses ...string) {
 				if (t+i)%(i+2) == 0 {
 					out, reward = run.Passed, 1
 				}
+				var class run.ErrorClass
+				rewardp := &reward
+				if b.outcome != nil {
+					if o, c, ok := b.outcome(i, t, a); ok {
+						out, class = o, c
+						if o == run.Passed {
+							reward = 1
+						}
+						if o == run.Errored || o == run.JudgeFailed {
+							rewardp = nil
+						}
+					}
+				}
 				op, err := records.ResultOp(run.Result{RunID: id, SlotID: run.SlotID(i, task, a), Agent: i, Task: task, Attempt: a,
-					Outcome: out, Reward: &reward, DurationMS: 1000, StartedAt: at, EndedAt: at, RecordedAt: at})
+					Outcome: out, ErrorClass: class, Reward: rewardp, DurationMS: 1000, StartedAt: at, EndedAt: at, RecordedAt: at})
 				if err != nil {
 					e.t.Fatal(err)
 				}
@@ -353,6 +370,51 @@ func TestBoardReadsStoredTalliesNotResults(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, readBoards(t, e, b.manifest.Key)); diff != "" {
 		t.Errorf("board recomputed from stored tallies differs (-from results +from tallies):\n%s", diff)
+	}
+}
+
+// TestBoardAccountsForErrors: the stored board leaves platform errors and
+// failed judges out of pass@1 (a task with none scored is left out and
+// counted), scores agent errors as failures, and keeps the
+// errors-as-failures view and the counts.
+func TestBoardAccountsForErrors(t *testing.T) {
+	e := newEnv(t, envOptions{instant: true})
+	b := newScoredBench(e, "error-bench", 4, 1, 2)
+	b.outcome = func(_, task, attempt int) (run.Outcome, run.ErrorClass, bool) {
+		switch {
+		case task == 0:
+			return run.Errored, run.Infra, true
+		case task == 1 && attempt == 1:
+			return run.JudgeFailed, "", true
+		case task == 2 && attempt == 1:
+			return run.Errored, run.AgentError, true
+		case attempt == 1:
+			return run.Passed, "", true
+		case task == 3:
+			return run.FailedOut, "", true
+		}
+		return run.Passed, "", true
+	}
+	b.addRun("r-1", "alpha")
+	b.finish("r-1")
+	if err := e.svc.Recompute(e.ctx, b.changes()); err != nil {
+		t.Fatalf("Recompute: %v", err)
+	}
+	board, err := e.recs.Board(e.ctx, testWS, b.manifest.Key, leaderboard.MetricPass1)
+	if err != nil || len(board.Rows) != 1 {
+		t.Fatalf("board = %+v, %v; want one row", board, err)
+	}
+	row := board.Rows[0]
+	if want := (leaderboard.ErrorCounts{AgentErrors: 1, PlatformErrors: 2, JudgeFailures: 1, UnscoredTasks: 1}); row.Errors != want {
+		t.Errorf("errors = %+v, want %+v", row.Errors, want)
+	}
+	// Scored: task 1 1/1, task 2 1/2, task 3 1/2 → 2/3 over 3 tasks. As
+	// failures: 0/2, 1/2, 1/2, 1/2 → 3/8 over 4.
+	if row.Pass1 == nil || math.Abs(row.Pass1.Mean-2.0/3) > 1e-12 || row.Pass1.Tasks != 3 {
+		t.Errorf("pass@1 = %+v, want 2/3 over 3 tasks", row.Pass1)
+	}
+	if e := row.Pass1ErrorsAsFailures; e == nil || math.Abs(e.Mean-3.0/8) > 1e-12 || e.Tasks != 4 {
+		t.Errorf("pass@1 errors as failures = %+v, want 3/8 over 4 tasks", e)
 	}
 }
 

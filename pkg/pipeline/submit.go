@@ -243,6 +243,11 @@ func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems
 		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable))
 	}
 	resolved.Warnings = append(resolved.Warnings, budgetWarnings(resolved.Config, resolved.Harnesses)...)
+	replaces, err := s.replacementWarnings(ctx, req.Workspace, b.Key, resolved, manifest)
+	if err != nil {
+		return v, nil, err
+	}
+	resolved.Warnings = append(resolved.Warnings, replaces...)
 	v.Resolved = resolved
 	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
 	problems = append(problems, modelProblems(resolved.Config.Agents, resolved.Harnesses, s.opts.CheckModel)...)

@@ -41,6 +41,8 @@ type Board struct {
 	// K is the pass@k depth every row reached.
 	K    int        `json:"k"`
 	Rows []BoardRow `json:"rows"`
+	// MinDetectableDiff is leaderboard.Board's.
+	MinDetectableDiff *float64 `json:"min_detectable_diff,omitempty"`
 }
 
 // BoardRow is one entrant's place on a stored board: what the leaderboard
@@ -61,8 +63,18 @@ type BoardRow struct {
 	ManifestDigest  string `json:"manifest_digest,omitempty"`
 	// Pass1 and PassAtK (pass@K of the board) with their intervals; cost
 	// (USD), time (seconds) and tokens per task.
-	Pass1         *leaderboard.Estimate   `json:"pass1,omitempty"`
-	PassAtK       *leaderboard.PassAtK    `json:"pass_at_k,omitempty"`
+	Pass1   *leaderboard.Estimate `json:"pass1,omitempty"`
+	PassAtK *leaderboard.PassAtK  `json:"pass_at_k,omitempty"`
+	// PassHatK is pass^K of the board; Pass1ErrorsAsFailures pass@1 with
+	// every error a failure; Errors the attempts each error rule touched;
+	// Variance pass@1's between- and within-task variance.
+	PassHatK              *leaderboard.PassAtK    `json:"pass_hat_k,omitempty"`
+	Pass1ErrorsAsFailures *leaderboard.Estimate   `json:"pass1_errors_as_failures,omitempty"`
+	Errors                leaderboard.ErrorCounts `json:"errors"`
+	// Attempts is the most scored attempts of a task in the row's run
+	// (0 on rows stored before it was kept).
+	Attempts      int                     `json:"attempts,omitempty"`
+	Variance      *leaderboard.Variance   `json:"variance,omitempty"`
 	CostPerTask   *leaderboard.Estimate   `json:"cost_per_task,omitempty"`
 	TimePerTask   *leaderboard.Estimate   `json:"time_per_task,omitempty"`
 	TokensPerTask *leaderboard.Estimate   `json:"tokens_per_task,omitempty"`
@@ -75,10 +87,15 @@ func boardRow(r leaderboard.Row, k int) BoardRow {
 	row := BoardRow{Rank: r.Rank, Best: r.Best, TiedWithBest: r.TiedWithBest, Value: r.Value, Entrant: s.Entrant,
 		RunID: s.Run.ID, FinishedAt: s.Run.FinishedAt, TaskSet: s.Run.TaskSet,
 		ManifestVersion: s.Run.ManifestVersion, ManifestDigest: s.Run.ManifestDigest, Pass1: s.Pass1,
-		CostPerTask: s.CostPerTask, TimePerTask: s.TimePerTask, TokensPerTask: s.TokensPerTask, VsBest: r.VsBest}
+		CostPerTask: s.CostPerTask, TimePerTask: s.TimePerTask, TokensPerTask: s.TokensPerTask, VsBest: r.VsBest,
+		Pass1ErrorsAsFailures: s.Pass1ErrorsAsFailures, Errors: s.Errors, Variance: s.Variance, Attempts: s.MaxAttempts}
 	if k >= 1 && k <= len(s.PassAtK) {
 		p := s.PassAtK[k-1]
 		row.PassAtK = &p
+	}
+	if k >= 1 && k <= len(s.PassHatK) {
+		p := s.PassHatK[k-1]
+		row.PassHatK = &p
 	}
 	return row
 }
@@ -87,6 +104,7 @@ func boardRow(r leaderboard.Row, k int) BoardRow {
 // in rank order.
 type boardPart struct {
 	K     int        `json:"k"`
+	MDD   *float64   `json:"mdd,omitempty"`
 	Rows  []BoardRow `json:"rows"`
 	Index int        `json:"index"`
 	// Group is the part shape written before boards were one list (one
@@ -117,7 +135,7 @@ func (s *Store) PutLeaderboardParts(ctx context.Context, ws, key string, gen int
 			chunks = [][]BoardRow{nil}
 		}
 		for i, c := range chunks {
-			data, err := json.Marshal(boardPart{K: b.K, Rows: c, Index: i})
+			data, err := json.Marshal(boardPart{K: b.K, MDD: b.MinDetectableDiff, Rows: c, Index: i})
 			if err != nil {
 				return nil, fmt.Errorf("encode leaderboard part: %w", err)
 			}
@@ -164,7 +182,7 @@ func (s *Store) board(ctx context.Context, ws, key string, metric leaderboard.Me
 			if p.Group != nil {
 				p.K, p.Rows = p.Group.K, p.Group.Rows
 			}
-			out.K = p.K
+			out.K, out.MinDetectableDiff = p.K, p.MDD
 			out.Rows = append(out.Rows, p.Rows...)
 		}
 		return out, head, nil

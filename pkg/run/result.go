@@ -14,16 +14,22 @@ const (
 	FailedOut Outcome = "failed"
 	Errored   Outcome = "errored"
 	Cancelled Outcome = "cancelled"
+	// JudgeFailed is an attempt whose LLM judge failed (its latest model
+	// call failed, or its key was refused): the agent's work was never
+	// judged. Retried like an infrastructure error; never scored.
+	JudgeFailed Outcome = "judge_failed"
 )
 
 // Valid reports whether o is a defined outcome.
 func (o Outcome) Valid() bool {
-	return o == Passed || o == FailedOut || o == Errored || o == Cancelled
+	return o == Passed || o == FailedOut || o == Errored || o == Cancelled || o == JudgeFailed
 }
 
-// Scored reports whether an attempt with outcome o counts in scores (every
-// outcome but cancelled; errored scores 0).
-func (o Outcome) Scored() bool { return o == Passed || o == FailedOut || o == Errored }
+// Retryable reports whether a result may be retried as the slot's next
+// generation: an infrastructure error or a failed judge.
+func (r Result) Retryable() bool {
+	return (r.Outcome == Errored && r.ErrorClass == Infra) || r.Outcome == JudgeFailed
+}
 
 // ErrorClass says who an errored attempt is blamed on.
 type ErrorClass string
@@ -120,6 +126,10 @@ type JudgeUsage struct {
 	// computed from the dated price table rather than reported.
 	CostKnown     bool `json:"cost_known"`
 	CostEstimated bool `json:"cost_estimated"`
+	// Failure is the failure of the judge's latest model call ("kind:
+	// message") when no call succeeded after it: the verifier's verdict
+	// came without a working judge, and the attempt is judge_failed.
+	Failure string `json:"failure,omitempty"`
 }
 
 // Final reports whether the result ends its slot (it was not retried).
@@ -131,11 +141,11 @@ func (r Result) Validate() error {
 	case r.RunID == "" || r.SlotID == "":
 		return fmt.Errorf("result: run id and slot id are required")
 	case !r.Outcome.Valid():
-		return fmt.Errorf("result %s/%s: outcome %q must be passed, failed, errored or cancelled", r.RunID, r.SlotID, r.Outcome)
+		return fmt.Errorf("result %s/%s: outcome %q must be passed, failed, errored, judge_failed or cancelled", r.RunID, r.SlotID, r.Outcome)
 	case r.Outcome == Errored && r.ErrorClass != Infra && r.ErrorClass != AgentError:
 		return fmt.Errorf("result %s/%s: errored needs error class infra or agent, got %q", r.RunID, r.SlotID, r.ErrorClass)
-	case r.Retried && (r.Outcome != Errored || r.ErrorClass != Infra):
-		return fmt.Errorf("result %s/%s: only infrastructure errors are retried", r.RunID, r.SlotID)
+	case r.Retried && !r.Retryable():
+		return fmt.Errorf("result %s/%s: only infrastructure errors and failed judges are retried", r.RunID, r.SlotID)
 	case r.PlatformRetry && !r.Retried:
 		return fmt.Errorf("result %s/%s: platform_retry is set but the result was not retried", r.RunID, r.SlotID)
 	case r.OutOfSpace && !r.PlatformRetry:
@@ -152,6 +162,8 @@ type Tally struct {
 	Failed       int64 `json:"failed"`
 	Errored      int64 `json:"errored"`
 	InfraErrored int64 `json:"infra_errored"`
+	// JudgeFailed counts final results whose LLM judge failed.
+	JudgeFailed  int64 `json:"judge_failed"`
 	Cancelled    int64 `json:"cancelled"`
 	Retries      int64 `json:"retries"`
 	InputTokens  int64 `json:"input_tokens"`
@@ -205,6 +217,8 @@ func (r Result) Deltas() Tally {
 		if r.ErrorClass == Infra {
 			t.InfraErrored = 1
 		}
+	case JudgeFailed:
+		t.JudgeFailed = 1
 	case Cancelled:
 		t.Cancelled = 1
 	}
@@ -215,7 +229,7 @@ func (r Result) Deltas() Tally {
 func (t Tally) Counters() map[string]int64 {
 	all := map[string]int64{
 		"done": t.Done, "passed": t.Passed, "failed": t.Failed, "errored": t.Errored,
-		"infra_errored": t.InfraErrored, "cancelled": t.Cancelled, "retries": t.Retries,
+		"infra_errored": t.InfraErrored, "judge_failed": t.JudgeFailed, "cancelled": t.Cancelled, "retries": t.Retries,
 		"input_tokens": t.InputTokens, "cache_tokens": t.CacheTokens, "output_tokens": t.OutputTokens,
 		"cost_micro_usd": t.CostMicroUSD, "cost_estimated": t.CostEstimated, "duration_ms": t.DurationMS,
 		"judge_calls": t.JudgeCalls, "judge_input_tokens": t.JudgeInputTokens, "judge_cache_tokens": t.JudgeCacheTokens,
@@ -233,7 +247,7 @@ func (t Tally) Counters() map[string]int64 {
 func TallyFromCounters(c map[string]int64) Tally {
 	return Tally{
 		Done: c["done"], Passed: c["passed"], Failed: c["failed"], Errored: c["errored"],
-		InfraErrored: c["infra_errored"], Cancelled: c["cancelled"], Retries: c["retries"],
+		InfraErrored: c["infra_errored"], JudgeFailed: c["judge_failed"], Cancelled: c["cancelled"], Retries: c["retries"],
 		InputTokens: c["input_tokens"], CacheTokens: c["cache_tokens"], OutputTokens: c["output_tokens"],
 		CostMicroUSD: c["cost_micro_usd"], CostEstimated: c["cost_estimated"], DurationMS: c["duration_ms"],
 		JudgeCalls: c["judge_calls"], JudgeInputTokens: c["judge_input_tokens"], JudgeCacheTokens: c["judge_cache_tokens"],
@@ -242,12 +256,12 @@ func TallyFromCounters(c map[string]int64) Tally {
 }
 
 // EndStatus returns the status a run or agent ends in once every one of its
-// total slots has a final result: failed when every scored attempt errored
-// for infrastructure reasons, finished otherwise. Cancelled attempts (a stop)
-// are decided by the stop path, not here.
+// total slots has a final result: failed when every attempt that ran
+// errored for infrastructure reasons or lost its judge, finished otherwise.
+// Cancelled attempts (a stop) are decided by the stop path, not here.
 func (t Tally) EndStatus() Status {
-	scored := t.Passed + t.Failed + t.Errored
-	if scored > 0 && t.InfraErrored == scored {
+	ran := t.Passed + t.Failed + t.Errored + t.JudgeFailed
+	if ran > 0 && t.InfraErrored+t.JudgeFailed == ran {
 		return Failed
 	}
 	return Finished

@@ -102,6 +102,7 @@ func (t *trial) closeJudge(rig *agentRig) {
 		"output_tokens", tot.Usage.Output, "cost_usd", tot.CostUSD, "cost_known", tot.CostKnown, "cost_estimated", tot.CostEstimated)
 	if f := gw.Fault(); f != nil {
 		t.judgeFault = f
+		t.judge.Failure = fmt.Sprintf("%s: %s", f.Kind, f.Message)
 		t.log.Warn("the judge's model calls failed", "kind", f.Kind, "status", f.Status, "message", f.Message)
 	}
 }
@@ -118,7 +119,7 @@ func (t *trial) exceptNoReward(typ, what string) {
 	case f.Kind == gateway.FaultAuth:
 		t.except(harbor.ExceptionJudgeAuth, fmt.Sprintf("the LLM judge's provider refused the judge's key (%s), so the verifier produced no reward: %s; not retried: fix the key in judge_api_key_secret's secret", f.Message, what))
 	default:
-		t.except(typ, fmt.Sprintf("%s; the LLM judge's model calls failed: %s: %s", what, f.Kind, f.Message))
+		t.except(harbor.ExceptionJudgeFailed, fmt.Sprintf("%s; the LLM judge's model calls failed: %s: %s (%s)", what, f.Kind, f.Message, typ))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
@@ -81,10 +82,23 @@ func looksLikeTrialResult(path string) (bool, error) {
 	return probe.TaskName != nil || probe.TrialName != nil, nil
 }
 
+// trialRecord scores a trial as the platform's grader does: a reward is
+// passed or failed; a judge exception is judge_failed; no reward is an
+// agent error when the agent phase failed and a platform error otherwise.
 func trialRecord(tr harbor.TrialResult, threshold float64, path string) record {
-	a := leaderboard.Attempt{Task: tr.TaskName, Outcome: leaderboard.Errored}
-	if reward, ok := tr.Reward(); ok {
-		a.Outcome = outcomeOf(reward, threshold)
+	a := leaderboard.Attempt{Task: tr.TaskName, Outcome: leaderboard.Errored, ErrorClass: leaderboard.PlatformError}
+	exception := ""
+	if tr.ExceptionInfo != nil {
+		exception = tr.ExceptionInfo.ExceptionType
+	}
+	reward, ok := tr.Reward()
+	switch {
+	case slices.Contains(harbor.JudgeExceptions, exception):
+		a.Outcome, a.ErrorClass = leaderboard.JudgeFailed, ""
+	case ok:
+		a.Outcome, a.ErrorClass = outcomeOf(reward, threshold), ""
+	case slices.Contains(harbor.AgentPhaseExceptions, exception):
+		a.ErrorClass = leaderboard.AgentError
 	}
 	if ar := tr.AgentResult; ar != nil {
 		if ar.CostUSD != nil {

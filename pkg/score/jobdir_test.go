@@ -50,7 +50,7 @@ func TestReadJobDir(t *testing.T) {
 		map[string]float64{"reward": 1}, &harbor.AgentResult{NInputTokens: &in, NOutputTokens: &out, NCacheTokens: &cache, CostUSD: &cost}, 90)
 	trial(t, job, "00000000-0000-4000-8000-000000000002", "lru-cache__bbb", "lru-cache", gpt,
 		map[string]float64{"reward": 0.5}, nil, 30)
-	// No verifier result: a missing reward is errored.
+	// No verifier result after a clean agent phase: a platform error.
 	trial(t, job, "00000000-0000-4000-8000-000000000003", "csv-summary__ccc", "csv-summary", gpt, nil, nil, 10)
 	// A model-less agent in a nested job.
 	trial(t, filepath.Join(job, "nested"), "00000000-0000-4000-8000-000000000004", "csv-summary__ddd", "csv-summary", nil,
@@ -67,7 +67,7 @@ func TestReadJobDir(t *testing.T) {
 			Attempts: []leaderboard.Attempt{{Task: "csv-summary", Outcome: leaderboard.Passed, DurationSec: 5, HasDuration: true}}},
 		{Entrant: leaderboard.Entrant{Harness: "codex", Model: "openai/gpt-5.2"}, Run: offlineRun("", ""),
 			Attempts: []leaderboard.Attempt{
-				{Task: "csv-summary", Outcome: leaderboard.Errored, DurationSec: 10, HasDuration: true},
+				{Task: "csv-summary", Outcome: leaderboard.Errored, ErrorClass: leaderboard.PlatformError, DurationSec: 10, HasDuration: true},
 				{Task: "lru-cache", Outcome: leaderboard.Passed, CostUSD: 0.5, HasCost: true, InputTokens: 1000, OutputTokens: 200, CacheTokens: 800, HasTokens: true, DurationSec: 90, HasDuration: true},
 				{Task: "lru-cache", Outcome: leaderboard.Failed, DurationSec: 30, HasDuration: true},
 			}},
@@ -118,5 +118,44 @@ func TestReadJobDirDuplicateTrial(t *testing.T) {
 	_, err := Read([]string{root}, nil, 1)
 	if err == nil || !strings.Contains(err.Error(), `trial "a__x" of a is also in`) {
 		t.Errorf("Read(duplicate trial) error = %v, want a duplicate-trial error", err)
+	}
+}
+
+// TestReadJobDirClassifiesErrors: trials without a reward are classified as
+// the platform's grader does — the agent's error after an agent-phase
+// exception, judge_failed after a judge exception (even with a reward).
+func TestReadJobDirClassifiesErrors(t *testing.T) {
+	job := t.TempDir()
+	write := func(name string, exception string, rewards map[string]float64) {
+		tr := harbor.TrialResult{ID: "00000000-0000-4000-8000-00000000000" + name[:1], TaskName: "t" + name, TrialName: name,
+			AgentInfo: harbor.AgentInfo{Name: "h"}, ExceptionInfo: &harbor.ExceptionInfo{ExceptionType: exception}}
+		if rewards != nil {
+			tr.VerifierResult = &harbor.VerifierResult{Rewards: rewards}
+		}
+		path := filepath.Join(job, name, harbor.TrialResultFile)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := harbor.WriteTrialResult(path, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1agent", harbor.ExceptionAgentTimeout, nil)
+	write("2judge", harbor.ExceptionJudgeFailed, map[string]float64{"reward": 0})
+	write("3verifier", harbor.ExceptionVerifierTimeout, nil)
+	got, err := ReadJobDir(job, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []leaderboard.Attempt{
+		{Task: "t1agent", Outcome: leaderboard.Errored, ErrorClass: leaderboard.AgentError},
+		{Task: "t2judge", Outcome: leaderboard.JudgeFailed},
+		{Task: "t3verifier", Outcome: leaderboard.Errored, ErrorClass: leaderboard.PlatformError},
+	}
+	if len(got) != 1 {
+		t.Fatalf("ReadJobDir() = %d entrants, want 1", len(got))
+	}
+	if diff := cmp.Diff(want, got[0].Attempts); diff != "" {
+		t.Errorf("ReadJobDir() attempts (-want +got):\n%s", diff)
 	}
 }

@@ -18,7 +18,8 @@ import (
 
 // jsonlLine is one attempt of a JSONL input. Required: harness, task,
 // attempt (≥ 1), and reward or outcome. model may be empty for model-less
-// harnesses such as an oracle.
+// harnesses such as an oracle. error_class (agent or platform) says whose
+// error an errored attempt was; without it the error is the agent's.
 type jsonlLine struct {
 	Harness      *string  `json:"harness"`
 	Model        *string  `json:"model"`
@@ -26,6 +27,7 @@ type jsonlLine struct {
 	Attempt      *int     `json:"attempt"`
 	Reward       *float64 `json:"reward"`
 	Outcome      *string  `json:"outcome"`
+	ErrorClass   *string  `json:"error_class"`
 	CostUSD      *float64 `json:"cost_usd"`
 	InputTokens  *int64   `json:"input_tokens"`
 	OutputTokens *int64   `json:"output_tokens"`
@@ -182,14 +184,26 @@ func (l jsonlLine) record(threshold float64) (record, *LineError) {
 	switch {
 	case l.Outcome != nil:
 		o := leaderboard.Outcome(*l.Outcome)
-		if o != leaderboard.Passed && o != leaderboard.Failed && o != leaderboard.Errored && o != leaderboard.Cancelled {
-			return record{}, &LineError{Field: "outcome", Msg: fmt.Sprintf("want passed, failed, errored or cancelled, got %q", *l.Outcome)}
+		switch o {
+		case leaderboard.Passed, leaderboard.Failed, leaderboard.Errored, leaderboard.JudgeFailed, leaderboard.Cancelled:
+		default:
+			return record{}, &LineError{Field: "outcome", Msg: fmt.Sprintf("want passed, failed, errored, judge_failed or cancelled, got %q", *l.Outcome)}
 		}
 		a.Outcome = o
 	case l.Reward != nil:
 		a.Outcome = outcomeOf(*l.Reward, threshold)
 	default:
 		return record{}, &LineError{Field: "reward", Msg: "required when outcome is absent"}
+	}
+	if l.ErrorClass != nil {
+		class := leaderboard.ErrorClass(*l.ErrorClass)
+		switch {
+		case a.Outcome != leaderboard.Errored:
+			return record{}, &LineError{Field: "error_class", Msg: fmt.Sprintf("only an errored attempt has one, this one is %s", a.Outcome)}
+		case class != leaderboard.AgentError && class != leaderboard.PlatformError:
+			return record{}, &LineError{Field: "error_class", Msg: fmt.Sprintf("want agent or platform, got %q", *l.ErrorClass)}
+		}
+		a.ErrorClass = class
 	}
 	if err := l.usage(&a); err != nil {
 		return record{}, err

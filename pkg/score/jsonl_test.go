@@ -48,6 +48,19 @@ func TestReadJSONL(t *testing.T) {
 			},
 		},
 		{
+			name: "error classes and failed judges",
+			in: `{"harness":"h","model":"m","task":"a","attempt":1,"outcome":"errored","error_class":"platform"}
+{"harness":"h","model":"m","task":"a","attempt":2,"outcome":"errored","error_class":"agent"}
+{"harness":"h","model":"m","task":"a","attempt":3,"outcome":"judge_failed"}`,
+			threshold: 1,
+			want: []leaderboard.EntrantInput{{Entrant: leaderboard.Entrant{Harness: "h", Model: "m"}, Run: offlineRun("", ""),
+				Attempts: []leaderboard.Attempt{
+					{Task: "a", Outcome: leaderboard.Errored, ErrorClass: leaderboard.PlatformError},
+					{Task: "a", Outcome: leaderboard.Errored, ErrorClass: leaderboard.AgentError},
+					{Task: "a", Outcome: leaderboard.JudgeFailed},
+				}}},
+		},
+		{
 			name: "threshold applies to reward",
 			in: `{"harness":"h","model":"m","task":"a","attempt":1,"reward":0.5}
 {"harness":"h","model":"m","task":"a","attempt":2,"reward":0.49}`,
@@ -104,7 +117,9 @@ func TestReadJSONLBadLines(t *testing.T) {
 		{"fractional attempt", `{"harness":"h","task":"a","attempt":1.5,"reward":1}`, "f.jsonl:1: attempt: want an integer, got number 1.5"},
 		{"string reward", `{"harness":"h","task":"a","attempt":1,"reward":"1"}`, "f.jsonl:1: reward: want a number, got string"},
 		{"neither reward nor outcome", ok + ok[:len(ok)-len(`,"reward":1}`)-1] + `}`, "f.jsonl:2: reward: required when outcome is absent"},
-		{"bad outcome", `{"harness":"h","task":"a","attempt":1,"outcome":"pass"}`, `f.jsonl:1: outcome: want passed, failed, errored or cancelled, got "pass"`},
+		{"bad outcome", `{"harness":"h","task":"a","attempt":1,"outcome":"pass"}`, `f.jsonl:1: outcome: want passed, failed, errored, judge_failed or cancelled, got "pass"`},
+		{"error class of a pass", `{"harness":"h","task":"a","attempt":1,"outcome":"passed","error_class":"agent"}`, "f.jsonl:1: error_class: only an errored attempt has one, this one is passed"},
+		{"bad error class", `{"harness":"h","task":"a","attempt":1,"outcome":"errored","error_class":"infra"}`, `f.jsonl:1: error_class: want agent or platform, got "infra"`},
 		{"negative cost", `{"harness":"h","task":"a","attempt":1,"reward":1,"cost_usd":-1}`, "f.jsonl:1: cost_usd: must be ≥ 0, got -1"},
 		{"negative tokens", `{"harness":"h","task":"a","attempt":1,"reward":1,"output_tokens":-3}`, "f.jsonl:1: output_tokens: must be ≥ 0, got -3"},
 		{"negative duration", `{"harness":"h","task":"a","attempt":1,"reward":1,"duration_sec":-0.5}`, "f.jsonl:1: duration_sec: must be ≥ 0, got -0.5"},

@@ -36,8 +36,9 @@ func TestWriteTextOneList(t *testing.T) {
 	want := []string{
 		"Ranked by pass@1 (cost, time and tokens per task)",
 		"RANK AGENT PASS@1 COST TIME TOKENS VS BEST",
-		"1 a (h) [parity] 100.0% (100.0–100.0) – – – best",
-		"2 b (h) 50.0% (0.0–100.0) – – – –",
+		// Wilson intervals of 2/2 and 1/2 (pkg/stats/testdata/reference.py).
+		"1 a (h) [parity] 100.0% (34.2–100.0) – – – best",
+		"2 b (h) 50.0% (9.5–90.5) – – – –",
 		"[set]: the row's run measured that task set; only rows of the best's task set and version are tested for a tie",
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {

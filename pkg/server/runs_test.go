@@ -114,6 +114,8 @@ func TestRunLifecycle(t *testing.T) {
 	t.Run("result detail", func(t *testing.T) { checkResultDetail(t, d.ID) })
 	t.Run("download", func(t *testing.T) { checkDownload(t, d.ID) })
 	t.Run("leaderboard", func(t *testing.T) { checkLeaderboard(t) })
+	t.Run("compare", func(t *testing.T) { checkCompare(t, d.ID) })
+	t.Run("replacement warning", func(t *testing.T) { checkReplacementWarning(t, d.ID) })
 	t.Run("list", func(t *testing.T) { checkRunList(t, d.ID) })
 	t.Run("isolation", func(t *testing.T) { checkRunIsolation(t, d.ID) })
 	wantError(t, alice(), request{method: "POST", path: "/v1/runs/" + d.ID + "/stop"}, http.StatusConflict, v1.CodeConflict)
@@ -343,7 +345,7 @@ func checkLeaderboard(t *testing.T) {
 	if last.Harness != "nop" || last.Rank != 3 || last.VsBest == nil || last.VsBest.PValue == nil || last.VsBest.Diff != -1 || last.PassAtK == nil {
 		t.Errorf("last row = %+v, want nop ranked 3 with a comparison to the best", last)
 	}
-	for _, m := range []string{"pass@k", "cost", "time", "tokens"} {
+	for _, m := range []string{"pass@k", "pass^k", "pass@1-errors-as-failures", "cost", "time", "tokens"} {
 		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard?metric="+url.QueryEscape(m), http.StatusOK, &board)
 		if board.Metric != m || len(board.Rows) != 3 {
 			t.Errorf("leaderboard by %s = %+v", m, board)
@@ -353,6 +355,54 @@ func checkLeaderboard(t *testing.T) {
 	bob().get(t, "/v1/benchmarks/demo-bench/leaderboard", http.StatusOK, &board)
 	if len(board.Rows) != 0 {
 		t.Errorf("bob's demo-bench leaderboard = %+v, want empty (alice's runs are hers)", board)
+	}
+}
+
+// checkCompare contrasts the oracle (agent 0) with nop (agent 1): nop
+// fails every task the oracle solves.
+func checkCompare(t *testing.T, id string) {
+	var c v1.CompareView
+	alice().get(t, "/v1/compare?a="+url.QueryEscape(id+"/0")+"&b="+url.QueryEscape(id+"/1"), http.StatusOK, &c)
+	if c.A.Harness != "oracle" || c.B.Harness != "nop" || c.Tasks != 8 || c.Pass1.Diff != -1 || len(c.Regressions) != 8 ||
+		len(c.Improvements) != 0 || !c.SameMeasurement || c.Time == nil {
+		t.Errorf("compare oracle with nop = %+v, want 8 common tasks, all regressions, a −1 difference and a time delta", c)
+	}
+	e := wantError(t, alice(), request{method: "GET", path: "/v1/compare?a=" + url.QueryEscape(id) + "&b=" + url.QueryEscape(id+"/1")}, 400, v1.CodeBadRequest)
+	if !strings.Contains(e.Message, "a: run") || !strings.Contains(e.Message, "3 agents") {
+		t.Errorf("a run of 3 agents without an index: %q, want the agents named", e.Message)
+	}
+	wantError(t, alice(), request{method: "GET", path: "/v1/compare?a=" + url.QueryEscape(id+"/7") + "&b=" + url.QueryEscape(id+"/1")}, 400, v1.CodeBadRequest)
+	wantError(t, alice(), request{method: "GET", path: "/v1/compare?b=" + url.QueryEscape(id+"/1")}, 400, v1.CodeBadRequest)
+	wantError(t, bob(), request{method: "GET", path: "/v1/compare?a=" + url.QueryEscape(id+"/0") + "&b=" + url.QueryEscape(id+"/1")}, 404, v1.CodeNotFound)
+}
+
+// checkReplacementWarning: validating a full-list, one-attempt oracle run
+// says it would replace the oracle's parity row, and what changes.
+func checkReplacementWarning(t *testing.T, id string) {
+	var report v1.ValidationReport
+	alice().call(t, toml("/v1/runs/validate", "[experiment]\nbenchmark = \"demo-bench\"\n[[agents]]\nharness = \"oracle\"\n"), http.StatusOK, &report)
+	want := []string{"oracle's leaderboard row (run " + id + ") is replaced by it", `the full task list instead of task set "parity"`,
+		"1 attempts per task instead of 2", "it is the best row"}
+	found := false
+	for _, w := range report.Warnings {
+		if strings.Contains(w, "leaderboard row") {
+			found = true
+			for _, part := range want {
+				if !strings.Contains(w, part) {
+					t.Errorf("replacement warning %q lacks %q", w, part)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("validate warnings = %q, want one naming the oracle's replaced row", report.Warnings)
+	}
+	// The same measurement again replaces nothing worth a warning.
+	alice().call(t, toml("/v1/runs/validate", parityConfig), http.StatusOK, &report)
+	for _, w := range report.Warnings {
+		if strings.Contains(w, "leaderboard row") {
+			t.Errorf("a run of the same measurement warns %q", w)
+		}
 	}
 }
 

@@ -42,3 +42,41 @@ func PassAtKCurve(n, c int, dst []float64) int {
 	}
 	return defined
 }
+
+// PassHatK returns the unbiased estimate of pass^k — the probability that k
+// attempts drawn without replacement from a task's n scored attempts all
+// pass (τ-bench's reliability metric) — for a task with c passes:
+// C(c, k)/C(n, k), computed as the product ∏_{i=0..k−1} (c−i)/(n−i).
+//
+// ok is false, and the estimate must not be reported, when it is undefined:
+// k < 1, n < k, or c outside [0, n]. c < k gives exactly 0 and c = n exactly 1.
+func PassHatK(n, c, k int) (float64, bool) {
+	if k < 1 || n < k || c < 0 || c > n {
+		return 0, false
+	}
+	if c < k {
+		return 0, true
+	}
+	if c == n {
+		return 1, true
+	}
+	prod := 1.0
+	for i := range k {
+		prod *= float64(c-i) / float64(n-i)
+	}
+	return prod, true
+}
+
+// PassHatKCurve writes PassHatK(n, c, k) for k = 1..len(dst) into dst[k−1]
+// and returns how many leading entries are defined, as PassAtKCurve does.
+// The k = 1 entry is exactly c/n.
+func PassHatKCurve(n, c int, dst []float64) int {
+	if c < 0 || c > n {
+		return 0
+	}
+	defined := min(n, len(dst))
+	for k := 1; k <= defined; k++ {
+		dst[k-1], _ = PassHatK(n, c, k)
+	}
+	return defined
+}

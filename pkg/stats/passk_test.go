@@ -96,3 +96,59 @@ func TestPassAtKCurve(t *testing.T) {
 		})
 	}
 }
+
+// TestPassHatKKnownAnswers pins exact fractions C(c,k)/C(n,k) from
+// testdata/reference.py.
+func TestPassHatKKnownAnswers(t *testing.T) {
+	tests := []struct {
+		name    string
+		n, c, k int
+		want    float64
+		wantOK  bool
+	}{
+		{"5,3,1 is 3/5", 5, 3, 1, 3.0 / 5, true},
+		{"5,3,2 is 3/10", 5, 3, 2, 3.0 / 10, true},
+		{"5,3,3 is 1/10", 5, 3, 3, 1.0 / 10, true},
+		{"c<k is 0", 5, 3, 4, 0, true},
+		{"10,7,4 is 1/6", 10, 7, 4, 1.0 / 6, true},
+		{"100,90,10", 100, 90, 10, 520058680173.0 / 1573664496040, true},
+		{"all pass", 4, 4, 4, 1, true},
+		{"no pass", 4, 0, 1, 0, true},
+		{"n<k not reported", 2, 2, 3, 0, false},
+		{"k<1 not reported", 5, 2, 0, 0, false},
+		{"c>n not reported", 3, 4, 1, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := PassHatK(tt.n, tt.c, tt.k)
+		if ok != tt.wantOK || math.Abs(got-tt.want) > 1e-14 {
+			t.Errorf("%s: PassHatK(%d, %d, %d) = %v, %v, want %v, %v", tt.name, tt.n, tt.c, tt.k, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestPassHatKMatchesExactRationalGrid(t *testing.T) {
+	for n := 1; n <= 60; n++ {
+		for c := 0; c <= n; c++ {
+			for k := 1; k <= n; k++ {
+				got, ok := PassHatK(n, c, k)
+				want, _ := new(big.Rat).SetFrac(binomial(c, k), binomial(n, k)).Float64()
+				if !ok || math.Abs(got-want) > 1e-13 {
+					t.Fatalf("PassHatK(%d, %d, %d) = %v, %v, want %v (exact)", n, c, k, got, ok, want)
+				}
+			}
+		}
+	}
+}
+
+func TestPassHatKCurve(t *testing.T) {
+	dst := []float64{-1, -1, -1, -1}
+	if defined := PassHatKCurve(3, 2, dst); defined != 3 {
+		t.Fatalf("PassHatKCurve(3, 2) defined %d, want 3", defined)
+	}
+	want := []float64{2.0 / 3, 1.0 / 3, 0, -1}
+	for i := range want {
+		if math.Abs(dst[i]-want[i]) > 1e-15 {
+			t.Fatalf("PassHatKCurve(3, 2) = %v, want %v", dst, want)
+		}
+	}
+}

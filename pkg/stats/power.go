@@ -80,3 +80,12 @@ func PairedSampleSize(passA, passB, alpha, power float64, attempts int) (SampleS
 		},
 	}, nil
 }
+
+// MinDetectableDiff is the smallest true mean difference a two-sided paired
+// t-test with df degrees of freedom and standard error se detects with the
+// given power at the package's significance level:
+// (t(1 − α/2, df) + t(power, df))·se (the usual normal-approximation
+// power formula with t quantiles).
+func MinDetectableDiff(se float64, df int, power float64) float64 {
+	return (CriticalT(df) + TQuantile(power, df)) * se
+}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,25 @@ func TestPairedSampleSizeRefusesBadInput(t *testing.T) {
 		_, err := PairedSampleSize(c.a, c.b, c.alpha, c.power, c.attempts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one naming %q", c, err, c.want)
+		}
+	}
+}
+
+func TestMinDetectableDiffMatchesPublishedTables(t *testing.T) {
+	// Student's t tables: t(0.975, 9) = 2.262157, t(0.975, 30) = 2.042272;
+	// t(0.80, 9) = 0.883404 and t(0.80, 30) = 0.853767 by integrating the
+	// density (testdata/reference.py; tables print 0.883 and 0.854).
+	tests := []struct {
+		se   float64
+		df   int
+		want float64
+	}{
+		{0.1, 9, (2.262157 + 0.883404) * 0.1},
+		{0.05, 30, (2.042272 + 0.853767) * 0.05},
+	}
+	for _, tt := range tests {
+		if got := MinDetectableDiff(tt.se, tt.df, DefaultPower); math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("MinDetectableDiff(%v, %d, 0.8) = %.7f, want %.7f", tt.se, tt.df, got, tt.want)
 		}
 	}
 }

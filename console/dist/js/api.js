@@ -110,6 +110,7 @@ export const api = {
   // text fetches an API path the API returned (a build log) as text.
   text: (path, o) => request('GET', path, { ...o, headers: { Accept: 'text/plain' } }),
   leaderboard: (key, metric, o = {}) => request('GET', `/v1/benchmarks/${enc(key)}/leaderboard`, { ...o, query: { metric } }),
+  compare: (a, b, o = {}) => request('GET', '/v1/compare', { ...o, query: { a, b } }),
 
   runs: (query, o = {}) => request('GET', '/v1/runs', { ...o, query }),
   run: (id, o) => request('GET', `/v1/runs/${enc(id)}`, o),

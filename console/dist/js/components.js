@@ -11,7 +11,7 @@ const STATUS_TONE = {
   // benchmark sync
   syncing: 'info live', ready: 'ok',
   // attempt outcomes
-  passed: 'ok', errored: 'warn', cancelled: '',
+  passed: 'ok', errored: 'warn', judge_failed: 'warn', cancelled: '',
 };
 
 /** ACTIVE_RUN lists run statuses that still change (polling continues). */

@@ -11,6 +11,7 @@ import { renderRuns } from './pages/runs.js';
 import { renderSubmit } from './pages/submit.js';
 import { renderRun } from './pages/run.js';
 import { renderSecrets } from './pages/secrets.js';
+import { renderCompare } from './pages/compare.js';
 import { workspace } from './workspace.js';
 
 route('/signin', renderSignIn, { public: true });
@@ -24,6 +25,7 @@ route('/runs', renderRuns, { nav: 'runs' });
 route('/runs/new', renderSubmit, { nav: 'submit' });
 route('/runs/:id', ({ params }) => navigate(`/benchmarks/runs/${encodeURIComponent(params.id)}${window.location.search}`, { replace: true }));
 route('/secrets', renderSecrets, { nav: 'secrets' });
+route('/compare', renderCompare, { nav: 'runs' });
 notFound(async ({ main }) => {
   document.title = 'Not found · gauntlet';
   replace(main, h('div', { class: 'empty' },

@@ -11,6 +11,10 @@ type LeaderboardView struct {
 	// K is the pass@k depth every row reached.
 	K    int        `json:"k"`
 	Rows []BoardRow `json:"rows"`
+	// MinDetectableDiff is the median, over the rows tested against the
+	// best, of the smallest difference from the best their paired test
+	// detects with 80% power at α = 0.05 (null when none was tested).
+	MinDetectableDiff *float64 `json:"min_detectable_diff"`
 }
 
 // BoardRow is one entrant's place.
@@ -33,6 +37,15 @@ type BoardRow struct {
 	Value           *float64      `json:"value"`
 	Pass1           *Estimate     `json:"pass1"`
 	PassAtK         *PassAtKPoint `json:"pass_at_k"`
+	// PassHatK is pass^K: the chance that all K attempts pass.
+	PassHatK *PassAtKPoint `json:"pass_hat_k"`
+	// Pass1ErrorsAsFailures is pass@1 with every error (the platform's and
+	// failed judges too) scored as a failure.
+	Pass1ErrorsAsFailures *Estimate `json:"pass1_errors_as_failures"`
+	// Errors says how many attempts each error rule touched.
+	Errors ErrorCounts `json:"errors"`
+	// Variance splits pass@1's variance (null with one attempt per task).
+	Variance *Variance `json:"variance"`
 	// CostPerTask (USD), TimePerTask (seconds), TokensPerTask.
 	CostPerTask *Estimate `json:"cost_per_task"`
 	// CostEstimated is true when some of the row's cost was computed from
@@ -57,4 +70,8 @@ type Comparison struct {
 	CILow  *float64 `json:"ci_low"`
 	CIHigh *float64 `json:"ci_high"`
 	PValue *float64 `json:"p_value"`
+	// AdjustedP is PValue adjusted by Holm's step-down procedure over every
+	// tested comparison with the best on the board: the row is tied with
+	// the best when it is ≥ 0.05.
+	AdjustedP *float64 `json:"adjusted_p"`
 }

@@ -59,8 +59,11 @@ type Outcomes struct {
 	Failed       int64 `json:"failed"`
 	Errored      int64 `json:"errored"`
 	InfraErrored int64 `json:"infra_errored"`
-	Cancelled    int64 `json:"cancelled"`
-	Retries      int64 `json:"retries"`
+	// JudgeFailed counts attempts whose LLM judge failed after retries
+	// (never scored).
+	JudgeFailed int64 `json:"judge_failed"`
+	Cancelled   int64 `json:"cancelled"`
+	Retries     int64 `json:"retries"`
 }
 
 // JudgeUsage is what an LLM judge used grading (the verifier's model
@@ -156,7 +159,27 @@ type Estimate struct {
 	Value  float64  `json:"value"`
 	CILow  *float64 `json:"ci_low"`
 	CIHigh *float64 `json:"ci_high"`
-	N      int      `json:"n"`
+	// CIMethod names the interval: "wilson" (pass rates), "bootstrap"
+	// (cost, time, tokens over up to 100 tasks) or "t"; "" without one.
+	CIMethod string `json:"ci_method"`
+	N        int    `json:"n"`
+}
+
+// ErrorCounts says how many attempts each error rule touched: agent errors
+// were scored as failures; platform errors and failed judges were left
+// out; UnscoredTasks had attempts but none scored and are left out.
+type ErrorCounts struct {
+	AgentErrors    int `json:"agent_errors"`
+	PlatformErrors int `json:"platform_errors"`
+	JudgeFailures  int `json:"judge_failures"`
+	UnscoredTasks  int `json:"unscored_tasks"`
+}
+
+// Variance splits pass@1's variance into the part due to which tasks were
+// drawn (Between) and attempt-to-attempt luck on a task (Within).
+type Variance struct {
+	Between float64 `json:"between"`
+	Within  float64 `json:"within"`
 }
 
 // PassAtKPoint is one point of a pass@k curve.
@@ -178,15 +201,23 @@ type Metrics struct {
 	Pass1 *Estimate `json:"pass1"`
 	// PassAtK is the deepest pass@k every task reached; PassAtKCurve holds
 	// k = 1..attempts as far as defined.
-	PassAtK       *PassAtKPoint   `json:"pass_at_k"`
-	PassAtKCurve  []PassAtKPoint  `json:"pass_at_k_curve"`
-	CostPerTask   *Estimate       `json:"cost_per_task"`
-	TimePerTask   *Estimate       `json:"time_per_task"`
-	TokensPerTask *Estimate       `json:"tokens_per_task"`
-	Categories    []CategoryPass1 `json:"categories"`
-	Tasks         int             `json:"tasks"`
-	Scored        int             `json:"scored_attempts"`
-	Passes        int             `json:"passes"`
+	PassAtK      *PassAtKPoint  `json:"pass_at_k"`
+	PassAtKCurve []PassAtKPoint `json:"pass_at_k_curve"`
+	// PassHatK and PassHatKCurve are pass^k (every one of k attempts
+	// passes) at the same depths.
+	PassHatK      *PassAtKPoint  `json:"pass_hat_k"`
+	PassHatKCurve []PassAtKPoint `json:"pass_hat_k_curve"`
+	// Pass1ErrorsAsFailures is pass@1 with every error scored as a failure.
+	Pass1ErrorsAsFailures *Estimate       `json:"pass1_errors_as_failures"`
+	Errors                ErrorCounts     `json:"errors"`
+	Variance              *Variance       `json:"variance"`
+	CostPerTask           *Estimate       `json:"cost_per_task"`
+	TimePerTask           *Estimate       `json:"time_per_task"`
+	TokensPerTask         *Estimate       `json:"tokens_per_task"`
+	Categories            []CategoryPass1 `json:"categories"`
+	Tasks                 int             `json:"tasks"`
+	Scored                int             `json:"scored_attempts"`
+	Passes                int             `json:"passes"`
 }
 
 // CreatedRun is the answer of POST /v1/runs.

@@ -1,6 +1,7 @@
 // The leaderboard of a benchmark: a metric switcher and one ranked list of
 // every eligible entrant (its task set as a badge); hovering or focusing a
-// row shows its paired comparison with the best row.
+// row shows its paired comparison with the best row (Holm-adjusted p). The
+// scoring rules are docs/SCORING.md ("How gauntlet scores").
 
 import { api } from '../api.js';
 import { h, replace } from '../dom.js';
@@ -14,12 +15,17 @@ import { navigate, setQuery } from '../router.js';
 export const METRICS = [
   { id: 'pass@1', label: 'pass@1', better: 'higher' },
   { id: 'pass@k', label: 'pass@k', better: 'higher' },
+  { id: 'pass^k', label: 'pass^k', better: 'higher' },
+  { id: 'pass@1-errors-as-failures', label: 'errors as failures', better: 'higher' },
   { id: 'cost', label: 'cost', better: 'lower' },
   { id: 'time', label: 'time', better: 'lower' },
   { id: 'tokens', label: 'tokens', better: 'lower' },
 ];
 
 const ALPHA = 0.05;
+
+/** SCORING names the page that states every rule the board follows. */
+const SCORING = 'How gauntlet scores (docs/SCORING.md)';
 
 /** renderLeaderboard fills box with the leaderboard of key, starting at metric. */
 export async function renderLeaderboard(ctx, box, key, initialMetric) {
@@ -61,11 +67,27 @@ function boardView(board, rank) {
   }
   return h('div', {},
     listView(board.metric, board.k || 0, rows, rank),
-    h('p', { class: 'small muted' },
-      h('strong', {}, '1*'), ' marks a statistical tie with the best row: a two-sided paired t-test over the tasks both ran cannot tell them apart (α = 0.05). ',
+    h('p', { class: 'small muted', id: 'board-notes' },
+      h('strong', {}, '1*'), ' marks a statistical tie with the best row: a two-sided paired t-test over the tasks both ran cannot tell them apart ',
+      `once its p-value is adjusted for the board's comparisons with the best (Holm's step-down procedure; adjusted p ≥ ${ALPHA}). `,
       'Only rows that ran the same task set on the same manifest version as the best are tested; the others are ranked by their number. ',
-      'Intervals are 95% confidence intervals over tasks. Hover or focus a row to compare it with the best; click it to open its run.'),
+      'Intervals are 95%: Wilson score intervals for pass rates (they keep their width at 0% and 100%), a percentile bootstrap over tasks for cost, time and tokens. ',
+      'Platform errors and failed judges are left out of the scores (the task\'s attempts shrink); agent errors count as failures; "errors as failures" ranks with every error a failure. ',
+      `${SCORING}. Hover or focus a row to compare it with the best; click it to open its run.`),
+    detectableView(board),
     costPlot(rows));
+}
+
+// detectableView states the smallest difference from the best the board's
+// tie test would find with 80% power, as the board stands.
+function detectableView(board) {
+  const d = board.min_detectable_diff;
+  if (d === null || d === undefined) return null;
+  const unit = ['cost', 'time', 'tokens'].includes(board.metric) ? diffFormat(board.metric).one(d).replace(/^\+/, '') : `${(d * 100).toFixed(1)} pp`;
+  return h('p', { class: 'small muted', id: 'min-detectable' },
+    'Minimum detectable difference: ', h('strong', {}, unit),
+    ' — a row this far from the best is separated from it with 80% power by the paired test at α = 0.05 (the median over the board\'s comparisons). Closer rows can be tied by chance; ',
+    h('code', {}, 'gauntlet plan-size'), ' says how many tasks a smaller difference needs.');
 }
 
 // costPlot is the cost vs pass@1 plot of the entrants with a cost, with the
@@ -103,17 +125,26 @@ function listView(metric, k, rows, rank) {
   // With k = 1 (some row made one attempt per task) the pass@k column would
   // repeat pass@1's header: it says which k it is.
   const passK = k > 1 ? `pass@${k}` : k === 1 ? 'pass@k (k=1)' : 'pass@k';
+  const passHatK = k > 1 ? `pass^${k}` : k === 1 ? 'pass^k (k=1)' : 'pass^k';
+  const errs = (r) => r.errors || {};
+  const anyExcluded = rows.some((r) => errs(r).platform_errors || errs(r).judge_failures);
+  const anyErrors = anyExcluded || rows.some((r) => errs(r).agent_errors);
+  const strictShown = anyExcluded || metric === 'pass@1-errors-as-failures';
   const columns = [
     { label: 'Rank', cell: rankCell },
     { label: 'Agent', class: 'wrap', cell: (r) => [h('strong', {}, agentLabel(r)), ' ', measurementBadge(r, best)] },
     { label: 'pass@1', header: head('pass@1', 'pass@1'), sort: sorted('pass@1'), class: active('pass@1'), cell: (r) => numCell(estimateParts(r.pass1)) },
     { label: passK, header: head('pass@k', passK), sort: sorted('pass@k'), class: active('pass@k'), title: 'The deepest k every row reached', cell: (r) => numCell(estimateParts(r.pass_at_k)) },
+    { label: passHatK, header: head('pass^k', passHatK), sort: sorted('pass^k'), class: active('pass^k'), title: 'pass^k: the chance that all k attempts pass (C(c,k)/C(n,k) per task)', cell: (r) => numCell(estimateParts(r.pass_hat_k)) },
+    strictShown ? { label: 'Errors as failures', header: head('pass@1-errors-as-failures', 'Errors as failures'), sort: sorted('pass@1-errors-as-failures'),
+      class: active('pass@1-errors-as-failures'), title: 'pass@1 with every error (platform and judge too) scored as a failure', cell: (r) => numCell(estimateParts(r.pass1_errors_as_failures)) } : null,
+    anyErrors ? { label: 'Errors', class: 'num', cell: errorsCell } : null,
     { label: 'Cost/task', header: head('cost', 'Cost/task'), sort: sorted('cost'), class: active('cost'), cell: (r) => numCell({ ...estimateParts(r.cost_per_task, usd), value: cost(r.cost_per_task?.value, r.cost_estimated) }) },
     { label: 'Time/task', header: head('time', 'Time/task'), sort: sorted('time'), class: active('time'), cell: (r) => numCell(estimateParts(r.time_per_task, seconds)) },
     { label: 'Tokens/task', header: head('tokens', 'Tokens/task'), sort: sorted('tokens'), class: active('tokens'), cell: (r) => numCell(estimateParts(r.tokens_per_task, tokens)) },
     { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/benchmarks/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, r.run_id),
       h('div', { class: 'sub' }, dateTime(r.finished_at))] : '—') },
-  ];
+  ].filter(Boolean);
   // Clicking a row (or Enter on it) opens the run behind its score.
   const open = (r) => { if (r.run_id) navigate(`/benchmarks/runs/${encodeURIComponent(r.run_id)}`); };
   const wrap = table(columns, rows, {
@@ -142,6 +173,16 @@ function measurementBadge(r, best) {
   return parts;
 }
 
+// errorsCell is "agent / platform / judge" with what each rule did.
+function errorsCell(r) {
+  const e = r.errors || {};
+  const title = `${e.agent_errors || 0} agent errors scored as failures; ${e.platform_errors || 0} platform errors and ${e.judge_failures || 0} failed judges left out of the scores`
+    + (e.unscored_tasks ? `; ${e.unscored_tasks} ${e.unscored_tasks === 1 ? 'task' : 'tasks'} with no scored attempt left out` : '') + `. ${SCORING}.`;
+  return h('span', { class: 'errors-cell', title, dataset: { agent: String(e.agent_errors || 0), platform: String(e.platform_errors || 0), judge: String(e.judge_failures || 0) } },
+    `${e.agent_errors || 0} / ${e.platform_errors || 0} / ${e.judge_failures || 0}`,
+    e.unscored_tasks ? h('div', { class: 'sub' }, `${e.unscored_tasks} unscored`) : null);
+}
+
 function rankText(r) {
   if (!r.rank) return 'unranked';
   return r.tied ? `${r.rank}*` : String(r.rank);
@@ -150,7 +191,7 @@ function rankText(r) {
 function rankCell(r) {
   return h('span', {
     class: ['rank', r.tied && 'tied'],
-    title: r.tied ? 'Statistically tied with the best (paired t-test, p ≥ 0.05)' : r.best ? 'Best value' : null,
+    title: r.tied ? 'Statistically tied with the best (paired t-test, Holm-adjusted p ≥ 0.05)' : r.best ? 'Best value' : null,
   }, rankText(r));
 }
 
@@ -185,12 +226,22 @@ function metricValue(metric, r) {
   }
 }
 
+// varianceLine splits the row's pass@1 variance: which tasks were drawn
+// (between) and attempt-to-attempt luck on a task (within).
+function varianceLine(r) {
+  const v = r.variance;
+  if (!v) return null;
+  const sd = (x) => `${(Math.sqrt(x) * 100).toFixed(1)} pp`;
+  return h('div', { class: 'muted small variance', title: 'Standard deviations of pass@1 outcomes: between tasks (which tasks were drawn) and within a task (attempt to attempt). How gauntlet scores (docs/SCORING.md).' },
+    `Spread of pass@1: between tasks ${sd(v.between)}, within a task ${sd(v.within)} (SD)`);
+}
+
 function comparisonView(metric, r, best, k) {
-  const name = metric === 'pass@k' && k ? `pass@${k}` : metric;
+  const name = metric === 'pass@k' && k ? `pass@${k}` : metric === 'pass^k' && k ? `pass^${k}` : metric === 'pass@1-errors-as-failures' ? 'pass@1 (errors as failures)' : metric;
   if (r.best) {
     return h('div', {}, h('h4', {}, agentLabel(r)),
       h('div', {}, `Best ${name}: `, h('strong', {}, metricValue(metric, r))),
-      h('div', { class: 'muted' }, 'Every other row is compared with this one.'));
+      h('div', { class: 'muted' }, 'Every other row is compared with this one.'), varianceLine(r));
   }
   if (r.rank === 0) {
     return h('div', {}, h('h4', {}, agentLabel(r)), h('div', { class: 'muted' }, `No ${name} value, so this row is not ranked.`));
@@ -203,11 +254,13 @@ function comparisonView(metric, r, best, k) {
   const c = r.vs_best;
   const fmt = diffFormat(metric);
   const ci = c.ci_low !== null && c.ci_low !== undefined ? fmt.range(c.ci_low, c.ci_high) : '—';
+  const adjusted = c.adjusted_p ?? c.p_value;
+  const adjText = pText(adjusted).replace(/^p/, 'adjusted p');
   let verdict;
   if (!c.tested) verdict = 'Fewer than two shared tasks: no test can separate it from the best, so it counts as tied.';
-  else if (r.tied) verdict = `Statistical tie with the best (${pText(c.p_value)}, not below α = ${ALPHA}).`;
+  else if (r.tied) verdict = `Statistical tie with the best (${adjText}, not below α = ${ALPHA}).`;
   else if (r.rank === 1) verdict = 'Same value as the best.';
-  else verdict = `Significantly different from the best (${pText(c.p_value)}, below α = ${ALPHA}).`;
+  else verdict = `Significantly different from the best (${adjText}, below α = ${ALPHA}).`;
   return h('div', { class: 'comparison' },
     h('h4', {}, `${agentLabel(r)} vs ${best ? agentLabel(best) : 'the best'}`),
     h('dl', { class: 'kv' },
@@ -215,6 +268,10 @@ function comparisonView(metric, r, best, k) {
       h('dt', {}, 'Difference'), h('dd', { class: 'diff' }, fmt.one(c.diff)),
       h('dt', {}, '95% CI'), h('dd', { class: 'diff-ci' }, ci),
       h('dt', {}, 'p-value'), h('dd', { class: 'p-value' }, pValue(c.p_value)),
+      h('dt', { title: 'The p-value adjusted by Holm\'s step-down procedure over every comparison with the best on this board: with many entrants, some would otherwise tie or separate by luck' }, 'adjusted p'),
+      h('dd', { class: 'adjusted-p' }, pValue(adjusted)),
       h('dt', {}, 'Paired tasks'), h('dd', {}, String(c.tasks))),
-    h('div', { class: 'verdict' }, verdict));
+    h('div', { class: 'verdict' }, verdict),
+    varianceLine(r),
+    h('div', { class: 'muted small' }, SCORING));
 }

@@ -9,7 +9,7 @@ import { errorBox, loading, statusBadge, table, taskCheckBadge, toast } from '..
 import { bytes, cost, count, dateTime, seconds, taskCheckText, tokens } from '../format.js';
 import { setQuery } from '../router.js';
 
-const OUTCOMES = ['passed', 'failed', 'errored', 'cancelled'];
+const OUTCOMES = ['passed', 'failed', 'errored', 'judge_failed', 'cancelled'];
 const PAGE = 50;
 
 /** renderResults fills panel with the results of run. */

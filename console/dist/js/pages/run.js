@@ -9,7 +9,7 @@ import {
 } from '../components.js';
 import { bytes, cost, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens, usd } from '../format.js';
 import { lineChart, seriesColor } from '../chart.js';
-import { setQuery } from '../router.js';
+import { navigate, setQuery } from '../router.js';
 import { poll } from '../poll.js';
 import { userLabel } from '../workspace.js';
 import { renderResults } from './results.js';
@@ -249,9 +249,51 @@ function overview(run, fetchedAt) {
         h('div', { class: 'card-head' }, h('h3', { id: 'categories-title' }, 'pass@1 by category')),
         h('div', { class: 'card-body' }, categoryBars(agents))),
       h('section', { class: 'card', 'aria-labelledby': 'curve-title' },
-        h('div', { class: 'card-head' }, h('h3', { id: 'curve-title' }, 'pass@k curve')),
-        h('div', { class: 'card-body', id: 'pass-at-k' }, passAtKChart(run, agents)))),
-    powerCard(run, agents));
+        h('div', { class: 'card-head' }, h('h3', { id: 'curve-title' }, 'pass@k and pass^k curves')),
+        h('div', { class: 'card-body', id: 'pass-at-k' }, passAtKChart(run, agents, 'pass_at_k_curve', 'pass@k')),
+        h('div', { class: 'card-body', id: 'pass-hat-k' }, passAtKChart(run, agents, 'pass_hat_k_curve', 'pass^k')),
+        h('p', { class: 'card-body small muted' },
+          'pass@k: the chance that at least one of k attempts passes; pass^k: that all k pass (reliability). Both are unbiased per-task estimates over the scored attempts, averaged over tasks, with Wilson 95% intervals; see How gauntlet scores (docs/SCORING.md).'))),
+    powerCard(run, agents),
+    compareCard(run, agents));
+}
+
+// compareCard offers to compare one of the run's agents with the best
+// entrant of its benchmark's leaderboard or with a chosen baseline
+// (RUN/AGENT): the comparison page contrasts them task by task.
+function compareCard(run, agents) {
+  if (run.status !== 'finished' || !agents.length) return null;
+  const pick = h('select', { id: 'compare-agent', 'aria-label': 'Agent to compare' },
+    agents.map((a) => h('option', { value: String(a.index) }, a.label)));
+  const baseline = h('input', { type: 'text', id: 'compare-baseline', placeholder: 'RUN or RUN/AGENT', size: 24, 'aria-label': 'Baseline' });
+  const status = h('span', { class: 'small muted', id: 'compare-status', role: 'status' });
+  const me = () => `${run.id}/${pick.value}`;
+  const go = (a) => navigate(`/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(me())}`);
+  const withBest = async () => {
+    status.textContent = 'Finding the best entrant…';
+    try {
+      const board = await api.leaderboard(run.benchmark, 'pass@1');
+      const best = (board.rows || []).find((r) => r.best);
+      if (!best) { status.textContent = 'The leaderboard has no entrant yet.'; return; }
+      const bestRun = await api.run(best.run_id);
+      const agent = (bestRun.agents || []).find((a) => a.harness === best.harness && (a.model || '') === (best.model || ''));
+      if (!agent) { status.textContent = `The best entrant's agent was not found in run ${best.run_id}.`; return; }
+      go(`${best.run_id}/${agent.index}`);
+    } catch (err) {
+      status.textContent = `Could not find the best entrant: ${err.message}`;
+    }
+  };
+  return h('section', { class: 'card section', id: 'compare', 'aria-labelledby': 'compare-title' },
+    h('div', { class: 'card-head' }, h('h3', { id: 'compare-title' }, 'Compare')),
+    h('div', { class: 'card-body' },
+      h('div', { class: 'toolbar' },
+        h('label', {}, 'Agent ', pick),
+        h('button', { type: 'button', id: 'compare-best', onclick: withBest }, 'Compare with the best'),
+        h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); if (baseline.value.trim()) go(baseline.value.trim()); } },
+          baseline, h('button', { type: 'submit', id: 'compare-with-baseline' }, 'Compare with this baseline')),
+        status),
+      h('p', { class: 'small muted' }, 'Task by task: the paired difference, the tasks one solves and the other does not, per category, cost and time. Same figures offline: ',
+        h('code', {}, `gauntlet compare BASELINE ${run.id}/AGENT`))));
 }
 
 // metricsBadge marks scores that do not cover the whole run: a going run's
@@ -286,7 +328,7 @@ function powerCard(run, agents) {
 // AGENT_SORT gives each sortable column of the agents table its key.
 const AGENT_SORT = {
   agent: (a) => a.label, status: (a) => a.status, progress: (a) => a.progress?.completed || 0,
-  pass1: (a) => a.metrics?.pass1?.value, passk: (a) => a.metrics?.pass_at_k?.value,
+  pass1: (a) => a.metrics?.pass1?.value, passk: (a) => a.metrics?.pass_at_k?.value, passhatk: (a) => a.metrics?.pass_hat_k?.value,
   cost_task: (a) => a.metrics?.cost_per_task?.value, time_task: (a) => a.metrics?.time_per_task?.value,
   tokens_task: (a) => a.metrics?.tokens_per_task?.value, outcomes: (a) => a.outcomes?.passed || 0, cost: (a) => a.cost_usd,
 };
@@ -334,10 +376,13 @@ function agentsRows(rows, agents, sort, fetchedAt, onSort) {
     col('pass1', 'pass@1', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.pass1)) }),
     col('passk', k ? `pass@k (k≤${k})` : 'pass@k', { class: 'num', cell: ({ a }) => (a.metrics?.pass_at_k
       ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_at_k.k} `), numCell(estimateParts(a.metrics.pass_at_k))] : '—') }),
+    col('passhatk', k ? `pass^k (k≤${k})` : 'pass^k', { class: 'num', cell: ({ a }) => (a.metrics?.pass_hat_k
+      ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_hat_k.k} `), numCell(estimateParts(a.metrics.pass_hat_k))] : '—') }),
     col('cost_task', 'Cost/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.cost_per_task, usd)) }),
     col('time_task', 'Time/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.time_per_task, seconds)) }),
     col('tokens_task', 'Tokens/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.tokens_per_task, tokens)) }),
-    col('outcomes', 'Passed / failed / errored', { class: 'num', cell: ({ a }) => `${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}` }),
+    col('outcomes', 'Passed / failed / errored', { class: 'num', cell: ({ a }) => [`${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}`,
+      errorRules(a)] }),
     col('cost', 'Cost', { class: 'num', cell: ({ a }) => [cost(a.cost_usd, a.cost_estimated),
       a.judge ? h('div', { class: 'sub', title: `the LLM judge (${a.judge.model}) grading this agent's attempts: ${count(a.judge.calls)} calls, apart from the agent's cost` },
         ['judge ', cost(a.judge.cost_usd, a.judge.cost_estimated)]) : null] }),
@@ -361,19 +406,31 @@ function categoryBars(agents) {
   ]));
 }
 
-function passAtKChart(run, agents) {
+// errorRules says what the scoring rules did with the agent's errors: agent
+// errors count as failures, platform errors and failed judges are left out.
+function errorRules(a) {
+  const e = a.metrics?.errors;
+  if (!e || !(e.agent_errors || e.platform_errors || e.judge_failures)) return null;
+  return h('div', { class: 'sub error-rules', title: 'Agent errors are scored as failures; platform errors (after retries) and failed judges are left out of the scores. See How gauntlet scores (docs/SCORING.md).' },
+    `${count(e.agent_errors)} agent (as failures) · ${count(e.platform_errors)} platform · ${count(e.judge_failures)} judge (left out)`);
+}
+
+// passAtKChart draws one curve per agent from the metrics' curve field
+// (pass_at_k_curve or pass_hat_k_curve), named name.
+function passAtKChart(run, agents, field, name) {
   const attempts = run.submission?.settings?.attempts_per_task || 1;
   const series = agents.map((a, i) => ({
     label: a.label, colorIndex: i,
-    points: (a.metrics?.pass_at_k_curve || []).map((p) => ({ x: p.k, y: p.value, lo: p.ci_low, hi: p.ci_high })),
+    points: (a.metrics?.[field] || []).map((p) => ({ x: p.k, y: p.value, lo: p.ci_low, hi: p.ci_high })),
   }));
   if (!series.some((s) => s.points.length)) {
-    return h('p', { class: 'muted' }, 'The curve appears once every task has a scored attempt.');
+    return h('p', { class: 'muted' }, `The ${name} curve appears once a task has a scored attempt.`);
   }
-  const described = series.map((s) => `${s.label}: ${s.points.map((p) => `pass@${p.x} ${pct(p.y)}`).join(', ')}`).join('; ');
+  const sym = name.replace(/k$/, '');
+  const described = series.map((s) => `${s.label}: ${s.points.map((p) => `${sym}${p.x} ${pct(p.y)}`).join(', ')}`).join('; ');
   return h('div', {},
-    lineChart({ series, xLabel: 'k (attempts)', yLabel: 'pass@k', title: `pass@k for k = 1 to ${attempts}`, description: described }),
-    attempts === 1 ? h('p', { class: 'small muted' }, 'One attempt per task: pass@k needs more attempts to show a curve.') : null);
+    lineChart({ series, xLabel: 'k (attempts)', yLabel: name, title: `${name} for k = 1 to ${attempts}`, description: described }),
+    attempts === 1 ? h('p', { class: 'small muted' }, `One attempt per task: ${name} needs more attempts to show a curve.`) : null);
 }
 
 async function renderConfig(ctx, panel, run) {
