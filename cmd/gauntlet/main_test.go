@@ -200,6 +200,7 @@ func TestScoreHarborJobDir(t *testing.T) {
 		name := fmt.Sprintf("task-%d__x", i%2)
 		tr := harbor.TrialResult{ID: fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i), TaskName: fmt.Sprintf("task-%d", i%2),
 			TrialName: fmt.Sprintf("%s%d", name, i), StartedAt: &start, FinishedAt: &end,
+			TaskID: &harbor.TaskID{Path: fmt.Sprintf("task-%d", i%2)}, Config: json.RawMessage(fmt.Sprintf(`{"task":{"path":"task-%d"}}`, i%2)),
 			AgentInfo:      harbor.AgentInfo{Name: "claude-code", ModelInfo: &harbor.ModelInfo{Name: "claude-sonnet-4.5", Provider: "anthropic"}},
 			VerifierResult: &harbor.VerifierResult{Rewards: map[string]float64{"reward": reward}}}
 		dir := filepath.Join(job, tr.TrialName)

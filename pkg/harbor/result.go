@@ -222,11 +222,36 @@ func (t TrialResult) validate(writing bool) error {
 		missing("agent_info.name")
 	}
 	if writing {
+		// Harbor's TrialResult requires these; a reader accepts files
+		// without them (gauntlet wrote config: null before 2026-12).
 		if _, err := uuid.Parse(t.ID); err != nil {
 			errs = append(errs, fmt.Errorf("trial result: id must be a UUID, got %q", t.ID))
 		}
+		if t.TaskID == nil {
+			missing("task_id")
+		}
+		if err := checkConfig(t.Config); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkConfig checks a result's trial config as Harbor would on reading it:
+// present, an object, and valid in the fields TrialConfig models (Harbor's
+// defaults apply to absent ones).
+func checkConfig(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return errors.New("trial result: config is required (Harbor's TrialConfig)")
+	}
+	c := TrialConfig{TimeoutMultiplier: 1}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("trial result: config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("trial result: %w", err)
+	}
+	return nil
 }
 
 // Wire shapes: identical to the public types except that timestamps accept

@@ -1,0 +1,34 @@
+package run
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// harborNamespace derives the UUIDs that name a run in Harbor's files: the
+// same run always gets the same job id, in result.json and in a download.
+var harborNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://gauntlet-bench.dev/harbor-job"))
+
+// HarborJobID is the UUID a run has as a Harbor job (JobResult.id, a trial
+// config's job_id).
+func HarborJobID(runID string) string {
+	return uuid.NewSHA1(harborNamespace, []byte(runID)).String()
+}
+
+// TrialName is the Harbor trial name of one generation of a slot: also the
+// name of its directory in a Harbor job directory, so it is one path
+// segment. It reads as Harbor's own ("<task>__<suffix>"): the task, then
+// agent index, attempt and generation. A '/' of an "org/name" task becomes
+// '+', which no task name holds, so two slots never share a name. A slot id
+// that does not parse (a trial run by hand) is used with its '/'s replaced
+// the same way.
+func TrialName(slotID string, generation int) string {
+	gen := "g" + strconv.Itoa(generation)
+	agent, task, attempt, err := ParseSlotID(slotID)
+	if err != nil {
+		return strings.ReplaceAll(slotID, "/", "+") + "__" + gen
+	}
+	return strings.ReplaceAll(task, "/", "+") + "__" + strconv.Itoa(agent) + "-" + strconv.Itoa(attempt) + "-" + gen
+}
