@@ -110,6 +110,10 @@ const (
 	// platform's error, not the agent's, and final: another attempt (a
 	// whole new agent run) would be refused the same way.
 	ExceptionJudgeAuth = "JudgeModelAuthError"
+	// ExceptionPlatform is gauntlet's own: the attempt left no result
+	// because the platform failed it (its sandbox never started, was lost
+	// or ran out of space); the message says how.
+	ExceptionPlatform = "PlatformError"
 )
 
 // ExceptionInfo describes the exception that ended a trial.

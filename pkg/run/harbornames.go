@@ -7,6 +7,11 @@ import (
 	"github.com/google/uuid"
 )
 
+// HarborSandboxImportPath is the environment import_path of a gauntlet
+// trial's Harbor config: gauntlet's sandbox is none of Harbor's environment
+// types, and Harbor cannot import it.
+const HarborSandboxImportPath = "gauntlet.sandbox:Sandbox"
+
 // harborNamespace derives the UUIDs that name a run in Harbor's files: the
 // same run always gets the same job id, in result.json and in a download.
 var harborNamespace = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://gauntlet-bench.dev/harbor-job"))

@@ -195,7 +195,7 @@ func (t *trial) trialConfig(trialName string) (harbor.TaskID, harbor.TrialConfig
 			Env: harbor.ConfigEnv(t.spec.Env, slices.Sorted(maps.Keys(t.spec.Secrets)))},
 		// Gauntlet's sandbox is none of Harbor's environment types: the
 		// import path names it (and the isolation it ran with) instead.
-		Environment: harbor.TrialEnvironment{ImportPath: SandboxImportPath, Kwargs: map[string]any{"isolation": t.iso.name()}},
+		Environment: harbor.TrialEnvironment{ImportPath: runpkg.HarborSandboxImportPath, Kwargs: map[string]any{"isolation": t.iso.name()}},
 		Verifier:    harbor.TrialVerifier{Env: harbor.ConfigEnv(t.spec.VerifierEnv, slices.Sorted(maps.Keys(t.spec.VerifierSecrets)))},
 	}
 	if t.spec.Command != "" {
@@ -206,10 +206,6 @@ func (t *trial) trialConfig(trialName string) (harbor.TaskID, harbor.TrialConfig
 	}
 	return id, c
 }
-
-// SandboxImportPath is the environment import_path of a gauntlet trial's
-// Harbor config: gauntlet's sandbox, which Harbor cannot import.
-const SandboxImportPath = "gauntlet.sandbox:Sandbox"
 
 func (t *trial) agentResult() *harbor.AgentResult {
 	if _, ran := t.timings["agent_execution"]; !ran {

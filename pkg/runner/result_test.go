@@ -71,7 +71,7 @@ func TestResultConfigDescribesTheTrial(t *testing.T) {
 		"timeout_multiplier": 2.0,
 		"agent": map[string]any{"name": "command", "model_name": "acme/model-1", "kwargs": map[string]any{"command": "true"},
 			"env": map[string]any{"LOG_LEVEL": "debug", "MY_API_TOKEN": "${MY_API_TOKEN}", "OPENAI_API_KEY": "${OPENAI_API_KEY}"}},
-		"environment": map[string]any{"import_path": SandboxImportPath, "kwargs": map[string]any{"isolation": IsolationHostBwrap}},
+		"environment": map[string]any{"import_path": runpkg.HarborSandboxImportPath, "kwargs": map[string]any{"isolation": IsolationHostBwrap}},
 		"verifier":    map[string]any{"env": map[string]any{"STRICT": "1", "GRADER_PASSWORD": "${GRADER_PASSWORD}"}},
 		"job_id":      runpkg.HarborJobID("run-7"),
 	}
