@@ -225,6 +225,24 @@ func TestScoreHarborJobDir(t *testing.T) {
 	}
 }
 
+// A job directory Harbor's own models wrote (pkg/harbor/testdata/jobs,
+// scripts/harbor/golden.py) scores as Harbor scored it: lru-cache 1 and 0,
+// csv-summary 1 and an agent timeout without a reward (0).
+func TestScoreHarborGoldenJobDir(t *testing.T) {
+	for _, dir := range []string{"../../pkg/harbor/testdata/jobs/2026-01-28__14-00-00", "../../pkg/harbor/testdata/jobs"} {
+		stdout, stderr, code := gauntlet(t, "score", dir)
+		if code != exitOK {
+			t.Fatalf("gauntlet score %s exit %d, stderr %q", dir, code, stderr)
+		}
+		row := table(t, stdout)["openai/gpt-5.2 (codex)"]
+		want := map[string]string{"RANK": "1", "AGENT": "openai/gpt-5.2 (codex)", "PASS@1": "50.0% (50.0–50.0)",
+			"PASS@2": "100.0%", "COST": "$0.4062", "TIME": "135.0s", "TOKENS": "1.0k", "VS BEST": "best"}
+		if diff := cmp.Diff(want, row); diff != "" {
+			t.Errorf("gauntlet score %s row mismatch (-want +got):\n%s\n%s", dir, diff, stdout)
+		}
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	tests := []struct {
 		name       string

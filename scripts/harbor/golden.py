@@ -94,6 +94,11 @@ def main() -> None:
         (trial_dir / "agent" / "trajectory.json").write_text(traj.model_dump_json(indent=2, exclude_none=True))
 
     stats = JobStats.from_trial_results(results, n_total_trials=len(results))
+    # Job.run appends the dataset's metrics, Mean by default; harbor.metrics
+    # needs Python 3.12 syntax, so Mean's rule (metrics/base.py) is inlined.
+    rewards = [r.verifier_result.rewards if r.verifier_result else None for r in results]
+    for key in stats.evals:
+        stats.evals[key].metrics.append({"mean": sum(0 if r is None else next(iter(r.values()), 0) for r in rewards) / len(rewards)})
     for key, pak in compute_pass_at_k_by_evals(results).items():
         stats.evals[key].pass_at_k = pak
     job = JobResult(id=UUID("0f8e2a43-5b1c-4d7e-9a10-3c2b1a0f9e8d"), started_at=start, updated_at=start + timedelta(hours=1),
