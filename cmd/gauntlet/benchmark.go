@@ -16,7 +16,7 @@ import (
 var benchmarkGroup = group{name: "benchmark", subs: []subcommand{
 	{name: "list", usage: "benchmark list", summary: "list the workspace's benchmarks", run: benchmarkList},
 	{name: "info", usage: "benchmark info KEY [--wait]", summary: "show a benchmark's manifest", run: benchmarkInfo},
-	{name: "add", usage: "benchmark add NAME[@VERSION] [--registry-credential HOST=SECRET]… [--wait]", summary: "add a dataset from the registry", run: benchmarkAdd},
+	{name: "add", usage: "benchmark add NAME[@VERSION] | ORG/NAME[@REF] [--api-key-secret SECRET] | --repo URL[@REF] [--path DIR]  [--registry-credential HOST=SECRET]… [--wait]", summary: "add a dataset: from the registry.json, from Harbor's package registry (org/name) or from a git repository", run: benchmarkAdd},
 	{name: "remove", usage: "benchmark remove KEY", summary: "remove a benchmark added from the registry", run: benchmarkRemove},
 	{name: "sync", usage: "benchmark sync KEY [--wait]", summary: "retry a failed sync", run: benchmarkSync},
 	{name: "check", usage: "benchmark check KEY [--no-wait]", summary: "run the oracle and nop once per task in its environment: which tasks are broken or trivial", run: benchmarkCheck},
@@ -246,22 +246,44 @@ func orDash(s *string) string {
 }
 
 func benchmarkAdd(ctx context.Context, e env, args []string) error {
-	var creds []v1.RegistryCredential
-	flags := func(fs *flag.FlagSet) {
-		fs.Func("registry-credential", "HOST=SECRET: pull the task images from registry HOST (ghcr.io, registry.example.com:5000) "+
-			"logged in with workspace secret record SECRET, whose value is username:password; repeatable", func(v string) error {
-			host, name, ok := strings.Cut(v, "=")
-			if !ok || host == "" || name == "" {
-				return fmt.Errorf("want HOST=SECRET, e.g. ghcr.io=GHCR_PULL, not %q", v)
-			}
-			creds = append(creds, v1.RegistryCredential{Registry: host, Secret: name})
-			return nil
-		})
+	const usage = "benchmark add NAME[@VERSION] | ORG/NAME[@REF] [--api-key-secret SECRET] | --repo URL[@REF] [--path DIR]  [--registry-credential HOST=SECRET]… [--wait] [--json]"
+	cmd := newAPICommand(e, "benchmark add", usage)
+	wait := cmd.fs.Bool("wait", false, "wait until the task list is synced (ready or failed)")
+	var req v1.AddBenchmarkRequest
+	cmd.fs.StringVar(&req.Repo, "repo", "", "add the task directories of a git repository, https://host/org/name[@REF] (REF: branch, tag or commit; a branch is followed by scheduled syncs)")
+	cmd.fs.StringVar(&req.Path, "path", "", "with --repo: the directory holding the task directories (default tasks)")
+	cmd.fs.StringVar(&req.APIKeySecret, "api-key-secret", "", "with ORG/NAME: the workspace secret record holding a Harbor API key, for private packages")
+	cmd.fs.Func("registry-credential", "HOST=SECRET: pull the task images from registry HOST (ghcr.io, registry.example.com:5000) "+
+		"logged in with workspace secret record SECRET, whose value is username:password; repeatable", func(v string) error {
+		host, name, ok := strings.Cut(v, "=")
+		if !ok || host == "" || name == "" {
+			return fmt.Errorf("want HOST=SECRET, e.g. ghcr.io=GHCR_PULL, not %q", v)
+		}
+		req.RegistryCredentials = append(req.RegistryCredentials, v1.RegistryCredential{Registry: host, Secret: name})
+		return nil
+	})
+	pos, err := parseArgs(cmd.fs, args)
+	if err != nil {
+		return err
 	}
-	return benchmarkChangeWith(ctx, e, args, "add", "benchmark add NAME[@VERSION] [--registry-credential HOST=SECRET]… [--wait] [--json]", flags,
-		func(c *client.Client, arg string) (v1.BenchmarkView, error) {
-			return c.AddBenchmark(ctx, arg, creds...)
-		})
+	switch {
+	case req.Repo == "" && len(pos) != 1:
+		return usageError("want one dataset: %s", usage)
+	case req.Repo != "" && len(pos) != 0:
+		return usageError("--repo takes the dataset from the repository: give no NAME (%s)", usage)
+	}
+	if len(pos) == 1 {
+		req.Source = pos[0]
+	}
+	c, err := cmd.flags.client()
+	if err != nil {
+		return err
+	}
+	b, err := c.AddBenchmarkFrom(ctx, req)
+	if err != nil {
+		return err
+	}
+	return finishChange(ctx, e, cmd, c, b, *wait)
 }
 
 func benchmarkSync(ctx context.Context, e env, args []string) error {
@@ -289,10 +311,20 @@ func benchmarkChangeWith(ctx context.Context, e env, args []string, name, usage 
 	if err != nil {
 		return err
 	}
+	return finishChange(ctx, e, cmd, c, b, *wait)
+}
+
+// finishChange prints an added or re-synced benchmark and, with wait,
+// follows its sync to the end.
+func finishChange(ctx context.Context, e env, cmd *apiCommand, c *client.Client, b v1.BenchmarkView, wait bool) error {
+	var err error
 	if !cmd.flags.json {
 		fmt.Fprintf(e.stdout, "benchmark %s (%s): %s\n", b.Key, b.Source.Ref, syncStatus(b))
+		if b.SyncWarning != "" {
+			fmt.Fprintf(e.stdout, "warning: %s\n", b.SyncWarning)
+		}
 	}
-	if *wait {
+	if wait {
 		if b, err = waitSynced(ctx, e, c, b.Key, cmd.flags.json); err != nil {
 			return err
 		}

@@ -159,6 +159,10 @@ func TestCLIAgainstServer(t *testing.T) {
 		{"reserved osmosis secret name", "x", []string{"secret", "set", "SKYPILOT_KEY"}, exitUsage, "names starting with SKYPILOT_"},
 		{"registry credential without a secret", "", []string{"benchmark", "add", "demo-bench@1.0", "--registry-credential", "ghcr.io"}, exitUsage, "want HOST=SECRET"},
 		{"registry credential naming no record", "", []string{"benchmark", "add", "demo-bench@1.0", "--registry-credential", "ghcr.io=NO_SUCH_RECORD"}, exitFailure, "registry_credentials[0].secret: the workspace has no secret record NO_SUCH_RECORD"},
+		{"bad package name", "", []string{"benchmark", "add", "a/b/c"}, exitFailure, `source: package reference "a/b/c": name "a/b/c" is not a package name`},
+		{"bad package ref", "", []string{"benchmark", "add", "org/name@Not_A_Tag"}, exitFailure, "is neither tag, revision nor digest"},
+		{"repo and a name", "", []string{"benchmark", "add", "demo-bench", "--repo", "https://github.com/acme/tasks"}, exitUsage, "give no NAME"},
+		{"repo refused by the network guard", "", []string{"benchmark", "add", "--repo", "http://127.0.0.1:9/acme/tasks"}, exitFailure, "loopback"},
 		{"bad config", "", []string{"submit", "/nonexistent.toml"}, exitFailure, "read run config"},
 		{"unknown subcommand", "", []string{"runs", "frob"}, exitUsage, `unknown subcommand "frob"`},
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
+	"github.com/gauntlet-bench/gauntlet/pkg/hub"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsecret"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
@@ -31,6 +32,8 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	addr := fs.String("addr", first(os.Getenv("GAUNTLET_ADDR"), server.DefaultAddr), "listen address; keep it on loopback unless you know why not; $GAUNTLET_ADDR")
 	isolation := fs.String("sandbox", first(os.Getenv("GAUNTLET_SANDBOX"), "bwrap"), "$GAUNTLET_SANDBOX; sandbox isolation: bwrap (bubblewrap over each task's image), bwrap-host (bubblewrap over the host's root filesystem: development only) or process (NO isolation: trusted agents only)")
 	registry := fs.String("registry", existing("examples/registry.json"), "Harbor registry (path or URL) benchmarks are added from")
+	pkgRegistry := fs.String("package-registry", os.Getenv("GAUNTLET_PACKAGE_REGISTRY"), "Harbor package registry URL org/name datasets are added from ($GAUNTLET_PACKAGE_REGISTRY; default Harbor's hub, "+hub.DefaultURL+")")
+	pkgRegistryKey := fs.String("package-registry-key", os.Getenv("GAUNTLET_PACKAGE_REGISTRY_KEY"), "the package registry's public (publishable) client key ($GAUNTLET_PACKAGE_REGISTRY_KEY; default Harbor's)")
 	catalog := fs.String("catalog", existing("examples/catalog.toml"), "managed-benchmark catalog (TOML); empty for none")
 	agents := fs.String("agents-dir", existing("examples/agents"), "directory mounted read-only at /agent in every sandbox")
 	runner := fs.String("runner", defaultRunner(), "sandbox-runner binary")
@@ -97,6 +100,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	srv, err := server.Open(ctx, server.Options{
 		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger, Local: lo,
+		PackageRegistry: *pkgRegistry, PackageRegistryKey: *pkgRegistryKey,
 	})
 	if err != nil {
 		return err

@@ -110,14 +110,19 @@ test('signing in with the token shows the benchmarks with the workspace and bill
 
 test('adding a registry dataset syncs it; a harbor benchmark can be removed', async () => {
   await page.fill('#add-source', 'no-such-dataset');
-  await page.click('form[aria-label="Add a benchmark from the registry"] button[type="submit"]');
+  await page.click('form[aria-label="Add a benchmark"] button[type="submit"]');
   const alert = page.locator('.page-head + div [role="alert"]');
   await alert.waitFor();
   assert.match(await alert.innerText(), /no-such-dataset/);
   assert.equal(await page.locator('#add-source').getAttribute('aria-invalid'), 'true');
 
+  // A package reference that breaks Harbor's rules is refused naming the field.
+  await page.fill('#add-source', 'org/name@Not_A_Tag');
+  await page.click('form[aria-label="Add a benchmark"] button[type="submit"]');
+  await page.waitForFunction(() => /neither tag, revision nor digest/.test(document.querySelector('.page-head + div [role="alert"]')?.innerText || ''), null, { timeout: WAIT });
+
   await page.fill('#add-source', 'demo-bench@1.0');
-  await page.click('form[aria-label="Add a benchmark from the registry"] button[type="submit"]');
+  await page.click('form[aria-label="Add a benchmark"] button[type="submit"]');
   const row = page.locator('#benchmark-list tr[data-key="demo-bench-1-0"]');
   await row.waitFor();
   assert.match(await row.innerText(), /harbor/);

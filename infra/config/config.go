@@ -34,6 +34,8 @@ const (
 	KeyReservedConcurrency   = "reservedConcurrency"
 	KeyLogLevel              = "logLevel"
 	KeyRegistry              = "registry"
+	KeyPackageRegistry       = "packageRegistry"
+	KeyPackageRegistryKey    = "packageRegistryKey"
 	KeyDefaultImage          = "defaultImage"
 	KeyModelGatewayConfig    = "modelGatewayConfig"
 	KeyHostedKeySecretARN    = "hostedKeySecretArn"
@@ -80,6 +82,10 @@ type Config struct {
 	// Registry is the benchmark registry the API and the registry sync read
 	// (GAUNTLET_REGISTRY); empty leaves the functions' built-in default.
 	Registry string
+	// PackageRegistry and PackageRegistryKey locate the Harbor package
+	// registry org/name datasets come from (GAUNTLET_PACKAGE_REGISTRY,
+	// GAUNTLET_PACKAGE_REGISTRY_KEY); empty is Harbor's own.
+	PackageRegistry, PackageRegistryKey string
 	// DefaultImage is the operator's default task image
 	// (GAUNTLET_SANDBOX_DEFAULT_IMAGE): tasks that name no docker_image and
 	// ship no Dockerfile run in it. A tag is resolved at every sync through
@@ -181,6 +187,8 @@ func Load(lookup Lookup) (Config, error) {
 	r.boolean(KeyReservedConcurrency, &c.ReservedConcurrency)
 	r.str(KeyLogLevel, &c.LogLevel)
 	r.str(KeyRegistry, &c.Registry)
+	r.str(KeyPackageRegistry, &c.PackageRegistry)
+	r.str(KeyPackageRegistryKey, &c.PackageRegistryKey)
 	r.str(KeyDefaultImage, &c.DefaultImage)
 	r.str(KeyModelGatewayConfig, &c.ModelGatewayConfigFile)
 	r.str(KeyHostedKeySecretARN, &c.HostedKeySecretARN)

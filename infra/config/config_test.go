@@ -99,7 +99,7 @@ func TestCDKJSONMatchesDefaults(t *testing.T) {
 	}
 	for _, key := range []string{KeyStage, KeyLambdaAssets, KeyNATGateways, KeySyncSchedule, KeyWatchdogSchedule,
 		KeyJWTIssuer, KeyJWTAudience, KeyConsoleOrigin, KeyConsoleDir, KeyLogRetentionDays, KeyThrottleRate,
-		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry, KeyDefaultImage} {
+		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry, KeyPackageRegistry, KeyPackageRegistryKey, KeyDefaultImage} {
 		if _, ok := ctx[key]; !ok {
 			t.Errorf("cdk.json context lacks %q; document every key there", key)
 		}

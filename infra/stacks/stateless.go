@@ -173,6 +173,12 @@ func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[
 		if f.Reads(fnspec.Registry) && cfg.Registry != "" {
 			env["GAUNTLET_REGISTRY"] = jsii.String(cfg.Registry)
 		}
+		if f.Reads(fnspec.Registry) && cfg.PackageRegistry != "" {
+			env["GAUNTLET_PACKAGE_REGISTRY"] = jsii.String(cfg.PackageRegistry)
+		}
+		if f.Reads(fnspec.Registry) && cfg.PackageRegistryKey != "" {
+			env["GAUNTLET_PACKAGE_REGISTRY_KEY"] = jsii.String(cfg.PackageRegistryKey)
+		}
 		if f.Reads(fnspec.ConsoleOrigin) {
 			env["GAUNTLET_CONSOLE_ORIGIN"] = s.consoleOrigin(cfg)
 		}

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
-	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
@@ -47,11 +47,11 @@ type Runs interface {
 
 // Benchmarks adds, re-syncs and removes the benchmarks of a workspace.
 type Benchmarks interface {
-	// Add starts adding the registry dataset spec ("name[@version]") to the
-	// workspace and returns its record (status pending or syncing). creds
-	// name the workspace secret records its image pulls use, per registry;
-	// a bad one is a *benchmark.FieldError and nothing is written.
-	Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error)
+	// AddFrom starts adding a dataset — registry.json "name[@version]",
+	// package "org/name[@ref]" or a git repository — to the workspace and
+	// returns its record (status pending or syncing). A bad field is a
+	// *benchmark.FieldError and nothing is written.
+	AddFrom(ctx context.Context, ws string, req benchsync.AddRequest) (records.Benchmark, error)
 	// Sync retries the sync of a benchmark and returns its record.
 	Sync(ctx context.Context, ws, key string) (records.Benchmark, error)
 	// Delete removes a benchmark added from the registry; a managed one

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
 
@@ -58,7 +59,7 @@ func (h *Handler) visibleBenchmarks(ctx context.Context, ws string) ([]records.B
 func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchmark) (v1.BenchmarkView, error) {
 	v := v1.BenchmarkView{
 		Key: b.Key, Name: b.Name, Description: b.Description, Source: v1.Source{Type: string(b.Source.Type), Ref: b.Source.Ref, URL: b.Source.URL}, Status: string(b.Status),
-		Progress: v1.SyncProgress{Synced: b.Synced, Total: b.Total, Phase: string(b.Phase), Label: progressLabel(b)}, SyncError: b.SyncError, TaskCount: b.TaskCount,
+		Progress: v1.SyncProgress{Synced: b.Synced, Total: b.Total, Phase: string(b.Phase), Label: progressLabel(b)}, SyncError: b.SyncError, SyncWarning: b.SyncWarning, TaskCount: b.TaskCount,
 		Version: b.ReadyVersion, Digest: b.ReadyDigest, Removable: b.Source.Type != benchmark.Managed, UpdatedAt: b.UpdatedAt,
 		RegistryCredentials: make([]v1.RegistryCredential, len(b.RegistryCredentials)),
 	}
@@ -190,16 +191,22 @@ func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	spec := strings.TrimSpace(req.Source)
-	if spec == "" || len(spec) > 256 {
-		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "source must name a registry dataset as name or name@version (at most 256 bytes)")
+	spec, repo := strings.TrimSpace(req.Source), strings.TrimSpace(req.Repo)
+	switch {
+	case len(spec) > 256:
+		return fieldError("source", "is longer than 256 bytes")
+	case len(repo) > 1024 || len(req.Path) > 1024:
+		return fieldError("repo", "repo and path are at most 1,024 bytes each")
+	case spec == "" && repo == "":
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "source must name a dataset: a registry.json dataset as name or name@version, a package dataset as org/name or org/name@ref — or give repo, a git repository URL")
 	}
 	creds := make([]benchmark.RegistryCredential, len(req.RegistryCredentials))
 	for i, c := range req.RegistryCredentials {
 		creds[i] = benchmark.RegistryCredential{Registry: c.Registry, Secret: c.Secret}
 	}
 	ws := identity(r.Context()).Workspace
-	b, err := h.cfg.Benchmarks.Add(r.Context(), ws, spec, creds...)
+	b, err := h.cfg.Benchmarks.AddFrom(r.Context(), ws, benchsync.AddRequest{Spec: spec, Repo: repo, Path: req.Path,
+		APIKeySecret: req.APIKeySecret, Credentials: creds})
 	if err != nil {
 		return err
 	}
@@ -236,4 +243,9 @@ func (h *Handler) deleteBenchmark(w http.ResponseWriter, r *http.Request) error 
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// fieldError is a 422 naming field.
+func fieldError(field, msg string) error {
+	return &benchmark.FieldError{Field: field, Message: msg}
 }

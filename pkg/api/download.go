@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
@@ -230,7 +231,9 @@ func (d *download) artifacts(ctx context.Context, zw *zip.Writer) error {
 		if err != nil {
 			return fmt.Errorf("list artifacts of %s: %w", res.SlotID, err)
 		}
-		dir := "artifacts/" + v1.ResultID(res.Agent, res.Attempt, res.Task) + "/"
+		// One directory per attempt: a task named "org/name" is the one
+		// segment "org~name" (benchmark.TaskSegment), not two directories.
+		dir := "artifacts/" + v1.ResultID(res.Agent, res.Attempt, benchmark.TaskSegment(res.Task)) + "/"
 		for _, info := range infos {
 			if err := d.copyBlob(ctx, zw, info.Key, dir+strings.TrimPrefix(info.Key, res.ArtifactsPrefix)); err != nil {
 				return err

@@ -64,6 +64,8 @@ func (h *Handler) classify(err error) *v1.Error {
 			Details: v1.ProblemsDetails{Problems: []v1.Problem{{Code: CodeInvalidField, Field: field.Field, Message: field.Message}}}}
 	case errors.Is(err, benchsync.ErrInvalidSpec):
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "%s", clientMessage(err))
+	case errors.Is(err, benchsync.ErrDatasetNotFound):
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "%s", clientMessage(err))
 	case errors.As(err, &unknownDataset):
 		return errorf(http.StatusNotFound, v1.CodeNotFound, "%s", unknownDataset.Error())
 	case errors.Is(err, benchsync.ErrRegistryInvalid):

@@ -12,6 +12,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
@@ -110,9 +111,9 @@ func (f resultFilter) keep(res run.Result) bool {
 
 func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	rn, err := h.ownRun(ctx, r.PathValue("id"))
-	if err != nil {
-		return err
+	id := r.PathValue("id")
+	if !validRunID(id) {
+		return notFound("run", id)
 	}
 	limit, cursor, err := pageParams(r)
 	if err != nil {
@@ -122,13 +123,41 @@ func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Results are only ever added, each with its run's counters in the same
+	// transaction, so the counters version the list: a page is served from
+	// the cache only while they are unchanged, and a client that saw the
+	// run's progress never gets a page from before it. The cache is per
+	// workspace, so a cached page proves the run is the caller's without
+	// decoding the run record again; a miss renders through ownRun.
+	t, err := h.cfg.Records.RunTally(ctx, id)
+	if err != nil {
+		return fmt.Errorf("load tally of run %s: %w", id, err)
+	}
+	key := "results\x00" + id + "\x00" + r.URL.RawQuery
+	body, err := h.answers.answerVersion(key, identity(ctx).Workspace, fmt.Sprint(t), h.cfg.Now(), func() ([]byte, time.Time, error) {
+		return h.renderResults(context.WithoutCancel(ctx), id, limit, cursor, filter)
+	})
+	if err != nil {
+		return err
+	}
+	return writeCached(w, body)
+}
+
+// renderResults renders one page of a run's results; it holds for liveTTL
+// (the environment-check flags it carries may change meanwhile).
+func (h *Handler) renderResults(ctx context.Context, id string, limit int, cursor string, filter resultFilter) ([]byte, time.Time, error) {
+	rn, err := h.ownRun(ctx, id)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now := h.cfg.Now()
 	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
 	if err != nil {
-		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
+		return nil, time.Time{}, fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
 	flags, err := h.taskFlags(ctx, rn)
 	if err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
 	out := v1.ResultList{Results: []v1.ResultView{}}
 	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
@@ -146,9 +175,13 @@ func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 		return len(page), next, nil
 	}, func() int { return len(out.Results) }, &out.NextCursor)
 	if err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
-	return writeJSON(w, http.StatusOK, out)
+	body, err := render(out)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("render results of run %s: %w", rn.ID, err)
+	}
+	return body, now.Add(liveTTL), nil
 }
 
 // finalResult loads the final result behind a result id and the run's

@@ -66,6 +66,7 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	h.forgetRunLists(r.Context())
 	out := v1.CreatedRun{ID: res.Run.ID, Name: res.Run.Name, Status: string(res.Run.Status), TaskCount: len(res.Run.Tasks),
 		SlotCount: res.Run.TotalSlots(), Replayed: res.Replayed, Warnings: nonNil(res.Warnings)}
 	w.Header().Set("Location", "/v1/runs/"+res.Run.ID)
@@ -98,7 +99,7 @@ func (h *Handler) validateRun(w http.ResponseWriter, r *http.Request) error {
 
 // ownRun loads a run of the caller's workspace; any other is not found.
 func (h *Handler) ownRun(ctx context.Context, id string) (run.Run, error) {
-	if id == "" || len(id) > 128 {
+	if !validRunID(id) {
 		return run.Run{}, notFound("run", id)
 	}
 	r, err := h.cfg.Records.Run(ctx, id)
@@ -110,6 +111,10 @@ func (h *Handler) ownRun(ctx context.Context, id string) (run.Run, error) {
 	}
 	return r, nil
 }
+
+// validRunID says whether id could name a run at all; any other answers
+// 404 without a read.
+func validRunID(id string) bool { return id != "" && len(id) <= 128 }
 
 // pageParams reads ?limit= and ?cursor=.
 func pageParams(r *http.Request) (limit int, cursor string, err error) {
@@ -139,15 +144,39 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if status != "" && !status.Valid() {
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "status %q must be one of pending, queued, running, finished, failed, stopping, stopped", status)
 	}
+	ctx := r.Context()
+	// Every page of the list shares the prefix runListKey, so a submit or
+	// stop forgets them all (see forgetRunLists).
+	body, err := h.answers.answer(runListKey+r.URL.RawQuery, identity(ctx).Workspace, h.cfg.Now(), func() ([]byte, time.Time, error) {
+		return h.renderRuns(context.WithoutCancel(ctx), limit, cursor, bench, status)
+	})
+	if err != nil {
+		return err
+	}
+	return writeCached(w, body)
+}
+
+// runListKey prefixes the cached pages of a workspace's run list.
+const runListKey = "runs\x00"
+
+// forgetRunLists drops the workspace's cached run-list pages after a
+// request of that workspace added or stopped a run, so its next listing
+// shows the change.
+func (h *Handler) forgetRunLists(ctx context.Context) {
+	h.answers.forgetPrefix(runListKey, identity(ctx).Workspace)
+}
+
+// renderRuns renders one page of the caller's runs; it holds for liveTTL.
+func (h *Handler) renderRuns(ctx context.Context, limit int, cursor, bench string, status run.Status) ([]byte, time.Time, error) {
 	keep := func(rn run.Run) bool {
 		return (bench == "" || rn.Benchmark == bench || rn.BenchmarkName == bench) && (status == "" || rn.Status == status)
 	}
-	ws := identity(r.Context()).Workspace
+	ws := identity(ctx).Workspace
 	out := v1.RunList{Runs: []v1.RunView{}}
 	now := h.cfg.Now()
 	names := submitterNames{}
-	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
-		runs, next, err := h.cfg.Records.RunsByWorkspace(r.Context(), ws, cursor, n)
+	err := scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
+		runs, next, err := h.cfg.Records.RunsByWorkspace(ctx, ws, cursor, n)
 		if err != nil {
 			return 0, "", fmt.Errorf("list runs: %w", err)
 		}
@@ -155,12 +184,12 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 			if !keep(rn) {
 				continue
 			}
-			t, err := h.cfg.Records.RunTally(r.Context(), rn.ID)
+			t, err := h.cfg.Records.RunTally(ctx, rn.ID)
 			if err != nil {
 				return 0, "", fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 			}
 			v := runView(rn, t, now)
-			if v.Submission.SubmittedByName, err = h.submitterName(r.Context(), names, rn.Workspace, rn.SubmittedBy); err != nil {
+			if v.Submission.SubmittedByName, err = h.submitterName(ctx, names, rn.Workspace, rn.SubmittedBy); err != nil {
 				return 0, "", err
 			}
 			out.Runs = append(out.Runs, v)
@@ -168,9 +197,13 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return len(runs), next, nil
 	}, func() int { return len(out.Runs) }, &out.NextCursor)
 	if err != nil {
-		return err
+		return nil, time.Time{}, err
 	}
-	return writeJSON(w, http.StatusOK, out)
+	body, err := render(out)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("render runs of workspace %s: %w", ws, err)
+	}
+	return body, now.Add(liveTTL), nil
 }
 
 // scanPages drives a filtered listing over a store query: it asks fetch for
@@ -291,6 +324,7 @@ func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.answers.forget("run\x00"+r.PathValue("id"), identity(r.Context()).Workspace)
+	h.forgetRunLists(r.Context())
 	t, err := h.cfg.Records.RunTally(r.Context(), rn.ID)
 	if err != nil {
 		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)

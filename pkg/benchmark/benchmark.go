@@ -80,6 +80,20 @@ type TaskLocation struct {
 	GitURL      string `json:"git_url,omitempty"`
 	GitCommitID string `json:"git_commit_id,omitempty"`
 	Path        string `json:"path,omitempty"`
+	// ContentHash is the Harbor content hash ("sha256:<hex>") a task from
+	// a package registry was verified against; the task's name is its
+	// package (org/name).
+	ContentHash string `json:"content_hash,omitempty"`
+}
+
+// DatasetFile is a dataset-level file of a Harbor package dataset (such as
+// metric.py), kept beside the tasks.
+type DatasetFile struct {
+	Path string `json:"path"`
+	// Digest is "sha256:<hex>" of the file's bytes.
+	Digest string `json:"digest"`
+	// BlobKey is where the file is stored.
+	BlobKey string `json:"blob_key"`
 }
 
 // Task is one task of a manifest, with what the runner needs to execute it.
@@ -140,6 +154,8 @@ type Manifest struct {
 	// RequiredSecrets are secret record names the benchmark itself needs
 	// (for example a dataset token its verifier reads), whatever the run says.
 	RequiredSecrets []string `json:"required_secrets,omitempty"`
+	// Files are the dataset-level files of a package dataset.
+	Files []DatasetFile `json:"files,omitempty"`
 }
 
 // CategoryCount is one category of a manifest with its number of tasks.

@@ -1,6 +1,9 @@
 package benchmark
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestValidTaskName(t *testing.T) {
 	for _, tc := range []struct {
@@ -15,7 +18,15 @@ func TestValidTaskName(t *testing.T) {
 		{".", false},
 		{"..", false},
 		{"../../../tmp/x", false},
-		{"a/b", false},
+		{"a/b", true},
+		{"terminal-bench/git-multibranch", true},
+		{"a/b/c", false},
+		{"a/", false},
+		{"/a", false},
+		{"a/..", false},
+		{"org/a..b", false},
+		{"../x", false},
+		{"a/.hidden", false},
 		{".hidden", false},
 		{"-flag", false},
 		{"a b", false},
@@ -44,6 +55,21 @@ func TestCheckDatasetName(t *testing.T) {
 	} {
 		if err := CheckDatasetName(tc.name); (err != nil) != tc.wantErr {
 			t.Errorf("CheckDatasetName(%q) = %v, want error %v", tc.name, err, tc.wantErr)
+		}
+	}
+}
+
+func TestTaskSegment(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"git-multibranch", "git-multibranch"},
+		{"terminal-bench/git-multibranch", "terminal-bench~git-multibranch"},
+	} {
+		got := TaskSegment(tc.name)
+		if got != tc.want {
+			t.Errorf("TaskSegment(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+		if strings.Contains(got, "/") || (got != tc.name && ValidTaskName(got)) {
+			t.Errorf("TaskSegment(%q) = %q: want one path segment that is no other task's name", tc.name, got)
 		}
 	}
 }

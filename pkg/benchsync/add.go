@@ -8,6 +8,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/hub"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/registry"
 )
@@ -62,6 +63,11 @@ type syncSource struct {
 	// Managed holds the catalog policy of a managed benchmark; nil for
 	// benchmarks added from the registry.
 	Managed *managedPolicy `json:"managed,omitempty"`
+	// Package is a Harbor package dataset, read from the configured
+	// package registry instead of Registry.
+	Package *packageSource `json:"package,omitempty"`
+	// Repo is a dataset in a git repository.
+	Repo *repoSource `json:"repo,omitempty"`
 }
 
 // resolve reads the registry at location and resolves name@version
@@ -105,7 +111,8 @@ func resolveIn(reg harbor.Registry, location, name, version string) (harbor.Data
 }
 
 // Add adds dataset spec ("name" or "name@version") from the configured
-// registry to the workspace as a harbor benchmark in status pending, keyed
+// registry — or, when the name has a '/', package dataset
+// "org/name[@ref]" from the configured package registry — to the workspace as a harbor benchmark in status pending, keyed
 // benchmark.KeyFor(name, resolved version). Adding the same dataset version
 // again returns the stored record; a key held by anything else is a
 // conflict. The caller enqueues NewSyncMessage(ws, key) afterwards.
@@ -115,6 +122,10 @@ func resolveIn(reg harbor.Registry, location, name, version string) (harbor.Data
 // entry is a *benchmark.FieldError naming it, and nothing is written.
 // Adding the benchmark again with other credentials is a conflict.
 func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error) {
+	if hub.IsPackageSpec(spec) {
+		// A name with a '/' is a package dataset, as in Harbor's CLI.
+		return s.addPackage(ctx, ws, AddRequest{Spec: spec, Credentials: creds})
+	}
 	name, version, err := harbor.ParseSpec(spec)
 	if err != nil {
 		return records.Benchmark{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)

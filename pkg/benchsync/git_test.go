@@ -31,7 +31,7 @@ func bareRepo(t *testing.T, tasks ...string) (url, commit string) {
 	return "file://" + bare, gitOutput(t, work, "rev-parse", "HEAD")
 }
 
-func gitOutput(t *testing.T, dir string, args ...string) string {
+func gitOutput(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

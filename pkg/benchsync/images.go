@@ -143,6 +143,12 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 	pending := map[string]string{}
 	done := 0
 	for i := range tasks {
+		if dirs[i] == "" {
+			// Unavailable at fetch (a package archive that failed its
+			// hash): nothing to prepare, its reason stays.
+			done++
+			continue
+		}
 		env, err := prep.task(ctx, tasks[i].Name, dirs[i])
 		var br *BuildRunning
 		if errors.As(err, &br) {

@@ -29,6 +29,16 @@ func (q Queued) Add(ctx context.Context, ws, spec string, creds ...benchmark.Reg
 	return rec, q.enqueuePending(ctx, rec)
 }
 
+// AddFrom adds a benchmark from a registry.json dataset, a package
+// dataset or a git repository (Service.AddFrom) and enqueues its sync.
+func (q Queued) AddFrom(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
+	rec, err := q.Service.AddFrom(ctx, ws, req)
+	if err != nil {
+		return rec, err
+	}
+	return rec, q.enqueuePending(ctx, rec)
+}
+
 // Sync retries a failed sync and enqueues it.
 func (q Queued) Sync(ctx context.Context, ws, key string) (records.Benchmark, error) {
 	rec, err := q.Service.Retry(ctx, ws, key)

@@ -145,17 +145,20 @@ func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token
 	if err != nil {
 		return err
 	}
-	m, files, err := s.collect(ctx, b, src, s.refreshProgress(b.Workspace, b.Key, token), running)
+	c, err := s.collect(ctx, b, src, s.refreshProgress(b.Workspace, b.Key, token), running)
 	if err != nil {
 		return err
 	}
-	if m.Digest == b.ReadyDigest {
+	if c.m.Digest == b.ReadyDigest && c.warning == b.SyncWarning {
 		return s.refreshUnchanged(ctx, b, token)
 	}
-	if m, err = s.storeManifest(ctx, b.Workspace, m, files); err != nil {
+	m := c.m
+	if m.Digest == b.ReadyDigest {
+		m.Version = b.ReadyVersion // only the warning changed
+	} else if m, err = s.storeManifest(ctx, b.Workspace, m, c.files); err != nil {
 		return err
 	}
-	return s.switchReady(ctx, b, m, token)
+	return s.switchReady(ctx, b, m, c.warning, token)
 }
 
 // parkRefresh records a refresh's image progress with the time its resume
@@ -204,13 +207,13 @@ func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, tok
 
 // switchReady points the still-ready benchmark at the new manifest version
 // and records the refresh, in one transaction.
-func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, token time.Time) error {
+func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, warning string, token time.Time) error {
 	now := s.now().UTC()
 	_, _, err := s.records.UpdateBenchmarkSynced(ctx, old.Workspace, old.Key, func(b *records.Benchmark, st *records.SyncState) error {
 		if !ownsRefresh(*st, token) || b.Status != records.SyncReady {
 			return errSuperseded
 		}
-		b.ReadyVersion, b.ReadyDigest, b.UpdatedAt = m.Version, m.Digest, now
+		b.ReadyVersion, b.ReadyDigest, b.UpdatedAt, b.SyncWarning = m.Version, m.Digest, now, warning
 		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
 		finishRefresh(st, now)
 		return nil

@@ -60,6 +60,12 @@ type Config struct {
 	// Registry is the platform's registry location (URL or path) that
 	// Add resolves specs against.
 	Registry string
+	// PackageRegistry is the URL of the Harbor package registry that
+	// package datasets ("org/name@ref") are resolved in; "" is Harbor's
+	// own (hub.DefaultURL). PackagePublishableKey is its public client
+	// key ("" = Harbor's).
+	PackageRegistry       string
+	PackagePublishableKey string
 	// WorkDir holds task directories while they are fetched; default
 	// os.TempDir().
 	WorkDir string
@@ -94,6 +100,9 @@ type Service struct {
 	lease    time.Duration
 	envs     *Environments
 	secrets  secret.Store
+
+	pkgURL, pkgKey string
+	allowPrivate   bool
 }
 
 // New returns a Service; Records and Blobs are required.
@@ -105,6 +114,7 @@ func New(cfg Config) (*Service, error) {
 		records: cfg.Records, blobs: cfg.Blobs, open: cfg.Open, registry: cfg.Registry,
 		workDir: cfg.WorkDir, now: cfg.Now, log: cfg.Logger, lease: cfg.Lease,
 		envs: cfg.Environments, secrets: cfg.Secrets,
+		pkgURL: cfg.PackageRegistry, pkgKey: cfg.PackagePublishableKey, allowPrivate: cfg.AllowPrivateNetworks,
 	}
 	if s.envs != nil && s.envs.Resolver == nil {
 		return nil, errors.New("benchsync: Environments needs a Resolver")

@@ -338,7 +338,7 @@ func TestBrokenTaskFailsWithReason(t *testing.T) {
 	}
 }
 
-func copyExample(t *testing.T, name, dst string) {
+func copyExample(t testing.TB, name, dst string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)

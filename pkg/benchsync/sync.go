@@ -179,14 +179,15 @@ func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running 
 	if err != nil {
 		return err
 	}
-	m, files, err := s.collect(ctx, b, src, s.syncProgress(b.Workspace, b.Key, resumed), running)
+	c, err := s.collect(ctx, b, src, s.syncProgress(b.Workspace, b.Key, resumed), running)
 	if err != nil {
 		return err
 	}
-	if m, err = s.storeManifest(ctx, b.Workspace, m, files); err != nil {
+	m, err := s.storeManifest(ctx, b.Workspace, c.m, c.files)
+	if err != nil {
 		return err
 	}
-	return s.markReady(ctx, b.Workspace, m)
+	return s.markReady(ctx, b.Workspace, m, c.warning)
 }
 
 // loadSource returns where the benchmark syncs from.
@@ -204,9 +205,23 @@ func (s *Service) loadSource(ctx context.Context, b records.Benchmark) (syncSour
 	return syncSource{}, failf("managed benchmark %s has no stored catalog entry; restart the platform to reinstall the catalog", b.Key)
 }
 
-// openSource opens the dataset's registry (or directory).
-func (s *Service) openSource(src syncSource) (registry.Source, string, error) {
-	if src.Dir != "" {
+// openSource opens the dataset's registry, package registry, git
+// repository or directory.
+func (s *Service) openSource(ctx context.Context, ws string, src syncSource) (registry.Source, string, error) {
+	switch {
+	case src.Package != nil:
+		ps, err := s.openPackage(ctx, ws, src.Package)
+		if err != nil {
+			return nil, src.Package.Ref, err
+		}
+		return ps, ps.Location(), nil
+	case src.Repo != nil:
+		rs, err := s.openRepo(src.Repo)
+		if err != nil {
+			return nil, src.Repo.URL, err
+		}
+		return rs, rs.Location(), nil
+	case src.Dir != "":
 		c, err := registry.OpenDir(src.Dir, registry.Options{TempDir: s.workDir, Logger: s.log})
 		if err != nil {
 			return nil, src.Dir, failf("%v", err)
@@ -224,73 +239,118 @@ func (s *Service) openSource(src syncSource) (registry.Source, string, error) {
 	return reg, location, nil
 }
 
+// collected is what a sync or refresh gathered: the manifest, where each
+// task's files are, and what the source warned about.
+type collected struct {
+	m       benchmark.Manifest
+	files   map[string]records.TaskFiles
+	warning string
+}
+
 // collect resolves the dataset and fetches, loads and bundles its tasks,
 // recording progress through write.
-func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, error) {
+func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (collected, error) {
+	m, files, warning, err := s.gather(ctx, b, src, write, running)
+	return collected{m: m, files: files, warning: warning}, err
+}
+
+func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, string, error) {
 	var creds []PullCredential
 	if s.envs != nil {
 		// Read first: a deleted or malformed record fails the sync before
 		// any task is fetched.
 		c, err := s.pullCredentials(ctx, b)
 		if err != nil {
-			return benchmark.Manifest{}, nil, err
+			return benchmark.Manifest{}, nil, "", err
 		}
 		creds = c
 	}
-	source, location, err := s.openSource(src)
+	source, location, err := s.openSource(ctx, b.Workspace, src)
 	if err != nil {
-		return benchmark.Manifest{}, nil, err
+		return benchmark.Manifest{}, nil, "", err
 	}
 	defer source.Close()
 	reg, err := source.Registry(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return benchmark.Manifest{}, nil, ctx.Err()
+			return benchmark.Manifest{}, nil, "", ctx.Err()
 		}
-		return benchmark.Manifest{}, nil, failf("%v", err)
+		return benchmark.Manifest{}, nil, "", failf("%v", err)
 	}
-	name, version := benchmark.SplitRef(src.Spec)
-	d, err := resolveIn(reg, location, name, version)
-	if err != nil {
-		return benchmark.Manifest{}, nil, failf("%v", err)
+	var d harbor.Dataset
+	if src.Package != nil || src.Repo != nil {
+		d = reg[0] // the one dataset the reference or repository resolved to
+	} else {
+		name, version := benchmark.SplitRef(src.Spec)
+		if d, err = resolveIn(reg, location, name, version); err != nil {
+			return benchmark.Manifest{}, nil, "", failf("%v", err)
+		}
+	}
+	var warnings []string
+	ps, isPackage := source.(*registry.PackageSource)
+	if isPackage {
+		pd, err := ps.Dataset(ctx)
+		if err != nil {
+			return benchmark.Manifest{}, nil, "", failf("%v", err)
+		}
+		if w := pd.Version.Yanked(pd.Ref); w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	if len(d.Tasks) == 0 {
-		return benchmark.Manifest{}, nil, failf("dataset %s in %s lists no tasks; a benchmark needs at least one", d.Spec(), location)
+		return benchmark.Manifest{}, nil, "", failf("dataset %s in %s lists no tasks; a benchmark needs at least one", d.Spec(), location)
 	}
 	tmp, err := os.MkdirTemp(s.workDir, "sync-")
 	if err != nil {
-		return benchmark.Manifest{}, nil, fmt.Errorf("sync work dir: %w", err)
+		return benchmark.Manifest{}, nil, "", fmt.Errorf("sync work dir: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 
 	p := &progress{now: s.now, write: write, phase: records.SyncPhaseTasks, total: len(d.Tasks)}
 	if err := p.record(ctx, 0, true); err != nil {
-		return benchmark.Manifest{}, nil, err
+		return benchmark.Manifest{}, nil, "", err
 	}
 	tasks := make([]benchmark.Task, 0, len(d.Tasks))
 	files := make(map[string]records.TaskFiles, len(d.Tasks))
 	dirs := make([]string, 0, len(d.Tasks))
 	for i, ref := range d.Tasks {
 		dir := filepath.Join(tmp, fmt.Sprintf("task-%d", i))
-		t, tf, err := s.syncTask(ctx, source, ref, dir)
+		t, tf, warning, err := s.syncTask(ctx, source, ref, dir)
 		if err != nil {
-			return benchmark.Manifest{}, nil, err
+			return benchmark.Manifest{}, nil, "", err
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
+		if tf.BundleKey == "" && tf.Dir == "" {
+			dir = "" // unavailable before any file was kept
 		}
 		tasks = append(tasks, t)
 		dirs = append(dirs, dir)
 		files[t.Name] = tf
 		if err := p.record(ctx, i+1, false); err != nil {
-			return benchmark.Manifest{}, nil, err
+			return benchmark.Manifest{}, nil, "", err
 		}
 	}
 	if err := s.prepareImages(ctx, tasks, dirs, write, running, creds); err != nil {
-		return benchmark.Manifest{}, nil, err
+		return benchmark.Manifest{}, nil, "", err
 	}
 	m, err := buildManifest(b, src, d, tasks)
 	if err != nil {
-		return benchmark.Manifest{}, nil, err
+		return benchmark.Manifest{}, nil, "", err
 	}
-	return m, files, nil
+	if rs, ok := source.(*registry.RepoSource); ok {
+		m.Source.Ref = src.Repo.URL + "@" + rs.Commit() + pathSuffix(src.Repo.Path)
+		m.Source.URL = src.Repo.URL
+	}
+	if isPackage {
+		pd, _ := ps.Dataset(ctx) // resolved above
+		m.Source.Ref = pd.Ref.Package() + "@" + pd.Version.Digest()
+		if m.Files, err = s.datasetFiles(ctx, ps, tmp); err != nil {
+			return benchmark.Manifest{}, nil, "", err
+		}
+	}
+	return m, files, strings.Join(warnings, "; "), nil
 }
 
 // buildManifest applies the catalog policy (managed) or the registry
@@ -349,7 +409,7 @@ func contentVersion(version, digest string) string {
 
 // markReady switches a syncing benchmark to ready at m and records the
 // sync in its sync state (the refresh index), in one transaction.
-func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest) error {
+func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest, warning string) error {
 	now := s.now().UTC()
 	_, _, err := s.records.UpdateBenchmarkSynced(ctx, ws, m.Key, func(b *records.Benchmark, st *records.SyncState) error {
 		if b.Status != records.SyncSyncing {
@@ -357,7 +417,7 @@ func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest
 		}
 		b.Status, b.SyncError, b.UpdatedAt, b.Phase = records.SyncReady, "", now, ""
 		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
-		b.ReadyVersion, b.ReadyDigest = m.Version, m.Digest
+		b.ReadyVersion, b.ReadyDigest, b.SyncWarning = m.Version, m.Digest, warning
 		*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
 		return nil
 	})
@@ -368,6 +428,9 @@ func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest
 		return err
 	}
 	s.log.InfoContext(ctx, "benchmark ready", "workspace", ws, "key", m.Key, "version", m.Version, "digest", m.Digest, "tasks", len(m.Tasks))
+	if warning != "" {
+		s.log.WarnContext(ctx, "benchmark source warns", "workspace", ws, "key", m.Key, "warning", warning)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -27,32 +28,41 @@ func BundleKey(digest string) string {
 }
 
 // syncTask fetches one task into dir, loads and digests it, and makes sure
-// its bundle is in the blob store.
-func (s *Service) syncTask(ctx context.Context, src registry.Source, ref harbor.TaskRef, dir string) (benchmark.Task, records.TaskFiles, error) {
+// its bundle is in the blob store. It returns the source's warning about
+// the task, if any. A package task the registry cannot deliver intact is
+// kept in the manifest as unavailable, naming why, with no files.
+func (s *Service) syncTask(ctx context.Context, src registry.Source, ref harbor.TaskRef, dir string) (benchmark.Task, records.TaskFiles, string, error) {
 	fetched, err := src.FetchTask(ctx, ref, dir)
+	var unavailable *registry.UnavailableTaskError
+	if errors.As(err, &unavailable) {
+		s.log.WarnContext(ctx, "task unavailable", "task", ref.Name, "reason", unavailable.Reason)
+		return benchmark.Task{Name: ref.Name, Digest: unavailable.ContentHash, Location: benchmark.TaskLocation{ContentHash: unavailable.ContentHash},
+			Environment: &benchmark.Environment{Unavailable: unavailable.Reason}}, records.TaskFiles{}, "", nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return benchmark.Task{}, records.TaskFiles{}, ctx.Err()
+			return benchmark.Task{}, records.TaskFiles{}, "", ctx.Err()
 		}
-		return benchmark.Task{}, records.TaskFiles{}, failf("%v", err)
+		return benchmark.Task{}, records.TaskFiles{}, "", failf("%v", err)
 	}
 	loaded, err := harbor.LoadTask(dir)
 	if err != nil {
-		return benchmark.Task{}, records.TaskFiles{}, failf("task %s: %s", ref.Name, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		return benchmark.Task{}, records.TaskFiles{}, "", failf("task %s: %s", ref.Name, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
 	}
 	digest, err := harbor.TaskDigest(dir)
 	if err != nil {
-		return benchmark.Task{}, records.TaskFiles{}, failf("task %s: %s", ref.Name, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		return benchmark.Task{}, records.TaskFiles{}, "", failf("task %s: %s", ref.Name, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
 	}
 	t := manifestTask(ref.Name, digest, loaded.Config, fetched.Ref)
+	t.Location.ContentHash = fetched.ContentHash
 	if reason := unsupportedReason(ref.Name, loaded); reason != "" {
 		t.Environment = &benchmark.Environment{Unavailable: reason}
 	}
 	key := BundleKey(digest)
 	if err := s.putBundle(ctx, key, dir); err != nil {
-		return benchmark.Task{}, records.TaskFiles{}, fmt.Errorf("task %s: %w", ref.Name, err)
+		return benchmark.Task{}, records.TaskFiles{}, "", fmt.Errorf("task %s: %w", ref.Name, err)
 	}
-	return t, records.TaskFiles{Dir: fetched.LocalDir, BundleKey: key}, nil
+	return t, records.TaskFiles{Dir: fetched.LocalDir, BundleKey: key}, fetched.Warning, nil
 }
 
 // unsupportedReason says why a task that uses what gauntlet does not run

@@ -36,6 +36,18 @@ func (c *Client) AddBenchmark(ctx context.Context, source string, creds ...v1.Re
 	return out, c.call(ctx, request{method: http.MethodPost, path: path("v1", "benchmarks"), body: body, contentType: "application/json"}, &out)
 }
 
+// AddBenchmarkFrom adds a dataset from any source the API takes: a
+// registry.json dataset, a package dataset (org/name[@ref], with an API
+// key secret for private ones) or a git repository (Repo, Path).
+func (c *Client) AddBenchmarkFrom(ctx context.Context, req v1.AddBenchmarkRequest) (v1.BenchmarkView, error) {
+	var out v1.BenchmarkView
+	body, err := jsonBody(req)
+	if err != nil {
+		return out, err
+	}
+	return out, c.call(ctx, request{method: http.MethodPost, path: path("v1", "benchmarks"), body: body, contentType: "application/json"}, &out)
+}
+
 // SyncBenchmark retries a benchmark's sync.
 func (c *Client) SyncBenchmark(ctx context.Context, key string) (v1.BenchmarkView, error) {
 	var out v1.BenchmarkView

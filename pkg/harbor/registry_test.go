@@ -367,3 +367,25 @@ func BenchmarkParseRegistry(b *testing.B) {
 		}
 	}
 }
+
+// Harbor's package task ids are "org/name"; a registry listing one is read,
+// not refused with every other dataset of the registry.
+func TestParseRegistryPackageTaskName(t *testing.T) {
+	doc := `[{"name":"d","version":"1.0","description":"","tasks":[{"name":"terminal-bench/git-multibranch","path":"tasks/git-multibranch"}]}]`
+	reg, err := ParseRegistry(strings.NewReader(doc))
+	if err != nil {
+		t.Fatalf("ParseRegistry = %v, want no error", err)
+	}
+	if got := reg[0].Tasks[0].Name; got != "terminal-bench/git-multibranch" {
+		t.Errorf("task name = %q", got)
+	}
+	// Two slashes break Harbor's org/name rule: that entry is refused
+	// alone, naming the task.
+	bad, err := ParseRegistry(strings.NewReader(strings.Replace(doc, "terminal-bench/git-multibranch", "a/b/c", 1)))
+	if err != nil {
+		t.Fatalf("ParseRegistry with task \"a/b/c\" = %v, want the entry refused alone", err)
+	}
+	if refused := strings.Join(bad.Refused(), "; "); !strings.Contains(refused, "a/b/c") {
+		t.Errorf("refused = %q, want the task \"a/b/c\" named", refused)
+	}
+}

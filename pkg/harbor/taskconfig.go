@@ -119,7 +119,7 @@ type Metadata map[string]any
 func (m Metadata) Difficulty() string { return m.stringValue("difficulty") }
 
 // Category returns metadata `category` when it is a category name a run
-// config can select (benchmark.NameRule), else "". [metadata] is free-form
+// config can select (benchmark.SegmentRule), else "". [metadata] is free-form
 // in Harbor: a category with spaces is kept in the table, never an error.
 func (m Metadata) Category() string {
 	c := m.stringValue("category")

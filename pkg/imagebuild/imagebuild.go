@@ -134,6 +134,9 @@ func New(cfg Config) (*Builder, error) {
 	if _, err := exec.LookPath(cfg.Buildah); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoBuildah, err)
 	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		return nil, fmt.Errorf("imagebuild: the builds' own PID, IPC and UTS namespaces need util-linux's unshare (apt-get install util-linux): %w", err)
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "work"), 0o700); err != nil {
 		return nil, fmt.Errorf("imagebuild: %w", err)
 	}
@@ -342,7 +345,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	if network != NetworkHost {
 		// In the host's network: the bases may come from a loopback mirror.
 		for _, base := range bases {
-			if err := b.run(ctx, log, append(auth(append(b.global(work), "pull", "--quiet")), base), NetworkHost); err != nil {
+			if err := b.run(ctx, log, append(auth(append(b.global(work), "pull", "--quiet")), base), NetworkHost, false); err != nil {
 				return "", fmt.Errorf("buildah pull %s: %w", base, err)
 			}
 		}
@@ -354,12 +357,12 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 		bud = append(bud, "--dns", slirp.DNS)
 	}
 	bud = append(bud, "--pull=false", "-t", tag, "-f", filepath.Join(work, "Dockerfile"), req.ContextDir)
-	if err := b.run(ctx, log, bud, network); err != nil {
+	if err := b.run(ctx, log, bud, network, true); err != nil {
 		return "", fmt.Errorf("buildah bud: %w", err)
 	}
 	layout := filepath.Join(work, "image")
 	push := append(b.global(work), "push", "--signature-policy", filepath.Join(work, "policy.json"), "--quiet", tag, "oci:"+layout+":latest")
-	if err := b.run(ctx, log, push, NetworkHost); err != nil {
+	if err := b.run(ctx, log, push, NetworkHost, false); err != nil {
 		return "", fmt.Errorf("buildah push to an OCI layout: %w", err)
 	}
 	pinned, err := b.cfg.Import(ctx, layout, req.Key)
@@ -431,20 +434,23 @@ func (b *Builder) global(work string) []string {
 // run runs buildah in its own process group, in the network given
 // (NetworkHost: the host's; else a network namespace of its own, with
 // slirp4netns attached for NetworkIsolated before buildah starts), teeing
-// its output to log and keeping the tail for the error message.
-func (b *Builder) run(ctx context.Context, log io.Writer, args []string, network string) error {
+// its output to log and keeping the tail for the error message. A command
+// that runs the Dockerfile's RUN steps (runsSteps) starts in namespaces of
+// its own besides (see stepNamespaces).
+func (b *Builder) run(ctx context.Context, log io.Writer, args []string, network string, runsSteps bool) error {
 	tail := &lastLines{}
 	program, argv := b.cfg.Buildah, args
 	var gate *os.File // the write end that lets buildah start
 	var gateR *os.File
 	if network != NetworkHost {
-		// sh waits on fd 3 until the namespace's network is in place.
 		var err error
 		if gateR, gate, err = os.Pipe(); err != nil {
 			return err
 		}
 		defer gate.Close()
-		program, argv = "/bin/sh", append([]string{"-c", `read -r _ <&3; exec 3<&-; exec "$@"`, "sh", b.cfg.Buildah}, args...)
+	}
+	if network != NetworkHost || runsSteps {
+		program, argv = b.wrap(args, gateR != nil, runsSteps)
 	}
 	cmd := exec.CommandContext(ctx, program, argv...)
 	cmd.Stdout = io.MultiWriter(log, tail)
@@ -489,6 +495,47 @@ func (b *Builder) run(ctx context.Context, log io.Writer, args []string, network
 		return err
 	}
 	return nil
+}
+
+// stepNamespaces are the util-linux unshare options that start bud as
+// pid 1 of new PID, IPC, UTS and mount namespaces. buildah's chroot
+// isolation runs a RUN step in buildah's own PID and IPC namespaces and
+// bind-mounts buildah's /proc and /dev into it (its --pid and --ipc
+// options apply to the OCI isolations only), so without these a RUN step
+// sees and can signal every process of the host, the host's SysV IPC
+// objects and its /dev/shm. The fresh /proc (--mount-proc) is what the
+// chroot's bind then shows; --kill-child and the PID namespace end every
+// process a RUN step left behind with the build.
+var stepNamespaces = []string{"--pid", "--fork", "--kill-child", "--mount-proc", "--ipc", "--uts", "--mount", "--propagation", "private"}
+
+// stepShm is the size of a build's own /dev/shm (Docker's default).
+const stepShm = "64m"
+
+// wrap returns the command that runs buildah with args: behind a shell that
+// waits on fd 3 until the network namespace is in place (gated), and for a
+// bud (runsSteps) in the namespaces of stepNamespaces with a /dev/shm of its
+// own. A builder that is not root gets those namespaces inside buildah's
+// own user namespace (`buildah unshare`, its subordinate ids mapped as in
+// any rootless build), the only place it may make them.
+func (b *Builder) wrap(args []string, gated, runsSteps bool) (string, []string) {
+	var script strings.Builder
+	script.WriteString("set -e; ")
+	if gated {
+		script.WriteString(`read -r _ <&3; exec 3<&-; `)
+	}
+	if runsSteps {
+		script.WriteString("mount -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=" + stepShm + " shm /dev/shm; ")
+	}
+	script.WriteString(`exec "$@"`)
+	argv := append([]string{"-c", script.String(), "sh", b.cfg.Buildah}, args...)
+	if !runsSteps {
+		return "/bin/sh", argv
+	}
+	argv = append(append(slices.Clone(stepNamespaces), "--", "/bin/sh"), argv...)
+	if os.Geteuid() != 0 {
+		return b.cfg.Buildah, append([]string{"unshare", "--", "unshare"}, argv...)
+	}
+	return "unshare", argv
 }
 
 func shortKey(key string) string {

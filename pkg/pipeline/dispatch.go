@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
@@ -371,8 +372,13 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 const maxUploadURLLifetime = 24 * time.Hour
 
 // OutputPrefix is the blob key prefix of one generation of a slot:
-// result.json and artifacts/ live under it.
+// result.json and artifacts/ live under it, at
+// runs/<run>/slots/<agent>/<task>/<attempt>/g<gen>/ with the task as one
+// path segment (benchmark.TaskSegment: "org/name" is stored as "org~name").
 func OutputPrefix(runID, slotID string, gen int) string {
+	if agent, task, attempt, err := run.ParseSlotID(slotID); err == nil {
+		slotID = run.SlotID(agent, benchmark.TaskSegment(task), attempt)
+	}
 	return fmt.Sprintf("%s%s/slots/%s/g%d/", blob.RunsPrefix, runID, slotID, gen)
 }
 

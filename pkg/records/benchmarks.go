@@ -49,6 +49,9 @@ type Benchmark struct {
 	Synced    int       `json:"synced"`
 	Total     int       `json:"total"`
 	SyncError string    `json:"sync_error,omitempty"`
+	// SyncWarning is what the source warned about at the last add, sync or
+	// refresh (a yanked dataset version, with its reason), or "".
+	SyncWarning string `json:"sync_warning,omitempty"`
 	// ReadyVersion and ReadyDigest name the manifest version runs pin; empty
 	// until a sync has succeeded.
 	ReadyVersion string `json:"ready_version,omitempty"`

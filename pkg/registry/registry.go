@@ -45,6 +45,12 @@ type Fetched struct {
 	// LocalDir is the absolute source directory of a task without git_url
 	// (read from beside a local registry file); "" for git tasks.
 	LocalDir string
+	// ContentHash is the Harbor content hash ("sha256:<hex>") a package
+	// task was verified against; "" for other tasks.
+	ContentHash string
+	// Warning is a warning the registry attached to the task (Harbor's
+	// yanked task version), or "".
+	Warning string
 }
 
 // Defaults of Options.
@@ -162,7 +168,7 @@ func OpenDir(dir string, opts Options) (*Client, error) {
 	for _, e := range entries {
 		if e.IsDir() && isFile(filepath.Join(abs, e.Name(), harbor.TaskConfigFile)) {
 			if !benchmark.ValidTaskName(e.Name()) {
-				return nil, fmt.Errorf("dataset directory %s: task directory %q is not a task name: %s", abs, e.Name(), benchmark.NameRule)
+				return nil, fmt.Errorf("dataset directory %s: task directory %q is not a task name: %s", abs, e.Name(), benchmark.SegmentRule)
 			}
 			d.Tasks = append(d.Tasks, harbor.TaskRef{Name: e.Name(), Path: e.Name()})
 		}

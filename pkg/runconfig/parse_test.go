@@ -342,7 +342,7 @@ func errorCases() []errorCase {
 		{"repeated secret", head + agent + "[secrets]\nrequired = [\"A\", \"A\"]\n", []wantErr{{"secrets.required[1]", "repeats secrets.required[0]"}}, false},
 		{"empty list", head + agent + "[tasks]\ntask_names = []\n", []wantErr{{"tasks.task_names", "must not be empty; omit the key instead"}}, false},
 		{"task name with a path", head + agent + "[tasks]\ntask_names = [\"../../x\"]\n", []wantErr{{"tasks.task_names[0]", `"../../x" is not a task name`}}, false},
-		{"category with a path", head + agent + "[tasks]\ncategories = [\"a/b\"]\n", []wantErr{{"tasks.categories[0]", `"a/b" is not a task name`}}, false},
+		{"category with a path", head + agent + "[tasks]\ncategories = [\"a/b\"]\n", []wantErr{{"tasks.categories[0]", `"a/b" is not a category`}}, false},
 		{"bad task set name", head + agent + "[tasks]\ntask_set = \"Parity Set\"\n", []wantErr{{"tasks.task_set", "is not a task set name"}}, false},
 		{"secret collides with global env", head + agent + "[env]\nOPENAI_API_KEY = \"x\"\n[agents.model]\ntype = \"provider\"\nmodel = \"m\"\napi_key_secret = \"OPENAI_API_KEY\"\n",
 			[]wantErr{{"env.OPENAI_API_KEY", "is also a secret name given to agents[0] (agents[0].model.api_key_secret)"}}, false},

@@ -99,17 +99,28 @@ func (d *decoder) tasks(v any) Tasks {
 		t.TaskNames = d.list("tasks.task_names", v, 0, d.taskName)
 	}
 	if v, ok := lookup(m, "categories"); ok {
-		t.Categories = d.list("tasks.categories", v, 0, d.taskName)
+		t.Categories = d.list("tasks.categories", v, 0, d.category)
 	}
 	return t
 }
 
-// taskName converts a task name or category: benchmark.ValidTaskName, the
-// rule registries and task directories are held to as well.
+// taskName converts a task name: benchmark.ValidTaskName, the rule
+// registries and manifests are held to as well ("git-multibranch" or
+// Harbor's package form "terminal-bench/git-multibranch").
 func (d *decoder) taskName(path string, v any) (string, bool) {
 	s, ok := d.nonEmpty(path, v)
 	if ok && !benchmark.ValidTaskName(s) {
 		d.add(path, "%q is not a task name: %s", s, benchmark.NameRule)
+		return "", false
+	}
+	return s, ok
+}
+
+// category converts a category: one name segment (benchmark.ValidCategory).
+func (d *decoder) category(path string, v any) (string, bool) {
+	s, ok := d.nonEmpty(path, v)
+	if ok && !benchmark.ValidCategory(s) {
+		d.add(path, "%q is not a category: %s", s, benchmark.SegmentRule)
 		return "", false
 	}
 	return s, ok

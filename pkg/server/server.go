@@ -48,6 +48,9 @@ type Options struct {
 	Addr string
 	// Registry is the Harbor registry location benchmarks are added from.
 	Registry string
+	// PackageRegistry and PackageRegistryKey locate the Harbor package
+	// registry "org/name" datasets are added from ("" = Harbor's).
+	PackageRegistry, PackageRegistryKey string
 	// Local configures the embedded platform; its DataDir and Logger are
 	// taken from these Options. Local.Catalog is the managed-benchmark
 	// catalog: its benchmarks are imported once into the platform
@@ -134,7 +137,8 @@ func (s *Server) open(ctx context.Context) error {
 	}
 	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
 		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments,
-		AllowPrivateNetworks: lo.AllowPrivateRegistry, Secrets: p.Secrets()})
+		AllowPrivateNetworks: lo.AllowPrivateRegistry, Secrets: p.Secrets(),
+		PackageRegistry: s.opts.PackageRegistry, PackagePublishableKey: s.opts.PackageRegistryKey})
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,10 @@ export const api = {
 
   benchmarks: (o) => request('GET', '/v1/benchmarks', o),
   benchmark: (key, o) => request('GET', `/v1/benchmarks/${enc(key)}`, o),
-  addBenchmark: (source, creds = []) => request('POST', '/v1/benchmarks', { body: creds.length ? { source, registry_credentials: creds } : { source } }),
+  // addBenchmark takes { source, repo, path, api_key_secret, registry_credentials }; empty fields are left out.
+  addBenchmark: (req) => request('POST', '/v1/benchmarks', {
+    body: Object.fromEntries(Object.entries(req).filter(([, v]) => (Array.isArray(v) ? v.length : v))),
+  }),
   syncBenchmark: (key) => request('POST', `/v1/benchmarks/${enc(key)}/sync`),
   deleteBenchmark: (key) => request('DELETE', `/v1/benchmarks/${enc(key)}`),
   check: (key, o) => request('GET', `/v1/benchmarks/${enc(key)}/check`, o),

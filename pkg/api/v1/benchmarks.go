@@ -9,11 +9,13 @@ type BenchmarkView struct {
 	Description string `json:"description,omitempty"`
 	Source      Source `json:"source"`
 	// Status is the sync status: pending, syncing, ready or failed.
-	Status        string       `json:"status"`
-	Progress      SyncProgress `json:"progress"`
-	SyncError     string       `json:"sync_error,omitempty"`
-	TaskCount     int          `json:"task_count"`
-	CategoryCount int          `json:"category_count"`
+	Status    string       `json:"status"`
+	Progress  SyncProgress `json:"progress"`
+	SyncError string       `json:"sync_error,omitempty"`
+	// SyncWarning is what the source warned about (a yanked version).
+	SyncWarning   string `json:"sync_warning,omitempty"`
+	TaskCount     int    `json:"task_count"`
+	CategoryCount int    `json:"category_count"`
 	// Version and Digest name the ready manifest version runs pin.
 	Version  string    `json:"version,omitempty"`
 	Digest   string    `json:"digest,omitempty"`
@@ -165,8 +167,19 @@ type HarnessView struct {
 
 // AddBenchmarkRequest is the body of POST /v1/benchmarks.
 type AddBenchmarkRequest struct {
-	// Source is a Harbor registry dataset, "name" or "name@version".
-	Source string `json:"source"`
+	// Source is a Harbor registry.json dataset, "name" or "name@version",
+	// or a Harbor package dataset, "org/name" or "org/name@ref"; empty
+	// with Repo.
+	Source string `json:"source,omitempty"`
+	// Repo is a git repository whose task directories are the dataset,
+	// "https://host/org/name[@ref]".
+	Repo string `json:"repo,omitempty"`
+	// Path is the directory of Repo holding the task directories (default
+	// "tasks").
+	Path string `json:"path,omitempty"`
+	// APIKeySecret names the workspace secret record holding a Harbor API
+	// key, for private package datasets.
+	APIKeySecret string `json:"api_key_secret,omitempty"`
 	// RegistryCredentials give the sync a login per container registry
 	// for the task images (pull and Dockerfile bases): each names a
 	// workspace secret record holding "username:password".

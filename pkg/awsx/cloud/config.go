@@ -51,6 +51,8 @@ const (
 	EnvConsoleOrigin        = "GAUNTLET_CONSOLE_ORIGIN"
 	EnvMaxSandboxes         = "GAUNTLET_MAX_SANDBOXES"
 	EnvRegistry             = "GAUNTLET_REGISTRY"
+	EnvPackageRegistry      = "GAUNTLET_PACKAGE_REGISTRY"
+	EnvPackageRegistryKey   = "GAUNTLET_PACKAGE_REGISTRY_KEY"
 	EnvSyncRefreshAfter     = "GAUNTLET_SYNC_REFRESH_AFTER"
 	EnvSyncResumeAfter      = "GAUNTLET_SYNC_RESUME_AFTER"
 	EnvLogLevel             = "LOG_LEVEL"
@@ -130,6 +132,9 @@ type Config struct {
 	JWKSURL      string
 	MaxSandboxes int
 	Registry     string
+	// PackageRegistry and PackageRegistryKey locate the Harbor package
+	// registry ("" = Harbor's).
+	PackageRegistry, PackageRegistryKey string
 	// SyncRefreshAfter is the age of a last sync that makes the scheduled
 	// refresh re-sync a benchmark (DefaultSyncRefreshAfter when unset).
 	SyncRefreshAfter time.Duration
@@ -248,6 +253,7 @@ func Load(n Needs, getenv func(string) string) (Config, error) {
 	}
 	if n.Registry {
 		c.Registry = getenv(EnvRegistry)
+		c.PackageRegistry, c.PackageRegistryKey = getenv(EnvPackageRegistry), getenv(EnvPackageRegistryKey)
 	}
 	if n.Refresh {
 		c.SyncRefreshAfter = e.duration(EnvSyncRefreshAfter, DefaultSyncRefreshAfter)

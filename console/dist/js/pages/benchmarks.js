@@ -1,5 +1,6 @@
-// Benchmarks: the workspace's benchmarks with sync status, adding one from
-// the Harbor registry, retrying a failed sync, removing a harbor benchmark.
+// Benchmarks: the workspace's benchmarks with sync status, adding one (from
+// the Harbor registry.json, Harbor's package registry or a git repository),
+// retrying a failed sync, removing a harbor benchmark.
 
 import { api } from '../api.js';
 import { h, replace, link, qs } from '../dom.js';
@@ -18,7 +19,7 @@ export async function renderBenchmarks(ctx) {
     h('div', { class: 'page-head' },
       h('div', { class: 'titles' },
         h('h1', {}, 'Benchmarks'),
-        h('div', { class: 'sub' }, 'Managed benchmarks come with the platform; add any Harbor registry dataset to this workspace.')),
+        h('div', { class: 'sub' }, 'Managed benchmarks come with the platform; add any Harbor dataset to this workspace: from the registry (name@version), from the package registry (org/name@ref) or from a git repository.')),
       addForm(formStatus, () => changed())),
     formStatus,
     listBox);
@@ -42,36 +43,43 @@ export async function renderBenchmarks(ctx) {
 }
 
 function addForm(status, onAdded) {
-  const input = h('input', {
-    type: 'text', id: 'add-source', name: 'source', placeholder: 'terminal-bench@2.0', autocomplete: 'off',
-    spellcheck: 'false', 'aria-describedby': 'add-hint', size: 28,
+  const text = (id, name, placeholder, describedBy, size) => h('input', {
+    type: 'text', id, name, placeholder, autocomplete: 'off', spellcheck: 'false', 'aria-describedby': describedBy, size,
   });
-  const logins = h('input', {
-    type: 'text', id: 'add-logins', name: 'registry_credentials', placeholder: 'ghcr.io=GHCR_PULL', autocomplete: 'off',
-    spellcheck: 'false', 'aria-describedby': 'add-logins-hint', size: 24,
-  });
+  const input = text('add-source', 'source', 'terminal-bench@2.0 or org/name@latest', 'add-hint', 28);
+  const repo = text('add-repo', 'repo', 'https://github.com/org/tasks@main', 'add-repo-hint', 28);
+  const path = text('add-path', 'path', 'tasks', 'add-path-hint', 10);
+  const keySecret = text('add-key-secret', 'api_key_secret', 'HARBOR_API_KEY', 'add-key-hint', 16);
+  const logins = text('add-logins', 'registry_credentials', 'ghcr.io=GHCR_PULL', 'add-logins-hint', 24);
   const button = h('button', { type: 'submit', class: 'primary' }, 'Add benchmark');
-  const form = h('form', { class: 'inline-form', 'aria-label': 'Add a benchmark from the registry' },
-    h('div', { class: 'field' },
-      h('label', { for: 'add-source' }, 'Registry dataset'),
-      input,
-      h('span', { class: 'hint', id: 'add-hint' }, h('code', {}, 'name'), ' or ', h('code', {}, 'name@version'))),
-    h('div', { class: 'field' },
-      h('label', { for: 'add-logins' }, 'Registry logins (optional)'),
-      logins,
-      h('span', { class: 'hint', id: 'add-logins-hint' }, h('code', {}, 'host=SECRET'), ', comma-separated: a workspace secret holding ',
-        h('code', {}, 'username:password'))),
+  const field = (id, label, control, ...hint) => h('div', { class: 'field' },
+    h('label', { for: control.id }, label), control, h('span', { class: 'hint', id }, ...hint));
+  const form = h('form', { class: 'inline-form', 'aria-label': 'Add a benchmark' },
+    field('add-hint', 'Dataset', input, h('code', {}, 'name@version'), ' (registry) or ', h('code', {}, 'org/name@ref'),
+      ' (package: a tag, revision or ', h('code', {}, 'sha256:'), ' digest)'),
+    field('add-repo-hint', 'or Git repository', repo, h('code', {}, 'URL@ref'), ': its task directories'),
+    field('add-path-hint', 'Path', path, 'with a repository (default ', h('code', {}, 'tasks'), ')'),
+    field('add-key-hint', 'API key secret (optional)', keySecret, 'a workspace secret holding a Harbor API key, for private packages'),
+    field('add-logins-hint', 'Registry logins (optional)', logins, h('code', {}, 'host=SECRET'), ', comma-separated: a workspace secret holding ',
+      h('code', {}, 'username:password')),
     button);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     replace(status);
-    const source = input.value.trim();
-    if (!source) {
+    const req = { source: input.value.trim(), repo: repo.value.trim(), path: path.value.trim(), api_key_secret: keySecret.value.trim() };
+    if (!req.source && !req.repo) {
       input.setAttribute('aria-invalid', 'true');
-      status.append(h('div', { class: 'alert bad', role: 'alert' }, 'Name a registry dataset, e.g. ', h('code', {}, 'terminal-bench@2.0'), '.'));
+      status.append(h('div', { class: 'alert bad', role: 'alert' }, 'Name a dataset, e.g. ', h('code', {}, 'terminal-bench@2.0'),
+        ' or ', h('code', {}, 'org/name@latest'), ', or give a git repository.'));
+      return;
+    }
+    if (req.source && req.repo) {
+      repo.setAttribute('aria-invalid', 'true');
+      status.append(h('div', { class: 'alert bad', role: 'alert' }, 'Give a dataset or a git repository, not both.'));
       return;
     }
     input.removeAttribute('aria-invalid');
+    repo.removeAttribute('aria-invalid');
     const creds = parseLogins(logins.value);
     if (creds.error) {
       logins.setAttribute('aria-invalid', 'true');
@@ -79,16 +87,17 @@ function addForm(status, onAdded) {
       return;
     }
     logins.removeAttribute('aria-invalid');
+    req.registry_credentials = creds.list;
     button.disabled = true;
     try {
-      const b = await api.addBenchmark(source, creds.list);
-      input.value = '';
-      logins.value = '';
+      const b = await api.addBenchmark(req);
+      for (const el of [input, repo, path, keySecret, logins]) el.value = '';
       toast(`Adding ${b.name || b.key}: the task list syncs in the background.`, 'ok');
+      if (b.sync_warning) toast(b.sync_warning, 'bad');
       await onAdded();
     } catch (err) {
-      input.setAttribute('aria-invalid', 'true');
-      status.append(errorBox(err, `Could not add ${source}`));
+      (req.repo ? repo : input).setAttribute('aria-invalid', 'true');
+      status.append(errorBox(err, `Could not add ${req.source || req.repo}`));
     } finally {
       button.disabled = false;
     }
@@ -124,6 +133,7 @@ function syncCell(refresh) {
     const parts = [statusBadge(b.status)];
     if (b.status === 'syncing' || (b.status === 'pending' && b.progress?.total)) parts.push(syncProgress(b.progress));
     if (b.status === 'ready' && b.version) parts.push(h('div', { class: 'sub' }, `version ${b.version}`));
+    if (b.sync_warning) parts.push(h('div', { class: 'sync-warning', role: 'note' }, b.sync_warning));
     if (b.status === 'failed') {
       parts.push(h('div', { class: 'sync-error' }, b.sync_error || 'sync failed'));
       parts.push(h('button', {
