@@ -308,7 +308,11 @@ func (d *download) synthesizedTrial(res run.Result) *harbor.TrialResult {
 // none (written before gauntlet recorded it), from the run's records.
 func (d *download) trialConfig(res run.Result, tr harbor.TrialResult) harbor.TrialConfig {
 	task := harbor.TrialTask{Path: res.Task, Source: d.source()}
-	if id := tr.TaskID; id != nil && id.Path != "" {
+	switch id := tr.TaskID; {
+	case id == nil:
+	case id.Name != "":
+		task = harbor.TrialTask{Name: id.Org + "/" + id.Name, Ref: id.Ref, Source: d.source()}
+	case id.Path != "":
 		task = harbor.TrialTask{Path: id.Path, GitURL: id.GitURL, GitCommitID: id.GitCommitID, Source: d.source()}
 	}
 	c := harbor.TrialConfig{Task: task, TrialName: tr.TrialName, TimeoutMultiplier: d.multiplier(),

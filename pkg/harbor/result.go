@@ -47,12 +47,18 @@ type TrialResult struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// TaskID is Harbor's task id: LocalTaskId {path} when GitURL is empty,
-// otherwise GitTaskId {git_url, git_commit_id, path}.
+// TaskID is Harbor's task id: PackageTaskId {org, name, ref} when Name is
+// set, else GitTaskId {git_url, git_commit_id, path} when GitURL is, else
+// LocalTaskId {path}.
 type TaskID struct {
 	GitURL      string
 	GitCommitID string
 	Path        string
+	// Org, Name and Ref identify a package task (Ref: a tag, revision or
+	// "sha256:<hex>" content hash).
+	Org  string
+	Name string
+	Ref  string
 }
 
 // AgentInfo identifies the agent (harness) and model of a trial.
@@ -356,6 +362,16 @@ type taskIDWire struct {
 	GitURL      *string `json:"git_url,omitempty"`
 	GitCommitID *string `json:"git_commit_id,omitempty"`
 	Path        string  `json:"path"`
+	Org         string  `json:"org"`
+	Name        string  `json:"name"`
+	Ref         *string `json:"ref"`
+}
+
+// packageTaskIDWire always writes ref, null when unknown, as Harbor does.
+type packageTaskIDWire struct {
+	Org  string  `json:"org"`
+	Name string  `json:"name"`
+	Ref  *string `json:"ref"`
 }
 
 // gitTaskIDWire always writes git_commit_id, null when unknown, as Harbor does.
@@ -365,8 +381,15 @@ type gitTaskIDWire struct {
 	Path        string  `json:"path"`
 }
 
-// MarshalJSON writes LocalTaskId or GitTaskId.
+// MarshalJSON writes PackageTaskId, GitTaskId or LocalTaskId.
 func (id TaskID) MarshalJSON() ([]byte, error) {
+	if id.Name != "" {
+		w := packageTaskIDWire{Org: id.Org, Name: id.Name}
+		if id.Ref != "" {
+			w.Ref = &id.Ref
+		}
+		return json.Marshal(w)
+	}
 	if id.GitURL == "" {
 		return json.Marshal(struct {
 			Path string `json:"path"`
@@ -379,13 +402,16 @@ func (id TaskID) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads LocalTaskId or GitTaskId.
+// UnmarshalJSON reads PackageTaskId, GitTaskId or LocalTaskId.
 func (id *TaskID) UnmarshalJSON(data []byte) error {
 	var w taskIDWire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	*id = TaskID{Path: w.Path}
+	*id = TaskID{Path: w.Path, Org: w.Org, Name: w.Name}
+	if w.Ref != nil {
+		id.Ref = *w.Ref
+	}
 	if w.GitURL != nil {
 		id.GitURL = *w.GitURL
 	}

@@ -1,6 +1,7 @@
 package harbor
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,5 +49,27 @@ func TestTrialConfigRaw(t *testing.T) {
 	c.Task.Path = "x"
 	if _, err := c.Raw(); err == nil {
 		t.Errorf("Raw() of a task with both path and name succeeded, want an error")
+	}
+}
+
+// Harbor's three task ids read and write back as Harbor writes them.
+func TestTaskIDForms(t *testing.T) {
+	for _, doc := range []string{
+		`{"org":"acme","name":"task","ref":"sha256:ab"}`,
+		`{"org":"acme","name":"task","ref":null}`,
+		`{"git_url":"https://example.com/t.git","git_commit_id":"abc","path":"tasks/t"}`,
+		`{"path":"tasks/t"}`,
+	} {
+		var id TaskID
+		if err := json.Unmarshal([]byte(doc), &id); err != nil {
+			t.Fatalf("Unmarshal(%s): %v", doc, err)
+		}
+		got, err := json.Marshal(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != doc {
+			t.Errorf("TaskID %s written back as %s", doc, got)
+		}
 	}
 }

@@ -339,7 +339,8 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 		StorageMB: task.StorageMB, NetworkInstalls: s.opts.Platform.NetworkInstalls,
 		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
 		Trial: sandbox.Trial{Source: cmp.Or(r.BenchmarkName, r.Benchmark), TaskGitURL: task.Location.GitURL,
-			TaskGitCommitID: task.Location.GitCommitID, TaskPath: task.Location.Path, TimeoutMultiplier: mult},
+			TaskGitCommitID: task.Location.GitCommitID, TaskPath: task.Location.Path, TaskContentHash: task.Location.ContentHash,
+			TimeoutMultiplier: mult},
 	}
 	if task.AgentTimeoutSec != nil {
 		spec.AgentTimeout = scaled(*task.AgentTimeoutSec, mult)

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 )
 
 // HarborSandboxImportPath is the environment import_path of a gauntlet
@@ -24,16 +26,16 @@ func HarborJobID(runID string) string {
 
 // TrialName is the Harbor trial name of one generation of a slot: also the
 // name of its directory in a Harbor job directory, so it is one path
-// segment. It reads as Harbor's own ("<task>__<suffix>"): the task, then
-// agent index, attempt and generation. A '/' of an "org/name" task becomes
-// '+', which no task name holds, so two slots never share a name. A slot id
-// that does not parse (a trial run by hand) is used with its '/'s replaced
-// the same way.
+// segment. It reads as Harbor's own ("<task>__<suffix>"): the task as one
+// segment (benchmark.TaskSegment: "org/name" becomes "org~name"), then
+// agent index, attempt and generation, so two slots never share a name. A
+// slot id that does not parse (a trial run by hand) is used with its '/'s
+// replaced by '~'.
 func TrialName(slotID string, generation int) string {
 	gen := "g" + strconv.Itoa(generation)
 	agent, task, attempt, err := ParseSlotID(slotID)
 	if err != nil {
-		return strings.ReplaceAll(slotID, "/", "+") + "__" + gen
+		return strings.ReplaceAll(slotID, "/", "~") + "__" + gen
 	}
-	return strings.ReplaceAll(task, "/", "+") + "__" + strconv.Itoa(agent) + "-" + strconv.Itoa(attempt) + "-" + gen
+	return benchmark.TaskSegment(task) + "__" + strconv.Itoa(agent) + "-" + strconv.Itoa(attempt) + "-" + gen
 }

@@ -9,9 +9,9 @@ func TestTrialName(t *testing.T) {
 		want string
 	}{
 		{"0/git-multibranch/1", 0, "git-multibranch__0-1-g0"},
-		{"3/terminal-bench/git-multibranch/12", 2, "terminal-bench+git-multibranch__3-12-g2"},
+		{"3/terminal-bench/git-multibranch/12", 2, "terminal-bench~git-multibranch__3-12-g2"},
 		{"slot-1", 0, "slot-1__g0"},
-		{"x/y", 1, "x+y__g1"},
+		{"x/y", 1, "x~y__g1"},
 	}
 	for _, tt := range tests {
 		if got := TrialName(tt.slot, tt.gen); got != tt.want {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	runpkg "github.com/gauntlet-bench/gauntlet/pkg/run"
 )
@@ -163,7 +164,7 @@ func (t *trial) result() (harbor.TrialResult, error) {
 // name and generation when the spec names no slot (a trial run by hand).
 func (t *trial) trialName() string {
 	if t.spec.SlotID == "" {
-		return strings.ReplaceAll(t.task.Name, "/", "+") + "__g" + strconv.Itoa(t.spec.Generation)
+		return benchmark.TaskSegment(t.task.Name) + "__g" + strconv.Itoa(t.spec.Generation)
 	}
 	return runpkg.TrialName(t.spec.SlotID, t.spec.Generation)
 }
@@ -176,7 +177,14 @@ func (t *trial) trialConfig(trialName string) (harbor.TaskID, harbor.TrialConfig
 	info := t.spec.Trial
 	task := harbor.TrialTask{Path: t.task.Dir, Source: info.Source}
 	id := harbor.TaskID{Path: t.task.Dir}
-	if info.TaskGitURL != "" {
+	switch {
+	case info.TaskContentHash != "" && strings.Contains(t.spec.Task.Name, "/"):
+		// A package task: Harbor names it org/name (the manifest's task
+		// name), pinned by its content hash.
+		org, name, _ := strings.Cut(t.spec.Task.Name, "/")
+		task = harbor.TrialTask{Name: t.spec.Task.Name, Ref: info.TaskContentHash, Source: info.Source}
+		id = harbor.TaskID{Org: org, Name: name, Ref: info.TaskContentHash}
+	case info.TaskGitURL != "":
 		task = harbor.TrialTask{Path: info.TaskPath, GitURL: info.TaskGitURL, GitCommitID: info.TaskGitCommitID, Source: info.Source}
 		id = harbor.TaskID{GitURL: info.TaskGitURL, GitCommitID: info.TaskGitCommitID, Path: info.TaskPath}
 		if task.Path == "" {

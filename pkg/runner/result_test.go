@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor/harbortest"
 	runpkg "github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
@@ -35,6 +36,9 @@ func TestResultConfigDescribesTheTrial(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(r.out, harbor.TrialResultFile))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := harbortest.Check(harbortest.TrialResult, data); err != nil {
+		t.Errorf("result.json: %v", err)
 	}
 	for _, v := range []string{agentSecret, verifierSecret, literalToken} {
 		if strings.Contains(string(data), v) {
@@ -95,5 +99,42 @@ func TestResultConfigLocalTask(t *testing.T) {
 	}
 	if r.result.TaskID == nil || *r.result.TaskID != (harbor.TaskID{Path: fixtureDir(t)}) {
 		t.Errorf("task_id = %+v, want the local path", r.result.TaskID)
+	}
+}
+
+// A task from a Harbor package registry is Harbor's package task: named
+// org/name, pinned by its content hash, in the config and the task id; its
+// trial name is one path segment.
+func TestResultConfigPackageTask(t *testing.T) {
+	const hash = "sha256:834e3f5b4bb03a0ce720d66d6401fcf2f58d4fefc71f891d9bf2896ab9601942"
+	spec := baseSpec(t, "nop")
+	spec.Task.Name, spec.SlotID, spec.LaunchID = "acme/task", "0/acme/task/1", "run-1/0/acme/task/1/g0"
+	spec.Trial = sandbox.Trial{Source: "acme/bench", TaskContentHash: hash}
+	r := runTrial(t, spec, Options{})
+	data, err := os.ReadFile(filepath.Join(r.out, harbor.TrialResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harbortest.Check(harbortest.TrialResult, data); err != nil {
+		t.Errorf("result.json: %v", err)
+	}
+	var doc struct {
+		TrialName string         `json:"trial_name"`
+		TaskID    map[string]any `json:"task_id"`
+		Config    struct {
+			Task map[string]any `json:"task"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.TrialName != "acme~task__0-1-g0" {
+		t.Errorf("trial_name = %q, want acme~task__0-1-g0", doc.TrialName)
+	}
+	if diff := cmp.Diff(map[string]any{"org": "acme", "name": "task", "ref": hash}, doc.TaskID); diff != "" {
+		t.Errorf("task_id (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"name": "acme/task", "ref": hash, "source": "acme/bench"}, doc.Config.Task); diff != "" {
+		t.Errorf("config.task (-want +got):\n%s", diff)
 	}
 }

@@ -145,6 +145,9 @@ type Trial struct {
 	TaskGitURL      string `json:"task_git_url,omitempty"`
 	TaskGitCommitID string `json:"task_git_commit_id,omitempty"`
 	TaskPath        string `json:"task_path,omitempty"`
+	// TaskContentHash is the content hash ("sha256:<hex>") of a task from
+	// a Harbor package registry, whose name is then its package (org/name).
+	TaskContentHash string `json:"task_content_hash,omitempty"`
 	// TimeoutMultiplier is the run's timeout multiplier, already applied to
 	// AgentTimeout and VerifierTimeout; 0 means 1.
 	TimeoutMultiplier float64 `json:"timeout_multiplier,omitempty"`
