@@ -204,6 +204,7 @@ func TestScoreHarborJobDir(t *testing.T) {
 		name := fmt.Sprintf("task-%d__x", i%2)
 		tr := harbor.TrialResult{ID: fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i), TaskName: fmt.Sprintf("task-%d", i%2),
 			TrialName: fmt.Sprintf("%s%d", name, i), StartedAt: &start, FinishedAt: &end,
+			TaskID: &harbor.TaskID{Path: fmt.Sprintf("task-%d", i%2)}, Config: json.RawMessage(fmt.Sprintf(`{"task":{"path":"task-%d"}}`, i%2)),
 			AgentInfo:      harbor.AgentInfo{Name: "claude-code", ModelInfo: &harbor.ModelInfo{Name: "claude-sonnet-4.5", Provider: "anthropic"}},
 			VerifierResult: &harbor.VerifierResult{Rewards: map[string]float64{"reward": reward}}}
 		dir := filepath.Join(job, tr.TrialName)
@@ -226,6 +227,24 @@ func TestScoreHarborJobDir(t *testing.T) {
 		"PASS@2": "100.0%", "COST": "–", "TIME": "150.0s", "TOKENS": "–", "VS BEST": "best"}
 	if diff := cmp.Diff(want, row); diff != "" {
 		t.Errorf("gauntlet score JOBDIR row mismatch (-want +got):\n%s\n%s", diff, stdout)
+	}
+}
+
+// A job directory Harbor's own models wrote (pkg/harbor/testdata/jobs,
+// scripts/harbor/golden.py) scores as Harbor scored it: lru-cache 1 and 0,
+// csv-summary 1 and an agent timeout without a reward (0).
+func TestScoreHarborGoldenJobDir(t *testing.T) {
+	for _, dir := range []string{"../../pkg/harbor/testdata/jobs/2026-01-28__14-00-00", "../../pkg/harbor/testdata/jobs"} {
+		stdout, stderr, code := gauntlet(t, "score", dir)
+		if code != exitOK {
+			t.Fatalf("gauntlet score %s exit %d, stderr %q", dir, code, stderr)
+		}
+		row := table(t, stdout)["openai/gpt-5.2 (codex)"]
+		want := map[string]string{"RANK": "1", "AGENT": "openai/gpt-5.2 (codex)", "PASS@1": "50.0% (50.0–50.0)",
+			"PASS@2": "100.0%", "COST": "$0.4062", "TIME": "135.0s", "TOKENS": "1.0k", "VS BEST": "best"}
+		if diff := cmp.Diff(want, row); diff != "" {
+			t.Errorf("gauntlet score %s row mismatch (-want +got):\n%s\n%s", dir, diff, stdout)
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ var runsGroup = group{name: "runs", subs: []subcommand{
 	{name: "info", usage: "runs info RUN", summary: "show a run: progress, agents, metrics", run: runsInfo},
 	{name: "logs", usage: "runs logs RUN [--follow]", summary: "print a run's log", run: runsLogs},
 	{name: "stop", usage: "runs stop RUN", summary: "stop a pending, queued or running run", run: runsStop},
-	{name: "download", usage: "runs download RUN [--type T] [-o DIR]", summary: "download a run's results as a zip", run: runsDownload},
+	{name: "download", usage: "runs download RUN [--type T] [--format gauntlet|harbor] [-o DIR]", summary: "download a run's results as a zip (or a Harbor job directory)", run: runsDownload},
 }}
 
 func runsList(ctx context.Context, e env, args []string) error {
@@ -139,15 +139,16 @@ func runsStop(ctx context.Context, e env, args []string) error {
 }
 
 func runsDownload(ctx context.Context, e env, args []string) error {
-	cmd := newAPICommand(e, "runs download", "runs download RUN [--type summary|results|artifacts|logs|all] [-o DIR] [--json]")
+	cmd := newAPICommand(e, "runs download", "runs download RUN [--type summary|results|artifacts|logs|all] [--format gauntlet|harbor] [-o DIR] [--json]")
 	kind := cmd.fs.String("type", "all", "what to download: summary, results, artifacts, logs or all")
+	format := cmd.fs.String("format", "gauntlet", "gauntlet (CSVs, logs, artifacts) or harbor (a Harbor job directory that Harbor's viewer opens; type all)")
 	dir := cmd.fs.String("o", ".", "directory to write the zip into")
-	pos, c, err := cmd.connect(args, 1, "want one run id: runs download RUN [--type summary|results|artifacts|logs|all] [-o DIR] [--json]")
+	pos, c, err := cmd.connect(args, 1, "want one run id: runs download RUN [--type summary|results|artifacts|logs|all] [--format gauntlet|harbor] [-o DIR] [--json]")
 	if err != nil {
 		return err
 	}
 	id := pos[0]
-	body, err := c.Download(ctx, id, *kind)
+	body, err := c.Download(ctx, id, *kind, *format)
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,11 @@ func runsDownload(ctx context.Context, e env, args []string) error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", *dir, err)
 	}
-	path := filepath.Join(*dir, id+"-"+*kind+".zip")
+	name := id + "-" + *kind + ".zip"
+	if *format == "harbor" {
+		name = id + "-harbor.zip"
+	}
+	path := filepath.Join(*dir, name)
 	n, err := writeDownload(e, body, path, cmd.flags.json)
 	if err != nil {
 		return err

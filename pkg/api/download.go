@@ -31,6 +31,7 @@ type download struct {
 	run     run.Run
 	agents  []run.Agent
 	results []run.Result // final results, in slot order
+	retries int          // results a retry replaced
 }
 
 func (h *Handler) download(w http.ResponseWriter, r *http.Request) error {
@@ -48,6 +49,17 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "type %q must be summary, results, artifacts, logs or all", kind)
 	}
+	format := r.URL.Query().Get("format")
+	switch format {
+	case "", FormatGauntlet:
+		format = FormatGauntlet
+	case FormatHarbor:
+		if kind != DownloadAll {
+			return errorf(http.StatusBadRequest, v1.CodeBadRequest, "format harbor is a whole job directory: it takes type all, not %q", kind)
+		}
+	default:
+		return errorf(http.StatusBadRequest, v1.CodeBadRequest, "format %q must be gauntlet or harbor", format)
+	}
 	if rn.Status == run.Pending || rn.Status == run.Queued {
 		return errorf(http.StatusConflict, v1.CodeConflict, "run %s is %s: nothing has run yet; download once it is running", rn.ID, rn.Status)
 	}
@@ -62,12 +74,26 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) error {
 	for _, res := range all {
 		if res.Final() {
 			d.results = append(d.results, res)
+		} else {
+			d.retries++
 		}
 	}
 	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", safeFileName(rn.Name)+"-"+kind+".zip"))
+	file := safeFileName(rn.Name) + "-" + kind + ".zip"
+	write := func() error { return d.write(ctx, zip.NewWriter(w), kind) }
+	if format == FormatHarbor {
+		file = safeFileName(rn.Name) + "-harbor.zip"
+		write = func() error {
+			zw := zip.NewWriter(w)
+			if err := d.harborJob(ctx, zw); err != nil {
+				return err
+			}
+			return zw.Close()
+		}
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", file))
 	w.WriteHeader(http.StatusOK)
-	if err := d.write(ctx, zip.NewWriter(w), kind); err != nil {
+	if err := write(); err != nil {
 		h.log.WarnContext(ctx, "download cut short", "request_id", requestID(ctx), "run_id", rn.ID, "err", err)
 	}
 	return nil

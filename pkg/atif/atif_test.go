@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func valid() Trajectory {
@@ -58,7 +60,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		{"observation", func(t *Trajectory) { t.Steps[2].Observation.Results[0].SourceCallID = "c9" }, "names no tool call"},
 		{"cached", func(t *Trajectory) { t.Steps[3].Metrics.CachedTokens = 5000 }, "cached_tokens ≤ prompt_tokens"},
 		{"timestamp", func(t *Trajectory) { t.Steps[1].Timestamp = "yesterday" }, "not RFC 3339"},
-		{"totals", func(t *Trajectory) { t.FinalMetrics.TotalPromptTokens++ }, "do not add up"},
+		{"totals", func(t *Trajectory) { t.FinalMetrics.TotalPromptTokens-- }, "are short of the steps"},
+		{"step count", func(t *Trajectory) { t.FinalMetrics.TotalSteps++ }, "are short of the steps"},
 	}
 	for _, tc := range tests {
 		tr := valid()
@@ -66,5 +69,44 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		if err := Validate(tr); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Validate = %v, want an error about %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// Cover makes the totals count model calls no step shows (opencode's
+// session-title call; an agent killed before its step ended), so the
+// trajectory agrees with result.json, which reports the gateway's metering.
+func TestCover(t *testing.T) {
+	tr := valid()
+	tr.Total()
+	steps := *tr.FinalMetrics
+	calls := tr.ModelCalls()
+	tr.Cover(calls+1, steps.TotalPromptTokens+2134, steps.TotalCompletionTokens+7, steps.TotalCachedTokens)
+	fm := tr.FinalMetrics
+	if fm.TotalPromptTokens != steps.TotalPromptTokens+2134 || fm.TotalCompletionTokens != steps.TotalCompletionTokens+7 ||
+		fm.TotalCachedTokens != steps.TotalCachedTokens || fm.TotalSteps != steps.TotalSteps {
+		t.Errorf("covered totals = %+v, want the steps' %+v plus 2134 prompt and 7 completion tokens", *fm, steps)
+	}
+	want := map[string]any{"model_calls": 1, "prompt_tokens": int64(2134), "completion_tokens": int64(7), "cached_tokens": int64(0), "source": "model gateway"}
+	if diff := cmp.Diff(want, fm.Extra["unattributed_usage"]); diff != "" {
+		t.Errorf("final_metrics.extra.unattributed_usage (-want +got):\n%s", diff)
+	}
+	if err := Validate(tr); err != nil {
+		t.Errorf("Validate of a covered trajectory: %v", err)
+	}
+	data, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateJSON(data); err != nil {
+		t.Errorf("ValidateJSON of a covered trajectory: %v", err)
+	}
+
+	// Usage the steps already show changes nothing.
+	again := valid()
+	again.Total()
+	before := *again.FinalMetrics
+	again.Cover(calls, before.TotalPromptTokens, before.TotalCompletionTokens, before.TotalCachedTokens)
+	if diff := cmp.Diff(before, *again.FinalMetrics); diff != "" {
+		t.Errorf("Cover with the steps' own usage changed the totals (-want +got):\n%s", diff)
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -89,20 +92,45 @@ func (v *validator) integer(path string, m map[string]any, key string, minimum i
 	if !ok || x == nil {
 		return 0, false
 	}
-	n, ok := x.(json.Number)
+	i, ok := laxInt(x)
 	if !ok {
-		v.fail(path+"."+key, "want an int")
-		return 0, false
-	}
-	i, err := n.Int64()
-	if err != nil {
-		v.fail(path+"."+key, "want an int, got %s", n)
+		v.fail(path+"."+key, "want an int, got %v", x)
 		return 0, false
 	}
 	if i < minimum {
 		v.fail(path+"."+key, "want an int ≥ %d, got %d", minimum, i)
 	}
 	return i, true
+}
+
+// noMinimum is the minimum of an int field Harbor does not bound (token
+// counts: Harbor's models set no ge on them).
+const noMinimum = math.MinInt64
+
+// laxInt reads an int as pydantic's lax mode does, the mode Harbor's
+// validator builds its models in: an integer, a float without a fraction
+// (1000.0), a string holding an integer ("1000") or a boolean.
+func laxInt(x any) (int64, bool) {
+	switch x := x.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, true
+		}
+		f, err := x.Float64()
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return 0, false
+		}
+		return int64(f), true
+	case string:
+		i, err := strconv.ParseInt(strings.TrimSpace(strings.ReplaceAll(x, "_", "")), 10, 64)
+		return i, err == nil
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
 }
 
 func (v *validator) number(path string, m map[string]any, key string) {
@@ -133,13 +161,16 @@ func (v *validator) optArray(path string, m map[string]any, key string) []any {
 	return a
 }
 
-func (v *validator) trajectory(x any) {
-	const p = "trajectory"
+func (v *validator) trajectory(x any) { v.trajectoryAt("trajectory", x) }
+
+// trajectoryAt checks one trajectory (the root or an embedded sub-agent's)
+// and returns it as an object, nil when it is not one.
+func (v *validator) trajectoryAt(p string, x any) map[string]any {
 	m := v.object(p, x, []string{"schema_version", "session_id", "trajectory_id", "agent", "steps",
 		"notes", "final_metrics", "continued_trajectory_ref", "subagent_trajectories", "extra"},
-		[]string{"schema_version", "agent", "steps"})
+		[]string{"agent", "steps"}) // schema_version defaults to the latest
 	if m == nil {
-		return
+		return nil
 	}
 	if sv, ok := v.str(p, m, "schema_version"); ok && !slices.Contains(acceptedVersions, sv) {
 		v.fail(p+".schema_version", "%q is not a known ATIF version (want one of %s)", sv, strings.Join(acceptedVersions, ", "))
@@ -148,8 +179,25 @@ func (v *validator) trajectory(x any) {
 	v.str(p, m, "trajectory_id")
 	v.str(p, m, "notes")
 	v.str(p, m, "continued_trajectory_ref")
-	v.optArray(p, m, "subagent_trajectories")
 	v.optObject(p, m, "extra")
+	// Embedded sub-agent trajectories are trajectories in their own right,
+	// each with a trajectory_id unique among its siblings (refs resolve by it).
+	ids := map[string]bool{}
+	for i, sub := range v.optArray(p, m, "subagent_trajectories") {
+		sp := fmt.Sprintf("%s.subagent_trajectories[%d]", p, i)
+		sm := v.trajectoryAt(sp, sub)
+		if sm == nil {
+			continue
+		}
+		id, ok := v.str(sp, sm, "trajectory_id")
+		switch {
+		case !ok:
+			v.fail(sp+".trajectory_id", "required for an embedded sub-agent trajectory")
+		case ids[id]:
+			v.fail(sp+".trajectory_id", "%q is not unique within subagent_trajectories", id)
+		}
+		ids[id] = true
+	}
 	if a, ok := m["agent"]; ok {
 		v.agent(p+".agent", a)
 	}
@@ -157,12 +205,17 @@ func (v *validator) trajectory(x any) {
 	if _, ok := m["steps"]; ok && len(steps) == 0 {
 		v.fail(p+".steps", "required: at least one step")
 	}
+	stepsAt := "steps"
+	if p != "trajectory" {
+		stepsAt = p + ".steps"
+	}
 	for i, s := range steps {
-		v.step(fmt.Sprintf("steps[%d]", i), s, i+1)
+		v.step(fmt.Sprintf("%s[%d]", stepsAt, i), s, i+1)
 	}
 	if fm, ok := m["final_metrics"]; ok && fm != nil {
 		v.finalMetrics(p+".final_metrics", fm)
 	}
+	return m
 }
 
 func (v *validator) agent(p string, x any) {
@@ -316,8 +369,27 @@ func (v *validator) observation(p string, x any, callIDs map[string]bool) {
 		default:
 			v.fail(rp+".content", "want a string or an array of content parts")
 		}
-		v.optArray(rp, rm, "subagent_trajectory_ref")
+		for j, ref := range v.optArray(rp, rm, "subagent_trajectory_ref") {
+			v.subagentRef(fmt.Sprintf("%s.subagent_trajectory_ref[%d]", rp, j), ref)
+		}
 		v.optObject(rp, rm, "extra")
+	}
+}
+
+// subagentRef checks a reference to a sub-agent's trajectory: it must be
+// resolvable, by trajectory_id (embedded) or trajectory_path (a file); a
+// session_id alone is not (it is run-scoped).
+func (v *validator) subagentRef(p string, x any) {
+	m := v.object(p, x, []string{"trajectory_id", "session_id", "trajectory_path", "extra"}, nil)
+	if m == nil {
+		return
+	}
+	_, byID := v.str(p, m, "trajectory_id")
+	_, byPath := v.str(p, m, "trajectory_path")
+	v.str(p, m, "session_id")
+	v.optObject(p, m, "extra")
+	if !byID && !byPath {
+		v.fail(p, "not resolvable: set trajectory_id or trajectory_path")
 	}
 }
 
@@ -327,11 +399,11 @@ func (v *validator) metrics(p string, x any) {
 	if m == nil {
 		return
 	}
-	prompt, _ := v.integer(p, m, "prompt_tokens", 0)
-	v.integer(p, m, "completion_tokens", 0)
-	if cached, ok := v.integer(p, m, "cached_tokens", 0); ok && m["prompt_tokens"] != nil && cached > prompt {
-		v.fail(p+".cached_tokens", "%d exceeds prompt_tokens %d (prompt tokens include cached ones)", cached, prompt)
-	}
+	// Harbor bounds none of these, nor cached_tokens by prompt_tokens:
+	// Validate holds gauntlet's own trajectories to that.
+	v.integer(p, m, "prompt_tokens", noMinimum)
+	v.integer(p, m, "completion_tokens", noMinimum)
+	v.integer(p, m, "cached_tokens", noMinimum)
 	v.number(p, m, "cost_usd")
 	v.optArray(p, m, "prompt_token_ids")
 	v.optArray(p, m, "completion_token_ids")
@@ -345,21 +417,43 @@ func (v *validator) finalMetrics(p string, x any) {
 	if m == nil {
 		return
 	}
-	v.integer(p, m, "total_prompt_tokens", 0)
-	v.integer(p, m, "total_completion_tokens", 0)
-	v.integer(p, m, "total_cached_tokens", 0)
+	// Totals may count what no step shows (a summarisation sub-call), so
+	// they are not checked against the steps here; Validate does that for
+	// gauntlet's own trajectories.
+	v.integer(p, m, "total_prompt_tokens", noMinimum)
+	v.integer(p, m, "total_completion_tokens", noMinimum)
+	v.integer(p, m, "total_cached_tokens", noMinimum)
 	v.integer(p, m, "total_steps", 0)
 	v.number(p, m, "total_cost_usd")
 	v.optObject(p, m, "extra")
 }
 
-// isISO8601 accepts what Harbor's datetime.fromisoformat check does for
-// timestamps with a time of day: RFC 3339, or the same without a zone.
+// isoPattern is the shape Python's datetime.fromisoformat (3.11) reads,
+// which Harbor's step validator calls after turning a "Z" into "+00:00": a
+// date, optionally a time of hour[:minute[:second[.fraction]]] after 'T'
+// or a space, optionally a UTC offset; colons may be left out.
+var isoPattern = regexp.MustCompile(`^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2})(?::?(\d{2})(?::?(\d{2})(?:[.,](\d+))?)?)?` +
+	`(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:\.\d+)?)?)?)?)?$`)
+
+// isISO8601 accepts what Harbor's datetime.fromisoformat check does: with
+// or without a zone, seconds, minutes, even a time (gauntlet's own
+// trajectories are held to RFC 3339 by Validate).
 func isISO8601(s string) bool {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00"} {
-		if _, err := time.Parse(layout, s); err == nil {
-			return true
-		}
+	g := isoPattern.FindStringSubmatch(s)
+	if g == nil {
+		return false
 	}
-	return false
+	num := func(i int) int {
+		if g[i] == "" {
+			return 0
+		}
+		n, _ := strconv.Atoi(g[i])
+		return n
+	}
+	year, month, day, hour, minute, sec := num(1), num(2), num(3), num(4), num(5), num(6)
+	if year < 1 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return false
+	}
+	// The day must exist in its month (time.Date would roll 02-30 over).
+	return time.Date(year, time.Month(month), day, 0, 0, 0, 0, time.UTC).Day() == day
 }

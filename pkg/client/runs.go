@@ -198,10 +198,12 @@ func (c *Client) Result(ctx context.Context, runID, resultID string) (v1.ResultD
 }
 
 // Download opens the run's zip export of kind (summary, results,
-// artifacts, logs or all); the caller closes it.
-func (c *Client) Download(ctx context.Context, runID, kind string) (io.ReadCloser, error) {
+// artifacts, logs or all) in format (gauntlet, the default when empty, or
+// harbor: a Harbor job directory, kind all); the caller closes it.
+func (c *Client) Download(ctx context.Context, runID, kind, format string) (io.ReadCloser, error) {
 	q := url.Values{}
 	setNonEmpty(q, "type", kind)
+	setNonEmpty(q, "format", format)
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: path("v1", "runs", runID, "download"), query: q})
 	if err != nil {
 		return nil, err

@@ -47,12 +47,18 @@ type TrialResult struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// TaskID is Harbor's task id: LocalTaskId {path} when GitURL is empty,
-// otherwise GitTaskId {git_url, git_commit_id, path}.
+// TaskID is Harbor's task id: PackageTaskId {org, name, ref} when Name is
+// set, else GitTaskId {git_url, git_commit_id, path} when GitURL is, else
+// LocalTaskId {path}.
 type TaskID struct {
 	GitURL      string
 	GitCommitID string
 	Path        string
+	// Org, Name and Ref identify a package task (Ref: a tag, revision or
+	// "sha256:<hex>" content hash).
+	Org  string
+	Name string
+	Ref  string
 }
 
 // AgentInfo identifies the agent (harness) and model of a trial.
@@ -115,6 +121,10 @@ const (
 	// provider unavailable, rate limits, a gateway fault). The platform's
 	// error, retried.
 	ExceptionJudgeFailed = "JudgeModelError"
+	// ExceptionPlatform is gauntlet's own: the attempt left no result
+	// because the platform failed it (its sandbox never started, was lost
+	// or ran out of space); the message says how.
+	ExceptionPlatform = "PlatformError"
 )
 
 // AgentPhaseExceptions are the exception types that mean the agent phase
@@ -237,11 +247,36 @@ func (t TrialResult) validate(writing bool) error {
 		missing("agent_info.name")
 	}
 	if writing {
+		// Harbor's TrialResult requires these; a reader accepts files
+		// without them (gauntlet wrote config: null before 2026-12).
 		if _, err := uuid.Parse(t.ID); err != nil {
 			errs = append(errs, fmt.Errorf("trial result: id must be a UUID, got %q", t.ID))
 		}
+		if t.TaskID == nil {
+			missing("task_id")
+		}
+		if err := checkConfig(t.Config); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkConfig checks a result's trial config as Harbor would on reading it:
+// present, an object, and valid in the fields TrialConfig models (Harbor's
+// defaults apply to absent ones).
+func checkConfig(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return errors.New("trial result: config is required (Harbor's TrialConfig)")
+	}
+	c := TrialConfig{TimeoutMultiplier: 1}
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return fmt.Errorf("trial result: config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("trial result: %w", err)
+	}
+	return nil
 }
 
 // Wire shapes: identical to the public types except that timestamps accept
@@ -342,6 +377,16 @@ type taskIDWire struct {
 	GitURL      *string `json:"git_url,omitempty"`
 	GitCommitID *string `json:"git_commit_id,omitempty"`
 	Path        string  `json:"path"`
+	Org         string  `json:"org"`
+	Name        string  `json:"name"`
+	Ref         *string `json:"ref"`
+}
+
+// packageTaskIDWire always writes ref, null when unknown, as Harbor does.
+type packageTaskIDWire struct {
+	Org  string  `json:"org"`
+	Name string  `json:"name"`
+	Ref  *string `json:"ref"`
 }
 
 // gitTaskIDWire always writes git_commit_id, null when unknown, as Harbor does.
@@ -351,8 +396,15 @@ type gitTaskIDWire struct {
 	Path        string  `json:"path"`
 }
 
-// MarshalJSON writes LocalTaskId or GitTaskId.
+// MarshalJSON writes PackageTaskId, GitTaskId or LocalTaskId.
 func (id TaskID) MarshalJSON() ([]byte, error) {
+	if id.Name != "" {
+		w := packageTaskIDWire{Org: id.Org, Name: id.Name}
+		if id.Ref != "" {
+			w.Ref = &id.Ref
+		}
+		return json.Marshal(w)
+	}
 	if id.GitURL == "" {
 		return json.Marshal(struct {
 			Path string `json:"path"`
@@ -365,13 +417,16 @@ func (id TaskID) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads LocalTaskId or GitTaskId.
+// UnmarshalJSON reads PackageTaskId, GitTaskId or LocalTaskId.
 func (id *TaskID) UnmarshalJSON(data []byte) error {
 	var w taskIDWire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
-	*id = TaskID{Path: w.Path}
+	*id = TaskID{Path: w.Path, Org: w.Org, Name: w.Name}
+	if w.Ref != nil {
+		id.Ref = *w.Ref
+	}
 	if w.GitURL != nil {
 		id.GitURL = *w.GitURL
 	}

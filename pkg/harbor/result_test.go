@@ -176,6 +176,7 @@ func TestWriteTrialResultShape(t *testing.T) {
 		StartedAt:      &started,
 		AgentExecution: &TimingInfo{StartedAt: &started},
 		Extra:          map[string]json.RawMessage{"zz_custom": json.RawMessage(`{"k":1}`), "task_name": json.RawMessage(`"shadowed"`)},
+		Config:         json.RawMessage(`{"task":{"path":"tasks/csv-summary","git_url":"https://example.com/tasks.git"},"trial_name":"csv-summary__a1","timeout_multiplier":1,"agent":{"name":"codex"},"environment":{},"verifier":{}}`),
 	}
 	out := filepath.Join(t.TempDir(), "result.json")
 	if err := WriteTrialResult(out, tr); err != nil {
@@ -188,7 +189,10 @@ func TestWriteTrialResultShape(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": "8d2f7c1e-3b4a-5c6d-8e9f-0a1b2c3d4e5f", "task_name": "csv-summary", "trial_name": "csv-summary__a1",
-		"trial_uri": "", "source": nil, "task_checksum": "", "config": nil,
+		"trial_uri": "", "source": nil, "task_checksum": "",
+		"config": map[string]any{"task": map[string]any{"path": "tasks/csv-summary", "git_url": "https://example.com/tasks.git"},
+			"trial_name": "csv-summary__a1", "timeout_multiplier": 1.0, "agent": map[string]any{"name": "codex"},
+			"environment": map[string]any{}, "verifier": map[string]any{}},
 		"task_id":    map[string]any{"git_url": "https://example.com/tasks.git", "git_commit_id": nil, "path": "tasks/csv-summary"},
 		"agent_info": map[string]any{"name": "codex", "version": "0.77.0", "model_info": map[string]any{"name": "gpt-5.2", "provider": "openai"}},
 		"agent_result": map[string]any{"n_input_tokens": 10.0, "n_cache_tokens": nil, "n_output_tokens": 2.0,
@@ -209,7 +213,8 @@ func TestWriteTrialResultShape(t *testing.T) {
 }
 
 func TestWriteTrialResultValidates(t *testing.T) {
-	good := TrialResult{ID: "8d2f7c1e-3b4a-5c6d-8e9f-0a1b2c3d4e5f", TaskName: "t", TrialName: "t__1", AgentInfo: AgentInfo{Name: "a"}}
+	good := TrialResult{ID: "8d2f7c1e-3b4a-5c6d-8e9f-0a1b2c3d4e5f", TaskName: "t", TrialName: "t__1", AgentInfo: AgentInfo{Name: "a"},
+		TaskID: &TaskID{Path: "t"}, Config: json.RawMessage(`{"task":{"path":"t"},"agent":{"name":"a"}}`)}
 	tests := []struct {
 		name    string
 		mutate  func(*TrialResult)
@@ -220,6 +225,21 @@ func TestWriteTrialResultValidates(t *testing.T) {
 		{"no task name", func(tr *TrialResult) { tr.TaskName = "" }, "task_name is required"},
 		{"no trial name", func(tr *TrialResult) { tr.TrialName = "" }, "trial_name is required"},
 		{"no agent", func(tr *TrialResult) { tr.AgentInfo.Name = "" }, "agent_info.name is required"},
+		{"no task id", func(tr *TrialResult) { tr.TaskID = nil }, "task_id is required"},
+		{"no config", func(tr *TrialResult) { tr.Config = nil }, "config is required"},
+		{"null config", func(tr *TrialResult) { tr.Config = json.RawMessage("null") }, "config is required"},
+		{"config not an object", func(tr *TrialResult) { tr.Config = json.RawMessage(`[]`) }, "trial result: config:"},
+		{"config task without path or name", func(tr *TrialResult) { tr.Config = json.RawMessage(`{"task":{},"agent":{"name":"a"}}`) },
+			"either path or name must be set"},
+		{"config task with path and name", func(tr *TrialResult) {
+			tr.Config = json.RawMessage(`{"task":{"path":"t","name":"o/t"},"agent":{"name":"a"}}`)
+		}, "cannot set both path and name"},
+		{"config commit without url", func(tr *TrialResult) {
+			tr.Config = json.RawMessage(`{"task":{"path":"t","git_commit_id":"abc"},"agent":{"name":"a"}}`)
+		}, "git_commit_id requires git_url"},
+		{"config zero multiplier", func(tr *TrialResult) {
+			tr.Config = json.RawMessage(`{"task":{"path":"t"},"agent":{"name":"a"},"timeout_multiplier":0}`)
+		}, "timeout_multiplier must be > 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -337,6 +338,9 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 		Image:           pinnedImage(task.Task), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
 		StorageMB: task.StorageMB, NetworkInstalls: s.opts.Platform.NetworkInstalls,
 		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
+		Trial: sandbox.Trial{Source: cmp.Or(r.BenchmarkName, r.Benchmark), TaskGitURL: task.Location.GitURL,
+			TaskGitCommitID: task.Location.GitCommitID, TaskPath: task.Location.Path, TaskContentHash: task.Location.ContentHash,
+			TimeoutMultiplier: mult},
 	}
 	if task.AgentTimeoutSec != nil {
 		spec.AgentTimeout = scaled(*task.AgentTimeoutSec, mult)

@@ -1,12 +1,15 @@
 package pipeline_test
 
 import (
+	"cmp"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -25,7 +28,7 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 
 	tally := e.tally(r.ID)
 	want := run.Tally{Done: 48, Passed: 24, Failed: 24}
-	if diff := cmp.Diff(want, tally, cmpCounts); diff != "" {
+	if diff := gocmp.Diff(want, tally, cmpCounts); diff != "" {
 		t.Errorf("run tally (-want +got):\n%s", diff)
 	}
 	if tally.DurationMS <= 0 {
@@ -61,6 +64,7 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		if !hasKey(objs, res.ArtifactsPrefix+"result.json") || !hasPrefix(objs, res.ArtifactsPrefix+"artifacts/") {
 			t.Errorf("result %s: blobs under %s = %v, want result.json and artifacts/", res.SlotID, res.ArtifactsPrefix, objs)
 		}
+		checkHarborConfig(t, e, r, res)
 	}
 
 	steps := e.logSteps(r.ID)
@@ -115,12 +119,39 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 	for _, rw := range b.Rows {
 		got = append(got, row{rw.Entrant.Harness, rw.Rank, *rw.Value})
 	}
-	if diff := cmp.Diff([]row{{"oracle", 1, 1}, {"nop", 2, 0}}, got); diff != "" {
+	if diff := gocmp.Diff([]row{{"oracle", 1, 1}, {"nop", 2, 0}}, got); diff != "" {
 		t.Errorf("pass@1 leaderboard rows (-want +got):\n%s", diff)
 	}
 	for _, rw := range b.Rows {
 		if rw.TaskSet != "parity" || rw.ManifestVersion != r.ManifestVersion {
 			t.Errorf("row %s measured %s@%s, want parity@%s", rw.Entrant, rw.TaskSet, rw.ManifestVersion, r.ManifestVersion)
 		}
+	}
+}
+
+// checkHarborConfig asserts that the stored result.json carries a Harbor
+// trial config describing the slot: its trial name, the run as its job, the
+// benchmark as its dataset, the run's multiplier.
+func checkHarborConfig(t *testing.T, e *env, r run.Run, res run.Result) {
+	t.Helper()
+	rc, err := e.blobs.Get(e.ctx, res.ArtifactsPrefix+harbor.TrialResultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr, err := harbor.DecodeTrialResult(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c harbor.TrialConfig
+	if err := json.Unmarshal(tr.Config, &c); err != nil {
+		t.Fatalf("result %s: config %s: %v", res.SlotID, tr.Config, err)
+	}
+	wantName := run.TrialName(res.SlotID, res.Generation)
+	source := cmp.Or(r.BenchmarkName, r.Benchmark)
+	if tr.TrialName != wantName || c.TrialName != wantName || c.JobID != run.HarborJobID(r.ID) || c.Task.Source != source ||
+		tr.Source == nil || *tr.Source != source || c.TimeoutMultiplier != r.Settings.TimeoutMultiplier {
+		t.Errorf("result %s: trial %q, config %+v, source %v; want trial %q of job %s, source %q, multiplier %g",
+			res.SlotID, tr.TrialName, c, tr.Source, wantName, run.HarborJobID(r.ID), source, r.Settings.TimeoutMultiplier)
 	}
 }

@@ -621,6 +621,9 @@ func (t *trial) keepAgentLogs(rig *agentRig) {
 		} else {
 			t.log.Info("trajectory matches the gateway's record", "model_calls", tr.ModelCalls())
 		}
+		// result.json reports the gateway's metering: the trajectory's
+		// totals count what its steps miss, so the two agree.
+		tr.Cover(t.gateway.Calls, t.gateway.Usage.Input, t.gateway.Usage.Output, t.gateway.Usage.Cached)
 	}
 	data, err := json.MarshalIndent(tr, "", "  ")
 	if err == nil {

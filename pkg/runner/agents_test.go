@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -234,6 +235,13 @@ func checkTrajectory(t *testing.T, r trialRun, h harness.Harness) {
 	if tr.Agent.Name != h.Name || tr.Agent.Version != h.Version {
 		t.Errorf("trajectory agent = %+v", tr.Agent)
 	}
+	// The trajectory's totals and result.json agree on tokens, also where
+	// the agent's log misses a call (opencode's session-title call).
+	if ar, fm := r.result.AgentResult, tr.FinalMetrics; ar == nil || fm == nil || ar.NInputTokens == nil ||
+		int64(*ar.NInputTokens) != fm.TotalPromptTokens || int64(*ar.NCacheTokens) != fm.TotalCachedTokens ||
+		int64(*ar.NOutputTokens) != fm.TotalCompletionTokens {
+		t.Errorf("trajectory totals %+v differ from result.json's agent_result (input, cache, output) %s", fm, tokensOf(ar))
+	}
 	if log := r.artifact(t, RunnerLogFile); !strings.Contains(log, "trajectory matches the gateway's record") && h.Name != "opencode" {
 		t.Errorf("the runner did not confirm the trajectory against the gateway's record:\n%s", log)
 	}
@@ -379,4 +387,17 @@ func TestAgentBundleThatCannotRunInTheImageIsAnInfraError(t *testing.T) {
 		t.Error("the model was called although the bundle cannot run")
 	}
 	assertNoMountsUnder(t, dir)
+}
+
+func tokensOf(ar *harbor.AgentResult) string {
+	if ar == nil {
+		return "none"
+	}
+	n := func(p *int) string {
+		if p == nil {
+			return "null"
+		}
+		return strconv.Itoa(*p)
+	}
+	return n(ar.NInputTokens) + ", " + n(ar.NCacheTokens) + ", " + n(ar.NOutputTokens)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	runpkg "github.com/gauntlet-bench/gauntlet/pkg/run"
 )
@@ -121,12 +123,18 @@ func (t *trial) result() (harbor.TrialResult, error) {
 	if err != nil {
 		return harbor.TrialResult{}, fmt.Errorf("encode result extra: %w", err)
 	}
+	taskID, config := t.trialConfig(trialName)
+	rawConfig, err := config.Raw()
+	if err != nil {
+		return harbor.TrialResult{}, err
+	}
 	tr := harbor.TrialResult{
 		ID:               uuid.NewSHA1(trialNamespace, []byte(t.spec.LaunchID+"\x00"+trialName)).String(),
 		TaskName:         t.task.Name,
 		TrialName:        trialName,
 		TrialURI:         "file://" + t.out,
-		TaskID:           &harbor.TaskID{Path: t.task.Dir},
+		TaskID:           &taskID,
+		Config:           rawConfig,
 		AgentInfo:        harbor.AgentInfo{Name: t.harness.Name, Version: t.harness.Version, ModelInfo: modelInfo(t.spec.Model)},
 		AgentResult:      t.agentResult(),
 		ExceptionInfo:    t.exceptionInfo(),
@@ -137,6 +145,9 @@ func (t *trial) result() (harbor.TrialResult, error) {
 		AgentExecution:   t.timings["agent_execution"],
 		Verifier:         t.timings["verifier"],
 		Extra:            map[string]json.RawMessage{ResultExtraKey: extra},
+	}
+	if src := t.spec.Trial.Source; src != "" {
+		tr.Source = &src
 	}
 	if digest, err := harbor.TaskDigest(t.task.Dir); err == nil {
 		tr.TaskChecksum = digest
@@ -149,14 +160,59 @@ func (t *trial) result() (harbor.TrialResult, error) {
 	return tr, nil
 }
 
-// trialName is the slot id and generation, or the task name when the spec
-// names no slot (a trial run by hand).
+// trialName is the slot's Harbor trial name (run.TrialName), or the task
+// name and generation when the spec names no slot (a trial run by hand).
 func (t *trial) trialName() string {
-	name := t.spec.SlotID
-	if name == "" {
-		name = strings.ReplaceAll(t.task.Name, "/", "-")
+	if t.spec.SlotID == "" {
+		return benchmark.TaskSegment(t.task.Name) + "__g" + strconv.Itoa(t.spec.Generation)
 	}
-	return name + "__g" + strconv.Itoa(t.spec.Generation)
+	return runpkg.TrialName(t.spec.SlotID, t.spec.Generation)
+}
+
+// trialConfig describes what ran as Harbor's TrialConfig, and the task id
+// that goes with it: a git task where the task's files came from a git
+// repository, else the directory the runner read it from. Secrets appear by
+// name only (as "${NAME}"), never by value.
+func (t *trial) trialConfig(trialName string) (harbor.TaskID, harbor.TrialConfig) {
+	info := t.spec.Trial
+	task := harbor.TrialTask{Path: t.task.Dir, Source: info.Source}
+	id := harbor.TaskID{Path: t.task.Dir}
+	switch {
+	case info.TaskContentHash != "" && strings.Contains(t.spec.Task.Name, "/"):
+		// A package task: Harbor names it org/name (the manifest's task
+		// name), pinned by its content hash.
+		org, name, _ := strings.Cut(t.spec.Task.Name, "/")
+		task = harbor.TrialTask{Name: t.spec.Task.Name, Ref: info.TaskContentHash, Source: info.Source}
+		id = harbor.TaskID{Org: org, Name: name, Ref: info.TaskContentHash}
+	case info.TaskGitURL != "":
+		task = harbor.TrialTask{Path: info.TaskPath, GitURL: info.TaskGitURL, GitCommitID: info.TaskGitCommitID, Source: info.Source}
+		id = harbor.TaskID{GitURL: info.TaskGitURL, GitCommitID: info.TaskGitCommitID, Path: info.TaskPath}
+		if task.Path == "" {
+			task.Path, id.Path = t.task.Name, t.task.Name
+		}
+	}
+	mult := info.TimeoutMultiplier
+	if mult <= 0 {
+		mult = 1
+	}
+	c := harbor.TrialConfig{
+		Task:              task,
+		TrialName:         trialName,
+		TimeoutMultiplier: mult,
+		Agent: harbor.TrialAgent{Name: t.harness.Name, ModelName: t.spec.Model,
+			Env: harbor.ConfigEnv(t.spec.Env, slices.Sorted(maps.Keys(t.spec.Secrets)))},
+		// Gauntlet's sandbox is none of Harbor's environment types: the
+		// import path names it (and the isolation it ran with) instead.
+		Environment: harbor.TrialEnvironment{ImportPath: runpkg.HarborSandboxImportPath, Kwargs: map[string]any{"isolation": t.iso.name()}},
+		Verifier:    harbor.TrialVerifier{Env: harbor.ConfigEnv(t.spec.VerifierEnv, slices.Sorted(maps.Keys(t.spec.VerifierSecrets)))},
+	}
+	if t.spec.Command != "" {
+		c.Agent.Kwargs = map[string]any{"command": t.spec.Command}
+	}
+	if t.spec.RunID != "" {
+		c.JobID = runpkg.HarborJobID(t.spec.RunID)
+	}
+	return id, c
 }
 
 func (t *trial) agentResult() *harbor.AgentResult {

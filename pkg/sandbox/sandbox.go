@@ -119,6 +119,10 @@ type Spec struct {
 
 	Output Output `json:"output"`
 
+	// Trial describes the slot in Harbor's terms for result.json's trial
+	// config; the runner records it and runs nothing by it.
+	Trial Trial `json:"trial,omitzero"`
+
 	// Secrets are the values of the secret records the agent names, keyed by
 	// environment variable name; they reach only the agent's environment.
 	Secrets map[string]secret.Value `json:"-"`
@@ -128,6 +132,25 @@ type Spec struct {
 	// gateway of the verifier phase, which swaps it in for the per-attempt
 	// token the verifier gets; never a sandbox.
 	JudgeKey secret.Value `json:"-"`
+}
+
+// Trial is what a trial's Harbor config records beyond what the runner
+// runs by: the dataset, where the task came from, the run's multiplier.
+type Trial struct {
+	// Source is the benchmark's dataset name (Harbor's TrialResult.source).
+	Source string `json:"source,omitempty"`
+	// TaskGitURL, TaskGitCommitID and TaskPath say where the task's files
+	// were fetched from (Harbor's registry fields); empty for a task read
+	// from a local directory.
+	TaskGitURL      string `json:"task_git_url,omitempty"`
+	TaskGitCommitID string `json:"task_git_commit_id,omitempty"`
+	TaskPath        string `json:"task_path,omitempty"`
+	// TaskContentHash is the content hash ("sha256:<hex>") of a task from
+	// a Harbor package registry, whose name is then its package (org/name).
+	TaskContentHash string `json:"task_content_hash,omitempty"`
+	// TimeoutMultiplier is the run's timeout multiplier, already applied to
+	// AgentTimeout and VerifierTimeout; 0 means 1.
+	TimeoutMultiplier float64 `json:"timeout_multiplier,omitempty"`
 }
 
 // Handle describes a live (or recently launched) sandbox.

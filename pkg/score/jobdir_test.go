@@ -1,6 +1,7 @@
 package score
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,7 @@ func trial(t *testing.T, dir, id, trialName, task string, model *harbor.ModelInf
 	start := time.Date(2026, 1, 28, 14, 0, 0, 0, time.UTC)
 	end := start.Add(time.Duration(seconds) * time.Second)
 	tr := harbor.TrialResult{ID: id, TaskName: task, TrialName: trialName,
+		TaskID: &harbor.TaskID{Path: task}, Config: json.RawMessage(`{"task":{"path":"` + task + `"}}`),
 		AgentInfo:   harbor.AgentInfo{Name: "codex", Version: "0.77.0", ModelInfo: model},
 		AgentResult: ar, StartedAt: &start, FinishedAt: &end}
 	if rewards != nil {

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor/harbortest"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
 // unzip downloads a run's zip of kind and returns its files by name.
@@ -131,4 +134,128 @@ func checkDownload(t *testing.T, id string) {
 		t.Errorf("download type=artifacts holds %d files, want at least one per result", len(onlyArtifacts))
 	}
 	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/download?type=everything"}, 400, v1.CodeBadRequest)
+}
+
+// checkHarborDownload checks the run's Harbor job directory against the
+// shapes Harbor's models define (field names, required fields, types) and
+// the paths Harbor's job loader reads: <job>/config.json, <job>/result.json,
+// and per attempt <job>/<trial>/{result.json,config.json,agent/,verifier/,
+// artifacts/}, the trial named as its result says.
+func checkHarborDownload(t *testing.T, id string) {
+	status, hdr, body := alice().do(t, request{method: "GET", path: "/v1/runs/" + id + "/download?format=harbor"})
+	if status != http.StatusOK || hdr.Get("Content-Type") != "application/zip" {
+		t.Fatalf("download format=harbor = %d %s", status, hdr.Get("Content-Type"))
+	}
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, dirs := map[string][]byte{}, map[string]bool{}
+	jobs := map[string]bool{}
+	for _, f := range zr.File {
+		jobs[strings.SplitN(f.Name, "/", 2)[0]] = true
+		if strings.HasSuffix(f.Name, "/") {
+			dirs[strings.TrimSuffix(f.Name, "/")] = true
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f.Name] = data
+		seen.add(string(data))
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("zip holds %d top-level entries %v, want one job directory", len(jobs), jobs)
+	}
+	var job string
+	for job = range jobs {
+	}
+	check := func(name, shape string) []byte {
+		t.Helper()
+		data, ok := files[job+"/"+name]
+		if !ok {
+			t.Errorf("job directory lacks %s", name)
+			return nil
+		}
+		if err := harbortest.Check(shape, data); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		return data
+	}
+	var jobConfig struct {
+		JobName string `json:"job_name"`
+		Agents  []struct {
+			Name string            `json:"name"`
+			Env  map[string]string `json:"env"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(check("config.json", harbortest.JobConfig), &jobConfig); err != nil {
+		t.Fatal(err)
+	}
+	if jobConfig.JobName != job || len(jobConfig.Agents) != 3 || jobConfig.Agents[0].Env["RUN_TOKEN"] != "${RUN_TOKEN}" {
+		t.Errorf("job config = %+v, want job_name %q, 3 agents, RUN_TOKEN by name", jobConfig, job)
+	}
+	results := listResults(t, id, "", 500)
+	var jobResult struct {
+		ID           string `json:"id"`
+		NTotalTrials int    `json:"n_total_trials"`
+		Stats        struct {
+			Completed int `json:"n_completed_trials"`
+			Evals     map[string]struct {
+				PassAtK map[string]float64 `json:"pass_at_k"`
+			} `json:"evals"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal(check("result.json", harbortest.JobResult), &jobResult); err != nil {
+		t.Fatal(err)
+	}
+	if jobResult.ID != run.HarborJobID(id) || jobResult.NTotalTrials != 48 || jobResult.Stats.Completed != len(results) {
+		t.Errorf("job result = %+v, want id %s, 48 trials, %d completed", jobResult, run.HarborJobID(id), len(results))
+	}
+	if len(jobResult.Stats.Evals) != 3 {
+		t.Errorf("job stats have evals %v, want one per agent", jobResult.Stats.Evals)
+	}
+	for _, r := range results {
+		trial := run.TrialName(run.SlotID(r.Agent, r.Task, r.Attempt), r.Generation)
+		raw := check(trial+"/result.json", harbortest.TrialResult)
+		config := check(trial+"/config.json", harbortest.TrialConfig)
+		var tr struct {
+			TrialName string          `json:"trial_name"`
+			Config    json.RawMessage `json:"config"`
+		}
+		if err := json.Unmarshal(raw, &tr); err != nil {
+			t.Fatal(err)
+		}
+		var a, b any
+		_ = json.Unmarshal(tr.Config, &a)
+		_ = json.Unmarshal(config, &b)
+		if tr.TrialName != trial || !cmp.Equal(a, b) {
+			t.Errorf("%s: trial_name %q, config.json equal to result's config: %v", trial, tr.TrialName, cmp.Equal(a, b))
+		}
+		for _, sub := range []string{"agent", "verifier", "artifacts"} {
+			if !dirs[job+"/"+trial+"/"+sub] {
+				t.Errorf("%s lacks %s/", trial, sub)
+			}
+		}
+		for _, f := range []string{"trial.log", "verifier/test-stdout.txt"} {
+			if _, ok := files[job+"/"+trial+"/"+f]; !ok {
+				t.Errorf("%s lacks %s", trial, f)
+			}
+		}
+		if r.Outcome == "passed" {
+			_, txt := files[job+"/"+trial+"/verifier/reward.txt"]
+			_, js := files[job+"/"+trial+"/verifier/reward.json"]
+			if !txt && !js {
+				t.Errorf("%s passed but has no verifier/reward.txt or reward.json", trial)
+			}
+		}
+	}
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/download?format=harbor&type=summary"}, 400, v1.CodeBadRequest)
+	wantError(t, alice(), request{method: "GET", path: "/v1/runs/" + id + "/download?format=csv"}, 400, v1.CodeBadRequest)
 }

@@ -113,6 +113,7 @@ func TestRunLifecycle(t *testing.T) {
 	t.Run("results", func(t *testing.T) { checkResults(t, d.ID) })
 	t.Run("result detail", func(t *testing.T) { checkResultDetail(t, d.ID) })
 	t.Run("download", func(t *testing.T) { checkDownload(t, d.ID) })
+	t.Run("harbor download", func(t *testing.T) { checkHarborDownload(t, d.ID) })
 	t.Run("leaderboard", func(t *testing.T) { checkLeaderboard(t) })
 	t.Run("compare", func(t *testing.T) { checkCompare(t, d.ID) })
 	t.Run("replacement warning", func(t *testing.T) { checkReplacementWarning(t, d.ID) })
