@@ -47,7 +47,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if site == "" {
+	if site == "" && cfg.ConsoleDir != "" {
 		fmt.Fprintf(os.Stderr, "gauntlet infra: no %s/ directory: the console bucket is created empty\n", cfg.ConsoleDir)
 	}
 	if _, err := stacks.New(app, cfg, stacks.Options{Env: envFromCLI(), RunnerContext: ".", ConsoleSite: site}); err != nil {

@@ -57,6 +57,7 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	}
 	s.Sandbox, err = sandbox.New(stack, "Sandbox", sandbox.Props{
 		Stage: cfg.Stage, NATGateways: cfg.NATGateways, LogRetention: retention, RunnerContext: props.RunnerContext,
+		RunnerImage: cfg.RunnerImage, AgentsImage: cfg.AgentsImage, RestrictDefaultSecurityGroup: cfg.RestrictDefaultSecurityGroup,
 	})
 	if err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	// The image build job reads its contexts from the artifacts bucket;
 	// GrantBuild and BuildEnvironment give the sync what it needs to start it.
 	s.Sandbox.AddImageBuilds(props.Stateful.Artifacts.Bucket, cfg.Stage)
-	s.Console = console.New(stack, "Console", console.Props{SiteDir: props.ConsoleSite})
+	s.Console = console.New(stack, "Console", console.Props{SiteDir: props.ConsoleSite, LogRetention: retention})
 	s.EventFailures = queues.NewDeadLetter(stack, "EventFailures", false)
 
 	env := s.environment(cfg, props.Stateful)
