@@ -40,6 +40,7 @@ const (
 	KeyRunnerImage           = "runnerImage"
 	KeyAgentsImage           = "agentsImage"
 	KeyRestrictDefaultSG     = "restrictDefaultSecurityGroup"
+	KeyConsoleHosting        = "consoleHosting"
 )
 
 // Config is the validated configuration of one stage of the platform.
@@ -119,6 +120,10 @@ type Config struct {
 	// EC2 creates it (for an emulator that cannot run the custom
 	// resource's function).
 	RestrictDefaultSecurityGroup bool
+	// ConsoleHosting creates the console's bucket and CloudFront
+	// distribution; off, the stage serves the API alone and ConsoleOrigin
+	// names where the console is hosted instead.
+	ConsoleHosting bool
 }
 
 // MaxModelGatewayConfig bounds the config's size: it travels in the API's
@@ -139,6 +144,7 @@ func Defaults() Config {
 		WatchdogSchedule:             "rate(1 minute)",
 		ConsoleDir:                   "console",
 		RestrictDefaultSecurityGroup: true,
+		ConsoleHosting:               true,
 		LogRetentionDays:             30,
 		ThrottleRate:                 50,
 		ThrottleBurst:                100,
@@ -205,6 +211,7 @@ func Load(lookup Lookup) (Config, error) {
 	r.str(KeyRunnerImage, &c.RunnerImage)
 	r.str(KeyAgentsImage, &c.AgentsImage)
 	r.boolean(KeyRestrictDefaultSG, &c.RestrictDefaultSecurityGroup)
+	r.boolean(KeyConsoleHosting, &c.ConsoleHosting)
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -236,6 +243,7 @@ func (c Config) Validate() error {
 		{(c.JWTIssuer == "") == (c.JWTAudience == ""), KeyJWTIssuer, "and " + KeyJWTAudience + " must be set together"},
 		{c.JWTIssuer == "" || strings.HasPrefix(c.JWTIssuer, "https://"), KeyJWTIssuer, "must be an https:// URL"},
 		{c.ConsoleOrigin == "" || strings.HasPrefix(c.ConsoleOrigin, "https://") || strings.HasPrefix(c.ConsoleOrigin, "http://localhost"), KeyConsoleOrigin, "must be an https:// origin"},
+		{c.ConsoleHosting || c.ConsoleOrigin != "", KeyConsoleOrigin, "must name the console's origin when " + KeyConsoleHosting + " is false"},
 		{slices.Contains(retentionChoices, c.LogRetentionDays), KeyLogRetentionDays, fmt.Sprintf("must be one of %v", retentionChoices)},
 		{c.ThrottleRate > 0, KeyThrottleRate, "must be positive"},
 		{c.ThrottleBurst > 0, KeyThrottleBurst, "must be positive"},

@@ -100,7 +100,7 @@ func TestCDKJSONMatchesDefaults(t *testing.T) {
 	for _, key := range []string{KeyStage, KeyLambdaAssets, KeyNATGateways, KeySyncSchedule, KeyWatchdogSchedule,
 		KeyJWTIssuer, KeyJWTAudience, KeyConsoleOrigin, KeyConsoleDir, KeyLogRetentionDays, KeyThrottleRate,
 		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry, KeyDefaultImage,
-		KeyModelGatewayConfig, KeyHostedKeySecretARN, KeyRunnerImage, KeyAgentsImage, KeyRestrictDefaultSG} {
+		KeyModelGatewayConfig, KeyHostedKeySecretARN, KeyRunnerImage, KeyAgentsImage, KeyRestrictDefaultSG, KeyConsoleHosting} {
 		if _, ok := ctx[key]; !ok {
 			t.Errorf("cdk.json context lacks %q; document every key there", key)
 		}
@@ -196,5 +196,15 @@ func TestPrebuiltImages(t *testing.T) {
 	c, err = Load(lookupFrom(map[string]any{KeyRestrictDefaultSG: "false"}))
 	if err != nil || c.RestrictDefaultSecurityGroup {
 		t.Errorf("Load(%s=false) = %v, %v; want it off", KeyRestrictDefaultSG, c.RestrictDefaultSecurityGroup, err)
+	}
+}
+
+func TestConsoleHostingOffNeedsAnOrigin(t *testing.T) {
+	if _, err := Load(lookupFrom(map[string]any{KeyConsoleHosting: false})); err == nil || !strings.Contains(err.Error(), KeyConsoleOrigin) {
+		t.Errorf("Load(consoleHosting=false, no origin) error = %v, want one naming %s", err, KeyConsoleOrigin)
+	}
+	c, err := Load(lookupFrom(map[string]any{KeyConsoleHosting: "false", KeyConsoleOrigin: "https://console.example.com"}))
+	if err != nil || c.ConsoleHosting {
+		t.Errorf("Load(consoleHosting=false with an origin) = %v, %v; want hosting off", c.ConsoleHosting, err)
 	}
 }

@@ -76,6 +76,8 @@ type Sandbox struct {
 	// ImageBuilds is the CodeBuild project building Dockerfile tasks
 	// (AddImageBuilds; nil until the stack adds it).
 	ImageBuilds awscodebuild.Project
+	// imageBuildsName is ImageBuilds' name (ImageBuildsProject).
+	imageBuildsName string
 	// Family is the family of the base task definition and the prefix of
 	// every per-image family the dispatcher registers.
 	Family string
