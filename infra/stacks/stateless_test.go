@@ -258,7 +258,7 @@ func TestAPI(t *testing.T) {
 			"AllowOrigins": []any{assertions.Match_AnyValue()},
 		},
 	})
-	routes := map[string]string{"ANY /v1/{proxy+}": "JWT", "GET /v1/openapi.json": "NONE", "GET /healthz": "NONE"}
+	routes := map[string]string{"ANY /v1/{proxy+}": "JWT", "GET /v1/openapi.json": "NONE", "GET /healthz": "NONE", "GET /v1/health": "NONE"}
 	for key, auth := range routes {
 		statelessTemplate.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{
 			"RouteKey":          key,
