@@ -172,8 +172,13 @@ for i in $(seq 1 9000); do
 	if [[ -s $data/token ]]; then
 		export GAUNTLET_TOKEN
 		GAUNTLET_TOKEN=$(cat "$data/token")
-		if "$bin/gauntlet" benchmark list >/dev/null 2>&1; then
+		if out=$("$bin/gauntlet" benchmark list 2>&1); then
 			break
+		fi
+		# It answers at once, "starting: syncing the catalog" until ready.
+		if [[ $out == *"starting: "* && -z ${said_starting:-} ]]; then
+			said_starting=1
+			echo "gauntlet local is ${out#*starting: }" | sed 's/ (503 UNAVAILABLE)$//'
 		fi
 	fi
 	if ! server_alive; then
