@@ -178,7 +178,7 @@ for i in $(seq 1 9000); do
 		# It answers at once, "starting: syncing the catalog" until ready.
 		if [[ $out == *"starting: "* && -z ${said_starting:-} ]]; then
 			said_starting=1
-			echo "gauntlet local is ${out#*starting: }" | sed 's/ (503 UNAVAILABLE)$//'
+			echo "gauntlet local is starting: ${out#*starting: }" | sed 's/ (503 UNAVAILABLE)$//'
 		fi
 	fi
 	if ! server_alive; then
