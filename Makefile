@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth emulators-up emulators-down base-images prices run-deps fuzz
+.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth deploy-local cdk-cli emulators-up emulators-down base-images prices run-deps fuzz
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -121,10 +121,22 @@ prices:
 	node tools/prices/generate.cjs
 	node tools/prices/sample.cjs
 
-## synth: the CloudFormation templates into cdk.out/ (CDK CLI pinned in package.json).
-synth: lambdas
+cdk-cli:
 	@[ -x node_modules/.bin/cdk ] || npm ci --no-audit --no-fund --loglevel=error
+	@$(MAKE) --no-print-directory node-modules-guard
+
+## synth: the CloudFormation templates into cdk.out/ (CDK CLI pinned in
+## package.json), then cfn-lint over them: any error fails (warnings print).
+synth: lambdas cdk-cli
 	npx --no-install cdk synth --quiet
+	cfn-lint --non-zero-exit-code error cdk.out/*.template.json
+
+## deploy-local: the cloud deploy rehearsed on moto_server (loopback, no
+## Docker, no AWS): cfn-lint, cdk bootstrap, cdk deploy --all of the dev
+## stage, every resource CREATE_COMPLETE, then the data-plane wiring from
+## moto's describe calls (infra/deploycheck). See docs/DEPLOY.md.
+deploy-local: lambdas cdk-cli
+	scripts/deploy-local.sh
 
 ## fuzz: every native fuzz target (parsers of outside input) for FUZZTIME
 ## each, one after the other; `make test` runs their seed corpora only.

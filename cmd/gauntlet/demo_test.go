@@ -14,7 +14,8 @@ import (
 
 // TestMakeRunFlow runs scripts/demo.sh, the `make run` flow, end to end on
 // a temp data dir and a free loopback port: build, start `gauntlet local`,
-// add demo-bench@1.0, submit examples/runs/demo.toml with --watch, print the
+// show the managed demo-bench (never a second copy of it from the
+// registry), submit examples/runs/demo.toml with --watch, print the
 // leaderboard, and (GAUNTLET_DEMO_STOP=1) stop the server.
 func TestMakeRunFlow(t *testing.T) {
 	if testing.Short() {
@@ -44,11 +45,13 @@ func TestMakeRunFlow(t *testing.T) {
 	}
 	t.Logf("make-run flow took %s", time.Since(start).Round(time.Second))
 	got := out.String()
+	if strings.Contains(got, "demo-bench-1-0") {
+		t.Errorf("the demo added a second demo-bench (key demo-bench-1-0) beside the managed one:\n%s", got)
+	}
 	for _, want := range []string{
 		"gauntlet local is up on http://" + addr,
-		"benchmark demo-bench-1-0: ready",
-		// demo.toml names demo-bench: the managed benchmark's key, which wins
-		// over the name of the workspace's demo-bench-1-0 added just before.
+		"demo-bench (demo-bench)",
+		// demo.toml names demo-bench: the managed benchmark's key.
 		"demo-bench@1.0: 15 tasks, 180 attempts in all",
 		": finished 180/180",
 		"harness oracle, model (none)", "harness nop, model (none)", "heuristic (command)", "mock/gpt-5 (codex)",

@@ -101,6 +101,8 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	srv, err := server.Open(ctx, server.Options{
 		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger, Local: lo,
 		PackageRegistry: *pkgRegistry, PackageRegistryKey: *pkgRegistryKey,
+		// Answer at once: the first catalog sync prepares images for minutes.
+		ListenFirst: true,
 	})
 	if err != nil {
 		return err
@@ -157,6 +159,9 @@ func printBanner(w io.Writer, srv *server.Server) {
 		fmt.Fprintf(w, " and %s (the CLI reads it)", p)
 	}
 	fmt.Fprintln(w, "\n  stop with Ctrl-C (or SIGTERM)")
+	if what := srv.Starting(); what != "" {
+		fmt.Fprintf(w, "  starting: %s — the API answers 503 until it ends (GET %s/v1/health says ready)\n", what, srv.URL())
+	}
 }
 
 func defaultDataDir() string {

@@ -33,6 +33,7 @@ const (
 	ProtectedPath = "/v1/{proxy+}"
 	OpenAPIPath   = "/v1/openapi.json"
 	HealthPath    = "/healthz"
+	ReadyPath     = "/v1/health"
 )
 
 // Identity settings of the built-in user pool.
@@ -147,7 +148,7 @@ func (a *API) addRoutes(handler awslambda.IFunction) {
 		Integration: integration,
 		Authorizer:  authorizer,
 	})
-	for _, path := range []string{OpenAPIPath, HealthPath} {
+	for _, path := range []string{OpenAPIPath, HealthPath, ReadyPath} {
 		routes := a.HTTPAPI.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(path),
 			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET},
@@ -157,7 +158,7 @@ func (a *API) addRoutes(handler awslambda.IFunction) {
 		for _, r := range *routes {
 			cdknag.NagSuppressions_AddResourceSuppressions(r, &[]*cdknag.NagPackSuppression{{
 				Id:     jsii.String("AwsSolutions-APIG4"),
-				Reason: jsii.String("The OpenAPI document and the health check are public by design: clients fetch the schema before they hold a token, and load balancers and uptime checks carry none."),
+				Reason: jsii.String("The OpenAPI document and the health checks are public by design: clients fetch the schema before they hold a token, and load balancers and uptime checks carry none."),
 			}}, jsii.Bool(true))
 		}
 	}

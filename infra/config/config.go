@@ -39,6 +39,10 @@ const (
 	KeyDefaultImage          = "defaultImage"
 	KeyModelGatewayConfig    = "modelGatewayConfig"
 	KeyHostedKeySecretARN    = "hostedKeySecretArn"
+	KeyRunnerImage           = "runnerImage"
+	KeyAgentsImage           = "agentsImage"
+	KeyRestrictDefaultSG     = "restrictDefaultSecurityGroup"
+	KeyConsoleHosting        = "consoleHosting"
 )
 
 // Config is the validated configuration of one stage of the platform.
@@ -108,6 +112,24 @@ type Config struct {
 	// names, and the sandbox execution role may read it (and nothing else
 	// of Secrets Manager). Set exactly when the config has api_key_env.
 	HostedKeySecretARN string
+	// RunnerImage and AgentsImage are prebuilt sandbox-runner and
+	// agent-bundles images (references ECS pulls; an ECR one in the
+	// account is granted to the sandbox execution role). Empty builds each
+	// from its Dockerfile at deploy, which needs Docker and a registry
+	// login; a reference needs neither (CI-built images, the emulator
+	// deploy).
+	RunnerImage string
+	AgentsImage string
+	// RestrictDefaultSecurityGroup removes every rule of the sandbox VPC's
+	// default security group through a Lambda-backed custom resource.
+	// Sandboxes never use that group; turning it off leaves the group as
+	// EC2 creates it (for an emulator that cannot run the custom
+	// resource's function).
+	RestrictDefaultSecurityGroup bool
+	// ConsoleHosting creates the console's bucket and CloudFront
+	// distribution; off, the stage serves the API alone and ConsoleOrigin
+	// names where the console is hosted instead.
+	ConsoleHosting bool
 }
 
 // MaxModelGatewayConfig bounds the config's size: it travels in the API's
@@ -121,20 +143,22 @@ const DefaultTaskImage = "docker.io/library/python:3.13-slim-bookworm"
 // Defaults returns the configuration used for every key the context leaves unset.
 func Defaults() Config {
 	return Config{
-		Stage:                 "dev",
-		LambdaAssets:          "build/lambda",
-		NATGateways:           1,
-		SyncSchedule:          "rate(1 hour)",
-		WatchdogSchedule:      "rate(1 minute)",
-		ConsoleDir:            "console",
-		LogRetentionDays:      30,
-		ThrottleRate:          50,
-		ThrottleBurst:         100,
-		MaxSandboxes:          50,
-		DispatcherConcurrency: 5,
-		ReservedConcurrency:   true,
-		LogLevel:              "info",
-		DefaultImage:          DefaultTaskImage,
+		Stage:                        "dev",
+		LambdaAssets:                 "build/lambda",
+		NATGateways:                  1,
+		SyncSchedule:                 "rate(1 hour)",
+		WatchdogSchedule:             "rate(1 minute)",
+		ConsoleDir:                   "console",
+		RestrictDefaultSecurityGroup: true,
+		ConsoleHosting:               true,
+		LogRetentionDays:             30,
+		ThrottleRate:                 50,
+		ThrottleBurst:                100,
+		MaxSandboxes:                 50,
+		DispatcherConcurrency:        5,
+		ReservedConcurrency:          true,
+		LogLevel:                     "info",
+		DefaultImage:                 DefaultTaskImage,
 	}
 }
 
@@ -192,6 +216,10 @@ func Load(lookup Lookup) (Config, error) {
 	r.str(KeyDefaultImage, &c.DefaultImage)
 	r.str(KeyModelGatewayConfig, &c.ModelGatewayConfigFile)
 	r.str(KeyHostedKeySecretARN, &c.HostedKeySecretARN)
+	r.str(KeyRunnerImage, &c.RunnerImage)
+	r.str(KeyAgentsImage, &c.AgentsImage)
+	r.boolean(KeyRestrictDefaultSG, &c.RestrictDefaultSecurityGroup)
+	r.boolean(KeyConsoleHosting, &c.ConsoleHosting)
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -223,6 +251,7 @@ func (c Config) Validate() error {
 		{(c.JWTIssuer == "") == (c.JWTAudience == ""), KeyJWTIssuer, "and " + KeyJWTAudience + " must be set together"},
 		{c.JWTIssuer == "" || strings.HasPrefix(c.JWTIssuer, "https://"), KeyJWTIssuer, "must be an https:// URL"},
 		{c.ConsoleOrigin == "" || strings.HasPrefix(c.ConsoleOrigin, "https://") || strings.HasPrefix(c.ConsoleOrigin, "http://localhost"), KeyConsoleOrigin, "must be an https:// origin"},
+		{c.ConsoleHosting || c.ConsoleOrigin != "", KeyConsoleOrigin, "must name the console's origin when " + KeyConsoleHosting + " is false"},
 		{slices.Contains(retentionChoices, c.LogRetentionDays), KeyLogRetentionDays, fmt.Sprintf("must be one of %v", retentionChoices)},
 		{c.ThrottleRate > 0, KeyThrottleRate, "must be positive"},
 		{c.ThrottleBurst > 0, KeyThrottleBurst, "must be positive"},
@@ -230,6 +259,8 @@ func (c Config) Validate() error {
 		{c.DispatcherConcurrency >= 2 && c.DispatcherConcurrency <= 1000, KeyDispatcherConcurrency, "must be 2..1000 (the SQS event-source limits)"},
 		{slices.Contains(logLevels, c.LogLevel), KeyLogLevel, fmt.Sprintf("must be one of %v", logLevels)},
 		{imageRefPattern.MatchString(c.DefaultImage), KeyDefaultImage, "must be an image reference, host/repository:tag or host/repository@sha256:<64 hex>"},
+		{c.RunnerImage == "" || imageRefPattern.MatchString(c.RunnerImage), KeyRunnerImage, "must be empty (build infra/runner/Dockerfile) or an image reference, host/repository:tag or host/repository@sha256:<64 hex>"},
+		{c.AgentsImage == "" || imageRefPattern.MatchString(c.AgentsImage), KeyAgentsImage, "must be empty (build infra/agents/Dockerfile) or an image reference, host/repository:tag or host/repository@sha256:<64 hex>"},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

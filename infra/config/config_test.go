@@ -99,7 +99,8 @@ func TestCDKJSONMatchesDefaults(t *testing.T) {
 	}
 	for _, key := range []string{KeyStage, KeyLambdaAssets, KeyNATGateways, KeySyncSchedule, KeyWatchdogSchedule,
 		KeyJWTIssuer, KeyJWTAudience, KeyConsoleOrigin, KeyConsoleDir, KeyLogRetentionDays, KeyThrottleRate,
-		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry, KeyPackageRegistry, KeyPackageRegistryKey, KeyDefaultImage} {
+		KeyThrottleBurst, KeyMaxSandboxes, KeyDispatcherConcurrency, KeyReservedConcurrency, KeyLogLevel, KeyRegistry, KeyPackageRegistry, KeyPackageRegistryKey, KeyDefaultImage,
+		KeyModelGatewayConfig, KeyHostedKeySecretARN, KeyRunnerImage, KeyAgentsImage, KeyRestrictDefaultSG, KeyConsoleHosting} {
 		if _, ok := ctx[key]; !ok {
 			t.Errorf("cdk.json context lacks %q; document every key there", key)
 		}
@@ -175,5 +176,35 @@ func TestLoadModelGatewayConfig(t *testing.T) {
 				t.Fatalf("Load(%v) error = %v, want it to contain %q", tt.context, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestPrebuiltImages(t *testing.T) {
+	ok := map[string]any{KeyRunnerImage: "123456789012.dkr.ecr.us-east-1.amazonaws.com/gauntlet-runner:local", KeyAgentsImage: "ghcr.io/acme/agents@sha256:" + strings.Repeat("0f", 32)}
+	c, err := Load(lookupFrom(ok))
+	if err != nil {
+		t.Fatalf("Load(%v) error = %v", ok, err)
+	}
+	if c.RunnerImage != ok[KeyRunnerImage] || c.AgentsImage != ok[KeyAgentsImage] {
+		t.Errorf("Load = runner %q agents %q, want the references given", c.RunnerImage, c.AgentsImage)
+	}
+	for _, key := range []string{KeyRunnerImage, KeyAgentsImage} {
+		if _, err := Load(lookupFrom(map[string]any{key: "Not An/Image"})); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("Load(%s = bad reference) error = %v, want one naming %s", key, err, key)
+		}
+	}
+	c, err = Load(lookupFrom(map[string]any{KeyRestrictDefaultSG: "false"}))
+	if err != nil || c.RestrictDefaultSecurityGroup {
+		t.Errorf("Load(%s=false) = %v, %v; want it off", KeyRestrictDefaultSG, c.RestrictDefaultSecurityGroup, err)
+	}
+}
+
+func TestConsoleHostingOffNeedsAnOrigin(t *testing.T) {
+	if _, err := Load(lookupFrom(map[string]any{KeyConsoleHosting: false})); err == nil || !strings.Contains(err.Error(), KeyConsoleOrigin) {
+		t.Errorf("Load(consoleHosting=false, no origin) error = %v, want one naming %s", err, KeyConsoleOrigin)
+	}
+	c, err := Load(lookupFrom(map[string]any{KeyConsoleHosting: "false", KeyConsoleOrigin: "https://console.example.com"}))
+	if err != nil || c.ConsoleHosting {
+		t.Errorf("Load(consoleHosting=false with an origin) = %v, %v; want hosting off", c.ConsoleHosting, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3deployment"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -25,6 +26,8 @@ import (
 type Props struct {
 	// SiteDir holds the built site (index.html at its root); empty deploys nothing.
 	SiteDir string
+	// LogRetention applies to the log group of the upload's handler.
+	LogRetention awslogs.RetentionDays
 }
 
 // Console is the site bucket, its distribution and the log bucket.
@@ -39,8 +42,12 @@ type Console struct {
 
 // SiteDir returns the directory to deploy from a console directory: its
 // dist/ build output when present, else the directory itself, else "" (the
-// console has not been written yet, so nothing is deployed).
+// console has not been written yet, or consoleDir is empty: nothing is
+// deployed).
 func SiteDir(consoleDir string) (string, error) {
+	if consoleDir == "" {
+		return "", nil // no console: the bucket stays empty
+	}
 	for _, dir := range []string{filepath.Join(consoleDir, "dist"), consoleDir} {
 		info, err := os.Stat(dir)
 		switch {
@@ -115,6 +122,15 @@ func New(scope constructs.Construct, id string, props Props) *Console {
 			DestinationBucket: k.Bucket,
 			Distribution:      k.Distribution,
 			DistributionPaths: jsii.Strings("/*"),
+			// A log group of its own, created before the handler: the
+			// default one is named /aws/lambda/<handler> and created after
+			// it, so an invocation in between (the upload is invoked during
+			// the deploy) makes Lambda create that name first and the
+			// stack's create fail.
+			LogGroup: awslogs.NewLogGroup(c, jsii.String("DeployLogs"), &awslogs.LogGroupProps{
+				Retention:     props.LogRetention,
+				RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+			}),
 		})
 		suppressDeploymentHandler(awscdk.Stack_Of(c))
 	}

@@ -25,7 +25,9 @@ func (s *Sandbox) AddImageBuilds(contexts awss3.IBucket, stage string) awscodebu
 		EnableKeyRotation: jsii.Bool(true),
 		RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
 	})
+	s.imageBuildsName = ImageBuildsProject(stage)
 	project := awscodebuild.NewProject(s.Construct, jsii.String("ImageBuilds"), &awscodebuild.ProjectProps{
+		ProjectName:   jsii.String(s.imageBuildsName),
 		Description:   jsii.String("gauntlet " + stage + ": builds a task's environment/Dockerfile at sync and pushes it to the task-images repository"),
 		EncryptionKey: key,
 		Environment: &awscodebuild.BuildEnvironment{
@@ -80,6 +82,19 @@ func (s *Sandbox) AddImageBuilds(contexts awss3.IBucket, stage string) awscodebu
 	return project
 }
 
+// ImageBuildsProject is the name of a stage's image build project.
+func ImageBuildsProject(stage string) string { return "gauntlet-" + stage + "-image-builds" }
+
+// imageBuildsARN is the build project's ARN spelled from its name: the
+// grant and the sync's environment name the project without reading its
+// attributes, which an emulator without a CodeBuild model (moto) cannot
+// give; the stack makes the function depend on the project instead.
+func (s *Sandbox) imageBuildsARN() *string {
+	return awscdk.Stack_Of(s.Construct).FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("codebuild"), Resource: jsii.String("project"), ResourceName: jsii.String(s.imageBuildsName),
+	})
+}
+
 // GrantBuild lets grantee (the sync) start, watch and stop image builds
 // and look up pushed images by build key. Writing the contexts (under
 // BuildContextsPrefix) is the blob grant of the function table, which
@@ -87,7 +102,7 @@ func (s *Sandbox) AddImageBuilds(contexts awss3.IBucket, stage string) awscodebu
 func (s *Sandbox) GrantBuild(grantee awsiam.IRole) {
 	grantee.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("codebuild:StartBuild", "codebuild:BatchGetBuilds", "codebuild:StopBuild"),
-		Resources: &[]*string{s.ImageBuilds.ProjectArn()},
+		Resources: &[]*string{s.imageBuildsARN()},
 	}))
 	grantee.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("ecr:DescribeImages"),
@@ -95,10 +110,12 @@ func (s *Sandbox) GrantBuild(grantee awsiam.IRole) {
 	}))
 }
 
-// BuildEnvironment returns the variables the sync needs to build images.
+// BuildEnvironment returns the variables the sync needs to build images;
+// a function given them must also depend on ImageBuilds (they name it
+// without referencing it).
 func (s *Sandbox) BuildEnvironment() map[string]*string {
 	return map[string]*string{
-		"GAUNTLET_IMAGE_BUILD_PROJECT":        s.ImageBuilds.ProjectName(),
+		"GAUNTLET_IMAGE_BUILD_PROJECT":        jsii.String(s.imageBuildsName),
 		"GAUNTLET_TASK_IMAGES_REPOSITORY":     s.TaskImages.RepositoryName(),
 		"GAUNTLET_TASK_IMAGES_REPOSITORY_URI": s.TaskImages.RepositoryUri(),
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -64,6 +63,9 @@ type Mirror struct {
 // bundles image, and lets the execution role pull all of them.
 func (s *Sandbox) newImages(c constructs.Construct, props Props) error {
 	s.TaskImages = awsecr.NewRepository(c, jsii.String("TaskImages"), &awsecr.RepositoryProps{
+		// Named: ECR accepts only lower-case names, and the name
+		// CloudFormation would derive from the stack's is not.
+		RepositoryName: jsii.String(TaskImagesRepository(props.Stage)),
 		// Tags are build keys: a tag never moves, so a redelivered sync
 		// finds the image its build key names instead of building again.
 		ImageTagMutability: awsecr.TagMutability_IMMUTABLE,
@@ -113,15 +115,17 @@ func (s *Sandbox) newImages(c constructs.Construct, props Props) error {
 		Reason:    jsii.String("ECR creates a pull-through cache's repositories on first pull, so their names are only known as the rule's prefix; the statement names that prefix."),
 		AppliesTo: &[]any{&cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::arn:<AWS::Partition>:ecr:<AWS::Region>:<AWS::AccountId>:repository\/gauntlet-.*\/\*$/g`)}},
 	}}, jsii.Bool(true))
-	s.AgentsImage = awsecrassets.NewDockerImageAsset(c, jsii.String("AgentsImage"), &awsecrassets.DockerImageAssetProps{
-		Directory:  jsii.String(props.RunnerContext),
-		File:       jsii.String(AgentsDockerfile),
-		Platform:   awsecrassets.Platform_LINUX_AMD64(),
-		IgnoreMode: awscdk.IgnoreMode_DOCKER,
-		Exclude:    jsii.Strings(agentsContextExcludes...),
-	})
-	s.AgentsImage.Repository().GrantPull(s.ExecutionRole)
+	var err error
+	if s.AgentsImage, err = newImage(c, "AgentsImage", props.AgentsImage, props.RunnerContext, AgentsDockerfile, agentsContextExcludes); err != nil {
+		return err
+	}
+	s.AgentsImage.GrantPull(s.ExecutionRole)
 	return nil
+}
+
+// TaskImagesRepository is the name of a stage's task-images repository.
+func TaskImagesRepository(stage string) string {
+	return fmt.Sprintf("gauntlet-%s/task-images", strings.ToLower(stage))
 }
 
 // mirrorPullActions pull through a pull-through cache: pulling a digest that

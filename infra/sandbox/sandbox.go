@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscodebuild"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -40,9 +39,18 @@ type Props struct {
 	NATGateways int
 	// LogRetention applies to the sandbox and VPC flow-log groups.
 	LogRetention awslogs.RetentionDays
-	// RunnerContext is the Docker build context of the runner image: the
-	// repository root, holding RunnerDockerfile.
+	// RunnerContext is the Docker build context of the runner and agents
+	// images: the repository root, holding RunnerDockerfile and
+	// AgentsDockerfile. Unused for an image given by reference.
 	RunnerContext string
+	// RunnerImage and AgentsImage name prebuilt images (context
+	// runnerImage, agentsImage); empty builds them from their Dockerfiles
+	// at deploy.
+	RunnerImage, AgentsImage string
+	// RestrictDefaultSecurityGroup strips every rule from the VPC's default
+	// security group (a Lambda-backed custom resource; sandboxes use their
+	// own group either way).
+	RestrictDefaultSecurityGroup bool
 }
 
 // Sandbox is the network, cluster, roles and base task definition sandboxes run with.
@@ -55,10 +63,10 @@ type Sandbox struct {
 	ExecutionRole  awsiam.Role
 	TaskRole       awsiam.Role
 	TaskDefinition awsecs.FargateTaskDefinition
-	RunnerImage    awsecrassets.DockerImageAsset
+	RunnerImage    Image
 	// AgentsImage holds the agent bundles the agents-init container copies
 	// into every sandbox task (mounted read-only at /installed-agent).
-	AgentsImage awsecrassets.DockerImageAsset
+	AgentsImage Image
 	// TaskImages is the repository Dockerfile tasks built at sync are
 	// pushed to, tagged by build key.
 	TaskImages awsecr.Repository
@@ -68,6 +76,8 @@ type Sandbox struct {
 	// ImageBuilds is the CodeBuild project building Dockerfile tasks
 	// (AddImageBuilds; nil until the stack adds it).
 	ImageBuilds awscodebuild.Project
+	// imageBuildsName is ImageBuilds' name (ImageBuildsProject).
+	imageBuildsName string
 	// Family is the family of the base task definition and the prefix of
 	// every per-image family the dispatcher registers.
 	Family string
@@ -77,9 +87,6 @@ type Sandbox struct {
 func New(scope constructs.Construct, id string, props Props) (*Sandbox, error) {
 	if props.NATGateways < 1 {
 		return nil, fmt.Errorf("sandbox: nat gateways = %d, want at least 1 (sandboxes need egress)", props.NATGateways)
-	}
-	if props.RunnerContext == "" {
-		return nil, fmt.Errorf("sandbox: runner image context is empty")
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	s := &Sandbox{Construct: c, Family: fmt.Sprintf("gauntlet-%s-sandbox", props.Stage)}
@@ -106,13 +113,10 @@ func New(scope constructs.Construct, id string, props Props) (*Sandbox, error) {
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), nil),
 		Description: jsii.String("gauntlet sandbox task role: only kms:Decrypt of its launch's data key (sandbox key, gauntlet:launch context); only the runner, never the agent's uid, reaches these credentials"),
 	})
-	s.RunnerImage = awsecrassets.NewDockerImageAsset(c, jsii.String("RunnerImage"), &awsecrassets.DockerImageAssetProps{
-		Directory:  jsii.String(props.RunnerContext),
-		File:       jsii.String(RunnerDockerfile),
-		Platform:   awsecrassets.Platform_LINUX_AMD64(),
-		IgnoreMode: awscdk.IgnoreMode_DOCKER,
-		Exclude:    jsii.Strings(runnerContextExcludes...),
-	})
+	var err error
+	if s.RunnerImage, err = newImage(c, "RunnerImage", props.RunnerImage, props.RunnerContext, RunnerDockerfile, runnerContextExcludes); err != nil {
+		return nil, err
+	}
 	s.TaskDefinition = awsecs.NewFargateTaskDefinition(c, jsii.String("TaskDefinition"), &awsecs.FargateTaskDefinitionProps{
 		Family:         jsii.String(s.Family),
 		Cpu:            jsii.Number(1024),
@@ -128,7 +132,7 @@ func New(scope constructs.Construct, id string, props Props) (*Sandbox, error) {
 	// one per task image (runner as init container, X86_64 like this one).
 	// Binding the image here also grants the execution role its ECR pull.
 	s.TaskDefinition.AddContainer(jsii.String("runner"), &awsecs.ContainerDefinitionOptions{
-		Image:     awsecs.ContainerImage_FromDockerImageAsset(s.RunnerImage),
+		Image:     s.RunnerImage.Container,
 		Essential: jsii.Bool(true),
 		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{
 			LogGroup:     s.LogGroup,
@@ -153,8 +157,9 @@ func newVPC(scope constructs.Construct, props Props) awsec2.Vpc {
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
 	return awsec2.NewVpc(scope, jsii.String("Vpc"), &awsec2.VpcProps{
-		MaxAzs:      jsii.Number(2),
-		NatGateways: jsii.Number(float64(props.NATGateways)),
+		MaxAzs:                       jsii.Number(2),
+		RestrictDefaultSecurityGroup: jsii.Bool(props.RestrictDefaultSecurityGroup),
+		NatGateways:                  jsii.Number(float64(props.NATGateways)),
 		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{
 			{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24)},
 			{Name: jsii.String("sandboxes"), SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS, CidrMask: jsii.Number(20)},
@@ -241,9 +246,9 @@ func (s *Sandbox) Environment() map[string]*string {
 		"GAUNTLET_SANDBOX_TASK_ROLE_ARN":      s.TaskRole.RoleArn(),
 		"GAUNTLET_SANDBOX_EXECUTION_ROLE_ARN": s.ExecutionRole.RoleArn(),
 		"GAUNTLET_SANDBOX_LOG_GROUP":          s.LogGroup.LogGroupName(),
-		"GAUNTLET_RUNNER_IMAGE":               s.RunnerImage.ImageUri(),
+		"GAUNTLET_RUNNER_IMAGE":               s.RunnerImage.URI,
 		"GAUNTLET_SANDBOX_TASK_FAMILY":        jsii.String(s.Family),
-		"GAUNTLET_SANDBOX_AGENTS_IMAGE":       s.AgentsImage.ImageUri(),
+		"GAUNTLET_SANDBOX_AGENTS_IMAGE":       s.AgentsImage.URI,
 		"GAUNTLET_SANDBOX_MIRRORS":            s.MirrorsSetting(),
 	}
 }

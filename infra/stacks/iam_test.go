@@ -109,7 +109,7 @@ func TestScopedResources(t *testing.T) {
 		}, ""},
 		{"registrysync", "ecr:CreateRepository", contains(":repository/gauntlet-dev-"), ""},
 		{"registrysync", "ecr:PutImage", contains("TaskImages"), ""}, // copies of images only a workspace login opens
-		{"registrysync", "codebuild:StartBuild", contains("ImageBuilds"), ""},
+		{"registrysync", "codebuild:StartBuild", contains(":project/gauntlet-dev-image-builds"), ""},
 		{"watchdog", "ecs:StopTask", contains(":task/"), "ecs:cluster"},
 	}
 	for _, c := range checks {

@@ -35,6 +35,18 @@ var Timeouts = func() map[string]time.Duration {
 	return out
 }()
 
+// MaxReceives is how often each work queue delivers a message before it
+// moves it to the queue's dead-letter queue.
+var MaxReceives = map[fnspec.Port]int{
+	fnspec.PlanQueue: 5,
+	// The dispatcher returns a slot to the queue while its run is at its
+	// concurrency limit, so slots get more receives before dead-lettering.
+	fnspec.SlotsQueue:       20,
+	fnspec.ResultsQueue:     5,
+	fnspec.SyncQueue:        3,
+	fnspec.CompletionsQueue: 5,
+}
+
 // Stateful is the stack of resources that hold data.
 type Stateful struct {
 	awscdk.Stack
@@ -91,13 +103,11 @@ func NewStateful(scope constructs.Construct, cfg config.Config, props *awscdk.St
 		q, err = queues.New(stack, id, queues.Props{ConsumerTimeout: consumer.Timeout, MaxReceiveCount: maxReceives, Retain: retain})
 		return q
 	}
-	s.Plan = queue("PlanQueue", fnspec.PlanQueue, 5)
-	// The dispatcher returns a slot to the queue while its run is at its
-	// concurrency limit, so slots get more receives before dead-lettering.
-	s.Slots = queue("SlotsQueue", fnspec.SlotsQueue, 20)
-	s.Results = queue("ResultsQueue", fnspec.ResultsQueue, 5)
-	s.Sync = queue("SyncQueue", fnspec.SyncQueue, 3)
-	s.Completions = queue("CompletionsQueue", fnspec.CompletionsQueue, 5)
+	s.Plan = queue("PlanQueue", fnspec.PlanQueue, MaxReceives[fnspec.PlanQueue])
+	s.Slots = queue("SlotsQueue", fnspec.SlotsQueue, MaxReceives[fnspec.SlotsQueue])
+	s.Results = queue("ResultsQueue", fnspec.ResultsQueue, MaxReceives[fnspec.ResultsQueue])
+	s.Sync = queue("SyncQueue", fnspec.SyncQueue, MaxReceives[fnspec.SyncQueue])
+	s.Completions = queue("CompletionsQueue", fnspec.CompletionsQueue, MaxReceives[fnspec.CompletionsQueue])
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,8 @@ type Stateless struct {
 	Functions map[string]*functions.Function
 	Sandbox   *sandbox.Sandbox
 	API       *api.API
-	Console   *console.Console
+	// Console is nil when the stage hosts no console (context consoleHosting).
+	Console *console.Console
 	// EventFailures receives events that EventBridge, the Scheduler or an
 	// asynchronous invocation could not deliver or process.
 	EventFailures *queues.DeadLetter
@@ -57,6 +58,7 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	}
 	s.Sandbox, err = sandbox.New(stack, "Sandbox", sandbox.Props{
 		Stage: cfg.Stage, NATGateways: cfg.NATGateways, LogRetention: retention, RunnerContext: props.RunnerContext,
+		RunnerImage: cfg.RunnerImage, AgentsImage: cfg.AgentsImage, RestrictDefaultSecurityGroup: cfg.RestrictDefaultSecurityGroup,
 	})
 	if err != nil {
 		return nil, err
@@ -64,7 +66,9 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 	// The image build job reads its contexts from the artifacts bucket;
 	// GrantBuild and BuildEnvironment give the sync what it needs to start it.
 	s.Sandbox.AddImageBuilds(props.Stateful.Artifacts.Bucket, cfg.Stage)
-	s.Console = console.New(stack, "Console", console.Props{SiteDir: props.ConsoleSite})
+	if cfg.ConsoleHosting {
+		s.Console = console.New(stack, "Console", console.Props{SiteDir: props.ConsoleSite, LogRetention: retention})
+	}
 	s.EventFailures = queues.NewDeadLetter(stack, "EventFailures", false)
 
 	env := s.environment(cfg, props.Stateful)
@@ -85,6 +89,10 @@ func NewStateless(scope constructs.Construct, cfg config.Config, props Stateless
 		})
 		if err != nil {
 			return nil, err
+		}
+		if f.Reads(fnspec.Images) {
+			// Its environment names the build project without a reference.
+			fn.Function.Node().AddDependency(s.Sandbox.ImageBuilds)
 		}
 		s.Functions[f.Name] = fn
 	}
@@ -201,7 +209,9 @@ func (s *Stateless) outputs() {
 		awscdk.NewCfnOutput(s.Stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(description)})
 	}
 	out("ApiUrl", s.API.URL(), "Base URL of the gauntlet API (GAUNTLET_API_URL for the CLI)")
-	out("ConsoleUrl", s.Console.URL(), "URL of the web console")
+	if s.Console != nil {
+		out("ConsoleUrl", s.Console.URL(), "URL of the web console")
+	}
 	if s.API.UserPool != nil {
 		out("UserPoolId", s.API.UserPool.UserPoolId(), "Cognito user pool that issues API tokens")
 		out("UserPoolClientId", s.API.UserPoolClient.UserPoolClientId(), "Cognito app client id (the JWT audience)")

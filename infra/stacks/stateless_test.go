@@ -1,6 +1,7 @@
 package stacks_test
 
 import (
+	"encoding/json"
 	"slices"
 	"sort"
 	"strings"
@@ -30,13 +31,60 @@ func function(t *testing.T, name string) (string, map[string]any) {
 	return "", nil
 }
 
-// stackOutput matches a reference to an output of the stateful stack whose
-// name mentions the construct (cross-stack references read stack outputs).
+// stackOutput matches an import of an export of the stateful stack whose
+// name mentions the construct: cross-stack references are plain
+// CloudFormation exports and imports (Fn::GetStackOutput is not understood
+// everywhere CloudFormation templates are deployed, moto for one).
 func stackOutput(construct string) assertions.Matcher {
-	return assertions.Match_ObjectEquals(&map[string]any{"Fn::GetStackOutput": assertions.Match_ObjectLike(&map[string]any{
-		"StackName":  "Gauntlet-Dev-Stateful",
-		"OutputName": assertions.Match_StringLikeRegexp(jsii.String(construct)),
-	})})
+	return assertions.Match_ObjectEquals(&map[string]any{
+		"Fn::ImportValue": assertions.Match_StringLikeRegexp(jsii.String("^Gauntlet-Dev-Stateful:ExportsOutput.*" + construct)),
+	})
+}
+
+// TestCrossStackReferencesAreExports: no Fn::GetStackOutput in either
+// template, and every import of the stateless stack names an export of the
+// stateful one.
+func TestCrossStackReferencesAreExports(t *testing.T) {
+	synthesized(t)
+	exports := map[string]bool{}
+	for _, o := range statefulJSON["Outputs"].(map[string]any) {
+		if e, ok := o.(map[string]any)["Export"].(map[string]any); ok {
+			exports[e["Name"].(string)] = true
+		}
+	}
+	for name, tmpl := range map[string]map[string]any{"stateful": statefulJSON, "stateless": statelessJSON} {
+		data, err := json.Marshal(tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "Fn::GetStackOutput") {
+			t.Errorf("the %s template uses Fn::GetStackOutput; want exports and Fn::ImportValue", name)
+		}
+	}
+	imports := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if name, ok := v["Fn::ImportValue"].(string); ok {
+				imports++
+				if !exports[name] {
+					t.Errorf("the stateless stack imports %s, which the stateful stack does not export", name)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(statelessJSON)
+	if imports == 0 {
+		t.Error("the stateless stack imports nothing from the stateful one")
+	}
 }
 
 func TestFunctions(t *testing.T) {
@@ -210,7 +258,7 @@ func TestAPI(t *testing.T) {
 			"AllowOrigins": []any{assertions.Match_AnyValue()},
 		},
 	})
-	routes := map[string]string{"ANY /v1/{proxy+}": "JWT", "GET /v1/openapi.json": "NONE", "GET /healthz": "NONE"}
+	routes := map[string]string{"ANY /v1/{proxy+}": "JWT", "GET /v1/openapi.json": "NONE", "GET /healthz": "NONE", "GET /v1/health": "NONE"}
 	for key, auth := range routes {
 		statelessTemplate.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{
 			"RouteKey":          key,

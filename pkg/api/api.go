@@ -75,6 +75,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Starting, when set, reports what the platform is still doing before
+	// it can serve ("syncing the catalog"), or "" once it is ready. While
+	// it is starting, /v1/health answers 503 with it and every other route
+	// but /healthz and /v1/openapi.json answers 503 "starting: <what>".
+	// Nil: always ready.
+	Starting func() string
 }
 
 // Handler serves the API.
@@ -127,6 +133,9 @@ func newHandler(cfg Config, auth Authenticator) *Handler {
 		if !rt.public {
 			handle = h.authenticated(handle)
 		}
+		if !rt.public && !rt.whileStarting {
+			handle = h.ready(handle)
+		}
 		h.mux.Handle(rt.method+" "+rt.pattern, h.handler(handle))
 	}
 	h.mux.Handle("/", h.handler(func(w http.ResponseWriter, r *http.Request) error {
@@ -144,7 +153,10 @@ type route struct {
 	method, pattern string
 	public          bool
 	admin           bool // platform operators only (403 for everyone else)
-	handle          handlerFunc
+	// whileStarting serves the route before the platform is ready (public
+	// routes always are).
+	whileStarting bool
+	handle        handlerFunc
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -152,6 +164,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (h *Handler) routes() []route {
 	return append([]route{
 		{method: "GET", pattern: "/healthz", public: true, handle: h.health},
+		{method: "GET", pattern: "/v1/health", public: true, handle: h.readiness},
 		{method: "GET", pattern: "/v1/openapi.json", public: true, handle: h.openAPI},
 		{method: "GET", pattern: "/v1/workspace", handle: h.workspace},
 		{method: "GET", pattern: "/v1/harnesses", handle: h.listHarnesses},
@@ -223,8 +236,37 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// health is /healthz: the process answers (liveness; always ok).
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// starting is what the platform is still doing, "" when it is ready.
+func (h *Handler) starting() string {
+	if h.cfg.Starting == nil {
+		return ""
+	}
+	return h.cfg.Starting()
+}
+
+// readiness is /v1/health: 200 ready, or 503 while the platform is starting.
+func (h *Handler) readiness(w http.ResponseWriter, r *http.Request) error {
+	if what := h.starting(); what != "" {
+		w.Header().Set("Retry-After", "2")
+		return writeJSON(w, http.StatusServiceUnavailable, v1.Health{Status: v1.HealthStarting, Detail: what})
+	}
+	return writeJSON(w, http.StatusOK, v1.Health{Status: v1.HealthReady})
+}
+
+// ready answers 503 "starting: <what>" until the platform is ready.
+func (h *Handler) ready(next handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if what := h.starting(); what != "" {
+			w.Header().Set("Retry-After", "2")
+			return errorf(http.StatusServiceUnavailable, v1.CodeUnavailable, "starting: %s", what)
+		}
+		return next(w, r)
+	}
 }
 
 func (h *Handler) openAPI(w http.ResponseWriter, r *http.Request) error {

@@ -59,9 +59,15 @@ func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := checks.Check(r.Context(), ws, b.Key, b.ReadyVersion)
-	if errors.Is(err, records.ErrNotFound) || b.ReadyVersion == "" {
-		return errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %q has no environment check of its ready version; start one with POST /v1/benchmarks/%s/check", b.Key, b.Key)
+	var c records.EnvCheck
+	if b.ReadyVersion != "" {
+		c, err = checks.Check(r.Context(), ws, b.Key, b.ReadyVersion)
+	}
+	if b.ReadyVersion == "" || errors.Is(err, records.ErrNotFound) {
+		// Not an error: a benchmark page asks before anyone started one.
+		return writeJSON(w, http.StatusOK, v1.EnvCheckView{Version: b.ReadyVersion, Status: v1.CheckNone,
+			Message: fmt.Sprintf("no check yet: start one with POST /v1/benchmarks/%s/check (gauntlet benchmark check %s)", b.Key, b.Key),
+			Broken:  []string{}, Trivial: []string{}, Flagged: []v1.EnvCheckTask{}})
 	}
 	if err != nil {
 		return err
@@ -105,7 +111,7 @@ func (h *Handler) buildLog(w http.ResponseWriter, r *http.Request) error {
 
 func checkView(c records.EnvCheck) v1.EnvCheckView {
 	v := v1.EnvCheckView{Version: c.Version, Status: c.Status, Run: c.Run, Broken: nonNil(c.Broken()), Trivial: nonNil(c.Trivial()),
-		Checked: len(c.Tasks), StartedAt: c.StartedAt, EndedAt: timePtr(c.EndedAt)}
+		Checked: len(c.Tasks), StartedAt: timePtr(c.StartedAt), EndedAt: timePtr(c.EndedAt)}
 	v.Flagged = []v1.EnvCheckTask{}
 	if c.Status != records.CheckDone {
 		v.Checked = 0

@@ -80,6 +80,9 @@ type Options struct {
 	// benchmarks that need it before returning, so those whose tasks are on
 	// this machine are ready. "" installs nothing.
 	Catalog string
+	// DeferCatalog leaves the catalog to InstallCatalog, which the caller
+	// runs when it chooses (gauntlet local: after it listens).
+	DeferCatalog bool
 	// MaxSandboxes caps concurrent sandboxes across runs (0 = no cap).
 	MaxSandboxes int
 	// SecretsKey is the operator's key for the secret file; the zero Key
@@ -182,8 +185,8 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 		_ = p.closeAdapters()
 		return nil, err
 	}
-	if opts.Catalog != "" {
-		if err := p.installCatalog(ctx); err != nil {
+	if opts.Catalog != "" && !opts.DeferCatalog {
+		if err := p.InstallCatalog(ctx); err != nil {
 			_ = p.closeAdapters()
 			return nil, err
 		}
@@ -255,12 +258,15 @@ func floorBytes(minFreeMB int) uint64 {
 	return uint64(minFreeMB) << 20
 }
 
-// installCatalog installs the managed catalog through benchsync — the
+// InstallCatalog installs the managed catalog through benchsync — the
 // benchmarks get sync state and are refreshed like any other — and runs the
 // syncs it asks for right away. A benchmark that cannot be installed or
 // synced (its tasks are not on this machine, say) is logged and left
 // pending or failed; the others still install.
-func (p *Platform) installCatalog(ctx context.Context) error {
+func (p *Platform) InstallCatalog(ctx context.Context) error {
+	if p.opts.Catalog == "" {
+		return nil
+	}
 	data, err := os.ReadFile(p.opts.Catalog)
 	if err != nil {
 		return fmt.Errorf("local platform: read catalog: %w", err)

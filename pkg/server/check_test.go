@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,13 @@ func TestEnvironmentCheck(t *testing.T) {
 	alice().call(t, adminJSON(t, "POST", "/v1/admin/workspaces/"+ws.ID+"/users", v1.AddUserRequest{User: "erin-sub-1", Email: "erin@example.com"}, nil), http.StatusCreated, &user)
 	alice().call(t, adminJSON(t, "PUT", "/v1/admin/workspaces/"+ws.ID+"/billing", v1.SetBillingRequest{Status: "active"}, nil), http.StatusOK, nil)
 	c := caller{token: user.Token}
-	wantError(t, c, request{method: "GET", path: "/v1/benchmarks/demo-bench/check"}, http.StatusNotFound, v1.CodeNotFound)
+	// Before any check: 200 "no check yet" (a benchmark page asks at once).
+	var none v1.EnvCheckView
+	c.get(t, "/v1/benchmarks/demo-bench/check", http.StatusOK, &none)
+	if none.Status != v1.CheckNone || !strings.Contains(none.Message, "no check yet") || none.Run != "" || none.StartedAt != nil {
+		t.Errorf("check before any = %+v, want status none, \"no check yet\", no run", none)
+	}
+	wantError(t, c, request{method: "GET", path: "/v1/benchmarks/no-such-bench/check"}, http.StatusNotFound, v1.CodeNotFound)
 	var started v1.EnvCheckView
 	c.call(t, request{method: "POST", path: "/v1/benchmarks/demo-bench/check"}, http.StatusAccepted, &started)
 	if started.Status != "running" || started.Run == "" || started.Version == "" {

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/console"
@@ -67,7 +68,17 @@ type Options struct {
 	// RefreshAfter is how long after its last sync a benchmark is refreshed
 	// (default DefaultRefreshAfter).
 	RefreshAfter time.Duration
+	// ListenFirst makes Open return before the managed catalog
+	// (Local.Catalog) is synced: Serve answers at once — /v1/health
+	// "starting: syncing the catalog", every other API route 503 with that
+	// message — syncs the catalog, then starts the platform's loops and
+	// turns ready. Without it Open syncs the catalog before it returns.
+	ListenFirst bool
 }
+
+// StartingCatalog is what a ListenFirst server reports until its catalog
+// is synced.
+const StartingCatalog = "syncing the catalog"
 
 // Refresh defaults: as in the cloud, a benchmark is re-resolved against its
 // registry about hourly, so `head` datasets pick up new commits.
@@ -89,11 +100,14 @@ type Server struct {
 	http       *http.Server
 	now        func() time.Time
 
-	tenant   Tenant
-	created  bool
-	stopOnce sync.Once
-	done     chan struct{}
-	loops    sync.WaitGroup
+	// startingWhat is what the server is still doing before it is ready
+	// ("" once ready); see Options.ListenFirst.
+	startingWhat atomic.Value
+	tenant       Tenant
+	created      bool
+	stopOnce     sync.Once
+	done         chan struct{}
+	loops        sync.WaitGroup
 }
 
 // Open opens the platform on the data dir, bootstraps the first workspace
@@ -112,6 +126,11 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{opts: opts, log: opts.Logger, now: time.Now, done: make(chan struct{})}
+	s.startingWhat.Store("")
+	if opts.ListenFirst && opts.Local.Catalog != "" {
+		s.opts.Local.DeferCatalog = true
+		s.startingWhat.Store(StartingCatalog)
+	}
 	if err := s.open(ctx); err != nil {
 		s.closePlatform()
 		return nil, err
@@ -144,7 +163,7 @@ func (s *Server) open(ctx context.Context) error {
 	}
 	s.benchmarks = &benchmarks{benchsync.Queued{Service: s.sync, Queue: syncQueue}}
 	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: s.benchmarks,
-		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log})
+		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log, Starting: s.Starting})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
 		return err
 	}
@@ -170,6 +189,10 @@ func (s *Server) writeCredentials() error {
 	return client.SaveCredentials(path, client.Credentials{URL: s.URL(), Token: s.tenant.Token})
 }
 
+// Starting is what the server is still doing before it serves the API
+// ("syncing the catalog"), or "" once it is ready.
+func (s *Server) Starting() string { return s.startingWhat.Load().(string) }
+
 // URL is the server's base URL.
 func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
 
@@ -191,7 +214,8 @@ func (s *Server) Platform() *local.Platform { return s.platform }
 // Records is the platform's data model (tests and seeding use it).
 func (s *Server) Records() *records.Store { return s.records }
 
-// Handler serves the API at /v1 and /healthz and the console elsewhere.
+// Handler serves the API at /v1 and /healthz (liveness; /v1/health is
+// readiness) and the console elsewhere.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", s.api)
@@ -200,11 +224,49 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Serve starts the platform's loops and the sync loop and serves HTTP until
-// ctx ends, then shuts down gracefully.
+// Serve answers HTTP at once, syncs a deferred catalog (ListenFirst),
+// starts the platform's loops and the sync loop, and serves until ctx
+// ends, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- s.http.Serve(s.listener) }()
+	err := s.start(ctx)
+	if err == nil {
+		select {
+		case <-ctx.Done():
+		case err = <-errc:
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			} else {
+				err = fmt.Errorf("serve: %w", err)
+			}
+		}
+	}
+	shutdown, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stop()
+	err = errors.Join(err, s.http.Shutdown(shutdown))
+	cancel()
+	s.loops.Wait()
+	return err
+}
+
+// start syncs a deferred catalog, then starts the platform's loops and
+// the sync loop, and marks the server ready.
+func (s *Server) start(ctx context.Context) error {
+	if s.opts.Local.DeferCatalog {
+		begun := time.Now()
+		s.log.InfoContext(ctx, "starting: "+StartingCatalog+" (the API answers 503 until it ends)")
+		if err := s.platform.InstallCatalog(ctx); err != nil {
+			return err
+		}
+		s.log.InfoContext(ctx, "catalog synced", "seconds", time.Since(begun).Round(100*time.Millisecond).Seconds())
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := s.platform.Start(ctx); err != nil {
 		return err
 	}
@@ -227,24 +289,11 @@ func (s *Server) Serve(ctx context.Context) error {
 			s.benchmarks.refresh(ctx, s.log, s.now, every, after)
 		}()
 	}
-	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
-	go func() { errc <- s.http.Serve(s.listener) }()
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			cancel()
-			s.loops.Wait()
-			return fmt.Errorf("serve: %w", err)
-		}
+	if s.Starting() != "" {
+		s.startingWhat.Store("")
+		s.log.InfoContext(ctx, "ready", "url", s.URL())
 	}
-	shutdown, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer stop()
-	err := s.http.Shutdown(shutdown)
-	cancel()
-	s.loops.Wait()
-	return err
+	return nil
 }
 
 // Close stops the platform and releases the data dir; call it after Serve

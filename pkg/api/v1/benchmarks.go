@@ -121,8 +121,11 @@ type UnavailableTask struct {
 // oracle fails) and trivial ones (nop passes) are listed.
 type EnvCheckView struct {
 	Version string `json:"version"`
-	// Status is running or done.
-	Status  string   `json:"status"`
+	// Status is CheckNone (no check of the ready version yet), running or
+	// done.
+	Status string `json:"status"`
+	// Message says, with CheckNone, that no check ran and how to start one.
+	Message string   `json:"message,omitempty"`
 	Run     string   `json:"run,omitempty"`
 	Broken  []string `json:"broken"`
 	Trivial []string `json:"trivial"`
@@ -131,9 +134,13 @@ type EnvCheckView struct {
 	// outcomes of its oracle and nop attempts), so a reader can tell why
 	// without opening the check's run.
 	Flagged   []EnvCheckTask `json:"flagged"`
-	StartedAt time.Time      `json:"started_at"`
+	StartedAt *time.Time     `json:"started_at"`
 	EndedAt   *time.Time     `json:"ended_at"`
 }
+
+// CheckNone is the status of GET /v1/benchmarks/{key}/check before any
+// environment check of the benchmark's ready version.
+const CheckNone = "none"
 
 // EnvCheckTask is one task an environment check flagged, and why.
 type EnvCheckTask struct {

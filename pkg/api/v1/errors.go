@@ -84,3 +84,18 @@ func (e *Error) Problems() ([]Problem, bool) {
 	}
 	return d.Problems, true
 }
+
+// Health is the answer of GET /v1/health.
+type Health struct {
+	// Status is HealthReady or HealthStarting.
+	Status string `json:"status"`
+	// Detail says, while starting, what the platform is still doing
+	// ("syncing the catalog").
+	Detail string `json:"detail,omitempty"`
+}
+
+// Statuses of GET /v1/health.
+const (
+	HealthReady    = "ready"
+	HealthStarting = "starting"
+)

@@ -16,7 +16,7 @@ var schemaTypes = map[string]any{
 	"AdminUser": AdminUserView{}, "AdminWorkspace": AdminWorkspaceView{}, "AdminWorkspaceList": AdminWorkspaceList{},
 	"Agent": AgentView{}, "Benchmark": BenchmarkView{}, "BenchmarkDetail": BenchmarkDetail{}, "BenchmarkList": BenchmarkList{},
 	"BoardRow": BoardRow{}, "Comparison": Comparison{}, "Compare": CompareView{}, "CompareEntrant": CompareEntrant{}, "Difference": Difference{}, "CategoryDifference": CategoryDifference{}, "TaskChange": TaskChange{}, "CreateWorkspace": CreateWorkspaceRequest{}, "CreatedRun": CreatedRun{},
-	"Error": Error{}, "ErrorCounts": ErrorCounts{}, "Estimate": Estimate{}, "Variance": Variance{}, "HarnessInfo": HarnessInfo{}, "HarnessList": HarnessList{}, "Leaderboard": LeaderboardView{}, "LogLine": LogLine{}, "LogList": LogList{},
+	"Error": Error{}, "ErrorCounts": ErrorCounts{}, "Estimate": Estimate{}, "Variance": Variance{}, "HarnessInfo": HarnessInfo{}, "Health": Health{}, "HarnessList": HarnessList{}, "Leaderboard": LeaderboardView{}, "LogLine": LogLine{}, "LogList": LogList{},
 	"Manifest": ManifestView{}, "Metrics": Metrics{}, "Outcomes": Outcomes{}, "PassAtK": PassAtKPoint{},
 	"PhaseOutput": PhaseOutput{}, "Problem": Problem{}, "Progress": Progress{}, "Result": ResultView{},
 	"ResultDetail": ResultDetail{}, "ResultList": ResultList{}, "Run": RunView{}, "RunBrief": RunBrief{},

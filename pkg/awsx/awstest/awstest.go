@@ -1,9 +1,10 @@
 // Package awstest connects tests to the local AWS emulators.
 //
 // It connects tests to the real-protocol AWS emulators the
-// project runs locally (DynamoDB Local, fauxqs for SQS and S3), starting them
-// with scripts/emulators.sh when they are not already running. Tests that
-// need an emulator fail, never skip, when it cannot be started.
+// project runs locally (DynamoDB Local, fauxqs for SQS and S3, moto for
+// Secrets Manager and KMS), starting them with scripts/emulators.sh when
+// they are not already running. Tests that need an emulator fail, never
+// skip, when it cannot be started.
 package awstest
 
 import (
@@ -51,6 +52,64 @@ func Start(t testing.TB) Endpoints {
 	return endpoints
 }
 
+var (
+	motoOnce     sync.Once
+	motoEndpoint string
+	motoErr      error
+)
+
+// Moto returns moto_server's endpoint, starting it (alone) on first use;
+// GAUNTLET_TEST_MOTO_ENDPOINT overrides it. Its state is shared by every
+// test process: name what a test creates with Name.
+func Moto(t testing.TB) string {
+	t.Helper()
+	motoOnce.Do(func() {
+		if motoEndpoint = os.Getenv("GAUNTLET_TEST_MOTO_ENDPOINT"); motoEndpoint != "" {
+			return
+		}
+		var vars map[string]string
+		if vars, motoErr = emulatorsUp("moto"); motoErr == nil {
+			if motoEndpoint = vars["GAUNTLET_TEST_MOTO_ENDPOINT"]; motoEndpoint == "" {
+				motoErr = fmt.Errorf("scripts/emulators.sh up moto printed no endpoint")
+			}
+		}
+	})
+	if motoErr != nil {
+		t.Fatalf("moto: %v (run scripts/emulators.sh up moto to see why)", motoErr)
+	}
+	return motoEndpoint
+}
+
+// Credentials are the static credentials every emulator client signs with.
+func Credentials() aws.CredentialsProvider { return creds }
+
+// emulatorsUp runs scripts/emulators.sh up with args and returns the
+// variables it prints.
+func emulatorsUp(args ...string) (map[string]string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "scripts", "emulators.sh"), "up"}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("scripts/emulators.sh up %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	vars := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
+			vars[name] = value
+		}
+	}
+	return vars, nil
+}
+
 func start() (Endpoints, error) {
 	e := Endpoints{
 		DynamoDB: os.Getenv("GAUNTLET_TEST_DYNAMODB_ENDPOINT"),
@@ -60,26 +119,9 @@ func start() (Endpoints, error) {
 	if e.DynamoDB != "" && e.SQS != "" && e.S3 != "" {
 		return e, nil
 	}
-	root, err := moduleRoot()
+	vars, err := emulatorsUp()
 	if err != nil {
 		return e, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "emulators.sh"), "up")
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return e, fmt.Errorf("scripts/emulators.sh up: %w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	vars := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if name, value, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "="); ok {
-			vars[name] = value
-		}
 	}
 	fill := func(dst *string, name string) {
 		if *dst == "" {
@@ -90,7 +132,7 @@ func start() (Endpoints, error) {
 	fill(&e.SQS, "GAUNTLET_TEST_SQS_ENDPOINT")
 	fill(&e.S3, "GAUNTLET_TEST_S3_ENDPOINT")
 	if e.DynamoDB == "" || e.SQS == "" || e.S3 == "" {
-		return e, fmt.Errorf("scripts/emulators.sh up printed no endpoints: %q", out)
+		return e, fmt.Errorf("scripts/emulators.sh up printed no endpoints: %v", vars)
 	}
 	return e, nil
 }

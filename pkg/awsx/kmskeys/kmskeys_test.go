@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/awstest"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys/kmstest"
 )
@@ -21,15 +22,31 @@ func client(url, accessKey string) *kms.Client {
 	})
 }
 
+// motoKey returns a client of moto's KMS and a new symmetric key there.
+func motoKey(t *testing.T) (*kms.Client, string) {
+	t.Helper()
+	c := kms.New(kms.Options{Region: awstest.Region, BaseEndpoint: aws.String(awstest.Moto(t)), Credentials: awstest.Credentials()})
+	key, err := c.CreateKey(context.Background(), &kms.CreateKeyInput{Description: aws.String("gauntlet sandbox key test")})
+	if err != nil {
+		t.Fatalf("create KMS key: %v", err)
+	}
+	return c, aws.ToString(key.KeyMetadata.Arn)
+}
+
+// TestDataKeyRoundTripIsBoundToTheLaunch runs on moto's KMS: a data key
+// drawn for one launch opens under that launch's context only.
 func TestDataKeyRoundTripIsBoundToTheLaunch(t *testing.T) {
-	srv := kmstest.New(t)
+	c, keyARN := motoKey(t)
 	ctx := context.Background()
-	issuer := kmskeys.New(client(srv.URL, "DISPATCHER"), kmstest.KeyARN)
+	issuer := kmskeys.New(c, keyARN)
 	plain, wrapped, err := issuer.NewDataKey(ctx, "launch-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opener := kmskeys.New(client(srv.URL, "TASKROLE"), "")
+	if len(plain) != 32 {
+		t.Errorf("data key of %d bytes, want 32 (AES-256)", len(plain))
+	}
+	opener := kmskeys.New(c, "")
 	got, err := opener.OpenDataKey(ctx, wrapped, "launch-1")
 	if err != nil {
 		t.Fatal(err)
@@ -40,10 +57,27 @@ func TestDataKeyRoundTripIsBoundToTheLaunch(t *testing.T) {
 	if _, err := opener.OpenDataKey(ctx, wrapped, "launch-2"); err == nil || !strings.Contains(err.Error(), "InvalidCiphertext") {
 		t.Errorf("OpenDataKey under another launch: err %v, want InvalidCiphertextException", err)
 	}
+	if _, _, err := kmskeys.New(c, "arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000").NewDataKey(ctx, "l"); err == nil || !strings.Contains(err.Error(), "NotFoundException") {
+		t.Errorf("NewDataKey with an unknown key: err %v, want NotFoundException", err)
+	}
+}
+
+// TestRequestsCarryTheLaunchContext pins what the adapter sends (the key,
+// AES_256, the launch's encryption context) on the recording fake.
+func TestRequestsCarryTheLaunchContext(t *testing.T) {
+	srv := kmstest.New(t)
+	ctx := context.Background()
+	_, wrapped, err := kmskeys.New(client(srv.URL, "DISPATCHER"), kmstest.KeyARN).NewDataKey(ctx, "launch-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kmskeys.New(client(srv.URL, "TASKROLE"), "").OpenDataKey(ctx, wrapped, "launch-1"); err != nil {
+		t.Fatal(err)
+	}
 	wantContext := map[string]any{"gauntlet:launch": "launch-1"}
 	reqs := srv.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("requests = %d, want 3", len(reqs))
+	if len(reqs) != 2 {
+		t.Fatalf("requests = %d, want 2", len(reqs))
 	}
 	for i, op := range []string{"GenerateDataKey", "Decrypt"} {
 		if reqs[i].Operation != op {
@@ -58,6 +92,8 @@ func TestDataKeyRoundTripIsBoundToTheLaunch(t *testing.T) {
 	}
 }
 
+// TestNewDataKeyErrors uses the fake for the refusal: moto enforces no IAM,
+// so only the fake can deny an access key an operation.
 func TestNewDataKeyErrors(t *testing.T) {
 	srv := kmstest.New(t)
 	srv.Allowed = func(accessKey, op string) bool { return !(accessKey == "TASKROLE" && op == "GenerateDataKey") }
@@ -69,7 +105,6 @@ func TestNewDataKeyErrors(t *testing.T) {
 	}{
 		{name: "no key configured", keys: kmskeys.New(client(srv.URL, "DISPATCHER"), ""), launch: "l", want: "GAUNTLET_SANDBOX_KMS_KEY"},
 		{name: "no launch", keys: kmskeys.New(client(srv.URL, "DISPATCHER"), kmstest.KeyARN), want: "launch id is empty"},
-		{name: "unknown key", keys: kmskeys.New(client(srv.URL, "DISPATCHER"), "alias/other"), launch: "l", want: "NotFoundException"},
 		{name: "denied", keys: kmskeys.New(client(srv.URL, "TASKROLE"), kmstest.KeyARN), launch: "l", want: "AccessDenied"},
 	}
 	for _, tt := range tests {

@@ -3,102 +3,42 @@ package secrets_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/awstest"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/secrets"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret/secrettest"
 )
 
-// smServer speaks Secrets Manager's JSON 1.1 protocol to the real SDK client:
-// enough of CreateSecret, PutSecretValue, GetSecretValue and DeleteSecret to
-// hold values by name, answering missing names as AWS does.
-type smServer struct {
-	mu       sync.Mutex
-	values   map[string]string
-	requests []map[string]any
-	ops      []string
-}
-
-func (s *smServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "secretsmanager.")
-	body, _ := io.ReadAll(r.Body)
-	var req map[string]any
-	_ = json.Unmarshal(body, &req)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests = append(s.requests, req)
-	s.ops = append(s.ops, op)
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	notFound := func() {
-		w.WriteHeader(400)
-		_, _ = io.WriteString(w, `{"__type":"ResourceNotFoundException","message":"Secrets Manager can't find the specified secret."}`)
-	}
-	id, _ := req["SecretId"].(string)
-	switch op {
-	case "CreateSecret":
-		name := req["Name"].(string)
-		if _, ok := s.values[name]; ok {
-			w.WriteHeader(400)
-			_, _ = io.WriteString(w, `{"__type":"ResourceExistsException","message":"exists"}`)
-			return
-		}
-		s.values[name] = req["SecretString"].(string)
-		_, _ = io.WriteString(w, `{"ARN":"arn:aws:secretsmanager:us-east-1:111122223333:secret:`+name+`","Name":"`+name+`"}`)
-	case "PutSecretValue":
-		if _, ok := s.values[id]; !ok {
-			notFound()
-			return
-		}
-		s.values[id] = req["SecretString"].(string)
-		_, _ = io.WriteString(w, `{"Name":"`+id+`"}`)
-	case "GetSecretValue":
-		v, ok := s.values[id]
-		if !ok {
-			notFound()
-			return
-		}
-		out, _ := json.Marshal(map[string]string{"Name": id, "SecretString": v})
-		_, _ = w.Write(out)
-	case "DeleteSecret":
-		if _, ok := s.values[id]; !ok {
-			notFound()
-			return
-		}
-		delete(s.values, id)
-		_, _ = io.WriteString(w, `{"Name":"`+id+`"}`)
-	default:
-		w.WriteHeader(400)
-		_, _ = io.WriteString(w, `{"__type":"InvalidRequestException"}`)
-	}
-}
-
-func newStore(t *testing.T) (*secrets.Store, *smServer) {
+// newStore returns a store on moto's Secrets Manager (the emulator of
+// awstest.Moto), under a prefix of its own and a KMS key created in moto.
+func newStore(t *testing.T) (*secrets.Store, *secretsmanager.Client, string) {
 	t.Helper()
-	srv := &smServer{values: map[string]string{}}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	endpoint := awstest.Moto(t)
+	ctx := context.Background()
+	keys := kms.New(kms.Options{Region: awstest.Region, BaseEndpoint: aws.String(endpoint), Credentials: awstest.Credentials()})
+	key, err := keys.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("gauntlet secrets test")})
+	if err != nil {
+		t.Fatalf("create KMS key: %v", err)
+	}
 	client := secretsmanager.New(secretsmanager.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		Region: awstest.Region, BaseEndpoint: aws.String(endpoint), Credentials: awstest.Credentials(),
 	})
-	return secrets.New(client, "gauntlet/test/", "arn:aws:kms:us-east-1:111122223333:key/k1"), srv
+	prefix := "gauntlet/" + awstest.Name("test") + "/"
+	return secrets.New(client, prefix, aws.ToString(key.KeyMetadata.Arn)), client, aws.ToString(key.KeyMetadata.Arn)
 }
 
 func TestPutGetDeleteScopes(t *testing.T) {
-	s, srv := newStore(t)
+	s, client, keyARN := newStore(t)
 	ctx := context.Background()
 	ws := secret.Ref{Workspace: "ws1", Scope: secret.Workspace, Name: "OPENAI_API_KEY"}
 	mine := secret.Ref{Workspace: "ws1", Scope: secret.Personal, Owner: "alice", Name: "OPENAI_API_KEY"}
@@ -129,12 +69,12 @@ func TestPutGetDeleteScopes(t *testing.T) {
 			t.Errorf("Get(%+v) = %q, %v; want %q, %v", tt.ref, got.Reveal(), err, tt.want.Reveal(), tt.err)
 		}
 	}
-	if got, want := s.Name(mine), "gauntlet/test/ws1/personal/alice/OPENAI_API_KEY"; got != want {
-		t.Errorf("Name = %q, want %q", got, want)
+	if got, want := s.Name(mine), "/ws1/personal/alice/OPENAI_API_KEY"; !strings.HasPrefix(got, "gauntlet/") || !strings.HasSuffix(got, want) {
+		t.Errorf("Name = %q, want gauntlet/<prefix>%s", got, want)
 	}
-	create := srv.requests[1] // first Put: PutSecretValue (not found) then CreateSecret
-	if srv.ops[1] != "CreateSecret" || create["KmsKeyId"] != "arn:aws:kms:us-east-1:111122223333:key/k1" {
-		t.Errorf("create request %s %v: want CreateSecret under the stack's KMS key", srv.ops[1], create)
+	desc, err := client.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String(s.Name(ws))})
+	if err != nil || aws.ToString(desc.KmsKeyId) != keyARN {
+		t.Errorf("DescribeSecret(%s) = %v, %v; want the secret under the stack's KMS key %s", s.Name(ws), desc, err, keyARN)
 	}
 	if err := s.Delete(ctx, ws); err != nil {
 		t.Fatal(err)
@@ -145,14 +85,17 @@ func TestPutGetDeleteScopes(t *testing.T) {
 	if _, err := s.Get(ctx, ws); !errors.Is(err, secret.ErrNotFound) {
 		t.Errorf("Get after Delete = %v, want ErrNotFound", err)
 	}
-	last := srv.requests[len(srv.requests)-2]
-	if last["ForceDeleteWithoutRecovery"] != true {
-		t.Errorf("DeleteSecret = %v, want ForceDeleteWithoutRecovery", last)
+	// Deleted without a recovery window: the name is free at once.
+	if _, err := client.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String(s.Name(ws))}); err == nil {
+		t.Errorf("DescribeSecret after Delete found the secret: want it deleted without recovery")
+	}
+	if err := s.Put(ctx, ws, "v-again"); err != nil {
+		t.Errorf("Put after Delete = %v, want the name reusable", err)
 	}
 }
 
 func TestValuesNeverInErrorsOrLogs(t *testing.T) {
-	s, _ := newStore(t)
+	s, _, _ := newStore(t)
 	ctx := context.Background()
 	bad := secret.Ref{Workspace: "ws1", Scope: secret.Workspace, Name: "lower-case"}
 	err := s.Put(ctx, bad, "sk-top-secret")
@@ -167,10 +110,10 @@ func TestValuesNeverInErrorsOrLogs(t *testing.T) {
 }
 
 // TestContract runs the secret-store contract suite the local adapter also
-// passes, against the JSON-protocol server above.
+// passes, against moto's Secrets Manager.
 func TestContract(t *testing.T) {
 	secrettest.Run(t, func(t *testing.T) secret.Store {
-		s, _ := newStore(t)
+		s, _, _ := newStore(t)
 		return s
 	})
 }

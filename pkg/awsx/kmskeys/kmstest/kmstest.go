@@ -6,6 +6,12 @@
 // AES-GCM under a key of its own and binds them to their encryption context
 // as KMS does, so a Decrypt with another context fails; it records every
 // request and can refuse operations per access key, like IAM.
+//
+// The adapter's happy paths run on moto's KMS (pkg/awsx/kmskeys' tests);
+// this fake stays where a test needs what moto 5.2.1 does not do: record
+// each request, or refuse an operation to one access key (moto enforces no
+// IAM), and in the ECS driver's and the runner's tests, which run beside
+// an in-process ECS (docs/DEPLOY.md, "Where moto 5.2.1 falls short").
 package kmstest
 
 import (
