@@ -85,6 +85,12 @@ type Harness struct {
 	// MountsSolution gives the agent phase the task's solution/ read-only at
 	// /solution (and the task's [solution].env); only an oracle may have it.
 	MountsSolution bool
+	// MemoryMB is the memory the harness's program needs (MB): the peak
+	// resident memory of its processes on a multi-turn task, measured
+	// (docs/AGENTS.md) and rounded up with headroom. A run whose task gives
+	// the agent less (its environment's memory_mb) is warned at submit; 0
+	// for a harness that runs nothing of its own.
+	MemoryMB int
 	// ModelFree marks gauntlet's own harnesses that run without a model
 	// (oracle, nop, command — a documented extension of Osmosis's config):
 	// their agents may omit [agents.model]. Every other harness requires

@@ -44,6 +44,8 @@ var harnesses = []Harness{
 			"DISABLE_ERROR_REPORTING":                  "1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		},
+		// Peak RSS 212 MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   384,
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		WireAPI:    WireAnthropicMessages,
 		NativeLogs: []string{".claude/projects/*/*.jsonl"},
@@ -90,6 +92,8 @@ stream_max_retries = 2
 [analytics]
 enabled = false
 `},
+		// Peak RSS 141 MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   256,
 		KeyEnv:     "OPENAI_API_KEY",
 		WireAPI:    WireOpenAIResponses,
 		NativeLogs: []string{".codex/sessions/*/*/*/rollout-*.jsonl"},
@@ -145,6 +149,8 @@ enabled = false
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true}
 }
 `},
+		// Peak RSS 466 (its relaunching parent Node 168 MB + the child 298 MB) MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   768,
 		KeyEnv:     "GEMINI_API_KEY",
 		WireAPI:    WireGemini,
 		NativeLogs: []string{".gemini/tmp/*/chats/session-*.json*"},
@@ -204,6 +210,8 @@ enabled = false
 			"XDG_CACHE_HOME":                "{{.Home}}/.cache",
 			"XDG_STATE_HOME":                "{{.Home}}/.local/state",
 		},
+		// Peak RSS 514 MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   1024,
 		KeyEnv:     "GAUNTLET_MODEL_API_KEY",
 		WireAPI:    WireOpenAIChat,
 		NativeLogs: []string{".local/share/opencode/opencode.db"},

@@ -243,6 +243,7 @@ func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems
 		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable))
 	}
 	resolved.Warnings = append(resolved.Warnings, budgetWarnings(resolved.Config, resolved.Harnesses)...)
+	resolved.Warnings = append(resolved.Warnings, memoryWarnings(resolved.Harnesses, resolved.Tasks, manifest)...)
 	v.Resolved = resolved
 	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
 	problems = append(problems, modelProblems(resolved.Config.Agents, resolved.Harnesses, s.opts.CheckModel)...)
