@@ -17,3 +17,10 @@ var PackageJSON []byte
 //
 //go:embed package-lock.json
 var PackageLock []byte
+
+// Runtime is agents/runtime.json: the pinned Debian packages whose files
+// make each bundle independent of its task image (a glibc loader and
+// libraries for the dynamically linked programs, a static bash).
+//
+//go:embed runtime.json
+var Runtime []byte

@@ -6,6 +6,15 @@
 #
 #   debian-bookworm-minbase.tar   mmdebstrap minbase + merged-usr   (≈ 80 MB)
 #   debian-bookworm-python3.tar   the same + python3, python3-pytest, git
+#   debian-trixie-minbase.tar     Debian 13's minbase: a newer glibc (2.41,
+#                                 Ubuntu 25.04's; 24.04 has 2.39), the
+#                                 Ubuntu-like image of the agent matrix (no
+#                                 Ubuntu mirror is reachable from here)
+#   debian-bookworm-nobash.tar    minbase without bash and /usr/bin/env:
+#                                 nothing but dash's /bin/sh
+#   musl-busybox.tar              musl only, no glibc at all (Debian's musl
+#                                 + busybox-static, assembled offline from
+#                                 the two packages): the Alpine-like image
 #
 # into ${GAUNTLET_CACHE:-$HOME/.cache/gauntlet}/base, with a log beside each.
 # A tarball already there is kept (a second run does nothing); delete it to
@@ -22,16 +31,17 @@ if ! command -v mmdebstrap >/dev/null 2>&1; then
 	(apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
 fi
 
-build() { # build NAME [--include=…]
-	local name="$1"; shift
-	local tar="$out/debian-bookworm-$name.tar" log="$out/$name.log"
+build() { # build SUITE NAME [--include=…]
+	local suite="$1" name="$2"; shift 2
+	local tar="$out/debian-$suite-$name.tar" log="$out/$name.log"
+	[ "$suite" = bookworm ] || log="$out/$suite-$name.log"
 	if [ -f "$tar" ]; then
 		echo "base image $tar: present"
 		return
 	fi
 	# The temporary name must end in .tar: mmdebstrap picks its output
 	# format from the name (and --format=tar makes sure of it).
-	local tmp="$out/.debian-bookworm-$name.tmp.$$.tar"
+	local tmp="$out/.debian-$suite-$name.tmp.$$.tar"
 	trap 'rm -f "$tmp"' EXIT
 	echo "base image $tar: building with mmdebstrap (log: $log)"
 	local start=$SECONDS
@@ -40,7 +50,7 @@ build() { # build NAME [--include=…]
 		--dpkgopt='path-exclude=/usr/share/doc/*' \
 		--dpkgopt='path-exclude=/usr/share/man/*' \
 		--dpkgopt='path-exclude=/usr/share/locale/*' \
-		"$@" bookworm "$tmp" http://deb.debian.org/debian >"$log" 2>&1; then
+		"$@" "$suite" "$tmp" http://deb.debian.org/debian >"$log" 2>&1; then
 		echo "mmdebstrap failed for $name; the end of $log:" >&2
 		tail -n 20 "$log" >&2
 		exit 1
@@ -50,5 +60,58 @@ build() { # build NAME [--include=…]
 	echo "base image $tar: $(du -h "$tar" | cut -f1) in $((SECONDS - start)) s"
 }
 
-build minbase
-build python3 --include=python3,python3-pytest,git
+# derive NAME FROM PATH… — FROM's tarball without PATHs.
+derive() {
+	local name="$1" from="$2"; shift 2
+	local tar="$out/$name.tar"
+	if [ -f "$tar" ]; then
+		echo "base image $tar: present"
+		return
+	fi
+	local tmp="$out/.$name.tmp.$$.tar"
+	trap 'rm -f "$tmp"' EXIT
+	cp "$out/$from" "$tmp"
+	tar --delete -f "$tmp" "$@"
+	mv "$tmp" "$tar"
+	trap - EXIT
+	echo "base image $tar: $(du -h "$tar" | cut -f1)"
+}
+
+# musl_image: / of Debian's musl and busybox-static, busybox's applets
+# linked in /bin, a root user; no glibc, no bash.
+musl_image() {
+	local tar="$out/musl-busybox.tar"
+	if [ -f "$tar" ]; then
+		echo "base image $tar: present"
+		return
+	fi
+	local work
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+	(cd "$work" && { apt-get download musl busybox-static >/dev/null 2>&1 ||
+		{ apt-get update -qq >/dev/null 2>&1; apt-get download musl busybox-static >/dev/null; }; })
+	mkdir "$work/root"
+	for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
+	(
+		cd "$work/root"
+		rm -rf usr/share
+		for app in $(bin/busybox --list); do
+			[ -e "bin/$app" ] || ln -s busybox "bin/$app"
+		done
+		mkdir -p etc tmp app root
+		chmod 1777 tmp
+		echo 'root:x:0:0:root:/root:/bin/sh' >etc/passwd
+		echo 'root:x:0:' >etc/group
+		tar --numeric-owner --owner=0 --group=0 -cf "$out/.musl-busybox.tmp.tar" .
+	)
+	mv "$out/.musl-busybox.tmp.tar" "$tar"
+	rm -rf "$work"
+	trap - EXIT
+	echo "base image $tar: $(du -h "$tar" | cut -f1)"
+}
+
+build bookworm minbase
+build bookworm python3 --include=python3,python3-pytest,git
+build trixie minbase
+derive debian-bookworm-nobash debian-bookworm-minbase.tar ./usr/bin/bash ./usr/bin/rbash ./usr/bin/env
+musl_image

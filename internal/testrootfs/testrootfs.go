@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -48,20 +49,64 @@ func Dir(tb testing.TB) string {
 	if os.Geteuid() != 0 {
 		tb.Fatal("image sandbox tests need root (overlay and loop mounts)")
 	}
-	once.Do(func() { once.dir, once.err = build() })
+	once.Do(func() { once.dir, once.err = build(MinbaseTar) })
 	if once.err != nil {
 		tb.Fatal(once.err)
 	}
 	return once.dir
 }
 
-func build() (string, error) {
-	tarball := filepath.Join(BaseDir(), "debian-bookworm-minbase.tar")
+// Base image tarballs of `make base-images` (scripts/base-images.sh).
+const (
+	MinbaseTar = "debian-bookworm-minbase.tar" // Debian 12 minbase
+	Python3Tar = "debian-bookworm-python3.tar" // the python:3.x-slim stand-in
+	TrixieTar  = "debian-trixie-minbase.tar"   // a newer glibc (2.41): the Ubuntu-like image
+	NoBashTar  = "debian-bookworm-nobash.tar"  // minbase without bash and /usr/bin/env
+	MuslTar    = "musl-busybox.tar"            // musl and busybox only: no glibc, no bash
+)
+
+var variants struct {
+	sync.Mutex
+	dirs map[string]string
+}
+
+// Of returns the rootfs of the base image tarball (one of the *Tar
+// names), customised as Dir's, building it on first use.
+func Of(tb testing.TB, tarball string) string {
+	tb.Helper()
+	if tarball == MinbaseTar {
+		return Dir(tb)
+	}
+	if os.Geteuid() != 0 {
+		tb.Fatal("image sandbox tests need root (overlay and loop mounts)")
+	}
+	variants.Lock()
+	defer variants.Unlock()
+	if dir, ok := variants.dirs[tarball]; ok {
+		return dir
+	}
+	dir, err := build(tarball)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if variants.dirs == nil {
+		variants.dirs = map[string]string{}
+	}
+	variants.dirs[tarball] = dir
+	return dir
+}
+
+func build(name string) (string, error) {
+	tarball := filepath.Join(BaseDir(), name)
 	info, err := os.Stat(tarball)
 	if err != nil {
-		return "", fmt.Errorf("the image tests need the Debian base image %s (build it with `make base-images`, or point GAUNTLET_BASE_IMAGES at a dir holding it): %v", tarball, err)
+		return "", fmt.Errorf("the image tests need the base image %s (build it with `make base-images`, or point GAUNTLET_BASE_IMAGES at a dir holding it): %v", tarball, err)
 	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("gauntlet-test-rootfs-%s-%d", Version, info.Size()))
+	prefix := "gauntlet-test-rootfs-"
+	if name != MinbaseTar {
+		prefix += strings.TrimSuffix(name, ".tar") + "-"
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%s-%d", prefix, Version, info.Size()))
 	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return "", err

@@ -90,10 +90,10 @@ func (s Spec) DirName() string {
 	return s.Harness + "-" + s.Version + "-" + s.Digest[:16]
 }
 
-// SpecOf resolves h's bundle against the lock. It fails when the lock does
-// not pin every package the bundle needs, or pins the harness's package at
-// another version than the harness row says.
-func SpecOf(h harness.Harness, l Lock) (Spec, error) {
+// SpecOf resolves h's bundle against the lock and the runtime. It fails
+// when the lock does not pin every package the bundle needs, or pins the
+// harness's package at another version than the harness row says.
+func SpecOf(h harness.Harness, l Lock, rt Runtime) (Spec, error) {
 	if h.Bundle == nil {
 		return Spec{}, fmt.Errorf("harness %q has no agent bundle", h.Name)
 	}
@@ -122,6 +122,7 @@ func SpecOf(h harness.Harness, l Lock) (Spec, error) {
 	for _, f := range b.Files {
 		fmt.Fprintf(sum, "%s\x00%s\x00", f.From, f.To)
 	}
+	sum.Write([]byte(rt.digestInput(b)))
 	return Spec{Harness: h.Name, Version: h.Version, Digest: hex.EncodeToString(sum.Sum(nil)), Bundle: b}, nil
 }
 
@@ -143,6 +144,9 @@ type Cache struct {
 	// Lock is the package-lock.json bundles are prepared from (the
 	// embedded agents/package-lock.json unless set).
 	Lock []byte
+	// Runtime is the runtime.json every bundle takes its loader,
+	// libraries and shell from (the embedded agents/runtime.json unless set).
+	Runtime []byte
 }
 
 func (c Cache) dir() string {
@@ -152,12 +156,21 @@ func (c Cache) dir() string {
 	return DefaultDir()
 }
 
-func (c Cache) lock() (Lock, error) {
+func (c Cache) lock() (Lock, Runtime, error) {
 	data := c.Lock
 	if data == nil {
 		data = agents.PackageLock
 	}
-	return ParseLock(data)
+	l, err := ParseLock(data)
+	if err != nil {
+		return Lock{}, Runtime{}, err
+	}
+	data = c.Runtime
+	if data == nil {
+		data = agents.Runtime
+	}
+	rt, err := ParseRuntime(data)
+	return l, rt, err
 }
 
 // Status is one bundle's state in the cache.
@@ -172,13 +185,13 @@ type Status struct {
 
 // List reports the state of every bundle of table.
 func (c Cache) List(table []harness.Harness) ([]Status, error) {
-	l, err := c.lock()
+	l, rt, err := c.lock()
 	if err != nil {
 		return nil, err
 	}
 	var out []Status
 	for _, h := range Bundled(table) {
-		s, err := SpecOf(h, l)
+		s, err := SpecOf(h, l, rt)
 		if err != nil {
 			return nil, err
 		}
@@ -194,11 +207,11 @@ func (c Cache) List(table []harness.Harness) ([]Status, error) {
 // Path returns the prepared bundle of h, or an error wrapping
 // ErrNotInstalled that says how to prepare it.
 func (c Cache) Path(h harness.Harness) (string, error) {
-	l, err := c.lock()
+	l, rt, err := c.lock()
 	if err != nil {
 		return "", err
 	}
-	s, err := SpecOf(h, l)
+	s, err := SpecOf(h, l, rt)
 	if err != nil {
 		return "", err
 	}

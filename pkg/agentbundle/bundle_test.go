@@ -2,8 +2,14 @@ package agentbundle
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,9 +23,13 @@ func TestEmbeddedLockPinsEveryBundledHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rt, err := ParseRuntime(agents.Runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]string{}
 	for _, h := range Bundled(harness.All()) {
-		s, err := SpecOf(h, l)
+		s, err := SpecOf(h, l, rt)
 		if err != nil {
 			t.Errorf("SpecOf(%s): %v", h.Name, err)
 			continue
@@ -39,16 +49,17 @@ func TestEmbeddedLockPinsEveryBundledHarness(t *testing.T) {
 
 func TestSpecOfRejectsAVersionTheLockDoesNotPin(t *testing.T) {
 	l, _ := ParseLock(agents.PackageLock)
+	rt, _ := ParseRuntime(agents.Runtime)
 	h, _ := harness.Lookup("codex")
 	h.Version = "0.1.0"
-	if _, err := SpecOf(h, l); err == nil || !strings.Contains(err.Error(), "pins @openai/codex 0.169.0") {
+	if _, err := SpecOf(h, l, rt); err == nil || !strings.Contains(err.Error(), "pins @openai/codex 0.169.0") {
 		t.Errorf("SpecOf(codex 0.1.0) = %v, want a version mismatch", err)
 	}
 	h, _ = harness.Lookup("codex")
 	b := *h.Bundle
 	b.Packages = append([]string{"left-pad"}, b.Packages...)
 	h.Bundle = &b
-	if _, err := SpecOf(h, l); err == nil || !strings.Contains(err.Error(), "does not pin left-pad") {
+	if _, err := SpecOf(h, l, rt); err == nil || !strings.Contains(err.Error(), "does not pin left-pad") {
 		t.Errorf("SpecOf(unpinned package) = %v", err)
 	}
 }
@@ -96,7 +107,7 @@ func (p *recordingProgress) Add(n int64)             { p.bytes += n }
 
 func TestInstallPreparesOncePrunedAndContentAddressed(t *testing.T) {
 	npm, counter := fakeNPM(t)
-	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock)}
+	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock), Runtime: fakeRuntime(t)}
 	table := []harness.Harness{toolHarness}
 	if _, err := cache.Path(toolHarness); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "gauntlet agents install tool") {
 		t.Fatalf("Path before install = %v, want ErrNotInstalled saying how to install", err)
@@ -124,10 +135,13 @@ func TestInstallPreparesOncePrunedAndContentAddressed(t *testing.T) {
 		t.Errorf("voice/ was kept (err %v); only the bundle's files belong in it", err)
 	}
 	entries, _ := os.ReadDir(cache.Dir)
-	if len(entries) != 1 {
-		t.Errorf("cache holds %d entries, want only the bundle (npm staging pruned)", len(entries))
+	if len(entries) != 2 {
+		t.Errorf("cache holds %d entries, want only the bundle and .debs (npm staging pruned)", len(entries))
 	}
-	if p.bytes != int64(len("#!/bin/sh\necho tool\n")+len("data\n")) || len(p.stages) != 2 {
+	if got, err := os.ReadFile(filepath.Join(dir, "path/bash")); err != nil || string(got) != fakeShell {
+		t.Errorf("path/bash = %q, %v; want the runtime's shell", got, err)
+	}
+	if p.bytes != int64(len("#!/bin/sh\necho tool\n")+len("data\n")) || len(p.stages) != 3 {
 		t.Errorf("progress = %+v", p)
 	}
 	// A second install (another run, CI's fresh clone with the same cache)
@@ -139,16 +153,61 @@ func TestInstallPreparesOncePrunedAndContentAddressed(t *testing.T) {
 	if strings.Count(string(runs), "run") != 1 {
 		t.Errorf("npm ran %d times, want once", strings.Count(string(runs), "run"))
 	}
-	// Another lock (a new integrity hash) is another bundle.
+	// Another lock (a new integrity hash) is another bundle, and so is
+	// another runtime.
 	other := cache
 	other.Lock = []byte(strings.Replace(fakeLock, "sha512-AAAA", "sha512-BBBB", 1))
 	if _, err := other.Path(toolHarness); !errors.Is(err, ErrNotInstalled) {
 		t.Errorf("Path with a changed lock = %v, want ErrNotInstalled", err)
 	}
+	other = cache
+	other.Runtime = []byte(strings.Replace(string(cache.Runtime), `"to": "path/bash"`, `"to": "path/sh"`, 1))
+	if _, err := other.Path(toolHarness); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Path with a changed runtime = %v, want ErrNotInstalled", err)
+	}
+}
+
+// fakeShell is the shell the fake runtime's package holds.
+const fakeShell = "#!/bin/sh\necho fake bash\n"
+
+// fakeRuntime is a runtime.json of one Debian package holding a "static
+// bash" (built with dpkg-deb), served by a loopback mirror.
+func fakeRuntime(t *testing.T) []byte {
+	t.Helper()
+	root := t.TempDir()
+	pkg := filepath.Join(root, "pkg")
+	for name, data := range map[string]string{"DEBIAN/control": "Package: fake-bash\nVersion: 1\nArchitecture: amd64\nMaintainer: t <t@t>\nDescription: t\n",
+		"bin/bash-static": fakeShell} {
+		if err := os.MkdirAll(filepath.Join(pkg, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, name), []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deb := filepath.Join(root, "fake-bash.deb")
+	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", pkg, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb --build: %v: %s", err, out)
+	}
+	data, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/pool/fake-bash.deb" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	t.Cleanup(srv.Close)
+	return []byte(fmt.Sprintf(`{"mirror": %q, "packages": [{"name": "fake-bash", "version": "1", "path": "pool/fake-bash.deb",
+  "sha256": %q, "files": [{"from": "bin/bash-static", "to": "path/bash", "part": "shell"}]}]}`, srv.URL, hex.EncodeToString(sum[:])))
 }
 
 func TestInstallLeavesNothingUsableWhenNPMFails(t *testing.T) {
-	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock)}
+	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock), Runtime: fakeRuntime(t)}
 	_, err := cache.Install(context.Background(), []harness.Harness{toolHarness}, InstallOptions{NPM: "/bin/false"})
 	if err == nil || !strings.Contains(err.Error(), "npm ci") {
 		t.Fatalf("Install with a failing npm = %v", err)

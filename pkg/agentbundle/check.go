@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 )
 
 // ErrUnrunnable reports that a bundle's program cannot run in a sandbox's
@@ -25,8 +27,11 @@ var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/l
 // filesystem root (the directory the sandbox's / is made of): its program
 // interpreter exists there, every library it links exists there, and the C
 // library defines every GLIBC_x.y symbol version the program needs. A
-// static program (codex's musl build) needs nothing. The error wraps
-// ErrUnrunnable and names what is missing, e.g. "needs glibc ≥ 2.28 …".
+// static program (codex's musl build) needs nothing. A bundle's glibc
+// program, whose interpreter is harness.RuntimeInterpreter, is checked
+// against its bundle's own lib/ instead, whatever root is: it reads
+// nothing of the image's. The error wraps ErrUnrunnable and names what is
+// missing, e.g. "needs glibc ≥ 2.28 …".
 func CheckRunnable(program, root string) error {
 	f, err := elf.Open(program)
 	if err != nil {
@@ -47,6 +52,15 @@ func CheckRunnable(program, root string) error {
 		return nil
 	}
 	name := filepath.Base(program)
+	dirs := libDirs
+	if interp == harness.RuntimeInterpreter {
+		// The bundle's lib/ is the sandbox's RuntimeDir: check there.
+		lib, ok := bundleLib(program)
+		if !ok {
+			return fmt.Errorf("%w: %s runs on its bundle's loader, but no %s is above it", ErrUnrunnable, name, harness.RuntimeLoader)
+		}
+		root, dirs, interp = lib, []string{"/"}, "/ld.so"
+	}
 	if _, err := resolveIn(root, interp); err != nil {
 		return fmt.Errorf("%w: %s is dynamically linked against glibc and needs the loader %s, which the sandbox's root filesystem lacks (a musl or distroless image?)",
 			ErrUnrunnable, name, interp)
@@ -58,7 +72,10 @@ func CheckRunnable(program, root string) error {
 	var missing []string
 	libc := ""
 	for _, lib := range libs {
-		p, ok := findLib(root, lib)
+		if interp == "/ld.so" && strings.HasPrefix(lib, "ld-linux") {
+			continue // the bundle's loader is the program's interpreter: it satisfies its own soname
+		}
+		p, ok := findLib(root, dirs, lib)
 		if !ok {
 			missing = append(missing, lib)
 			continue
@@ -149,8 +166,21 @@ func versionLess(a, b string) bool {
 	return false
 }
 
-func findLib(root, lib string) (string, bool) {
-	for _, d := range libDirs {
+// bundleLib finds the lib/ of the bundle program is in: the nearest
+// directory above it holding harness.RuntimeLoader.
+func bundleLib(program string) (string, bool) {
+	for dir := filepath.Dir(program); ; dir = filepath.Dir(dir) {
+		if info, err := os.Stat(filepath.Join(dir, filepath.FromSlash(harness.RuntimeLoader))); err == nil && info.Mode().IsRegular() {
+			return filepath.Join(dir, harness.RuntimeLib), true
+		}
+		if dir == filepath.Dir(dir) {
+			return "", false
+		}
+	}
+}
+
+func findLib(root string, dirs []string, lib string) (string, bool) {
+	for _, d := range dirs {
 		if p, err := resolveIn(root, path.Join(d, lib)); err == nil {
 			return p, true
 		}

@@ -40,8 +40,9 @@ type InstallOptions struct {
 // Install prepares the bundles of hs that are not yet in the cache: one
 // `npm ci --ignore-scripts` of the lock into a staging directory of the
 // cache, the files of each bundle linked (or copied) out of it into a fresh
-// directory renamed into place once complete, then the staging directory is
-// removed. Bundles already prepared are kept as they are; an interrupted
+// directory with the runtime it needs (agents/runtime.json: a static bash,
+// and a glibc loader and libraries for a glibc program) renamed into place
+// once complete, then the staging directory is removed. Bundles already prepared are kept as they are; an interrupted
 // install leaves nothing a later attempt would use.
 func (c Cache) Install(ctx context.Context, hs []harness.Harness, opts InstallOptions) ([]Status, error) {
 	all, err := c.List(hs)
@@ -70,9 +71,13 @@ func (c Cache) Install(ctx context.Context, hs []harness.Harness, opts InstallOp
 		return nil, err
 	}
 	defer os.RemoveAll(staging)
+	_, rt, err := c.lock()
+	if err != nil {
+		return nil, err
+	}
 	modules := filepath.Join(staging, "node_modules")
 	for _, i := range missing {
-		st, err := prepare(all[i], modules, opts.Progress)
+		st, err := prepare(ctx, all[i], modules, rt, opts.Progress)
 		if err != nil {
 			return nil, err
 		}
@@ -130,8 +135,8 @@ func (c Cache) npmInstall(ctx context.Context, dir string, roots []string, opts 
 	return staging, nil
 }
 
-// prepare builds one bundle from node_modules.
-func prepare(st Status, modules string, p Progress) (Status, error) {
+// prepare builds one bundle from node_modules and the runtime.
+func prepare(ctx context.Context, st Status, modules string, rt Runtime, p Progress) (Status, error) {
 	var total int64
 	for _, f := range st.Bundle.Files {
 		n, err := treeSize(filepath.Join(modules, f.From))
@@ -155,6 +160,12 @@ func prepare(st Status, modules string, p Progress) (Status, error) {
 		if err := copyTree(filepath.Join(modules, f.From), filepath.Join(tmp, f.To), p); err != nil {
 			return st, fmt.Errorf("bundle %s: %w", st.Harness, err)
 		}
+	}
+	if err := addRuntime(ctx, rt, filepath.Dir(st.Dir), tmp, st.Bundle, p); err != nil {
+		return st, fmt.Errorf("bundle %s: runtime: %w", st.Harness, err)
+	}
+	if total, err = treeSize(tmp); err != nil {
+		return st, fmt.Errorf("bundle %s: %w", st.Harness, err)
 	}
 	m, err := json.Marshal(marker{Harness: st.Harness, Version: st.Version, Digest: st.Digest, Bytes: total})
 	if err != nil {

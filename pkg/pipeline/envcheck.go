@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
@@ -169,4 +170,41 @@ func gatewayHarness(a runconfig.Agent, harnesses []string, i int) (harness.Harne
 	}
 	h, ok := harness.Lookup(harnesses[i])
 	return h, ok && h.WireAPI != ""
+}
+
+// memoryWarnings notes each agent whose harness needs more memory
+// (harness.Harness.MemoryMB, measured) than some selected task gives it:
+// the task's memory limit binds the agent phase as it is, so the program may
+// be killed for memory, which is scored as the agent's error. A task
+// without a limit is never below.
+func memoryWarnings(harnesses []string, tasks []string, m benchmark.Manifest) []string {
+	var out []string
+	for i, name := range harnesses {
+		h, ok := harness.Lookup(name)
+		if !ok || h.MemoryMB == 0 {
+			continue
+		}
+		var below []string
+		lowest := 0
+		for _, tn := range tasks {
+			t, ok := m.Task(tn)
+			if !ok || t.MemoryMB == 0 || t.MemoryMB >= h.MemoryMB {
+				continue
+			}
+			below = append(below, tn)
+			if lowest == 0 || t.MemoryMB < lowest {
+				lowest = t.MemoryMB
+			}
+		}
+		if len(below) == 0 {
+			continue
+		}
+		names := strings.Join(below[:min(len(below), 3)], ", ")
+		if len(below) > 3 {
+			names += fmt.Sprintf(", … (%d more)", len(below)-3)
+		}
+		out = append(out, fmt.Sprintf("agents[%d]: harness %s needs about %d MB of memory, but %d of the %d tasks give the agent less (as little as %d MB: %s); there its program may be killed for memory, which counts as the agent's error",
+			i, h.Name, h.MemoryMB, len(below), len(tasks), lowest, names))
+	}
+	return out
 }

@@ -1,10 +1,13 @@
 package pipeline
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
@@ -105,5 +108,22 @@ func TestBudgetWarnsOfAgentsThatBypassTheGateway(t *testing.T) {
 	cfg.Execution = runconfig.Execution{}
 	if got := budgetWarnings(cfg, harnesses); got != nil {
 		t.Errorf("no budget: warnings %q", got)
+	}
+}
+
+func TestMemoryWarnsOfTasksBelowAHarnesssNeed(t *testing.T) {
+	m := benchmark.Manifest{Tasks: []benchmark.Task{
+		{Name: "small", MemoryMB: 512}, {Name: "tiny", MemoryMB: 256}, {Name: "big", MemoryMB: 4096}, {Name: "unlimited"},
+	}}
+	tasks := []string{"small", "tiny", "big", "unlimited"}
+	opencode, _ := harness.Lookup("opencode")
+	got := memoryWarnings([]string{"codex", "opencode", "oracle"}, tasks, m)
+	// codex (256 MB) fits every task; oracle runs nothing of its own.
+	if len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("agents[1]: harness opencode needs about %d MB", opencode.MemoryMB)) ||
+		!strings.Contains(got[0], "2 of the 4 tasks") || !strings.Contains(got[0], "as little as 256 MB: small, tiny") {
+		t.Errorf("warnings = %q, want one for agents[1] (opencode) naming small and tiny", got)
+	}
+	if got := memoryWarnings([]string{"opencode"}, []string{"big", "unlimited"}, m); got != nil {
+		t.Errorf("tasks with room: warnings %q", got)
 	}
 }

@@ -248,6 +248,7 @@ func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems
 		return v, nil, err
 	}
 	resolved.Warnings = append(resolved.Warnings, replaces...)
+	resolved.Warnings = append(resolved.Warnings, memoryWarnings(resolved.Harnesses, resolved.Tasks, manifest)...)
 	v.Resolved = resolved
 	problems = append(problems, harnessProblems(resolved.Harnesses, s.opts.Platform)...)
 	problems = append(problems, modelProblems(resolved.Config.Agents, resolved.Harnesses, s.opts.CheckModel)...)

@@ -32,7 +32,8 @@ import (
 
 // The real pinned agent programs, run from their prepared bundles in
 // bubblewrap sandboxes on the Debian base image (internal/testrootfs; codex
-// also on the host's root filesystem, the development mode), talking to
+// also on the host's root filesystem, the development mode; every bundle in
+// every image of agents_matrix_test.go), talking to
 // the scripted mock model only through the model gateway. All four
 // programs run by default (make test: ≈ 40 s in all on a loaded machine);
 // GAUNTLET_AGENT_E2E=quick runs codex and claude-code only.
@@ -136,13 +137,9 @@ func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver
 	return trialRun{result: tr, out: opts.OutDir}, token
 }
 
-// sandboxOf is where a harness's e2e tests run: the Debian minbase image,
-// except gemini-cli, whose Node needs libatomic, which minbase lacks
-// (TestAgentBundleThatCannotRunInTheImageIsAnInfraError).
-func sandboxOf(name string) string {
-	if name == "gemini-cli" {
-		return onHost
-	}
+// sandboxOf is where a harness's e2e tests run: the Debian minbase image
+// (TestAgentMatrix runs every bundle in every test image).
+func sandboxOf(string) string {
 	return inImage
 }
 
@@ -367,21 +364,43 @@ func TestAgentMissingBundleIsAnInfraError(t *testing.T) {
 	}
 }
 
-func TestAgentBundleThatCannotRunInTheImageIsAnInfraError(t *testing.T) {
-	// gemini-cli's Node is linked against libatomic, which Debian's
-	// minbase does not install: the attempt cannot start, the platform's
-	// fault (retried), not the agent's.
+func TestAgentBundleThatCannotRunIsAnInfraError(t *testing.T) {
+	// A bundle whose lib/ lacks a library its program links (here an
+	// operator's --installed-agent-dir copy of gemini-cli's without
+	// libatomic): the attempt cannot start, the platform's fault (retried),
+	// not the agent's — even though the image has a libatomic of its own
+	// (the host's root), which a bundle never reads.
 	requireBwrap(t)
 	requireBundle(t, "gemini-cli")
+	h, _ := harness.Lookup("gemini-cli")
+	full, err := (agentbundle.Cache{}).Path(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := t.TempDir()
+	if err := filepath.WalkDir(full, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(full, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(broken, rel), 0o755)
+		}
+		if rel == "lib/libatomic.so.1" {
+			return nil
+		}
+		return os.Link(path, filepath.Join(broken, rel))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	mock := modelmock.NewServer(modelmock.DefaultScript())
 	defer mock.Close()
-	img := testImage(t)
 	dir := t.TempDir()
 	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: mockProvider(t, mock.URL),
-		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationBwrap, Image: &img}
-	_, err := run(context.Background(), agentSpec(t, "gemini-cli"), opts, harness.All())
+		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationHostBwrap, InstalledAgentDir: broken}
+	_, err = run(context.Background(), agentSpec(t, "gemini-cli"), opts, harness.All())
 	if !errors.Is(err, agentbundle.ErrUnrunnable) || !strings.Contains(err.Error(), "node needs libatomic.so.1") {
-		t.Fatalf("Run(gemini-cli in minbase) = %v, want ErrUnrunnable naming libatomic", err)
+		t.Fatalf("Run(gemini-cli without its bundle's libatomic) = %v, want ErrUnrunnable naming libatomic", err)
 	}
 	if len(mock.Handler.Requests()) != 0 {
 		t.Error("the model was called although the bundle cannot run")

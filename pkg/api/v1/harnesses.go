@@ -20,6 +20,10 @@ type HarnessInfo struct {
 	// KeyEnv names the variable through which the harness takes its model
 	// key; "" when it takes none.
 	KeyEnv string `json:"key_env,omitempty"`
+	// MemoryMB is the memory the harness's program needs (measured peak
+	// with headroom); a task giving the agent less is warned of at
+	// validation. 0 when it runs nothing of its own.
+	MemoryMB int `json:"memory_mb,omitempty"`
 	// Available is false for a harness this platform cannot run (submit
 	// refuses it); Reason then says why.
 	Available bool   `json:"available"`
