@@ -313,7 +313,7 @@ func TestBuildRunStepsDoNotReachTheHostsLoopback(t *testing.T) {
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Fatal("buildah builds (vfs storage, chroot isolation) need root here; run the tests as root")
+		t.Fatal("these buildah builds (chroot isolation, host network) need root here; run the tests as root")
 	}
 }
 
