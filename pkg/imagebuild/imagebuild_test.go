@@ -45,7 +45,7 @@ type reg struct {
 	auth authn.Authenticator // the importer's login (nil = none)
 }
 
-func newRegistry(t *testing.T) *reg {
+func newRegistry(t testing.TB) *reg {
 	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)

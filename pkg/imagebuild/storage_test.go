@@ -10,6 +10,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
 	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
 )
 
@@ -114,5 +120,103 @@ func TestNewRemovesTheVFSStorage(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, d)); !os.IsNotExist(err) {
 			t.Errorf("%s: %v, want it removed", d, err)
 		}
+	}
+}
+
+// serveDebianBase pushes the Debian minbase rootfs (make base-images) as a
+// one-layer image to an in-process registry on loopback and returns its
+// digest reference.
+func serveDebianBase(b *testing.B) string {
+	b.Helper()
+	r := newRegistry(b)
+	layer, err := tarball.LayerFromFile(filepath.Join(testrootfs.BaseDir(), "debian-bookworm-minbase.tar"))
+	if err != nil {
+		b.Fatalf("the Debian base image (make base-images): %v", err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		b.Fatal(err)
+	}
+	ref, _ := name.ParseReference(r.host + "/debian:bookworm")
+	if err := remote.Write(ref, img); err != nil {
+		b.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return r.host + "/debian@" + d.String()
+}
+
+// BenchmarkBuild is one task's build (a Dockerfile FROM the Debian base on a
+// loopback registry, one RUN step, WORKDIR) through Builder.Build — pull,
+// bud, push to an OCI layout; the importer only moves the layout away — on
+// each storage driver:
+//
+//   - cold: a fresh builder dir per op (the base pulled, the step run);
+//   - next: another task's Dockerfile FROM the base the storage holds;
+//   - warm: the same Dockerfile again, every step cached.
+//
+// storage-MB is buildah's storage after the op (cold: one image; next:
+// the base and every task built so far, per task).
+func BenchmarkBuild(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Fatal("run as root: the builds' namespaces are made by root here")
+	}
+	base := serveDebianBase(b)
+	ctx := context.Background()
+	ctxDir := b.TempDir()
+	dockerfile := func(i int) []byte {
+		return fmt.Appendf(nil, "FROM %s\nRUN echo %d > /task.txt && mkdir -p /app\nWORKDIR /app\n", base, i)
+	}
+	newB := func(b *testing.B, driver, dir string) *Builder {
+		builder, err := New(Config{Dir: dir, StorageDriver: driver, Network: NetworkHost,
+			Import: func(_ context.Context, layout, _ string) (string, error) { return "oci:" + layout, os.RemoveAll(layout) }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return builder
+	}
+	build := func(b *testing.B, builder *Builder, i int) {
+		var log strings.Builder
+		if _, err := builder.Build(ctx, Request{Key: fmt.Sprintf("%064x", i), ContextDir: ctxDir, Dockerfile: dockerfile(i), Log: &log}); err != nil {
+			b.Fatalf("build: %v\n%s", err, log.String())
+		}
+	}
+	for _, driver := range []string{StorageVFS, StorageOverlay} {
+		b.Run("driver="+driver+"/cold", func(b *testing.B) {
+			var used int64
+			for b.Loop() {
+				dir := b.TempDir()
+				build(b, newB(b, driver, dir), 0)
+				b.StopTimer()
+				used = diskUsage(b, filepath.Join(dir, driver))
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(used)/(1<<20), "storage-MB")
+		})
+		dir := b.TempDir()
+		builder := newB(b, driver, dir)
+		build(b, builder, 0)
+		b.Run("driver="+driver+"/next", func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				n++
+				build(b, builder, n)
+			}
+			b.ReportMetric(float64(diskUsage(b, filepath.Join(dir, driver)))/(1<<20)/float64(n+1), "storage-MB/task")
+		})
+		b.Run("driver="+driver+"/warm", func(b *testing.B) {
+			for b.Loop() {
+				build(b, builder, 0)
+			}
+		})
 	}
 }
