@@ -178,7 +178,9 @@ func BenchmarkBuild(b *testing.B) {
 	}
 	newB := func(b *testing.B, driver, dir string) *Builder {
 		builder, err := New(Config{Dir: dir, StorageDriver: driver, Network: NetworkHost,
-			Import: func(_ context.Context, layout, _ string) (string, error) { return "oci:" + layout, os.RemoveAll(layout) }})
+			Import: func(_ context.Context, layout, _ string) (string, error) {
+				return "oci:" + layout, os.RemoveAll(layout)
+			}})
 		if err != nil {
 			b.Fatal(err)
 		}
