@@ -18,6 +18,7 @@ type imageFlags struct {
 	defaultImage    *string
 	noPublicNetwork *bool
 	forceBuild      *bool
+	parallelBuilds  *int
 }
 
 func addImageFlags(fs *flag.FlagSet) *imageFlags {
@@ -31,6 +32,7 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 	f.defaultImage = fs.String("default-image", "", "image for tasks that name no docker_image and ship no Dockerfile (else they are unavailable)")
 	f.noPublicNetwork = fs.Bool("no-public-network", false, "network policy: tasks needing network_mode public are unavailable")
 	f.forceBuild = fs.Bool("force-build", false, "build a task's environment/Dockerfile even when it names a docker_image")
+	f.parallelBuilds = fs.Int("parallel-builds", 0, "task images a sync builds at once (0: one per core)")
 	return f
 }
 
@@ -74,10 +76,10 @@ func (f *imageFlags) apply(lo *local.Options, dataDir string, logger *slog.Logge
 	lo.Images = localimages.SandboxImages(store, logger)
 	lo.Environments, err = localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors,
 		BuildDir: localimages.DefaultBuildDir(dataDir), Policy: localimages.Policy{
-			DefaultImage: *f.defaultImage, ForceBuild: *f.forceBuild, NoPublicNetwork: *f.noPublicNetwork}})
+			DefaultImage: *f.defaultImage, ForceBuild: *f.forceBuild, NoPublicNetwork: *f.noPublicNetwork, ParallelBuilds: *f.parallelBuilds}})
 	if err == nil {
 		logger.Info("task environments", "images", store.Dir(), "mirrors", len(mirrors), "default_image", *f.defaultImage,
-			"no_public_network", *f.noPublicNetwork, "force_build", *f.forceBuild)
+			"no_public_network", *f.noPublicNetwork, "force_build", *f.forceBuild, "parallel_builds", *f.parallelBuilds)
 	}
 	return err
 }

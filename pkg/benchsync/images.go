@@ -10,9 +10,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/dockerfile"
@@ -100,6 +104,9 @@ type Environments struct {
 	NoPublicNetwork bool
 	// MaxBuildTimeout caps a task's build_timeout_sec; zero means no cap.
 	MaxBuildTimeout time.Duration
+	// ParallelBuilds is how many tasks' images are prepared (built,
+	// resolved, warmed) at once; 0 means one per core.
+	ParallelBuilds int
 	// ResumeAfter is how long a sync parked on running builds waits before
 	// it is delivered again (default DefaultResumeAfter; at most SQS's 15
 	// minutes of delay).
@@ -139,40 +146,56 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 	if err := p.record(ctx, 0, true); err != nil {
 		return err
 	}
-	prep := &imagePrep{s: s, cfg: s.envs, resolved: map[string]resolution{}, warmed: map[string]error{}, running: running, creds: creds}
+	prep := &imagePrep{s: s, cfg: s.envs, running: running, creds: creds}
+	parallel := s.envs.ParallelBuilds
+	if parallel <= 0 {
+		parallel = runtime.NumCPU()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	var mu sync.Mutex // guards pending, done and the progress record
 	pending := map[string]string{}
 	done := 0
 	for i := range tasks {
 		if dirs[i] == "" {
 			// Unavailable at fetch (a package archive that failed its
 			// hash): nothing to prepare, its reason stays.
+			mu.Lock()
 			done++
+			mu.Unlock()
 			continue
 		}
-		env, err := prep.task(ctx, tasks[i].Name, dirs[i])
-		var br *BuildRunning
-		if errors.As(err, &br) {
-			pending[env.BuildKey] = br.Handle
-			s.log.InfoContext(ctx, "task image still building", "task", tasks[i].Name, "build_key", env.BuildKey, "build", br.Handle)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if err := prep.warm(ctx, tasks[i].Name, &env); err != nil {
-			return err
-		}
-		tasks[i].Environment = &env
-		if env.Unavailable != "" {
-			s.log.WarnContext(ctx, "task unavailable", "task", tasks[i].Name, "reason", env.Unavailable)
-		}
-		// Every task is recorded: each one is a resolve or a build, so a
-		// write per task costs nothing beside it and the views can say
-		// "Preparing images · 3 / 15".
-		done++
-		if err := p.record(ctx, done, true); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			env, err := prep.task(gctx, tasks[i].Name, dirs[i])
+			var br *BuildRunning
+			if errors.As(err, &br) {
+				s.log.InfoContext(ctx, "task image still building", "task", tasks[i].Name, "build_key", env.BuildKey, "build", br.Handle)
+				mu.Lock()
+				pending[env.BuildKey] = br.Handle
+				mu.Unlock()
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := prep.warm(gctx, tasks[i].Name, &env); err != nil {
+				return err
+			}
+			tasks[i].Environment = &env
+			if env.Unavailable != "" {
+				s.log.WarnContext(ctx, "task unavailable", "task", tasks[i].Name, "reason", env.Unavailable)
+			}
+			// Every task is recorded: each one is a resolve or a build, so a
+			// write per task costs nothing beside it and the views can say
+			// "Preparing images · 3 / 15".
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			return p.record(gctx, done, true)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if len(pending) > 0 {
 		return &imagesPending{builds: pending, done: done, total: len(tasks)}
@@ -196,13 +219,21 @@ type resolution struct {
 	err    error
 }
 
-// imagePrep prepares the images of one sync; each reference is resolved
-// once per sync.
+// built is the outcome of one build key's preparation (see runBuild).
+type built struct {
+	pinned, cause string
+	err           error
+}
+
+// imagePrep prepares the images of one sync, its tasks side by side; each
+// reference is resolved, each image warmed and each build key built once
+// per sync (a task that needs one in progress waits for it).
 type imagePrep struct {
 	s        *Service
 	cfg      *Environments
-	resolved map[string]resolution
-	warmed   map[string]error
+	resolved onceMap[resolution]
+	warmed   onceMap[error]
+	builds   onceMap[built]
 	// running maps build keys to builds an earlier delivery started.
 	running map[string]string
 	// creds are the benchmark's registry credentials.
@@ -214,13 +245,9 @@ func (p *imagePrep) warm(ctx context.Context, name string, env *benchmark.Enviro
 	if p.cfg.Warm == nil || env.Pinned == "" || env.Unavailable != "" {
 		return nil
 	}
-	err, done := p.warmed[env.Pinned]
-	if !done {
-		err = p.cfg.Warm(ctx, env.Pinned, p.creds)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		p.warmed[env.Pinned] = err
+	err := p.warmed.do(env.Pinned, func() error { return p.cfg.Warm(ctx, env.Pinned, p.creds) })
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if err != nil {
 		ref := env.Image
@@ -233,18 +260,44 @@ func (p *imagePrep) warm(ctx context.Context, name string, env *benchmark.Enviro
 }
 
 func (p *imagePrep) resolve(ctx context.Context, ref string) (string, error) {
-	if r, ok := p.resolved[ref]; ok {
-		return r.pinned, r.err
-	}
-	pinned, err := p.cfg.Resolver.Resolve(ctx, ref, p.creds)
+	r := p.resolved.do(ref, func() resolution {
+		pinned, err := p.cfg.Resolver.Resolve(ctx, ref, p.creds)
+		if err == nil && !strings.Contains(pinned, "@sha256:") {
+			err = fmt.Errorf("resolver returned %q, not a digest reference", pinned)
+		}
+		return resolution{pinned, err}
+	})
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	if err == nil && !strings.Contains(pinned, "@sha256:") {
-		err = fmt.Errorf("resolver returned %q, not a digest reference", pinned)
+	return r.pinned, r.err
+}
+
+// onceMap runs a function once per key and hands every caller of that key
+// its result, the later ones waiting for the first.
+type onceMap[T any] struct {
+	mu sync.Mutex
+	m  map[string]*onceEntry[T]
+}
+
+type onceEntry[T any] struct {
+	once sync.Once
+	v    T
+}
+
+func (o *onceMap[T]) do(key string, f func() T) T {
+	o.mu.Lock()
+	if o.m == nil {
+		o.m = map[string]*onceEntry[T]{}
 	}
-	p.resolved[ref] = resolution{pinned, err}
-	return pinned, err
+	e, ok := o.m[key]
+	if !ok {
+		e = &onceEntry[T]{}
+		o.m[key] = e
+	}
+	o.mu.Unlock()
+	e.once.Do(func() { e.v = f() })
+	return e.v
 }
 
 // task decides and prepares one task's image.
@@ -346,27 +399,33 @@ func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.Task
 	if p.cfg.Builder == nil {
 		return unavailable("this platform builds no images (no builder configured); name a docker_image in task.toml or configure the builder")
 	}
-	if pinned, ok, err := p.built(ctx, env.BuildKey); err != nil || ok {
-		env.Pinned, env.Digest = pinned, digestOf(pinned)
-		return env, err
+	// Tasks of one sync that share a build key (the same context FROM the
+	// same bases) share its one build; the others wait for it.
+	b := p.builds.do(env.BuildKey, func() built {
+		pinned, cause, err := p.buildOnce(ctx, name, envDir, cfg, env.BuildKey, pinnedDF)
+		return built{pinned, cause, err}
+	})
+	if b.err != nil {
+		return env, b.err
+	}
+	if b.cause != "" {
+		return unavailable("%s", b.cause)
+	}
+	env.Pinned, env.Digest = b.pinned, digestOf(b.pinned)
+	return env, nil
+}
+
+// buildOnce reuses the image of an earlier build of key or builds it; its
+// results are runBuild's.
+func (p *imagePrep) buildOnce(ctx context.Context, name, envDir string, cfg harbor.TaskConfig, key string, df []byte) (pinned, cause string, err error) {
+	if pinned, ok, err := p.built(ctx, key); err != nil || ok {
+		return pinned, "", err
 	}
 	timeout := time.Duration(cfg.Environment.BuildTimeoutSec * float64(time.Second))
 	if max := p.cfg.MaxBuildTimeout; max > 0 && (timeout <= 0 || timeout > max) {
 		timeout = max
 	}
-	pinned, cause, err := p.runBuild(ctx, name, envDir, env.BuildKey, pinnedDF, timeout)
-	var br *BuildRunning
-	if errors.As(err, &br) {
-		return env, err
-	}
-	if err != nil || cause != "" {
-		if cause != "" {
-			return unavailable("%s", cause)
-		}
-		return env, err
-	}
-	env.Pinned, env.Digest = pinned, digestOf(pinned)
-	return env, nil
+	return p.runBuild(ctx, name, envDir, key, df, timeout)
 }
 
 // built returns the image of an earlier build of key, if the image can

@@ -315,7 +315,8 @@ func TestSyncImagePolicyAndNoBuilder(t *testing.T) {
 	})
 	e := newEnv(t, location)
 	obs := &observingResolver{ImageResolver: reg, t: t, e: e, key: "envs-1-0"}
-	e.svc.envs = &Environments{Resolver: obs, NoPublicNetwork: true}
+	// One task at a time: the state seen below depends on the order.
+	e.svc.envs = &Environments{Resolver: obs, NoPublicNetwork: true, ParallelBuilds: 1}
 	b, err := e.svc.Add(ctx, ws, "envs")
 	if err != nil {
 		t.Fatal(err)

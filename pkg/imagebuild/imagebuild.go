@@ -1,5 +1,5 @@
 // Package imagebuild builds task images from Dockerfiles with Debian's
-// buildah, daemonless (vfs storage, chroot isolation, cached layers), and
+// buildah, daemonless (overlay storage, chroot isolation, cached layers), and
 // hands the result to an importer as an OCI image layout. It is the builder
 // adapter of benchmark sync: builds run at sync time, never inside an
 // attempt's concurrency slot.
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -48,10 +49,14 @@ type Mirror struct {
 
 // Config wires a Builder.
 type Config struct {
-	// Dir holds buildah's storage (Dir/root, Dir/runroot) and per-build work
-	// dirs; it should live under the data dir and survive restarts, so
-	// cached layers are reused.
+	// Dir holds buildah's storage (Dir/<driver>, Dir/<driver>-run) and
+	// per-build work dirs; it should live under the data dir and survive
+	// restarts, so cached layers are reused across tasks and syncs.
 	Dir string
+	// StorageDriver is buildah's storage driver: StorageOverlay (the
+	// default) or StorageVFS (kept for comparison and for file systems that
+	// cannot hold an overlay upper).
+	StorageDriver string
 	// Import takes each built image into the store; required.
 	Import Importer
 	// Mirrors are written to a registries.conf for the builds' pulls.
@@ -103,9 +108,24 @@ const (
 	NetworkNone = "none"
 )
 
+// Storage drivers of the builder.
+const (
+	// StorageOverlay stores each layer once as a diff and mounts a
+	// build's container as an overlay of them: a RUN step costs what it
+	// changes, and N images FROM one base keep the base once. Root uses
+	// the kernel's overlayfs; a builder that is not root mounts with
+	// fuse-overlayfs, which works in its user namespace.
+	StorageOverlay = "overlay"
+	// StorageVFS copies the whole rootfs for every layer (≈ 50× slower
+	// builds, a full copy of the base per step, never shared).
+	StorageVFS = "vfs"
+)
+
 // Builder builds Dockerfiles.
 type Builder struct {
 	cfg Config
+	// storageOpts are the driver's --storage-opt values.
+	storageOpts []string
 }
 
 // ErrNoBuildah reports that buildah is not installed.
@@ -126,6 +146,27 @@ func New(cfg Config) (*Builder, error) {
 	default:
 		return nil, fmt.Errorf("imagebuild: network %q: want %q, %q or %q", cfg.Network, NetworkIsolated, NetworkHost, NetworkNone)
 	}
+	var storageOpts []string
+	switch cfg.StorageDriver {
+	case "":
+		cfg.StorageDriver = StorageOverlay
+	case StorageOverlay, StorageVFS:
+	default:
+		return nil, fmt.Errorf("imagebuild: storage driver %q: want %q or %q", cfg.StorageDriver, StorageOverlay, StorageVFS)
+	}
+	if cfg.StorageDriver == StorageOverlay {
+		// containers/storage otherwise bind-mounts its layer dir onto
+		// itself (private propagation) in the host's mount namespace, a
+		// mount that outlives every build and pins the data dir.
+		storageOpts = append(storageOpts, "overlay.skip_mount_home=true")
+	}
+	if cfg.StorageDriver == StorageOverlay && os.Geteuid() != 0 {
+		fuse, err := exec.LookPath("fuse-overlayfs")
+		if err != nil {
+			return nil, fmt.Errorf("imagebuild: overlay storage without root needs fuse-overlayfs (apt-get install fuse-overlayfs): %w", err)
+		}
+		storageOpts = append(storageOpts, "overlay.mount_program="+fuse)
+	}
 	if cfg.Network == NetworkIsolated {
 		if _, err := exec.LookPath("slirp4netns"); err != nil {
 			return nil, fmt.Errorf("imagebuild: the builds' isolated network needs slirp4netns (apt-get install slirp4netns): %w", err)
@@ -141,7 +182,51 @@ func New(cfg Config) (*Builder, error) {
 		return nil, fmt.Errorf("imagebuild: %w", err)
 	}
 	removeAbandonedWork(filepath.Join(cfg.Dir, "work"))
-	return &Builder{cfg: cfg}, nil
+	removeOtherStorage(cfg.Dir, cfg.StorageDriver)
+	return &Builder{cfg: cfg, storageOpts: storageOpts}, nil
+}
+
+// removeOtherStorage deletes the storage of drivers other than driver in
+// dir: the vfs storage earlier versions kept in dir/root (a full copy of
+// the rootfs per layer, often gigabytes) and that of a driver used before.
+// Its cached layers are of no use to another driver.
+func removeOtherStorage(dir, driver string) {
+	for _, d := range []string{"root", "runroot", StorageOverlay, StorageOverlay + "-run", StorageVFS, StorageVFS + "-run"} {
+		if d == driver || d == driver+"-run" {
+			continue
+		}
+		path := filepath.Join(dir, d)
+		if _, err := os.Lstat(path); err != nil {
+			continue
+		}
+		// buildah may have left a layer mounted (a build killed mid-way on
+		// overlay): unmount below path before removing it.
+		unmountBelow(path)
+		if err := os.RemoveAll(path); err != nil {
+			slog.Warn("imagebuild: removing the storage of another driver", "dir", path, "err", err)
+		}
+	}
+}
+
+// unmountBelow detaches every mount at or below dir (lazily: a mount busy
+// elsewhere goes when its last user does).
+func unmountBelow(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			mounts = append(mounts, f[4])
+		}
+	}
+	// Deepest first.
+	slices.SortFunc(mounts, func(a, b string) int { return len(b) - len(a) })
+	for _, m := range mounts {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
 }
 
 // workLock is the file a build holds locked (flock) while its work dir is
@@ -427,8 +512,12 @@ func validKey(key string) bool {
 }
 
 func (b *Builder) global(work string) []string {
-	return []string{"--root", filepath.Join(b.cfg.Dir, "root"), "--runroot", filepath.Join(b.cfg.Dir, "runroot"), "--storage-driver", "vfs",
-		"--registries-conf", filepath.Join(work, "registries.conf")}
+	d := b.cfg.StorageDriver
+	args := []string{"--root", filepath.Join(b.cfg.Dir, d), "--runroot", filepath.Join(b.cfg.Dir, d+"-run"), "--storage-driver", d}
+	for _, o := range b.storageOpts {
+		args = append(args, "--storage-opt", o)
+	}
+	return append(args, "--registries-conf", filepath.Join(work, "registries.conf"))
 }
 
 // run runs buildah in its own process group, in the network given

@@ -45,7 +45,7 @@ type reg struct {
 	auth authn.Authenticator // the importer's login (nil = none)
 }
 
-func newRegistry(t *testing.T) *reg {
+func newRegistry(t testing.TB) *reg {
 	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
@@ -313,7 +313,7 @@ func TestBuildRunStepsDoNotReachTheHostsLoopback(t *testing.T) {
 func requireRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Fatal("buildah builds (vfs storage, chroot isolation) need root here; run the tests as root")
+		t.Fatal("these buildah builds (chroot isolation, host network) need root here; run the tests as root")
 	}
 }
 

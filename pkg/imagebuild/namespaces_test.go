@@ -312,7 +312,7 @@ func BenchmarkStepNamespaces(b *testing.B) {
 // started plainly and in the namespaces Build starts it in.
 func BenchmarkBudRunStep(b *testing.B) {
 	if os.Geteuid() != 0 {
-		b.Fatal("run as root: buildah builds with vfs storage here")
+		b.Fatal("run as root: the benchmark starts bud in namespaces only root makes here")
 	}
 	dir := b.TempDir()
 	builder, err := New(Config{Dir: filepath.Join(dir, "buildah"), Import: keepLayout(filepath.Join(dir, "base")), Network: NetworkHost})

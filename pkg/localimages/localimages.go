@@ -35,6 +35,9 @@ type Policy struct {
 	NoPublicNetwork bool
 	// MaxBuildTimeout caps a task's build_timeout_sec (0: no cap).
 	MaxBuildTimeout time.Duration
+	// ParallelBuilds is how many task images a sync builds at once (0: one
+	// per core); buildah's overlay storage is shared by the builds.
+	ParallelBuilds int
 }
 
 // Config wires the environments of a local platform.
@@ -62,6 +65,7 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		Resolver: resolver{cfg.Store}, Warm: warmer{cfg.Store}.warm,
 		DefaultImage: cfg.Policy.DefaultImage, ForceBuild: cfg.Policy.ForceBuild,
 		NoPublicNetwork: cfg.Policy.NoPublicNetwork, MaxBuildTimeout: cfg.Policy.MaxBuildTimeout,
+		ParallelBuilds: cfg.Policy.ParallelBuilds,
 	}
 	if cfg.BuildDir != "" {
 		mirrors, err := BuildMirrors(cfg.Mirrors)
