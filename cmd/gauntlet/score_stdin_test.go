@@ -38,9 +38,9 @@ func TestScoreStdin(t *testing.T) {
 	}
 	got := table(t, stdout)
 	want := map[string]map[string]string{
-		"prov/alpha (h1)": {"RANK": "1", "PASS@1": "87.5% (47.7–100.0)", "PASS@2": "100.0%", "COST": "$0.1500"},
-		"prov/beta (h2)":  {"RANK": "1*", "PASS@1": "75.0% (29.1–100.0)", "TOKENS": "2.5k"},
-		"nop":             {"RANK": "3", "PASS@1": "0.0% (0.0–0.0)"},
+		"prov/alpha (h1)": {"RANK": "1", "PASS@1": "87.5% (52.9–97.8)", "PASS@2": "100.0%", "COST": "$0.1500"},
+		"prov/beta (h2)":  {"RANK": "1*", "PASS@1": "75.0% (40.9–92.9)", "TOKENS": "2.5k"},
+		"nop":             {"RANK": "3", "PASS@1": "0.0% (0.0–49.0)"},
 	}
 	for agent, cells := range want {
 		for col, w := range cells {

@@ -223,6 +223,8 @@ async function renderCheck(ctx, box, b, onDone) {
     // check route answers 501 there, and the page offers no button.
     try {
       check = await api.check(b.key, { signal: ctx.signal });
+      // No check yet answers 200 with status "none".
+      if (check?.status === 'none') check = null;
     } catch (err) {
       if (err.name === 'AbortError') throw err;
       if (err.status === 501) unavailable = err.message;
