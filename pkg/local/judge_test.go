@@ -214,8 +214,10 @@ func TestRefusedJudgeKeyIsFinal(t *testing.T) {
 		t.Fatalf("results = %+v, want exactly one: no retry", results)
 	}
 	r := results[0]
-	if r.Outcome != run.Errored || r.ErrorClass != run.Infra || r.Retried || !strings.Contains(r.Message, "JudgeModelAuthError: the LLM judge's provider refused the judge's key") {
-		t.Errorf("attempt = %s/%s retried=%v %q, want errored infra, not retried, naming JudgeModelAuthError", r.Outcome, r.ErrorClass, r.Retried, r.Message)
+	// A failed judge is its own outcome, never a zero (docs/SCORING.md); a
+	// refused key would fail the same way again, so it is not retried.
+	if r.Outcome != run.JudgeFailed || r.Retried || !strings.Contains(r.Message, "JudgeModelAuthError: the LLM judge's provider refused the judge's key") {
+		t.Errorf("attempt = %s/%s retried=%v %q, want judge_failed, not retried, naming JudgeModelAuthError", r.Outcome, r.ErrorClass, r.Retried, r.Message)
 	}
 }
 
