@@ -120,9 +120,9 @@ type Driver struct {
 	mu     sync.Mutex
 	closed bool
 	live   map[string]*proc // running sandboxes, by id
-	// held are ended sandboxes whose completion waits for storage space to
-	// be written; List still shows them, so the watchdog does not take
-	// them for lost.
+	// held are ended sandboxes whose completion is not sent yet (a full
+	// data dir holds it until space returns); List still shows them, so
+	// the watchdog does not take them for lost.
 	held  map[string]sandbox.Handle
 	ended endedSet       // recently ended sandboxes
 	wg    sync.WaitGroup // sandbox goroutines
@@ -400,8 +400,12 @@ func (d *Driver) finish(p *proc, reason sandbox.StopReason, code int, msg string
 	}
 	// Forget the process before announcing its end, so whoever handles the
 	// completion no longer sees it in List.
+	// It stays listed (as held) until its completion is sent: a send
+	// that a full data dir slows or refuses must not look like a lost
+	// sandbox to the watchdog meanwhile.
 	d.mu.Lock()
 	delete(d.live, p.handle.ID)
+	d.held[p.handle.ID] = p.handle
 	d.ended.add(p.handle, time.Now())
 	d.mu.Unlock()
 	if err := d.sendCompletion(ctx, p.handle, c); err != nil {
@@ -429,13 +433,17 @@ func (d *Driver) sendCompletion(ctx context.Context, h sandbox.Handle, c sandbox
 	}
 	defer d.release(h.ID)
 	wait := heldRetryMin
+	warned := false
 	for attempt := 0; ; attempt++ {
 		err = d.cfg.Completions.Send(ctx, queue.Outgoing{Body: body})
 		if err == nil {
 			return nil
 		}
 		if _, full := diskspace.As(err); full && !d.isClosed() {
-			d.hold(h)
+			if !warned {
+				warned = true
+				d.log.Warn("the data dir is full: holding the sandbox's completion until space returns", "sandbox_id", h.ID, "launch_id", h.LaunchID)
+			}
 			d.noteFull(err)
 			time.Sleep(wait)
 			wait = min(2*wait, heldRetryMax)
@@ -446,15 +454,6 @@ func (d *Driver) sendCompletion(ctx context.Context, h sandbox.Handle, c sandbox
 		}
 		time.Sleep(time.Duration(100<<attempt) * time.Millisecond)
 	}
-}
-
-func (d *Driver) hold(h sandbox.Handle) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.held[h.ID]; !ok {
-		d.log.Warn("the data dir is full: holding the sandbox's completion until space returns", "sandbox_id", h.ID, "launch_id", h.LaunchID)
-	}
-	d.held[h.ID] = h
 }
 
 func (d *Driver) release(id string) {
