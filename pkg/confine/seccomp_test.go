@@ -98,14 +98,8 @@ func probeUnderFilter() int {
 		fmt.Println("error:", err)
 		return 2
 	}
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		fmt.Println("error: no_new_privs:", err)
-		return 2
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		fmt.Println("error: seccomp:", errno)
+	if err := loadOnThisThread(prog); err != nil {
+		fmt.Println("error:", err)
 		return 2
 	}
 	for _, p := range probes() {
@@ -169,4 +163,15 @@ func TestSeccompProgramFitsTheKernelLimit(t *testing.T) {
 	if n := len(prog) / 8; n == 0 || n > unix.BPF_MAXINSNS || len(prog)%8 != 0 {
 		t.Fatalf("program of %d bytes (%d instructions)", len(prog), n)
 	}
+}
+
+// loadOnThisThread locks the goroutine to its thread and loads prog there
+// with InstallSeccomp, as the exec-phase helper does: the probes that
+// follow run on this thread.
+func loadOnThisThread(prog []byte) error {
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	return InstallSeccomp(prog)
 }
