@@ -118,17 +118,10 @@ func TestListenFirstAnswersWhileSyncing(t *testing.T) {
 	}
 
 	release()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	waitFor(t, "/v1/health 200 ready after the registry answered", 2*time.Minute, func() bool {
 		code, h := health()
-		if code == http.StatusOK && h.Status == v1.HealthReady {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/v1/health = %d %+v two minutes after the registry answered, want 200 ready", code, h)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return code == http.StatusOK && h.Status == v1.HealthReady
+	})
 	if srv.Starting() != "" {
 		t.Errorf("Starting() = %q once ready", srv.Starting())
 	}
