@@ -1,12 +1,7 @@
 package confine
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -82,19 +77,7 @@ func probeCompares() int {
 }
 
 func TestCompiledComparisonsAre64BitUnsigned(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), compareChildEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("probe child: %v\n%s", err, out)
-	}
-	got := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			got[k] = v
-		}
-	}
+	got, _ := runProbeChild(t, compareChildEnv)
 	for id, c := range compareCases {
 		if want := fmt.Sprint(c.allowed); got[fmt.Sprint(id)] != want {
 			t.Errorf("%#x %s %#x (mask value %#x): allowed = %s, want %s", c.x, c.op, c.value, c.value2, got[fmt.Sprint(id)], want)

@@ -117,19 +117,7 @@ func TestDockerProfileRefusesWhatDockerDocumentsAndAllowsTheRest(t *testing.T) {
 	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
 		t.Skipf("the probes use amd64/arm64 syscall numbers, not %s", runtime.GOARCH)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("probe child: %v\n%s", err, out)
-	}
-	got := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			got[k] = v
-		}
-	}
+	got, out := runProbeChild(t, childEnv)
 	want := map[string]string{"clone3": "ENOSYS"} // Docker's profile: so libc falls back to clone
 	for _, name := range []string{"mount", "umount2", "unshare_user", "setns", "pivot_root", "keyctl", "add_key",
 		"request_key", "reboot", "swapon", "swapoff", "init_module", "delete_module", "kexec_load", "bpf",
@@ -174,4 +162,24 @@ func loadOnThisThread(prog []byte) error {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	return InstallSeccomp(prog)
+}
+
+// runProbeChild runs this test binary again with env=1, which makes it a
+// probe (see TestMain), and returns its key=value lines and whole output.
+func runProbeChild(t *testing.T, env string) (map[string]string, []byte) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("probe child: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			got[k] = v
+		}
+	}
+	return got, out
 }
