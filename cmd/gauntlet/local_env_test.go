@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
 	"io"
 	"net"
 	"os"
@@ -35,7 +36,7 @@ func TestLocalHonoursTheMakeRunVariables(t *testing.T) {
 	}
 	cmd := exec.Command(binary, "local", "--catalog", "", "--registry", "", "--runner", runner)
 	cmd.Env = append(os.Environ(), env...)
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
 	"io"
 	"net"
 	"os"
@@ -86,7 +87,7 @@ func TestLocalSecretsKeyFromTheEnvironment(t *testing.T) {
 	args := []string{"local", "--data", data, "--addr", addr, "--sandbox", "process", "--catalog", "", "--registry", "", "--runner", runner}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), append(env, "GAUNTLET_SECRETS_KEY="+key)...)
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,33 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestLocalNeverPrintsTheToken: the banner says where the token is, not
 // what it is, and the data dir is private.
@@ -35,7 +16,7 @@ func TestLocalNeverPrintsTheToken(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- serveLocal(ctx, &stdout, &stderr, []string{"--data", data, "--addr", "127.0.0.1:0",

@@ -1,13 +1,12 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
+	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +16,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
-
-// syncBuffer is a log sink tests can read while the platform writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestDiskFullMidRunLosesNoSlot runs the platform on a real 160 MB tmpfs
 // with a 16 MB floor and, while sandboxes run, fills it to the last byte
@@ -48,7 +29,7 @@ func TestDiskFullMidRunLosesNoSlot(t *testing.T) {
 	dir := diskspacetest.Mount(t, 160)
 	r := submit(t, dir, crashConfig)
 	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts := testOptions(dir, runnerBin)
 	opts.MinFreeMB = 16
 	opts.SpaceInterval = 100 * time.Millisecond

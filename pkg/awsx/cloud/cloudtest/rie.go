@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
 	"io"
 	"net"
 	"net/http"
@@ -68,7 +69,7 @@ func BuildFunctions(t testing.TB, root string, names ...string) map[string]strin
 // emulator. Invocations are serialized: the emulator serves one at a time.
 type Function struct {
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	mu   sync.Mutex
 }
 
@@ -87,7 +88,7 @@ func StartFunction(t testing.TB, rie, bootstrap string, env map[string]string) *
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
-	f := &Function{url: "http://" + apiPort + "/2015-03-31/functions/function/invocations", logs: &syncBuffer{}}
+	f := &Function{url: "http://" + apiPort + "/2015-03-31/functions/function/invocations", logs: &syncbuf.Buffer{}}
 	cmd.Stdout, cmd.Stderr = f.logs, f.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", rie, err)
@@ -177,21 +178,4 @@ func freePort(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
