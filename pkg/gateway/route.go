@@ -10,10 +10,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/fielderr"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/prices"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
 // Route is where a model's calls go: the upstream base URL, the model name
@@ -309,14 +310,14 @@ func ParseOperatorConfigWith(data []byte, opts ParseOptions) (*Resolver, error) 
 }
 
 // Resolve returns the route for a run config's model. Errors are
-// runconfig.FieldError values whose Field is the model's key ("model.type",
+// fielderr.Error values whose Field is the model's key ("model.type",
 // "model.model", …), and say what is allowed.
-func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
+func (r *Resolver) Resolve(m modelref.Model) (Route, error) {
 	bad := func(field, format string, args ...any) error {
-		return runconfig.FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+		return fielderr.Error{Field: field, Message: fmt.Sprintf(format, args...)}
 	}
 	switch m.Type {
-	case runconfig.Provider:
+	case modelref.Provider:
 		name, model, ok := strings.Cut(m.Model, "/")
 		if !ok || name == "" || model == "" {
 			return Route{}, bad("model.model", "%q is not <provider>/<model> (e.g. openai/gpt-5.2)", m.Model)
@@ -330,7 +331,7 @@ func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
 			bases[api] = strings.TrimSuffix(u, "/")
 		}
 		return Route{BaseURLs: bases, Model: model, PriceProvider: p.Prices, Headers: p.Headers, Label: m.Model}, nil
-	case runconfig.Endpoint:
+	case modelref.Endpoint:
 		if err := checkBaseURL(m.BaseURL); err != nil {
 			return Route{}, bad("model.base_url", "%v", err)
 		}
@@ -341,7 +342,7 @@ func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
 			return Route{}, bad("model.extra_headers", "%v", err)
 		}
 		return Route{BaseURLs: sameBase(EndpointAPIs, m.BaseURL), Model: m.Model, Headers: m.ExtraHeaders, Label: m.Model}, nil
-	case runconfig.Hosted:
+	case modelref.Hosted:
 		if r.Hosted == nil {
 			return Route{}, bad("model.type", "this platform hosts no models (its operator configured no hosted-model endpoint); use provider or endpoint")
 		}
@@ -361,7 +362,7 @@ func (r *Resolver) Resolve(m runconfig.Model) (Route, error) {
 // gateway translates). It is submit's pipeline.Options.CheckModel, so a
 // config is refused before any attempt for what an attempt would fail on;
 // a hosted model on a platform that hosts none fails at "model.type".
-func (r *Resolver) CheckModel(m runconfig.Model, api string) error {
+func (r *Resolver) CheckModel(m modelref.Model, api string) error {
 	route, err := r.Resolve(m)
 	if err != nil {
 		return err
@@ -374,7 +375,7 @@ func (r *Resolver) CheckModel(m runconfig.Model, api string) error {
 // with a price table that holds the model. Endpoint and hosted models have
 // no price, so their calls have tokens and no cost and would never spend a
 // cost budget. It is submit's pipeline.Options.CheckPriced.
-func (r *Resolver) CheckPriced(m runconfig.Model) error {
+func (r *Resolver) CheckPriced(m modelref.Model) error {
 	route, err := r.Resolve(m)
 	if err != nil {
 		return err

@@ -79,6 +79,8 @@ package runconfig
 import (
 	"slices"
 	"sort"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 )
 
 // Bounds on a config.
@@ -184,46 +186,21 @@ type Agent struct {
 	Secrets []string          `json:"secrets,omitempty"`
 }
 
-// ModelType says how an agent reaches its model.
-type ModelType string
+// ModelType says how an agent reaches its model (modelref.Type).
+type ModelType = modelref.Type
 
 // Model types.
 const (
-	Provider ModelType = "provider" // a provider's API, "openai/gpt-5.2"
-	Endpoint ModelType = "endpoint" // an OpenAI-compatible endpoint at BaseURL
-	Hosted   ModelType = "hosted"   // a model the platform hosts
+	Provider = modelref.Provider
+	Endpoint = modelref.Endpoint
+	Hosted   = modelref.Hosted
 )
 
 // ModelTypes lists the model types in documentation order.
-var ModelTypes = []ModelType{Provider, Endpoint, Hosted}
+var ModelTypes = modelref.Types
 
-// Model is an agent's model.
-type Model struct {
-	Type ModelType `json:"type"`
-	// Model is the model id of a provider or endpoint model.
-	Model string `json:"model,omitempty"`
-	// APIKeySecret is the NAME of the secret record holding the API key.
-	APIKeySecret string            `json:"api_key_secret,omitempty"`
-	BaseURL      string            `json:"base_url,omitempty"`
-	ExtraHeaders map[string]string `json:"extra_headers,omitempty"`
-	// BaseModel and LoraModelName name a hosted model: the LoRA adapter
-	// LoraModelName trained from BaseModel.
-	BaseModel     string `json:"base_model,omitempty"`
-	LoraModelName string `json:"lora_model_name,omitempty"`
-}
-
-// Label is the model's display id: Model, else "BaseModel:LoraModelName"
-// (or BaseModel alone).
-func (m Model) Label() string {
-	switch {
-	case m.Model != "":
-		return m.Model
-	case m.LoraModelName != "":
-		return m.BaseModel + ":" + m.LoraModelName
-	default:
-		return m.BaseModel
-	}
-}
+// Model is an agent's model (modelref.Model).
+type Model = modelref.Model
 
 // ModelLabel is the agent's model Label, or "" when it has no model.
 func (a Agent) ModelLabel() string {

@@ -5,23 +5,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/fielderr"
 )
 
 // FieldError is one problem with a config, at a key path such as
-// "agents[1].model.type" (agents are numbered from 0). Field is "" for a
-// problem with the document as a whole. Messages never contain secret values.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
-// Error implements error.
-func (e FieldError) Error() string {
-	if e.Field == "" {
-		return e.Message
-	}
-	return e.Field + ": " + e.Message
-}
+// "agents[1].model.type" (agents are numbered from 0); see fielderr.Error.
+type FieldError = fielderr.Error
 
 // ValidationError carries every problem found in a config, in document order.
 type ValidationError struct {
