@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // Context keys read by the app. cdk.json carries a default for each.
@@ -297,7 +298,7 @@ func (c Config) validateModelGateway() error {
 	var keyEnv string
 	if h := models.Hosted; h != nil {
 		if h.APIKeyFile != "" {
-			return bad("hosted.api_key_file: a sandbox task has no operator files; store the key in Secrets Manager, set %s to the secret's ARN and name its variable with hosted.api_key_env (%sNAME)", KeyHostedKeySecretARN, gateway.KeyEnvPrefix)
+			return bad("hosted.api_key_file: a sandbox task has no operator files; store the key in Secrets Manager, set %s to the secret's ARN and name its variable with hosted.api_key_env (%sNAME)", KeyHostedKeySecretARN, sandbox.GatewayKeyEnvPrefix)
 		}
 		keyEnv = h.APIKeyEnv
 	}

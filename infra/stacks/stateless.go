@@ -16,7 +16,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/infra/queues"
 	"github.com/gauntlet-bench/gauntlet/infra/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
-	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	sandboxport "github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // StatelessProps configures the stateless stack.
@@ -193,7 +193,7 @@ func (s *Stateless) environment(cfg config.Config, st *Stateful) map[string]map[
 		if f.Reads(fnspec.ModelGateway) && cfg.ModelGatewayConfig != "" {
 			// Submit checks models against it; the dispatcher hands it to
 			// the sandbox tasks' runners.
-			env[gateway.ConfigEnv] = jsii.String(cfg.ModelGatewayConfig)
+			env[sandboxport.GatewayConfigEnv] = jsii.String(cfg.ModelGatewayConfig)
 		}
 		if f.Reads(fnspec.ModelGateway) && f.Access(fnspec.Sandboxes)&fnspec.Write != 0 && cfg.HostedKeySecretARN != "" {
 			// Only the ARN: ECS injects the value into the task's runner.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/fielderr"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/prices"
@@ -150,7 +151,7 @@ type Hosted struct {
 	// APIKeyEnv names the runner's environment variable holding the key
 	// instead, where the runner has no files of the operator's (a Fargate
 	// task, whose container `secrets` inject it from Secrets Manager). The
-	// name starts with KeyEnvPrefix, so the runner takes and scrubs it
+	// name starts with sandbox.GatewayKeyEnvPrefix, so the runner takes and scrubs it
 	// before any phase starts whatever the config says. At most one of
 	// APIKeyFile and APIKeyEnv is set.
 	APIKeyEnv string `toml:"api_key_env"`
@@ -159,17 +160,8 @@ type Hosted struct {
 	key string
 }
 
-// KeyEnvPrefix starts the name of every variable a hosted.api_key_env may
-// name. The runner treats every variable with it as a carrier: it takes
-// them out of its environment and scrubs them before any phase starts.
-const KeyEnvPrefix = "GAUNTLET_GATEWAY_KEY_"
-
-// ConfigEnv carries the operator's TOML itself where no file can: the
-// cloud's functions (submit's model checks) and sandbox tasks (the runner).
-const ConfigEnv = "GAUNTLET_MODEL_GATEWAY_CONFIG"
-
 // keyEnvPattern is the shape of an api_key_env name.
-var keyEnvPattern = regexp.MustCompile(`^` + KeyEnvPrefix + `[A-Z0-9_]+$`)
+var keyEnvPattern = regexp.MustCompile(`^` + sandbox.GatewayKeyEnvPrefix + `[A-Z0-9_]+$`)
 
 // Resolver turns a run config's model into a Route.
 type Resolver struct {
@@ -283,7 +275,7 @@ func ParseOperatorConfigWith(data []byte, opts ParseOptions) (*Resolver, error) 
 		case h.APIKeyFile != "" && h.APIKeyEnv != "":
 			errs = append(errs, errors.New("hosted: set one of api_key_file and api_key_env, not both"))
 		case h.APIKeyEnv != "" && !keyEnvPattern.MatchString(h.APIKeyEnv):
-			errs = append(errs, fmt.Errorf("hosted.api_key_env: %q is not %s followed by capitals, digits or _ (the runner scrubs only such variables)", h.APIKeyEnv, KeyEnvPrefix))
+			errs = append(errs, fmt.Errorf("hosted.api_key_env: %q is not %s followed by capitals, digits or _ (the runner scrubs only such variables)", h.APIKeyEnv, sandbox.GatewayKeyEnvPrefix))
 		case opts.WithoutKeys:
 		case h.APIKeyFile != "":
 			key, err := os.ReadFile(h.APIKeyFile)

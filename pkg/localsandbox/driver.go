@@ -28,7 +28,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
-	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/leftovers"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
@@ -334,13 +333,13 @@ func (d *Driver) start(p *proc) error {
 }
 
 // gatewayKeyEnv picks the model gateway's keys out of the server's
-// environment (gateway.KeyEnvPrefix variables, which a hosted.api_key_env
+// environment (sandbox.GatewayKeyEnvPrefix variables, which a hosted.api_key_env
 // names): the runner gets nothing else of it, and takes and scrubs these
 // before any phase starts.
 func gatewayKeyEnv(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
-		if strings.HasPrefix(kv, gateway.KeyEnvPrefix) {
+		if strings.HasPrefix(kv, sandbox.GatewayKeyEnvPrefix) {
 			out = append(out, kv)
 		}
 	}

@@ -1,12 +1,12 @@
 package runner
 
 import (
-	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sealed"
@@ -146,14 +146,14 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, jud
 }
 
 // takeGatewayKeys extracts the model gateway's keys the task passed in the
-// runner's environment (variables named gateway.KeyEnvPrefix…, which a
+// runner's environment (variables named sandbox.GatewayKeyEnvPrefix…, which a
 // hosted.api_key_env names; ECS injects them from Secrets Manager) and
 // returns the names of their carriers, so the caller can unset them.
 func takeGatewayKeys(environ []string) (keys map[string]string, carriers []string) {
 	keys = map[string]string{}
 	for _, kv := range environ {
 		key, value, ok := strings.Cut(kv, "=")
-		if ok && strings.HasPrefix(key, gateway.KeyEnvPrefix) && len(key) > len(gateway.KeyEnvPrefix) {
+		if ok && strings.HasPrefix(key, sandbox.GatewayKeyEnvPrefix) && len(key) > len(sandbox.GatewayKeyEnvPrefix) {
 			keys[key] = value
 			carriers = append(carriers, key)
 		}
@@ -168,7 +168,7 @@ func takeGatewayKeys(environ []string) (keys map[string]string, carriers []strin
 // the task role's credentials.
 func sensitiveRunnerVar(key string) bool {
 	switch key {
-	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, JudgeKeyEnv, gateway.ConfigEnv,
+	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, JudgeKeyEnv, sandbox.GatewayConfigEnv,
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
@@ -176,7 +176,7 @@ func sensitiveRunnerVar(key string) bool {
 		return true
 	}
 	return strings.HasPrefix(key, SecretEnvPrefix) || strings.HasPrefix(key, VerifierSecretEnvPrefix) ||
-		strings.HasPrefix(key, gateway.KeyEnvPrefix)
+		strings.HasPrefix(key, sandbox.GatewayKeyEnvPrefix)
 }
 
 // SecretEnv returns the environment entries that pass spec's secrets to the

@@ -86,9 +86,9 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 	sealedURL, wrappedKey := lookupEnv(env, sealed.URLEnv), lookupEnv(env, sealed.DataKeyEnv)
 	specJSON := lookupEnv(env, SpecEnv)
 	gatewayKeys, keyCarriers := takeGatewayKeys(env)
-	modelsTOML := lookupEnv(env, gateway.ConfigEnv)
+	modelsTOML := lookupEnv(env, sandbox.GatewayConfigEnv)
 	carriers = append(carriers, keyCarriers...)
-	for _, key := range append(carriers, sealed.URLEnv, sealed.DataKeyEnv, SpecEnv, gateway.ConfigEnv) {
+	for _, key := range append(carriers, sealed.URLEnv, sealed.DataKeyEnv, SpecEnv, sandbox.GatewayConfigEnv) {
 		_ = os.Unsetenv(key)
 	}
 	cfg, err := parseFlags(args, os.Stderr)
@@ -160,7 +160,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.opts.AgentsDir, "agents-dir", "", "directory mounted read-only at /agent for command agents")
 	fs.StringVar(&cfg.opts.BwrapPath, "bwrap", "", "bubblewrap binary (default: bwrap on PATH)")
 	fs.StringVar(&cfg.opts.AgentBundles, "agent-bundles", "", "agent bundle cache (default ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents)")
-	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table (default: the TOML in $"+gateway.ConfigEnv+", if set)")
+	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table (default: the TOML in $"+sandbox.GatewayConfigEnv+", if set)")
 	fs.StringVar(&cfg.imageFile, "image", "", "JSON file of the task's unpacked image (rootfs, env, working_dir, user); required by --isolation=bwrap")
 	fs.StringVar(&cfg.opts.InstalledAgentDir, "installed-agent-dir", "", "agent bundle dir mounted read-only at "+InstalledAgentMount)
 	fs.StringVar(&cfg.opts.StaticBinDir, "static-bin-dir", "", "platform helper binaries mounted read-only at "+StaticBinMount)
@@ -204,7 +204,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 // (the default provider table). A hosted.api_key_env is looked up in keys,
 // the GAUNTLET_GATEWAY_KEY_ variables the runner took from its environment.
 func loadModels(file, fromEnv string, keys map[string]string) (*gateway.Resolver, error) {
-	data, source := []byte(fromEnv), "$"+gateway.ConfigEnv
+	data, source := []byte(fromEnv), "$"+sandbox.GatewayConfigEnv
 	switch {
 	case file != "":
 		b, err := os.ReadFile(file)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -469,7 +468,7 @@ echo gauntlet > /app/answer.txt`
 		// The cloud's operator gateway config and hosted key (ECS injects
 		// the key from Secrets Manager): the runner reads both, no phase
 		// sees either.
-		gateway.ConfigEnv + "=[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n",
+		sandbox.GatewayConfigEnv + "=[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n",
 		"GAUNTLET_GATEWAY_KEY_HOSTED=hosted-key-value",
 	}
 	output, err := cmd.CombinedOutput()
@@ -484,7 +483,7 @@ echo gauntlet > /app/answer.txt`
 	}
 	verifierNames := strings.Fields(r.artifact(t, "verifier/env-names.txt"))
 	for name, want := range map[string]bool{"VERIFIER_TOKEN": true, "AGENT_TOKEN": false, "AWS_SECRET_ACCESS_KEY": false, "GAUNTLET_VERIFIER_SECRET_VERIFIER_TOKEN": false,
-		"GAUNTLET_GATEWAY_KEY_HOSTED": false, gateway.ConfigEnv: false} {
+		"GAUNTLET_GATEWAY_KEY_HOSTED": false, sandbox.GatewayConfigEnv: false} {
 		if got := contains(verifierNames, name); got != want {
 			t.Errorf("verifier has %s = %v, want %v", name, got, want)
 		}
@@ -546,11 +545,11 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "bad isolation", spec: string(good), args: []string{"--isolation", "docker"}, want: sandbox.ExitInfra},
 		{name: "image isolation without an image", spec: string(good), args: []string{"--isolation", IsolationBwrap}, want: sandbox.ExitInfra},
 		{name: "gateway config from the environment", spec: string(good), want: sandbox.ExitOK,
-			env: []string{gateway.ConfigEnv + "=" + hostedByEnv, "GAUNTLET_GATEWAY_KEY_HOSTED=sk-hosted"}},
+			env: []string{sandbox.GatewayConfigEnv + "=" + hostedByEnv, "GAUNTLET_GATEWAY_KEY_HOSTED=sk-hosted"}},
 		{name: "gateway config whose hosted key is not in the environment", spec: string(good), want: sandbox.ExitInfra,
-			env: []string{gateway.ConfigEnv + "=" + hostedByEnv}},
+			env: []string{sandbox.GatewayConfigEnv + "=" + hostedByEnv}},
 		{name: "malformed gateway config in the environment", spec: string(good), want: sandbox.ExitInfra,
-			env: []string{gateway.ConfigEnv + "=[providers.x]"}},
+			env: []string{sandbox.GatewayConfigEnv + "=[providers.x]"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

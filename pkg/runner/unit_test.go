@@ -63,7 +63,7 @@ func TestGatewayConfigFromTheEnvironment(t *testing.T) {
 	if diff := cmp.Diff([]string{"GAUNTLET_GATEWAY_KEY_HOSTED"}, carriers); diff != "" {
 		t.Errorf("carriers (-want +got):\n%s", diff)
 	}
-	for _, key := range []string{"GAUNTLET_GATEWAY_KEY_HOSTED", gateway.ConfigEnv} {
+	for _, key := range []string{"GAUNTLET_GATEWAY_KEY_HOSTED", sandbox.GatewayConfigEnv} {
 		if !sensitiveRunnerVar(key) {
 			t.Errorf("sensitiveRunnerVar(%q) = false, want true: it is scrubbed before any phase", key)
 		}
@@ -76,8 +76,8 @@ func TestGatewayConfigFromTheEnvironment(t *testing.T) {
 	if err != nil || route.Key != "sk-hosted-value" {
 		t.Fatalf("hosted route: key set %v, %v; want the key from the environment", route.Key == "sk-hosted-value", err)
 	}
-	if _, err := loadModels("", hostedByEnv, nil); err == nil || !strings.Contains(err.Error(), "$"+gateway.ConfigEnv) {
-		t.Errorf("loadModels without the key = %v, want an error naming $%s", err, gateway.ConfigEnv)
+	if _, err := loadModels("", hostedByEnv, nil); err == nil || !strings.Contains(err.Error(), "$"+sandbox.GatewayConfigEnv) {
+		t.Errorf("loadModels without the key = %v, want an error naming $%s", err, sandbox.GatewayConfigEnv)
 	}
 	if models, err := loadModels("", "", nil); models != nil || err != nil {
 		t.Errorf("loadModels with no config = %v, %v; want nil (the default table)", models, err)
@@ -266,7 +266,7 @@ func TestScrubEnvironBlock(t *testing.T) {
 		"GAUNTLET_SECRET_OPENAI_API_KEY=sk-agent-value", "GAUNTLET_VERIFIER_SECRET_JUDGE=judge-value",
 		"GAUNTLET_SECRETS_URL=https://get/?X-Amz-Signature=sig-in-url", "GAUNTLET_SECRETS_DATA_KEY=wrapped-key-value",
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/creds-uuid", "KEEP_ME=visible",
-		"GAUNTLET_GATEWAY_KEY_HOSTED=hosted-key-value", gateway.ConfigEnv + `=[providers.x]
+		"GAUNTLET_GATEWAY_KEY_HOSTED=hosted-key-value", sandbox.GatewayConfigEnv + `=[providers.x]
 headers = { X-Gateway-Token = "gateway-token-value" }`,
 	}
 	out, err := cmd.Output()
@@ -283,7 +283,7 @@ headers = { X-Gateway-Token = "gateway-token-value" }`,
 		scrubChildEnv: "1", "PATH": "/usr/bin", "KEEP_ME": "visible", SpecEnv: "",
 		"GAUNTLET_SECRET_OPENAI_API_KEY": "", "GAUNTLET_VERIFIER_SECRET_JUDGE": "", "GAUNTLET_SECRETS_URL": "",
 		"GAUNTLET_SECRETS_DATA_KEY": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
-		"GAUNTLET_GATEWAY_KEY_HOSTED": "", gateway.ConfigEnv: "",
+		"GAUNTLET_GATEWAY_KEY_HOSTED": "", sandbox.GatewayConfigEnv: "",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("/proc/self/environ after the scrub (-want +got):\n%s", diff)

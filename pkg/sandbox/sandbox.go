@@ -54,6 +54,17 @@ type Output struct {
 	ArtifactsURL string    `json:"artifacts_url,omitempty"` // presigned PUT for artifacts.tar.gz
 }
 
+// GatewayConfigEnv carries the model gateway's operator TOML itself where
+// no file can: to the cloud's functions (submit's model checks) and to
+// sandbox tasks (the runner starts each attempt's gateway from it).
+const GatewayConfigEnv = "GAUNTLET_MODEL_GATEWAY_CONFIG"
+
+// GatewayKeyEnvPrefix starts the name of every variable a model gateway's
+// hosted.api_key_env may name. The runner treats every variable with it as
+// a carrier: it takes them out of its environment and scrubs them before
+// any phase starts.
+const GatewayKeyEnvPrefix = "GAUNTLET_GATEWAY_KEY_"
+
 // SpecEnv is the environment variable that carries a slot spec (JSON) to
 // the runner when no spec file is given (the ECS driver's task override).
 const SpecEnv = "GAUNTLET_SLOT_SPEC"

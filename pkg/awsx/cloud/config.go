@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // Environment variables the CDK stack sets (infra/stacks).
@@ -58,7 +59,7 @@ const (
 	EnvLogLevel             = "LOG_LEVEL"
 	// EnvModelGatewayConfig holds the operator's model gateway TOML itself
 	// (cdk context modelGatewayConfig).
-	EnvModelGatewayConfig = gateway.ConfigEnv
+	EnvModelGatewayConfig = sandbox.GatewayConfigEnv
 	// EnvModelGatewayKeySecret is the ARN of the Secrets Manager secret
 	// holding the hosted endpoint's key (cdk context hostedKeySecretArn),
 	// which ECS injects into the sandbox task's runner.

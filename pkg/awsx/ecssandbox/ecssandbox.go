@@ -101,7 +101,7 @@ type Config struct {
 	// runner reads (and scrubs) when it has no --model-gateway-config file.
 	// "" leaves the runner the default provider table.
 	ModelGatewayConfig string
-	// ModelGatewaySecrets maps runner variables (gateway.KeyEnvPrefix…,
+	// ModelGatewaySecrets maps runner variables (sandbox.GatewayKeyEnvPrefix…,
 	// which the config's hosted.api_key_env names) to the Secrets Manager
 	// secret ARNs ECS injects into them (container `secrets`, read with the
 	// execution role): the hosted endpoint's key, which the runner takes

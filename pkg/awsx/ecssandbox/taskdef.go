@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
@@ -166,7 +165,7 @@ func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.Registe
 		LogConfiguration: logs("task"),
 	}
 	if d.cfg.ModelGatewayConfig != "" {
-		task.Environment = []types.KeyValuePair{{Name: aws.String(gateway.ConfigEnv), Value: aws.String(d.cfg.ModelGatewayConfig)}}
+		task.Environment = []types.KeyValuePair{{Name: aws.String(sandbox.GatewayConfigEnv), Value: aws.String(d.cfg.ModelGatewayConfig)}}
 	}
 	// Sorted, so equal configurations hash to one family.
 	for _, name := range slices.Sorted(maps.Keys(d.cfg.ModelGatewaySecrets)) {
