@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // runnerOutputFile is the runner's own stdout/stderr in the sandbox dir; it
@@ -51,7 +51,7 @@ func (d *Driver) collect(ctx context.Context, p *proc) error {
 		return fmt.Errorf("list outputs: %w", err)
 	}
 	var errs []error
-	if err := d.put(ctx, prefix+"/"+runner.ArtifactsDir+"/"+runnerOutputFile, filepath.Join(p.dir, runnerOutputFile)); err != nil {
+	if err := d.put(ctx, prefix+"/"+sandbox.ArtifactsDir+"/"+runnerOutputFile, filepath.Join(p.dir, runnerOutputFile)); err != nil {
 		errs = append(errs, err)
 	}
 	result := ""

@@ -30,7 +30,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/leftovers"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
@@ -43,9 +42,9 @@ type Config struct {
 	DataDir string
 	// RunnerPath is the sandbox-runner binary.
 	RunnerPath string
-	// Isolation is runner.IsolationBwrap (the default: the task's image),
-	// runner.IsolationHostBwrap (the host's root filesystem, a logged
-	// development opt-in) or runner.IsolationProcess (no isolation, a
+	// Isolation is sandbox.IsolationBwrap (the default: the task's image),
+	// sandbox.IsolationHostBwrap (the host's root filesystem, a logged
+	// development opt-in) or sandbox.IsolationProcess (no isolation, a
 	// logged opt-in).
 	Isolation string
 	// Images gives the unpacked rootfs of a spec's image (bwrap
@@ -177,8 +176,8 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("%w: sandbox-runner %q is not an executable file (build it: make build)", sandbox.ErrUnavailable, cfg.RunnerPath)
 	}
 	switch cfg.Isolation {
-	case "", runner.IsolationBwrap:
-		d.cfg.Isolation = runner.IsolationBwrap
+	case "", sandbox.IsolationBwrap:
+		d.cfg.Isolation = sandbox.IsolationBwrap
 		name := cfg.BwrapPath
 		if name == "" {
 			name = "bwrap"
@@ -188,10 +187,10 @@ func New(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("%w: bubblewrap (%s) is not installed; install it with `apt-get install bubblewrap` (or `make deps`), or pass --sandbox=process to run agents without isolation", sandbox.ErrUnavailable, name)
 		}
 		d.bwrap = path
-		if d.cfg.Isolation == runner.IsolationBwrap && cfg.Images == nil {
+		if d.cfg.Isolation == sandbox.IsolationBwrap && cfg.Images == nil {
 			return nil, errors.New("local sandbox config: bwrap isolation runs each task's image and Images is nil (no image store); for development only, isolation bwrap-host runs on the host's root filesystem")
 		}
-	case runner.IsolationHostBwrap:
+	case sandbox.IsolationHostBwrap:
 		name := cfg.BwrapPath
 		if name == "" {
 			name = "bwrap"
@@ -202,10 +201,10 @@ func New(cfg Config) (*Driver, error) {
 		}
 		d.bwrap = path
 		d.log.Warn("sandboxes run on the HOST's root filesystem (--sandbox=bwrap-host, development only): tasks' images are not used")
-	case runner.IsolationProcess:
+	case sandbox.IsolationProcess:
 		d.log.Warn("sandbox isolation is OFF (--sandbox=process): agents run as plain processes on this host with the platform's user rights and network")
 	default:
-		return nil, fmt.Errorf("local sandbox config: isolation %q: want %q, %q or %q", cfg.Isolation, runner.IsolationBwrap, runner.IsolationHostBwrap, runner.IsolationProcess)
+		return nil, fmt.Errorf("local sandbox config: isolation %q: want %q, %q or %q", cfg.Isolation, sandbox.IsolationBwrap, sandbox.IsolationHostBwrap, sandbox.IsolationProcess)
 	}
 	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("create sandboxes dir: %w", err)
@@ -248,7 +247,7 @@ func (d *Driver) Launch(ctx context.Context, spec sandbox.Spec) (sandbox.Handle,
 	spec.Task = task
 	h := sandbox.Handle{ID: id, LaunchID: spec.LaunchID, RunID: spec.RunID, SlotID: spec.SlotID, StartedAt: time.Now().UTC()}
 	log := d.log.With("sandbox_id", id, "launch_id", spec.LaunchID)
-	if d.cfg.Isolation == runner.IsolationProcess {
+	if d.cfg.Isolation == sandbox.IsolationProcess {
 		log.Warn("launching WITHOUT isolation (--sandbox=process): the agent runs as a plain process on this host")
 	}
 	p := &proc{handle: h, spec: spec, dir: filepath.Join(d.sandboxesDir(), id), done: make(chan struct{})}
@@ -315,11 +314,11 @@ func (d *Driver) start(p *proc) error {
 	}
 	args = append(args, imageArgs...)
 	cmd := exec.Command(d.cfg.RunnerPath, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, runner.SecretEnv(p.spec)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, sandbox.SecretEnv(p.spec)...)
 	cmd.Env = append(cmd.Env, gatewayKeyEnv(os.Environ())...)
 	cmd.Stdout, cmd.Stderr = output, output
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if d.cfg.Isolation == runner.IsolationBwrap && os.Geteuid() == 0 {
+	if d.cfg.Isolation == sandbox.IsolationBwrap && os.Geteuid() == 0 {
 		// The runner's overlay and loop mounts live in a mount namespace
 		// of its own: they vanish with it, whatever kills it.
 		cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // Images is what the driver needs of the image store: the unpacked rootfs
@@ -45,7 +46,7 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 	if d.cfg.StaticBinDir != "" {
 		args = append(args, "--static-bin-dir", d.cfg.StaticBinDir)
 	}
-	if d.cfg.Isolation != runner.IsolationBwrap {
+	if d.cfg.Isolation != sandbox.IsolationBwrap {
 		return args, nil
 	}
 	if p.spec.Image == "" {

@@ -26,17 +26,13 @@ const (
 	EnvAgentsDir       = "GAUNTLET_AGENTS_DIR"
 )
 
-// Prefixes of the runner's own environment that carry secrets from the
-// driver: GAUNTLET_SECRET_<NAME> reaches the agent as <NAME>,
-// GAUNTLET_VERIFIER_SECRET_<NAME> the verifier.
+// The secret carriers of the sandbox protocol, named here for the
+// runner's own code.
 const (
-	SecretEnvPrefix         = "GAUNTLET_SECRET_"
-	VerifierSecretEnvPrefix = "GAUNTLET_VERIFIER_SECRET_"
+	SecretEnvPrefix         = sandbox.SecretEnvPrefix
+	VerifierSecretEnvPrefix = sandbox.VerifierSecretEnvPrefix
+	JudgeKeyEnv             = sandbox.JudgeKeyEnv
 )
-
-// JudgeKeyEnv carries the judge model's key from the driver to the runner,
-// which hands it to the verifier phase's model gateway only.
-const JudgeKeyEnv = "GAUNTLET_JUDGE_KEY"
 
 // maxInstructionEnv is the largest instruction passed in $GAUNTLET_INSTRUCTION;
 // Linux refuses a single environment string over 128 KiB. Longer instructions
@@ -177,22 +173,6 @@ func sensitiveRunnerVar(key string) bool {
 	}
 	return strings.HasPrefix(key, SecretEnvPrefix) || strings.HasPrefix(key, VerifierSecretEnvPrefix) ||
 		strings.HasPrefix(key, sandbox.GatewayKeyEnvPrefix)
-}
-
-// SecretEnv returns the environment entries that pass spec's secrets to the
-// runner (the driver side of takeSecrets).
-func SecretEnv(spec sandbox.Spec) []string {
-	env := map[string]string{}
-	for name, v := range spec.Secrets {
-		env[SecretEnvPrefix+name] = v.Reveal()
-	}
-	for name, v := range spec.VerifierSecrets {
-		env[VerifierSecretEnvPrefix+name] = v.Reveal()
-	}
-	if spec.JudgeKey != "" {
-		env[JudgeKeyEnv] = spec.JudgeKey.Reveal()
-	}
-	return envList(env)
 }
 
 // networkAllowed reports whether a Harbor network_mode grants network access.

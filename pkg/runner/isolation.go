@@ -4,32 +4,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/confine"
-	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
-// Isolation modes for Options.Isolation.
+// Isolation modes for Options.Isolation: the sandbox protocol's
+// (sandbox.IsolationBwrap …), named here for the runner's own code.
 const (
-	// IsolationBwrap runs every phase in its own bubblewrap sandbox whose
-	// root is the attempt's overlay over the task's image (Options.Image).
-	IsolationBwrap = "bwrap"
-	// IsolationHostBwrap runs every phase in bubblewrap over the HOST's
-	// system directories (and only the parts of /etc a process needs):
-	// an explicit, logged development opt-in; the task's image is ignored.
-	IsolationHostBwrap = "bwrap-host"
-	// IsolationProcess runs every phase as a plain child process on the host:
-	// no isolation at all, an explicit opt-in for machines without bubblewrap.
-	IsolationProcess = "process"
-	// IsolationContainer is for a runner that is root inside a container
-	// that is the sandbox (ECS Fargate, where bubblewrap cannot run): the
-	// phases see the container's real /app, /logs, /tests and /solution,
-	// and the agent runs under a uid of its own (see containerIsolation).
-	IsolationContainer = "container"
+	IsolationBwrap     = sandbox.IsolationBwrap
+	IsolationHostBwrap = sandbox.IsolationHostBwrap
+	IsolationProcess   = sandbox.IsolationProcess
+	// IsolationContainer: the phases see the container's real /app, /logs,
+	// /tests and /solution, and the agent runs under a uid of its own (see
+	// containerIsolation).
+	IsolationContainer = sandbox.IsolationContainer
 )
 
 // In-sandbox paths of the bubblewrap layout (Harbor's conventions).

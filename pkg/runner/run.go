@@ -6,13 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
@@ -31,7 +32,7 @@ const maxArtifactBytes = 256 << 20
 // Names of the files the runner writes.
 const (
 	RunnerLogFile  = "runner.log"
-	ArtifactsDir   = "artifacts"
+	ArtifactsDir   = sandbox.ArtifactsDir
 	agentStdout    = "stdout.txt"
 	agentStderr    = "stderr.txt"
 	installStdout  = "install-stdout.txt"

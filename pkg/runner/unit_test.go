@@ -32,7 +32,7 @@ func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
 		VerifierSecrets: map[string]secret.Value{"JUDGE_KEY": "j-2"},
 		JudgeKey:        "sk-judge-3",
 	}
-	env := append(SecretEnv(spec), "PATH=/bin", "GAUNTLET_SECRET_=ignored", "AWS_SECRET_ACCESS_KEY=platform")
+	env := append(sandbox.SecretEnv(spec), "PATH=/bin", "GAUNTLET_SECRET_=ignored", "AWS_SECRET_ACCESS_KEY=platform")
 	agent, verifier, judge, carriers := takeSecrets(env)
 	if judge != spec.JudgeKey {
 		t.Errorf("judge key = %q, want %q", judge.Reveal(), spec.JudgeKey.Reveal())
