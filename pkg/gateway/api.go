@@ -4,57 +4,27 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
-// WireAPI is a model API as it goes over the wire. Each harness speaks one;
-// each upstream serves one or more.
-type WireAPI string
+// WireAPI is a model API as it goes over the wire (wireapi.API).
+type WireAPI = wireapi.API
 
 // The wire APIs the gateway meters.
 const (
-	// Responses is OpenAI's Responses API, POST {base}/responses (codex).
-	Responses WireAPI = "openai-responses"
-	// Chat is OpenAI's Chat Completions, POST {base}/chat/completions
-	// (opencode, any OpenAI-compatible server).
-	Chat WireAPI = "openai-chat"
-	// Messages is Anthropic's Messages API, POST {base}/messages (claude-code).
-	Messages WireAPI = "anthropic-messages"
-	// Gemini is Google's generateContent, POST
-	// {base}/models/{model}:streamGenerateContent (gemini-cli).
-	Gemini WireAPI = "gemini"
+	Responses = wireapi.Responses
+	Chat      = wireapi.Chat
+	Messages  = wireapi.Messages
+	Gemini    = wireapi.Gemini
 )
 
 // WireAPIs lists the wire APIs in documentation order.
-var WireAPIs = []WireAPI{Responses, Chat, Messages, Gemini}
-
-// Title is the API's name for messages.
-func (a WireAPI) Title() string {
-	switch a {
-	case Responses:
-		return "OpenAI Responses"
-	case Chat:
-		return "OpenAI Chat Completions"
-	case Messages:
-		return "Anthropic Messages"
-	case Gemini:
-		return "Gemini generateContent"
-	}
-	return string(a)
-}
-
-// Valid reports whether a is one of WireAPIs.
-func (a WireAPI) Valid() bool {
-	for _, w := range WireAPIs {
-		if a == w {
-			return true
-		}
-	}
-	return false
-}
+var WireAPIs = wireapi.All
 
 // setKey puts the upstream's key where api expects it.
-func (a WireAPI) setKey(h http.Header, key string) {
-	switch a {
+func setKey(api WireAPI, h http.Header, key string) {
+	switch api {
 	case Messages:
 		h.Set("x-api-key", key)
 	case Gemini:

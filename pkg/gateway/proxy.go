@@ -116,7 +116,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Header.Set(k, v)
 	}
 	if g.cfg.Key != "" {
-		st.upAPI.setKey(pr.Out.Header, g.cfg.Key)
+		setKey(st.upAPI, pr.Out.Header, g.cfg.Key)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // UsageParser reads what an agent reported about its model usage from the
@@ -157,13 +159,12 @@ type BundleFile struct {
 	To   string // relative to the bundle root
 }
 
-// Wire APIs a harness may speak (the model gateway meters each; the values
-// are pkg/gateway's WireAPI names).
+// Wire APIs a harness may speak (the model gateway meters each).
 const (
-	WireOpenAIResponses   = "openai-responses"
-	WireOpenAIChat        = "openai-chat"
-	WireAnthropicMessages = "anthropic-messages"
-	WireGemini            = "gemini"
+	WireOpenAIResponses   = string(wireapi.Responses)
+	WireOpenAIChat        = string(wireapi.Chat)
+	WireAnthropicMessages = string(wireapi.Messages)
+	WireGemini            = string(wireapi.Gemini)
 )
 
 // RunTemplateData is what a harness's Run, Env and Files templates may refer to.

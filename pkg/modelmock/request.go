@@ -3,17 +3,19 @@ package modelmock
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
-// API names a wire API the mock speaks.
-type API string
+// API names a wire API the mock speaks (wireapi.API).
+type API = wireapi.API
 
-// The wire APIs.
+// The wire APIs the mock answers.
 const (
-	Responses API = "openai-responses" // POST …/responses
-	Chat      API = "openai-chat"      // POST …/chat/completions
-	Messages  API = "anthropic"        // POST …/messages
-	Gemini    API = "gemini"           // POST …/models/{m}:streamGenerateContent or :generateContent
+	Responses = wireapi.Responses // POST …/responses
+	Chat      = wireapi.Chat      // POST …/chat/completions
+	Messages  = wireapi.Messages  // POST …/messages
+	Gemini    = wireapi.Gemini    // POST …/models/{m}:streamGenerateContent or :generateContent
 )
 
 // routeAPI maps a request path onto its wire API by its end, so the mock
