@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
@@ -61,7 +61,9 @@ type Benchmarks interface {
 
 // Config is what a Handler is built from.
 type Config struct {
-	Records    *records.Store
+	// Records is the stored records the handlers read (and the few they
+	// write): *records.Store, or a fake.
+	Records    Records
 	Runs       Runs
 	Benchmarks Benchmarks
 	// Checks runs environment checks; nil answers their routes with 501.

@@ -52,10 +52,17 @@ func identity(ctx context.Context) Identity {
 // the store again.
 const tokenTTL = 10 * time.Second
 
+// tokenStore is what token authentication reads: a token by its hash and
+// whether its user administers the workspace.
+type tokenStore interface {
+	TokenByHash(ctx context.Context, hash string) (records.Token, error)
+	IsAdmin(ctx context.Context, ws, user string) (bool, error)
+}
+
 // tokenAuthenticator authenticates gauntlet's own API tokens by their
 // stored hash, remembering each for tokenTTL.
 type tokenAuthenticator struct {
-	recs *records.Store
+	recs tokenStore
 	now  func() time.Time
 
 	mu    sync.Mutex
