@@ -23,8 +23,11 @@ type Info struct {
 	Stored   bool      // every layer blob is in the store
 	Added    time.Time // first stored
 	Source   string    // endpoint it last came from, or "import"
-	Unpacked bool      // its rootfs is in the cache
-	Rootfs   int64     // bytes of the unpacked rootfs
+	Unpacked bool      // its layers are unpacked
+	Rootfs   int64     // bytes of the unpacked rootfs, over all its layers
+	Layers   int       // how many layers it stacks
+	Own      int64     // bytes of its unpacked layers no other unpacked image uses
+	Shared   int64     // bytes of its unpacked layers other unpacked images use too
 	LastUsed time.Time // last Rootfs call for it
 	InUse    bool      // a Rootfs is open on it (here or in another process)
 }
@@ -32,6 +35,10 @@ type Info struct {
 // List returns the stored images, most recently used first.
 func (s *Store) List(ctx context.Context) ([]Info, error) {
 	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return nil, err
+	}
+	refs, err := s.referencedLayers()
 	if err != nil {
 		return nil, err
 	}
@@ -56,8 +63,17 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 			}
 		}
 		cfg := mustHash(rec.Config)
+		info.Layers = len(rec.Layers)
 		if rr, ok := s.rootfsRecord(cfg); ok {
 			info.Unpacked, info.Rootfs = true, rr.Size
+			for _, c := range rr.LayerIDs {
+				m, _, _ := s.layerComplete(c)
+				if len(refs[c]) > 1 {
+					info.Shared += m.Size
+				} else {
+					info.Own += m.Size
+				}
+			}
 			lock := filepath.Join(s.dir, "rootfs", cfg.Hex+".lock")
 			if fi, err := os.Stat(lock); err == nil {
 				info.LastUsed = fi.ModTime()
@@ -110,26 +126,31 @@ func (s *Store) Pull(ctx context.Context, ref string, progress func(Progress), c
 type PruneOptions struct {
 	// Images also forgets every image record whose rootfs is not in use, and
 	// so its blobs: the next use pulls again. Without it, only unpacked
-	// rootfs dirs (not in use) and unreferenced blobs go.
+	// images (not in use), the layers no image uses any more, and
+	// unreferenced blobs go.
 	Images bool
 }
 
 // PruneReport says what Prune removed and what it left because it was in use.
 type PruneReport struct {
-	Rootfs      int   // unpacked rootfs dirs removed
+	Rootfs      int   // unpacked images dropped
+	Layers      int   // layer directories removed
 	RootfsBytes int64 // their size
 	Images      int   // image records removed
 	Blobs       int   // blobs removed
 	BlobBytes   int64 // their size
-	InUse       int   // rootfs dirs kept because a sandbox holds them
+	InUse       int   // unpacked images kept because a sandbox holds them
 }
 
 // orphanAge is how old a temp entry or an unreferenced blob must be before
 // Prune takes it: younger ones may belong to a pull in progress elsewhere.
 const orphanAge = time.Hour
 
-// Prune removes unpacked rootfs dirs not in use, temp leftovers, blobs no
-// image record refers to and, with opts.Images, the image records too.
+// Prune drops unpacked images not in use, removes the layers no image uses
+// any more, temp leftovers, blobs no image record refers to and, with
+// opts.Images, the image records too. It is safe while pulls, builds and
+// sandboxes run: an image in use keeps its layers, an unpack under way
+// finishes first.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	var rep PruneReport
 	cached, err := s.listCachedRootfs()
@@ -151,7 +172,13 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 			continue
 		}
 		rep.Rootfs++
-		rep.RootfsBytes += c.size
+	}
+	// Waits for unpacks under way: what they unpack is referenced once
+	// they are done, and kept.
+	nl, lbytes, err := s.gcLayers(ctx, true)
+	rep.Layers, rep.RootfsBytes = nl, lbytes
+	if err != nil {
+		return rep, err
 	}
 	if opts.Images {
 		ents, err := os.ReadDir(filepath.Join(s.dir, "images"))

@@ -160,13 +160,13 @@ func TestEvictionKeepsRootfsInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := os.Stat(filepath.Join(held.Dir, "data-a")); err != nil {
+	if _, err := held.Lookup("data-a"); err != nil {
 		t.Fatalf("the rootfs in use was evicted: %v", err)
 	}
-	if _, err := os.Stat(b.Dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(b.Layers[0]); !os.IsNotExist(err) {
 		t.Fatalf("rootfs b (least recently used, not in use) still there: %v", err)
 	}
-	if !strings.Contains(f.logs.String(), "rootfs evicted") {
+	if !strings.Contains(f.logs.String(), "image evicted") {
 		t.Fatalf("no eviction logged:\n%s", f.logs)
 	}
 	// b comes back on its next use, from the stored blobs.
@@ -214,7 +214,7 @@ func TestPrune(t *testing.T) {
 	if rep.Rootfs != 1 || rep.InUse != 1 || rep.Images != 0 {
 		t.Fatalf("Prune = %+v, want 1 rootfs removed, 1 kept in use, no image", rep)
 	}
-	if _, err := os.Stat(filepath.Join(held.Dir, "data-a")); err != nil {
+	if _, err := held.Lookup("data-a"); err != nil {
 		t.Fatalf("prune removed a rootfs in use: %v", err)
 	}
 	held.Close()
@@ -272,7 +272,7 @@ func TestImport(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if b, err := os.ReadFile(filepath.Join(r.Dir, "app/main.py")); err != nil || string(b) != "print(1)\n" {
+			if b, err := os.ReadFile(filepath.Join(imagetest.Mount(t, r.Layers), "app/main.py")); err != nil || string(b) != "print(1)\n" {
 				t.Fatalf("app/main.py = %q, %v", b, err)
 			}
 			if r.Config.WorkingDir != "/app" {
@@ -363,7 +363,7 @@ func TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs(t *testing.T) {
 		t.Fatalf("RestoreRootfs(a) = restored %v, %v; want it unpacked again from the stored blobs", restored, err)
 	}
 	defer r.Close()
-	if data, err := os.ReadFile(filepath.Join(r.Dir, "data-a")); err != nil || len(data) != 100<<10 {
+	if data, err := os.ReadFile(filepath.Join(imagetest.Mount(t, r.Layers), "data-a")); err != nil || len(data) != 100<<10 {
 		t.Fatalf("restored rootfs: %d bytes, %v", len(data), err)
 	}
 	again, restored, err := f.store.RestoreRootfs(ctx, refs["a"])

@@ -1,17 +1,21 @@
 // Package image is the local image store: it resolves image references to
 // pinned digests through registry mirrors and pull credentials, keeps the
-// blobs it pulls content-addressed on disk, and unpacks an image into a
-// read-only rootfs directory cached by the image's config digest, which a
-// sandbox driver uses as the lower layer of a per-attempt overlay. It mounts
+// blobs it pulls content-addressed on disk, and unpacks each layer once into
+// a directory shared by every image stacked on it, so that an image's root
+// filesystem is the overlay of its layer directories, which a sandbox driver
+// uses as the lower layers of a per-attempt overlay. It mounts
 // nothing itself and runs no container: no Docker daemon is needed.
 //
 // On disk, under the directory given to Open:
 //
 //	oci-layout, blobs/sha256/<hex>   content-addressed blobs (the OCI image-layout shape)
 //	images/<hex>.json                one record per image manifest: names, config, layers
-//	rootfs/<config-hex>/             an unpacked rootfs; attempts never write it
-//	rootfs/<config-hex>.lock         flock: exclusive while unpacking or evicting, shared while in use
-//	rootfs/<config-hex>.json         its size; the lock file's mtime is its last use
+//	layers/<id>/                     one unpacked layer, shared by every image stacked on it (layers.go)
+//	layers/<id>.json, <id>.lock      its chain and size; flock while unpacking it
+//	rootfs/<config-hex>.json         an unpacked image: its layers (bottom first) and size
+//	rootfs/<config-hex>.lock         flock: exclusive while unpacking or evicting, shared while in use;
+//	                                 its mtime is the image's last use
+//	gc.lock                          flock: shared while unpacking, exclusive while removing layers
 //	tmp/                             temp files and dirs, renamed into place when complete
 //
 // Only linux/amd64 images are taken.
@@ -56,10 +60,18 @@ type Options struct {
 	Keychain authn.Keychain
 	// Transport carries registry requests; nil for ggcr's default.
 	Transport http.RoundTripper
-	// MaxRootfsBytes caps the unpacked rootfs cache: after an unpack, the least
-	// recently used rootfs not in use is removed until the cache fits. 0 means
-	// no cap.
+	// MaxRootfsBytes caps the whole image storage — unpacked layers, blobs
+	// and Extra (the builder's storage): after an unpack, the least recently
+	// used images neither in use nor Pinned are dropped (with the layers no
+	// other image uses), then Extra reclaims what it can, until it fits.
+	// 0 means no cap.
 	MaxRootfsBytes int64
+	// Extra is storage beside the store that the cap covers (the builder's);
+	// nil for none.
+	Extra ExtraStorage
+	// Pinned lists the pinned references (repository@sha256:…) that runs
+	// not yet finished still need: eviction never drops them. nil = none.
+	Pinned func(ctx context.Context) ([]string, error)
 	// Logger receives one line per pull and eviction; nil for slog.Default().
 	Logger *slog.Logger
 }
@@ -73,6 +85,8 @@ type Store struct {
 	keychain  authn.Keychain
 	transport http.RoundTripper
 	maxRootfs int64
+	extra     ExtraStorage
+	pinned    func(ctx context.Context) ([]string, error)
 	logger    *slog.Logger
 
 	mu      sync.Mutex
@@ -92,7 +106,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image store %s: %w", dir, err)
 	}
-	for _, d := range []string{"blobs/sha256", "images", "rootfs", "tmp"} {
+	for _, d := range []string{"blobs/sha256", "images", "rootfs", "layers", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
 			return nil, fmt.Errorf("image store: %w", err)
 		}
@@ -112,7 +126,16 @@ func Open(dir string, opts Options) (*Store, error) {
 		t = remote.DefaultTransport
 	}
 	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, keychain: opts.Keychain, transport: t, maxRootfs: opts.MaxRootfsBytes,
-		logger: logger, pullers: map[string]*remote.Puller{}}, nil
+		extra: opts.Extra, pinned: opts.Pinned, logger: logger, pullers: map[string]*remote.Puller{}}, nil
+}
+
+// ExtraStorage is storage that the image storage's cap covers beside the
+// store itself: the builder's layer cache.
+type ExtraStorage interface {
+	// Usage is the bytes it holds.
+	Usage(ctx context.Context) (int64, error)
+	// Reclaim frees what no build in progress needs.
+	Reclaim(ctx context.Context) error
 }
 
 // DockerConfig is the Docker config.json whose logins the store pulls with
@@ -462,5 +485,3 @@ func shortDigest(d string) string {
 	}
 	return d
 }
-
-var _ = context.Background

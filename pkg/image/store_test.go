@@ -103,18 +103,20 @@ func TestResolveTagAndDigestShareOneRootfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if a.Dir != b.Dir {
-		t.Fatalf("tag and digest unpacked twice: %s and %s", a.Dir, b.Dir)
+	if strings.Join(a.Layers, ":") != strings.Join(b.Layers, ":") {
+		t.Fatalf("tag and digest unpacked twice: %s and %s", a.Layers, b.Layers)
 	}
-	if got, _ := os.ReadFile(filepath.Join(a.Dir, "app/main.py")); string(got) != "print(1)\n" {
+	if got, _ := os.ReadFile(filepath.Join(imagetest.Mount(t, a.Layers), "app/main.py")); string(got) != "print(1)\n" {
 		t.Fatalf("app/main.py = %q", got)
 	}
 	wantCfg := image.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"}
 	if a.Config.WorkingDir != wantCfg.WorkingDir || a.Config.User != wantCfg.User || strings.Join(a.Config.Env, ",") != strings.Join(wantCfg.Env, ",") {
 		t.Fatalf("Config = %+v, want %+v", a.Config, wantCfg)
 	}
-	if fi, err := os.Stat(a.Dir); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Fatalf("rootfs dir mode = %v (%v), want 0755 (overlay lowers must be readable)", fi.Mode(), err)
+	for _, l := range a.Layers {
+		if fi, err := os.Stat(l); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("layer dir %s mode = %v (%v), want 0755 (overlay lowers must be readable)", l, fi.Mode(), err)
+		}
 	}
 	if n := strings.Count(f.logs.String(), "image unpacked"); n != 1 {
 		t.Fatalf("unpacked %d times, want 1", n)
@@ -159,7 +161,7 @@ func TestConcurrentFirstUseUnpacksOnce(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			dirs[i] = r.Dir
+			dirs[i] = strings.Join(r.Layers, ":")
 			r.Close()
 		}()
 	}

@@ -35,7 +35,7 @@ func unpackLayers(t *testing.T, layers ...v1.Layer) (string, error) {
 		return "", err
 	}
 	t.Cleanup(func() { r.Close() })
-	return r.Dir, nil
+	return imagetest.Mount(t, r.Layers), nil
 }
 
 // tree lists every path under dir with a short description, sorted.
