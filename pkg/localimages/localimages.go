@@ -205,6 +205,6 @@ func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsand
 	if restored {
 		si.logger.WarnContext(ctx, "the image's rootfs had been evicted from the cache: unpacked it again from the stored layers", "image", ref)
 	}
-	return localsandbox.Rootfs{Dir: rf.Dir, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
+	return localsandbox.Rootfs{Layers: rf.Layers, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
 		Release: func() { _ = rf.Close() }}, nil
 }

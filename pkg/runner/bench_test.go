@@ -51,7 +51,7 @@ func BenchmarkImageSandboxStart(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(b.TempDir(), "w")
 		began := time.Now()
-		l, err := newLayer(dir, img.Rootfs, DefaultStorageMB, OverlayAuto)
+		l, err := newLayer(dir, []string{img.Rootfs}, DefaultStorageMB, OverlayAuto)
 		if err != nil {
 			b.Fatal(err)
 		}
