@@ -41,9 +41,9 @@ const (
 // the attempt's ENOSPC and never the host's. Closing it unmounts both and
 // deletes the lot: the next attempt starts from the image again.
 type layer struct {
-	dir       string // the work dir holding disk.img, disk/ and root/
-	lowers    []string
-	root      string // merged: the sandbox's /
+	dir    string // the work dir holding disk.img, disk/ and root/
+	lowers []string
+	root   string // merged: the sandbox's /
 	// view is the image as built, without the attempt's writes: the one
 	// lower, or a read-only overlay of the lowers. The runner reads the
 	// image's users and checks programs there, never in the root, which the
