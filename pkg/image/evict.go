@@ -108,8 +108,8 @@ func (s *Store) DiskUsage(ctx context.Context) (Usage, error) {
 	if cached, err := s.listCachedRootfs(); err == nil {
 		u.Unpacked = len(cached)
 	}
-	if s.extra != nil {
-		n, err := s.extra.Usage(ctx)
+	if extra := s.extraStorage(); extra != nil {
+		n, err := extra.Usage(ctx)
 		if err != nil {
 			s.logger.WarnContext(ctx, "image storage: measure the builder's storage", "err", err)
 		}
@@ -161,8 +161,8 @@ func (s *Store) evict(ctx context.Context, keep string) {
 			return
 		}
 	}
-	if s.extra != nil {
-		if err := s.extra.Reclaim(ctx); err != nil {
+	if extra := s.extraStorage(); extra != nil {
+		if err := extra.Reclaim(ctx); err != nil {
 			s.logger.Warn("image eviction: reclaim the builder's storage", "err", err)
 		}
 		if u, err = s.DiskUsage(ctx); err == nil && u.Total() > s.maxRootfs {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 )
@@ -273,4 +275,41 @@ func (s *Store) cleanTmp() error {
 		}
 	}
 	return nil
+}
+
+// Stored finds, without the network, the image stored under a tag
+// reference (an import's name, or a resolved repo:tag) whose config and
+// layers are all in the store: ok false when there is none.
+func (s *Store) Stored(ctx context.Context, ref string) (Resolved, bool, error) {
+	r, err := parseRef(ref)
+	if err != nil {
+		return Resolved{}, false, imageErr(ref, err)
+	}
+	tag, ok := r.(name.Tag)
+	if !ok {
+		return Resolved{}, false, imageErr(ref, fmt.Errorf("%w: %q: want a tag reference (repository:tag)", ErrInvalidReference, ref))
+	}
+	want := canonicalRepo(tag.Context()) + ":" + tag.TagStr()
+	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return Resolved{}, false, imageErr(ref, err)
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return Resolved{}, false, err
+		}
+		hex, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		if err != nil || !found || !slices.Contains(rec.Names, want) {
+			continue
+		}
+		if !s.storedLocally(canonicalRepo(tag.Context()) + "@" + rec.Digest) {
+			return Resolved{}, false, nil
+		}
+		return resolvedFrom(rec, tag.Context(), tag.TagStr(), "local"), true, nil
+	}
+	return Resolved{}, false, nil
 }

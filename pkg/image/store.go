@@ -138,6 +138,20 @@ type ExtraStorage interface {
 	Reclaim(ctx context.Context) error
 }
 
+// SetExtra sets the storage beside the store that the cap covers (the
+// builder's, made after the store): see Options.Extra.
+func (s *Store) SetExtra(e ExtraStorage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extra = e
+}
+
+func (s *Store) extraStorage() ExtraStorage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.extra
+}
+
 // DockerConfig is the Docker config.json whose logins the store pulls with
 // ("" = none): builds of the same platform read it too.
 func (s *Store) DockerConfig() string { return s.docker }

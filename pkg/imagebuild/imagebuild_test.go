@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -347,15 +348,42 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-// TestBuildResultsAreSharedByKey: a second platform (its own buildah dir,
-// the same result cache) imports what the first built, without buildah.
-func TestBuildResultsAreSharedByKey(t *testing.T) {
+// builtKeys is a store's answer to Config.Built: what each key imported.
+type builtKeys struct {
+	sync.Mutex
+	m map[string]string
+}
+
+func (k *builtKeys) wrap(imp Importer) Importer {
+	return func(ctx context.Context, dir, key string) (string, error) {
+		pinned, err := imp(ctx, dir, key)
+		if err == nil {
+			k.Lock()
+			k.m[key] = pinned
+			k.Unlock()
+		}
+		return pinned, err
+	}
+}
+
+func (k *builtKeys) built(_ context.Context, key string) (string, bool) {
+	k.Lock()
+	defer k.Unlock()
+	p, ok := k.m[key]
+	return p, ok
+}
+
+// TestBuildOfAKeyTheStoreHoldsIsSkipped: a build key the store already
+// holds an image for is answered from the store, without buildah (and no
+// OCI layout is kept beside the store).
+func TestBuildOfAKeyTheStoreHoldsIsSkipped(t *testing.T) {
 	requireRoot(t)
 	r := newRegistry(t)
 	base := r.pushBase(t)
-	results := t.TempDir()
-	build := func(buildah string) (string, string) {
-		b, err := New(Config{Dir: filepath.Join(t.TempDir(), "buildah"), Results: results, Import: r.importer(t), Buildah: buildah})
+	keys := &builtKeys{m: map[string]string{}}
+	build := func(buildah string) (string, string, string) {
+		dir := filepath.Join(t.TempDir(), "buildah")
+		b, err := New(Config{Dir: dir, Import: keys.wrap(r.importer(t)), Built: keys.built, Buildah: buildah})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,20 +393,67 @@ func TestBuildResultsAreSharedByKey(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Build: %v\n%s", err, log.String())
 		}
-		return pinned, log.String()
+		return pinned, log.String(), dir
 	}
-	first, _ := build("")
-	if _, err := os.Stat(filepath.Join(results, strings.Repeat("cd", 32), "index.json")); err != nil {
-		t.Fatalf("the built image was not kept in the result cache: %v", err)
+	first, _, dir := build("")
+	if ents, _ := os.ReadDir(filepath.Join(dir, "work")); len(ents) != 0 {
+		t.Errorf("the build left %d work entries (an OCI layout beside the store?)", len(ents))
 	}
 	// A builder whose buildah cannot run at all still answers the same key.
 	fake := filepath.Join(t.TempDir(), "buildah")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho buildah must not run >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	second, log := build(fake)
+	second, log, _ := build(fake)
 	if second != first || !strings.Contains(log, "reusing the image built before") {
-		t.Errorf("second build = %q (log %q), want %q from the cache", second, log, first)
+		t.Errorf("second build = %q (log %q), want %q from the store", second, log, first)
+	}
+}
+
+// TestTwoBuildsOfOneKeyBuildOnce: two syncs building the same Dockerfile
+// at once (two builders on one buildah dir, as two platforms on a data
+// dir) run buildah once: the second waits for the first and takes its
+// image from the store.
+func TestTwoBuildsOfOneKeyBuildOnce(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	keys := &builtKeys{m: map[string]string{}}
+	dir := filepath.Join(t.TempDir(), "buildah")
+	var wg sync.WaitGroup
+	pinned := make([]string, 2)
+	logs := make([]bytes.Buffer, 2)
+	errs := make([]error, 2)
+	ctxDir := contextDir(t)
+	for i := range 2 {
+		b, err := New(Config{Dir: dir, Import: keys.wrap(r.importer(t)), Built: keys.built})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pinned[i], errs[i] = b.Build(context.Background(), Request{Key: strings.Repeat("ef", 32), ContextDir: ctxDir,
+				Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /built.txt\n"), Log: &logs[i]})
+		}()
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("build %d: %v\n%s", i, errs[i], logs[i].String())
+		}
+	}
+	if pinned[0] != pinned[1] {
+		t.Fatalf("the two builds answered %q and %q, want one image", pinned[0], pinned[1])
+	}
+	reused := 0
+	for i := range 2 {
+		if strings.Contains(logs[i].String(), "reusing the image built before") {
+			reused++
+		}
+	}
+	if reused != 1 {
+		t.Errorf("%d of the 2 builds reused the other's image, want exactly 1:\n--- 0\n%s\n--- 1\n%s", reused, logs[0].String(), logs[1].String())
 	}
 }
 

@@ -49,11 +49,7 @@ type Config struct {
 	// BuildDir holds buildah's storage (kept between builds so layers are
 	// cached). "" disables builds: Dockerfile tasks are unavailable.
 	BuildDir string
-	// BuildResults is the build-result cache shared by every platform of the
-	// machine ("" = imagebuild.DefaultResults()): images are keyed by their
-	// build key, so a new data dir imports what another built.
-	BuildResults string
-	Policy       Policy
+	Policy   Policy
 }
 
 // Environments returns the sync configuration of a local platform.
@@ -72,16 +68,15 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		if err != nil {
 			return nil, err
 		}
-		results := cfg.BuildResults
-		if results == "" {
-			results = imagebuild.DefaultResults()
-		}
-		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Results: results, Mirrors: mirrors,
-			DockerConfig: cfg.Store.DockerConfig(), Import: importer{cfg.Store}.importLayout})
+		imp := importer{cfg.Store}
+		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Mirrors: mirrors,
+			DockerConfig: cfg.Store.DockerConfig(), Import: imp.importLayout, Built: imp.built})
 		if err != nil {
 			return nil, fmt.Errorf("local images: %w", err)
 		}
 		envs.Builder = builder{b}
+		// The cap (max_rootfs_gb) covers buildah's storage too.
+		cfg.Store.SetExtra(b)
 	}
 	return envs, nil
 }
@@ -133,12 +128,25 @@ type importer struct{ s *image.Store }
 const BuildRepository = "gauntlet.local/build"
 
 func (i importer) importLayout(ctx context.Context, dir, key string) (string, error) {
-	res, err := i.s.Import(ctx, dir, BuildRepository+":"+key[:min(len(key), 64)])
+	res, err := i.s.Import(ctx, dir, buildName(key))
 	if err != nil {
 		return "", cause(err)
 	}
 	return res.Ref, nil
 }
+
+// built finds the image a build key made in the store: the one copy of a
+// built image, so a second sync (or platform on the same data dir) of the
+// same Dockerfile and context does not build again.
+func (i importer) built(ctx context.Context, key string) (string, bool) {
+	res, ok, err := i.s.Stored(ctx, buildName(key))
+	if err != nil || !ok {
+		return "", false
+	}
+	return res.Ref, true
+}
+
+func buildName(key string) string { return BuildRepository + ":" + key[:min(len(key), 64)] }
 
 // builder adapts imagebuild to the sync's port.
 type builder struct{ b *imagebuild.Builder }
