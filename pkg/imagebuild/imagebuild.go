@@ -498,10 +498,14 @@ func lockFile(ctx context.Context, path string, how int) (func(), error) {
 
 // Usage is the bytes buildah's storage and the builds' work dirs hold: the
 // builder's part of the image storage the operator's cap bounds.
-func (b *Builder) Usage(ctx context.Context) (int64, error) {
+func (b *Builder) Usage(ctx context.Context) (int64, error) { return StorageUsage(ctx, b.cfg.Dir) }
+
+// StorageUsage is the bytes a builder's Dir holds on disk (blocks, each
+// hardlinked file once); 0 when it does not exist.
+func StorageUsage(ctx context.Context, dir string) (int64, error) {
 	var total int64
 	seen := map[[2]uint64]bool{}
-	err := filepath.WalkDir(b.cfg.Dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 				return nil // removed meanwhile, or a build's private dir
