@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 )
 
 // The layer store, as containerd's overlay snapshotter keeps one: every
@@ -118,7 +120,8 @@ func (s *Store) unpackLayers(ctx context.Context, rec record, progress func(Prog
 		}
 		m, unpacked, err := s.unpackLayer(ctx, rec, i, chains[i], parents, counter)
 		if err != nil {
-			return rootfsRecord{}, fmt.Errorf("layer %d (%s): %w", i+1, shortDigest(l.Digest), err)
+			// A full disk names the store's directory (diskspace.Error).
+			return rootfsRecord{}, diskspace.Wrap(s.dir, fmt.Errorf("layer %d (%s): %w", i+1, shortDigest(l.Digest), err))
 		}
 		if unpacked {
 			fresh++

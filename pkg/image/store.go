@@ -44,6 +44,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 )
 
 // Options configure a Store.
@@ -222,7 +224,7 @@ func (s *Store) writeBlob(want v1.Hash, size int64, r io.Reader, progress func(i
 	}
 	n, err := io.Copy(w, r)
 	if err != nil {
-		return fmt.Errorf("blob %s: after %d bytes: %w", want, n, err)
+		return diskspace.Wrap(s.dir, fmt.Errorf("blob %s: after %d bytes: %w", want, n, err))
 	}
 	if size >= 0 && n != size {
 		return fmt.Errorf("%w: blob %s: got %d bytes, the manifest says %d (truncated or padded)", ErrCorrupt, want, n, size)

@@ -359,6 +359,9 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 		n, err := io.CopyBuffer(struct{ io.Writer }{f}, tr, a.buf)
 		if err != nil {
 			f.Close()
+			if pe := (*os.PathError)(nil); errors.As(err, &pe) && pe.Op == "write" {
+				return fmt.Errorf("file content: %w", err) // the store's disk (ENOSPC), not the layer
+			}
 			return fmt.Errorf("%w: file content: %v", ErrCorrupt, err)
 		}
 		a.size += n
