@@ -221,6 +221,95 @@ func TestBuildTimeoutKillsBuildah(t *testing.T) {
 	}
 }
 
+// TestBuildKilledMidwayLeavesNothing: a build killed while buildah runs
+// (its deadline) imports nothing, leaves no work dir, and releases its
+// key: the next build of the same key runs at once and succeeds.
+func TestBuildKilledMidwayLeavesNothing(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	keys := &builtKeys{m: map[string]string{}}
+	dir := filepath.Join(t.TempDir(), "buildah")
+	b, err := New(Config{Dir: dir, Import: keys.wrap(r.importer(t)), Built: keys.built})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case <-req.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	key := strings.Repeat("ab", 32)
+	df := "FROM " + strings.TrimPrefix(hang.URL, "http://") + "/slow@sha256:" + strings.Repeat("1", 64) + "\n"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := b.Build(ctx, Request{Key: key, ContextDir: contextDir(t), Dockerfile: []byte(df)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Build err = %v, want the deadline", err)
+	}
+	if _, ok := keys.built(context.Background(), key); ok {
+		t.Fatal("the killed build imported an image")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "work")); len(ents) != 0 {
+		t.Errorf("the killed build left %d work entries", len(ents))
+	}
+	var log bytes.Buffer
+	pinned, err := b.Build(context.Background(), Request{Key: key, ContextDir: contextDir(t),
+		Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /\n"), Log: &log})
+	if err != nil || pinned == "" {
+		t.Fatalf("the next build of the key: %q, %v\n%s", pinned, err, log.String())
+	}
+}
+
+// TestReclaimWaitsForNoBuild: emptying buildah's storage (the image
+// storage's cap) does nothing while a build holds it, and empties it once
+// none runs.
+func TestReclaimWaitsForNoBuild(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	b := newBuilder(t, r)
+	if _, err := b.Build(context.Background(), Request{Key: strings.Repeat("12", 32), ContextDir: contextDir(t),
+		Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /\n")}); err != nil {
+		t.Fatal(err)
+	}
+	images := func() string {
+		work := t.TempDir()
+		out, err := exec.Command(b.cfg.Buildah, append(b.global(work), "images", "--quiet")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("buildah images: %v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if images() == "" {
+		t.Fatal("no image in buildah's storage after a build")
+	}
+	before, err := b.Usage(context.Background())
+	if err != nil || before == 0 {
+		t.Fatalf("Usage = %d, %v", before, err)
+	}
+	// A build in progress holds the storage shared.
+	unlock, err := lockFile(context.Background(), filepath.Join(b.cfg.Dir, storageLock), syscall.LOCK_SH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Reclaim(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if images() == "" {
+		t.Fatal("Reclaim emptied the storage while a build held it")
+	}
+	unlock()
+	if err := b.Reclaim(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := images(); got != "" {
+		t.Fatalf("buildah images after Reclaim: %q, want none", got)
+	}
+}
+
 func TestRegistriesConf(t *testing.T) {
 	mirrors := []Mirror{{Prefix: "docker.io/library/python", Location: "127.0.0.1:5000/base-python", Insecure: true}}
 	got := string(registriesConf(mirrors, []string{"127.0.0.1:6000/base@sha256:ab", "ghcr.io/acme/app:1", "127.0.0.1:6000/other:2"}))
