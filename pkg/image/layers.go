@@ -97,14 +97,9 @@ func (s *Store) layerComplete(chain string) (layerMeta, bool, error) {
 
 // unpackLayers makes sure every layer of rec is unpacked, each once, and
 // writes the image's rootfs record naming them; the caller holds the
-// image's rootfs lock exclusively.
+// image's rootfs lock exclusively and gc.lock shared.
 func (s *Store) unpackLayers(ctx context.Context, rec record, progress func(Progress)) (rootfsRecord, error) {
 	start := time.Now()
-	unlock, err := flockPath(filepath.Join(s.dir, "gc.lock"), unix.LOCK_SH)
-	if err != nil {
-		return rootfsRecord{}, err
-	}
-	defer unlock()
 	chains := chainIDs(rec)
 	var total int64
 	for _, l := range rec.Layers {
@@ -208,6 +203,12 @@ func (s *Store) unpackLayer(ctx context.Context, rec record, i int, chain string
 	}
 	if err := writeFileAtomic(s.dir, dir+".json", b); err != nil {
 		return layerMeta{}, false, err
+	}
+	if !s.keepBlobs {
+		// The unpacked layer is the one copy (see Options.KeepLayerBlobs).
+		if err := os.Remove(s.blobPath(mustHash(l.Digest))); err != nil && !os.IsNotExist(err) {
+			s.logger.WarnContext(ctx, "remove an unpacked layer's blob", "layer", l.Digest, "err", err)
+		}
 	}
 	return m, true, nil
 }

@@ -22,7 +22,7 @@ type Info struct {
 	Digest   string    // image manifest digest
 	Config   string    // config digest
 	Size     int64     // compressed size of config and layers
-	Stored   bool      // every layer blob is in the store
+	Stored   bool      // every layer is in the store, as a blob or unpacked
 	Added    time.Time // first stored
 	Source   string    // endpoint it last came from, or "import"
 	Unpacked bool      // its layers are unpacked
@@ -57,12 +57,10 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 		if err != nil || !found {
 			continue // being written or removed
 		}
-		info := Info{Names: rec.Names, Digest: rec.Digest, Config: rec.Config, Size: rec.ConfigSize, Added: rec.Added, Source: rec.Source, Stored: true}
+		info := Info{Names: rec.Names, Digest: rec.Digest, Config: rec.Config, Size: rec.ConfigSize, Added: rec.Added, Source: rec.Source,
+			Stored: len(s.missingLayers(rec)) == 0}
 		for _, l := range rec.Layers {
 			info.Size += l.Size
-			if !s.hasBlob(mustHash(l.Digest), l.Size) {
-				info.Stored = false
-			}
 		}
 		cfg := mustHash(rec.Config)
 		info.Layers = len(rec.Layers)

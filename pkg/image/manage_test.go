@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -338,12 +339,13 @@ func tarDir(t *testing.T, dir, out string) {
 	}
 }
 
-// TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs: a launch's
-// RestoreRootfs finds a rootfs another image's unpack evicted and unpacks
-// it again from the blobs the store kept, with the registry gone; an image
-// whose blobs are not stored stays ErrNotCached (for the next sync).
+// TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs: with
+// KeepLayerBlobs, a launch's RestoreRootfs finds a rootfs another image's
+// unpack evicted and unpacks it again from the blobs the store kept, with
+// the registry gone; an image whose blobs are not stored stays
+// ErrNotCached (for the next sync).
 func TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs(t *testing.T) {
-	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 150 << 10})
+	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 150 << 10, KeepLayerBlobs: true})
 	ctx := context.Background()
 	refs := map[string]string{}
 	for _, tag := range []string{"a", "b"} {
@@ -373,5 +375,42 @@ func TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs(t *testing.T) {
 	again.Close()
 	if _, _, err := f.store.RestoreRootfs(ctx, "docker.io/library/other@sha256:"+strings.Repeat("a", 64)); !errors.Is(err, image.ErrNotCached) {
 		t.Fatalf("RestoreRootfs of an image not stored = %v, want ErrNotCached", err)
+	}
+}
+
+// TestUnpackedLayersAreTheOneCopy: by default a layer's blob goes once the
+// layer is unpacked (the store holds each layer once); the image stays
+// usable and listed as stored; evicted, it is ErrNotCached for the next
+// sync rather than restorable, and a pull brings it back.
+func TestUnpackedLayersAreTheOneCopy(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 150 << 10})
+	ctx := context.Background()
+	refs := map[string]string{}
+	for _, tag := range []string{"a", "b"} {
+		f.push(t, "library/img:"+tag, sizedImage(t, tag, 100<<10))
+		res, err := f.store.Pull(ctx, "img:"+tag, nil) // b's unpack evicts a
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[tag] = res.Ref
+	}
+	u, err := f.store.DiskUsage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Layers != 1 || u.Blobs != 4 { // b's layer; a's and b's config and manifest
+		t.Fatalf("DiskUsage = %+v, want b's one layer unpacked and no layer blob", u)
+	}
+	list, _ := f.store.List(ctx)
+	for _, i := range list {
+		if want := slices.Contains(i.Names, "docker.io/library/img:b"); i.Stored != want {
+			t.Errorf("List: %v stored = %v, want %v", i.Names, i.Stored, want)
+		}
+	}
+	if _, _, err := f.store.RestoreRootfs(ctx, refs["a"]); !errors.Is(err, image.ErrNotCached) {
+		t.Fatalf("RestoreRootfs(a), evicted with its blob gone = %v, want ErrNotCached", err)
+	}
+	if _, err := f.store.Pull(ctx, "img:a", nil); err != nil {
+		t.Fatalf("pull a again: %v", err)
 	}
 }

@@ -133,10 +133,17 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	}
 	rr, ok := s.rootfsRecord(cfgHash)
 	if !ok {
-		if err := s.fetchLayers(ctx, res, rec, creds, progress); err != nil {
+		// Layers already unpacked (for another image) need no blob: hold
+		// them against garbage collection from the check to the record.
+		unlockGC, err := flockPath(filepath.Join(s.dir, "gc.lock"), unix.LOCK_SH)
+		if err != nil {
 			return fail(err)
 		}
-		rr, err = s.unpackLayers(ctx, rec, progress)
+		err = s.fetchLayers(ctx, res, rec, creds, progress)
+		if err == nil {
+			rr, err = s.unpackLayers(ctx, rec, progress)
+		}
+		unlockGC()
 		if err != nil {
 			return fail(err)
 		}
@@ -181,8 +188,8 @@ func (s *Store) RestoreRootfs(ctx context.Context, pinnedRef string) (r *Rootfs,
 	return r, err == nil, imageErr(pinnedRef, err)
 }
 
-// storedLocally reports whether the pinned image's record, config and
-// layers are all in the store's blobs.
+// storedLocally reports whether the pinned image's record and config are
+// in the store and each layer either as a blob or unpacked.
 func (s *Store) storedLocally(pinnedRef string) bool {
 	ref, err := parseRef(pinnedRef)
 	if err != nil {
@@ -200,12 +207,24 @@ func (s *Store) storedLocally(pinnedRef string) bool {
 	if err != nil || !ok || !s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
 		return false
 	}
-	for _, l := range rec.Layers {
-		if !s.hasBlob(mustHash(l.Digest), l.Size) {
-			return false
+	return len(s.missingLayers(rec)) == 0
+}
+
+// missingLayers are the layers of rec that are neither stored as a blob
+// nor unpacked (on the chain rec stacks them on).
+func (s *Store) missingLayers(rec record) []layerRecord {
+	var out []layerRecord
+	for i, c := range chainIDs(rec) {
+		l := rec.Layers[i]
+		if s.hasBlob(mustHash(l.Digest), l.Size) {
+			continue
 		}
+		if _, ok, _ := s.layerComplete(c); ok {
+			continue
+		}
+		out = append(out, l)
 	}
-	return true
+	return out
 }
 
 func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, error) {
@@ -291,13 +310,10 @@ func (s *Store) imageConfig(cfg v1.Hash) (Config, error) {
 // fetchLayers downloads the layers not yet stored, three at a time, from the
 // first endpoint that has each.
 func (s *Store) fetchLayers(ctx context.Context, res Resolved, rec record, creds []Credential, progress func(Progress)) error {
-	var missing []layerRecord
+	missing := s.missingLayers(rec)
 	var total int64
-	for _, l := range rec.Layers {
-		if !s.hasBlob(mustHash(l.Digest), l.Size) {
-			missing = append(missing, l)
-			total += l.Size
-		}
+	for _, l := range missing {
+		total += l.Size
 	}
 	if len(missing) == 0 {
 		return nil

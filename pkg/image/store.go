@@ -68,6 +68,11 @@ type Options struct {
 	// other image uses), then Extra reclaims what it can, until it fits.
 	// 0 means no cap.
 	MaxRootfsBytes int64
+	// KeepLayerBlobs keeps a layer's compressed blob after the layer is
+	// unpacked. By default it is removed, as Docker does: the unpacked
+	// layer is the one copy, and an image evicted since needs its sync
+	// again (a pull or a build) rather than an unpack from local blobs.
+	KeepLayerBlobs bool
 	// Extra is storage beside the store that the cap covers (the builder's);
 	// nil for none.
 	Extra ExtraStorage
@@ -87,6 +92,7 @@ type Store struct {
 	keychain  authn.Keychain
 	transport http.RoundTripper
 	maxRootfs int64
+	keepBlobs bool
 	extra     ExtraStorage
 	pinned    func(ctx context.Context) ([]string, error)
 	logger    *slog.Logger
@@ -128,7 +134,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		t = remote.DefaultTransport
 	}
 	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, keychain: opts.Keychain, transport: t, maxRootfs: opts.MaxRootfsBytes,
-		extra: opts.Extra, pinned: opts.Pinned, logger: logger, pullers: map[string]*remote.Puller{}}, nil
+		keepBlobs: opts.KeepLayerBlobs, extra: opts.Extra, pinned: opts.Pinned, logger: logger, pullers: map[string]*remote.Puller{}}, nil
 }
 
 // ExtraStorage is storage that the image storage's cap covers beside the
