@@ -170,11 +170,21 @@ func writeLayout(t *testing.T, img v1.Image) string {
 
 // TestPruneWhileBuildsAndLaunchesRun: prunes run over and over while
 // images FROM one base are imported (what a build ends with) and taken
-// for sandboxes (what a launch does): every launch gets a complete image
-// whose files stay readable while it holds it, and the store is
-// consistent at the end. Safe by construction: an image in use keeps its
-// layers, an unpack under way keeps its own, a prune waits for neither.
+// for sandboxes (what a launch does, RestoreRootfs). A plain prune takes
+// nothing an image names: every launch gets its image. A prune --images
+// forgets the images not in use: a launch then either gets its complete
+// image, whose files stay readable while it holds it, or fails with
+// ErrNotCached naming the image (the next sync brings it back) — never a
+// half image. Either way the store is consistent at the end. Safe by
+// construction: an image in use keeps its layers, an unpack under way (and
+// an import reusing unpacked layers) keeps its own.
 func TestPruneWhileBuildsAndLaunchesRun(t *testing.T) {
+	for _, images := range []bool{false, true} {
+		t.Run(fmt.Sprintf("images=%v", images), func(t *testing.T) { pruneWhileBuildsAndLaunches(t, images) })
+	}
+}
+
+func pruneWhileBuildsAndLaunches(t *testing.T, images bool) {
 	st, err := image.Open(filepath.Join(t.TempDir(), "images"), image.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +204,7 @@ func TestPruneWhileBuildsAndLaunchesRun(t *testing.T) {
 	go func() {
 		defer prunes.Done()
 		for ctx.Err() == nil {
-			if _, err := st.Prune(ctx, image.PruneOptions{}); err != nil && ctx.Err() == nil {
+			if _, err := st.Prune(ctx, image.PruneOptions{Images: images}); err != nil && ctx.Err() == nil {
 				pruneErr <- err
 				return
 			}
@@ -202,7 +212,9 @@ func TestPruneWhileBuildsAndLaunchesRun(t *testing.T) {
 		}
 	}()
 	var wg sync.WaitGroup
-	errs := make(chan error, n*3)
+	var mu sync.Mutex
+	launched, missed := 0, 0
+	errs := make(chan error, n*3*3)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -213,11 +225,20 @@ func TestPruneWhileBuildsAndLaunchesRun(t *testing.T) {
 					errs <- fmt.Errorf("build %d round %d: import: %w", i, round, err)
 					return
 				}
-				r, err := st.Rootfs(ctx, res.Ref)
+				r, _, err := st.RestoreRootfs(ctx, res.Ref)
 				if err != nil {
+					if images && errors.Is(err, image.ErrNotCached) && strings.Contains(err.Error(), res.Ref) {
+						mu.Lock()
+						missed++
+						mu.Unlock()
+						continue
+					}
 					errs <- fmt.Errorf("launch %d round %d: %w", i, round, err)
-					return
+					continue
 				}
+				mu.Lock()
+				launched++
+				mu.Unlock()
 				for _, f := range []string{"usr/lib/base.so", "app/own"} {
 					p, err := r.Lookup(f)
 					if err == nil {
@@ -243,9 +264,9 @@ func TestPruneWhileBuildsAndLaunchesRun(t *testing.T) {
 		t.Fatalf("prune: %v", err)
 	default:
 	}
-	if pruned == 0 {
-		t.Fatal("no prune ran alongside")
+	if pruned == 0 || launched == 0 {
+		t.Fatalf("%d prunes, %d launches: want both to have run", pruned, launched)
 	}
 	assertConsistent(t, st.Dir())
-	t.Logf("%d prunes ran alongside %d builds and launches", pruned, n*3)
+	t.Logf("%d prunes ran alongside %d builds: %d launches got their image, %d found it pruned", pruned, n*3, launched, missed)
 }

@@ -137,6 +137,14 @@ func (s *Store) unpackLayers(ctx context.Context, rec record, progress func(Prog
 	if err := writeFileAtomic(s.dir, filepath.Join(s.dir, "rootfs", cfg.Hex+".json"), b); err != nil {
 		return rootfsRecord{}, err
 	}
+	if !s.keepBlobs {
+		// Each unpacked layer is the one copy (see Options.KeepLayerBlobs).
+		for _, l := range rec.Layers {
+			if err := os.Remove(s.blobPath(mustHash(l.Digest))); err != nil && !os.IsNotExist(err) {
+				s.logger.WarnContext(ctx, "remove an unpacked layer's blob", "layer", l.Digest, "err", err)
+			}
+		}
+	}
 	s.logger.InfoContext(ctx, "image unpacked", "image", rec.Digest, "config", rec.Config, "bytes", rr.Size,
 		"layers", len(rec.Layers), "layers_unpacked", fresh, "layers_shared", len(rec.Layers)-fresh, "took", time.Since(start).Round(time.Millisecond))
 	return rr, nil
@@ -203,12 +211,6 @@ func (s *Store) unpackLayer(ctx context.Context, rec record, i int, chain string
 	}
 	if err := writeFileAtomic(s.dir, dir+".json", b); err != nil {
 		return layerMeta{}, false, err
-	}
-	if !s.keepBlobs {
-		// The unpacked layer is the one copy (see Options.KeepLayerBlobs).
-		if err := os.Remove(s.blobPath(mustHash(l.Digest))); err != nil && !os.IsNotExist(err) {
-			s.logger.WarnContext(ctx, "remove an unpacked layer's blob", "layer", l.Digest, "err", err)
-		}
 	}
 	return m, true, nil
 }

@@ -124,10 +124,11 @@ func (s *Store) Pull(ctx context.Context, ref string, progress func(Progress), c
 
 // PruneOptions choose what Prune removes.
 type PruneOptions struct {
-	// Images also forgets every image record whose rootfs is not in use, and
-	// so its blobs: the next use pulls again. Without it, only unpacked
-	// images (not in use), the layers no image uses any more, and
-	// unreferenced blobs go.
+	// Images also forgets every image not in use — its record, its
+	// unpacked layers no other image uses, its blobs: the next use syncs
+	// (pulls or builds) again. Without it, only what no image names goes:
+	// unpacked images whose record is gone, the layers no unpacked image
+	// uses, unreferenced blobs, temp leftovers.
 	Images bool
 }
 
@@ -146,9 +147,9 @@ type PruneReport struct {
 // Prune takes it: younger ones may belong to a pull in progress elsewhere.
 const orphanAge = time.Hour
 
-// Prune drops unpacked images not in use, removes the layers no image uses
-// any more, temp leftovers, blobs no image record refers to and, with
-// opts.Images, the image records too. It is safe while pulls, builds and
+// Prune removes what no image names — unpacked images whose record is
+// gone, the layers no unpacked image uses, temp leftovers, blobs no image
+// record refers to — and, with opts.Images, every image not in use. It is safe while pulls, builds and
 // sandboxes run: an image in use keeps its layers, an unpack under way
 // finishes first.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
@@ -157,10 +158,29 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 	if err != nil {
 		return rep, err
 	}
+	// Without Images, an image the store still names keeps its layers:
+	// they are its one copy (its blobs went when they were unpacked).
+	named := map[string]bool{}
+	if !opts.Images {
+		ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+		if err != nil {
+			return rep, err
+		}
+		for _, e := range ents {
+			if hex, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+				if rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex}); err == nil && found {
+					named[strings.TrimPrefix(rec.Config, "sha256:")] = true
+				}
+			}
+		}
+	}
 	held := map[string]bool{}
 	for _, c := range cached {
 		if err := ctx.Err(); err != nil {
 			return rep, err
+		}
+		if named[c.hex] {
+			continue
 		}
 		removed, err := s.removeRootfs(c.hex)
 		if err != nil {
@@ -180,6 +200,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 	if err != nil {
 		return rep, err
 	}
+	forgotten := map[string]bool{} // blobs of the records removed here
 	if opts.Images {
 		ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
 		if err != nil {
@@ -198,9 +219,13 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 				return rep, err
 			}
 			rep.Images++
+			forgotten[rec.Digest], forgotten[rec.Config], forgotten[rec.Index] = true, true, true
+			for _, l := range rec.Layers {
+				forgotten[l.Digest] = true
+			}
 		}
 	}
-	n, bytes, err := s.gcBlobs(ctx)
+	n, bytes, err := s.gcBlobs(ctx, forgotten)
 	rep.Blobs, rep.BlobBytes = n, bytes
 	if err != nil {
 		return rep, err
@@ -208,9 +233,11 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 	return rep, s.cleanTmp()
 }
 
-// gcBlobs removes blobs older than orphanAge that no record refers to
-// (manifest, its index, config, layers).
-func (s *Store) gcBlobs(ctx context.Context) (int, int64, error) {
+// gcBlobs removes blobs that no record refers to (manifest, its index,
+// config, layers): those of forgotten records at once, others once older
+// than orphanAge (younger ones may belong to a pull whose record is not
+// written yet).
+func (s *Store) gcBlobs(ctx context.Context, forgotten map[string]bool) (int, int64, error) {
 	keep := map[string]bool{}
 	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
 	if err != nil {
@@ -244,7 +271,7 @@ func (s *Store) gcBlobs(ctx context.Context) (int, int64, error) {
 			continue
 		}
 		fi, err := b.Info()
-		if err != nil || time.Since(fi.ModTime()) < orphanAge {
+		if err != nil || (time.Since(fi.ModTime()) < orphanAge && !forgotten["sha256:"+b.Name()]) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(s.dir, "blobs", "sha256", b.Name())); err != nil && !os.IsNotExist(err) {

@@ -208,12 +208,21 @@ func TestPrune(t *testing.T) {
 	if inUse != 1 {
 		t.Fatalf("List says %d in use, want 1: %+v", inUse, list)
 	}
+	// Named images keep their layers (their one copy) under a plain prune.
 	rep, err := f.store.Prune(ctx, image.PruneOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Rootfs != 1 || rep.InUse != 1 || rep.Images != 0 {
-		t.Fatalf("Prune = %+v, want 1 rootfs removed, 1 kept in use, no image", rep)
+	if rep.Rootfs != 0 || rep.Layers != 0 || rep.Images != 0 {
+		t.Fatalf("Prune = %+v, want nothing removed: both images are named", rep)
+	}
+	// --images: every image not in use goes, the one in use stays.
+	rep, err = f.store.Prune(ctx, image.PruneOptions{Images: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rootfs != 1 || rep.Layers != 1 || rep.InUse != 1 || rep.Images != 1 {
+		t.Fatalf("Prune(Images) = %+v, want b's rootfs, layer and image removed, a kept in use", rep)
 	}
 	if _, err := held.Lookup("data-a"); err != nil {
 		t.Fatalf("prune removed a rootfs in use: %v", err)
@@ -223,11 +232,14 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Rootfs != 1 || rep.Images != 2 || rep.InUse != 0 {
-		t.Fatalf("Prune(Images) = %+v, want 1 rootfs and 2 images removed", rep)
+	if rep.Rootfs != 1 || rep.Images != 1 || rep.InUse != 0 {
+		t.Fatalf("Prune(Images) = %+v, want a's rootfs and image removed", rep)
 	}
 	if list, _ := f.store.List(ctx); len(list) != 0 {
 		t.Fatalf("List after Prune(Images) = %+v, want empty", list)
+	}
+	if u, _ := f.store.DiskUsage(ctx); u.Layers != 0 || u.Blobs != 0 {
+		t.Fatalf("DiskUsage after pruning every image = %+v, want no layer and no blob", u)
 	}
 }
 
