@@ -176,10 +176,13 @@ func (s *Store) evict(ctx context.Context, keep string) {
 // names: never evicted.
 func (s *Store) pinnedConfigs(ctx context.Context) map[string]bool {
 	out := map[string]bool{}
-	if s.pinned == nil {
+	s.mu.Lock()
+	pinned := s.pinned
+	s.mu.Unlock()
+	if pinned == nil {
 		return out
 	}
-	refs, err := s.pinned(ctx)
+	refs, err := pinned(ctx)
 	if err != nil {
 		// Unknown pins: evict nothing rather than what a run needs.
 		s.logger.Warn("image eviction: list the images unfinished runs pin; evicting none", "err", err)

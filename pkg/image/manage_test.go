@@ -426,3 +426,47 @@ func TestUnpackedLayersAreTheOneCopy(t *testing.T) {
 		t.Fatalf("pull a again: %v", err)
 	}
 }
+
+// TestEvictionNeverDropsPinnedImages: over the cap, eviction drops the
+// least recently used image that no unfinished run pins, even when a
+// pinned one is older; when the pins cannot be read it drops nothing.
+func TestEvictionNeverDropsPinnedImages(t *testing.T) {
+	var pinned []string
+	var pinErr error
+	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 250 << 10,
+		Pinned: func(context.Context) ([]string, error) { return pinned, pinErr }})
+	ctx := context.Background()
+	refs := map[string]string{}
+	for _, tag := range []string{"a", "b", "c", "d"} {
+		f.push(t, "library/img:"+tag, sizedImage(t, tag, 100<<10))
+		res, err := f.store.Resolve(ctx, "img:"+tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[tag] = res.Ref
+	}
+	pinned = []string{refs["a"]}
+	for _, tag := range []string{"a", "b", "c"} { // c's unpack goes over: a is older but pinned, b goes
+		if _, err := f.store.Pull(ctx, "img:"+tag, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.store.CachedRootfs(ctx, refs["a"]); err != nil {
+		t.Fatalf("the pinned image was evicted: %v", err)
+	}
+	if _, err := f.store.CachedRootfs(ctx, refs["b"]); !errors.Is(err, image.ErrNotCached) {
+		t.Fatalf("CachedRootfs(b) = %v, want it evicted (least recently used, not pinned)", err)
+	}
+	pinErr = errors.New("database locked")
+	if _, err := f.store.Pull(ctx, "img:d", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"a", "c", "d"} {
+		if _, err := f.store.CachedRootfs(ctx, refs[tag]); err != nil {
+			t.Errorf("with the pins unreadable, %s was evicted: %v", tag, err)
+		}
+	}
+	if !strings.Contains(f.logs.String(), "evicting none") {
+		t.Errorf("the unreadable pins were not logged:\n%s", f.logs)
+	}
+}

@@ -154,6 +154,14 @@ func (s *Store) SetExtra(e ExtraStorage) {
 	s.extra = e
 }
 
+// SetPinned sets the list of pinned references eviction never drops (the
+// runs' store is opened after the image store): see Options.Pinned.
+func (s *Store) SetPinned(pinned func(ctx context.Context) ([]string, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pinned = pinned
+}
+
 func (s *Store) extraStorage() ExtraStorage {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -16,10 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/imagebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
 // Policy is the operator's part of task environments beyond the store's
@@ -215,4 +218,47 @@ func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsand
 	}
 	return localsandbox.Rootfs{Layers: rf.Layers, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
 		Release: func() { _ = rf.Close() }}, nil
+}
+
+// RunPins reads the runs the image store must not evict images of.
+type RunPins interface {
+	ActiveRuns(ctx context.Context) ([]string, error)
+	Run(ctx context.Context, id string) (run.Run, error)
+	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
+}
+
+// PinnedImages lists the pinned images of the runs not yet finished — each
+// active run's manifest's environments, for the tasks it selected — for
+// the store's eviction (image.Options.Pinned, Store.SetPinned) never to
+// drop. An error leaves eviction evicting nothing.
+func PinnedImages(recs RunPins) func(ctx context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		ids, err := recs.ActiveRuns(ctx)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, id := range ids {
+			r, err := recs.Run(ctx, id)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", id, err)
+			}
+			m, _, err := recs.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: manifest %s@%s: %w", id, r.Benchmark, r.ManifestVersion, err)
+			}
+			selected := map[string]bool{}
+			for _, t := range r.Tasks {
+				selected[t] = true
+			}
+			for _, t := range m.Tasks {
+				if e := t.Environment; e != nil && e.Pinned != "" && selected[t.Name] && !seen[e.Pinned] {
+					seen[e.Pinned] = true
+					out = append(out, e.Pinned)
+				}
+			}
+		}
+		return out, nil
+	}
 }
