@@ -133,6 +133,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if t == nil {
 		t = remote.DefaultTransport
 	}
+	dropWholeRootfs(abs, logger)
 	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, keychain: opts.Keychain, transport: t, maxRootfs: opts.MaxRootfsBytes,
 		keepBlobs: opts.KeepLayerBlobs, extra: opts.Extra, pinned: opts.Pinned, logger: logger, pullers: map[string]*remote.Puller{}}, nil
 }
@@ -144,6 +145,43 @@ type ExtraStorage interface {
 	Usage(ctx context.Context) (int64, error)
 	// Reclaim frees what no build in progress needs.
 	Reclaim(ctx context.Context) error
+}
+
+// dropWholeRootfs removes what a store before layers were shared left: one
+// whole unpacked tree per image under rootfs/ (its record, without layer
+// chains, reads as absent, so the image is unpacked again as layers). The
+// trees are moved into tmp/ at once and deleted in the background.
+func dropWholeRootfs(dir string, logger *slog.Logger) {
+	ents, err := os.ReadDir(filepath.Join(dir, "rootfs"))
+	if err != nil {
+		return
+	}
+	var trash []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		t, err := os.MkdirTemp(filepath.Join(dir, "tmp"), "trash-*")
+		if err != nil {
+			return
+		}
+		if err := os.Rename(filepath.Join(dir, "rootfs", e.Name()), filepath.Join(t, "x")); err != nil {
+			os.Remove(t)
+			continue
+		}
+		trash = append(trash, t)
+	}
+	if len(trash) == 0 {
+		return
+	}
+	logger.Info("image store: removing the whole unpacked trees of the store before layers were shared; images are unpacked again as shared layers on their next use", "trees", len(trash))
+	go func() {
+		for _, t := range trash {
+			if err := os.RemoveAll(t); err != nil {
+				logger.Warn("image store: remove an old unpacked tree", "dir", t, "err", err)
+			}
+		}
+	}()
 }
 
 // SetExtra sets the storage beside the store that the cap covers (the

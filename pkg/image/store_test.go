@@ -357,3 +357,43 @@ func TestMovedTagLeavesTheOldImage(t *testing.T) {
 	}
 	r.Close()
 }
+
+// TestOpenDropsTheWholeTreesOfTheOldStore: a store made before layers were
+// shared (rootfs/<config>/ trees, records without layer chains) opens, its
+// trees go, and its images unpack again as layers.
+func TestOpenDropsTheWholeTreesOfTheOldStore(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{})
+	f.push(t, "library/app:1", simpleImage(t))
+	ctx := context.Background()
+	res, err := f.store.Pull(ctx, "app:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make it look like the old store's: a whole tree and a record without chains.
+	dir := f.store.Dir()
+	cfg := strings.TrimPrefix(res.Config, "sha256:")
+	if err := os.MkdirAll(filepath.Join(dir, "rootfs", cfg, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rootfs", cfg+".json"), []byte(`{"config":"`+res.Config+`","size":9,"layers":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := image.Open(dir, image.Options{Mirrors: []image.Mirror{f.reg.Mirror("docker.io")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rootfs", cfg)); !os.IsNotExist(err) {
+		t.Fatalf("the old whole tree is still in rootfs/: %v", err)
+	}
+	r, err := st.Rootfs(ctx, res.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if len(r.Layers) != 2 {
+		t.Fatalf("Layers = %v, want the image's 2 layers", r.Layers)
+	}
+	if _, err := r.Lookup("app/main.py"); err != nil {
+		t.Fatal(err)
+	}
+}
