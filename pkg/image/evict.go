@@ -64,6 +64,23 @@ func (u Usage) Total() int64 { return u.LayerBytes + u.BlobBytes + u.ExtraBytes 
 // DiskUsage measures the store: layers, blobs, the extra storage, and what
 // sharing layers saves.
 func (s *Store) DiskUsage(ctx context.Context) (Usage, error) {
+	u, err := s.storeUsage()
+	if err != nil {
+		return u, err
+	}
+	if extra := s.extraStorage(); extra != nil {
+		n, err := extra.Usage(ctx)
+		if err != nil {
+			s.logger.WarnContext(ctx, "image storage: measure the builder's storage", "err", err)
+		}
+		u.ExtraBytes = n
+	}
+	return u, ctx.Err()
+}
+
+// storeUsage is DiskUsage without the extra storage (cheap: directory
+// listings and small records).
+func (s *Store) storeUsage() (Usage, error) {
 	var u Usage
 	layers, err := s.listLayers()
 	if err != nil {
@@ -108,14 +125,7 @@ func (s *Store) DiskUsage(ctx context.Context) (Usage, error) {
 	if cached, err := s.listCachedRootfs(); err == nil {
 		u.Unpacked = len(cached)
 	}
-	if extra := s.extraStorage(); extra != nil {
-		n, err := extra.Usage(ctx)
-		if err != nil {
-			s.logger.WarnContext(ctx, "image storage: measure the builder's storage", "err", err)
-		}
-		u.ExtraBytes = n
-	}
-	return u, ctx.Err()
+	return u, nil
 }
 
 // evict brings the image storage under MaxRootfsBytes: it drops the least
@@ -157,7 +167,13 @@ func (s *Store) evict(ctx context.Context, keep string) {
 			s.logger.Warn("image eviction: remove layers", "err", err)
 		}
 		s.logger.Info("image evicted", "config", "sha256:"+c.hex, "layers_removed", n, "bytes", freed, "last_used", c.lastUsed.UTC().Format(time.RFC3339))
-		if u, err = s.DiskUsage(ctx); err != nil || u.Total() <= s.maxRootfs {
+		// The builder's storage is measured once (a walk of its files);
+		// the store's own part is cheap to measure again.
+		extra := u.ExtraBytes
+		if u, err = s.storeUsage(); err != nil {
+			return
+		}
+		if u.ExtraBytes = extra; u.Total() <= s.maxRootfs {
 			return
 		}
 	}
