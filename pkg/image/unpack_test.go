@@ -323,4 +323,32 @@ func TestUnpackAsNonRootLeavesOutWhatOnlyRootMakes(t *testing.T) {
 	if _, err := unix.Lgetxattr(filepath.Join(dir, "bin/ping"), "security.capability", buf); !errors.Is(err, unix.ENODATA) {
 		t.Errorf("xattr security.capability: %v, want it left out (ENODATA)", err)
 	}
+	// A layer above: its whiteout is an overlayfs whiteout (any user may
+	// make a 0/0 character device), its opaque marker the user.* xattr.
+	f := newFixture(t, localreg.Options{}, image.Options{})
+	f.push(t, "library/w:1", imagetest.Image(t, v1.Config{},
+		imagetest.Layer(t, imagetest.File("etc/a", "a"), imagetest.File("opt/d/old", "o")),
+		imagetest.Layer(t, imagetest.File("etc/.wh.a", ""), imagetest.File("opt/d/.wh..wh..opq", ""), imagetest.File("opt/d/new", "n"))))
+	res, err := f.store.Resolve(context.Background(), "w:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.store.Rootfs(context.Background(), res.Ref)
+	if err != nil {
+		t.Fatalf("unpack a whiteout and an opaque directory as nobody: %v", err)
+	}
+	defer r.Close()
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(r.Layers[0], "etc/a"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != 0 {
+		t.Errorf("etc/a in the top layer: mode %o rdev %d (%v), want a 0/0 character device", st.Mode, st.Rdev, err)
+	}
+	if n, err := unix.Lgetxattr(filepath.Join(r.Layers[0], "opt/d"), "user.overlay.opaque", buf); err != nil || string(buf[:n]) != "y" {
+		t.Errorf("opt/d user.overlay.opaque = %q, %v; want y", buf[:max(n, 0)], err)
+	}
+	if _, err := r.Lookup("etc/a"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Lookup(etc/a) = %v, want it whited out", err)
+	}
+	if _, err := r.Lookup("opt/d/old"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Lookup(opt/d/old) = %v, want it hidden by the opaque directory", err)
+	}
 }
