@@ -231,26 +231,9 @@ func BenchmarkConcurrentFirstUse(b *testing.B) {
 //
 // N is 16 (the sample of TB2 tasks the issue uses).
 func BenchmarkSharedBaseDisk(b *testing.B) {
-	reg, mirrors := imagetest.BaseImages(b)
-	ref, err := name.ParseReference(reg.Ref("library/python:3.13-slim-bookworm"), name.Insecure)
-	if err != nil {
-		b.Fatal(err)
-	}
-	base, err := remote.Image(ref, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	const n = 16
-	layouts := make([]string, n)
-	for i := range n {
-		var files []imagetest.Entry
-		for j := range 50 {
-			files = append(files, imagetest.File(fmt.Sprintf("app/task-%d/f%02d", i, j), strings.Repeat(fmt.Sprintf("%d-%d ", i, j), 700)))
-		}
-		img, err := mutate.AppendLayers(base, imagetest.Layer(b, files...))
-		if err != nil {
-			b.Fatal(err)
-		}
+	mirrors, imgs := sharedBaseImages(b)
+	layouts := make([]string, len(imgs))
+	for i, img := range imgs {
 		dir := filepath.Join(b.TempDir(), "layout")
 		p, err := layout.Write(dir, empty.Index)
 		if err != nil {
@@ -299,6 +282,34 @@ func BenchmarkSharedBaseDisk(b *testing.B) {
 	b.ReportMetric(diskRatio, "disk-ratio")
 	b.ReportMetric(unsharedRatio, "unshared-ratio")
 	b.ReportMetric(storeMB, "store-MB")
+}
+
+// sharedBaseImages are BenchmarkSharedBaseDisk's 16 images FROM the
+// python stand-in, and the mirror setting that serves the base.
+func sharedBaseImages(b *testing.B) ([]image.Mirror, []v1.Image) {
+	reg, mirrors := imagetest.BaseImages(b)
+	ref, err := name.ParseReference(reg.Ref("library/python:3.13-slim-bookworm"), name.Insecure)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, err := remote.Image(ref, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 16
+	imgs := make([]v1.Image, n)
+	for i := range n {
+		var files []imagetest.Entry
+		for j := range 50 {
+			files = append(files, imagetest.File(fmt.Sprintf("app/task-%d/f%02d", i, j), strings.Repeat(fmt.Sprintf("%d-%d ", i, j), 700)))
+		}
+		img, err := mutate.AppendLayers(base, imagetest.Layer(b, files...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		imgs[i] = img
+	}
+	return mirrors, imgs
 }
 
 // duBytes is du's figure for dir: allocated blocks, hardlinks once.
