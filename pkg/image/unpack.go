@@ -439,6 +439,12 @@ func (a *applier) setMeta(fd int, base string, h *tar.Header, mode uint32) error
 		if !ok {
 			continue
 		}
+		if a.layered() && (strings.HasPrefix(key, "trusted.overlay.") || strings.HasPrefix(key, "user.overlay.")) {
+			// overlayfs's own markers (opaque, redirect, metacopy) are the
+			// store's to write, from the layer's whiteouts: a layer that
+			// carried them could reshape the stack it is mounted in.
+			continue
+		}
 		if !a.chown && !strings.HasPrefix(key, "user.") {
 			// security.capability and trusted.* are root's to set.
 			a.skipped.xattrs++

@@ -211,6 +211,26 @@ func TestUnpackMetadata(t *testing.T) {
 	check(".", os.ModeDir|0o755, 0, 0)
 }
 
+// TestUnpackDropsOverlayXattrsALayerCarries: a layer that carries
+// overlayfs's own xattrs (an opaque marker, a redirect) does not get them
+// onto its layer directory: only the store's own whiteout conversion
+// writes them, so a layer cannot hide or redirect what is below it.
+func TestUnpackDropsOverlayXattrsALayerCarries(t *testing.T) {
+	dir, err := unpackLayers(t,
+		imagetest.Layer(t, imagetest.File("d/keep", "k")),
+		imagetest.Layer(t, imagetest.Entry{Name: "d/", Type: tar.TypeDir, Mode: 0o755,
+			Xattrs: map[string]string{"trusted.overlay.opaque": "y", "user.overlay.opaque": "y", "trusted.overlay.redirect": "/etc"}},
+			imagetest.File("d/new", "n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tree(t, dir)
+	want := []string{"d/", "d/keep = k", "d/new = n"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rootfs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestUnpackRefusesEscapes(t *testing.T) {
 	outside := t.TempDir()
 	for _, tc := range []struct {
