@@ -1,6 +1,7 @@
 package image_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // Run with
@@ -303,13 +305,82 @@ func sharedBaseImages(b *testing.B) ([]image.Mirror, []v1.Image) {
 		for j := range 50 {
 			files = append(files, imagetest.File(fmt.Sprintf("app/task-%d/f%02d", i, j), strings.Repeat(fmt.Sprintf("%d-%d ", i, j), 700)))
 		}
-		img, err := mutate.AppendLayers(base, imagetest.Layer(b, files...))
+		// A layer whose diff ID is its tar's digest (imagetest.Layer's
+		// static layers use the blob's): docker load checks it.
+		data := imagetest.Tar(b, files...)
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		img, err := mutate.AppendLayers(base, l)
 		if err != nil {
 			b.Fatal(err)
 		}
 		imgs[i] = img
 	}
 	return mirrors, imgs
+}
+
+// BenchmarkSharedBaseDiskDocker: BenchmarkSharedBaseDisk's 16 images
+// `docker load`ed (Docker archives) into Debian's docker.io engine
+// (overlay2), started by the benchmark with its own data root and stopped
+// by its pid. Reported: docker-MB, its data root on disk (du), to set
+// beside BenchmarkSharedBaseDisk's store-MB.
+func BenchmarkSharedBaseDiskDocker(b *testing.B) {
+	if _, err := exec.LookPath("dockerd"); err != nil {
+		b.Fatalf("the Docker comparison needs dockerd (apt-get install docker.io): %v", err)
+	}
+	_, imgs := sharedBaseImages(b)
+	archives := make([]string, len(imgs))
+	for i, img := range imgs {
+		archives[i] = filepath.Join(b.TempDir(), "img.tar")
+		tag, err := name.NewTag(fmt.Sprintf("bench/task%d:latest", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tarball.WriteToFile(archives[i], tag, img); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var dockerMB float64
+	for b.Loop() {
+		dir, err := os.MkdirTemp("", "gauntlet-bench-docker-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		sock := filepath.Join(dir, "docker.sock")
+		cmd := exec.Command("dockerd", "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
+			"--host", "unix://"+sock, "--pidfile", filepath.Join(dir, "docker.pid"), "--iptables=false", "--bridge=none")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		stop := func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			_ = os.RemoveAll(dir)
+		}
+		deadline := time.After(60 * time.Second)
+		tick := time.NewTicker(200 * time.Millisecond)
+		for exec.Command("docker", "-H", "unix://"+sock, "info").Run() != nil {
+			select {
+			case <-deadline:
+				stop()
+				b.Fatal("dockerd did not come up in 60 s")
+			case <-tick.C:
+			}
+		}
+		tick.Stop()
+		for _, a := range archives {
+			if out, err := exec.Command("docker", "-H", "unix://"+sock, "load", "-q", "-i", a).CombinedOutput(); err != nil {
+				stop()
+				b.Fatalf("docker load: %v: %s", err, out)
+			}
+		}
+		dockerMB = float64(duBytes(b, filepath.Join(dir, "data"))) / 1e6
+		stop()
+	}
+	b.ReportMetric(dockerMB, "docker-MB")
 }
 
 // duBytes is du's figure for dir: allocated blocks, hardlinks once.
