@@ -17,12 +17,15 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/localreg"
+	"github.com/gauntlet-bench/gauntlet/pkg/imagebuild"
+	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
 )
 
 var imagesGroup = group{name: "images", subs: []subcommand{
 	{name: "list", usage: "images list [--json]", summary: "list the images in the local store", run: imagesList},
 	{name: "pull", usage: "images pull REF...", summary: "resolve, download and unpack images (progress bar)", run: imagesPull},
-	{name: "prune", usage: "images prune [--images]", summary: "remove unpacked rootfs not in use and unreferenced blobs", run: imagesPrune},
+	{name: "prune", usage: "images prune [--images]", summary: "drop unpacked images not in use, the layers no image uses, unreferenced blobs", run: imagesPrune},
+	{name: "du", usage: "images du [--json]", summary: "disk used by the image storage: layers, blobs, builder, and what sharing layers saves", run: imagesDu},
 	{name: "serve", usage: "images serve [--addr A] [--write-settings F]", summary: "serve the Debian base images on loopback as a docker.io mirror", run: imagesServe},
 }}
 
@@ -92,11 +95,12 @@ func imagesList(ctx context.Context, e env, args []string) error {
 	if *asJSON {
 		return printJSON(e.stdout, list)
 	}
-	t := newTable(e.stdout, "NAME", "DIGEST", "SIZE", "ROOTFS", "LAST USED")
+	t := newTable(e.stdout, "NAME", "DIGEST", "SIZE", "LAYERS", "ROOTFS", "OWN", "SHARED", "LAST USED")
 	for _, i := range list {
-		rootfs := "-"
+		rootfs, own, shared := "-", "-", "-"
 		if i.Unpacked {
 			rootfs = humanize.Bytes(uint64(i.Rootfs))
+			own, shared = humanize.Bytes(uint64(i.Own)), humanize.Bytes(uint64(i.Shared))
 			if i.InUse {
 				rootfs += " (in use)"
 			}
@@ -113,7 +117,7 @@ func imagesList(ctx context.Context, e env, args []string) error {
 		if !i.Stored {
 			size += " (partial)"
 		}
-		t.row(name, shortDigest(i.Digest), size, rootfs, last)
+		t.row(name, shortDigest(i.Digest), size, fmt.Sprint(i.Layers), rootfs, own, shared, last)
 	}
 	return t.flush()
 }
@@ -193,10 +197,51 @@ func imagesPrune(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "removed %d rootfs (%s), %d images, %d blobs (%s); %d rootfs in use kept\n",
-		rep.Rootfs, humanize.Bytes(uint64(rep.RootfsBytes)), rep.Images, rep.Blobs, humanize.Bytes(uint64(rep.BlobBytes)), rep.InUse)
+	fmt.Fprintf(e.stdout, "removed %d rootfs, %d layers (%s), %d images, %d blobs (%s); %d rootfs in use kept\n",
+		rep.Rootfs, rep.Layers, humanize.Bytes(uint64(rep.RootfsBytes)), rep.Images, rep.Blobs, humanize.Bytes(uint64(rep.BlobBytes)), rep.InUse)
 	return nil
 }
+
+func imagesDu(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet("images du", "images du [--json] [store flags]", e.stderr)
+	var sf storeFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	st, err := sf.openNoArgs(fs, args, e.stderr)
+	if err != nil {
+		return err
+	}
+	// The builder's storage, measured here without buildah: `gauntlet
+	// local` keeps it beside the store, under the same data dir.
+	st.SetExtra(builderStorage(localimages.DefaultBuildDir(sf.data)))
+	u, err := st.DiskUsage(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, u)
+	}
+	b := func(n int64) string { return humanize.Bytes(uint64(n)) }
+	t := newTable(e.stdout, "WHAT", "COUNT", "SIZE")
+	t.row("layers (unpacked, each once)", fmt.Sprint(u.Layers), b(u.LayerBytes))
+	t.row("blobs (compressed layers, configs, manifests)", fmt.Sprint(u.Blobs), b(u.BlobBytes))
+	t.row("builder storage (buildah's layer cache)", "-", b(u.ExtraBytes))
+	t.row("total (what max_rootfs_gb caps)", "-", b(u.Total()))
+	t.row("unpacked images, unshared (Σ of their rootfs)", fmt.Sprint(u.Unpacked), b(u.ImageBytes))
+	t.row("layers shared by more than one image", "-", b(u.SharedBytes))
+	t.row("saved by sharing layers", "-", b(u.ImageBytes-u.LayerBytes))
+	return t.flush()
+}
+
+// builderStorage measures a builder's storage dir for `images du`; it
+// reclaims nothing (du only reads).
+type builderStorage string
+
+func (d builderStorage) Usage(ctx context.Context) (int64, error) {
+	return imagebuild.StorageUsage(ctx, string(d))
+}
+
+func (builderStorage) Reclaim(context.Context) error { return nil }
 
 // imagesServe runs a loopback registry with the Debian base images under
 // their upstream names: the stand-in for Docker Hub in `make run`'s demo. It

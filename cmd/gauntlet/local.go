@@ -108,6 +108,7 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		return err
 	}
 	defer srv.Close()
+	images.pinRuns(srv.Records())
 	printBanner(stdout, srv)
 	if err := srv.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err

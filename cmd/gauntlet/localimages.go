@@ -19,6 +19,16 @@ type imageFlags struct {
 	noPublicNetwork *bool
 	forceBuild      *bool
 	parallelBuilds  *int
+	// opened is the store apply opened (nil when no image runs).
+	opened *image.Store
+}
+
+// pinRuns makes the store's eviction (max_rootfs_gb) keep the images of
+// the runs recs holds that are not finished.
+func (f *imageFlags) pinRuns(recs localimages.RunPins) {
+	if f.opened != nil {
+		f.opened.SetPinned(localimages.PinnedImages(recs))
+	}
 }
 
 func addImageFlags(fs *flag.FlagSet) *imageFlags {
@@ -73,6 +83,7 @@ func (f *imageFlags) apply(lo *local.Options, dataDir string, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	f.opened = store
 	lo.Images = localimages.SandboxImages(store, logger)
 	lo.Environments, err = localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors,
 		BuildDir: localimages.DefaultBuildDir(dataDir), Policy: localimages.Policy{

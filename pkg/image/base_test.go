@@ -31,10 +31,11 @@ func TestBaseImages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(r.Dir, tc.file)); err != nil {
+		root := imagetest.Mount(t, r.Layers)
+		if _, err := os.Stat(filepath.Join(root, tc.file)); err != nil {
 			t.Errorf("%s: %v", tc.ref, err)
 		}
-		if l, err := os.Readlink(filepath.Join(r.Dir, "bin")); err != nil || l != "usr/bin" {
+		if l, err := os.Readlink(filepath.Join(root, "bin")); err != nil || l != "usr/bin" {
 			t.Errorf("%s: /bin -> %q (%v), want usr/bin (merged /usr)", tc.ref, l, err)
 		}
 		r.Close()

@@ -12,7 +12,7 @@ import (
 // Settings is the operator's image setting as a TOML file:
 //
 //	docker_config = "/root/.docker/config.json"   # optional
-//	max_rootfs_gb = 20                             # optional cap of the unpacked cache
+//	max_rootfs_gb = 20                             # optional cap of the whole image storage (layers, blobs, builder)
 //
 //	[[mirrors]]
 //	prefix = "docker.io"

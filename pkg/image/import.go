@@ -14,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"golang.org/x/sys/unix"
 )
 
 // Import adds a locally built image to the store under ref (a tag reference
@@ -55,7 +56,15 @@ func (s *Store) importImage(ctx context.Context, src, ref string) (Resolved, err
 	if err != nil {
 		return Resolved{}, fmt.Errorf("import %s: %w", src, err)
 	}
-	rec, err := s.storeImage(ctx, img)
+	// Layers another image has unpacked are not copied in again (the
+	// unpacked layer is their one copy): hold them against garbage
+	// collection until this image's own rootfs record names them too.
+	unlockGC, err := flockPath(filepath.Join(s.dir, "gc.lock"), unix.LOCK_SH)
+	if err != nil {
+		return Resolved{}, err
+	}
+	defer unlockGC()
+	rec, shared, err := s.storeImage(ctx, img)
 	if err != nil {
 		return Resolved{}, fmt.Errorf("import %s: %w", src, err)
 	}
@@ -64,7 +73,15 @@ func (s *Store) importImage(ctx context.Context, src, ref string) (Resolved, err
 	if err := s.saveRecord(rec); err != nil {
 		return Resolved{}, err
 	}
-	return resolvedFrom(rec, tag.Context(), tag.TagStr(), "import"), nil
+	res := resolvedFrom(rec, tag.Context(), tag.TagStr(), "import")
+	if shared > 0 {
+		r, err := s.rootfs(ctx, res.Ref, nil, nil)
+		if err != nil {
+			return Resolved{}, fmt.Errorf("import %s: unpack: %w", src, err)
+		}
+		_ = r.Close()
+	}
+	return res, nil
 }
 
 func imageFromLayout(dir string) (v1.Image, error) {
@@ -223,63 +240,69 @@ func extractLayout(file, dir string) error {
 	}
 }
 
-// storeImage copies an image's blobs into the store and returns its record.
-func (s *Store) storeImage(ctx context.Context, img v1.Image) (record, error) {
+// storeImage copies an image's blobs into the store and returns its record
+// and how many layers it did not copy because they are unpacked already.
+func (s *Store) storeImage(ctx context.Context, img v1.Image) (rec record, shared int, err error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return record{}, fmt.Errorf("%w: config: %v", ErrCorrupt, err)
+		return record{}, 0, fmt.Errorf("%w: config: %v", ErrCorrupt, err)
 	}
 	if cf.OS != platform.OS || cf.Architecture != platform.Architecture {
-		return record{}, fmt.Errorf("%w: the image is %s/%s", ErrPlatform, cf.OS, cf.Architecture)
+		return record{}, 0, fmt.Errorf("%w: the image is %s/%s", ErrPlatform, cf.OS, cf.Architecture)
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		return record{}, fmt.Errorf("%w: manifest: %v", ErrCorrupt, err)
+		return record{}, 0, fmt.Errorf("%w: manifest: %v", ErrCorrupt, err)
 	}
 	raw, err := img.RawManifest()
 	if err != nil {
-		return record{}, err
+		return record{}, 0, err
 	}
 	d, err := img.Digest()
 	if err != nil {
-		return record{}, err
+		return record{}, 0, err
 	}
 	mt, err := img.MediaType()
 	if err != nil {
-		return record{}, err
+		return record{}, 0, err
 	}
 	cfgRaw, err := img.RawConfigFile()
 	if err != nil {
-		return record{}, err
+		return record{}, 0, err
 	}
 	if err := s.writeBlob(m.Config.Digest, m.Config.Size, strings.NewReader(string(cfgRaw)), nil); err != nil {
-		return record{}, err
+		return record{}, 0, err
 	}
-	for _, ld := range m.Layers {
+	chains := chainIDs(newRecord(v1.Hash{Algorithm: "sha256", Hex: "0"}, "", 0, m, ""))
+	for i, ld := range m.Layers {
 		if err := ctx.Err(); err != nil {
-			return record{}, err
+			return record{}, 0, err
 		}
 		if s.hasBlob(ld.Digest, ld.Size) {
 			continue
 		}
+		if _, ok, _ := s.layerComplete(chains[i]); ok {
+			shared++
+			continue // unpacked already, for another image: the one copy
+		}
 		l, err := img.LayerByDigest(ld.Digest)
 		if err != nil {
-			return record{}, err
+			return record{}, 0, err
 		}
 		rc, err := l.Compressed()
 		if err != nil {
-			return record{}, err
+			return record{}, 0, err
 		}
 		err = s.writeBlob(ld.Digest, ld.Size, rc, nil)
 		rc.Close()
 		if err != nil {
-			return record{}, err
+			return record{}, 0, err
 		}
 	}
 	if err := s.writeBlob(d, int64(len(raw)), strings.NewReader(string(raw)), nil); err != nil {
-		return record{}, err
+		return record{}, 0, err
 	}
-	rec := newRecord(d, mt, int64(len(raw)), m, "")
+	rec = newRecord(d, mt, int64(len(raw)), m, "")
 	rec.Added = time.Now().UTC()
-	return rec, nil
+	return rec, shared, nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 )
@@ -20,11 +22,14 @@ type Info struct {
 	Digest   string    // image manifest digest
 	Config   string    // config digest
 	Size     int64     // compressed size of config and layers
-	Stored   bool      // every layer blob is in the store
+	Stored   bool      // every layer is in the store, as a blob or unpacked
 	Added    time.Time // first stored
 	Source   string    // endpoint it last came from, or "import"
-	Unpacked bool      // its rootfs is in the cache
-	Rootfs   int64     // bytes of the unpacked rootfs
+	Unpacked bool      // its layers are unpacked
+	Rootfs   int64     // bytes of the unpacked rootfs, over all its layers
+	Layers   int       // how many layers it stacks
+	Own      int64     // bytes of its unpacked layers no other unpacked image uses
+	Shared   int64     // bytes of its unpacked layers other unpacked images use too
 	LastUsed time.Time // last Rootfs call for it
 	InUse    bool      // a Rootfs is open on it (here or in another process)
 }
@@ -32,6 +37,10 @@ type Info struct {
 // List returns the stored images, most recently used first.
 func (s *Store) List(ctx context.Context) ([]Info, error) {
 	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return nil, err
+	}
+	refs, err := s.referencedLayers()
 	if err != nil {
 		return nil, err
 	}
@@ -48,16 +57,23 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 		if err != nil || !found {
 			continue // being written or removed
 		}
-		info := Info{Names: rec.Names, Digest: rec.Digest, Config: rec.Config, Size: rec.ConfigSize, Added: rec.Added, Source: rec.Source, Stored: true}
+		info := Info{Names: rec.Names, Digest: rec.Digest, Config: rec.Config, Size: rec.ConfigSize, Added: rec.Added, Source: rec.Source,
+			Stored: len(s.missingLayers(rec)) == 0}
 		for _, l := range rec.Layers {
 			info.Size += l.Size
-			if !s.hasBlob(mustHash(l.Digest), l.Size) {
-				info.Stored = false
-			}
 		}
 		cfg := mustHash(rec.Config)
+		info.Layers = len(rec.Layers)
 		if rr, ok := s.rootfsRecord(cfg); ok {
 			info.Unpacked, info.Rootfs = true, rr.Size
+			for _, c := range rr.LayerIDs {
+				m, _, _ := s.layerComplete(c)
+				if len(refs[c]) > 1 {
+					info.Shared += m.Size
+				} else {
+					info.Own += m.Size
+				}
+			}
 			lock := filepath.Join(s.dir, "rootfs", cfg.Hex+".lock")
 			if fi, err := os.Stat(lock); err == nil {
 				info.LastUsed = fi.ModTime()
@@ -108,38 +124,63 @@ func (s *Store) Pull(ctx context.Context, ref string, progress func(Progress), c
 
 // PruneOptions choose what Prune removes.
 type PruneOptions struct {
-	// Images also forgets every image record whose rootfs is not in use, and
-	// so its blobs: the next use pulls again. Without it, only unpacked
-	// rootfs dirs (not in use) and unreferenced blobs go.
+	// Images also forgets every image not in use — its record, its
+	// unpacked layers no other image uses, its blobs: the next use syncs
+	// (pulls or builds) again. Without it, only what no image names goes:
+	// unpacked images whose record is gone, the layers no unpacked image
+	// uses, unreferenced blobs, temp leftovers.
 	Images bool
 }
 
 // PruneReport says what Prune removed and what it left because it was in use.
 type PruneReport struct {
-	Rootfs      int   // unpacked rootfs dirs removed
+	Rootfs      int   // unpacked images dropped
+	Layers      int   // layer directories removed
 	RootfsBytes int64 // their size
 	Images      int   // image records removed
 	Blobs       int   // blobs removed
 	BlobBytes   int64 // their size
-	InUse       int   // rootfs dirs kept because a sandbox holds them
+	InUse       int   // unpacked images kept because a sandbox holds them
 }
 
 // orphanAge is how old a temp entry or an unreferenced blob must be before
 // Prune takes it: younger ones may belong to a pull in progress elsewhere.
 const orphanAge = time.Hour
 
-// Prune removes unpacked rootfs dirs not in use, temp leftovers, blobs no
-// image record refers to and, with opts.Images, the image records too.
+// Prune removes what no image names — unpacked images whose record is
+// gone, the layers no unpacked image uses, temp leftovers, blobs no image
+// record refers to — and, with opts.Images, every image not in use. It is safe while pulls, builds and
+// sandboxes run: an image in use keeps its layers, an unpack under way
+// finishes first.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	var rep PruneReport
 	cached, err := s.listCachedRootfs()
 	if err != nil {
 		return rep, err
 	}
+	// Without Images, an image the store still names keeps its layers:
+	// they are its one copy (its blobs went when they were unpacked).
+	named := map[string]bool{}
+	if !opts.Images {
+		ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+		if err != nil {
+			return rep, err
+		}
+		for _, e := range ents {
+			if hex, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+				if rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex}); err == nil && found {
+					named[strings.TrimPrefix(rec.Config, "sha256:")] = true
+				}
+			}
+		}
+	}
 	held := map[string]bool{}
 	for _, c := range cached {
 		if err := ctx.Err(); err != nil {
 			return rep, err
+		}
+		if named[c.hex] {
+			continue
 		}
 		removed, err := s.removeRootfs(c.hex)
 		if err != nil {
@@ -151,8 +192,15 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 			continue
 		}
 		rep.Rootfs++
-		rep.RootfsBytes += c.size
 	}
+	// Waits for unpacks under way: what they unpack is referenced once
+	// they are done, and kept.
+	nl, lbytes, err := s.gcLayers(ctx, true)
+	rep.Layers, rep.RootfsBytes = nl, lbytes
+	if err != nil {
+		return rep, err
+	}
+	forgotten := map[string]bool{} // blobs of the records removed here
 	if opts.Images {
 		ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
 		if err != nil {
@@ -171,9 +219,13 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 				return rep, err
 			}
 			rep.Images++
+			forgotten[rec.Digest], forgotten[rec.Config], forgotten[rec.Index] = true, true, true
+			for _, l := range rec.Layers {
+				forgotten[l.Digest] = true
+			}
 		}
 	}
-	n, bytes, err := s.gcBlobs(ctx)
+	n, bytes, err := s.gcBlobs(ctx, forgotten)
 	rep.Blobs, rep.BlobBytes = n, bytes
 	if err != nil {
 		return rep, err
@@ -181,9 +233,11 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 	return rep, s.cleanTmp()
 }
 
-// gcBlobs removes blobs older than orphanAge that no record refers to
-// (manifest, its index, config, layers).
-func (s *Store) gcBlobs(ctx context.Context) (int, int64, error) {
+// gcBlobs removes blobs that no record refers to (manifest, its index,
+// config, layers): those of forgotten records at once, others once older
+// than orphanAge (younger ones may belong to a pull whose record is not
+// written yet).
+func (s *Store) gcBlobs(ctx context.Context, forgotten map[string]bool) (int, int64, error) {
 	keep := map[string]bool{}
 	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
 	if err != nil {
@@ -217,7 +271,7 @@ func (s *Store) gcBlobs(ctx context.Context) (int, int64, error) {
 			continue
 		}
 		fi, err := b.Info()
-		if err != nil || time.Since(fi.ModTime()) < orphanAge {
+		if err != nil || (time.Since(fi.ModTime()) < orphanAge && !forgotten["sha256:"+b.Name()]) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(s.dir, "blobs", "sha256", b.Name())); err != nil && !os.IsNotExist(err) {
@@ -246,4 +300,41 @@ func (s *Store) cleanTmp() error {
 		}
 	}
 	return nil
+}
+
+// Stored finds, without the network, the image stored under a tag
+// reference (an import's name, or a resolved repo:tag) whose config and
+// layers are all in the store: ok false when there is none.
+func (s *Store) Stored(ctx context.Context, ref string) (Resolved, bool, error) {
+	r, err := parseRef(ref)
+	if err != nil {
+		return Resolved{}, false, imageErr(ref, err)
+	}
+	tag, ok := r.(name.Tag)
+	if !ok {
+		return Resolved{}, false, imageErr(ref, fmt.Errorf("%w: %q: want a tag reference (repository:tag)", ErrInvalidReference, ref))
+	}
+	want := canonicalRepo(tag.Context()) + ":" + tag.TagStr()
+	ents, err := os.ReadDir(filepath.Join(s.dir, "images"))
+	if err != nil {
+		return Resolved{}, false, imageErr(ref, err)
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return Resolved{}, false, err
+		}
+		hex, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		if err != nil || !found || !slices.Contains(rec.Names, want) {
+			continue
+		}
+		if !s.storedLocally(canonicalRepo(tag.Context()) + "@" + rec.Digest) {
+			return Resolved{}, false, nil
+		}
+		return resolvedFrom(rec, tag.Context(), tag.TagStr(), "local"), true, nil
+	}
+	return Resolved{}, false, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,13 +161,13 @@ func TestEvictionKeepsRootfsInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := os.Stat(filepath.Join(held.Dir, "data-a")); err != nil {
+	if _, err := held.Lookup("data-a"); err != nil {
 		t.Fatalf("the rootfs in use was evicted: %v", err)
 	}
-	if _, err := os.Stat(b.Dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(b.Layers[0]); !os.IsNotExist(err) {
 		t.Fatalf("rootfs b (least recently used, not in use) still there: %v", err)
 	}
-	if !strings.Contains(f.logs.String(), "rootfs evicted") {
+	if !strings.Contains(f.logs.String(), "image evicted") {
 		t.Fatalf("no eviction logged:\n%s", f.logs)
 	}
 	// b comes back on its next use, from the stored blobs.
@@ -207,14 +208,23 @@ func TestPrune(t *testing.T) {
 	if inUse != 1 {
 		t.Fatalf("List says %d in use, want 1: %+v", inUse, list)
 	}
+	// Named images keep their layers (their one copy) under a plain prune.
 	rep, err := f.store.Prune(ctx, image.PruneOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Rootfs != 1 || rep.InUse != 1 || rep.Images != 0 {
-		t.Fatalf("Prune = %+v, want 1 rootfs removed, 1 kept in use, no image", rep)
+	if rep.Rootfs != 0 || rep.Layers != 0 || rep.Images != 0 {
+		t.Fatalf("Prune = %+v, want nothing removed: both images are named", rep)
 	}
-	if _, err := os.Stat(filepath.Join(held.Dir, "data-a")); err != nil {
+	// --images: every image not in use goes, the one in use stays.
+	rep, err = f.store.Prune(ctx, image.PruneOptions{Images: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rootfs != 1 || rep.Layers != 1 || rep.InUse != 1 || rep.Images != 1 {
+		t.Fatalf("Prune(Images) = %+v, want b's rootfs, layer and image removed, a kept in use", rep)
+	}
+	if _, err := held.Lookup("data-a"); err != nil {
 		t.Fatalf("prune removed a rootfs in use: %v", err)
 	}
 	held.Close()
@@ -222,11 +232,14 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Rootfs != 1 || rep.Images != 2 || rep.InUse != 0 {
-		t.Fatalf("Prune(Images) = %+v, want 1 rootfs and 2 images removed", rep)
+	if rep.Rootfs != 1 || rep.Images != 1 || rep.InUse != 0 {
+		t.Fatalf("Prune(Images) = %+v, want a's rootfs and image removed", rep)
 	}
 	if list, _ := f.store.List(ctx); len(list) != 0 {
 		t.Fatalf("List after Prune(Images) = %+v, want empty", list)
+	}
+	if u, _ := f.store.DiskUsage(ctx); u.Layers != 0 || u.Blobs != 0 {
+		t.Fatalf("DiskUsage after pruning every image = %+v, want no layer and no blob", u)
 	}
 }
 
@@ -272,7 +285,7 @@ func TestImport(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if b, err := os.ReadFile(filepath.Join(r.Dir, "app/main.py")); err != nil || string(b) != "print(1)\n" {
+			if b, err := os.ReadFile(filepath.Join(imagetest.Mount(t, r.Layers), "app/main.py")); err != nil || string(b) != "print(1)\n" {
 				t.Fatalf("app/main.py = %q, %v", b, err)
 			}
 			if r.Config.WorkingDir != "/app" {
@@ -338,12 +351,13 @@ func tarDir(t *testing.T, dir, out string) {
 	}
 }
 
-// TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs: a launch's
-// RestoreRootfs finds a rootfs another image's unpack evicted and unpacks
-// it again from the blobs the store kept, with the registry gone; an image
-// whose blobs are not stored stays ErrNotCached (for the next sync).
+// TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs: with
+// KeepLayerBlobs, a launch's RestoreRootfs finds a rootfs another image's
+// unpack evicted and unpacks it again from the blobs the store kept, with
+// the registry gone; an image whose blobs are not stored stays
+// ErrNotCached (for the next sync).
 func TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs(t *testing.T) {
-	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 150 << 10})
+	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 150 << 10, KeepLayerBlobs: true})
 	ctx := context.Background()
 	refs := map[string]string{}
 	for _, tag := range []string{"a", "b"} {
@@ -363,7 +377,7 @@ func TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs(t *testing.T) {
 		t.Fatalf("RestoreRootfs(a) = restored %v, %v; want it unpacked again from the stored blobs", restored, err)
 	}
 	defer r.Close()
-	if data, err := os.ReadFile(filepath.Join(r.Dir, "data-a")); err != nil || len(data) != 100<<10 {
+	if data, err := os.ReadFile(filepath.Join(imagetest.Mount(t, r.Layers), "data-a")); err != nil || len(data) != 100<<10 {
 		t.Fatalf("restored rootfs: %d bytes, %v", len(data), err)
 	}
 	again, restored, err := f.store.RestoreRootfs(ctx, refs["a"])
@@ -373,5 +387,86 @@ func TestRestoreRootfsUnpacksAnEvictedRootfsFromTheStoredBlobs(t *testing.T) {
 	again.Close()
 	if _, _, err := f.store.RestoreRootfs(ctx, "docker.io/library/other@sha256:"+strings.Repeat("a", 64)); !errors.Is(err, image.ErrNotCached) {
 		t.Fatalf("RestoreRootfs of an image not stored = %v, want ErrNotCached", err)
+	}
+}
+
+// TestUnpackedLayersAreTheOneCopy: by default a layer's blob goes once the
+// layer is unpacked (the store holds each layer once); the image stays
+// usable and listed as stored; evicted, it is ErrNotCached for the next
+// sync rather than restorable, and a pull brings it back.
+func TestUnpackedLayersAreTheOneCopy(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 150 << 10})
+	ctx := context.Background()
+	refs := map[string]string{}
+	for _, tag := range []string{"a", "b"} {
+		f.push(t, "library/img:"+tag, sizedImage(t, tag, 100<<10))
+		res, err := f.store.Pull(ctx, "img:"+tag, nil) // b's unpack evicts a
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[tag] = res.Ref
+	}
+	u, err := f.store.DiskUsage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Layers != 1 || u.Blobs != 4 { // b's layer; a's and b's config and manifest
+		t.Fatalf("DiskUsage = %+v, want b's one layer unpacked and no layer blob", u)
+	}
+	list, _ := f.store.List(ctx)
+	for _, i := range list {
+		if want := slices.Contains(i.Names, "docker.io/library/img:b"); i.Stored != want {
+			t.Errorf("List: %v stored = %v, want %v", i.Names, i.Stored, want)
+		}
+	}
+	if _, _, err := f.store.RestoreRootfs(ctx, refs["a"]); !errors.Is(err, image.ErrNotCached) {
+		t.Fatalf("RestoreRootfs(a), evicted with its blob gone = %v, want ErrNotCached", err)
+	}
+	if _, err := f.store.Pull(ctx, "img:a", nil); err != nil {
+		t.Fatalf("pull a again: %v", err)
+	}
+}
+
+// TestEvictionNeverDropsPinnedImages: over the cap, eviction drops the
+// least recently used image that no unfinished run pins, even when a
+// pinned one is older; when the pins cannot be read it drops nothing.
+func TestEvictionNeverDropsPinnedImages(t *testing.T) {
+	var pinned []string
+	var pinErr error
+	f := newFixture(t, localreg.Options{}, image.Options{MaxRootfsBytes: 250 << 10,
+		Pinned: func(context.Context) ([]string, error) { return pinned, pinErr }})
+	ctx := context.Background()
+	refs := map[string]string{}
+	for _, tag := range []string{"a", "b", "c", "d"} {
+		f.push(t, "library/img:"+tag, sizedImage(t, tag, 100<<10))
+		res, err := f.store.Resolve(ctx, "img:"+tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[tag] = res.Ref
+	}
+	pinned = []string{refs["a"]}
+	for _, tag := range []string{"a", "b", "c"} { // c's unpack goes over: a is older but pinned, b goes
+		if _, err := f.store.Pull(ctx, "img:"+tag, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.store.CachedRootfs(ctx, refs["a"]); err != nil {
+		t.Fatalf("the pinned image was evicted: %v", err)
+	}
+	if _, err := f.store.CachedRootfs(ctx, refs["b"]); !errors.Is(err, image.ErrNotCached) {
+		t.Fatalf("CachedRootfs(b) = %v, want it evicted (least recently used, not pinned)", err)
+	}
+	pinErr = errors.New("database locked")
+	if _, err := f.store.Pull(ctx, "img:d", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"a", "c", "d"} {
+		if _, err := f.store.CachedRootfs(ctx, refs[tag]); err != nil {
+			t.Errorf("with the pins unreadable, %s was evicted: %v", tag, err)
+		}
+	}
+	if !strings.Contains(f.logs.String(), "evicting none") {
+		t.Errorf("the unreadable pins were not logged:\n%s", f.logs)
 	}
 }

@@ -27,17 +27,23 @@ type Config struct {
 	Labels     map[string]string // image labels
 }
 
-// Rootfs is an unpacked image, held in use until Close. Dir is the lower
-// directory of an overlay: never write into it (attempts get their own upper
-// elsewhere). While a Rootfs is open its directory is never evicted, by this
-// process or another sharing the store.
+// Rootfs is an unpacked image, held in use until Close: the stack of its
+// layer directories, which a sandbox mounts as the lower directories of an
+// overlay (never write into them: attempts get their own upper elsewhere,
+// and other images share them). While a Rootfs is open its layers are never
+// removed, by this process or another sharing the store.
 type Rootfs struct {
-	Dir    string // absolute path of the unpacked root
+	// Layers are the image's layer directories, topmost first: overlayfs's
+	// lowerdir=Layers[0]:Layers[1]:… Whiteouts in them are overlayfs
+	// whiteouts (0/0 character devices) and opaque directories carry the
+	// overlay.opaque xattr (trusted.* and user.*), as the kernel's overlayfs
+	// and fuse-overlayfs read them.
+	Layers []string
 	Ref    string // the pinned reference it was unpacked for
 	Digest string // image manifest digest
 	Image  string // config digest (the cache key)
 	Config Config
-	Size   int64 // bytes of file content
+	Size   int64 // bytes of file content, summed over its layers
 
 	lock *os.File
 }
@@ -52,13 +58,24 @@ func (r *Rootfs) Close() error {
 	return err
 }
 
-// rootfsRecord is rootfs/<hex>.json: written last, so its presence means the
-// directory is complete.
+// rootfsRecord is rootfs/<hex>.json: written last, once every layer is
+// unpacked, so its presence means the image can be mounted. It references
+// its layers (by chain, bottom first) against garbage collection.
 type rootfsRecord struct {
 	Config   string    `json:"config"`
 	Size     int64     `json:"size"`
 	Unpacked time.Time `json:"unpacked"`
 	Layers   int       `json:"layers"`
+	LayerIDs []string  `json:"layer_chains"`
+}
+
+// layerDirs are the record's layer directories, topmost first.
+func (s *Store) layerDirs(rr rootfsRecord) []string {
+	out := make([]string, len(rr.LayerIDs))
+	for i, c := range rr.LayerIDs {
+		out[len(out)-1-i] = s.layerDir(c)
+	}
+	return out
 }
 
 // Rootfs returns the unpacked root filesystem of a pinned image reference
@@ -99,14 +116,14 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err != nil {
 		return nil, err
 	}
-	out := &Rootfs{Dir: dir, Ref: res.Ref, Digest: rec.Digest, Image: rec.Config, Config: cfg, lock: lock}
+	out := &Rootfs{Ref: res.Ref, Digest: rec.Digest, Image: rec.Config, Config: cfg, lock: lock}
 	fail := func(err error) (*Rootfs, error) { lock.Close(); return nil, err }
 	// Fast path: a complete rootfs, held shared.
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
 	if rr, ok := s.rootfsRecord(cfgHash); ok {
-		out.Size = rr.Size
+		out.Size, out.Layers = rr.Size, s.layerDirs(rr)
 		s.touch(lock)
 		return out, nil
 	}
@@ -116,10 +133,17 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	}
 	rr, ok := s.rootfsRecord(cfgHash)
 	if !ok {
-		if err := s.fetchLayers(ctx, res, rec, creds, progress); err != nil {
+		// Layers already unpacked (for another image) need no blob: hold
+		// them against garbage collection from the check to the record.
+		unlockGC, err := flockPath(filepath.Join(s.dir, "gc.lock"), unix.LOCK_SH)
+		if err != nil {
 			return fail(err)
 		}
-		rr, err = s.unpack(ctx, rec, dir, progress)
+		err = s.fetchLayers(ctx, res, rec, creds, progress)
+		if err == nil {
+			rr, err = s.unpackLayers(ctx, rec, progress)
+		}
+		unlockGC()
 		if err != nil {
 			return fail(err)
 		}
@@ -128,10 +152,10 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
-	out.Size = rr.Size
+	out.Size, out.Layers = rr.Size, s.layerDirs(rr)
 	s.touch(lock)
 	if s.maxRootfs > 0 && !ok {
-		s.evict(cfgHash.Hex)
+		s.evict(ctx, cfgHash.Hex)
 	}
 	return out, nil
 }
@@ -164,8 +188,8 @@ func (s *Store) RestoreRootfs(ctx context.Context, pinnedRef string) (r *Rootfs,
 	return r, err == nil, imageErr(pinnedRef, err)
 }
 
-// storedLocally reports whether the pinned image's record, config and
-// layers are all in the store's blobs.
+// storedLocally reports whether the pinned image's record and config are
+// in the store and each layer either as a blob or unpacked.
 func (s *Store) storedLocally(pinnedRef string) bool {
 	ref, err := parseRef(pinnedRef)
 	if err != nil {
@@ -183,12 +207,24 @@ func (s *Store) storedLocally(pinnedRef string) bool {
 	if err != nil || !ok || !s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
 		return false
 	}
-	for _, l := range rec.Layers {
-		if !s.hasBlob(mustHash(l.Digest), l.Size) {
-			return false
+	return len(s.missingLayers(rec)) == 0
+}
+
+// missingLayers are the layers of rec that are neither stored as a blob
+// nor unpacked (on the chain rec stacks them on).
+func (s *Store) missingLayers(rec record) []layerRecord {
+	var out []layerRecord
+	for i, c := range chainIDs(rec) {
+		l := rec.Layers[i]
+		if s.hasBlob(mustHash(l.Digest), l.Size) {
+			continue
 		}
+		if _, ok, _ := s.layerComplete(c); ok {
+			continue
+		}
+		out = append(out, l)
 	}
-	return true
+	return out
 }
 
 func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, error) {
@@ -232,7 +268,7 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 		return nil, err
 	}
 	s.touch(lock)
-	return &Rootfs{Dir: dir, Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
+	return &Rootfs{Layers: s.layerDirs(rr), Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
 		Config: cfg, Size: rr.Size, lock: lock}, nil
 }
 
@@ -247,11 +283,13 @@ func (s *Store) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
 		return rootfsRecord{}, false
 	}
 	var rr rootfsRecord
-	if json.Unmarshal(b, &rr) != nil {
-		return rootfsRecord{}, false
+	if json.Unmarshal(b, &rr) != nil || len(rr.LayerIDs) != rr.Layers {
+		return rootfsRecord{}, false // half a record, or one of a store before layers were shared
 	}
-	if fi, err := os.Stat(filepath.Join(s.dir, "rootfs", cfg.Hex)); err != nil || !fi.IsDir() {
-		return rootfsRecord{}, false
+	for _, c := range rr.LayerIDs {
+		if _, ok, _ := s.layerComplete(c); !ok {
+			return rootfsRecord{}, false
+		}
 	}
 	return rr, true
 }
@@ -272,13 +310,10 @@ func (s *Store) imageConfig(cfg v1.Hash) (Config, error) {
 // fetchLayers downloads the layers not yet stored, three at a time, from the
 // first endpoint that has each.
 func (s *Store) fetchLayers(ctx context.Context, res Resolved, rec record, creds []Credential, progress func(Progress)) error {
-	var missing []layerRecord
+	missing := s.missingLayers(rec)
 	var total int64
-	for _, l := range rec.Layers {
-		if !s.hasBlob(mustHash(l.Digest), l.Size) {
-			missing = append(missing, l)
-			total += l.Size
-		}
+	for _, l := range missing {
+		total += l.Size
 	}
 	if len(missing) == 0 {
 		return nil
@@ -334,64 +369,6 @@ func (s *Store) fetchLayer(ctx context.Context, p *remote.Puller, eps []endpoint
 		}
 	}
 	return joinEndpointErrors(errs)
-}
-
-// unpack applies the layers into a temp dir and renames it into place.
-func (s *Store) unpack(ctx context.Context, rec record, dir string, progress func(Progress)) (rootfsRecord, error) {
-	start := time.Now()
-	tmp, err := os.MkdirTemp(filepath.Join(s.dir, "tmp"), "rootfs-*")
-	if err != nil {
-		return rootfsRecord{}, err
-	}
-	defer os.RemoveAll(tmp)
-	// MkdirTemp makes 0700; an overlay lower read from a user namespace needs
-	// the root readable. A layer's own "./" entry may set it again.
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return rootfsRecord{}, err
-	}
-	a, err := newApplier(tmp)
-	if err != nil {
-		return rootfsRecord{}, err
-	}
-	defer a.Close()
-	if !a.chown {
-		s.logger.WarnContext(ctx, "not running as root: the unpacked rootfs keeps this user's ownership, not the image's", "image", rec.Digest, "euid", a.euid)
-	}
-	var total int64
-	for _, l := range rec.Layers {
-		total += l.Size
-	}
-	counter := newProgressCounter(progress, "unpack", total)
-	for i, l := range rec.Layers {
-		if err := ctx.Err(); err != nil {
-			return rootfsRecord{}, err
-		}
-		if err := s.applyLayer(a, l, counter); err != nil {
-			return rootfsRecord{}, fmt.Errorf("layer %d (%s): %w", i+1, shortDigest(l.Digest), err)
-		}
-	}
-	counter.done()
-	if n := a.skipped; n.devices+n.xattrs > 0 {
-		s.logger.WarnContext(ctx, "not running as root: device nodes and xattrs outside user.* were left out of the unpacked rootfs",
-			"image", rec.Digest, "device_nodes", n.devices, "xattrs", n.xattrs)
-	}
-	// Replace a leftover directory without a record (a crash between rename
-	// and record write, or an interrupted eviction).
-	if _, err := os.Lstat(dir); err == nil {
-		if err := removeTree(s.dir, dir); err != nil {
-			return rootfsRecord{}, err
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return rootfsRecord{}, err
-	}
-	rr := rootfsRecord{Config: rec.Config, Size: a.size, Unpacked: time.Now().UTC(), Layers: len(rec.Layers)}
-	b, _ := json.Marshal(rr)
-	if err := writeFileAtomic(s.dir, dir+".json", b); err != nil {
-		return rootfsRecord{}, err
-	}
-	s.logger.InfoContext(ctx, "image unpacked", "image", rec.Digest, "config", rec.Config, "bytes", a.size, "took", time.Since(start).Round(time.Millisecond))
-	return rr, nil
 }
 
 func (s *Store) applyLayer(a *applier, l layerRecord, counter *progressCounter) error {

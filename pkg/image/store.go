@@ -1,17 +1,21 @@
 // Package image is the local image store: it resolves image references to
 // pinned digests through registry mirrors and pull credentials, keeps the
-// blobs it pulls content-addressed on disk, and unpacks an image into a
-// read-only rootfs directory cached by the image's config digest, which a
-// sandbox driver uses as the lower layer of a per-attempt overlay. It mounts
+// blobs it pulls content-addressed on disk, and unpacks each layer once into
+// a directory shared by every image stacked on it, so that an image's root
+// filesystem is the overlay of its layer directories, which a sandbox driver
+// uses as the lower layers of a per-attempt overlay. It mounts
 // nothing itself and runs no container: no Docker daemon is needed.
 //
 // On disk, under the directory given to Open:
 //
 //	oci-layout, blobs/sha256/<hex>   content-addressed blobs (the OCI image-layout shape)
 //	images/<hex>.json                one record per image manifest: names, config, layers
-//	rootfs/<config-hex>/             an unpacked rootfs; attempts never write it
-//	rootfs/<config-hex>.lock         flock: exclusive while unpacking or evicting, shared while in use
-//	rootfs/<config-hex>.json         its size; the lock file's mtime is its last use
+//	layers/<id>/                     one unpacked layer, shared by every image stacked on it (layers.go)
+//	layers/<id>.json, <id>.lock      its chain and size; flock while unpacking it
+//	rootfs/<config-hex>.json         an unpacked image: its layers (bottom first) and size
+//	rootfs/<config-hex>.lock         flock: exclusive while unpacking or evicting, shared while in use;
+//	                                 its mtime is the image's last use
+//	gc.lock                          flock: shared while unpacking, exclusive while removing layers
 //	tmp/                             temp files and dirs, renamed into place when complete
 //
 // Only linux/amd64 images are taken.
@@ -40,6 +44,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sys/unix"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 )
 
 // Options configure a Store.
@@ -56,10 +62,23 @@ type Options struct {
 	Keychain authn.Keychain
 	// Transport carries registry requests; nil for ggcr's default.
 	Transport http.RoundTripper
-	// MaxRootfsBytes caps the unpacked rootfs cache: after an unpack, the least
-	// recently used rootfs not in use is removed until the cache fits. 0 means
-	// no cap.
+	// MaxRootfsBytes caps the whole image storage — unpacked layers, blobs
+	// and Extra (the builder's storage): after an unpack, the least recently
+	// used images neither in use nor Pinned are dropped (with the layers no
+	// other image uses), then Extra reclaims what it can, until it fits.
+	// 0 means no cap.
 	MaxRootfsBytes int64
+	// KeepLayerBlobs keeps a layer's compressed blob after the layer is
+	// unpacked. By default it is removed, as Docker does: the unpacked
+	// layer is the one copy, and an image evicted since needs its sync
+	// again (a pull or a build) rather than an unpack from local blobs.
+	KeepLayerBlobs bool
+	// Extra is storage beside the store that the cap covers (the builder's);
+	// nil for none.
+	Extra ExtraStorage
+	// Pinned lists the pinned references (repository@sha256:…) that runs
+	// not yet finished still need: eviction never drops them. nil = none.
+	Pinned func(ctx context.Context) ([]string, error)
 	// Logger receives one line per pull and eviction; nil for slog.Default().
 	Logger *slog.Logger
 }
@@ -73,6 +92,9 @@ type Store struct {
 	keychain  authn.Keychain
 	transport http.RoundTripper
 	maxRootfs int64
+	keepBlobs bool
+	extra     ExtraStorage
+	pinned    func(ctx context.Context) ([]string, error)
 	logger    *slog.Logger
 
 	mu      sync.Mutex
@@ -92,7 +114,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image store %s: %w", dir, err)
 	}
-	for _, d := range []string{"blobs/sha256", "images", "rootfs", "tmp"} {
+	for _, d := range []string{"blobs/sha256", "images", "rootfs", "layers", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
 			return nil, fmt.Errorf("image store: %w", err)
 		}
@@ -111,8 +133,77 @@ func Open(dir string, opts Options) (*Store, error) {
 	if t == nil {
 		t = remote.DefaultTransport
 	}
+	dropWholeRootfs(abs, logger)
 	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, keychain: opts.Keychain, transport: t, maxRootfs: opts.MaxRootfsBytes,
-		logger: logger, pullers: map[string]*remote.Puller{}}, nil
+		keepBlobs: opts.KeepLayerBlobs, extra: opts.Extra, pinned: opts.Pinned, logger: logger, pullers: map[string]*remote.Puller{}}, nil
+}
+
+// ExtraStorage is storage that the image storage's cap covers beside the
+// store itself: the builder's layer cache.
+type ExtraStorage interface {
+	// Usage is the bytes it holds.
+	Usage(ctx context.Context) (int64, error)
+	// Reclaim frees what no build in progress needs.
+	Reclaim(ctx context.Context) error
+}
+
+// dropWholeRootfs removes what a store before layers were shared left: one
+// whole unpacked tree per image under rootfs/ (its record, without layer
+// chains, reads as absent, so the image is unpacked again as layers). The
+// trees are moved into tmp/ at once and deleted in the background.
+func dropWholeRootfs(dir string, logger *slog.Logger) {
+	ents, err := os.ReadDir(filepath.Join(dir, "rootfs"))
+	if err != nil {
+		return
+	}
+	var trash []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		t, err := os.MkdirTemp(filepath.Join(dir, "tmp"), "trash-*")
+		if err != nil {
+			return
+		}
+		if err := os.Rename(filepath.Join(dir, "rootfs", e.Name()), filepath.Join(t, "x")); err != nil {
+			os.Remove(t)
+			continue
+		}
+		trash = append(trash, t)
+	}
+	if len(trash) == 0 {
+		return
+	}
+	logger.Info("image store: removing the whole unpacked trees of the store before layers were shared; images are unpacked again as shared layers on their next use", "trees", len(trash))
+	go func() {
+		for _, t := range trash {
+			if err := os.RemoveAll(t); err != nil {
+				logger.Warn("image store: remove an old unpacked tree", "dir", t, "err", err)
+			}
+		}
+	}()
+}
+
+// SetExtra sets the storage beside the store that the cap covers (the
+// builder's, made after the store): see Options.Extra.
+func (s *Store) SetExtra(e ExtraStorage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extra = e
+}
+
+// SetPinned sets the list of pinned references eviction never drops (the
+// runs' store is opened after the image store): see Options.Pinned.
+func (s *Store) SetPinned(pinned func(ctx context.Context) ([]string, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pinned = pinned
+}
+
+func (s *Store) extraStorage() ExtraStorage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.extra
 }
 
 // DockerConfig is the Docker config.json whose logins the store pulls with
@@ -185,7 +276,7 @@ func (s *Store) writeBlob(want v1.Hash, size int64, r io.Reader, progress func(i
 	}
 	n, err := io.Copy(w, r)
 	if err != nil {
-		return fmt.Errorf("blob %s: after %d bytes: %w", want, n, err)
+		return diskspace.Wrap(s.dir, fmt.Errorf("blob %s: after %d bytes: %w", want, n, err))
 	}
 	if size >= 0 && n != size {
 		return fmt.Errorf("%w: blob %s: got %d bytes, the manifest says %d (truncated or padded)", ErrCorrupt, want, n, size)
@@ -462,5 +553,3 @@ func shortDigest(d string) string {
 	}
 	return d
 }
-
-var _ = context.Background

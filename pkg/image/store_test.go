@@ -103,18 +103,20 @@ func TestResolveTagAndDigestShareOneRootfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if a.Dir != b.Dir {
-		t.Fatalf("tag and digest unpacked twice: %s and %s", a.Dir, b.Dir)
+	if strings.Join(a.Layers, ":") != strings.Join(b.Layers, ":") {
+		t.Fatalf("tag and digest unpacked twice: %s and %s", a.Layers, b.Layers)
 	}
-	if got, _ := os.ReadFile(filepath.Join(a.Dir, "app/main.py")); string(got) != "print(1)\n" {
+	if got, _ := os.ReadFile(filepath.Join(imagetest.Mount(t, a.Layers), "app/main.py")); string(got) != "print(1)\n" {
 		t.Fatalf("app/main.py = %q", got)
 	}
 	wantCfg := image.Config{Env: []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}, WorkingDir: "/app", User: "1000:1000"}
 	if a.Config.WorkingDir != wantCfg.WorkingDir || a.Config.User != wantCfg.User || strings.Join(a.Config.Env, ",") != strings.Join(wantCfg.Env, ",") {
 		t.Fatalf("Config = %+v, want %+v", a.Config, wantCfg)
 	}
-	if fi, err := os.Stat(a.Dir); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Fatalf("rootfs dir mode = %v (%v), want 0755 (overlay lowers must be readable)", fi.Mode(), err)
+	for _, l := range a.Layers {
+		if fi, err := os.Stat(l); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Fatalf("layer dir %s mode = %v (%v), want 0755 (overlay lowers must be readable)", l, fi.Mode(), err)
+		}
 	}
 	if n := strings.Count(f.logs.String(), "image unpacked"); n != 1 {
 		t.Fatalf("unpacked %d times, want 1", n)
@@ -159,7 +161,7 @@ func TestConcurrentFirstUseUnpacksOnce(t *testing.T) {
 				errs[i] = err
 				return
 			}
-			dirs[i] = r.Dir
+			dirs[i] = strings.Join(r.Layers, ":")
 			r.Close()
 		}()
 	}
@@ -354,4 +356,44 @@ func TestMovedTagLeavesTheOldImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
+}
+
+// TestOpenDropsTheWholeTreesOfTheOldStore: a store made before layers were
+// shared (rootfs/<config>/ trees, records without layer chains) opens, its
+// trees go, and its images unpack again as layers.
+func TestOpenDropsTheWholeTreesOfTheOldStore(t *testing.T) {
+	f := newFixture(t, localreg.Options{}, image.Options{})
+	f.push(t, "library/app:1", simpleImage(t))
+	ctx := context.Background()
+	res, err := f.store.Pull(ctx, "app:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make it look like the old store's: a whole tree and a record without chains.
+	dir := f.store.Dir()
+	cfg := strings.TrimPrefix(res.Config, "sha256:")
+	if err := os.MkdirAll(filepath.Join(dir, "rootfs", cfg, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rootfs", cfg+".json"), []byte(`{"config":"`+res.Config+`","size":9,"layers":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := image.Open(dir, image.Options{Mirrors: []image.Mirror{f.reg.Mirror("docker.io")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rootfs", cfg)); !os.IsNotExist(err) {
+		t.Fatalf("the old whole tree is still in rootfs/: %v", err)
+	}
+	r, err := st.Rootfs(ctx, res.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if len(r.Layers) != 2 {
+		t.Fatalf("Layers = %v, want the image's 2 layers", r.Layers)
+	}
+	if _, err := r.Lookup("app/main.py"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -77,7 +77,34 @@ type applier struct {
 
 	rootFD int            // the root directory, opened through root
 	fds    map[string]int // open descriptors of resolved directories, see dirFD
+
+	// parents, when not nil, makes this a layer applier: the root is one
+	// layer's own directory, stacked by overlayfs above these lower layer
+	// directories (topmost first). Whiteouts become overlayfs whiteouts (a
+	// 0/0 character device) and opaque markers an overlay.opaque xattr
+	// instead of deletions; a directory this layer needs but does not
+	// carry takes the owner and mode of the lower layers' one (else the
+	// upper's 0755 would hide, say, /tmp's 1777); a hardlink to a file of
+	// a lower layer becomes a copy of it (a link cannot span layers).
+	parents []string
 }
+
+// newLayerApplier returns an applier writing one layer into dir, above the
+// lower layer directories parents (topmost first).
+func newLayerApplier(dir string, parents []string) (*applier, error) {
+	a, err := newApplier(dir)
+	if err != nil {
+		return nil, err
+	}
+	a.parents = append([]string{}, parents...)
+	if a.parents == nil {
+		a.parents = []string{}
+	}
+	return a, nil
+}
+
+// layered reports whether a writes one layer of an overlay stack.
+func (a *applier) layered() bool { return a.parents != nil }
 
 func newApplier(dir string) (*applier, error) {
 	r, err := os.OpenRoot(dir)
@@ -186,6 +213,8 @@ func (a *applier) entry(tr *tar.Reader, h *tar.Header, st *layerState) error {
 			return fmt.Errorf("layer entry %q: %w", h.Name, err)
 		}
 		switch {
+		case base == whiteoutOpaque && a.layered():
+			return a.markOpaque(parent)
 		case base == whiteoutOpaque:
 			return a.opaque(parent, st)
 		case strings.HasPrefix(base, whiteoutMeta):
@@ -198,6 +227,11 @@ func (a *applier) entry(tr *tar.Reader, h *tar.Header, st *layerState) error {
 			a.invalidate(st)
 			if err := a.root.RemoveAll(join(parent, victim)); err != nil {
 				return fmt.Errorf("layer entry %q: whiteout: %w", h.Name, err)
+			}
+			if a.layered() {
+				if err := a.whiteout(join(parent, victim)); err != nil {
+					return fmt.Errorf("layer entry %q: whiteout: %w", h.Name, err)
+				}
 			}
 			return nil
 		}
@@ -325,6 +359,9 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 		n, err := io.CopyBuffer(struct{ io.Writer }{f}, tr, a.buf)
 		if err != nil {
 			f.Close()
+			if pe := (*os.PathError)(nil); errors.As(err, &pe) && pe.Op == "write" {
+				return fmt.Errorf("file content: %w", err) // the store's disk (ENOSPC), not the layer
+			}
 			return fmt.Errorf("%w: file content: %v", ErrCorrupt, err)
 		}
 		a.size += n
@@ -353,6 +390,10 @@ func (a *applier) create(tr *tar.Reader, h *tar.Header, p string, st *layerState
 			return err
 		}
 		if err := unix.Linkat(lfd, lbase, fd, base, 0); err != nil {
+			if a.layered() && errors.Is(err, unix.ENOENT) {
+				// The target is in a lower layer: copy it up.
+				return a.copyFromLower(join(lparent, lbase), fd, base, h.Linkname)
+			}
 			return fmt.Errorf("hardlink to %q: %w", h.Linkname, err)
 		}
 		return nil // a hardlink shares its target's inode: nothing more to set
@@ -396,6 +437,12 @@ func (a *applier) setMeta(fd int, base string, h *tar.Header, mode uint32) error
 	for k, v := range h.PAXRecords {
 		key, ok := strings.CutPrefix(k, "SCHILY.xattr.")
 		if !ok {
+			continue
+		}
+		if a.layered() && (strings.HasPrefix(key, "trusted.overlay.") || strings.HasPrefix(key, "user.overlay.")) {
+			// overlayfs's own markers (opaque, redirect, metacopy) are the
+			// store's to write, from the layer's whiteouts: a layer that
+			// carried them could reshape the stack it is mounted in.
 			continue
 		}
 		if !a.chown && !strings.HasPrefix(key, "user.") {
@@ -469,8 +516,14 @@ func (a *applier) mkdirAll(p string) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Mkdirat(pfd, base, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+	err = unix.Mkdirat(pfd, base, 0o755)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return &os.PathError{Op: "mkdir", Path: p, Err: err}
+	}
+	if err == nil && a.layered() {
+		if err := a.inheritDir(pfd, base, p); err != nil {
+			return err
+		}
 	}
 	_, err = a.dirFD(p) // ENOTDIR when something else is there
 	return err
@@ -497,18 +550,40 @@ func (a *applier) resolve(rel string, st *layerState) (string, error) {
 			continue
 		}
 		cur := strings.Join(append(out, c), "/")
-		if missing {
-			out = append(out, c)
-			continue
-		}
-		pfd, err := a.dirFD(strings.Join(out, "/"))
-		if err != nil {
-			return "", err
-		}
 		var stat unix.Stat_t
-		err = unix.Fstatat(pfd, c, &stat, unix.AT_SYMLINK_NOFOLLOW)
+		var err error = unix.ENOENT
+		pfd := -1
+		if !missing {
+			if pfd, err = a.dirFD(strings.Join(out, "/")); err != nil {
+				return "", err
+			}
+			err = unix.Fstatat(pfd, c, &stat, unix.AT_SYMLINK_NOFOLLOW)
+		}
 		if errors.Is(err, unix.ENOENT) {
-			missing = true // so is everything below it
+			missing = true // in this layer; so is everything below it
+			if a.layered() {
+				// The lower layers' symlinks lead as the overlay would.
+				lp, fi := a.lowerLookup(cur)
+				switch {
+				case fi != nil && fi.Mode()&os.ModeSymlink != 0:
+					hops++
+					if hops > 255 {
+						return "", fmt.Errorf("%s: too many levels of symbolic links", rel)
+					}
+					link, err := os.Readlink(lp)
+					if err != nil {
+						return "", err
+					}
+					if strings.HasPrefix(link, "/") {
+						out = out[:0]
+					}
+					missing = false
+					todo = append(strings.Split(link, "/"), todo...)
+					continue
+				case fi != nil && !fi.IsDir() && len(todo) > 0:
+					return "", fmt.Errorf("%s: not a directory", cur)
+				}
+			}
 			out = append(out, c)
 			continue
 		}

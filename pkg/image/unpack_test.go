@@ -35,7 +35,7 @@ func unpackLayers(t *testing.T, layers ...v1.Layer) (string, error) {
 		return "", err
 	}
 	t.Cleanup(func() { r.Close() })
-	return r.Dir, nil
+	return imagetest.Mount(t, r.Layers), nil
 }
 
 // tree lists every path under dir with a short description, sorted.
@@ -211,6 +211,26 @@ func TestUnpackMetadata(t *testing.T) {
 	check(".", os.ModeDir|0o755, 0, 0)
 }
 
+// TestUnpackDropsOverlayXattrsALayerCarries: a layer that carries
+// overlayfs's own xattrs (an opaque marker, a redirect) does not get them
+// onto its layer directory: only the store's own whiteout conversion
+// writes them, so a layer cannot hide or redirect what is below it.
+func TestUnpackDropsOverlayXattrsALayerCarries(t *testing.T) {
+	dir, err := unpackLayers(t,
+		imagetest.Layer(t, imagetest.File("d/keep", "k")),
+		imagetest.Layer(t, imagetest.Entry{Name: "d/", Type: tar.TypeDir, Mode: 0o755,
+			Xattrs: map[string]string{"trusted.overlay.opaque": "y", "user.overlay.opaque": "y", "trusted.overlay.redirect": "/etc"}},
+			imagetest.File("d/new", "n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tree(t, dir)
+	want := []string{"d/", "d/keep = k", "d/new = n"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rootfs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestUnpackRefusesEscapes(t *testing.T) {
 	outside := t.TempDir()
 	for _, tc := range []struct {
@@ -322,5 +342,33 @@ func TestUnpackAsNonRootLeavesOutWhatOnlyRootMakes(t *testing.T) {
 	}
 	if _, err := unix.Lgetxattr(filepath.Join(dir, "bin/ping"), "security.capability", buf); !errors.Is(err, unix.ENODATA) {
 		t.Errorf("xattr security.capability: %v, want it left out (ENODATA)", err)
+	}
+	// A layer above: its whiteout is an overlayfs whiteout (any user may
+	// make a 0/0 character device), its opaque marker the user.* xattr.
+	f := newFixture(t, localreg.Options{}, image.Options{})
+	f.push(t, "library/w:1", imagetest.Image(t, v1.Config{},
+		imagetest.Layer(t, imagetest.File("etc/a", "a"), imagetest.File("opt/d/old", "o")),
+		imagetest.Layer(t, imagetest.File("etc/.wh.a", ""), imagetest.File("opt/d/.wh..wh..opq", ""), imagetest.File("opt/d/new", "n"))))
+	res, err := f.store.Resolve(context.Background(), "w:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.store.Rootfs(context.Background(), res.Ref)
+	if err != nil {
+		t.Fatalf("unpack a whiteout and an opaque directory as nobody: %v", err)
+	}
+	defer r.Close()
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(r.Layers[0], "etc/a"), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || st.Rdev != 0 {
+		t.Errorf("etc/a in the top layer: mode %o rdev %d (%v), want a 0/0 character device", st.Mode, st.Rdev, err)
+	}
+	if n, err := unix.Lgetxattr(filepath.Join(r.Layers[0], "opt/d"), "user.overlay.opaque", buf); err != nil || string(buf[:n]) != "y" {
+		t.Errorf("opt/d user.overlay.opaque = %q, %v; want y", buf[:max(n, 0)], err)
+	}
+	if _, err := r.Lookup("etc/a"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Lookup(etc/a) = %v, want it whited out", err)
+	}
+	if _, err := r.Lookup("opt/d/old"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Lookup(opt/d/old) = %v, want it hidden by the opaque directory", err)
 	}
 }

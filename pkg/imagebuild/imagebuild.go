@@ -8,7 +8,9 @@ package imagebuild
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,25 +72,12 @@ type Config struct {
 	// none): its logins (credential helpers included) reach the builds'
 	// pulls beside a request's own, which win for the same registry.
 	DockerConfig string
-	// Results, when set, keeps every built image as an OCI layout named by
-	// its build key, shared by every platform on the machine: a build key
-	// digests the whole context and the pinned base images, so the same
-	// key is the same image, and a second platform (a new data dir, a test,
-	// CI's fresh clone) imports it instead of running buildah again.
-	Results string
-}
-
-// DefaultResults is the shared build-result cache:
-// ${GAUNTLET_CACHE:-~/.cache/gauntlet}/builds.
-func DefaultResults() string {
-	if c := os.Getenv("GAUNTLET_CACHE"); c != "" {
-		return filepath.Join(c, "builds")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = os.TempDir()
-	}
-	return filepath.Join(home, ".cache", "gauntlet", "builds")
+	// Built answers whether the store already holds the image of a build
+	// key (its pinned reference): a build key digests the whole context and
+	// the pinned base images, so the same key is the same image, and the
+	// build is skipped. The store is the one copy of a built image: no
+	// layout is kept beside it. nil = always build.
+	Built func(ctx context.Context, key string) (pinned string, ok bool)
 }
 
 // Networks of a build's RUN steps. buildah's chroot isolation runs them
@@ -372,6 +361,25 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	if log == nil {
 		log = io.Discard
 	}
+	// One build of a key at a time, in this process or another (two syncs
+	// of one Dockerfile): the second finds the first's image in the store.
+	unlockKey, err := lockFile(ctx, filepath.Join(b.cfg.Dir, "keys", keyFile(req.Key)+".lock"), syscall.LOCK_EX)
+	if err != nil {
+		return "", fmt.Errorf("imagebuild: %w", err)
+	}
+	defer unlockKey()
+	if b.cfg.Built != nil {
+		if pinned, ok := b.cfg.Built(ctx, req.Key); ok {
+			fmt.Fprintf(log, "build %s: reusing the image built before (%s)\n", shortKey(req.Key), pinned)
+			return pinned, nil
+		}
+	}
+	// Builds share buildah's storage; Reclaim empties it only when none runs.
+	unlockStorage, err := lockFile(ctx, filepath.Join(b.cfg.Dir, storageLock), syscall.LOCK_SH)
+	if err != nil {
+		return "", fmt.Errorf("imagebuild: %w", err)
+	}
+	defer unlockStorage()
 	work, err := os.MkdirTemp(filepath.Join(b.cfg.Dir, "work"), "build-")
 	if err != nil {
 		return "", fmt.Errorf("imagebuild: %w", err)
@@ -384,15 +392,6 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return "", fmt.Errorf("imagebuild: lock %s: %w", work, err)
-	}
-	if cached := b.result(req.Key); cached != "" {
-		fmt.Fprintf(log, "build %s: reusing the image built before (%s)\n", shortKey(req.Key), cached)
-		pinned, err := b.cfg.Import(ctx, cached, req.Key)
-		if err == nil {
-			return pinned, nil
-		}
-		fmt.Fprintf(log, "build %s: the cached image does not import (%v); building again\n", shortKey(req.Key), err)
-		_ = os.RemoveAll(cached)
 	}
 	files := map[string][]byte{
 		"Dockerfile":  req.Dockerfile,
@@ -454,61 +453,116 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("import built image: %w", err)
 	}
-	b.keep(log, req.Key, layout)
+	// The layout goes with the work dir: the store holds the one copy.
 	return pinned, nil
 }
 
-// result is the cached layout of a build key, "" when there is none. A
-// layout is complete once its directory exists: keep renames it into place.
-func (b *Builder) result(key string) string {
-	if b.cfg.Results == "" || !validKey(key) {
-		return ""
-	}
-	dir := filepath.Join(b.cfg.Results, key)
-	if info, err := os.Stat(filepath.Join(dir, "index.json")); err != nil || !info.Mode().IsRegular() {
-		return ""
-	}
-	return dir
+// keyFile names a build key's lock file.
+func keyFile(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:16])
 }
 
-// keep moves a built layout into the result cache (atomically: a rename
-// from a temp dir beside it); a failure only costs a later rebuild.
-func (b *Builder) keep(log io.Writer, key, layout string) {
-	if b.cfg.Results == "" || !validKey(key) {
-		return
+// storageLock is the file builds hold shared while they use buildah's
+// storage, and Reclaim exclusively while it empties it.
+const storageLock = "storage.lock"
+
+// lockFile takes a flock on path (made if missing), waiting until ctx ends
+// (a sync cancelled while another build of its key runs); it returns the
+// release.
+func lockFile(ctx context.Context, path string, how int) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(b.cfg.Results, 0o700); err != nil {
-		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
-		return
-	}
-	tmp, err := os.MkdirTemp(b.cfg.Results, ".tmp-")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
-		return
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	staged := filepath.Join(tmp, "image")
-	if err := os.Rename(layout, staged); err != nil {
-		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
-		return
-	}
-	// Another platform may have kept the same key meanwhile: either copy is it.
-	if err := os.Rename(staged, filepath.Join(b.cfg.Results, key)); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) {
-		fmt.Fprintf(log, "build %s: not cached: %v\n", shortKey(key), err)
-	}
-}
-
-// validKey reports whether key is a plain hex build key, safe as a file name.
-func validKey(key string) bool {
-	if len(key) < 16 || len(key) > 128 {
-		return false
-	}
-	for _, c := range key {
-		if !strings.ContainsRune("0123456789abcdef", c) {
-			return false
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return true
+}
+
+// Usage is the bytes buildah's storage and the builds' work dirs hold: the
+// builder's part of the image storage the operator's cap bounds.
+func (b *Builder) Usage(ctx context.Context) (int64, error) { return StorageUsage(ctx, b.cfg.Dir) }
+
+// StorageUsage is the bytes a builder's Dir holds on disk (blocks, each
+// hardlinked file once); 0 when it does not exist.
+func StorageUsage(ctx context.Context, dir string) (int64, error) {
+	var total int64
+	seen := map[[2]uint64]bool{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+				return nil // removed meanwhile, or a build's private dir
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeType != 0 && !d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			id := [2]uint64{st.Dev, st.Ino}
+			if seen[id] {
+				return nil // a hardlink: counted once
+			}
+			seen[id] = true
+			total += st.Blocks * 512
+			return nil
+		}
+		total += info.Size()
+		return nil
+	})
+	return total, err
+}
+
+// Reclaim removes every image from buildah's storage (its layer cache) if
+// no build runs, in this process or another; otherwise it does nothing:
+// a build in progress keeps its layers. The next builds start cold.
+func (b *Builder) Reclaim(ctx context.Context) error {
+	path := filepath.Join(b.cfg.Dir, storageLock)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("imagebuild: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil
+		}
+		return fmt.Errorf("imagebuild: lock %s: %w", path, err)
+	}
+	work, err := os.MkdirTemp(filepath.Join(b.cfg.Dir, "work"), "reclaim-")
+	if err != nil {
+		return fmt.Errorf("imagebuild: %w", err)
+	}
+	defer os.RemoveAll(work)
+	var out strings.Builder
+	if err := b.run(ctx, &out, append(b.global(work), "rmi", "--all", "--force"), NetworkHost, false); err != nil {
+		return fmt.Errorf("imagebuild: empty buildah's storage: %w", err)
+	}
+	return nil
 }
 
 func (b *Builder) global(work string) []string {

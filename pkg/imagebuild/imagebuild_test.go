@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -220,6 +221,95 @@ func TestBuildTimeoutKillsBuildah(t *testing.T) {
 	}
 }
 
+// TestBuildKilledMidwayLeavesNothing: a build killed while buildah runs
+// (its deadline) imports nothing, leaves no work dir, and releases its
+// key: the next build of the same key runs at once and succeeds.
+func TestBuildKilledMidwayLeavesNothing(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	keys := &builtKeys{m: map[string]string{}}
+	dir := filepath.Join(t.TempDir(), "buildah")
+	b, err := New(Config{Dir: dir, Import: keys.wrap(r.importer(t)), Built: keys.built})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case <-req.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	key := strings.Repeat("ab", 32)
+	df := "FROM " + strings.TrimPrefix(hang.URL, "http://") + "/slow@sha256:" + strings.Repeat("1", 64) + "\n"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := b.Build(ctx, Request{Key: key, ContextDir: contextDir(t), Dockerfile: []byte(df)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Build err = %v, want the deadline", err)
+	}
+	if _, ok := keys.built(context.Background(), key); ok {
+		t.Fatal("the killed build imported an image")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "work")); len(ents) != 0 {
+		t.Errorf("the killed build left %d work entries", len(ents))
+	}
+	var log bytes.Buffer
+	pinned, err := b.Build(context.Background(), Request{Key: key, ContextDir: contextDir(t),
+		Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /\n"), Log: &log})
+	if err != nil || pinned == "" {
+		t.Fatalf("the next build of the key: %q, %v\n%s", pinned, err, log.String())
+	}
+}
+
+// TestReclaimWaitsForNoBuild: emptying buildah's storage (the image
+// storage's cap) does nothing while a build holds it, and empties it once
+// none runs.
+func TestReclaimWaitsForNoBuild(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	b := newBuilder(t, r)
+	if _, err := b.Build(context.Background(), Request{Key: strings.Repeat("12", 32), ContextDir: contextDir(t),
+		Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /\n")}); err != nil {
+		t.Fatal(err)
+	}
+	images := func() string {
+		work := t.TempDir()
+		out, err := exec.Command(b.cfg.Buildah, append(b.global(work), "images", "--quiet")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("buildah images: %v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if images() == "" {
+		t.Fatal("no image in buildah's storage after a build")
+	}
+	before, err := b.Usage(context.Background())
+	if err != nil || before == 0 {
+		t.Fatalf("Usage = %d, %v", before, err)
+	}
+	// A build in progress holds the storage shared.
+	unlock, err := lockFile(context.Background(), filepath.Join(b.cfg.Dir, storageLock), syscall.LOCK_SH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Reclaim(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if images() == "" {
+		t.Fatal("Reclaim emptied the storage while a build held it")
+	}
+	unlock()
+	if err := b.Reclaim(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := images(); got != "" {
+		t.Fatalf("buildah images after Reclaim: %q, want none", got)
+	}
+}
+
 func TestRegistriesConf(t *testing.T) {
 	mirrors := []Mirror{{Prefix: "docker.io/library/python", Location: "127.0.0.1:5000/base-python", Insecure: true}}
 	got := string(registriesConf(mirrors, []string{"127.0.0.1:6000/base@sha256:ab", "ghcr.io/acme/app:1", "127.0.0.1:6000/other:2"}))
@@ -347,15 +437,42 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-// TestBuildResultsAreSharedByKey: a second platform (its own buildah dir,
-// the same result cache) imports what the first built, without buildah.
-func TestBuildResultsAreSharedByKey(t *testing.T) {
+// builtKeys is a store's answer to Config.Built: what each key imported.
+type builtKeys struct {
+	sync.Mutex
+	m map[string]string
+}
+
+func (k *builtKeys) wrap(imp Importer) Importer {
+	return func(ctx context.Context, dir, key string) (string, error) {
+		pinned, err := imp(ctx, dir, key)
+		if err == nil {
+			k.Lock()
+			k.m[key] = pinned
+			k.Unlock()
+		}
+		return pinned, err
+	}
+}
+
+func (k *builtKeys) built(_ context.Context, key string) (string, bool) {
+	k.Lock()
+	defer k.Unlock()
+	p, ok := k.m[key]
+	return p, ok
+}
+
+// TestBuildOfAKeyTheStoreHoldsIsSkipped: a build key the store already
+// holds an image for is answered from the store, without buildah (and no
+// OCI layout is kept beside the store).
+func TestBuildOfAKeyTheStoreHoldsIsSkipped(t *testing.T) {
 	requireRoot(t)
 	r := newRegistry(t)
 	base := r.pushBase(t)
-	results := t.TempDir()
-	build := func(buildah string) (string, string) {
-		b, err := New(Config{Dir: filepath.Join(t.TempDir(), "buildah"), Results: results, Import: r.importer(t), Buildah: buildah})
+	keys := &builtKeys{m: map[string]string{}}
+	build := func(buildah string) (string, string, string) {
+		dir := filepath.Join(t.TempDir(), "buildah")
+		b, err := New(Config{Dir: dir, Import: keys.wrap(r.importer(t)), Built: keys.built, Buildah: buildah})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,20 +482,67 @@ func TestBuildResultsAreSharedByKey(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Build: %v\n%s", err, log.String())
 		}
-		return pinned, log.String()
+		return pinned, log.String(), dir
 	}
-	first, _ := build("")
-	if _, err := os.Stat(filepath.Join(results, strings.Repeat("cd", 32), "index.json")); err != nil {
-		t.Fatalf("the built image was not kept in the result cache: %v", err)
+	first, _, dir := build("")
+	if ents, _ := os.ReadDir(filepath.Join(dir, "work")); len(ents) != 0 {
+		t.Errorf("the build left %d work entries (an OCI layout beside the store?)", len(ents))
 	}
 	// A builder whose buildah cannot run at all still answers the same key.
 	fake := filepath.Join(t.TempDir(), "buildah")
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho buildah must not run >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	second, log := build(fake)
+	second, log, _ := build(fake)
 	if second != first || !strings.Contains(log, "reusing the image built before") {
-		t.Errorf("second build = %q (log %q), want %q from the cache", second, log, first)
+		t.Errorf("second build = %q (log %q), want %q from the store", second, log, first)
+	}
+}
+
+// TestTwoBuildsOfOneKeyBuildOnce: two syncs building the same Dockerfile
+// at once (two builders on one buildah dir, as two platforms on a data
+// dir) run buildah once: the second waits for the first and takes its
+// image from the store.
+func TestTwoBuildsOfOneKeyBuildOnce(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	keys := &builtKeys{m: map[string]string{}}
+	dir := filepath.Join(t.TempDir(), "buildah")
+	var wg sync.WaitGroup
+	pinned := make([]string, 2)
+	logs := make([]bytes.Buffer, 2)
+	errs := make([]error, 2)
+	ctxDir := contextDir(t)
+	for i := range 2 {
+		b, err := New(Config{Dir: dir, Import: keys.wrap(r.importer(t)), Built: keys.built})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pinned[i], errs[i] = b.Build(context.Background(), Request{Key: strings.Repeat("ef", 32), ContextDir: ctxDir,
+				Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /built.txt\n"), Log: &logs[i]})
+		}()
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("build %d: %v\n%s", i, errs[i], logs[i].String())
+		}
+	}
+	if pinned[0] != pinned[1] {
+		t.Fatalf("the two builds answered %q and %q, want one image", pinned[0], pinned[1])
+	}
+	reused := 0
+	for i := range 2 {
+		if strings.Contains(logs[i].String(), "reusing the image built before") {
+			reused++
+		}
+	}
+	if reused != 1 {
+		t.Errorf("%d of the 2 builds reused the other's image, want exactly 1:\n--- 0\n%s\n--- 1\n%s", reused, logs[0].String(), logs[1].String())
 	}
 }
 

@@ -16,10 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/imagebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/localsandbox"
+	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/run"
 )
 
 // Policy is the operator's part of task environments beyond the store's
@@ -49,11 +52,7 @@ type Config struct {
 	// BuildDir holds buildah's storage (kept between builds so layers are
 	// cached). "" disables builds: Dockerfile tasks are unavailable.
 	BuildDir string
-	// BuildResults is the build-result cache shared by every platform of the
-	// machine ("" = imagebuild.DefaultResults()): images are keyed by their
-	// build key, so a new data dir imports what another built.
-	BuildResults string
-	Policy       Policy
+	Policy   Policy
 }
 
 // Environments returns the sync configuration of a local platform.
@@ -72,16 +71,15 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		if err != nil {
 			return nil, err
 		}
-		results := cfg.BuildResults
-		if results == "" {
-			results = imagebuild.DefaultResults()
-		}
-		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Results: results, Mirrors: mirrors,
-			DockerConfig: cfg.Store.DockerConfig(), Import: importer{cfg.Store}.importLayout})
+		imp := importer{cfg.Store}
+		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Mirrors: mirrors,
+			DockerConfig: cfg.Store.DockerConfig(), Import: imp.importLayout, Built: imp.built})
 		if err != nil {
 			return nil, fmt.Errorf("local images: %w", err)
 		}
 		envs.Builder = builder{b}
+		// The cap (max_rootfs_gb) covers buildah's storage too.
+		cfg.Store.SetExtra(b)
 	}
 	return envs, nil
 }
@@ -133,12 +131,25 @@ type importer struct{ s *image.Store }
 const BuildRepository = "gauntlet.local/build"
 
 func (i importer) importLayout(ctx context.Context, dir, key string) (string, error) {
-	res, err := i.s.Import(ctx, dir, BuildRepository+":"+key[:min(len(key), 64)])
+	res, err := i.s.Import(ctx, dir, buildName(key))
 	if err != nil {
 		return "", cause(err)
 	}
 	return res.Ref, nil
 }
+
+// built finds the image a build key made in the store: the one copy of a
+// built image, so a second sync (or platform on the same data dir) of the
+// same Dockerfile and context does not build again.
+func (i importer) built(ctx context.Context, key string) (string, bool) {
+	res, ok, err := i.s.Stored(ctx, buildName(key))
+	if err != nil || !ok {
+		return "", false
+	}
+	return res.Ref, true
+}
+
+func buildName(key string) string { return BuildRepository + ":" + key[:min(len(key), 64)] }
 
 // builder adapts imagebuild to the sync's port.
 type builder struct{ b *imagebuild.Builder }
@@ -205,6 +216,49 @@ func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsand
 	if restored {
 		si.logger.WarnContext(ctx, "the image's rootfs had been evicted from the cache: unpacked it again from the stored layers", "image", ref)
 	}
-	return localsandbox.Rootfs{Dir: rf.Dir, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
+	return localsandbox.Rootfs{Layers: rf.Layers, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
 		Release: func() { _ = rf.Close() }}, nil
+}
+
+// RunPins reads the runs the image store must not evict images of.
+type RunPins interface {
+	ActiveRuns(ctx context.Context) ([]string, error)
+	Run(ctx context.Context, id string) (run.Run, error)
+	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
+}
+
+// PinnedImages lists the pinned images of the runs not yet finished — each
+// active run's manifest's environments, for the tasks it selected — for
+// the store's eviction (image.Options.Pinned, Store.SetPinned) never to
+// drop. An error leaves eviction evicting nothing.
+func PinnedImages(recs RunPins) func(ctx context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		ids, err := recs.ActiveRuns(ctx)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, id := range ids {
+			r, err := recs.Run(ctx, id)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", id, err)
+			}
+			m, _, err := recs.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: manifest %s@%s: %w", id, r.Benchmark, r.ManifestVersion, err)
+			}
+			selected := map[string]bool{}
+			for _, t := range r.Tasks {
+				selected[t] = true
+			}
+			for _, t := range m.Tasks {
+				if e := t.Environment; e != nil && e.Pinned != "" && selected[t.Name] && !seen[e.Pinned] {
+					seen[e.Pinned] = true
+					out = append(out, e.Pinned)
+				}
+			}
+		}
+		return out, nil
+	}
 }

@@ -92,7 +92,7 @@ func TestSyncDemoEnvs(t *testing.T) {
 			if env.Source != benchmark.ImagePull || !strings.HasPrefix(env.Pinned, "docker.io/library/python@sha256:") {
 				t.Errorf("image-facts: %+v", env)
 			}
-			if _, err := os.Stat(filepath.Join(rf.Dir, "usr/bin/python3")); err != nil {
+			if _, err := os.Stat(filepath.Join(imagetest.Mount(t, rf.Layers), "usr/bin/python3")); err != nil {
 				t.Errorf("image-facts rootfs has no python3: %v", err)
 			}
 		case "build-inventory":
@@ -100,7 +100,7 @@ func TestSyncDemoEnvs(t *testing.T) {
 				!strings.HasPrefix(env.Bases["debian:bookworm-slim"], "docker.io/library/debian@sha256:") {
 				t.Errorf("build-inventory: %+v", env)
 			}
-			stock, err := os.ReadFile(filepath.Join(rf.Dir, "srv/inventory/stock.txt"))
+			stock, err := os.ReadFile(filepath.Join(imagetest.Mount(t, rf.Layers), "srv/inventory/stock.txt"))
 			if err != nil || !strings.Contains(string(stock), "item-05 0\n") {
 				t.Errorf("built rootfs stock.txt = %q, %v", stock, err)
 			}

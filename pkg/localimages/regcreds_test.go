@@ -103,7 +103,7 @@ func TestWorkspaceRegistryCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	buildDir := filepath.Join(dir, "buildah") // fresh: buildah must pull the private base itself
-	envs, err := localimages.Environments(localimages.Config{Store: store, BuildDir: buildDir, BuildResults: filepath.Join(dir, "build-results")})
+	envs, err := localimages.Environments(localimages.Config{Store: store, BuildDir: buildDir})
 	if err != nil {
 		t.Fatal(err)
 	}

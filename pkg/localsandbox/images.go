@@ -22,8 +22,12 @@ type Images interface {
 
 // Rootfs is an unpacked image held for one sandbox.
 type Rootfs struct {
-	// Dir is the unpacked root: the lower of the sandbox's overlay.
+	// Dir is an unpacked root in one directory: the lower of the sandbox's
+	// overlay; "" when Layers gives the root.
 	Dir string
+	// Layers are the image's layer directories, topmost first (the image
+	// store's shared layers): the lowers of the sandbox's overlay.
+	Layers []string
 	// Env, WorkingDir and User are the image config's.
 	Env        []string
 	WorkingDir string
@@ -58,7 +62,7 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 	}
 	p.release = rf.Release
 	file := filepath.Join(p.dir, "image.json")
-	img := runner.Image{Ref: p.spec.Image, Rootfs: rf.Dir, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
+	img := runner.Image{Ref: p.spec.Image, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
 	if err := runner.WriteImage(file, img); err != nil {
 		p.releaseImage()
 		return nil, err

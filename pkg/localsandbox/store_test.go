@@ -71,6 +71,6 @@ func (si storeImages) CachedRootfs(ctx context.Context, ref string) (Rootfs, err
 	if err != nil {
 		return Rootfs{}, err
 	}
-	return Rootfs{Dir: r.Dir, Env: r.Config.Env, WorkingDir: r.Config.WorkingDir, User: r.Config.User,
+	return Rootfs{Layers: r.Layers, Env: r.Config.Env, WorkingDir: r.Config.WorkingDir, User: r.Config.User,
 		Release: func() { _ = r.Close() }}, nil
 }

@@ -92,7 +92,7 @@ func (t *trial) gatewaySocketPath(dir string) (path, tmp string, err error) {
 // container isolation.
 func (t *trial) bundleRoot() string {
 	if t.image != nil {
-		return t.image.img.Rootfs
+		return t.image.root()
 	}
 	return "/"
 }

@@ -18,8 +18,14 @@ import (
 type Image struct {
 	// Ref names the image in logs (a digest-pinned reference).
 	Ref string `json:"ref,omitempty"`
-	// Rootfs is the unpacked root filesystem (the image store's cache entry).
-	Rootfs string `json:"rootfs"`
+	// Rootfs is the unpacked root filesystem, one directory; "" when Layers
+	// gives it.
+	Rootfs string `json:"rootfs,omitempty"`
+	// Layers are the image's layer directories, topmost first (the image
+	// store's shared layers, with overlayfs whiteouts and opaque markers):
+	// the attempt's overlay stacks them as its lower directories. Set
+	// either Rootfs or Layers.
+	Layers []string `json:"layers,omitempty"`
 	// Env is the image config's Env (KEY=VALUE), the base of every phase's
 	// environment.
 	Env []string `json:"env,omitempty"`
@@ -67,12 +73,34 @@ func WriteImage(file string, img Image) error {
 	return os.WriteFile(file, data, 0o600)
 }
 
-func (img Image) check() error {
-	if img.Rootfs == "" || !filepath.IsAbs(img.Rootfs) {
-		return fmt.Errorf("image config: rootfs %q must be an absolute directory", img.Rootfs)
+// lowers are the overlay's lower directories, topmost first.
+func (img Image) lowers() []string {
+	if len(img.Layers) > 0 {
+		return img.Layers
 	}
-	if info, err := os.Stat(img.Rootfs); err != nil || !info.IsDir() {
-		return fmt.Errorf("image config: rootfs %s is not a directory", img.Rootfs)
+	return []string{img.Rootfs}
+}
+
+// maxLayers bounds an image's layer count (overlayfs stacks at most 500
+// lower layers).
+const maxLayers = 500
+
+func (img Image) check() error {
+	switch {
+	case img.Rootfs != "" && len(img.Layers) > 0:
+		return errors.New("image config: set rootfs or layers, not both")
+	case img.Rootfs == "" && len(img.Layers) == 0:
+		return errors.New("image config: rootfs or layers is required")
+	case len(img.Layers) > maxLayers:
+		return fmt.Errorf("image config: %d layers: overlayfs stacks at most %d", len(img.Layers), maxLayers)
+	}
+	for _, d := range img.lowers() {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("image config: rootfs/layer %q must be an absolute directory", d)
+		}
+		if info, err := os.Stat(d); err != nil || !info.IsDir() {
+			return fmt.Errorf("image config: rootfs/layer %s is not a directory", d)
+		}
 	}
 	if img.WorkingDir != "" && !filepath.IsAbs(img.WorkingDir) {
 		return fmt.Errorf("image config: working_dir %q must be absolute", img.WorkingDir)

@@ -63,6 +63,15 @@ type imageIsolation struct {
 
 func (*imageIsolation) name() string { return IsolationBwrap }
 
+// root is the image as built, without the attempt's writes: where the
+// runner reads its users and checks programs.
+func (i *imageIsolation) root() string {
+	if i.layer != nil {
+		return i.layer.view
+	}
+	return i.img.lowers()[0]
+}
+
 func (i *imageIsolation) layouts(_, taskDir, agentsDir string) (host, seen layout) {
 	logs := i.layer.logsDir()
 	host = layout{

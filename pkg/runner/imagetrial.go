@@ -73,12 +73,12 @@ func (t *trial) setUpLayer() error {
 		// A loop device is the host root's alone.
 		storage = 0
 	}
-	l, err := newLayer(dir, t.image.img.Rootfs, storage, t.opts.Overlay)
+	l, err := newLayer(dir, t.image.img.lowers(), storage, t.opts.Overlay)
 	if err != nil {
 		return err
 	}
 	t.layer, t.image.layer = l, l
-	t.log.Info("image sandbox", "image", t.image.img.Ref, "rootfs", t.image.img.Rootfs,
+	t.log.Info("image sandbox", "image", t.image.img.Ref, "rootfs", l.view, "layers", len(l.lowers),
 		"user", userOrRoot(t.image.img.User), "working_dir", t.image.img.workDir(), "overlay", l.driver)
 	switch {
 	case rootless && asked > 0:
@@ -215,7 +215,7 @@ func (t *trial) phaseUser(role phaseRole) (imageUser, error) {
 	if override != "" {
 		spec = override
 	}
-	return resolveUser(t.image.img.Rootfs, spec)
+	return resolveUser(t.image.root(), spec)
 }
 
 // imagePhase completes a phase command for the sandbox it runs in: under

@@ -29,19 +29,26 @@ const (
 	layerUpper     = "upper"    // on the quota filesystem
 	layerOverWork  = "ovlwork"  // overlayfs workdir, on the quota filesystem
 	layerLogs      = "logs"     // the attempt's /logs, on the quota filesystem
+	layerView      = "image"    // mount point of the image's layers alone, read-only
 )
 
-// layer is one attempt's writable root: a kernel overlay whose lower is the
-// image's cached rootfs (never written) and whose upper lives on a
+// layer is one attempt's writable root: a kernel overlay whose lowers are
+// the image's layer directories (shared with other images, never written)
+// and whose upper lives on a
 // filesystem of the attempt's own, a sparse ext4 image loop-mounted with the
 // attempt's storage limit as its size. Everything the phases can write — the
 // root (so /app and /tmp), /logs — is on that filesystem, so a full disk is
 // the attempt's ENOSPC and never the host's. Closing it unmounts both and
 // deletes the lot: the next attempt starts from the image again.
 type layer struct {
-	dir       string // the work dir holding disk.img, disk/ and root/
-	lower     string
-	root      string // merged: the sandbox's /
+	dir    string // the work dir holding disk.img, disk/ and root/
+	lowers []string
+	root   string // merged: the sandbox's /
+	// view is the image as built, without the attempt's writes: the one
+	// lower, or a read-only overlay of the lowers. The runner reads the
+	// image's users and checks programs there, never in the root, which the
+	// agent writes.
+	view      string
 	disk      string // quota filesystem mount point ("" = none: no storage limit)
 	storageMB int
 	mounted   []string // mount points, innermost last
@@ -50,6 +57,9 @@ type layer struct {
 	// kernel's overlayfs); fuseExited receives its Wait.
 	fuse       *exec.Cmd
 	fuseExited chan error
+	// viewFuse serves the view when fuse-overlayfs mounted it.
+	viewFuse       *exec.Cmd
+	viewFuseExited chan error
 }
 
 // Overlay drivers of the attempt's writable root.
@@ -68,19 +78,23 @@ const (
 const fuseReadyTimeout = 10 * time.Second
 
 // newLayer makes the attempt's writable root under dir (which must not be
-// on the quota filesystem itself) over the rootfs lower, limited to
+// on the quota filesystem itself) over the lower dirs (topmost first), limited to
 // storageMB (0 = no quota filesystem: the upper lives in dir, unlimited),
 // mounted by the overlay driver (OverlayAuto, OverlayKernel, OverlayFuse).
 // The runner must be root: of the host, or of its own user namespace
 // (rootless.go), where the quota filesystem cannot be had.
-func newLayer(dir, lower string, storageMB int, driver string) (l *layer, err error) {
+func newLayer(dir string, lowers []string, storageMB int, driver string) (l *layer, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("image sandbox: the runner must be root, of the host or of a user namespace of its own, to mount the attempt's overlay (the sandbox-runner program enters one itself when it is not root)")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("image sandbox: create %s: %w", dir, err)
 	}
-	l = &layer{dir: dir, lower: lower, root: filepath.Join(dir, layerRoot), storageMB: storageMB}
+	if len(lowers) == 0 {
+		return nil, errors.New("image sandbox: the image has no layer")
+	}
+	lower := strings.Join(lowers, ":")
+	l = &layer{dir: dir, lowers: lowers, root: filepath.Join(dir, layerRoot), storageMB: storageMB, view: lowers[0]}
 	defer func() {
 		if err != nil {
 			_ = l.close()
@@ -103,15 +117,25 @@ func newLayer(dir, lower string, storageMB int, driver string) (l *layer, err er
 	}
 	// The lowerdir option is a comma-separated list: refuse what would
 	// split or escape it rather than quote it.
-	for _, p := range []string{lower, upper, work} {
+	for _, p := range append([]string{upper, work}, lowers...) {
 		if strings.ContainsAny(p, ",:\\") {
 			return nil, fmt.Errorf("image sandbox: path %q holds a character overlayfs options cannot carry (, : \\)", p)
+		}
+	}
+	if len(lowers) > 1 {
+		if err := l.mountView(driver); err != nil {
+			return nil, err
 		}
 	}
 	opts := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
 	switch driver {
 	case OverlayAuto, OverlayKernel:
-		kopts := opts
+		kopts, closeLowers, err := kernelLowers(lowers)
+		if err != nil {
+			return nil, err
+		}
+		kopts += ",upperdir=" + upper + ",workdir=" + work
+		defer closeLowers()
 		if inUserNamespace() {
 			// Root of a user namespace cannot write trusted.* xattrs:
 			// without user.overlay.* ones, removing a directory of the
@@ -144,39 +168,120 @@ func newLayer(dir, lower string, storageMB int, driver string) (l *layer, err er
 	return l, nil
 }
 
+// maxKernelOpts is how long the kernel overlay's options may get before
+// the lowers are passed by descriptor: the kernel takes one page of
+// options, and an image of many layers would overflow it.
+const maxKernelOpts = 3000
+
+// kernelLowers returns the lowerdir option for the kernel's overlayfs and
+// the release of what it opened. A long list passes every layer as
+// /proc/self/fd/N of a descriptor held open across the mount (the kernel
+// resolves the paths when mounting), as short as names get.
+func kernelLowers(lowers []string) (string, func(), error) {
+	opt := "lowerdir=" + strings.Join(lowers, ":")
+	if len(opt) <= maxKernelOpts {
+		return opt, func() {}, nil
+	}
+	var fds []int
+	release := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	short := make([]string, len(lowers))
+	for i, d := range lowers {
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			release()
+			return "", nil, fmt.Errorf("image sandbox: open layer %s: %w", d, err)
+		}
+		fds = append(fds, fd)
+		short[i] = fmt.Sprintf("/proc/self/fd/%d", fd)
+	}
+	return "lowerdir=" + strings.Join(short, ":"), release, nil
+}
+
+// mountView mounts the image's layers alone, read-only, at dir/image: the
+// view the runner reads the image in.
+func (l *layer) mountView(driver string) error {
+	view := filepath.Join(l.dir, layerView)
+	if err := os.MkdirAll(view, 0o755); err != nil {
+		return fmt.Errorf("image sandbox: create %s: %w", view, err)
+	}
+	var kerr error
+	if driver != OverlayFuse {
+		opts, release, err := kernelLowers(l.lowers)
+		if err != nil {
+			return err
+		}
+		if inUserNamespace() {
+			opts += ",userxattr"
+		}
+		kerr = unix.Mount("overlay", view, "overlay", unix.MS_RDONLY|unix.MS_NODEV|unix.MS_NOSUID, opts)
+		release()
+		if kerr == nil {
+			l.view = view
+			l.mounted = append(l.mounted, view)
+			return nil
+		}
+		if driver == OverlayKernel {
+			return fmt.Errorf("image sandbox: mount the image's %d layers read-only: %w", len(l.lowers), kerr)
+		}
+	}
+	cmd, exited, err := startFuse("lowerdir="+strings.Join(l.lowers, ":")+",nodev", view)
+	if err != nil {
+		return fmt.Errorf("image sandbox: mount the image's %d layers read-only (kernel: %v): %w", len(l.lowers), kerr, err)
+	}
+	l.viewFuse, l.viewFuseExited = cmd, exited
+	l.view = view
+	l.mounted = append(l.mounted, view)
+	return nil
+}
+
 // mountFuse mounts the merged root with fuse-overlayfs, run in the
 // foreground as the runner's child (it dies with the runner, and ends when
 // the root is unmounted), and returns once the mount is in place.
 func (l *layer) mountFuse(opts string) error {
+	cmd, exited, err := startFuse(opts+",nodev", l.root)
+	if err != nil {
+		return err
+	}
+	l.fuse, l.fuseExited = cmd, exited
+	l.mounted = append(l.mounted, l.root)
+	return nil
+}
+
+// startFuse runs fuse-overlayfs in the foreground, mounting at dir, and
+// returns once the mount is in place (or the program is gone).
+func startFuse(opts, dir string) (*exec.Cmd, chan error, error) {
 	bin, err := exec.LookPath("fuse-overlayfs")
 	if err != nil {
-		return errors.New("fuse-overlayfs is not installed (apt-get install fuse-overlayfs)")
+		return nil, nil, errors.New("fuse-overlayfs is not installed (apt-get install fuse-overlayfs)")
 	}
-	cmd := exec.Command(bin, "-f", "-o", opts+",nodev", l.root)
+	cmd := exec.Command(bin, "-f", "-o", opts, dir)
 	var errBuf strings.Builder
 	cmd.Stderr = &errBuf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start fuse-overlayfs: %w", err)
+		return nil, nil, fmt.Errorf("start fuse-overlayfs: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	l.fuse, l.fuseExited = cmd, exited
-	l.mounted = append(l.mounted, l.root)
 	deadline := time.Now().Add(fuseReadyTimeout)
 	for {
 		var st unix.Statfs_t
-		if err := unix.Statfs(l.root, &st); err == nil && st.Type == unix.FUSE_SUPER_MAGIC {
-			return nil
+		if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.FUSE_SUPER_MAGIC {
+			return cmd, exited, nil
 		}
 		select {
 		case err := <-exited:
-			l.fuse = nil
-			return fmt.Errorf("fuse-overlayfs exited (%v): %s", err, strings.TrimSpace(errBuf.String()))
+			return nil, nil, fmt.Errorf("fuse-overlayfs exited (%v): %s", err, strings.TrimSpace(errBuf.String()))
 		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("fuse-overlayfs did not mount within %s: %s", fuseReadyTimeout, strings.TrimSpace(errBuf.String()))
+			_ = cmd.Process.Kill()
+			<-exited
+			return nil, nil, fmt.Errorf("fuse-overlayfs did not mount within %s: %s", fuseReadyTimeout, strings.TrimSpace(errBuf.String()))
 		}
 	}
 }
@@ -398,17 +503,23 @@ func (l *layer) close() error {
 		}
 	}
 	l.mounted = nil
-	if l.fuse != nil {
+	for _, f := range []struct {
+		cmd    **exec.Cmd
+		exited chan error
+	}{{&l.fuse, l.fuseExited}, {&l.viewFuse, l.viewFuseExited}} {
+		if *f.cmd == nil {
+			continue
+		}
 		// Unmounted, it exits on its own; a busy mount was only detached.
 		select {
-		case <-l.fuseExited:
+		case <-f.exited:
 		case <-time.After(fuseReadyTimeout):
-			_ = l.fuse.Process.Kill()
-			<-l.fuseExited
+			_ = (*f.cmd).Process.Kill()
+			<-f.exited
 		}
-		l.fuse = nil
+		*f.cmd = nil
 	}
-	for _, p := range []string{l.root, l.disk, filepath.Join(l.dir, layerDiskImage), filepath.Join(l.dir, layerUpper), filepath.Join(l.dir, layerOverWork), filepath.Join(l.dir, layerLogs)} {
+	for _, p := range []string{l.root, filepath.Join(l.dir, layerView), l.disk, filepath.Join(l.dir, layerDiskImage), filepath.Join(l.dir, layerUpper), filepath.Join(l.dir, layerOverWork), filepath.Join(l.dir, layerLogs)} {
 		if p == "" {
 			continue
 		}

@@ -13,6 +13,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sys/unix"
 )
 
 // BasicAuth is a localreg.Options Handler that answers 401, with a Basic
@@ -230,4 +234,40 @@ func Digest(t testing.TB, img v1.Image) string {
 		t.Fatal(err)
 	}
 	return d.String()
+}
+
+// Mount returns the image's root filesystem as a sandbox sees it, for the
+// test to read: the one layer's directory of a single-layer image, else its
+// layers (image.Rootfs.Layers, topmost first) mounted as a read-only
+// overlay in a temp dir, unmounted at the test's end. A stack needs root
+// (the tests of the store run as root).
+func Mount(t testing.TB, layers []string) string {
+	t.Helper()
+	switch len(layers) {
+	case 0:
+		t.Fatal("imagetest.Mount: no layers")
+	case 1:
+		return layers[0]
+	}
+	dir := t.TempDir()
+	// The layers by descriptor: test dirs may hold the , and : that the
+	// lowerdir option cannot carry.
+	var lower []string
+	for _, l := range layers {
+		f, err := os.Open(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		lower = append(lower, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())))
+	}
+	if err := unix.Mount("overlay", dir, "overlay", unix.MS_RDONLY, "lowerdir="+strings.Join(lower, ":")); err != nil {
+		t.Fatalf("mount overlay of %s: %v", strings.Join(layers, ":"), err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
 }
