@@ -229,7 +229,9 @@ func (s Step) SolutionDir() string { return filepath.Join(s.Dir, "solution") }
 func (s Step) WorkdirDir() string { return filepath.Join(s.Dir, StepWorkdirDir) }
 
 // HasSetup reports whether the step has workdir/setup.sh, run before its agent.
-func (s Step) HasSetup() bool { return isRegular(filepath.Join(s.Dir, filepath.FromSlash(StepSetupScript))) }
+func (s Step) HasSetup() bool {
+	return isRegular(filepath.Join(s.Dir, filepath.FromSlash(StepSetupScript)))
+}
 
 // loadSteps reads steps/<name>/ for every [[steps]] entry. A declared
 // step without its directory or instruction, a step with no test script of
