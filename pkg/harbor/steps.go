@@ -19,6 +19,10 @@ import (
 // StepsDir is the directory of a multi-step task's steps.
 const StepsDir = "steps"
 
+// TrialStepsDir is the directory of a multi-step trial's per-step
+// outputs in its trial directory: steps/<name>/{agent,verifier,artifacts}.
+const TrialStepsDir = "steps"
+
 // Files of a step directory, relative to steps/<name>/.
 const (
 	StepWorkdirDir  = "workdir"
