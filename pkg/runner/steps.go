@@ -262,11 +262,17 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 	if err != nil {
 		return "", err
 	}
+	if err := t.keepGatewayRecord(rig != nil, gatewayRecord, name); err != nil {
+		return "", err
+	}
 	lingers := t.image != nil || t.container != nil
 	if rig != nil && !lingers {
 		t.keepAgentLogs(rig)
 	}
 	if err := t.runVerifier(ctx); err != nil {
+		return "", err
+	}
+	if err := t.keepGatewayRecord(t.spec.JudgeModel != "", judgeGatewayRecord, name); err != nil {
 		return "", err
 	}
 	if err := t.keepStepLogs(name); err != nil {
@@ -517,6 +523,27 @@ func (t *trial) uploadWorkdir(src string) error {
 		}
 		return nil
 	})
+}
+
+// keepGatewayRecord moves the step's record of a model gateway (each
+// step starts its own, which would write over the last's) to
+// artifacts/steps/<name>/, when the step had that gateway.
+func (t *trial) keepGatewayRecord(had bool, record, name string) error {
+	src := filepath.Join(t.out, ArtifactsDir, record)
+	if !had {
+		return nil
+	}
+	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	dst := filepath.Join(t.out, ArtifactsDir, "steps", name, record)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("step %s: keep the gateway record: %w", name, err)
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return fmt.Errorf("step %s: keep the gateway record: %w", name, err)
+	}
+	return nil
 }
 
 // mergeFile writes the host file src to name in r, replacing any entry there.

@@ -232,3 +232,34 @@ func TestStepsShareOnePod(t *testing.T) {
 		}
 	}
 }
+
+// Each step's usage is its own (the command harness's usage.json of that
+// step); the trial's agent_result sums them, as Harbor's readers do.
+func TestStepsUsageIsPerStepAndSummed(t *testing.T) {
+	dir := greeterTask(t, map[string]string{"steps/implement/workdir/setup.sh": ""})
+	spec := baseSpec(t, "command")
+	spec.Task.Dir = dir
+	// The step's instruction decides its tokens: 100, 200, 300 in.
+	spec.Command = `n=$(case "$(head -c 20 /logs/agent/instruction.md)" in Create*) echo 100;; *config*) echo 200;; *) echo 300;; esac)
+printf '{"input_tokens": %d, "cache_tokens": 0, "output_tokens": 10, "cost_usd": 0.5}' "$n" > /logs/agent/usage.json`
+	editTOML(t, dir, "min_reward = 1.0\n", "")
+	editTOML(t, dir, "min_reward = 0.5\n", "")
+	r := runTrial(t, spec, Options{})
+	var in []int
+	for _, s := range r.result.StepResults {
+		if s.AgentResult == nil || s.AgentResult.NInputTokens == nil {
+			t.Fatalf("step %s: agent_result %+v, want its usage", s.StepName, s.AgentResult)
+		}
+		in = append(in, *s.AgentResult.NInputTokens)
+	}
+	if diff := cmp.Diff([]int{100, 200, 300}, in); diff != "" {
+		t.Errorf("per-step input tokens (-want +got):\n%s", diff)
+	}
+	ar := r.result.AgentResult
+	if ar == nil || ar.NInputTokens == nil || *ar.NInputTokens != 600 || *ar.NOutputTokens != 30 || ar.CostUSD == nil || *ar.CostUSD != 1.5 {
+		t.Errorf("trial agent_result = %+v, want the steps' sums (600 in, 30 out, $1.5)", ar)
+	}
+	if in, _, out, cost := r.result.UsageTotals(); *in != 600 || *out != 30 || *cost != 1.5 {
+		t.Errorf("UsageTotals = %d, %d, %v", *in, *out, *cost)
+	}
+}
