@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor/harbortest"
 )
 
 // The multi-step tests run examples/demo-steps/greeter (three steps:
@@ -92,6 +93,14 @@ func TestStepsOracleRunsEveryStepAndNopStopsAtTheFirst(t *testing.T) {
 	}
 	if r.result.ExceptionInfo != nil {
 		t.Errorf("oracle exception = %+v, want none", r.result.ExceptionInfo)
+	}
+	// result.json is Harbor's TrialResult, step_results and all.
+	data, err := os.ReadFile(filepath.Join(r.out, harbor.TrialResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harbortest.Check(harbortest.TrialResult, data); err != nil {
+		t.Errorf("result.json is not Harbor's TrialResult: %v", err)
 	}
 	for _, s := range r.result.StepResults {
 		if d, ok := s.AgentExecution.Duration(); !ok || d <= 0 {
