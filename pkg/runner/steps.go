@@ -477,10 +477,15 @@ func (t *trial) stepSetup(ctx context.Context, step harbor.Step) (bool, error) {
 // uploadWorkdir copies src's files into the environment's working
 // directory, over what is there (Harbor's upload_dir): under image
 // isolation through an os.Root of the pod's root, so nothing a process of
-// the pod planted leads out of it, owned by the agent's user.
+// the pod planted leads out of it; owned by the agent's user (the image's
+// or task's agent user in a pod, the agent uid in a container).
 func (t *trial) uploadWorkdir(src string) error {
 	root, target := t.host.App, "."
 	uid, gid := -1, -1
+	if t.container != nil {
+		// The agent's uid owns /app (handOver): the step's files are its.
+		uid, gid = int(t.container.uid), int(t.container.gid)
+	}
 	if t.image != nil {
 		root, target = t.layer.root, strings.TrimPrefix(filepath.Clean(t.seen.App), "/")
 		if target == "" {
