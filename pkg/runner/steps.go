@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,14 @@ type stepRun struct {
 	judge         *runpkg.JudgeUsage
 	// stoppedBy says why steps were skipped ("" = every step ran).
 	stoppedBy string
+	// nonRoot: some step's agent or verifier runs as a user other than
+	// root (image isolation), so the pod needs its user namespace.
+	nonRoot bool
 }
+
+// nonRootUser reports whether a step of the trial runs a phase as a user
+// other than root (false for a single-step trial: its own users decide).
+func (s *stepRun) nonRootUser() bool { return s != nil && s.nonRoot }
 
 // installed reports whether the harness's install step already ran in
 // this trial (nil: a single-step trial, where it runs once anyway).
@@ -137,6 +145,18 @@ func (t *trial) runSteps(ctx context.Context) error {
 		t.task, t.spec = base, spec
 		t.host.Tests, t.host.Solution, t.seen.Tests, t.seen.Solution = hostTests, hostSolution, seenTests, seenSolution
 	}()
+	if t.image != nil {
+		for _, step := range base.Steps {
+			st := base.ForStep(step)
+			for _, spec := range []string{cmp.Or(st.Config.Agent.User, t.image.img.User), cmp.Or(st.Config.Verifier.User, t.image.img.User)} {
+				u, err := resolveUser(t.image.img.Rootfs, spec)
+				if err != nil {
+					return fmt.Errorf("step %s: %w", step.Config.Name, err)
+				}
+				t.steps.nonRoot = t.steps.nonRoot || !u.root()
+			}
+		}
+	}
 	t.log.Info("multi-step task", "steps", strings.Join(base.Config.StepNames(), ","), "reward_strategy", base.Config.MultiStepRewardStrategy)
 	var span [2]harbor.TimingInfo // agent_execution, verifier over every step
 	for i, step := range base.Steps {
@@ -225,6 +245,18 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 		"agent_timeout", t.spec.AgentTimeout.String(), "verifier_timeout", t.spec.VerifierTimeout.String())
 	if err := t.writeStepInstruction(step.Instruction); err != nil {
 		return "", err
+	}
+	if t.image != nil {
+		// The step's agent user writes /logs/agent (a step may name its own).
+		u, err := t.phaseUser(roleAgent)
+		if err != nil {
+			return "", err
+		}
+		for _, dir := range []string{t.host.AgentLogs, t.host.Artifacts} {
+			if err := os.Chown(dir, int(u.uid), int(u.gid)); err != nil {
+				return "", fmt.Errorf("step %s: chown %s: %w", name, dir, err)
+			}
+		}
 	}
 	rig, err := t.prepareRig(ctx)
 	if err != nil {

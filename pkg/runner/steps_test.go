@@ -272,3 +272,29 @@ printf '{"input_tokens": %d, "cache_tokens": 0, "output_tokens": 10, "cost_usd":
 		t.Errorf("UsageTotals = %d, %d, %v", *in, *out, *cost)
 	}
 }
+
+// A step's agent.user and verifier.user replace the task's for that step,
+// in the one pod.
+func TestStepsRunAsTheirUsers(t *testing.T) {
+	dir := greeterTask(t, map[string]string{
+		"steps/implement/workdir/setup.sh": "",
+		"steps/implement/tests/test.sh":    "#!/usr/bin/env bash\nid -u > /logs/verifier/uid.txt\necho 1 > /logs/verifier/reward.txt\n",
+	})
+	editTOML(t, dir, "min_reward = 1.0\n", "")
+	editTOML(t, dir, "[steps.agent]\ntimeout_sec = 90.0\n", "[steps.agent]\ntimeout_sec = 90.0\nuser = \"agent\"\n")
+	editTOML(t, dir, "[steps.verifier]\ntimeout_sec = 30.0\n\n[steps.verifier.env]", "[steps.verifier]\ntimeout_sec = 30.0\nuser = 1000\n\n[steps.verifier.env]")
+	spec := baseSpec(t, "command")
+	spec.Task.Dir = dir
+	spec.Command = "id -u > /logs/agent/uid.txt"
+	r := runTrial(t, spec, Options{Image: ptr(testImage(t)), Isolation: IsolationBwrap})
+	for step, want := range map[string]string{"scaffold": "0", "implement": "1000", "document": "0"} {
+		if got := strings.TrimSpace(r.artifact(t, "steps/"+step+"/agent/uid.txt")); got != want {
+			t.Errorf("step %s: the agent ran as uid %s, want %s", step, got, want)
+		}
+	}
+	if got := strings.TrimSpace(r.artifact(t, "steps/implement/verifier/uid.txt")); got != "1000" {
+		t.Errorf("implement's verifier ran as uid %s, want 1000", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
