@@ -312,6 +312,10 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 	}
 	res := t.recordStep(name, started)
 	switch {
+	case res.AgentExecution == nil && res.ExceptionInfo != nil:
+		// The agent never ran (the harness's install step failed): Harbor
+		// sets its agent up before the steps, and such a trial ends.
+		return "its agent did not run (" + res.ExceptionInfo.ExceptionType + ")", nil
 	case res.ExceptionInfo != nil && res.VerifierResult == nil:
 		return "it failed without a reward (" + res.ExceptionInfo.ExceptionType + ")", nil
 	case step.Config.MinReward != nil:
