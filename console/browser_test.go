@@ -117,6 +117,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		return r.Status == "finished", nil
 	})
 	judgeRun := seedJudgeRun(ctx, t, c)
+	stepsRun := seedStepsRun(ctx, t, c, root) // steps_browser_test.go
 	waitFor(ctx, t, "the leaderboard to rank all three entrants", func() (bool, error) {
 		var lb struct {
 			Rows []json.RawMessage
@@ -140,7 +141,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", filepath.Join(root, "console", "test", "console.test.mjs"))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(),
-		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID, "GAUNTLET_JUDGE_RUN_ID="+judgeRun,
+		"GAUNTLET_URL="+srv.URL(), "GAUNTLET_TOKEN="+tenant.Token, "GAUNTLET_RUN_ID="+created.ID, "GAUNTLET_JUDGE_RUN_ID="+judgeRun, "GAUNTLET_STEPS_RUN_ID="+stepsRun,
 		"GAUNTLET_COST_BENCH="+costBench, "GAUNTLET_UNSTARTED_RUN_ID="+unstarted,
 		"GAUNTLET_FLAGGED_BENCH="+flaggedBench, "GAUNTLET_FLAGGED_TASK="+flaggedTask,
 		"GAUNTLET_SCREENSHOTS="+shots, "GAUNTLET_CHROMIUM="+chromiumPath, "GAUNTLET_WAIT_MS="+waitBudget(ctx))

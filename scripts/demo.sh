@@ -229,6 +229,13 @@ if [[ $sandbox == bwrap ]]; then
 	"$bin/gauntlet" leaderboard demo-envs-1-0
 fi
 
+say "adding demo-steps@1.0: a multi-step task (three steps in one environment, each with its instruction, tests and min_reward)"
+"$bin/gauntlet" benchmark add demo-steps@1.0 --wait
+say "the oracle and nop on demo-steps: the oracle passes every step, nop fails the first and stops there"
+"$bin/gauntlet" submit examples/runs/steps/oracle-nop.toml --yes --watch
+steps_run=$("$bin/gauntlet" runs list --limit 1 --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["runs"][0]["id"])')
+"$bin/gauntlet" runs info "$steps_run"
+
 cat <<EOF
 
 ==> done

@@ -56,6 +56,8 @@ func TestMakeRunFlow(t *testing.T) {
 		": finished 180/180",
 		"harness oracle, model (none)", "harness nop, model (none)", "heuristic (command)", "mock/gpt-5 (codex)",
 		"demo-bench — ranked by pass@1 (cost, time and tokens per task)",
+		// demo-steps, the multi-step example: each attempt's steps.
+		"multi-step attempts:", "greeter · attempt 1 · oracle: passed, reward 1", "step document ",
 		"console:  http://" + addr + "/",
 		"token:    " + data + "/token",
 		"the server stops now",

@@ -69,7 +69,10 @@ func runsInfo(ctx context.Context, e env, args []string) error {
 	if cmd.flags.json {
 		return printJSON(e.stdout, d)
 	}
-	return printRunSummary(e.stdout, d)
+	if err := printRunSummary(e.stdout, d); err != nil {
+		return err
+	}
+	return printStepResults(ctx, e.stdout, c, id) // steps.go
 }
 
 func runsLogs(ctx context.Context, e env, args []string) error {

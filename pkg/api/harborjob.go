@@ -185,14 +185,15 @@ func (d *download) harborTrial(ctx context.Context, zw *zip.Writer, job string, 
 // harborTrialPath maps a stored file of an attempt (relative to its blob
 // prefix) to its path in a Harbor trial directory: the runner keeps the
 // sandbox's /logs/agent, /logs/verifier and /logs/artifacts under
-// artifacts/, which Harbor keeps at the trial's top level; its log is
+// artifacts/ (a multi-step trial's per step under artifacts/steps/<name>/),
+// which Harbor keeps at the trial's top level; its log is
 // Harbor's trial.log; the rest is gauntlet's own.
 func harborTrialPath(rel string) string {
 	inner, ok := strings.CutPrefix(rel, "artifacts/")
 	if !ok {
 		return harborTrialExtras + "/" + rel
 	}
-	for _, sub := range []string{harbor.TrialAgentDir, harbor.TrialVerifierDir, harbor.TrialArtifactsDir} {
+	for _, sub := range []string{harbor.TrialAgentDir, harbor.TrialVerifierDir, harbor.TrialArtifactsDir, harbor.TrialStepsDir} {
 		if strings.HasPrefix(inner, sub+"/") {
 			return inner
 		}

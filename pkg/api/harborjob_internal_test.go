@@ -12,6 +12,10 @@ func TestHarborTrialPath(t *testing.T) {
 		{"artifacts/verifier/reward.txt", "verifier/reward.txt"},
 		{"artifacts/verifier/test-stdout.txt", "verifier/test-stdout.txt"},
 		{"artifacts/artifacts/manifest.json", "artifacts/manifest.json"},
+		// A multi-step trial's per-step outputs: Harbor's steps/<name>/.
+		{"artifacts/steps/scaffold/agent/stdout.txt", "steps/scaffold/agent/stdout.txt"},
+		{"artifacts/steps/scaffold/verifier/reward.txt", "steps/scaffold/verifier/reward.txt"},
+		{"artifacts/stepsfile.txt", "gauntlet/stepsfile.txt"},
 		{"artifacts/runner.log", "trial.log"},
 		{"artifacts/runner-output.log", "gauntlet/runner-output.log"},
 		{"artifacts/agentless.txt", "gauntlet/agentless.txt"},

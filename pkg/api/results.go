@@ -58,6 +58,11 @@ func resultView(res run.Result, agents []run.Agent) v1.ResultView {
 			Tokens:  v1.Tokens{Input: j.InputTokens, Cache: j.CacheTokens, Output: j.OutputTokens},
 			CostUSD: j.CostUSD, CostEstimated: j.CostEstimated}
 	}
+	for _, s := range res.Steps {
+		v.Steps = append(v.Steps, v1.StepView{Name: s.Name, Reward: s.Reward, Rewards: s.Rewards, Exception: s.Exception,
+			Tokens:  v1.Tokens{Input: s.InputTokens, Cache: s.CacheTokens, Output: s.OutputTokens},
+			CostUSD: s.CostUSD, AgentSec: float64(s.AgentMS) / 1000, VerifierSec: float64(s.VerifierMS) / 1000})
+	}
 	return v
 }
 
@@ -281,6 +286,37 @@ func (h *Handler) fillArtifacts(ctx context.Context, runID string, res run.Resul
 	}
 	if traj != "" && !truncated && json.Valid([]byte(traj)) {
 		out.Trajectory = json.RawMessage(traj)
+	}
+	return h.fillSteps(ctx, res, out)
+}
+
+// fillSteps inlines each step's verifier and agent output and trajectory
+// (artifacts/steps/<name>/…) into a multi-step attempt's details.
+func (h *Handler) fillSteps(ctx context.Context, res run.Result, out *v1.ResultDetail) error {
+	read := func(rel string) (string, bool, error) { return h.readText(ctx, res.ArtifactsPrefix+rel) }
+	for i := range out.Steps {
+		s := &out.Steps[i]
+		dir := "artifacts/steps/" + s.Name + "/"
+		var o, a v1.PhaseOutput
+		var t [4]bool
+		var err error
+		for j, f := range []struct {
+			dst *string
+			rel string
+		}{{&o.Stdout, "verifier/test-stdout.txt"}, {&o.Stderr, "verifier/test-stderr.txt"}, {&a.Stdout, "agent/stdout.txt"}, {&a.Stderr, "agent/stderr.txt"}} {
+			if *f.dst, t[j], err = read(dir + f.rel); err != nil {
+				return err
+			}
+		}
+		o.Truncated, a.Truncated = t[0] || t[1], t[2] || t[3]
+		s.Output, s.AgentOutput = &o, &a
+		traj, truncated, err := read(dir + "agent/trajectory.json")
+		if err != nil {
+			return err
+		}
+		if traj != "" && !truncated && json.Valid([]byte(traj)) {
+			s.Trajectory = json.RawMessage(traj)
+		}
 	}
 	return nil
 }

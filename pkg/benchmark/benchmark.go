@@ -120,6 +120,41 @@ type Task struct {
 	// Environment is the task's pinned image; nil in manifests synced
 	// without image preparation.
 	Environment *Environment `json:"environment,omitempty"`
+	// Steps are a multi-step task's steps in order (Harbor's [[steps]]);
+	// empty for a single-step task. The task's digest covers their files.
+	Steps []TaskStep `json:"steps,omitempty"`
+	// RewardStrategy is a multi-step task's multi_step_reward_strategy
+	// ("mean" or "final"); "" for a single-step task.
+	RewardStrategy string `json:"reward_strategy,omitempty"`
+}
+
+// TaskStep is one step of a multi-step task as the manifest keeps it.
+type TaskStep struct {
+	Name string `json:"name"`
+	// AgentTimeoutSec is nil when neither the step nor the task sets one;
+	// VerifierTimeoutSec is the step's, else the task's.
+	AgentTimeoutSec    *float64 `json:"agent_timeout_sec,omitempty"`
+	VerifierTimeoutSec float64  `json:"verifier_timeout_sec,omitempty"`
+	// MinReward is the step's threshold per reward key (nil = none).
+	MinReward map[string]float64 `json:"min_reward,omitempty"`
+}
+
+// Timeouts are the task's agent and verifier time limits over all its
+// steps: a multi-step task's are the sums of its steps' (agent nil when a
+// step has none), a single-step task's its own.
+func (t Task) Timeouts() (agent *float64, verifier float64) {
+	if len(t.Steps) == 0 {
+		return t.AgentTimeoutSec, t.VerifierTimeoutSec
+	}
+	total := 0.0
+	for _, s := range t.Steps {
+		verifier += s.VerifierTimeoutSec
+		if s.AgentTimeoutSec == nil {
+			return nil, verifier
+		}
+		total += *s.AgentTimeoutSec
+	}
+	return &total, verifier
 }
 
 // TaskSet is a named subset of a benchmark's tasks, such as "parity" (the

@@ -3,6 +3,7 @@ package benchsync
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -94,6 +95,17 @@ func manifestTask(name, digest string, cfg harbor.TaskConfig, ref harbor.TaskRef
 	}
 	if len(t.Tags) == 0 {
 		t.Tags = nil
+	}
+	for _, st := range cfg.Steps {
+		step := benchmark.TaskStep{Name: st.Name, AgentTimeoutSec: cmp.Or(st.AgentTimeoutSec, cfg.Agent.TimeoutSec),
+			VerifierTimeoutSec: cfg.Verifier.TimeoutSec, MinReward: st.MinReward}
+		if st.VerifierTimeoutSec != nil {
+			step.VerifierTimeoutSec = *st.VerifierTimeoutSec
+		}
+		t.Steps = append(t.Steps, step)
+	}
+	if len(cfg.Steps) > 0 {
+		t.RewardStrategy = cfg.MultiStepRewardStrategy
 	}
 	if ref.GitURL != "" {
 		t.Location = benchmark.TaskLocation{GitURL: ref.GitURL, GitCommitID: ref.GitCommitID, Path: ref.Path}

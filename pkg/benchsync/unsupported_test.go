@@ -33,11 +33,15 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 		"steps/one/solution/solve.sh": "true",
 	} {
 		appendFile(t, filepath.Join(multi, rel), body)
+		// The same task with a step verifying in a separate environment,
+		// which gauntlet does not run yet.
+		appendFile(t, filepath.Join(dir, "tasks", "multi-separate", rel), body)
 	}
+	appendFile(t, filepath.Join(dir, "tasks", "multi-separate", "task.toml"), "[steps.verifier]\nenvironment_mode = \"separate\"\n")
 	reg := filepath.Join(dir, "registry.json")
 	writeRegistry(t, reg, `[{"name":"mixed","version":"1","description":"","tasks":[`+
 		`{"name":"plain","path":"tasks/plain"},{"name":"separate","path":"tasks/separate"},`+
-		`{"name":"sidecar","path":"tasks/sidecar"},{"name":"multi","path":"tasks/multi"}]}]`)
+		`{"name":"sidecar","path":"tasks/sidecar"},{"name":"multi","path":"tasks/multi"},{"name":"multi-separate","path":"tasks/multi-separate"}]}]`)
 	e := newEnv(t, reg)
 	b, err := e.svc.Add(context.Background(), ws, "mixed@1")
 	if err != nil {
@@ -53,7 +57,10 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 		"plain":    "",
 		"separate": "task separate: uses what gauntlet does not run yet: [verifier.environment] (separate verifier environments)",
 		"sidecar":  "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml (services beside the main container)",
-		"multi":    "task multi: uses what gauntlet does not run yet: [[steps]] (multi-step tasks); steps/ (multi-step tasks)",
+		// Multi-step tasks run (issue 23 item 1); a step's separate
+		// verifier environment does not yet.
+		"multi":          "",
+		"multi-separate": `task multi-separate: uses what gauntlet does not run yet: steps[1] (two).verifier.environment_mode = "separate" (a separate verifier environment for a step)`,
 	}
 	for _, task := range m.Tasks {
 		w, ok := want[task.Name]
@@ -66,6 +73,9 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 		}
 		if task.Available() != (w == "") {
 			t.Errorf("task %s: available = %v", task.Name, task.Available())
+		}
+		if task.Name == "multi" && (len(task.Steps) != 2 || task.Steps[0].Name != "one" || task.RewardStrategy != "mean") {
+			t.Errorf("task multi: steps %+v, strategy %q; want one and two, mean", task.Steps, task.RewardStrategy)
 		}
 		delete(want, task.Name)
 	}

@@ -43,8 +43,64 @@ type TrialResult struct {
 	AgentSetup       *TimingInfo `json:"agent_setup"`
 	AgentExecution   *TimingInfo `json:"agent_execution"`
 	Verifier         *TimingInfo `json:"verifier"`
+	// StepResults are a multi-step trial's steps, in the order they ran
+	// (steps the trial stopped before are absent); nil for a single-step
+	// trial. Harbor's TrialResult.step_results.
+	StepResults []StepResult `json:"step_results,omitempty"`
 	// Extra holds top-level keys not modelled above, verbatim.
 	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// StepResult is one step of a multi-step trial, in Harbor's StepResult
+// shape: the step's agent usage, its verifier's rewards, its exception and
+// its phase timings.
+type StepResult struct {
+	StepName       string          `json:"step_name"`
+	AgentResult    *AgentResult    `json:"agent_result"`
+	VerifierResult *VerifierResult `json:"verifier_result"`
+	ExceptionInfo  *ExceptionInfo  `json:"exception_info"`
+	AgentExecution *TimingInfo     `json:"agent_execution"`
+	Verifier       *TimingInfo     `json:"verifier"`
+}
+
+// UsageTotals sums the agent's tokens and cost as Harbor's
+// TrialResult.compute_token_cost_totals does: the trial's agent_result
+// when it has one, else every step's; a total is nil when no context
+// reports it.
+func (t TrialResult) UsageTotals() (input, cache, output *int, cost *float64) {
+	var contexts []*AgentResult
+	switch {
+	case t.AgentResult != nil:
+		contexts = []*AgentResult{t.AgentResult}
+	default:
+		for _, s := range t.StepResults {
+			if s.AgentResult != nil {
+				contexts = append(contexts, s.AgentResult)
+			}
+		}
+	}
+	addInt := func(sum **int, v *int) {
+		if v != nil {
+			n := *v
+			if *sum != nil {
+				n += **sum
+			}
+			*sum = &n
+		}
+	}
+	for _, c := range contexts {
+		addInt(&input, c.NInputTokens)
+		addInt(&cache, c.NCacheTokens)
+		addInt(&output, c.NOutputTokens)
+		if c.CostUSD != nil {
+			v := *c.CostUSD
+			if cost != nil {
+				v += *cost
+			}
+			cost = &v
+		}
+	}
+	return input, cache, output, cost
 }
 
 // TaskID is Harbor's task id: PackageTaskId {org, name, ref} when Name is
@@ -296,6 +352,9 @@ type trialResultWire struct {
 
 var trialResultKeys = jsonKeys(TrialResult{})
 
+// stepResultsKey is TrialResult.StepResults's key.
+const stepResultsKey = "step_results"
+
 // MarshalJSON writes Harbor's field names; nil pointers become null as in
 // Harbor's own output, and Extra keys follow in sorted order.
 func (t TrialResult) MarshalJSON() ([]byte, error) {
@@ -306,7 +365,7 @@ func (t TrialResult) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Write(data[:len(data)-1])
 	for _, k := range sortedKeys(t.Extra) {
-		if _, known := trialResultKeys[k]; known {
+		if _, known := trialResultKeys[k]; known && (k != stepResultsKey || t.StepResults != nil) {
 			continue
 		}
 		key, _ := json.Marshal(k)
@@ -345,7 +404,9 @@ func (t *TrialResult) UnmarshalJSON(data []byte) error {
 		}
 	}
 	for k, v := range all {
-		if _, known := trialResultKeys[k]; known {
+		// A single-step result Harbor wrote says "step_results": null;
+		// kept as written (StepResults omits an empty list).
+		if _, known := trialResultKeys[k]; known && (k != stepResultsKey || t.StepResults != nil) {
 			continue
 		}
 		if t.Extra == nil {

@@ -44,6 +44,12 @@ type TaskConfig struct {
 	Solution    SolutionConfig
 	// Source is the optional top-level `source` (the dataset a task came from).
 	Source string
+	// Steps is [[steps]]: a multi-step task's steps in order (steps.go);
+	// nil for a single-step task.
+	Steps []StepConfig
+	// MultiStepRewardStrategy is StrategyMean or StrategyFinal (mean when
+	// a multi-step task sets none); "" for a single-step task that sets none.
+	MultiStepRewardStrategy string
 	// Unsupported names each task.toml key Harbor defines that gauntlet
 	// does not run yet, with what it is (e.g. "[[steps]] (multi-step
 	// tasks)"). A task with any is unavailable, never run as a plain task.
@@ -187,7 +193,8 @@ func ParseTaskConfig(data []byte, file string) (TaskConfig, error) {
 		Solution:    SolutionConfig{Env: r.envMap(r.table(doc, "", "solution"), "solution", "env")},
 	}
 	cfg.Source, _ = r.str(doc, "", "source")
-	cfg.Unsupported = r.unsupportedKeys(doc)
+	cfg.Steps, cfg.MultiStepRewardStrategy = r.steps(doc)
+	cfg.Unsupported = append(r.unsupportedKeys(doc), r.unsupportedStepKeys(doc)...)
 	if len(r.errs) > 0 {
 		return TaskConfig{}, errors.Join(r.errs...)
 	}

@@ -330,7 +330,10 @@ func TestParseTaskConfigCategoryIsAName(t *testing.T) {
 // task unsupported, named (issue 23, "nothing silently ignored").
 func TestParseTaskConfigNamesWhatGauntletDoesNotRun(t *testing.T) {
 	tests := []struct{ toml, want string }{
-		{"[[steps]]\nname = \"one\"", "[[steps]] (multi-step tasks)"},
+		{"[[steps]]\nname = \"one\"\n[steps.verifier]\nenvironment_mode = \"separate\"", `steps[0] (one).verifier.environment_mode = "separate" (a separate verifier environment for a step)`},
+		{"[[steps]]\nname = \"one\"\n[steps.verifier.environment]\ndocker_image = \"x\"", "steps[0] (one).verifier.environment (a separate verifier environment for a step)"},
+		{"[[steps]]\nname = \"one\"\n[steps.healthcheck]\ncommand = \"true\"", "steps[0] (one).healthcheck (per-step readiness checks)"},
+		{"[[steps]]\nname = \"one\"\nartifacts = [\"/app/x\"]", "steps[0] (one).artifacts (declared artifacts)"},
 		{"artifacts = [\"/app/out.txt\"]", "artifacts (declared artifacts)"},
 		{"[verifier]\nenvironment_mode = \"separate\"", `[verifier].environment_mode = "separate" (separate verifier environments)`},
 		{"[verifier.environment]\ndocker_image = \"python:3.13\"", "[verifier.environment] (separate verifier environments)"},
@@ -380,7 +383,7 @@ func TestLoadTaskNamesUnsupportedLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadTask: %v", err)
 	}
-	want := []string{"[[steps]] (multi-step tasks)", "environment/docker-compose.yaml (services beside the main container)", "steps/ (multi-step tasks)"}
+	want := []string{"environment/docker-compose.yaml (services beside the main container)"}
 	if diff := cmp.Diff(want, task.Unsupported()); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
 	}

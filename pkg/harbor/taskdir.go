@@ -9,10 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // Paths inside a task directory, relative to its root, as Harbor lays them out.
@@ -42,14 +40,18 @@ type Task struct {
 	// UnsupportedFiles are the task's files Harbor gives a meaning that
 	// gauntlet does not implement (see Unsupported).
 	UnsupportedFiles []string
+	// Steps are a multi-step task's steps, in order (steps.go); nil for a
+	// single-step task.
+	Steps []Step
 }
 
 // LoadTask reads the task directory dir. task.toml, instruction.md and
 // tests/test.sh are required; solution/solve.sh and environment/ are optional.
 //
 // A multi-step task (a [[steps]] array) keeps its instructions and tests in
-// steps/<name>/, so it needs neither at its root; it loads with
-// Unsupported naming the steps.
+// steps/<name>/, so it needs neither at its root: each declared step needs
+// steps/<name>/instruction.md and a test script (its own tests/test.sh or
+// the task's), and steps/ may hold no directory task.toml does not declare.
 func LoadTask(dir string) (Task, error) {
 	if err := requireFile(dir, TaskConfigFile); err != nil {
 		return Task{}, err
@@ -63,7 +65,7 @@ func LoadTask(dir string) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	multiStep := slices.ContainsFunc(cfg.Unsupported, func(s string) bool { return strings.HasPrefix(s, "[[steps]]") })
+	multiStep := cfg.multiStep()
 	var instruction []byte
 	if !multiStep {
 		for _, rel := range []string{InstructionFile, TestScript} {
@@ -86,6 +88,9 @@ func LoadTask(dir string) (Task, error) {
 	}
 	if cfg.Package != nil && cfg.Package.Name != "" {
 		task.Name = cfg.Package.Name
+	}
+	if task.Steps, err = loadSteps(dir, task.Name, cfg); err != nil {
+		return Task{}, err
 	}
 	return task, nil
 }

@@ -16,9 +16,6 @@ import (
 // gauntlet does not implement, each with what it is.
 func (r *fieldReader) unsupportedKeys(doc map[string]any) []string {
 	var out []string
-	if steps, ok := doc["steps"]; ok && nonEmpty(steps) {
-		out = append(out, "[[steps]] (multi-step tasks)")
-	}
 	if a, ok := doc["artifacts"]; ok && nonEmpty(a) {
 		out = append(out, "artifacts (declared artifacts)")
 	}
@@ -86,9 +83,6 @@ func nonEmpty(v any) bool {
 // that Harbor gives a meaning and gauntlet does not implement.
 func unsupportedLayout(dir string) []string {
 	var out []string
-	if isDir(filepath.Join(dir, "steps")) {
-		out = append(out, "steps/ (multi-step tasks)")
-	}
 	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
 		if _, err := os.Lstat(filepath.Join(dir, EnvironmentDir, name)); err == nil {
 			out = append(out, "environment/"+name+" (services beside the main container)")

@@ -262,6 +262,7 @@ func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Re
 	if raw, ok := tr.Extra[run.ResultExtraKey]; ok && json.Unmarshal(raw, &extra) == nil {
 		res.Judge, res.Limits = extra.Judge, extra.Limits
 	}
+	res.Steps = stepResults(tr.StepResults)
 	agentFailed := tr.ExceptionInfo != nil && slices.Contains(harbor.AgentPhaseExceptions, tr.ExceptionInfo.ExceptionType)
 	if tr.ExceptionInfo != nil {
 		res.Message = tr.ExceptionInfo.ExceptionType + ": " + tr.ExceptionInfo.ExceptionMessage
@@ -308,6 +309,37 @@ func judgeFailed(tr harbor.TrialResult, judge *run.JudgeUsage) bool {
 		return true
 	}
 	return judge != nil && judge.Failure != ""
+}
+
+// stepResults keeps a multi-step trial's steps with the attempt.
+func stepResults(steps []harbor.StepResult) []run.StepResult {
+	var out []run.StepResult
+	for _, s := range steps {
+		r := run.StepResult{Name: s.StepName}
+		if s.VerifierResult != nil && len(s.VerifierResult.Rewards) > 0 {
+			r.Rewards = s.VerifierResult.Rewards
+			if v, ok := harbor.MainReward(s.VerifierResult.Rewards); ok {
+				r.Reward = &v
+			}
+		}
+		if e := s.ExceptionInfo; e != nil {
+			r.Exception = e.ExceptionType + ": " + e.ExceptionMessage
+		}
+		if ar := s.AgentResult; ar != nil {
+			r.InputTokens, r.CacheTokens, r.OutputTokens = intOf(ar.NInputTokens), intOf(ar.NCacheTokens), intOf(ar.NOutputTokens)
+			if ar.CostUSD != nil {
+				r.CostUSD = *ar.CostUSD
+			}
+		}
+		if d, ok := s.AgentExecution.Duration(); ok {
+			r.AgentMS = d.Milliseconds()
+		}
+		if d, ok := s.Verifier.Duration(); ok {
+			r.VerifierMS = d.Milliseconds()
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func intOf(p *int) int64 {

@@ -243,14 +243,16 @@ func (s *Watchdog) deadline(ctx context.Context, r run.Run, sl run.Slot, start t
 	return start.Add(s.lifetime(task, r.Settings.TimeoutMultiplier)), nil
 }
 
-// lifetime is a sandbox's allowed lifetime: (agent + verifier timeout) ×
-// multiplier + grace, or MaxSandboxLifetime when the task sets no agent timeout.
+// lifetime is a sandbox's allowed lifetime: (agent + verifier timeout,
+// summed over a multi-step task's steps) × multiplier + grace, or
+// MaxSandboxLifetime when the task (or a step) sets no agent timeout.
 func (s *core) lifetime(task *records.Task, mult float64) time.Duration {
 	if mult <= 0 {
 		mult = 1
 	}
-	if task.AgentTimeoutSec == nil {
+	agent, verifier := task.Timeouts() // a multi-step task's: its steps' sums
+	if agent == nil {
 		return s.opts.MaxSandboxLifetime
 	}
-	return scaled(*task.AgentTimeoutSec+task.VerifierTimeoutSec, mult) + s.opts.DeadlineGrace
+	return scaled(*agent+verifier, mult) + s.opts.DeadlineGrace
 }

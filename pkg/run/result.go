@@ -95,12 +95,34 @@ type Result struct {
 	// Limits are what the attempt's sandbox enforced and what it did not
 	// (memory, cpu, pids, storage, network), as the runner reported them.
 	Limits []string `json:"limits,omitempty"`
+	// Steps are a multi-step task's steps that ran, in order (their
+	// rewards, usage and times; Reward above is derived from theirs by the
+	// task's strategy); empty for a single-step task.
+	Steps []StepResult `json:"steps,omitempty"`
 
 	// ArtifactsPrefix is the blob key prefix of result.json and artifacts/.
 	ArtifactsPrefix string    `json:"artifacts_prefix,omitempty"`
 	StartedAt       time.Time `json:"started_at,omitzero"`
 	EndedAt         time.Time `json:"ended_at,omitzero"`
 	RecordedAt      time.Time `json:"recorded_at"`
+}
+
+// StepResult is one step of a multi-step attempt.
+type StepResult struct {
+	Name string `json:"name"`
+	// Reward is the step's main reward (harbor.MainReward), nil when its
+	// verifier produced none; Rewards all its keys.
+	Reward  *float64           `json:"reward,omitempty"`
+	Rewards map[string]float64 `json:"rewards,omitempty"`
+	// Exception is the step's exception ("Type: message"), if any.
+	Exception    string  `json:"exception,omitempty"`
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	CacheTokens  int64   `json:"cache_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// AgentMS and VerifierMS are the step's agent and verifier phase times.
+	AgentMS    int64 `json:"agent_ms,omitempty"`
+	VerifierMS int64 `json:"verifier_ms,omitempty"`
 }
 
 // ResultExtraKey is the result.json key under which the runner records what

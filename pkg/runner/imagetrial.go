@@ -397,7 +397,9 @@ func (t *trial) startPod(rig *agentRig) error {
 	}
 	t.podStderr = stderr
 	started := time.Now()
-	retries, err := t.image.startPod(mounts, t.maskFile(), cg, !agentUser.root() || !verifierUser.root(), stderr)
+	// A multi-step task's later steps may run as other users (steps.go).
+	userNS := !agentUser.root() || !verifierUser.root() || t.steps.nonRootUser()
+	retries, err := t.image.startPod(mounts, t.maskFile(), cg, userNS, stderr)
 	for _, failure := range retries {
 		t.log.Warn("the pod's sandbox failed to set up; started it again", "failure", failure, "bwrap", lastLine(podStderrPath(t.work)))
 	}

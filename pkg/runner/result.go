@@ -84,6 +84,7 @@ func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
 	if t.host.Artifacts != "" {
 		parts["artifacts"] = t.host.Artifacts
 	}
+	maps.Copy(parts, t.steps.artifactParts()) // steps/<name>/{agent,verifier}
 	for part, src := range parts {
 		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes, redact: t.redact})
 		if err != nil {
@@ -157,6 +158,7 @@ func (t *trial) result() (harbor.TrialResult, error) {
 	if t.reward != nil {
 		tr.VerifierResult = &harbor.VerifierResult{Rewards: t.reward.Values}
 	}
+	t.steps.fill(&tr)
 	return tr, nil
 }
 

@@ -195,6 +195,8 @@ type trial struct {
 	judgeFault *gateway.Fault
 	reward     *harbor.Reward
 	exitCodes  map[string]int
+	// steps is a multi-step trial's state (steps.go); nil for one step.
+	steps *stepRun
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -275,6 +277,9 @@ func (t *trial) run(ctx context.Context) error {
 	}
 	if err := t.checkStaticBinary(); err != nil {
 		return err
+	}
+	if len(t.task.Steps) > 0 {
+		return t.runSteps(ctx) // a multi-step task (steps.go)
 	}
 	rig, err := t.prepareRig(ctx)
 	if err != nil {
@@ -456,12 +461,12 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	if err != nil {
 		return err
 	}
-	if t.image != nil {
+	if t.image != nil && t.image.pod == nil {
 		if err := t.startPod(rig); err != nil {
 			return err
 		}
 	}
-	if install.script != "" {
+	if install.script != "" && !t.steps.installed() {
 		out, err := t.phase(ctx, "agent_setup", install, installTimeout, installStdout, installStderr, t.host.AgentLogs)
 		if err != nil {
 			return err
@@ -573,15 +578,24 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		return err
 	}
 	// The reward is read once nothing of the pod runs any more: neither a
-	// process the agent left running nor the verifier's own.
-	t.stopPod()
+	// process the agent left running nor the verifier's own. A step of a
+	// multi-step trial that more steps follow reads it from where the
+	// pod cannot reach (steps.go).
+	rewardDir := t.host.VerifierLogs
+	if t.steps.podRunsOn() {
+		if rewardDir, err = t.steps.takeVerifierLogs(t.host.VerifierLogs); err != nil {
+			return err
+		}
+	} else {
+		t.stopPod()
+	}
 	if out.TimedOut {
 		t.exceptNoReward(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
 		return nil
 	}
-	reward, err := readReward(t.host.VerifierLogs)
+	reward, err := readReward(rewardDir)
 	if err != nil {
-		t.exceptNoReward(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, t.host.VerifierLogs), out.ExitCode))
+		t.exceptNoReward(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, rewardDir), out.ExitCode))
 		return nil
 	}
 	t.reward = &reward

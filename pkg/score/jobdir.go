@@ -18,8 +18,10 @@ import (
 //
 // Each trial is one attempt of its task: reward ≥ threshold passes, a
 // missing reward is errored (and scores 0). The entrant is the agent name and
-// "provider/name" of its model; cost and tokens come from agent_result and
-// the duration from the trial's started_at and finished_at. Harbor results
+// "provider/name" of its model; cost and tokens come from agent_result (a
+// multi-step trial's: the sum of its steps', as Harbor totals them), the
+// reward from the trial's verifier_result (which Harbor derives from the
+// steps' by the task's strategy) and the duration from the trial's started_at and finished_at. Harbor results
 // name no task set or version, so all land on one unnamed board.
 func ReadJobDir(dir string, threshold float64) ([]leaderboard.EntrantInput, error) {
 	c := newCollector()
@@ -92,6 +94,11 @@ func trialRecord(tr harbor.TrialResult, threshold float64, path string) record {
 		exception = tr.ExceptionInfo.ExceptionType
 	}
 	reward, ok := tr.Reward()
+	if n := len(tr.StepResults); exception == "" && !ok && n > 0 && tr.StepResults[n-1].ExceptionInfo != nil {
+		// A multi-step trial records its failures per step: the last
+		// step's says why the trial has no reward.
+		exception = tr.StepResults[n-1].ExceptionInfo.ExceptionType
+	}
 	switch {
 	case slices.Contains(harbor.JudgeExceptions, exception):
 		a.Outcome, a.ErrorClass = leaderboard.JudgeFailed, ""
@@ -100,16 +107,17 @@ func trialRecord(tr harbor.TrialResult, threshold float64, path string) record {
 	case slices.Contains(harbor.AgentPhaseExceptions, exception):
 		a.ErrorClass = leaderboard.AgentError
 	}
-	if ar := tr.AgentResult; ar != nil {
-		if ar.CostUSD != nil {
-			a.CostUSD, a.HasCost = *ar.CostUSD, true
-		}
-		if ar.NInputTokens != nil || ar.NOutputTokens != nil {
-			a.HasTokens = true
-			a.InputTokens, a.OutputTokens = int64(intOr0(ar.NInputTokens)), int64(intOr0(ar.NOutputTokens))
-		}
-		a.CacheTokens = int64(intOr0(ar.NCacheTokens))
+	// Harbor's own totals: agent_result, else (a multi-step trial) the
+	// sum of its steps' agent results.
+	in, cache, out, cost := tr.UsageTotals()
+	if cost != nil {
+		a.CostUSD, a.HasCost = *cost, true
 	}
+	if in != nil || out != nil {
+		a.HasTokens = true
+		a.InputTokens, a.OutputTokens = int64(intOr0(in)), int64(intOr0(out))
+	}
+	a.CacheTokens = int64(intOr0(cache))
 	if tr.StartedAt != nil && tr.FinishedAt != nil && !tr.FinishedAt.Before(*tr.StartedAt) {
 		a.DurationSec, a.HasDuration = tr.FinishedAt.Sub(*tr.StartedAt).Seconds(), true
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -165,5 +166,35 @@ func TestReadJobDirClassifiesErrors(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got[0].Attempts); diff != "" {
 		t.Errorf("ReadJobDir() attempts (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadJobDirMultiStep reads a Harbor job of a multi-step task as Harbor
+// writes it (checked against Harbor's TrialResult model): agent_result is
+// null and each step has its own, so tokens and cost are the steps' sums;
+// the reward is the trial's verifier_result (Harbor's mean over the steps);
+// a trial without one is errored by its last step's exception.
+func TestReadJobDirMultiStep(t *testing.T) {
+	got, err := ReadJobDir("testdata/multistep-job", 1)
+	if err != nil {
+		t.Fatalf("ReadJobDir() error = %v", err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("entrants = %+v, want one", got)
+	}
+	if e := got[0].Entrant; e.Harness != "claude-code" || e.Model != "anthropic/claude-sonnet-4-5" {
+		t.Errorf("entrant = %+v", e)
+	}
+	task := "harbor/hello-multi-step-full"
+	want := []leaderboard.Attempt{
+		// Step 1 failed (agent exit) and its verifier crashed: no reward.
+		{Task: task, Outcome: leaderboard.Errored, ErrorClass: leaderboard.AgentError, InputTokens: 5000, OutputTokens: 400, HasTokens: true, DurationSec: 55, HasDuration: true},
+		// Three steps, each rewarded 1: tokens and cost summed.
+		{Task: task, Outcome: leaderboard.Passed, CostUSD: 0.021 + 0.034 + 0.018, HasCost: true, InputTokens: 41000, OutputTokens: 3500, CacheTokens: 30000, HasTokens: true, DurationSec: 160, HasDuration: true},
+		// Stopped after step 1 by its min_reward: reward 0.
+		{Task: task, Outcome: leaderboard.Failed, CostUSD: 0.061, HasCost: true, InputTokens: 30000, OutputTokens: 2500, HasTokens: true, DurationSec: 110, HasDuration: true},
+	}
+	if diff := cmp.Diff(want, got[0].Attempts, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
 	}
 }

@@ -18,7 +18,7 @@ var schemaTypes = map[string]any{
 	"BoardRow": BoardRow{}, "Comparison": Comparison{}, "Compare": CompareView{}, "CompareEntrant": CompareEntrant{}, "Difference": Difference{}, "CategoryDifference": CategoryDifference{}, "TaskChange": TaskChange{}, "CreateWorkspace": CreateWorkspaceRequest{}, "CreatedRun": CreatedRun{},
 	"Error": Error{}, "ErrorCounts": ErrorCounts{}, "Estimate": Estimate{}, "Variance": Variance{}, "HarnessInfo": HarnessInfo{}, "Health": Health{}, "HarnessList": HarnessList{}, "Leaderboard": LeaderboardView{}, "LogLine": LogLine{}, "LogList": LogList{},
 	"Manifest": ManifestView{}, "Metrics": Metrics{}, "Outcomes": Outcomes{}, "PassAtK": PassAtKPoint{},
-	"PhaseOutput": PhaseOutput{}, "Problem": Problem{}, "Progress": Progress{}, "Result": ResultView{},
+	"PhaseOutput": PhaseOutput{}, "Problem": Problem{}, "Progress": Progress{}, "Result": ResultView{}, "Step": StepView{},
 	"ResultDetail": ResultDetail{}, "ResultList": ResultList{}, "Run": RunView{}, "RunBrief": RunBrief{},
 	"RunDetail": RunDetail{}, "Settings": Settings{}, "PowerPlan": PowerPlan{}, "RunList": RunList{}, "Secret": SecretView{}, "SecretList": SecretList{},
 	"SecretValue": SecretValue{}, "SetBilling": SetBillingRequest{}, "Source": Source{}, "Tokens": Tokens{}, "JudgeUsage": JudgeUsage{}, "ValidationReport": ValidationReport{},

@@ -288,6 +288,29 @@ type ResultView struct {
 	// version found broken (the oracle fails there, so a failure says
 	// nothing of the agent) or trivial (nop passes); omitted otherwise.
 	TaskCheck string `json:"task_check,omitempty"`
+	// Steps are a multi-step task's steps that ran, in order; omitted for
+	// a single-step task.
+	Steps []StepView `json:"steps,omitempty"`
+}
+
+// StepView is one step of a multi-step attempt.
+type StepView struct {
+	Name    string             `json:"name"`
+	Reward  *float64           `json:"reward"`
+	Rewards map[string]float64 `json:"rewards,omitempty"`
+	// Exception is the step's exception ("Type: message"), if any.
+	Exception   string  `json:"exception,omitempty"`
+	Tokens      Tokens  `json:"tokens"`
+	CostUSD     float64 `json:"cost_usd"`
+	AgentSec    float64 `json:"agent_sec"`
+	VerifierSec float64 `json:"verifier_sec"`
+	// Output is the step's verifier output and AgentOutput its agent's
+	// (result details only).
+	Output      *PhaseOutput `json:"output,omitempty"`
+	AgentOutput *PhaseOutput `json:"agent_output,omitempty"`
+	// Trajectory is the step's agent/trajectory.json when one was kept
+	// (result details only).
+	Trajectory json.RawMessage `json:"trajectory,omitempty"`
 }
 
 // ResultList is one page of results.

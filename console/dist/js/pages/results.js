@@ -173,6 +173,7 @@ function resultDetail(d) {
       h('dt', {}, 'Started'), h('dd', {}, dateTime(d.started_at)),
       h('dt', {}, 'Ended'), h('dd', {}, dateTime(d.ended_at)),
       d.generation ? [h('dt', {}, 'Generation'), h('dd', {}, `${d.generation} (after infrastructure retries)`)] : null),
+    (d.steps || []).length ? steps(d.steps) : null,
     h('h3', {}, 'Graded output'),
     phase(d.output, 'verifier', 'The verifier printed nothing.'),
     h('h3', {}, 'Agent transcript'),
@@ -187,6 +188,32 @@ function resultDetail(d) {
     (d.earlier_attempts || []).length ? [h('h3', {}, 'Earlier generations'),
       h('ul', {}, d.earlier_attempts.map((e) => h('li', {}, `generation ${e.generation}: `, statusBadge(e.outcome),
         e.error_class ? ` ${e.error_class}` : '', e.message ? ` — ${e.message}` : '')))] : null);
+}
+
+// steps shows a multi-step attempt's steps: a row each (reward, times,
+// tokens, cost, exception), then each step's graded output, agent output
+// and conversation in a fold.
+function steps(list) {
+  return h('section', { id: 'result-steps' },
+    h('h3', {}, `Steps (${count(list.length)} run)`),
+    h('table', { class: 'steps' },
+      h('thead', {}, h('tr', {}, ['Step', 'Reward', 'Agent', 'Verifier', 'Tokens', 'Cost', 'Exception'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, list.map((s) => h('tr', {},
+        h('td', {}, h('code', {}, s.name)),
+        h('td', { class: 'step-reward' }, s.reward === null || s.reward === undefined ? 'none' : String(s.reward),
+          Object.keys(s.rewards || {}).length > 1 ? h('span', { class: 'small muted' }, ' ' + Object.entries(s.rewards).map(([k, v]) => `${k} ${v}`).join(', ')) : null),
+        h('td', {}, seconds(s.agent_sec)),
+        h('td', {}, seconds(s.verifier_sec)),
+        h('td', {}, `in ${tokens(s.tokens?.input)} · out ${tokens(s.tokens?.output)}`),
+        h('td', {}, cost(s.cost_usd, false)),
+        h('td', { class: 'small' }, s.exception || ''))))),
+    list.map((s) => h('details', { class: 'fold step-detail' },
+      h('summary', {}, `Step ${s.name}`),
+      h('h4', {}, 'Graded output'),
+      phase(s.output, 'verifier', 'The verifier printed nothing.'),
+      h('h4', {}, 'Agent transcript'),
+      phase(s.agent_output, 'agent', 'The agent printed nothing.'),
+      s.trajectory ? [h('h4', {}, 'Conversation'), conversation(s.trajectory)] : null)));
 }
 
 function phase(out, name, emptyText) {
