@@ -195,7 +195,9 @@ print_prepared() {
 	local n
 	n=$(wc -l <"$logfile")
 	((n > loglines)) || return 0
-	sed -n "$((loglines + 1)),${n}p" "$logfile" | sed -n 's/.*msg="task image prepared" task=\([^ ]*\) n=\([0-9]*\) of=\([0-9]*\) source=\([a-z]*\) seconds=\([0-9.]*\) unavailable=\([a-z]*\).*/  task image \2 of \3  \4  \1  \5 s  unavailable=\6/p' |
+	sed -n "$((loglines + 1)),${n}p" "$logfile" | sed -n \
+		-e 's/.*msg="building task image" task=\([^ ]*\) .*/  building the image of task \1 …/p' \
+		-e 's/.*msg="task image prepared" task=\([^ ]*\) n=\([0-9]*\) of=\([0-9]*\) source=\([a-z]*\) seconds=\([0-9.]*\) unavailable=\([a-z]*\).*/  task image \2 of \3  \4  \1  \5 s  unavailable=\6/p' |
 		sed 's/  unavailable=false$//; s/  unavailable=true$/  UNAVAILABLE (see benchmark info)/'
 	loglines=$n
 }

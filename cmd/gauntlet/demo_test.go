@@ -56,7 +56,7 @@ func TestMakeRunFlow(t *testing.T) {
 		// The demo's catalog (examples/demo-catalog.toml): four tasks, each
 		// image listed as it is prepared while the server starts.
 		"demo-bench-mini (demo-bench)",
-		"task image 1 of 4  build  ", "task image 4 of 4  build  ",
+		"building the image of task ", "task image 1 of 4  build  ", "task image 4 of 4  build  ",
 		// demo.toml names demo-bench: the managed benchmark's key.
 		"demo-bench@1.0: 4 tasks, 48 attempts in all",
 		": finished 48/48",
