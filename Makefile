@@ -106,9 +106,10 @@ lambdas:
 	done
 
 ## run: the main job — `gauntlet local` running a real demo run (scripts/demo.sh);
-## `make stop` stops the server it leaves running.
+## `make stop` stops the server it leaves running. bin/ is built here once
+## (GAUNTLET_DEMO_BUILT tells the demo not to build it again).
 run: run-deps build base-images
-	scripts/demo.sh
+	GAUNTLET_DEMO_BUILT=1 scripts/demo.sh
 
 stop:
 	scripts/demo.sh stop

@@ -171,6 +171,13 @@ func seedCostBenchmark(ctx context.Context, t *testing.T, srv *server.Server) st
 	if err := srv.Records().Transact(ctx, []store.Op{records.AgentTallyOp(est, 0, run.Tally{CostEstimated: 1})}); err != nil {
 		t.Fatalf("mark run %s's cost estimated: %v", est, err)
 	}
+	// One entrant's usage is its agent's own report (usage.json), as a
+	// model-free command agent's is: the console marks it and keeps it off
+	// the metered Pareto frontier.
+	self := seeded.Runs[0]
+	if err := srv.Records().Transact(ctx, []store.Op{records.AgentTallyOp(self, 0, run.Tally{UsageSelfReported: 1})}); err != nil {
+		t.Fatalf("mark run %s's usage self-reported: %v", self, err)
+	}
 	return seeded.Benchmark
 }
 

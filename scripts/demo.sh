@@ -2,11 +2,15 @@
 # The `make run` flow: build gauntlet, serve the stand-in base images on
 # loopback (`gauntlet images serve`: Debian-built images under upstream
 # names, no public registry being reachable), start `gauntlet local` in the
-# background with that mirror setting, add the example benchmark from
-# examples/registry.json, submit examples/runs/demo.toml and follow it, print
-# the leaderboard; then add demo-envs (a docker_image task and a
-# Dockerfile-only task) and run the oracle and nop on it. Every task runs in
-# its own image, pulled or built at the first sync and cached after.
+# background with that mirror setting and the demo's catalog
+# (examples/demo-catalog.toml: its managed demo-bench is four of the fifteen
+# demo-bench tasks, so that the first start prepares four images), submit
+# examples/runs/demo.toml and follow it, print the leaderboard; then run the
+# oracle and nop on demo-envs (a docker_image task and a Dockerfile-only
+# task), added as soon as the server is up so that its images are prepared
+# while the first run runs. Every task runs in its own image, pulled or
+# built at the first sync and cached after; each one is printed as it is
+# prepared (task n of N, pull or build, seconds).
 #
 #   scripts/demo.sh          run the demo (leaves the server running)
 #   scripts/demo.sh stop     stop the server the demo started
@@ -22,6 +26,10 @@
 #   GAUNTLET_CACHE        agent bundle cache root (default ~/.cache/gauntlet)
 #   GAUNTLET_ADDR         listen address (default 127.0.0.1:8080)
 #   GAUNTLET_DEMO_CONFIG  run config to submit (default examples/runs/demo.toml)
+#   GAUNTLET_DEMO_CATALOG managed-benchmark catalog (default
+#                         examples/demo-catalog.toml; examples/catalog.toml
+#                         has all fifteen demo-bench tasks)
+#   GAUNTLET_DEMO_BUILT=1 bin/ is already built (make run builds it first)
 #   GAUNTLET_DEMO_STOP=1  stop the server at the end (tests do)
 #   GAUNTLET_CREDENTIALS  where the server writes CLI credentials
 #                         (default ~/.config/gauntlet/credentials)
@@ -35,6 +43,7 @@ cd "$root"
 data=${GAUNTLET_DATA:-$root/.gauntlet}
 addr=${GAUNTLET_ADDR:-127.0.0.1:8080}
 config=${GAUNTLET_DEMO_CONFIG:-examples/runs/demo.toml}
+catalog=${GAUNTLET_DEMO_CATALOG:-examples/demo-catalog.toml}
 bin=$root/bin
 pidfile=$data/server.pid
 logfile=$data/server.log
@@ -86,16 +95,14 @@ if [[ ${1:-} == stop ]]; then
 	exit 0
 fi
 
-say "building gauntlet and sandbox-runner into bin/"
-mkdir -p "$bin"
-go build -o "$bin/" ./cmd/gauntlet
-CGO_ENABLED=0 go build -o "$bin/" ./cmd/sandbox-runner # static: it runs inside task images
-
-# The demo's codex agent is the real program (npm @openai/codex, pinned in
-# agents/package-lock.json), prepared once into the agent-bundle cache and
-# mounted read-only into its sandboxes; a second run reuses it.
-say "preparing the codex agent bundle (once; then reused from the cache)"
-"$bin/gauntlet" agents install codex
+# make run has just built bin/ (make build); run alone, the demo builds
+# what it uses.
+if [[ ${GAUNTLET_DEMO_BUILT:-} != 1 ]]; then
+	say "building gauntlet and sandbox-runner into bin/"
+	mkdir -p "$bin"
+	go build -o "$bin/" ./cmd/gauntlet
+	CGO_ENABLED=0 go build -o "$bin/" ./cmd/sandbox-runner # static: it runs inside task images
+fi
 
 # The data dir and every file the demo writes in it are the operator's
 # alone (gauntlet local tightens the dir and its files too): logs hold
@@ -104,26 +111,39 @@ say "preparing the codex agent bundle (once; then reused from the cache)"
 (umask 077 && mkdir -p "$data")
 chmod 700 "$data"
 sandbox=${GAUNTLET_SANDBOX:-bwrap}
+# The base image registry loads its tarballs (seconds) while the agent
+# bundle is prepared.
 if [[ $sandbox == bwrap ]]; then
 	if registry_alive; then
 		say "reusing the base image registry (pid $(cat "$regpidfile")) on $regaddr"
 	else
-		say "serving the stand-in base images (built from Debian packages by make base-images) on $regaddr"
+		say "serving the stand-in base images (built from Debian packages by make base-images) on $regaddr, in the background"
 		rm -f "$settings"
 		(umask 077 && exec nohup "$bin/gauntlet" images serve --addr "$regaddr" --write-settings "$settings" >"$reglogfile" 2>&1) &
 		(umask 077 && echo $! >"$regpidfile")
-		for i in $(seq 1 600); do
-			[[ -s $settings ]] && break
-			if ! registry_alive; then
-				echo "gauntlet images serve exited; its log:" >&2
-				tail -n 30 "$reglogfile" >&2
-				exit 1
-			fi
-			((i == 600)) && { echo "the base image registry did not start within 120 s" >&2; exit 1; }
-			sleep 0.2
-		done
-		cat "$reglogfile"
+		registry_starting=1
 	fi
+fi
+
+# The demo's codex agent is the real program (npm @openai/codex, pinned in
+# agents/package-lock.json), prepared once into the agent-bundle cache and
+# mounted read-only into its sandboxes; a second run reuses it.
+say "preparing the codex agent bundle (once; then reused from the cache)"
+"$bin/gauntlet" agents install codex
+
+if [[ -n ${registry_starting:-} ]]; then
+	for i in $(seq 1 600); do
+		[[ -s $settings ]] && break
+		if ! registry_alive; then
+			echo "gauntlet images serve exited; its log:" >&2
+			tail -n 30 "$reglogfile" >&2
+			exit 1
+		fi
+		((i == 600)) && { echo "the base image registry did not start within 120 s" >&2; exit 1; }
+		sleep 0.2
+	done
+	say "the stand-in base images"
+	cat "$reglogfile"
 fi
 # codex talks to the bundled mock model (no API key needed) through the
 # model gateway: provider "mock" of the gateway's provider table is routed
@@ -146,12 +166,12 @@ if server_alive; then
 	say "reusing gauntlet local (pid $(cat "$pidfile")) on data dir $data"
 else
 	say "starting gauntlet local on $addr, data dir $data (log: $logfile)"
-	args=(local --data "$data" --addr "$addr" --registry examples/registry.json --catalog examples/catalog.toml
+	args=(local --data "$data" --addr "$addr" --registry examples/registry.json --catalog "$catalog"
 		--agents-dir examples/agents --runner "$bin/sandbox-runner" --sandbox "$sandbox"
 		--model-gateway-config "$gateway_config")
 	if [[ $sandbox == bwrap ]]; then
 		args+=(--image-settings "$settings")
-		echo "the first start builds and unpacks the example tasks' images (minutes; cached in $data after)"
+		echo "the first start prepares the managed benchmark's task images (cached in $data after); each is listed when ready"
 	fi
 	if [[ -n ${GAUNTLET_CREDENTIALS:-} ]]; then
 		args+=(--credentials "$GAUNTLET_CREDENTIALS")
@@ -166,13 +186,28 @@ fi
 
 # Wait until the server answers with the token it wrote.
 export GAUNTLET_URL="http://$addr"
-# The first start syncs the managed catalog with its images (15 builds,
-# about a minute each on a busy 2-core machine): allow 30 minutes.
+# The first start syncs the managed catalog with its images (with
+# examples/catalog.toml: 15 builds, up to half a minute each on a busy
+# 2-core machine): allow 30 minutes. Meanwhile each task image is printed
+# as the server logs it prepared.
+loglines=$(wc -l <"$logfile")
+print_prepared() {
+	local n
+	n=$(wc -l <"$logfile")
+	((n > loglines)) || return 0
+	sed -n "$((loglines + 1)),${n}p" "$logfile" | sed -n \
+		-e 's/.*msg="building task image" task=\([^ ]*\) .*/  building the image of task \1 …/p' \
+		-e 's/.*msg="task image prepared" task=\([^ ]*\) n=\([0-9]*\) of=\([0-9]*\) source=\([a-z]*\) seconds=\([0-9.]*\) unavailable=\([a-z]*\).*/  task image \2 of \3  \4  \1  \5 s  unavailable=\6/p' |
+		sed 's/  unavailable=false$//; s/  unavailable=true$/  UNAVAILABLE (see benchmark info)/'
+	loglines=$n
+}
 for i in $(seq 1 9000); do
+	print_prepared
 	if [[ -s $data/token ]]; then
 		export GAUNTLET_TOKEN
 		GAUNTLET_TOKEN=$(cat "$data/token")
 		if out=$("$bin/gauntlet" benchmark list 2>&1); then
+			print_prepared
 			break
 		fi
 		# It answers at once, "starting: syncing the catalog" until ready.
@@ -199,11 +234,15 @@ echo "gauntlet local is up on $GAUNTLET_URL"
 # mock accepts any key; the gateway keeps it out of the sandbox all the same.
 printf %s "mock-key-not-a-real-secret" | "$bin/gauntlet" secret set MOCK_API_KEY >/dev/null
 
-# demo-bench@1.0 is the managed catalog's (examples/catalog.toml): every
-# workspace has it, key demo-bench. Adding it again from the registry would
-# leave two benchmarks shown as "demo-bench"; `benchmark add` is shown with
-# demo-envs below.
-say "the managed benchmark demo-bench (examples/catalog.toml, from demo-bench@1.0 in examples/registry.json)"
+# The managed demo-bench is the catalog's (examples/demo-catalog.toml):
+# every workspace has it, key demo-bench. `benchmark add` is shown with
+# demo-envs above.
+if [[ $sandbox == bwrap ]]; then
+	say "adding demo-envs@1.0 (a docker_image task and a Dockerfile-only task): its images are prepared while the first run runs"
+	"$bin/gauntlet" benchmark add demo-envs@1.0
+fi
+
+say "the managed benchmark demo-bench ($catalog)"
 "$bin/gauntlet" benchmark info demo-bench
 
 say "benchmarks of the workspace"
@@ -221,9 +260,8 @@ say "leaderboard of benchmark key $benchmark"
 "$bin/gauntlet" leaderboard "$benchmark"
 
 if [[ $sandbox == bwrap ]]; then
-	say "adding demo-envs@1.0: a docker_image task and a Dockerfile-only task (images pinned by digest at sync)"
-	"$bin/gauntlet" benchmark add demo-envs@1.0 --wait
-	"$bin/gauntlet" benchmark info demo-envs-1-0
+	say "demo-envs@1.0: a docker_image task and a Dockerfile-only task (images pinned by digest at sync)"
+	"$bin/gauntlet" benchmark info demo-envs-1-0 --wait
 	say "the oracle and nop on demo-envs, each attempt in its task's image"
 	"$bin/gauntlet" submit examples/runs/envs/oracle-nop.toml --yes --watch
 	"$bin/gauntlet" leaderboard demo-envs-1-0
@@ -243,6 +281,7 @@ cat <<EOF
   API:      $GAUNTLET_URL/v1  (OpenAPI: $GAUNTLET_URL/v1/openapi.json)
   token:    $data/token  (the CLI reads ${GAUNTLET_CREDENTIALS:-~/.config/gauntlet/credentials})
   try:      bin/gauntlet runs list; bin/gauntlet runs download <run-id> -o /tmp
+  all 15 demo-bench tasks: bin/gauntlet benchmark add demo-bench@1.0 --wait
 EOF
 if [[ ${GAUNTLET_DEMO_STOP:-} == 1 ]]; then
 	echo "  the server stops now (GAUNTLET_DEMO_STOP=1); start it again with: make run"

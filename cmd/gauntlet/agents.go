@@ -103,10 +103,17 @@ type barProgress struct {
 	bar *progressbar.ProgressBar
 }
 
+// Stage starts a bar for one stage. Its size goes in the description and
+// no rate is drawn: a bundle is hard-linked from npm's tree, so "bytes per
+// second" would be the speed of link(2) over file sizes (hundreds of TB/s),
+// not of anything copied.
 func (p *barProgress) Stage(desc string, total int64) {
 	p.finish()
+	if total > 0 {
+		desc = fmt.Sprintf("%s (%.0f MB)", desc, float64(total)/1e6)
+	}
 	p.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(p.w), progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowBytes(total >= 0), progressbar.OptionSetWidth(30),
+		progressbar.OptionShowBytes(false), progressbar.OptionSetWidth(30), progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSpinnerType(14))
 }
 

@@ -27,3 +27,24 @@ func TestAgentsListAndInstallUsage(t *testing.T) {
 		t.Errorf("agents without a subcommand = %d, want usage", code)
 	}
 }
+
+// TestBarProgressShowsNoRate: a bundle stage adds its files' sizes as fast
+// as link(2) goes; the bar must not turn that into a transfer rate (it
+// once read "(111 TB/s)"). The stage's size is in its description.
+func TestBarProgressShowsNoRate(t *testing.T) {
+	var out bytes.Buffer
+	p := &barProgress{w: &out}
+	p.Stage("bundle codex 0.169.0", 250e6)
+	for range 100 {
+		p.Add(2.5e6)
+	}
+	p.Stage("runtime bash-static (Debian)", -1)
+	p.finish()
+	got := out.String()
+	if strings.Contains(got, "B/s") {
+		t.Errorf("the bundle bar shows a byte rate:\n%q", got)
+	}
+	if !strings.Contains(got, "bundle codex 0.169.0 (250 MB)") || !strings.Contains(got, "100%") {
+		t.Errorf("the bundle bar lacks its size or its end:\n%q", got)
+	}
+}

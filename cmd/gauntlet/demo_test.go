@@ -19,7 +19,7 @@ import (
 // leaderboard, and (GAUNTLET_DEMO_STOP=1) stop the server.
 func TestMakeRunFlow(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the make-run flow runs 180 sandboxes; skipped with -short")
+		t.Skip("the make-run flow runs 52 sandboxes; skipped with -short")
 	}
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bubblewrap is not installed; run `make deps`")
@@ -45,15 +45,22 @@ func TestMakeRunFlow(t *testing.T) {
 	}
 	t.Logf("make-run flow took %s", time.Since(start).Round(time.Second))
 	got := out.String()
+	if strings.Contains(got, "B/s)") {
+		t.Errorf("a progress bar shows a transfer rate (the bundle is hard-linked, not copied):\n%s", got)
+	}
 	if strings.Contains(got, "demo-bench-1-0") {
 		t.Errorf("the demo added a second demo-bench (key demo-bench-1-0) beside the managed one:\n%s", got)
 	}
 	for _, want := range []string{
 		"gauntlet local is up on http://" + addr,
-		"demo-bench (demo-bench)",
+		// The demo's catalog (examples/demo-catalog.toml): four tasks, each
+		// image listed as it is prepared while the server starts.
+		"demo-bench-mini (demo-bench)",
+		"building the image of task ", "task image 1 of 4  build  ", "task image 4 of 4  build  ",
 		// demo.toml names demo-bench: the managed benchmark's key.
-		"demo-bench@1.0: 15 tasks, 180 attempts in all",
-		": finished 180/180",
+		"demo-bench@1.0: 4 tasks, 48 attempts in all",
+		": finished 48/48",
+		"demo-envs-1-0@1.0: 2 tasks, 4 attempts in all",
 		"harness oracle, model (none)", "harness nop, model (none)", "heuristic (command)", "mock/gpt-5 (codex)",
 		"demo-bench — ranked by pass@1 (cost, time and tokens per task)",
 		// demo-steps, the multi-step example: each attempt's steps.

@@ -186,7 +186,7 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 	}
 	fmt.Fprintf(w, "\nbenchmark %s@%s, %d tasks, %d/%d attempts done, %s, duration %s, cost %s, tokens %s in / %s out\n\n",
 		d.Benchmark, d.ManifestVersion, d.TaskCount, d.Progress.Completed, d.Progress.Total, outcomeLine(d.Outcomes),
-		span(d.DurationSec), costText(d.CostUSD, d.CostEstimated), humanCount(d.Tokens.Input), humanCount(d.Tokens.Output))
+		span(d.DurationSec), selfText(costText(d.CostUSD, d.CostEstimated), d.UsageSelfReported), humanCount(d.Tokens.Input), humanCount(d.Tokens.Output))
 	fmt.Fprintf(w, "pinned %s@%s %s; tokens %s cached; submitted %s by %s\n\n", d.Benchmark, d.ManifestVersion, d.ManifestDigest,
 		humanCount(d.Tokens.Cache), d.CreatedAt.UTC().Format(time.RFC3339), submitter(d.Submission))
 	if j := d.Judge; j != nil {
@@ -196,14 +196,23 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 			j.Model, j.Calls, humanCount(j.Tokens.Input), humanCount(j.Tokens.Output), costText(j.CostUSD, j.CostEstimated))
 	}
 	t := newTable(w, "#", "AGENT", "STATUS", "DONE", "PASS@1", "PASS@K", "COST/TASK", "TIME/TASK", "TOKENS/TASK")
+	self := false
 	for _, a := range d.AgentsDetail {
 		m := a.Metrics
+		cost, tokens := boardview.Dollars(m.CostPerTask), count(m.TokensPerTask)
+		if a.UsageSelfReported {
+			self = true
+			cost, tokens = boardview.SelfReported(cost), boardview.SelfReported(tokens)
+		}
 		// Agents are numbered from 1, like ranks (Index is the config's 0-based position).
 		t.row(strconv.Itoa(a.Index+1), a.Label, a.Status, fmt.Sprintf("%d/%d", a.Progress.Completed, a.Progress.Total),
-			boardview.Percent(m.Pass1), passAtK(m.PassAtK), boardview.Dollars(m.CostPerTask), boardview.Seconds(m.TimePerTask), count(m.TokensPerTask))
+			boardview.Percent(m.Pass1), passAtK(m.PassAtK), cost, boardview.Seconds(m.TimePerTask), tokens)
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if self {
+		fmt.Fprintln(w, boardview.SelfReportedNote)
 	}
 	for _, a := range d.AgentsDetail {
 		if len(a.Metrics.Categories) == 0 {
@@ -225,7 +234,7 @@ func printRunSummary(w io.Writer, d v1.RunDetail) error {
 			model = "(none)"
 		}
 		fmt.Fprintf(w, "  agent %d %s: harness %s, model %s, %s, tokens %s in / %s out, cost %s\n",
-			a.Index+1, name, a.Harness, model, agentSpan(a), humanCount(a.Tokens.Input), humanCount(a.Tokens.Output), costText(a.CostUSD, a.CostEstimated))
+			a.Index+1, name, a.Harness, model, agentSpan(a), humanCount(a.Tokens.Input), humanCount(a.Tokens.Output), selfText(costText(a.CostUSD, a.CostEstimated), a.UsageSelfReported))
 	}
 	if p := d.Power; p != nil {
 		fmt.Fprintf(w, "  to separate agents %d and %d (pass@1 %.3g vs %.3g) at %.0f%% power: %d tasks × %d attempts\n",
@@ -259,6 +268,14 @@ func submitter(s v1.Submission) string {
 
 // costText is a cost in dollars, marked "(estimated)" when the platform
 // computed it from its dated price table rather than a provider reporting it.
+// selfText marks a cost whose figures the agents reported themselves.
+func selfText(cost string, self bool) string {
+	if self {
+		return cost + " (self-reported by the agent, not metered)"
+	}
+	return cost
+}
+
 func costText(usd float64, estimated bool) string {
 	if estimated {
 		return fmt.Sprintf("$%.4f (estimated)", usd)

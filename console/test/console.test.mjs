@@ -48,7 +48,7 @@ before(async () => {
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
   context.setDefaultTimeout(WAIT);
   context.setDefaultNavigationTimeout(WAIT);
   page = await context.newPage();
@@ -243,7 +243,10 @@ test('the cost vs pass@1 plot shows every entrant with its interval and the Pare
   assert.equal(want.points, 6, 'six entrants with a cost');
   assert.ok(want.frontier.length >= 1, `frontier ${want.frontier}`);
   assert.equal(want.estimated.length, 1, 'one entrant\'s cost is estimated');
-  assert.equal(await plot.locator('.points circle').count(), 6);
+  // Five metered entrants are circles; the one whose agent reported its
+  // own cost is a square (asserted in the layout test below).
+  assert.equal(await plot.locator('.points circle').count(), 5);
+  assert.equal(await plot.locator('.points rect.self-reported').count(), 1);
   assert.equal(await plot.locator('.error-bars path').count(), 6, 'each point has its pass@1 interval');
   assert.deepEqual(await plot.locator('.points circle.front').evaluateAll((cs) => cs.map((c) => c.dataset.label)).then((l) => l.sort()),
     [...want.frontier].sort(), 'the frontier points are the ones no entrant dominates');
@@ -723,7 +726,104 @@ test('every page fits a 375 px phone: no horizontal page scroll, the top bar on 
       await shot(`15-narrow-${name}`);
     }
   } finally {
-    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+  noProblems();
+});
+
+// layoutProblems lists, for the page as it is, what breaks the layout rules
+// at its width: a page wider than the window, a table cell whose content is
+// cut, a table wider than its frame without a visible way to scroll it, and
+// (fit) the named tables that must fit their frame outright.
+async function layoutProblems(width, fit) {
+  // The frames mark themselves overflowing from a ResizeObserver: wait
+  // until every frame agrees with its table.
+  await page.waitForFunction(() => [...document.querySelectorAll('.table-wrap')].every((w) => {
+    const t = w.querySelector('table');
+    return !t || (t.scrollWidth > w.clientWidth + 1) === w.classList.contains('overflowing');
+  }));
+  return page.evaluate(({ width, fit }) => {
+    const out = [];
+    const pageWidth = document.documentElement.scrollWidth;
+    if (pageWidth > width) out.push(`the page is ${pageWidth} px wide at ${width} px`);
+    for (const w of document.querySelectorAll('.table-wrap')) {
+      const t = w.querySelector('table');
+      if (!t || !w.offsetParent) continue;
+      const name = w.closest('[id]')?.id || t.querySelector('th')?.innerText || 'a table';
+      for (const c of t.querySelectorAll('th, td')) {
+        if (c.offsetParent && c.scrollWidth > c.clientWidth + 1) out.push(`${name}: cell "${c.innerText.slice(0, 30)}" is cut (${c.scrollWidth} > ${c.clientWidth})`);
+      }
+      if (t.scrollWidth <= w.clientWidth + 1) continue;
+      if (fit.some((sel) => w.closest(sel) || w.querySelector(sel))) out.push(`${name}: ${t.scrollWidth} px wide in a ${w.clientWidth} px frame; it must fit (columns ${[...t.querySelectorAll('th')].map((th) => `${th.innerText.replace(/\s+/g, ' ')} ${Math.round(th.getBoundingClientRect().width)}`).join(', ')})`);
+      const css = getComputedStyle(w);
+      const hint = w.querySelector('.scroll-hint');
+      // (Headless chromium hides scrollbars, so the shadow and the hint
+      // are what this can check.)
+      if (!['auto', 'scroll'].includes(css.overflowX) || !hint || !hint.offsetHeight || css.boxShadow === 'none') {
+        out.push(`${name}: wider than its frame with no visible scroll (overflow ${css.overflowX}, hint ${hint?.offsetHeight}, shadow ${css.boxShadow})`);
+      }
+    }
+    return out;
+  }, { width, fit });
+}
+
+test('at 1280 and 375 px tables fit or scroll visibly, nothing is cut, and the charts are labelled', async () => {
+  try {
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 900 });
+      // At 1280 px the tables that matter fit outright; on a phone every
+      // table folds its rows so that every column is on screen.
+      const all = width < 640 ? ['.table-wrap'] : [];
+      for (const [name, url, ready, fit] of [
+        ['benchmarks', '/benchmarks', '#benchmark-list tbody tr', ['#benchmark-list']],
+        ['leaderboard', '/benchmarks/demo-bench', '#leaderboard-body tbody tr', ['#leaderboard-body']],
+        ['cost-plot', `/benchmarks/${COST_BENCH}`, '#cost-plot svg', ['#leaderboard-body']],
+        ['run', `/benchmarks/runs/${RUN_ID}`, '#category-bars', ['[data-agent]']],
+        ['runs', '/runs', '#run-list tbody tr', []],
+      ]) {
+        await page.goto(`${BASE}${url}`);
+        await page.locator(ready).first().waitFor();
+        assert.deepEqual(await layoutProblems(width, [...fit, ...all]), [], `${name} at ${width} px`);
+        if (name === 'run') {
+          // Every category bar names its agent; nop's 0% bars show a stub;
+          // the legend is in the chart's own card.
+          const bars = await page.evaluate(() => [...document.querySelectorAll('#category-bars .bar-line')].map((l) => ({
+            agent: l.querySelector('.bar-agent')?.innerText || '', value: l.querySelector('.bar-value').innerText,
+            fill: l.querySelector('.bar-fill')?.getBoundingClientRect().width ?? -1,
+          })));
+          assert.equal(bars.length, 8, 'two agents × four categories');
+          for (const b of bars) {
+            assert.match(b.agent, /^(oracle|nop)$/, `a bar names its agent: ${JSON.stringify(b)}`);
+            assert.ok(b.fill >= 2, `bar ${JSON.stringify(b)} is invisible`);
+          }
+          assert.ok(bars.some((b) => b.value === '0%'), 'nop has 0% bars');
+          const legend = await page.evaluate(() => {
+            const l = document.getElementById('category-legend');
+            return l && l.closest('.card') === document.getElementById('category-bars').closest('.card') ? l.innerText : null;
+          });
+          assert.match(legend || '', /oracle[\s\S]*nop|nop[\s\S]*oracle/, 'the category chart has its own legend');
+          if (width === 1280) {
+            // The stat cards keep their values on one line, uncut.
+            const cut = await page.evaluate(() => [...document.querySelectorAll('.run-stats .stat .value')]
+              .filter((v) => v.scrollWidth > v.clientWidth + 1 || v.getClientRects().length !== 1 || v.offsetHeight > 1.6 * parseFloat(getComputedStyle(v).lineHeight))
+              .map((v) => v.innerText));
+            assert.deepEqual(cut, [], 'stat values wrap or are cut');
+          }
+        }
+        if (name === 'cost-plot') {
+          // The entrant whose cost its agent reported is marked in the
+          // table and drawn apart, never on the metered frontier.
+          assert.ok(await page.locator('#leaderboard-body .tag.self-reported').count() >= 1, 'a self-reported cost is marked');
+          assert.equal(await page.locator('#cost-plot rect.self-reported').count(), 1, 'one self-reported point, a square');
+          assert.match(await page.locator('#cost-plot-self-reported').innerText(), /reported by the agent itself, not metered/);
+          const label = await page.locator('#cost-plot rect.self-reported').getAttribute('data-label');
+          assert.equal(await page.locator(`#cost-plot circle[data-label="${label}"]`).count(), 0, 'it is no circle of the frontier');
+        }
+        await shot(`16-${width}-${name}`);
+      }
+    }
+  } finally {
+    await page.setViewportSize({ width: 1280, height: 900 });
   }
   noProblems();
 });

@@ -279,6 +279,10 @@ test('paretoFrontier keeps the points no other is cheaper and better than, cheap
   assert.ok(!dominates(points[6], points[7]), 'an equal point does not dominate');
   assert.ok(!dominates(points[1], points[0]), 'cheaper but worse does not dominate');
   assert.deepEqual(paretoFrontier([]), []);
+  // A cost the agent reported itself competes with no metered one: cheaper
+  // and better than every point, it is still not on the frontier.
+  const reported = { name: 'self', x: 0.001, y: 0.95, selfReported: true };
+  assert.deepEqual(paretoFrontier([...points, reported]).map((q) => q.name), ['g', 'h', 'b', 'a', 'd', 'i']);
   assert.deepEqual(paretoFrontier([p('x', 0, 0)]).map((q) => q.name), ['x']);
   // Every point left out is dominated by a frontier point; no frontier point is.
   const front = paretoFrontier(points);
@@ -295,10 +299,12 @@ test('costPoints takes rows with a cost and pass@1, with the interval and the es
     { harness: 'oracle', pass1: { value: 1, ci_low: null, ci_high: null }, cost_per_task: null, run_id: 'r2' },
     { model: 'x', harness: 'nop', pass1: { value: 0 }, cost_per_task: { value: 0 }, run_id: 'r3' },
     { label: 'no pass', pass1: null, cost_per_task: { value: 1 } },
+    { label: 'heuristic (command)', pass1: { value: 0.6 }, cost_per_task: { value: 0.006 }, usage_self_reported: true, run_id: 'r4' },
   ];
   assert.deepEqual(costPoints(rows), [
-    { label: 'm (codex)', x: 0.12, y: 0.5, lo: 0.3, hi: 0.7, estimated: true, runId: 'r1' },
-    { label: 'x (nop)', x: 0, y: 0, lo: null, hi: null, estimated: false, runId: 'r3' },
+    { label: 'm (codex)', x: 0.12, y: 0.5, lo: 0.3, hi: 0.7, estimated: true, selfReported: false, runId: 'r1' },
+    { label: 'x (nop)', x: 0, y: 0, lo: null, hi: null, estimated: false, selfReported: false, runId: 'r3' },
+    { label: 'heuristic (command)', x: 0.006, y: 0.6, lo: null, hi: null, estimated: false, selfReported: true, runId: 'r4' },
   ]);
   assert.deepEqual(costPoints(undefined), []);
 });

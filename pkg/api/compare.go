@@ -43,6 +43,8 @@ type compareEntrant struct {
 	run     run.Run
 	agent   run.Agent
 	summary leaderboard.Summary
+	// selfReported: some of the agent's usage is its own report.
+	selfReported bool
 }
 
 // compareSide resolves the reference ref ("RUN" when the run has one agent,
@@ -93,7 +95,12 @@ func (h *Handler) compareSide(ctx context.Context, param, ref string) (compareEn
 		Run:     leaderboard.Run{ID: r.ID, FinishedAt: r.EndedAt, TaskSet: r.TaskSet, ManifestVersion: r.ManifestVersion, ManifestDigest: r.ManifestDigest},
 		Tasks:   tallies[ag.Index],
 	}
-	return compareEntrant{run: r, agent: ag, summary: leaderboard.SummarizeTallies(in, leaderboard.Options{})}, nil
+	at, err := h.cfg.Records.AgentTally(ctx, r.ID, ag.Index)
+	if err != nil {
+		return compareEntrant{}, fmt.Errorf("load tally of run %s agent %d: %w", r.ID, ag.Index, err)
+	}
+	return compareEntrant{run: r, agent: ag, summary: leaderboard.SummarizeTallies(in, leaderboard.Options{}),
+		selfReported: at.UsageSelfReported > 0}, nil
 }
 
 // taskCategories maps the run's tasks to their categories in its manifest.
@@ -127,7 +134,7 @@ func compareEntrantView(e compareEntrant) v1.CompareEntrant {
 	s := e.summary
 	return v1.CompareEntrant{RunID: e.run.ID, Agent: e.agent.Index, Label: s.Entrant.String(), Harness: s.Entrant.Harness,
 		Model: s.Entrant.Model, ManifestVersion: e.run.ManifestVersion, Pass1: estimatePtr(s.Pass1),
-		CostPerTask: estimatePtr(s.CostPerTask), TimePerTask: estimatePtr(s.TimePerTask)}
+		CostPerTask: estimatePtr(s.CostPerTask), UsageSelfReported: e.selfReported, TimePerTask: estimatePtr(s.TimePerTask)}
 }
 
 func differenceView(d leaderboard.Difference) v1.Difference {

@@ -124,6 +124,14 @@ func create(zw *zip.Writer, name string) (io.Writer, error) {
 	return zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: time.Now().UTC()})
 }
 
+// The usage_source column of the CSVs: the model gateway metered the
+// tokens and cost, or the agent reported them itself (its usage.json);
+// empty when there were none.
+const (
+	usageMetered      = "metered"
+	usageSelfReported = "self_reported"
+)
+
 func (d *download) summary(ctx context.Context, zw *zip.Writer) error {
 	summaries, _, err := d.h.runSummaries(ctx, d.run, d.agents)
 	if err != nil {
@@ -136,9 +144,20 @@ func (d *download) summary(ctx context.Context, zw *zip.Writer) error {
 	cw := csv.NewWriter(f)
 	_ = cw.Write([]string{"run_id", "run_name", "agent", "agent_label", "harness", "model", "status", "tasks", "scored_attempts",
 		"passes", "pass1", "pass1_ci_low", "pass1_ci_high", "pass_at_k_k", "pass_at_k", "cost_per_task_usd",
-		"time_per_task_sec", "tokens_per_task"})
+		"time_per_task_sec", "tokens_per_task", "usage_source"})
 	for i, a := range d.agents {
 		s := summaries[i]
+		at, err := d.h.cfg.Records.AgentTally(ctx, d.run.ID, a.Index)
+		if err != nil {
+			return fmt.Errorf("load tally of run %s agent %d: %w", d.run.ID, a.Index, err)
+		}
+		usage := ""
+		switch {
+		case at.UsageSelfReported > 0:
+			usage = usageSelfReported
+		case at.InputTokens > 0 || at.OutputTokens > 0 || at.CostMicroUSD > 0:
+			usage = usageMetered
+		}
 		m := metricsOf(s)
 		k, passK := "", ""
 		if m.PassAtK != nil {
@@ -147,7 +166,7 @@ func (d *download) summary(ctx context.Context, zw *zip.Writer) error {
 		row := []string{d.run.ID, d.run.Name, strconv.Itoa(a.Index), a.Label(), a.Harness, a.Model, string(a.Status),
 			strconv.Itoa(s.Tasks), strconv.Itoa(s.ScoredAttempts), strconv.Itoa(s.Passes)}
 		row = append(row, estimateCells(m.Pass1)...)
-		row = append(row, k, passK, estimateValue(m.CostPerTask), estimateValue(m.TimePerTask), estimateValue(m.TokensPerTask))
+		row = append(row, k, passK, estimateValue(m.CostPerTask), estimateValue(m.TimePerTask), estimateValue(m.TokensPerTask), usage)
 		if err := cw.Write(cells(row)); err != nil {
 			return err
 		}
@@ -164,7 +183,7 @@ func (d *download) resultsCSV(ctx context.Context, zw *zip.Writer) error {
 	cw := csv.NewWriter(f)
 	_ = cw.Write([]string{"result_id", "agent", "agent_label", "task", "attempt", "generation", "outcome", "error_class",
 		"reward", "input_tokens", "cache_tokens", "output_tokens", "cost_usd", "duration_sec", "message",
-		"judge_model", "judge_calls", "judge_input_tokens", "judge_cache_tokens", "judge_output_tokens", "judge_cost_usd"})
+		"judge_model", "judge_calls", "judge_input_tokens", "judge_cache_tokens", "judge_output_tokens", "judge_cost_usd", "usage_source"})
 	for _, res := range d.results {
 		v := resultView(res, d.agents)
 		reward := ""
@@ -180,6 +199,14 @@ func (d *download) resultsCSV(ctx context.Context, zw *zip.Writer) error {
 				strconv.FormatInt(j.Tokens.Cache, 10), strconv.FormatInt(j.Tokens.Output, 10), num(j.CostUSD))
 		} else {
 			row = append(row, "", "", "", "", "", "")
+		}
+		switch {
+		case res.UsageSelfReported:
+			row = append(row, usageSelfReported)
+		case res.UsageReported || res.CostReported:
+			row = append(row, usageMetered)
+		default:
+			row = append(row, "")
 		}
 		if err := cw.Write(cells(row)); err != nil {
 			return err

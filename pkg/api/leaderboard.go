@@ -51,14 +51,15 @@ func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric 
 }
 
 // markEstimatedCosts sets cost_estimated on the rows whose cost came, at
-// least in part, from the price table. The stored board keeps no such flag;
-// the tally of the row's run agent counts its estimated costs. Rows without
-// a cost need no look-up.
+// least in part, from the price table, and usage_self_reported on the rows
+// whose tokens or cost are, at least in part, an agent's own report (not
+// metered). The stored board keeps no such flag; the tally of the row's run
+// agent counts both. Rows without a cost or tokens need no look-up.
 func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) error {
 	agents := map[string][]run.Agent{}
 	for i := range rows {
 		row := &rows[i]
-		if row.CostPerTask == nil || row.RunID == "" {
+		if (row.CostPerTask == nil && row.TokensPerTask == nil) || row.RunID == "" {
 			continue
 		}
 		list, ok := agents[row.RunID]
@@ -70,7 +71,7 @@ func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) er
 			agents[row.RunID] = list
 		}
 		for _, a := range list {
-			if a.Harness != row.Harness || a.Model != row.Model {
+			if a.Harness != row.Harness || a.RankedModel() != row.Model { // a model-free agent ranks under its name
 				continue
 			}
 			t, err := h.cfg.Records.AgentTally(ctx, row.RunID, a.Index)
@@ -78,6 +79,7 @@ func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) er
 				return fmt.Errorf("load tally of run %s agent %d: %w", row.RunID, a.Index, err)
 			}
 			row.CostEstimated = row.CostEstimated || t.CostEstimated > 0
+			row.UsageSelfReported = row.UsageSelfReported || t.UsageSelfReported > 0
 		}
 	}
 	return nil

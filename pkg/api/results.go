@@ -46,7 +46,7 @@ func resultView(res run.Result, agents []run.Agent) v1.ResultView {
 	v := v1.ResultView{
 		ID: v1.ResultID(res.Agent, res.Attempt, res.Task), Agent: res.Agent, Task: res.Task, Attempt: res.Attempt,
 		Generation: res.Generation, Outcome: string(res.Outcome), ErrorClass: string(res.ErrorClass), Message: res.Message,
-		Reward: res.Reward, Rewards: res.Rewards, CostUSD: res.CostUSD, CostEstimated: res.CostEstimated, DurationSec: float64(res.DurationMS) / 1000,
+		Reward: res.Reward, Rewards: res.Rewards, CostUSD: res.CostUSD, CostEstimated: res.CostEstimated, UsageSelfReported: res.UsageSelfReported, DurationSec: float64(res.DurationMS) / 1000,
 		Tokens:    v1.Tokens{Input: res.InputTokens, Cache: res.CacheTokens, Output: res.OutputTokens},
 		StartedAt: timePtr(res.StartedAt), EndedAt: timePtr(res.EndedAt),
 	}

@@ -274,7 +274,7 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 			Status: string(a.Status), Progress: v1.Progress{Completed: int(at.Done), Total: perAgent}, Outcomes: outcomes(at),
 			StartedAt: timePtr(a.StartedAt), EndedAt: timePtr(a.EndedAt), DurationSec: duration(a.StartedAt, a.EndedAt, now),
 			Tokens: tokens(at), CostUSD: float64(at.CostMicroUSD) / 1e6, CostEstimated: at.CostEstimated > 0,
-			Judge: judgeView(rn.Settings.JudgeModel, at), Metrics: metricsOf(summaries[i])}
+			UsageSelfReported: at.UsageSelfReported > 0, Judge: judgeView(rn.Settings.JudgeModel, at), Metrics: metricsOf(summaries[i])}
 	}
 	out.Power = runPower(out.AgentsDetail, rn.Settings.AttemptsPerTask)
 	body, err := render(out)

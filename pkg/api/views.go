@@ -74,7 +74,7 @@ func runView(r run.Run, t run.Tally, now time.Time) v1.RunView {
 		BenchmarkName: r.BenchmarkName, ManifestVersion: r.ManifestVersion, ManifestDigest: r.ManifestDigest,
 		TaskSet: r.TaskSet, Coverage: string(coverage(r)), TaskCount: len(r.Tasks), Agents: r.Agents,
 		Progress: v1.Progress{Completed: int(t.Done), Total: r.TotalSlots()}, Outcomes: outcomes(t), Tokens: tokens(t),
-		CostUSD: float64(t.CostMicroUSD) / 1e6, CostEstimated: t.CostEstimated > 0,
+		CostUSD: float64(t.CostMicroUSD) / 1e6, CostEstimated: t.CostEstimated > 0, UsageSelfReported: t.UsageSelfReported > 0,
 		Submission: v1.Submission{SubmittedBy: r.SubmittedBy, IdempotencyKey: r.IdempotencyKey, Settings: settings(r.Settings)},
 		CreatedAt:  r.CreatedAt, QueuedAt: timePtr(r.QueuedAt), StartedAt: timePtr(r.StartedAt), EndedAt: timePtr(r.EndedAt),
 	}

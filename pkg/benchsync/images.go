@@ -166,6 +166,7 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 			continue
 		}
 		g.Go(func() error {
+			start := s.now()
 			env, err := prep.task(gctx, tasks[i].Name, dirs[i])
 			var br *BuildRunning
 			if errors.As(err, &br) {
@@ -191,6 +192,11 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 			mu.Lock()
 			defer mu.Unlock()
 			done++
+			// One line per task as it is prepared, so whoever follows the
+			// log (make run's demo, an operator) sees which image, how
+			// and how long, rather than minutes of silence.
+			s.log.InfoContext(ctx, "task image prepared", "task", tasks[i].Name, "n", done, "of", len(tasks),
+				"source", string(env.Source), "seconds", roundSeconds(s.now().Sub(start)), "unavailable", env.Unavailable != "")
 			return p.record(gctx, done, true)
 		})
 	}
@@ -552,3 +558,6 @@ func (t *tailBuffer) Tail(n int) string {
 	}
 	return out
 }
+
+// roundSeconds is d in seconds to a tenth, for log lines people read.
+func roundSeconds(d time.Duration) float64 { return d.Round(100 * time.Millisecond).Seconds() }

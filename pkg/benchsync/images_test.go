@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -215,6 +217,8 @@ func TestSyncPreparesImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.svc.envs = &Environments{Resolver: reg, Builder: buildahBuilder{builder}, DefaultImage: "default:latest"}
+	var logs bytes.Buffer // written under the handler's lock, read after the sync
+	e.svc.log = slog.New(slog.NewTextHandler(&logs, nil))
 	b, err := e.svc.Add(ctx, ws, "envs")
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +227,20 @@ func TestSyncPreparesImages(t *testing.T) {
 	b = e.benchmark(t, b.Key)
 	if b.Status != records.SyncReady || b.Phase != "" {
 		t.Fatalf("after Sync: %+v", b)
+	}
+	// Each task says it is prepared, with its place, how and its time
+	// (make run's demo prints these while the catalog syncs).
+	for name, want := range map[string]string{"pulls": "source=pull", "builds": "source=build", "defaults": "source=default",
+		"unknown-image": "unavailable=true", "bad-build": "unavailable=true"} {
+		re := regexp.MustCompile(`msg="task image prepared" task=` + name + ` n=[1-6] of=6 .*` + want + `.*\n`)
+		if !re.MatchString(logs.String()) {
+			t.Errorf("no progress line for %s with %s in the log:\n%s", name, want, logs.String())
+		}
+	}
+	for n := 1; n <= 6; n++ {
+		if !strings.Contains(logs.String(), fmt.Sprintf(" n=%d of=6 ", n)) {
+			t.Errorf("no progress line n=%d of=6:\n%s", n, logs.String())
+		}
 	}
 	m, _ := e.manifest(t, b)
 	env := func(name string) benchmark.Environment {

@@ -27,7 +27,14 @@ func WriteCompare(w io.Writer, c v1.CompareView) error {
 	fmt.Fprintln(tw, "METRIC\tA\tB\tB − A\t95% CI\tP")
 	fmt.Fprintf(tw, "pass@1\t%s\t%s\t%s\n", Percent(c.A.Pass1), Percent(c.B.Pass1), diffCells(c.Pass1, pp))
 	if c.Cost != nil {
-		fmt.Fprintf(tw, "cost/task\t%s\t%s\t%s\n", Dollars(c.A.CostPerTask), Dollars(c.B.CostPerTask), diffCells(*c.Cost, signedWith(dollars)))
+		a, b := Dollars(c.A.CostPerTask), Dollars(c.B.CostPerTask)
+		if c.A.UsageSelfReported {
+			a = SelfReported(a)
+		}
+		if c.B.UsageSelfReported {
+			b = SelfReported(b)
+		}
+		fmt.Fprintf(tw, "cost/task\t%s\t%s\t%s\n", a, b, diffCells(*c.Cost, signedWith(dollars)))
 	}
 	if c.Time != nil {
 		fmt.Fprintf(tw, "time/task\t%s\t%s\t%s\n", Seconds(c.A.TimePerTask), Seconds(c.B.TimePerTask), diffCells(*c.Time, signedWith(seconds)))
@@ -37,6 +44,9 @@ func WriteCompare(w io.Writer, c v1.CompareView) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
+	}
+	if c.Cost != nil && (c.A.UsageSelfReported || c.B.UsageSelfReported) {
+		fmt.Fprintln(w, SelfReportedNote)
 	}
 	if len(c.Categories) > 0 {
 		fmt.Fprintln(w, "\nBy category (pass@1, B − A):")

@@ -49,3 +49,21 @@ func TestWriteCompare(t *testing.T) {
 		t.Errorf("WriteCompare() =\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
+
+// TestWriteCompareMarksSelfReportedCost: a side whose cost its agent
+// reported itself is marked, with the note under the table.
+func TestWriteCompareMarksSelfReportedCost(t *testing.T) {
+	c := v1.CompareView{
+		A:     v1.CompareEntrant{RunID: "r1", Label: "heuristic (command)", CostPerTask: &v1.Estimate{Value: 0.006}, UsageSelfReported: true},
+		B:     v1.CompareEntrant{RunID: "r2", Label: "openai/gpt-5 (codex)", CostPerTask: &v1.Estimate{Value: 0.02}},
+		Tasks: 4, SameMeasurement: true, Cost: &v1.Difference{Tasks: 4, Diff: 0.014},
+	}
+	var out bytes.Buffer
+	if err := WriteCompare(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.Contains(got, "$0.0060 (self)") || !strings.Contains(got, SelfReportedNote) || strings.Contains(got, "$0.0200 (self)") {
+		t.Errorf("WriteCompare() does not mark exactly A's self-reported cost:\n%s", got)
+	}
+}

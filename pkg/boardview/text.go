@@ -75,7 +75,7 @@ func WriteText(w io.Writer, b v1.LeaderboardView) error {
 		header = append(header, "ERRORS")
 	}
 	fmt.Fprintln(tw, strings.Join(append(header, "VS BEST"), "\t"))
-	tied, sets, tested := false, false, false
+	tied, sets, tested, self := false, false, false, false
 	for _, r := range b.Rows {
 		tied = tied || r.Tied
 		tested = tested || (r.VsBest != nil && r.VsBest.PValue != nil)
@@ -89,7 +89,12 @@ func WriteText(w io.Writer, b v1.LeaderboardView) error {
 		if strict {
 			cells = append(cells, value(r.Pass1ErrorsAsFailures))
 		}
-		cells = append(cells, Dollars(r.CostPerTask), Seconds(r.TimePerTask), compactTokens(r.TokensPerTask))
+		cost, tokens := Dollars(r.CostPerTask), compactTokens(r.TokensPerTask)
+		if r.UsageSelfReported {
+			self = true
+			cost, tokens = SelfReported(cost), SelfReported(tokens)
+		}
+		cells = append(cells, cost, Seconds(r.TimePerTask), tokens)
 		if errs {
 			cells = append(cells, errorCounts(r.Errors))
 		}
@@ -100,6 +105,9 @@ func WriteText(w io.Writer, b v1.LeaderboardView) error {
 	}
 	if tied {
 		fmt.Fprintln(w, "* statistically tied with the best: a paired t-test over tasks cannot separate them (adjusted p ≥ 0.05)")
+	}
+	if self {
+		fmt.Fprintln(w, SelfReportedNote)
 	}
 	if tested {
 		fmt.Fprintln(w, "VS BEST p: the paired t-test against the best, adjusted for the board's comparisons (Holm)")
@@ -255,4 +263,16 @@ func compactTokens(e *v1.Estimate) string {
 		return fmt.Sprintf("%.1fk", e.Value/1e3)
 	}
 	return strconv.FormatInt(int64(math.Round(e.Value)), 10)
+}
+
+// SelfReportedNote explains the SelfReported mark under a table.
+const SelfReportedNote = "(self): reported by the agent itself (its usage.json), not metered by the model gateway: not comparable with metered figures"
+
+// SelfReported marks a cost or token cell whose figure the agent reported
+// itself; a missing value stays as it is.
+func SelfReported(cell string) string {
+	if cell == missing {
+		return cell
+	}
+	return cell + " (self)"
 }

@@ -113,3 +113,28 @@ func TestWriteTextErrorsAndAdjustedP(t *testing.T) {
 		t.Errorf("WriteText() =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestWriteTextMarksSelfReportedUsage: a row whose cost and tokens the
+// agent reported itself (usage.json) shows them marked, with the note
+// under the table; a metered row's figures stay unmarked.
+func TestWriteTextMarksSelfReportedUsage(t *testing.T) {
+	b := v1.LeaderboardView{Metric: "pass@1", K: 1, Rows: []v1.BoardRow{
+		{Rank: 1, Best: true, Label: "heuristic (command)", Pass1: &v1.Estimate{Value: 0.5},
+			CostPerTask: &v1.Estimate{Value: 0.006}, TokensPerTask: &v1.Estimate{Value: 4800}, UsageSelfReported: true},
+		{Rank: 2, Label: "openai/gpt-5 (codex)", Pass1: &v1.Estimate{Value: 0.25},
+			CostPerTask: &v1.Estimate{Value: 0.02}, TokensPerTask: &v1.Estimate{Value: 9000}},
+	}}
+	var out bytes.Buffer
+	if err := WriteText(&out, b); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"$0.0060 (self)", "4.8k (self)", SelfReportedNote} {
+		if !strings.Contains(got, want) {
+			t.Errorf("WriteText() lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "$0.0200 (self)") || strings.Contains(got, "9k (self)") {
+		t.Errorf("the metered row is marked self-reported:\n%s", got)
+	}
+}

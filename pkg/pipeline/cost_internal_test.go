@@ -50,3 +50,35 @@ func TestScoreTrialMarksEstimatedCost(t *testing.T) {
 		})
 	}
 }
+
+// TestScoreTrialMarksSelfReportedUsage: usage the model gateway metered
+// (result.json's agent_result.metadata.model_gateway) is metered; usage
+// without it — a command agent's own /logs/agent/usage.json — is marked
+// self-reported, and the mark survives the tally's counters.
+func TestScoreTrialMarksSelfReportedUsage(t *testing.T) {
+	cost, in := 0.248, 1000
+	for _, tc := range []struct {
+		name  string
+		agent *harbor.AgentResult
+		want  bool
+	}{
+		{"metered by the gateway", &harbor.AgentResult{CostUSD: &cost, NInputTokens: &in,
+			Metadata: map[string]any{"model_gateway": map[string]any{"calls": 3}, "cost_estimated": true}}, false},
+		{"the agent's usage.json", &harbor.AgentResult{CostUSD: &cost, NInputTokens: &in}, true},
+		{"tokens alone, self-reported", &harbor.AgentResult{NInputTokens: &in}, true},
+		{"no usage at all", &harbor.AgentResult{}, false},
+		{"no agent result", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := scoreTrial(run.Result{}, harbor.TrialResult{AgentResult: tc.agent,
+				VerifierResult: &harbor.VerifierResult{Rewards: map[string]float64{"reward": 1}}}, 1)
+			if res.UsageSelfReported != tc.want {
+				t.Errorf("UsageSelfReported = %v, want %v", res.UsageSelfReported, tc.want)
+			}
+			d := run.TallyFromCounters(res.Deltas().Counters())
+			if (d.UsageSelfReported == 1) != tc.want {
+				t.Errorf("tally usage_self_reported = %d, want %v", d.UsageSelfReported, tc.want)
+			}
+		})
+	}
+}

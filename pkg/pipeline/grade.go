@@ -252,6 +252,10 @@ func scoreTrial(res run.Result, tr harbor.TrialResult, threshold float64) run.Re
 			est, _ := ar.Metadata["cost_estimated"].(bool)
 			res.CostEstimated = est
 		}
+		// Usage the model gateway did not meter (no model_gateway record:
+		// a model-free agent's own usage.json) is the agent's word only.
+		_, metered := ar.Metadata["model_gateway"]
+		res.UsageSelfReported = (res.UsageReported || res.CostReported) && !metered
 	}
 	// The judge's model use stays apart from the agent's tokens and cost
 	// (the leaderboard's cost per task is the agent's).

@@ -223,7 +223,8 @@ command = '''%s'''
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	tally := e.tally(r.ID)
-	wantTally := run.Tally{Done: 2, Passed: 2, Retries: 1, InputTokens: 240, CacheTokens: 40, OutputTokens: 60, CostMicroUSD: 500000}
+	// The command agent's usage.json, no model gateway: self-reported.
+	wantTally := run.Tally{Done: 2, Passed: 2, Retries: 1, InputTokens: 240, CacheTokens: 40, OutputTokens: 60, CostMicroUSD: 500000, UsageSelfReported: 2}
 	if diff := cmp.Diff(wantTally, tally, cmpNoDuration); diff != "" {
 		t.Errorf("tally (-want +got):\n%s", diff)
 	}

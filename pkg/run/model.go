@@ -165,12 +165,17 @@ type Agent struct {
 	Version int64 `json:"-"`
 }
 
-// Label names the agent as the leaderboard shows it: "model (harness)",
-// with RankedModel as the model.
+// Label names the agent in a run's views: "model (harness)", with
+// RankedModel as the model, preceded by the agent's name when it has both
+// a name and a model ("escapegw — mock/gpt-5 (command)"): the name is how
+// the run's author told its agents apart, and two agents may share a model.
 func (a Agent) Label() string {
 	m := a.RankedModel()
-	if m == "" {
+	switch {
+	case m == "":
 		return a.Harness
+	case a.Name != "" && a.Model != "":
+		return a.Name + " — " + m + " (" + a.Harness + ")"
 	}
 	return m + " (" + a.Harness + ")"
 }

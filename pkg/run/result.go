@@ -82,12 +82,17 @@ type Result struct {
 	// CostEstimated says the cost was computed from the platform's dated
 	// price table (list prices for the metered tokens), not reported by the
 	// provider.
-	CostEstimated bool    `json:"cost_estimated,omitempty"`
-	InputTokens   int64   `json:"input_tokens,omitempty"`
-	CacheTokens   int64   `json:"cache_tokens,omitempty"`
-	OutputTokens  int64   `json:"output_tokens,omitempty"`
-	CostUSD       float64 `json:"cost_usd,omitempty"`
-	DurationMS    int64   `json:"duration_ms,omitempty"`
+	CostEstimated bool `json:"cost_estimated,omitempty"`
+	// UsageSelfReported says the tokens and cost are the agent's own
+	// report (a command agent's /logs/agent/usage.json), not metered by the
+	// model gateway from the wire: shown as reported wherever a metered
+	// figure is shown, never ranked as if metered.
+	UsageSelfReported bool    `json:"usage_self_reported,omitempty"`
+	InputTokens       int64   `json:"input_tokens,omitempty"`
+	CacheTokens       int64   `json:"cache_tokens,omitempty"`
+	OutputTokens      int64   `json:"output_tokens,omitempty"`
+	CostUSD           float64 `json:"cost_usd,omitempty"`
+	DurationMS        int64   `json:"duration_ms,omitempty"`
 	// Judge is what the attempt's LLM judge used, metered by the verifier
 	// phase's model gateway; nil when no judge graded it. It is never part
 	// of the agent's tokens and cost above.
@@ -195,7 +200,10 @@ type Tally struct {
 	// CostEstimated counts the final results whose cost came from the
 	// price table (Result.CostEstimated).
 	CostEstimated int64 `json:"cost_estimated"`
-	DurationMS    int64 `json:"duration_ms"`
+	// UsageSelfReported counts the final results whose tokens and cost
+	// the agent reported itself (Result.UsageSelfReported).
+	UsageSelfReported int64 `json:"usage_self_reported"`
+	DurationMS        int64 `json:"duration_ms"`
 	// Judge* count the LLM judge's model use (Result.Judge), apart from the
 	// agent's tokens and cost above.
 	JudgeCalls         int64 `json:"judge_calls"`
@@ -221,6 +229,9 @@ func (r Result) Deltas() Tally {
 	}
 	if r.CostEstimated {
 		t.CostEstimated = 1
+	}
+	if r.UsageSelfReported {
+		t.UsageSelfReported = 1
 	}
 	if j := r.Judge; j != nil {
 		t.JudgeCalls, t.JudgeInputTokens, t.JudgeCacheTokens, t.JudgeOutputTokens = j.Calls, j.InputTokens, j.CacheTokens, j.OutputTokens
@@ -253,7 +264,7 @@ func (t Tally) Counters() map[string]int64 {
 		"done": t.Done, "passed": t.Passed, "failed": t.Failed, "errored": t.Errored,
 		"infra_errored": t.InfraErrored, "judge_failed": t.JudgeFailed, "cancelled": t.Cancelled, "retries": t.Retries,
 		"input_tokens": t.InputTokens, "cache_tokens": t.CacheTokens, "output_tokens": t.OutputTokens,
-		"cost_micro_usd": t.CostMicroUSD, "cost_estimated": t.CostEstimated, "duration_ms": t.DurationMS,
+		"cost_micro_usd": t.CostMicroUSD, "cost_estimated": t.CostEstimated, "usage_self_reported": t.UsageSelfReported, "duration_ms": t.DurationMS,
 		"judge_calls": t.JudgeCalls, "judge_input_tokens": t.JudgeInputTokens, "judge_cache_tokens": t.JudgeCacheTokens,
 		"judge_output_tokens": t.JudgeOutputTokens, "judge_cost_micro_usd": t.JudgeCostMicroUSD, "judge_cost_estimated": t.JudgeCostEstimated,
 	}
@@ -271,7 +282,7 @@ func TallyFromCounters(c map[string]int64) Tally {
 		Done: c["done"], Passed: c["passed"], Failed: c["failed"], Errored: c["errored"],
 		InfraErrored: c["infra_errored"], JudgeFailed: c["judge_failed"], Cancelled: c["cancelled"], Retries: c["retries"],
 		InputTokens: c["input_tokens"], CacheTokens: c["cache_tokens"], OutputTokens: c["output_tokens"],
-		CostMicroUSD: c["cost_micro_usd"], CostEstimated: c["cost_estimated"], DurationMS: c["duration_ms"],
+		CostMicroUSD: c["cost_micro_usd"], CostEstimated: c["cost_estimated"], UsageSelfReported: c["usage_self_reported"], DurationMS: c["duration_ms"],
 		JudgeCalls: c["judge_calls"], JudgeInputTokens: c["judge_input_tokens"], JudgeCacheTokens: c["judge_cache_tokens"],
 		JudgeOutputTokens: c["judge_output_tokens"], JudgeCostMicroUSD: c["judge_cost_micro_usd"], JudgeCostEstimated: c["judge_cost_estimated"],
 	}

@@ -68,9 +68,23 @@ func checkDownload(t *testing.T, id string) {
 		t.Errorf("summary.csv pass1 of oracle and nop = %v, want 1 and 0", got)
 	}
 
+	// The heuristic command agent's tokens and cost are its own usage.json:
+	// marked self-reported, never as metered; oracle and nop have none.
+	col = slices.Index(summary[0], "usage_source")
+	if got := []string{summary[1][col], summary[2][col], summary[3][col]}; col < 0 || !slices.Equal(got, []string{"", "", "self_reported"}) {
+		t.Errorf("summary.csv usage_source of oracle, nop, heuristic = %v (column %d), want \"\", \"\", self_reported", got, col)
+	}
+
 	rows := readCSV(t, "results.csv", files["results.csv"])
 	if len(rows) != len(results)+1 {
 		t.Fatalf("results.csv has %d rows, want %d results and a header", len(rows), len(results))
+	}
+	usageCol, agentCol := slices.Index(rows[0], "usage_source"), slices.Index(rows[0], "agent")
+	for _, r := range rows[1:] {
+		if want := map[string]string{"0": "", "1": "", "2": "self_reported"}[r[agentCol]]; usageCol < 0 || r[usageCol] != want {
+			t.Errorf("results.csv %s: usage_source %q, want %q", r[0], r[min(max(usageCol, 0), len(r)-1)], want)
+			break
+		}
 	}
 	var csvIDs, apiIDs []string
 	for _, r := range rows[1:] {

@@ -188,6 +188,10 @@ func checkFinishedRun(t *testing.T, d v1.RunDetail) {
 	if h := d.AgentsDetail[2]; h.Tokens.Input == 0 || d.Tokens.Input < h.Tokens.Input {
 		t.Errorf("heuristic tokens %+v, run tokens %+v; want the usage the agent reported", h.Tokens, d.Tokens)
 	}
+	// That usage is the agent's word (usage.json), not the gateway's meter.
+	if got := []bool{d.AgentsDetail[0].UsageSelfReported, d.AgentsDetail[1].UsageSelfReported, d.AgentsDetail[2].UsageSelfReported, d.UsageSelfReported}; !slices.Equal(got, []bool{false, false, true, true}) {
+		t.Errorf("usage_self_reported of oracle, nop, heuristic, the run = %v, want false false true true", got)
+	}
 }
 
 func checkConfig(t *testing.T, d v1.RunDetail) {
@@ -264,6 +268,12 @@ func checkResults(t *testing.T, id string) {
 	}
 	if len(ids) != 48 {
 		t.Errorf("%d distinct result ids, want 48", len(ids))
+	}
+	for _, r := range all {
+		if want := r.Agent == 2; r.UsageSelfReported != want { // the heuristic's usage.json
+			t.Errorf("result %s usage_self_reported = %v, want %v", r.ID, r.UsageSelfReported, want)
+			break
+		}
 	}
 	filters := []struct {
 		query string
@@ -346,10 +356,17 @@ func checkLeaderboard(t *testing.T) {
 	if last.Harness != "nop" || last.Rank != 3 || last.VsBest == nil || last.VsBest.PValue == nil || last.VsBest.Diff != -1 || last.PassAtK == nil {
 		t.Errorf("last row = %+v, want nop ranked 3 with a comparison to the best", last)
 	}
-	for _, m := range []string{"pass@k", "pass^k", "pass@1-errors-as-failures", "cost", "time", "tokens"} {
+	// The heuristic command agent's cost is its own usage.json: marked
+	// self-reported on every board, also the one ranked by cost.
+	for _, m := range []string{"pass@1", "pass@k", "pass^k", "pass@1-errors-as-failures", "cost", "time", "tokens"} {
 		alice().get(t, "/v1/benchmarks/demo-bench/leaderboard?metric="+url.QueryEscape(m), http.StatusOK, &board)
 		if board.Metric != m || len(board.Rows) != 3 {
 			t.Errorf("leaderboard by %s = %+v", m, board)
+		}
+		for _, r := range board.Rows {
+			if want := r.Harness == "command"; r.UsageSelfReported != want {
+				t.Errorf("leaderboard by %s: row %s usage_self_reported = %v, want %v", m, r.Label, r.UsageSelfReported, want)
+			}
 		}
 	}
 	wantError(t, alice(), request{method: "GET", path: "/v1/benchmarks/demo-bench/leaderboard?metric=elo"}, 400, v1.CodeBadRequest)

@@ -96,6 +96,8 @@ export function costPassChart({ points, frontier, scale, formatCost, title, desc
     h('span', {}, h('span', { class: 'mark front', 'aria-hidden': 'true' }), 'on the Pareto frontier'),
     h('span', {}, h('span', { class: 'mark dominated', 'aria-hidden': 'true' }), 'dominated (another entrant is cheaper and better)'),
     points.some((p) => p.estimated) ? h('span', {}, h('span', { class: 'mark hollow', 'aria-hidden': 'true' }), 'estimated cost (price table)') : null,
+    points.some((p) => p.selfReported) ? h('span', { id: 'cost-plot-self-reported' }, h('span', { class: 'mark self-reported', 'aria-hidden': 'true' }),
+      'cost reported by the agent itself, not metered: not on the frontier') : null,
     h('span', {}, h('span', { class: 'mark bar', 'aria-hidden': 'true' }), 'pass@1 95% CI'));
   let width = 0;
   const draw = (w) => {
@@ -133,10 +135,14 @@ export function costPassChart({ points, frontier, scale, formatCost, title, desc
       if (p.lo !== null && p.hi !== null) {
         bars.append(svg('path', { d: `M${cx - 4},${y(p.hi)}H${cx + 4}M${cx},${y(p.hi)}V${y(p.lo)}M${cx - 4},${y(p.lo)}H${cx + 4}` }));
       }
-      marks.append(svg('circle', {
-        cx, cy: y(p.y), r: 4.5, class: [onFront.has(p) ? 'front' : 'dominated', p.estimated && 'hollow'],
-        'data-label': p.label,
-      }, svg('title', {}, pointText(p, formatCost, onFront.has(p)))));
+      // A self-reported cost is a square, apart from the metered circles.
+      const title = svg('title', {}, pointText(p, formatCost, onFront.has(p)));
+      marks.append(p.selfReported
+        ? svg('rect', { x: cx - 4.5, y: y(p.y) - 4.5, width: 9, height: 9, class: 'self-reported', 'data-label': p.label }, title)
+        : svg('circle', {
+          cx, cy: y(p.y), r: 4.5, class: [onFront.has(p) ? 'front' : 'dominated', p.estimated && 'hollow'],
+          'data-label': p.label,
+        }, title));
     }
     // The frontier's entrants are named where a label fits (best first);
     // every point keeps its title, and the description names them all.
@@ -172,5 +178,8 @@ export function costPassChart({ points, frontier, scale, formatCost, title, desc
 /** pointText is one entrant of the cost plot in words. */
 export function pointText(p, formatCost, front) {
   const ci = p.lo !== null && p.hi !== null ? ` (95% CI ${(p.lo * 100).toFixed(1)}–${(p.hi * 100).toFixed(1)}%)` : '';
+  if (p.selfReported) {
+    return `${p.label}: ${formatCost(p.x, p.estimated)} per task as the agent reported it (not metered), pass@1 ${(p.y * 100).toFixed(1)}%${ci}; not on the frontier`;
+  }
   return `${p.label}: ${formatCost(p.x, p.estimated)} per task, pass@1 ${(p.y * 100).toFixed(1)}%${ci}; ${front ? 'on the Pareto frontier' : 'dominated'}`;
 }

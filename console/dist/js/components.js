@@ -143,17 +143,41 @@ export function loading(what = 'Loading') {
  */
 export function table(columns, rows, { caption, rowAttrs, empty = 'Nothing here yet.' } = {}) {
   if (!rows.length) return h('div', { class: 'table-wrap' }, h('div', { class: 'empty' }, empty));
-  return h('div', { class: 'table-wrap' },
-    h('table', { class: 'data' },
-      caption ? h('caption', {}, caption) : null,
-      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.class || null, scope: 'col', title: c.title || null, 'aria-sort': c.sort || null }, c.header || c.label)))),
-      h('tbody', {}, rows.map((r, i) => h('tr', rowAttrs ? rowAttrs(r, i) : {},
-        columns.map((c) => h('td', { class: c.class || null }, c.cell(r, i))))))));
+  // Each cell carries its column's label: on a phone the rows fold into
+  // "label: value" lines (app.css). A table still wider than its frame
+  // scrolls visibly: the frame is marked overflowing (edge shadow, hint).
+  const tbl = h('table', { class: 'data' },
+    caption ? h('caption', {}, caption) : null,
+    h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.class || null, scope: 'col', title: c.title || null, 'aria-sort': c.sort || null }, c.header || c.label)))),
+    h('tbody', {}, rows.map((r, i) => h('tr', rowAttrs ? rowAttrs(r, i) : {},
+      columns.map((c) => h('td', { class: c.class || null, 'data-label': c.label || null }, c.cell(r, i)))))));
+  const wrap = h('div', { class: 'table-wrap' }, tbl, h('div', { class: 'scroll-hint', 'aria-hidden': 'true' }, 'More columns: scroll sideways →'));
+  if (typeof ResizeObserver === 'function') {
+    const mark = () => wrap.classList.toggle('overflowing', tbl.scrollWidth > wrap.clientWidth + 1);
+    const ro = new ResizeObserver(mark);
+    ro.observe(wrap);
+    ro.observe(tbl);
+  }
+  return wrap;
+}
+
+/**
+ * selfReported marks tokens or a cost the agent reported itself (a command
+ * agent's usage.json) rather than the model gateway metered: shown beside
+ * such a figure wherever one is shown, null for a metered one.
+ */
+export function selfReported(on) {
+  return on ? h('span', {
+    class: 'tag self-reported',
+    title: 'Reported by the agent itself (its usage.json), not metered by the model gateway: not comparable with metered figures',
+  }, 'self-reported') : null;
 }
 
 /** numCell renders a value with an optional dimmed interval after it. */
 export function numCell(parts) {
-  return [parts.value, parts.ci ? h('span', { class: 'ci' }, ` ${parts.ci}`) : null];
+  // The space stays outside both nowrap spans: the interval may go to a
+  // second line when the column is narrow.
+  return [h('span', { class: 'v' }, parts.value), parts.ci ? [' ', h('span', { class: 'ci' }, parts.ci)] : null];
 }
 
 /**

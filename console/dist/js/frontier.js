@@ -4,9 +4,11 @@
 
 /**
  * costPoints maps leaderboard rows to plot points {label, x, y, lo, hi,
- * estimated, runId}: x is cost per task (USD), y pass@1, lo/hi pass@1's 95%
- * interval (null without one). Rows without a cost or a pass@1 have no
- * place on the plot and are left out.
+ * estimated, selfReported, runId}: x is cost per task (USD), y pass@1, lo/hi
+ * pass@1's 95% interval (null without one); selfReported marks a cost the
+ * agent reported itself (usage.json), not metered by the model gateway.
+ * Rows without a cost or a pass@1 have no place on the plot and are left
+ * out.
  */
 export function costPoints(rows) {
   const out = [];
@@ -19,7 +21,7 @@ export function costPoints(rows) {
       label: r.label || (r.model ? `${r.model} (${r.harness})` : r.harness),
       x: c.value, y: p.value,
       lo: banded ? p.ci_low : null, hi: banded ? p.ci_high : null,
-      estimated: !!r.cost_estimated, runId: r.run_id || '',
+      estimated: !!r.cost_estimated, selfReported: !!r.usage_self_reported, runId: r.run_id || '',
     });
   }
   return out;
@@ -33,10 +35,11 @@ export function dominates(a, b) {
 /**
  * paretoFrontier returns the points no other point dominates (lower cost
  * and higher pass@1 are better), cheapest first. Equal points are all kept:
- * neither dominates the other.
+ * neither dominates the other. Only metered costs compete: a self-reported
+ * cost (the agent's own word) is neither on the frontier nor dominates.
  */
 export function paretoFrontier(points) {
-  const sorted = [...points].sort((a, b) => a.x - b.x || b.y - a.y);
+  const sorted = points.filter((p) => !p.selfReported).sort((a, b) => a.x - b.x || b.y - a.y);
   const out = [];
   let best = -Infinity;
   for (const p of sorted) {

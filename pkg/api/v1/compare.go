@@ -35,7 +35,10 @@ type CompareEntrant struct {
 	ManifestVersion string    `json:"manifest_version"`
 	Pass1           *Estimate `json:"pass1"`
 	CostPerTask     *Estimate `json:"cost_per_task"`
-	TimePerTask     *Estimate `json:"time_per_task"`
+	// UsageSelfReported is true when some of the agent's tokens and cost
+	// are its own report (usage.json), not metered by the model gateway.
+	UsageSelfReported bool      `json:"usage_self_reported"`
+	TimePerTask       *Estimate `json:"time_per_task"`
 }
 
 // Difference is a paired difference B − A over tasks.

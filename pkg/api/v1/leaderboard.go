@@ -50,11 +50,15 @@ type BoardRow struct {
 	CostPerTask *Estimate `json:"cost_per_task"`
 	// CostEstimated is true when some of the row's cost was computed from
 	// the platform's dated price table rather than reported by a provider.
-	CostEstimated bool      `json:"cost_estimated"`
-	TimePerTask   *Estimate `json:"time_per_task"`
-	TokensPerTask *Estimate `json:"tokens_per_task"`
-	RunID         string    `json:"run_id"`
-	FinishedAt    time.Time `json:"finished_at"`
+	CostEstimated bool `json:"cost_estimated"`
+	// UsageSelfReported is true when some of the tokens and cost are an
+	// agent's own report (a command agent's usage.json), not metered by
+	// the model gateway.
+	UsageSelfReported bool      `json:"usage_self_reported"`
+	TimePerTask       *Estimate `json:"time_per_task"`
+	TokensPerTask     *Estimate `json:"tokens_per_task"`
+	RunID             string    `json:"run_id"`
+	FinishedAt        time.Time `json:"finished_at"`
 	// VsBest compares the row with the best row (null for the best row and
 	// for rows of another measurement than the best's).
 	VsBest *Comparison `json:"vs_best"`

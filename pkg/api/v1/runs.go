@@ -36,6 +36,10 @@ type RunView struct {
 	// CostEstimated is true when some of CostUSD was computed from the
 	// platform's dated price table rather than reported by a provider.
 	CostEstimated bool `json:"cost_estimated"`
+	// UsageSelfReported is true when some of the tokens and cost are an
+	// agent's own report (a command agent's usage.json), not metered by
+	// the model gateway.
+	UsageSelfReported bool `json:"usage_self_reported"`
 	// Judge is the LLM judge's model use over the run's graded attempts,
 	// apart from the agents' Tokens and CostUSD above; null when the run
 	// grades without a judge.
@@ -146,6 +150,10 @@ type AgentView struct {
 	CostUSD     float64    `json:"cost_usd"`
 	// CostEstimated is true when some of CostUSD came from the price table.
 	CostEstimated bool `json:"cost_estimated"`
+	// UsageSelfReported is true when some of the tokens and cost are an
+	// agent's own report (a command agent's usage.json), not metered by
+	// the model gateway.
+	UsageSelfReported bool `json:"usage_self_reported"`
 	// Judge is the LLM judge's model use grading this agent's attempts,
 	// apart from Tokens and CostUSD; null when the run grades without one.
 	Judge *JudgeUsage `json:"judge"`
@@ -277,6 +285,9 @@ type ResultView struct {
 	// CostEstimated is true when CostUSD was computed from the platform's
 	// dated price table (list prices for the metered tokens).
 	CostEstimated bool `json:"cost_estimated"`
+	// UsageSelfReported is true when Tokens and CostUSD are the agent's
+	// own report (usage.json), not metered by the model gateway.
+	UsageSelfReported bool `json:"usage_self_reported"`
 	// Judge is what the LLM judge used grading this attempt, apart from
 	// Tokens and CostUSD (the agent's); null when no judge graded it.
 	Judge *JudgeUsage `json:"judge"`

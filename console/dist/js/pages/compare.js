@@ -6,7 +6,7 @@
 
 import { api } from '../api.js';
 import { h, replace, link } from '../dom.js';
-import { errorBox, loading, table } from '../components.js';
+import { errorBox, loading, selfReported, table } from '../components.js';
 import { estimateText, pct, pText, seconds, signedPP, tokens, usd } from '../format.js';
 import { navigate } from '../router.js';
 
@@ -57,7 +57,8 @@ function compareView(c) {
   const pp = (v) => signedPP(v);
   const rows = [
     diffRow('pass@1', estimateText(c.a.pass1), estimateText(c.b.pass1), c.pass1, pp),
-    diffRow('Cost/task', usd(c.a.cost_per_task?.value), usd(c.b.cost_per_task?.value), c.cost, (v) => signed(v, usd)),
+    diffRow('Cost/task', [usd(c.a.cost_per_task?.value), c.a.usage_self_reported ? ' ' : null, selfReported(c.a.usage_self_reported)],
+      [usd(c.b.cost_per_task?.value), c.b.usage_self_reported ? ' ' : null, selfReported(c.b.usage_self_reported)], c.cost, (v) => signed(v, usd)),
     diffRow('Time/task', seconds(c.a.time_per_task?.value), seconds(c.b.time_per_task?.value), c.time, (v) => signed(v, seconds)),
     diffRow('Tokens/task', '', '', c.tokens, (v) => signed(v, tokens)),
   ].filter(Boolean);

@@ -5,7 +5,7 @@
 
 import { api } from '../api.js';
 import { h, replace } from '../dom.js';
-import { attachTooltip, errorBox, loading, numCell, table } from '../components.js';
+import { attachTooltip, errorBox, loading, numCell, selfReported, table } from '../components.js';
 import { cost, estimateParts, pct, pText, pValue, seconds, shortDigest, signedPP, tokens, usd, dateTime } from '../format.js';
 import { costPassChart, pointText } from '../chart.js';
 import { costPoints, costScale, paretoFrontier } from '../frontier.js';
@@ -139,10 +139,10 @@ function listView(metric, k, rows, rank) {
     strictShown ? { label: 'Errors as failures', header: head('pass@1-errors-as-failures', 'Errors as failures'), sort: sorted('pass@1-errors-as-failures'),
       class: active('pass@1-errors-as-failures'), title: 'pass@1 with every error (platform and judge too) scored as a failure', cell: (r) => numCell(estimateParts(r.pass1_errors_as_failures)) } : null,
     anyErrors ? { label: 'Errors', class: 'num', cell: errorsCell } : null,
-    { label: 'Cost/task', header: head('cost', 'Cost/task'), sort: sorted('cost'), class: active('cost'), cell: (r) => numCell({ ...estimateParts(r.cost_per_task, usd), value: cost(r.cost_per_task?.value, r.cost_estimated) }) },
+    { label: 'Cost/task', header: head('cost', 'Cost/task'), sort: sorted('cost'), class: active('cost'), cell: (r) => [numCell({ ...estimateParts(r.cost_per_task, usd), value: cost(r.cost_per_task?.value, r.cost_estimated) }), r.cost_per_task ? selfMark(r) : null] },
     { label: 'Time/task', header: head('time', 'Time/task'), sort: sorted('time'), class: active('time'), cell: (r) => numCell(estimateParts(r.time_per_task, seconds)) },
-    { label: 'Tokens/task', header: head('tokens', 'Tokens/task'), sort: sorted('tokens'), class: active('tokens'), cell: (r) => numCell(estimateParts(r.tokens_per_task, tokens)) },
-    { label: 'Run', cell: (r) => (r.run_id ? [h('a', { href: `/benchmarks/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, r.run_id),
+    { label: 'Tokens/task', header: head('tokens', 'Tokens/task'), sort: sorted('tokens'), class: active('tokens'), cell: (r) => [numCell(estimateParts(r.tokens_per_task, tokens)), r.tokens_per_task ? selfMark(r) : null] },
+    { label: 'Run', class: 'run-cell', cell: (r) => (r.run_id ? [h('a', { href: `/benchmarks/runs/${encodeURIComponent(r.run_id)}`, class: 'mono run-link' }, r.run_id),
       h('div', { class: 'sub' }, dateTime(r.finished_at))] : '—') },
   ].filter(Boolean);
   // Clicking a row (or Enter on it) opens the run behind its score.
@@ -164,6 +164,11 @@ function listView(metric, k, rows, rank) {
 
 // measurementBadge names a row's task set, and its manifest version when it
 // differs from the best's: what the tie test compares by.
+// selfMark puts the self-reported mark under a row's cost or tokens.
+function selfMark(r) {
+  return r.usage_self_reported ? h('div', {}, selfReported(true)) : null;
+}
+
 function measurementBadge(r, best) {
   const otherVersion = best && (r.manifest_version !== best.manifest_version || r.manifest_digest !== best.manifest_digest);
   const parts = [r.task_set ? h('span', { class: 'tag task-set', title: `Scored on the ${r.task_set} task set` }, r.task_set) : null];

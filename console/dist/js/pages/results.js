@@ -5,7 +5,7 @@
 import { conversation } from '../conversation.js';
 import { api, download } from '../api.js';
 import { h, replace } from '../dom.js';
-import { errorBox, loading, statusBadge, table, taskCheckBadge, toast } from '../components.js';
+import { errorBox, loading, selfReported, statusBadge, table, taskCheckBadge, toast } from '../components.js';
 import { bytes, cost, count, dateTime, seconds, taskCheckText, tokens } from '../format.js';
 import { setQuery } from '../router.js';
 
@@ -99,7 +99,7 @@ function resultsTable(ctx, run, results) {
     { label: 'Reward', class: 'num', cell: (r) => (r.reward === null || r.reward === undefined ? '—' : r.reward.toFixed(3)) },
     { label: 'Duration', class: 'num', cell: (r) => seconds(r.duration_sec) },
     { label: 'Tokens', class: 'num', cell: (r) => tokens((r.tokens?.input || 0) + (r.tokens?.output || 0)) },
-    { label: 'Cost', class: 'num', cell: (r) => cost(r.cost_usd, r.cost_estimated) },
+    { label: 'Cost', class: 'num', cell: (r) => [cost(r.cost_usd, r.cost_estimated), r.usage_self_reported ? ' ' : null, selfReported(r.usage_self_reported)] },
     { label: 'Message', cell: (r) => (r.message ? h('span', { class: 'ellipsis muted', title: r.message }, r.message) : '') },
   ], results, {
     empty: 'No result matches. Results appear as attempts finish.',
@@ -164,7 +164,7 @@ function resultDetail(d) {
       rewards.length ? [h('dt', {}, 'Rewards'), h('dd', {}, rewards.map(([k, v], i) => [i ? ', ' : '', h('code', {}, k), ` ${v}`]))] : null,
       h('dt', {}, 'Duration'), h('dd', {}, seconds(d.duration_sec)),
       h('dt', {}, 'Tokens'), h('dd', {}, `in ${tokens(d.tokens?.input)} · out ${tokens(d.tokens?.output)} · cache ${tokens(d.tokens?.cache)}`),
-      h('dt', {}, 'Cost'), h('dd', {}, cost(d.cost_usd, d.cost_estimated)),
+      h('dt', {}, 'Cost'), h('dd', { id: 'result-cost' }, cost(d.cost_usd, d.cost_estimated), d.usage_self_reported ? ' ' : null, selfReported(d.usage_self_reported)),
       d.judge ? [
         h('dt', {}, 'Judge'), h('dd', { id: 'result-judge' }, h('code', {}, d.judge.model), ` · ${count(d.judge.calls)} ${d.judge.calls === 1 ? 'call' : 'calls'}`),
         h('dt', {}, 'Judge tokens'), h('dd', { id: 'result-judge-tokens' }, `in ${tokens(d.judge.tokens?.input)} · out ${tokens(d.judge.tokens?.output)} · cache ${tokens(d.judge.tokens?.cache)}`),

@@ -5,7 +5,7 @@
 import { api, download } from '../api.js';
 import { h, replace, link } from '../dom.js';
 import {
-  ACTIVE_RUN, STOPPABLE, confirmDialog, errorBox, loading, menu, numCell, outcomeBar, outcomeLegend, statusBadge, table, toast,
+  ACTIVE_RUN, STOPPABLE, confirmDialog, errorBox, loading, menu, numCell, outcomeBar, outcomeLegend, selfReported, statusBadge, table, toast,
 } from '../components.js';
 import { bytes, cost, count, dateTime, estimateParts, pct, seconds, shortDigest, tokens, usd } from '../format.js';
 import { lineChart, seriesColor } from '../chart.js';
@@ -230,11 +230,14 @@ function statStrip(run, fetchedAt) {
       stat('Duration', run.started_at ? liveDuration(run.duration_sec, !run.ended_at, fetchedAt) : '—',
         run.ended_at ? `ended ${dateTime(run.ended_at)}` : run.started_at ? 'live' : 'not started', 'stat-duration'),
       stat('Tokens', tokens((tok.input || 0) + (tok.output || 0)), `in ${tokens(tok.input)} · out ${tokens(tok.output)} · cache ${tokens(tok.cache)}`),
-      stat('LLM cost', cost(run.cost_usd, run.cost_estimated), run.judge ? 'agents only' : null),
+      stat('LLM cost', cost(run.cost_usd, run.cost_estimated), run.judge || run.usage_self_reported ? [run.judge ? 'agents only ' : null, selfReported(run.usage_self_reported)] : null, 'stat-cost'),
       run.judge ? stat('Judge', cost(run.judge.cost_usd, run.judge.cost_estimated),
         `${run.judge.model} · ${count(run.judge.calls)} ${run.judge.calls === 1 ? 'call' : 'calls'} · in ${tokens(run.judge.tokens?.input)} · out ${tokens(run.judge.tokens?.output)}`, 'stat-judge') : null,
       stat('Shape', `${count(run.agent_count)} × ${count(run.task_count)} × ${count(s.attempts_per_task)}`, 'agents × tasks × attempts'),
-      stat('Submitted', dateTime(run.created_at), run.submission?.submitted_by ? `by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null)));
+      // The date on the value's line, the time beside the submitter: a
+      // whole date-time does not fit a stat card's line.
+      stat('Submitted', dateTime(run.created_at).split(' ')[0],
+        [dateTime(run.created_at).split(' ')[1] || null, run.submission?.submitted_by ? ` by ${run.submission.submitted_by_name || userLabel(run.submission.submitted_by)}` : null], 'stat-submitted')));
 }
 
 function overview(run, fetchedAt) {
@@ -378,12 +381,12 @@ function agentsRows(rows, agents, sort, fetchedAt, onSort) {
       ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_at_k.k} `), numCell(estimateParts(a.metrics.pass_at_k))] : '—') }),
     col('passhatk', k ? `pass^k (k≤${k})` : 'pass^k', { class: 'num', cell: ({ a }) => (a.metrics?.pass_hat_k
       ? [h('span', { class: 'sub' }, `k=${a.metrics.pass_hat_k.k} `), numCell(estimateParts(a.metrics.pass_hat_k))] : '—') }),
-    col('cost_task', 'Cost/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.cost_per_task, usd)) }),
+    col('cost_task', 'Cost/task', { class: 'num', cell: ({ a }) => [numCell(estimateParts(a.metrics?.cost_per_task, usd)), a.metrics?.cost_per_task && a.usage_self_reported ? h('div', {}, selfReported(true)) : null] }),
     col('time_task', 'Time/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.time_per_task, seconds)) }),
-    col('tokens_task', 'Tokens/task', { class: 'num', cell: ({ a }) => numCell(estimateParts(a.metrics?.tokens_per_task, tokens)) }),
+    col('tokens_task', 'Tokens/task', { class: 'num', cell: ({ a }) => [numCell(estimateParts(a.metrics?.tokens_per_task, tokens)), a.metrics?.tokens_per_task && a.usage_self_reported ? h('div', {}, selfReported(true)) : null] }),
     col('outcomes', 'Passed / failed / errored', { class: 'num', cell: ({ a }) => [`${count(a.outcomes?.passed)} / ${count(a.outcomes?.failed)} / ${count(a.outcomes?.errored)}`,
       errorRules(a)] }),
-    col('cost', 'Cost', { class: 'num', cell: ({ a }) => [cost(a.cost_usd, a.cost_estimated),
+    col('cost', 'Cost', { class: 'num', cell: ({ a }) => [cost(a.cost_usd, a.cost_estimated), a.usage_self_reported ? h('div', {}, selfReported(true)) : null,
       a.judge ? h('div', { class: 'sub', title: `the LLM judge (${a.judge.model}) grading this agent's attempts: ${count(a.judge.calls)} calls, apart from the agent's cost` },
         ['judge ', cost(a.judge.cost_usd, a.judge.cost_estimated)]) : null] }),
   ], rows, { empty: 'This run has no agents.', rowAttrs: ({ a }) => ({ dataset: { agent: String(a.index) } }) });
@@ -392,18 +395,25 @@ function agentsRows(rows, agents, sort, fetchedAt, onSort) {
 function categoryBars(agents) {
   const categories = [...new Set(agents.flatMap((a) => (a.metrics?.categories || []).map((c) => c.category)))].sort();
   if (!categories.length) return h('p', { class: 'muted' }, 'No per-category pass@1 yet: it needs scored attempts of tasks with a category.');
-  return h('div', { class: 'bars', id: 'category-bars' }, categories.map((cat) => [
-    h('span', { class: 'name' }, cat),
-    h('div', { class: 'row' }, agents.map((a, i) => {
-      const e = (a.metrics?.categories || []).find((c) => c.category === cat)?.pass1;
-      return h('div', { class: 'bar-line', title: `${a.label}: ${estimateParts(e).value} ${estimateParts(e).ci}` },
-        h('div', { class: 'bar-track' },
-          e ? h('div', { class: 'bar-fill', style: { width: pct(e.value), background: seriesColor(i) } }) : null,
-          e && e.ci_low !== null && e.ci_low !== undefined
-            ? h('div', { class: 'bar-ci', style: { left: pct(e.ci_low), width: pct(e.ci_high - e.ci_low) } }) : null),
-        h('span', { class: 'bar-value' }, e ? pct(e.value, 0) : '—'));
-    })),
-  ]));
+  // Each bar names its agent (the colour alone needs the legend), a 0%
+  // bar keeps a visible stub at the baseline, and the legend is this
+  // chart's own.
+  return h('figure', { class: 'chart', style: { margin: '0' } },
+    h('div', { class: 'bars', id: 'category-bars' }, categories.map((cat) => [
+      h('span', { class: 'name' }, cat),
+      h('div', { class: 'row' }, agents.map((a, i) => {
+        const e = (a.metrics?.categories || []).find((c) => c.category === cat)?.pass1;
+        return h('div', { class: 'bar-line', title: `${a.label}: ${estimateParts(e).value} ${estimateParts(e).ci}`, dataset: { agent: String(a.index) } },
+          h('span', { class: 'bar-agent', style: { borderColor: seriesColor(i) } }, a.label),
+          h('div', { class: 'bar-track' },
+            e ? h('div', { class: ['bar-fill', e.value === 0 && 'zero'], style: { width: pct(e.value), background: seriesColor(i) } }) : null,
+            e && e.ci_low !== null && e.ci_low !== undefined
+              ? h('div', { class: 'bar-ci', style: { left: pct(e.ci_low), width: pct(e.ci_high - e.ci_low) } }) : null),
+          h('span', { class: 'bar-value' }, e ? pct(e.value, 0) : '—'));
+      })),
+    ])),
+    h('figcaption', { class: 'legend', id: 'category-legend' }, agents.map((a, i) => h('span', {},
+      h('span', { class: 'swatch', style: { background: seriesColor(i) } }), a.label))));
 }
 
 // errorRules says what the scoring rules did with the agent's errors: agent

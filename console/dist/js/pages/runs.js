@@ -3,7 +3,7 @@
 
 import { api } from '../api.js';
 import { h, replace, link } from '../dom.js';
-import { ACTIVE_RUN, errorBox, loading, outcomeBar, statusBadge, table } from '../components.js';
+import { ACTIVE_RUN, errorBox, loading, outcomeBar, selfReported, statusBadge, table } from '../components.js';
 import { ago, cost, count, dateTime, seconds, tokens } from '../format.js';
 import { setQuery } from '../router.js';
 import { poll } from '../poll.js';
@@ -104,7 +104,7 @@ function runTable(runs, state) {
     { label: 'Tasks', class: 'num', cell: (r) => count(r.task_count) },
     { label: 'Duration', class: 'num', cell: (r) => (r.started_at ? seconds(r.duration_sec) : '—') },
     { label: 'Tokens', class: 'num', cell: (r) => tokens((r.tokens?.input || 0) + (r.tokens?.output || 0)) },
-    { label: 'Cost', class: 'num', cell: (r) => cost(r.cost_usd, r.cost_estimated) },
+    { label: 'Cost', class: 'num', cell: (r) => [cost(r.cost_usd, r.cost_estimated), r.usage_self_reported ? ' ' : null, selfReported(r.usage_self_reported)] },
     { label: 'Submitted', cell: (r) => [h('span', { title: dateTime(r.created_at) }, ago(r.created_at)),
       r.submission?.submitted_by ? h('div', { class: 'sub' }, `by ${r.submission.submitted_by_name || userLabel(r.submission.submitted_by)}`) : null] },
   ], runs, {
