@@ -123,6 +123,14 @@ type Bundle struct {
 	// program's interpreter is RuntimeInterpreter, and the harness's Run
 	// starts with OpenRuntime (see pkg/agentbundle's runtime.go).
 	Glibc bool
+	// Prepare, when set, is bash run once when the bundle is prepared,
+	// after its files and runtime are in place and before it is complete:
+	// $BUNDLE is the bundle's directory, $HOME a scratch directory removed
+	// afterwards, and a Glibc program's lib/ is open on RuntimeFD. What it
+	// writes under $BUNDLE is part of the bundle (copilot-cli unpacks the
+	// JS its single-file binary carries, which it would otherwise unpack
+	// into a writable cache on every start).
+	Prepare string
 }
 
 // The runtime every bundle carries (pkg/agentbundle, agents/runtime.json).
