@@ -85,6 +85,12 @@ type Harness struct {
 	// MountsSolution gives the agent phase the task's solution/ read-only at
 	// /solution (and the task's [solution].env); only an oracle may have it.
 	MountsSolution bool
+	// ImageNeeds are absolute paths the program starts from the task image
+	// itself, whatever its bundle carries (cline's shell tool spawns
+	// /bin/bash by that path, not $SHELL). An image without one cannot run
+	// the harness: the runner refuses the attempt before the agent starts,
+	// as it does a bundle the image cannot run.
+	ImageNeeds []string
 	// MemoryMB is the memory the harness's program needs (MB): the peak
 	// resident memory of its processes on a multi-turn task, measured
 	// (docs/AGENTS.md) and rounded up with headroom. A run whose task gives

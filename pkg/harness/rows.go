@@ -77,6 +77,8 @@ var harnesses = []Harness{
 		Run: OpenRuntime + `{{.BundleDir}}/bin/cline -P openai-compatible -k "${{.KeyEnv}}" -m {{shq .ModelName}} --json --yolo ` +
 			`-- "$(< {{.InstructionFile}})" </dev/null`,
 		Env: map[string]string{"SHELL": bundleShell},
+		// Its run_commands tool spawns /bin/bash by that path.
+		ImageNeeds: []string{"/bin/bash"},
 		Files: map[string]string{".cline/data/settings/providers.json": `{"version": 1, "lastUsedProvider": "openai-compatible", "modes": {},
  "providers": {"openai-compatible": {"settings": {"provider": "openai-compatible", "model": {{json .ModelName}},
   "baseUrl": {{json (printf "%s/v1" .GatewayURL)}}}, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}}}

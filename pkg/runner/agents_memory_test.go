@@ -28,7 +28,7 @@ func memoryTurns() []modelmock.Turn {
 		"python3 -c 'import json; print(json.dumps({\"k\": list(range(2000))}))' | head -c 200", "grep -c 1 /app/numbers.txt", "cat /app/seed.txt"} {
 		turns = append(turns, modelmock.Turn{Shell: &modelmock.ShellCall{Command: c}})
 	}
-	return append(turns, modelmock.Turn{Shell: &modelmock.ShellCall{Command: hwmProbe}}, modelmock.Turn{Text: "Done."})
+	return append(turns, modelmock.Turn{Shell: &modelmock.ShellCall{Command: hwmProbe}}, modelmock.Turn{Text: "Done: the task is solved."})
 }
 
 // TestAgentMemoryNeedCoversItsPeak runs each bundled harness on a

@@ -158,7 +158,7 @@ func TestAgentsSolveTheTaskThroughTheGateway(t *testing.T) {
 		t.Run(name+"/"+where, func(t *testing.T) {
 			mock := modelmock.NewServer(modelmock.Script{
 				APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
-				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: probe, Description: "solve"}}, {Text: "Done."}},
+				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: probe, Description: "solve"}}, {Text: "Done: the task is solved."}},
 			})
 			defer mock.Close()
 			r, token := runAgentTrial(t, agentSpec(t, name), mock, where)
