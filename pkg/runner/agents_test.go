@@ -34,8 +34,8 @@ import (
 // bubblewrap sandboxes on the Debian base image (internal/testrootfs; codex
 // also on the host's root filesystem, the development mode; every bundle in
 // every image of agents_matrix_test.go), talking to
-// the scripted mock model only through the model gateway. All four
-// programs run by default (make test: ≈ 40 s in all on a loaded machine);
+// the scripted mock model only through the model gateway. All six
+// programs run by default (make test: ≈ 1 min in all on a quiet machine);
 // GAUNTLET_AGENT_E2E=quick runs codex and claude-code only.
 
 const (
