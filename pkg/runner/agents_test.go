@@ -35,7 +35,7 @@ import (
 // also on the host's root filesystem, the development mode; every bundle in
 // every image of agents_matrix_test.go), talking to
 // the scripted mock model only through the model gateway. All six
-// programs run by default (make test: ≈ 1 min in all on a quiet machine);
+// programs run by default (make test);
 // GAUNTLET_AGENT_E2E=quick runs codex and claude-code only.
 
 const (
