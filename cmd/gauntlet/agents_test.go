@@ -13,14 +13,14 @@ func TestAgentsListAndInstallUsage(t *testing.T) {
 	if code := dispatch(context.Background(), []string{"agents", "list", "--cache", cache}, &out, &errOut); code != exitOK {
 		t.Fatalf("agents list = %d: %s", code, errOut.String())
 	}
-	for _, want := range []string{"claude-code  2.1.328", "codex        0.169.0", "gemini-cli   0.61.0", "opencode     1.18.33", "not installed", cache + "/codex-0.169.0-"} {
+	for _, want := range []string{"claude-code  2.1.328", "codex        0.169.0", "gemini-cli   0.61.0", "opencode     1.18.33", "copilot-cli  1.0.102", "cline        3.0.65", "not installed", cache + "/codex-0.169.0-"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("agents list lacks %q:\n%s", want, out.String())
 		}
 	}
 	errOut.Reset()
 	if code := dispatch(context.Background(), []string{"agents", "install", "--cache", cache, "openhands"}, &out, &errOut); code != exitUsage ||
-		!strings.Contains(errOut.String(), `harness "openhands" has no agent bundle; bundled: claude-code, codex, gemini-cli, opencode`) {
+		!strings.Contains(errOut.String(), `harness "openhands" has no agent bundle; bundled: claude-code, cline, codex, copilot-cli, gemini-cli, opencode`) {
 		t.Errorf("agents install openhands = %d, %q", code, errOut.String())
 	}
 	if code := dispatch(context.Background(), []string{"agents"}, &out, &errOut); code != exitUsage {

@@ -122,6 +122,9 @@ func SpecOf(h harness.Harness, l Lock, rt Runtime) (Spec, error) {
 	for _, f := range b.Files {
 		fmt.Fprintf(sum, "%s\x00%s\x00", f.From, f.To)
 	}
+	if b.Prepare != "" {
+		fmt.Fprintf(sum, "prepare\x00%s\x00", b.Prepare)
+	}
 	sum.Write([]byte(rt.digestInput(b)))
 	return Spec{Harness: h.Name, Version: h.Version, Digest: hex.EncodeToString(sum.Sum(nil)), Bundle: b}, nil
 }

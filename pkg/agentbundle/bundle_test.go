@@ -42,8 +42,8 @@ func TestEmbeddedLockPinsEveryBundledHarness(t *testing.T) {
 			t.Errorf("DirName = %q, want <harness>-<version>-<digest>", s.DirName())
 		}
 	}
-	if len(seen) != 4 {
-		t.Errorf("bundled harnesses = %d, want codex, claude-code, gemini-cli, opencode", len(seen))
+	if len(seen) != 6 {
+		t.Errorf("bundled harnesses = %d, want codex, claude-code, gemini-cli, opencode, copilot-cli, cline", len(seen))
 	}
 }
 
@@ -174,10 +174,16 @@ const fakeShell = "#!/bin/sh\necho fake bash\n"
 // bash" (built with dpkg-deb), served by a loopback mirror.
 func fakeRuntime(t *testing.T) []byte {
 	t.Helper()
+	return fakeRuntimeWith(t, fakeShell)
+}
+
+// fakeRuntimeWith is fakeRuntime whose "static bash" is shell.
+func fakeRuntimeWith(t *testing.T, shell string) []byte {
+	t.Helper()
 	root := t.TempDir()
 	pkg := filepath.Join(root, "pkg")
 	for name, data := range map[string]string{"DEBIAN/control": "Package: fake-bash\nVersion: 1\nArchitecture: amd64\nMaintainer: t <t@t>\nDescription: t\n",
-		"bin/bash-static": fakeShell} {
+		"bin/bash-static": shell} {
 		if err := os.MkdirAll(filepath.Join(pkg, filepath.Dir(name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -204,6 +210,46 @@ func fakeRuntime(t *testing.T) []byte {
 	t.Cleanup(srv.Close)
 	return []byte(fmt.Sprintf(`{"mirror": %q, "packages": [{"name": "fake-bash", "version": "1", "path": "pool/fake-bash.deb",
   "sha256": %q, "files": [{"from": "bin/bash-static", "to": "path/bash", "part": "shell"}]}]}`, srv.URL, hex.EncodeToString(sum[:])))
+}
+
+// TestInstallRunsTheBundlesPrepareStep: what a row's Prepare writes under
+// $BUNDLE is part of the bundle, its scratch $HOME is gone; a failing step
+// fails the install with its output and leaves nothing usable; the step is
+// part of the digest.
+func TestInstallRunsTheBundlesPrepareStep(t *testing.T) {
+	npm, _ := fakeNPM(t)
+	// The runtime's "static bash" hands over to the host's bash.
+	rt := fakeRuntimeWith(t, "#!/bin/sh\nexec /bin/bash \"$@\"\n")
+	h := toolHarness
+	b := *h.Bundle
+	b.Prepare = `echo "unpacked by $(basename "$BUNDLE")" > "$BUNDLE/unpacked.txt" && touch "$HOME/scratch" && test -f "$BUNDLE/bin/tool"`
+	h.Bundle = &b
+	cache := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock), Runtime: rt}
+	sts, err := cache.Install(context.Background(), []harness.Harness{h}, InstallOptions{NPM: npm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := sts[0].Dir
+	got, err := os.ReadFile(filepath.Join(dir, "unpacked.txt"))
+	if err != nil || !strings.HasPrefix(string(got), "unpacked by .tmp-tool-") {
+		t.Errorf("unpacked.txt = %q, %v; want what Prepare wrote in the bundle being made", got, err)
+	}
+	if entries, _ := os.ReadDir(cache.Dir); len(entries) != 2 {
+		t.Errorf("cache holds %d entries, want the bundle and .debs (Prepare's home removed)", len(entries))
+	}
+	if _, err := cache.Path(toolHarness); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Path of the same bundle without the Prepare step = %v, want ErrNotInstalled (another digest)", err)
+	}
+
+	b.Prepare = `echo cannot unpack >&2; exit 3`
+	failing := Cache{Dir: t.TempDir(), Lock: []byte(fakeLock), Runtime: rt}
+	_, err = failing.Install(context.Background(), []harness.Harness{h}, InstallOptions{NPM: npm})
+	if err == nil || !strings.Contains(err.Error(), "cannot unpack") {
+		t.Fatalf("Install with a failing Prepare = %v, want its output in the error", err)
+	}
+	if _, err := failing.Path(h); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Path after a failed Prepare = %v, want ErrNotInstalled", err)
+	}
 }
 
 func TestInstallLeavesNothingUsableWhenNPMFails(t *testing.T) {

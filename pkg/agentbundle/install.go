@@ -1,6 +1,7 @@
 package agentbundle
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -164,6 +165,9 @@ func prepare(ctx context.Context, st Status, modules string, rt Runtime, p Progr
 	if err := addRuntime(ctx, rt, filepath.Dir(st.Dir), tmp, st.Bundle, p); err != nil {
 		return st, fmt.Errorf("bundle %s: runtime: %w", st.Harness, err)
 	}
+	if err := runPrepare(ctx, tmp, st.Bundle); err != nil {
+		return st, fmt.Errorf("bundle %s: %w", st.Harness, err)
+	}
 	if total, err = treeSize(tmp); err != nil {
 		return st, fmt.Errorf("bundle %s: %w", st.Harness, err)
 	}
@@ -182,6 +186,32 @@ func prepare(ctx context.Context, st Status, modules string, rt Runtime, p Progr
 	}
 	st.Installed, st.Bytes = true, total
 	return st, nil
+}
+
+// runPrepare runs the bundle's Prepare step in dir with the bundle's own
+// static bash, its environment only $BUNDLE, $HOME (a scratch directory)
+// and PATH; its output is part of the error when it fails.
+func runPrepare(ctx context.Context, dir string, b harness.Bundle) error {
+	if b.Prepare == "" {
+		return nil
+	}
+	home, err := os.MkdirTemp(filepath.Dir(dir), ".prepare-home-")
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	defer os.RemoveAll(home)
+	script := b.Prepare
+	if b.Glibc {
+		script = "exec " + harness.RuntimeFD + "<\"$BUNDLE/" + harness.RuntimeLib + "\" && " + script
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, harness.RuntimePath, "bash"), "-c", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"BUNDLE=" + dir, "HOME=" + home, "PATH=" + filepath.Join(dir, harness.RuntimePath) + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("prepare step failed: %w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 func treeSize(path string) (int64, error) {

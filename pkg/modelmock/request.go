@@ -166,8 +166,33 @@ func str(v any, key string) string {
 	return s
 }
 
-// shellTools are the shell tools of the agent programs, in preference order.
-var shellTools = []string{"exec_command", "Bash", "run_shell_command", "bash", "shell"}
+// shellTools are the shell tools of the agent programs, in preference order
+// (cline's run_commands takes a list of commands).
+var shellTools = []string{"exec_command", "Bash", "run_shell_command", "bash", "shell", "run_commands"}
+
+// finishTools are tools through which a program wants its final answer, by
+// the argument that carries the answer's text: cline ends a run only when
+// the model calls submit_and_exit (a plain text answer gets "[SYSTEM] This
+// run is not complete until you call … submit_and_exit" and another turn).
+var finishTools = []struct{ name, textArg string }{{"submit_and_exit", "summary"}}
+
+// finishCall turns a text answer into a call of the request's finishing
+// tool, when it offers one: how a real model ends such a program's run.
+func finishCall(tools []tool, text string) (string, map[string]any, bool) {
+	for _, f := range finishTools {
+		for _, t := range tools {
+			if t.name != f.name {
+				continue
+			}
+			args := map[string]any{f.textArg: text}
+			if t.params["verified"] {
+				args["verified"] = true
+			}
+			return t.name, args, true
+		}
+	}
+	return "", nil, false
+}
 
 // shellCall turns a ShellCall into a call of the request's shell tool: its
 // name and the argument names its schema declares (codex's cmd, the others'
@@ -179,9 +204,12 @@ func shellCall(tools []tool, c ShellCall) (string, map[string]any, bool) {
 				continue
 			}
 			args := map[string]any{}
-			if t.params["cmd"] && !t.params["command"] {
+			switch {
+			case t.params["commands"] && !t.params["command"]:
+				args["commands"] = []any{c.Command}
+			case t.params["cmd"] && !t.params["command"]:
 				args["cmd"] = c.Command
-			} else {
+			default:
 				args["command"] = c.Command
 			}
 			if t.params["description"] {

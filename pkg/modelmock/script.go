@@ -53,7 +53,9 @@ type Script struct {
 }
 
 // Turn is one answer: text, a call of the harness's shell tool, or a call of
-// a named tool. Exactly one of them is set.
+// a named tool. Exactly one of them is set. Text goes to a program that
+// takes its final answer only through a tool (cline's submit_and_exit) as
+// a call of that tool with the text.
 type Turn struct {
 	Text  string     `json:"text,omitempty"`
 	Shell *ShellCall `json:"shell,omitempty"`

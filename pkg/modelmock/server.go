@@ -212,6 +212,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 		switch {
 		case t.Text != "":
 			a.text = t.Text
+			if name, args, ok := finishCall(p.tools, t.Text); ok {
+				a.tool, a.args = name, mustJSON(args)
+			}
 		case t.Shell != nil:
 			name, args, ok := shellCall(p.tools, *t.Shell)
 			if !ok {

@@ -97,6 +97,31 @@ func (t *trial) bundleRoot() string {
 	return "/"
 }
 
+// checkImageNeeds fails the attempt when the sandbox's root filesystem
+// lacks a path the harness's program starts from the image itself (its
+// ImageNeeds). The lookup stays inside root: a symlink of the image's
+// resolves within it, never on the host.
+func checkImageNeeds(h harness.Harness, root string) error {
+	if len(h.ImageNeeds) == 0 {
+		return nil
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("agent %s: open the sandbox's root filesystem: %w", h.Name, err)
+	}
+	defer r.Close()
+	for _, p := range h.ImageNeeds {
+		rel := strings.TrimPrefix(p, "/")
+		if _, err := r.Stat(rel); err != nil {
+			if _, lerr := r.Lstat(rel); lerr == nil {
+				continue // an absolute symlink, which resolves in the sandbox
+			}
+			return fmt.Errorf("%w: harness %s %s starts %s from the task image, which has none", agentbundle.ErrUnrunnable, h.Name, h.Version, p)
+		}
+	}
+	return nil
+}
+
 // checkStaticBinary fails the trial (an infra error, before the agent
 // starts) when the harness runs a platform static binary (terminus-2) that
 // the agent phase would not find: without this the agent's shell exits 127
@@ -158,6 +183,9 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		}
 		if err := agentbundle.CheckRunnable(filepath.Join(dir, h.Bundle.Program), t.bundleRoot()); err != nil {
 			return nil, fmt.Errorf("agent bundle %s %s: %w", h.Name, h.Version, err)
+		}
+		if err := checkImageNeeds(h, t.bundleRoot()); err != nil {
+			return nil, err
 		}
 		rig.bundle = dir
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
+	"github.com/gauntlet-bench/gauntlet/pkg/agentbundle"
 	"github.com/gauntlet-bench/gauntlet/pkg/atif"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
@@ -91,7 +93,7 @@ func TestAgentMatrix(t *testing.T) {
 func runMatrixCell(t *testing.T, name, tarball string, bash bool) string {
 	mock := modelmock.NewServer(modelmock.Script{
 		APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
-		Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: matrixProbe, Description: "solve"}}, {Text: "Done."}},
+		Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: matrixProbe, Description: "solve"}}, {Text: "Done: the task is solved."}},
 	})
 	defer mock.Close()
 	requireBwrap(t)
@@ -102,7 +104,25 @@ func runMatrixCell(t *testing.T, name, tarball string, bash bool) string {
 	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: mockProvider(t, mock.URL),
 		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationBwrap, Image: &img}
 	spec := agentSpec(t, name)
+	h, _ := harness.Lookup(name)
+	var lacks []string
+	for _, p := range h.ImageNeeds {
+		if _, err := os.Lstat(filepath.Join(img.Rootfs, p)); err != nil {
+			lacks = append(lacks, p)
+		}
+	}
 	tr, err := run(context.Background(), spec, opts, harness.All())
+	if len(lacks) > 0 {
+		// The program starts something of the image's own that this image
+		// lacks: the runner refuses the attempt before the agent starts.
+		if !errors.Is(err, agentbundle.ErrUnrunnable) || !strings.Contains(err.Error(), lacks[0]) {
+			t.Fatalf("Run(%s in %s, which lacks %v) = %v, want ErrUnrunnable naming it", name, tarball, lacks, err)
+		}
+		if n := len(mock.Handler.Requests()); n != 0 {
+			t.Errorf("the model was called %d times although the attempt was refused", n)
+		}
+		return "✗ refused before start: needs " + strings.Join(lacks, ", ") + " in the image"
+	}
 	if err != nil {
 		t.Fatalf("Run(%s in %s) = %v: the bundle did not start", name, tarball, err)
 	}
@@ -126,7 +146,6 @@ func runMatrixCell(t *testing.T, name, tarball string, bash bool) string {
 	if answered < 2 {
 		t.Errorf("the mock answered %d calls, want both turns", answered)
 	}
-	h, _ := harness.Lookup(name)
 	checkTokensAndCost(t, tr, mock)
 	var traj atif.Trajectory
 	if err := json.Unmarshal([]byte(r.artifact(t, "agent/"+atif.FileName)), &traj); err != nil {
