@@ -20,7 +20,7 @@ var benchmarkGroup = group{name: "benchmark", subs: []subcommand{
 	{name: "remove", usage: "benchmark remove KEY", summary: "remove a benchmark added from the registry", run: benchmarkRemove},
 	{name: "sync", usage: "benchmark sync KEY [--wait]", summary: "retry a failed sync", run: benchmarkSync},
 	{name: "check", usage: "benchmark check KEY [--no-wait]", summary: "run the oracle and nop once per task in its environment: which tasks are broken or trivial", run: benchmarkCheck},
-	{name: "build-log", usage: "benchmark build-log KEY TASK", summary: "print the image build log of a Dockerfile task", run: benchmarkBuildLog},
+	{name: "build-log", usage: "benchmark build-log [--follow] KEY TASK", summary: "print (or follow, while it builds) the image build log of a Dockerfile task", run: benchmarkBuildLog},
 }}
 
 func benchmarkList(ctx context.Context, e env, args []string) error {
@@ -56,11 +56,23 @@ func writeBenchmarkList(w io.Writer, list []v1.BenchmarkView) error {
 			failed = append(failed, b)
 			status = "failed (see below)"
 		}
+		if b.Images != nil {
+			status = "syncing (see below)"
+			if b.Status == "failed" {
+				status = "failed (see below)"
+			}
+		}
 		t.row(b.Key, clip(string(b.Source.Type)+" "+b.Source.Ref, 26), clip(status, 18),
 			strconv.Itoa(b.TaskCount), strconv.Itoa(b.CategoryCount), strconv.Itoa(b.RunCount), clip(last, 26))
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	// Image preparation is written in full: which tasks can run already.
+	for _, b := range list {
+		if b.Images != nil {
+			fmt.Fprintf(w, "%s: %s\n", b.Key, imageSummary(b.Images))
+		}
 	}
 	for _, b := range failed {
 		prefix := b.Key + ": sync failed: "
@@ -72,8 +84,27 @@ func writeBenchmarkList(w io.Writer, list []v1.BenchmarkView) error {
 	return nil
 }
 
+// imageSummary says how far a sync's images are and each task's state:
+// "preparing images 7 / 16 (version 1.0; ready: a, b; preparing: c;
+// unavailable: d)".
+func imageSummary(p *v1.ImageProgress) string {
+	byState := map[string][]string{}
+	for _, t := range p.Tasks {
+		byState[t.State] = append(byState[t.State], t.Name)
+	}
+	var parts []string
+	for _, st := range []string{"ready", "preparing", "unavailable"} {
+		if len(byState[st]) > 0 {
+			parts = append(parts, st+": "+strings.Join(byState[st], ", "))
+		}
+	}
+	return fmt.Sprintf("%s (version %s; %s)", p.Label, p.Version, strings.Join(parts, "; "))
+}
+
 func syncStatus(b v1.BenchmarkView) string {
 	switch {
+	case b.Status == "syncing" && b.Images != nil:
+		return "syncing: " + b.Images.Label
 	case b.Status == "syncing" && b.Progress.Label != "":
 		return "syncing: " + b.Progress.Label
 	case b.Status == "syncing":
@@ -113,6 +144,21 @@ func benchmarkInfo(ctx context.Context, e env, args []string) error {
 			logins[i] = c.Registry + " with secret " + c.Secret
 		}
 		fmt.Fprintf(e.stdout, "registry logins: %s\n", strings.Join(logins, ", "))
+	}
+	if p := b.Images; p != nil {
+		fmt.Fprintf(e.stdout, "images:  %s of version %s (%d ready, %d preparing, %d unavailable); runs may select the ready tasks now\n",
+			p.Label, p.Version, p.Ready, p.Preparing, p.Unavailable)
+		t := newTable(e.stdout, "TASK", "IMAGE", "BUILD LOG / REASON")
+		for _, task := range p.Tasks {
+			detail := task.Reason
+			if detail == "" && task.BuildLog != "" {
+				detail = "gauntlet benchmark build-log --follow " + b.Key + " " + task.Name
+			}
+			t.row(task.Name, task.State, detail)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
 	}
 	m := b.Manifest
 	if m == nil {
@@ -215,13 +261,17 @@ func listOrNone(names []string) string {
 }
 
 func benchmarkBuildLog(ctx context.Context, e env, args []string) error {
-	cmd := newAPICommand(e, "benchmark build-log", "benchmark build-log KEY TASK")
+	cmd := newAPICommand(e, "benchmark build-log", "benchmark build-log [--follow] KEY TASK")
+	follow := cmd.fs.Bool("follow", false, "while the image builds, print the log as it is written, until the build ends")
 	pos, c, err := cmd.connect(args, 2, "want a benchmark key and a task name")
 	if err != nil {
 		return err
 	}
 	if pos[0], err = resolveBenchmark(ctx, c, pos[0]); err != nil {
 		return err
+	}
+	if *follow {
+		return c.FollowBuildLog(ctx, pos[0], pos[1], e.stdout)
 	}
 	text, err := c.BuildLog(ctx, pos[0], pos[1])
 	if err != nil {

@@ -74,6 +74,16 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 		v.CategoryCount = info.categoryCount
 		v.TaskCount = len(info.m.Tasks)
 	}
+	if b.PreparingVersion != "" && b.PreparingVersion != b.ReadyVersion {
+		// Read each time: its tasks change as their images get ready.
+		m, _, err := h.cfg.Records.Manifest(ctx, b.Workspace, b.Key, b.PreparingVersion)
+		switch {
+		case err == nil:
+			v.Images = imageProgress(m)
+		case !errors.Is(err, records.ErrNotFound):
+			return v, fmt.Errorf("load manifest %s of benchmark %s: %w", b.PreparingVersion, b.Key, err)
+		}
+	}
 	runs, err := h.cfg.Records.RunsByBenchmark(ctx, ws, b.Key)
 	if err != nil {
 		return v, fmt.Errorf("list runs of benchmark %s: %w", b.Key, err)
@@ -84,6 +94,31 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 		v.LastRun = &v1.RunBrief{ID: last.ID, Name: last.Name, Status: string(last.Status), CreatedAt: last.CreatedAt}
 	}
 	return v, nil
+}
+
+// imageProgress is the image state of every task of a version being
+// prepared.
+func imageProgress(m benchmark.Manifest) *v1.ImageProgress {
+	p := &v1.ImageProgress{Version: m.Version, Total: len(m.Tasks), Tasks: make([]v1.TaskImage, len(m.Tasks))}
+	for i, t := range m.Tasks {
+		state := t.Environment.State()
+		ti := v1.TaskImage{Name: t.Name, State: string(state)}
+		switch state {
+		case benchmark.ImageReady:
+			p.Ready++
+		case benchmark.ImagePreparing:
+			p.Preparing++
+		case benchmark.ImageUnavailable:
+			p.Unavailable++
+			ti.Reason = t.UnavailableReason()
+		}
+		if t.Environment != nil && t.Environment.BuildLog != "" {
+			ti.BuildLog = buildLogPath(m.Key, t.Name)
+		}
+		p.Tasks[i] = ti
+	}
+	p.Label = fmt.Sprintf("preparing images %d / %d", p.Ready+p.Unavailable, p.Total)
+	return p
 }
 
 // writeBenchmark answers with status and the view of b as workspace ws
