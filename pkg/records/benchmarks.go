@@ -61,7 +61,7 @@ type Benchmark struct {
 	// tasks before the benchmark is ready, and the views show each task's
 	// image state. Cleared when the sync marks the benchmark ready.
 	PreparingVersion string `json:"preparing_version,omitempty"`
-	TaskCount    int    `json:"task_count"`
+	TaskCount        int    `json:"task_count"`
 	// RegistryCredentials name, per registry host, the workspace secret
 	// record whose "username:password" the sync pulls and builds the task
 	// images with (names only; values stay in the secret store). A field
