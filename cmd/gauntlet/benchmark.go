@@ -68,10 +68,11 @@ func writeBenchmarkList(w io.Writer, list []v1.BenchmarkView) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	// Image preparation is written in full: which tasks can run already.
+	// Image preparation is written in full (wrapped, never clipped): which
+	// tasks can run already.
 	for _, b := range list {
 		if b.Images != nil {
-			fmt.Fprintf(w, "%s: %s\n", b.Key, imageSummary(b.Images))
+			writeImageStates(w, b.Key, b.Images)
 		}
 	}
 	for _, b := range failed {
@@ -84,21 +85,45 @@ func writeBenchmarkList(w io.Writer, list []v1.BenchmarkView) error {
 	return nil
 }
 
-// imageSummary says how far a sync's images are and each task's state:
-// "preparing images 7 / 16 (version 1.0; ready: a, b; preparing: c;
-// unavailable: d)".
-func imageSummary(p *v1.ImageProgress) string {
+// writeImageStates writes how far a sync's images are and every task's
+// state, each state's names wrapped at 120 columns:
+//
+//	KEY: preparing images 7 / 16 (version 1.0)
+//	  ready: a, b
+//	  preparing: c
+func writeImageStates(w io.Writer, key string, p *v1.ImageProgress) {
+	fmt.Fprintf(w, "%s: %s (version %s)\n", key, p.Label, p.Version)
 	byState := map[string][]string{}
 	for _, t := range p.Tasks {
 		byState[t.State] = append(byState[t.State], t.Name)
 	}
-	var parts []string
 	for _, st := range []string{"ready", "preparing", "unavailable"} {
-		if len(byState[st]) > 0 {
-			parts = append(parts, st+": "+strings.Join(byState[st], ", "))
+		if names := byState[st]; len(names) > 0 {
+			writeWrapped(w, "  "+st+": ", names, 120)
 		}
 	}
-	return fmt.Sprintf("%s (version %s; %s)", p.Label, p.Version, strings.Join(parts, "; "))
+}
+
+// writeWrapped writes prefix and the comma-separated names, continuing on
+// lines indented like the first once a line would pass width columns.
+func writeWrapped(w io.Writer, prefix string, names []string, width int) {
+	indent := strings.Repeat(" ", len([]rune(prefix)))
+	line := prefix
+	for i, n := range names {
+		item := n
+		if i < len(names)-1 {
+			item += ","
+		}
+		if line != prefix && line != indent && len([]rune(line))+1+len([]rune(item)) > width {
+			fmt.Fprintln(w, line)
+			line = indent
+		}
+		if line != prefix && line != indent {
+			line += " "
+		}
+		line += item
+	}
+	fmt.Fprintln(w, line)
 }
 
 func syncStatus(b v1.BenchmarkView) string {
@@ -148,17 +173,23 @@ func benchmarkInfo(ctx context.Context, e env, args []string) error {
 	if p := b.Images; p != nil {
 		fmt.Fprintf(e.stdout, "images:  %s of version %s (%d ready, %d preparing, %d unavailable); runs may select the ready tasks now\n",
 			p.Label, p.Version, p.Ready, p.Preparing, p.Unavailable)
-		t := newTable(e.stdout, "TASK", "IMAGE", "BUILD LOG / REASON")
+		t := newTable(e.stdout, "TASK", "IMAGE", "BUILD LOG")
 		for _, task := range p.Tasks {
-			detail := task.Reason
-			if detail == "" && task.BuildLog != "" {
-				detail = "gauntlet benchmark build-log --follow " + b.Key + " " + task.Name
+			log := "–"
+			if task.BuildLog != "" {
+				log = "gauntlet benchmark build-log --follow " + b.Key + " " + task.Name
 			}
-			t.row(task.Name, task.State, detail)
+			t.row(task.Name, task.State, log)
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
+		for _, task := range p.Tasks {
+			if task.Reason != "" {
+				fmt.Fprintf(e.stdout, "%s is unavailable: %s\n", task.Name, task.Reason)
+			}
+		}
+		fmt.Fprintln(e.stdout)
 	}
 	m := b.Manifest
 	if m == nil {

@@ -124,8 +124,9 @@ func TestProgressiveAvailability(t *testing.T) {
 	}
 
 	// The failed build's log is readable while the sync goes on.
-	if text, err := c.BuildLog(ctx, b.Key, "broken"); err != nil || !strings.Contains(text, "about-to-fail-"+nonce) {
-		t.Errorf("build log of the failed build = %q, %v; want its output", text, err)
+	if text, err := c.BuildLog(ctx, b.Key, "broken"); err != nil || !strings.Contains(text, "about-to-fail-"+nonce) ||
+		!strings.Contains(text, "uid=1000(ubuntu) gid=1000(ubuntu)") {
+		t.Errorf("build log of the failed build = %q, %v; want its output, the ubuntu stand-in's ubuntu user first", text, err)
 	}
 	// The waiting build's log is streamed while it runs.
 	followed := &syncbuf.Buffer{}
@@ -236,7 +237,8 @@ func progressiveDatasets(t *testing.T, root, nonce, gate1, gate2 string) string 
 	task("quick", "FROM python:3.13-slim-bookworm\n"+
 		"RUN python --version && pip --version && python -m venv /opt/venv && echo built-"+nonce+"\nWORKDIR /app\n")
 	task("gated", gated(gate1))
-	task("broken", "FROM debian:bookworm-slim\nRUN echo about-to-fail-"+nonce+" && false\n")
+	// FROM the ubuntu:24.04 stand-in: its log shows the image's own user.
+	task("broken", "FROM ubuntu:24.04\nRUN id ubuntu && echo about-to-fail-"+nonce+" && false\n")
 	task("gated2", gated(gate2))
 	type entry struct {
 		Name string `json:"name"`
