@@ -49,7 +49,8 @@ func (h *Handler) startCheck(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusAccepted, checkView(c))
 }
 
-// getCheck is GET /v1/benchmarks/{key}/check: the check of the ready version.
+// getCheck is GET /v1/benchmarks/{key}/check: the check of the ready
+// version, or of the version a sync is preparing.
 func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
 	checks, err := h.checks()
 	if err != nil {
@@ -61,12 +62,16 @@ func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var c records.EnvCheck
-	if b.ReadyVersion != "" {
-		c, err = checks.Check(r.Context(), ws, b.Key, b.ReadyVersion)
+	version := b.ReadyVersion
+	if b.Status == records.SyncSyncing && b.PreparingVersion != "" {
+		version = b.PreparingVersion // a check may start on its ready tasks
 	}
-	if b.ReadyVersion == "" || errors.Is(err, records.ErrNotFound) {
+	if version != "" {
+		c, err = checks.Check(r.Context(), ws, b.Key, version)
+	}
+	if version == "" || errors.Is(err, records.ErrNotFound) {
 		// Not an error: a benchmark page asks before anyone started one.
-		return writeJSON(w, http.StatusOK, v1.EnvCheckView{Version: b.ReadyVersion, Status: v1.CheckNone,
+		return writeJSON(w, http.StatusOK, v1.EnvCheckView{Version: version, Status: v1.CheckNone,
 			Message: fmt.Sprintf("no check yet: start one with POST /v1/benchmarks/%s/check (gauntlet benchmark check %s)", b.Key, b.Key),
 			Broken:  []string{}, Trivial: []string{}, Flagged: []v1.EnvCheckTask{}})
 	}

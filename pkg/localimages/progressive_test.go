@@ -161,6 +161,16 @@ harness = "oracle"
 		t.Errorf("oracle run %s: %+v; want quick passed (python and pip in the stand-in)", r.Status, results.Results)
 	}
 
+	// The environment check starts on the ready task.
+	check, err := c.StartCheck(ctx, b.Key)
+	if err != nil {
+		t.Fatalf("check while images are prepared: %v", err)
+	}
+	check = waitCheck(t, ctx, c, b.Key, check.Run)
+	if check.Checked != 3 || slices.Contains(check.Broken, "quick") || slices.Contains(check.Trivial, "quick") || slices.Contains(check.Broken, "gated") {
+		t.Errorf("first check: %+v; want quick ok, gated and broken left unavailable", check)
+	}
+
 	// A second benchmark syncs beside the first (whose build still waits),
 	// and removing it kills its waiting build at once.
 	b2, err := c.AddBenchmark(ctx, "prog2@1.0")
@@ -196,6 +206,27 @@ harness = "oracle"
 	d = waitBenchmark(t, ctx, c, b.Key, "ready", func(d v1.BenchmarkDetail) bool { return d.Status == "ready" })
 	if d.Images != nil || d.Manifest == nil || len(d.Manifest.UnavailableTasks) != 1 || d.Manifest.UnavailableTasks[0].Name != "broken" {
 		t.Errorf("ready benchmark: images %+v, manifest %+v; want no image progress and only broken unavailable", d.Images, d.Manifest)
+	}
+	// A second check judges the task ready since, in a run of its own;
+	// the first verdicts stay.
+	check2, err := c.StartCheck(ctx, b.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if check2.Run == check.Run || check2.Status != "running" {
+		t.Fatalf("check after the gated task got ready: %+v; want a new run (the first was %s)", check2, check.Run)
+	}
+	check2 = waitCheck(t, ctx, c, b.Key, check2.Run)
+	run2, err := c.Run(ctx, check2.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run2.TaskCount != 1 {
+		t.Errorf("second check run has %d tasks, want 1 (gated)", run2.TaskCount)
+	}
+	// gated's image has no python: the oracle fails, the check says broken.
+	if !slices.Contains(check2.Broken, "gated") || slices.Contains(check2.Broken, "quick") {
+		t.Errorf("second check: broken %v; want gated (no python in its image) and not quick", check2.Broken)
 	}
 	select {
 	case err := <-followDone:
@@ -312,6 +343,21 @@ func waitBenchmark(t *testing.T, ctx context.Context, c *client.Client, key, wha
 			t.Fatalf("benchmark %s failed: %s", key, d.SyncError)
 		}
 		return ok(d)
+	})
+	return last
+}
+
+// waitCheck waits until the check of run is done.
+func waitCheck(t *testing.T, ctx context.Context, c *client.Client, key, run string) v1.EnvCheckView {
+	t.Helper()
+	var last v1.EnvCheckView
+	waitFor(t, ctx, "the environment check "+run, func() bool {
+		v, err := c.Check(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = v
+		return v.Run == run && v.Status == "done"
 	})
 	return last
 }
