@@ -159,7 +159,8 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := v1.BenchmarkDetail{BenchmarkView: v}
-	if b.ReadyVersion != "" {
+	switch {
+	case b.ReadyVersion != "":
 		info, err := h.manifest(r.Context(), b.Workspace, b.Key, b.ReadyVersion)
 		if err != nil {
 			return err
@@ -169,6 +170,20 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out.Manifest = manifestView(info.m, check)
+	case b.Status == records.SyncSyncing && b.PreparingVersion != "":
+		// The first sync prepares images: its version, read each time (its
+		// tasks change as images get ready), is what a run pins now.
+		m, _, err := h.cfg.Records.Manifest(r.Context(), b.Workspace, b.Key, b.PreparingVersion)
+		if err != nil && !errors.Is(err, records.ErrNotFound) {
+			return fmt.Errorf("load manifest %s of benchmark %s: %w", b.PreparingVersion, b.Key, err)
+		}
+		if err == nil {
+			check, err := h.readCheck(r.Context(), ws, b.Key, b.PreparingVersion)
+			if err != nil {
+				return err
+			}
+			out.Manifest = manifestView(m, check)
+		}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

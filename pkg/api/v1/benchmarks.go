@@ -87,7 +87,9 @@ type BenchmarkList struct {
 }
 
 // BenchmarkDetail is the answer of GET /v1/benchmarks/{key}: the list view
-// plus the ready manifest (null until a sync succeeded).
+// plus the ready manifest, or, while a first sync prepares the images, the
+// version it prepares (its tasks' environments say which are ready); null
+// before that.
 type BenchmarkDetail struct {
 	BenchmarkView
 	Manifest *ManifestView `json:"manifest"`

@@ -41,13 +41,14 @@ export async function renderBenchmark(ctx) {
     const next = await api.benchmark(key, { signal: ctx.signal });
     renderManifest(manifest, next);
   });
-  if (b.status !== 'ready' && !b.manifest) {
-    // Follow the sync until the manifest is ready, then show everything.
+  if (b.status !== 'ready' && (!b.manifest || b.images)) {
+    // Follow the sync (each task's image while they are prepared) until the
+    // manifest is ready, then show everything.
     poll(ctx, async () => {
       const next = await api.benchmark(key, { signal: ctx.signal });
       replace(head, header(next));
-      if (!next.manifest) renderManifest(manifest, next);
-      if (next.manifest) {
+      if (next.images) renderManifest(manifest, next);
+      if (next.manifest && !next.images) {
         renderManifest(manifest, next);
         await renderLeaderboard(ctx, board, key, ctx.query.get('metric'));
         return false;
@@ -189,7 +190,7 @@ const buildLogs = new Map();
 function imagesSection(b) {
   const p = b.images;
   return h('div', { id: 'images' },
-    h('div', { class: 'section-head' }, h('h2', { id: 'manifest-title' }, 'Task images'),
+    h('div', { class: 'section-head' }, h('h2', { id: 'images-title' }, 'Task images'),
       h('span', { class: 'muted' }, `${p.label} · ${p.ready} ready · ${p.preparing} preparing · ${p.unavailable} unavailable · version ${p.version}`)),
     p.ready > 0 ? h('p', { class: 'muted' }, 'Runs may select the ready tasks now; the others are listed as still preparing.') : null,
     table([
@@ -228,7 +229,7 @@ function buildLogViewer(key, t) {
 
 function renderManifest(box, b) {
   const m = b.manifest;
-  if (!m && b.images) {
+  if (b.images && !m) {
     replace(box, imagesSection(b));
     return;
   }
@@ -238,6 +239,7 @@ function renderManifest(box, b) {
     return;
   }
   replace(box,
+    b.images ? imagesSection(b) : null,
     h('div', { class: 'section-head' }, h('h2', { id: 'manifest-title' }, 'Manifest'),
       h('span', { class: 'muted' }, `${count(m.tasks.length)} tasks · ${count(m.categories.length)} categories`)),
     h('div', { class: 'grid-3' },
@@ -406,6 +408,7 @@ function explainLinks(check, task, name) {
 function imageText(env) {
   if (!env) return h('span', { class: 'muted' }, '—');
   if (env.unavailable) return [h('span', { class: 'tag' }, env.source), ' ', h('span', { class: 'bad' }, 'unavailable')];
+  if (env.state === 'preparing') return [h('span', { class: 'tag' }, env.source), ' ', h('span', { class: 'live' }, 'preparing')];
   const pinned = env.pinned || '';
   const at = pinned.indexOf('@sha256:');
   return [h('span', { class: 'tag' }, env.source), ' ', env.image ? h('code', {}, env.image) : null, ' ',
