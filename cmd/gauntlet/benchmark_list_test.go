@@ -55,7 +55,7 @@ func TestBenchmarkListImageStates(t *testing.T) {
 	tasks = append(tasks, v1.TaskImage{Name: "broken-build", State: "unavailable", Reason: "build failed"})
 	list := []v1.BenchmarkView{{Key: "tb2", Name: "tb2", Source: v1.Source{Type: "harbor", Ref: "terminal-bench@2.0"}, Status: "syncing",
 		Progress: v1.SyncProgress{Phase: "images", Synced: 27, Total: 41},
-		Images: &v1.ImageProgress{Version: "2.0", Ready: 26, Preparing: 14, Unavailable: 1, Total: 41, Label: "preparing images 27 / 41", Tasks: tasks}}}
+		Images:   &v1.ImageProgress{Version: "2.0", Ready: 26, Preparing: 14, Unavailable: 1, Total: 41, Label: "preparing images 27 / 41", Tasks: tasks}}}
 	var out bytes.Buffer
 	if err := writeBenchmarkList(&out, list); err != nil {
 		t.Fatal(err)
