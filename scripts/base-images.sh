@@ -6,6 +6,16 @@
 #
 #   debian-bookworm-minbase.tar   mmdebstrap minbase + merged-usr   (≈ 80 MB)
 #   debian-bookworm-python3.tar   the same + python3, python3-pytest, git
+#                                 (kept for the tests that name it)
+#   debian-bookworm-python-r2.tar the python:* stand-in: python3 as
+#                                 `python` too (python-is-python3), pip
+#                                 (python3-pip, `pip`/`pip3`, PEP 668's
+#                                 EXTERNALLY-MANAGED marker removed as the
+#                                 real images have none), venv, pytest, git
+#   debian-trixie-ubuntu2404-r1.tar  the ubuntu:24.04 stand-in: trixie's
+#                                 minbase + gpgv, the `ubuntu` user and
+#                                 group (uid/gid 1000, /home/ubuntu) that
+#                                 the real image has
 #   debian-trixie-minbase.tar     Debian 13's minbase: a newer glibc (2.41,
 #                                 Ubuntu 25.04's; 24.04 has 2.39), the
 #                                 Ubuntu-like image of the agent matrix (no
@@ -17,6 +27,9 @@
 #                                 the two packages): the Alpine-like image
 #
 # into ${GAUNTLET_CACHE:-$HOME/.cache/gauntlet}/base, with a log beside each.
+# That cache is shared by every checkout and session of the machine: a
+# stand-in whose content changes gets a new file name (the -rN suffix),
+# never a rebuild under the old one.
 # A tarball already there is kept (a second run does nothing); delete it to
 # rebuild. Each is written under a temporary name and renamed when complete.
 # Needs root (mmdebstrap's root mode) and the mmdebstrap package (installed
@@ -112,6 +125,12 @@ musl_image() {
 
 build bookworm minbase
 build bookworm python3 --include=python3,python3-pytest,git
+build bookworm python-r2 --include=python3,python-is-python3,python3-pip,python3-venv,python3-pytest,git \
+	--aptopt='APT::Install-Recommends "false"' \
+	--customize-hook='rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED'
+build trixie ubuntu2404-r1 --include=gpgv \
+	--customize-hook='chroot "$1" groupadd --gid 1000 ubuntu' \
+	--customize-hook='chroot "$1" useradd --uid 1000 --gid 1000 --create-home --shell /bin/bash ubuntu'
 build trixie minbase
 derive debian-bookworm-nobash debian-bookworm-minbase.tar ./usr/bin/bash ./usr/bin/rbash ./usr/bin/env
 musl_image

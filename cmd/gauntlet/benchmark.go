@@ -20,7 +20,7 @@ var benchmarkGroup = group{name: "benchmark", subs: []subcommand{
 	{name: "remove", usage: "benchmark remove KEY", summary: "remove a benchmark added from the registry", run: benchmarkRemove},
 	{name: "sync", usage: "benchmark sync KEY [--wait]", summary: "retry a failed sync", run: benchmarkSync},
 	{name: "check", usage: "benchmark check KEY [--no-wait]", summary: "run the oracle and nop once per task in its environment: which tasks are broken or trivial", run: benchmarkCheck},
-	{name: "build-log", usage: "benchmark build-log KEY TASK", summary: "print the image build log of a Dockerfile task", run: benchmarkBuildLog},
+	{name: "build-log", usage: "benchmark build-log [--follow] KEY TASK", summary: "print (or follow, while it builds) the image build log of a Dockerfile task", run: benchmarkBuildLog},
 }}
 
 func benchmarkList(ctx context.Context, e env, args []string) error {
@@ -56,11 +56,24 @@ func writeBenchmarkList(w io.Writer, list []v1.BenchmarkView) error {
 			failed = append(failed, b)
 			status = "failed (see below)"
 		}
+		if b.Images != nil {
+			status = "syncing (see below)"
+			if b.Status == "failed" {
+				status = "failed (see below)"
+			}
+		}
 		t.row(b.Key, clip(string(b.Source.Type)+" "+b.Source.Ref, 26), clip(status, 18),
 			strconv.Itoa(b.TaskCount), strconv.Itoa(b.CategoryCount), strconv.Itoa(b.RunCount), clip(last, 26))
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	// Image preparation is written in full (wrapped, never clipped): which
+	// tasks can run already.
+	for _, b := range list {
+		if b.Images != nil {
+			writeImageStates(w, b.Key, b.Images)
+		}
 	}
 	for _, b := range failed {
 		prefix := b.Key + ": sync failed: "
@@ -72,8 +85,51 @@ func writeBenchmarkList(w io.Writer, list []v1.BenchmarkView) error {
 	return nil
 }
 
+// writeImageStates writes how far a sync's images are and every task's
+// state, each state's names wrapped at 120 columns:
+//
+//	KEY: preparing images 7 / 16 (version 1.0)
+//	  ready: a, b
+//	  preparing: c
+func writeImageStates(w io.Writer, key string, p *v1.ImageProgress) {
+	fmt.Fprintf(w, "%s: %s (version %s)\n", key, p.Label, p.Version)
+	byState := map[string][]string{}
+	for _, t := range p.Tasks {
+		byState[t.State] = append(byState[t.State], t.Name)
+	}
+	for _, st := range []string{"ready", "preparing", "unavailable"} {
+		if names := byState[st]; len(names) > 0 {
+			writeWrapped(w, "  "+st+": ", names, 120)
+		}
+	}
+}
+
+// writeWrapped writes prefix and the comma-separated names, continuing on
+// lines indented like the first once a line would pass width columns.
+func writeWrapped(w io.Writer, prefix string, names []string, width int) {
+	indent := strings.Repeat(" ", len([]rune(prefix)))
+	line := prefix
+	for i, n := range names {
+		item := n
+		if i < len(names)-1 {
+			item += ","
+		}
+		if line != prefix && line != indent && len([]rune(line))+1+len([]rune(item)) > width {
+			fmt.Fprintln(w, line)
+			line = indent
+		}
+		if line != prefix && line != indent {
+			line += " "
+		}
+		line += item
+	}
+	fmt.Fprintln(w, line)
+}
+
 func syncStatus(b v1.BenchmarkView) string {
 	switch {
+	case b.Status == "syncing" && b.Images != nil:
+		return "syncing: " + b.Images.Label
 	case b.Status == "syncing" && b.Progress.Label != "":
 		return "syncing: " + b.Progress.Label
 	case b.Status == "syncing":
@@ -113,6 +169,27 @@ func benchmarkInfo(ctx context.Context, e env, args []string) error {
 			logins[i] = c.Registry + " with secret " + c.Secret
 		}
 		fmt.Fprintf(e.stdout, "registry logins: %s\n", strings.Join(logins, ", "))
+	}
+	if p := b.Images; p != nil {
+		fmt.Fprintf(e.stdout, "images:  %s of version %s (%d ready, %d preparing, %d unavailable); runs may select the ready tasks now\n",
+			p.Label, p.Version, p.Ready, p.Preparing, p.Unavailable)
+		t := newTable(e.stdout, "TASK", "IMAGE", "BUILD LOG")
+		for _, task := range p.Tasks {
+			log := "–"
+			if task.BuildLog != "" {
+				log = "gauntlet benchmark build-log --follow " + b.Key + " " + task.Name
+			}
+			t.row(task.Name, task.State, log)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		for _, task := range p.Tasks {
+			if task.Reason != "" {
+				fmt.Fprintf(e.stdout, "%s is unavailable: %s\n", task.Name, task.Reason)
+			}
+		}
+		fmt.Fprintln(e.stdout)
 	}
 	m := b.Manifest
 	if m == nil {
@@ -215,13 +292,17 @@ func listOrNone(names []string) string {
 }
 
 func benchmarkBuildLog(ctx context.Context, e env, args []string) error {
-	cmd := newAPICommand(e, "benchmark build-log", "benchmark build-log KEY TASK")
+	cmd := newAPICommand(e, "benchmark build-log", "benchmark build-log [--follow] KEY TASK")
+	follow := cmd.fs.Bool("follow", false, "while the image builds, print the log as it is written, until the build ends")
 	pos, c, err := cmd.connect(args, 2, "want a benchmark key and a task name")
 	if err != nil {
 		return err
 	}
 	if pos[0], err = resolveBenchmark(ctx, c, pos[0]); err != nil {
 		return err
+	}
+	if *follow {
+		return c.FollowBuildLog(ctx, pos[0], pos[1], e.stdout)
 	}
 	text, err := c.BuildLog(ctx, pos[0], pos[1])
 	if err != nil {

@@ -74,6 +74,16 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 		v.CategoryCount = info.categoryCount
 		v.TaskCount = len(info.m.Tasks)
 	}
+	if b.PreparingVersion != "" && b.PreparingVersion != b.ReadyVersion {
+		// Read each time: its tasks change as their images get ready.
+		m, _, err := h.cfg.Records.Manifest(ctx, b.Workspace, b.Key, b.PreparingVersion)
+		switch {
+		case err == nil:
+			v.Images = imageProgress(m)
+		case !errors.Is(err, records.ErrNotFound):
+			return v, fmt.Errorf("load manifest %s of benchmark %s: %w", b.PreparingVersion, b.Key, err)
+		}
+	}
 	runs, err := h.cfg.Records.RunsByBenchmark(ctx, ws, b.Key)
 	if err != nil {
 		return v, fmt.Errorf("list runs of benchmark %s: %w", b.Key, err)
@@ -84,6 +94,31 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 		v.LastRun = &v1.RunBrief{ID: last.ID, Name: last.Name, Status: string(last.Status), CreatedAt: last.CreatedAt}
 	}
 	return v, nil
+}
+
+// imageProgress is the image state of every task of a version being
+// prepared.
+func imageProgress(m benchmark.Manifest) *v1.ImageProgress {
+	p := &v1.ImageProgress{Version: m.Version, Total: len(m.Tasks), Tasks: make([]v1.TaskImage, len(m.Tasks))}
+	for i, t := range m.Tasks {
+		state := t.Environment.State()
+		ti := v1.TaskImage{Name: t.Name, State: string(state)}
+		switch state {
+		case benchmark.ImageReady:
+			p.Ready++
+		case benchmark.ImagePreparing:
+			p.Preparing++
+		case benchmark.ImageUnavailable:
+			p.Unavailable++
+			ti.Reason = t.UnavailableReason()
+		}
+		if t.Environment != nil && t.Environment.BuildLog != "" {
+			ti.BuildLog = buildLogPath(m.Key, t.Name)
+		}
+		p.Tasks[i] = ti
+	}
+	p.Label = fmt.Sprintf("preparing images %d / %d", p.Ready+p.Unavailable, p.Total)
+	return p
 }
 
 // writeBenchmark answers with status and the view of b as workspace ws
@@ -124,7 +159,8 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := v1.BenchmarkDetail{BenchmarkView: v}
-	if b.ReadyVersion != "" {
+	switch {
+	case b.ReadyVersion != "":
 		info, err := h.manifest(r.Context(), b.Workspace, b.Key, b.ReadyVersion)
 		if err != nil {
 			return err
@@ -134,6 +170,20 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		out.Manifest = manifestView(info.m, check)
+	case b.Status == records.SyncSyncing && b.PreparingVersion != "":
+		// The first sync prepares images: its version, read each time (its
+		// tasks change as images get ready), is what a run pins now.
+		m, _, err := h.cfg.Records.Manifest(r.Context(), b.Workspace, b.Key, b.PreparingVersion)
+		if err != nil && !errors.Is(err, records.ErrNotFound) {
+			return fmt.Errorf("load manifest %s of benchmark %s: %w", b.PreparingVersion, b.Key, err)
+		}
+		if err == nil {
+			check, err := h.readCheck(r.Context(), ws, b.Key, b.PreparingVersion)
+			if err != nil {
+				return err
+			}
+			out.Manifest = manifestView(m, check)
+		}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
@@ -48,7 +49,8 @@ func (h *Handler) startCheck(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusAccepted, checkView(c))
 }
 
-// getCheck is GET /v1/benchmarks/{key}/check: the check of the ready version.
+// getCheck is GET /v1/benchmarks/{key}/check: the check of the ready
+// version, or of the version a sync is preparing.
 func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
 	checks, err := h.checks()
 	if err != nil {
@@ -60,12 +62,16 @@ func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var c records.EnvCheck
-	if b.ReadyVersion != "" {
-		c, err = checks.Check(r.Context(), ws, b.Key, b.ReadyVersion)
+	version := b.ReadyVersion
+	if b.Status == records.SyncSyncing && b.PreparingVersion != "" {
+		version = b.PreparingVersion // a check may start on its ready tasks
 	}
-	if b.ReadyVersion == "" || errors.Is(err, records.ErrNotFound) {
+	if version != "" {
+		c, err = checks.Check(r.Context(), ws, b.Key, version)
+	}
+	if version == "" || errors.Is(err, records.ErrNotFound) {
 		// Not an error: a benchmark page asks before anyone started one.
-		return writeJSON(w, http.StatusOK, v1.EnvCheckView{Version: b.ReadyVersion, Status: v1.CheckNone,
+		return writeJSON(w, http.StatusOK, v1.EnvCheckView{Version: version, Status: v1.CheckNone,
 			Message: fmt.Sprintf("no check yet: start one with POST /v1/benchmarks/%s/check (gauntlet benchmark check %s)", b.Key, b.Key),
 			Broken:  []string{}, Trivial: []string{}, Flagged: []v1.EnvCheckTask{}})
 	}
@@ -76,7 +82,11 @@ func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
 }
 
 // buildLog is GET /v1/benchmarks/{key}/tasks/{task}/build-log: the log of
-// the Dockerfile build of a task of the ready version, as text.
+// the Dockerfile build of a task, as text — of the version a sync is
+// preparing (while the build runs, and after it failed) or else of the
+// ready version. With ?follow=true it streams the log as the build writes
+// it (the sync stores it every second) until the task's image is ready or
+// failed, the sync has moved on, or the client leaves.
 func (h *Handler) buildLog(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	ws := identity(ctx).Workspace
@@ -84,29 +94,105 @@ func (h *Handler) buildLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	name := r.PathValue("task")
-	if b.ReadyVersion == "" {
-		return errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %q has no ready task list", b.Key)
-	}
-	info, err := h.manifest(ctx, b.Workspace, b.Key, b.ReadyVersion)
+	follow, err := boolQuery(r, "follow")
 	if err != nil {
 		return err
 	}
-	t, ok := info.m.Task(name)
-	if !ok || t.Environment == nil || t.Environment.BuildLog == "" {
-		return errorf(http.StatusNotFound, v1.CodeNotFound, "task %q of %s@%s has no build log (only Dockerfile tasks are built)", name, b.Key, b.ReadyVersion)
+	name := r.PathValue("task")
+	version := b.PreparingVersion
+	if version == "" {
+		version = b.ReadyVersion
 	}
-	rc, err := h.cfg.Blobs.Get(ctx, t.Environment.BuildLog)
+	if version == "" {
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %q has no task list yet (its sync is %s); its build logs appear once its tasks are fetched", b.Key, b.Status)
+	}
+	t, err := h.cfg.Records.Task(ctx, b.Workspace, b.Key, version, name)
 	if errors.Is(err, records.ErrNotFound) {
-		return errorf(http.StatusNotFound, v1.CodeNotFound, "the build log of task %q is gone", name)
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %s@%s has no task %q", b.Key, version, name)
 	}
 	if err != nil {
-		return fmt.Errorf("read build log %s: %w", t.Environment.BuildLog, err)
+		return err
+	}
+	if t.Environment == nil || t.Environment.BuildLog == "" {
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "task %q of %s@%s has no build log (only Dockerfile tasks are built)", name, b.Key, version)
+	}
+	logKey := t.Environment.BuildLog
+	text, err := h.readBuildLog(ctx, logKey)
+	if err != nil {
+		return err
+	}
+	if text == nil && !(follow && t.Environment.Preparing) {
+		return errorf(http.StatusNotFound, v1.CodeNotFound, "the build log of task %q is gone (or its build has not started)", name)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if _, err := w.Write(text); err != nil || !follow || !t.Environment.Preparing {
+		return nil // the status is sent: a late error only ends the body
+	}
+	return h.followBuildLog(ctx, w, b.Workspace, b.Key, version, name, logKey, len(text))
+}
+
+// buildLogPoll is how often a followed build log is read again.
+const buildLogPoll = 500 * time.Millisecond
+
+// followBuildLog writes what the build log under logKey gains past sent
+// bytes until the task is no longer preparing (then what is left) or ctx
+// ends.
+func (h *Handler) followBuildLog(ctx context.Context, w http.ResponseWriter, ws, key, version, name, logKey string, sent int) error {
+	flusher, _ := w.(http.Flusher)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	t := time.NewTicker(buildLogPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		task, err := h.cfg.Records.Task(ctx, ws, key, version, name)
+		// Gone (the benchmark removed) or ready: write the rest and end.
+		last := err != nil || task.Environment == nil || !task.Environment.Preparing
+		text, rerr := h.readBuildLog(ctx, logKey)
+		if rerr != nil {
+			return nil
+		}
+		if len(text) < sent {
+			sent = 0 // the kept tail moved past what was sent: start over
+		}
+		if len(text) > sent {
+			if _, err := w.Write(text[sent:]); err != nil {
+				return nil
+			}
+			sent = len(text)
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if last {
+			return nil
+		}
+	}
+}
+
+// readBuildLog returns the stored build log, nil when there is none.
+func (h *Handler) readBuildLog(ctx context.Context, logKey string) ([]byte, error) {
+	rc, err := h.cfg.Blobs.Get(ctx, logKey)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read build log %s: %w", logKey, err)
 	}
 	defer rc.Close()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, err = io.Copy(w, rc)
-	return err
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read build log %s: %w", logKey, err)
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	return b, nil
 }
 
 func checkView(c records.EnvCheck) v1.EnvCheckView {
@@ -155,11 +241,17 @@ func environmentView(key string, t benchmark.Task) *v1.TaskEnvironment {
 	if e == nil {
 		return nil
 	}
-	v := &v1.TaskEnvironment{Source: string(e.Source), Image: e.Image, Pinned: e.Pinned, BuildKey: e.BuildKey, Unavailable: e.Unavailable}
+	v := &v1.TaskEnvironment{Source: string(e.Source), Image: e.Image, Pinned: e.Pinned, BuildKey: e.BuildKey, Unavailable: e.Unavailable,
+		State: string(e.State())}
 	if e.BuildLog != "" {
-		v.BuildLog = "/v1/benchmarks/" + key + "/tasks/" + url.PathEscape(t.Name) + "/build-log"
+		v.BuildLog = buildLogPath(key, t.Name)
 	}
 	return v
+}
+
+// buildLogPath is the API path of a task's build log.
+func buildLogPath(key, task string) string {
+	return "/v1/benchmarks/" + key + "/tasks/" + url.PathEscape(task) + "/build-log"
 }
 
 // progressLabel says a sync's progress in words.
@@ -172,4 +264,16 @@ func progressLabel(b records.Benchmark) string {
 		what = "Preparing images"
 	}
 	return fmt.Sprintf("%s · %d / %d", what, b.Synced, b.Total)
+}
+
+// boolQuery reads an optional true/false query parameter.
+func boolQuery(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, fieldError(name, fmt.Sprintf("is %q; want true or false", v))
+	}
 }

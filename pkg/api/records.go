@@ -40,6 +40,7 @@ type BenchmarkReader interface {
 	Benchmark(ctx context.Context, ws, key string) (records.Benchmark, error)
 	Benchmarks(ctx context.Context, ws string) ([]records.Benchmark, error)
 	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
+	Task(ctx context.Context, ws, key, version, name string) (records.Task, error)
 	Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (records.Board, error)
 }
 

@@ -46,19 +46,62 @@ type Environment struct {
 	// names the task, the image and the cause); such a task is listed in a
 	// run's unavailable tasks instead of being attempted.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Preparing is set while the sync that stored the manifest version
+	// still builds, pulls or unpacks the task's image: the task cannot be
+	// attempted yet, and its item is rewritten once the image is ready (or
+	// failed). A manifest version is stored as soon as every task's image is
+	// decided, so a run may select the tasks that are ready while the
+	// others build.
+	Preparing bool `json:"preparing,omitempty"`
+	// Failed says Unavailable is the outcome of preparing the image (a
+	// failed build, pull or unpack), not of deciding it: the manifest
+	// digest pins what goes in (sources, pinned references, build keys),
+	// which is known before any build runs, so an outcome is left out of it.
+	Failed bool `json:"failed,omitempty"`
 }
+
+// TaskImageState is where a task's image is: ImagePreparing, ImageReady or
+// ImageUnavailable.
+type TaskImageState string
+
+// Task image states.
+const (
+	ImagePreparing   TaskImageState = "preparing"
+	ImageReady       TaskImageState = "ready"
+	ImageUnavailable TaskImageState = "unavailable"
+)
+
+// State is where the environment's image is.
+func (e *Environment) State() TaskImageState {
+	switch {
+	case e == nil:
+		return ImageReady
+	case e.Unavailable != "":
+		return ImageUnavailable
+	case e.Preparing:
+		return ImagePreparing
+	}
+	return ImageReady
+}
+
+// StillPreparing is the reason given for a task whose image a sync is
+// still preparing.
+const StillPreparing = "its image is still being prepared (the benchmark's sync is building or pulling it); select it again once `gauntlet benchmark info` shows it ready"
 
 // Available reports whether the task can be attempted: it has no
 // environment record (a manifest synced without image preparation) or its
 // image is pinned.
-func (t Task) Available() bool { return t.Environment == nil || t.Environment.Unavailable == "" }
+func (t Task) Available() bool { return t.Environment.State() == ImageReady }
 
 // UnavailableReason is why the task cannot be attempted; "" when it can.
 func (t Task) UnavailableReason() string {
-	if t.Environment == nil {
-		return ""
+	switch t.Environment.State() {
+	case ImageUnavailable:
+		return t.Environment.Unavailable
+	case ImagePreparing:
+		return fmt.Sprintf("task %s: %s", t.Name, StillPreparing)
 	}
-	return t.Environment.Unavailable
+	return ""
 }
 
 // digestLine is what an environment adds to the manifest digest. A build's
@@ -68,11 +111,14 @@ func (e *Environment) digestLine() string {
 	if e == nil {
 		return ""
 	}
-	pinned := e.Pinned
+	pinned, unavailable := e.Pinned, e.Unavailable
 	if e.Source == ImageBuild {
 		pinned = ""
 	}
-	return fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(e.Unavailable), e.Unavailable)
+	if e.Failed {
+		unavailable = "" // an outcome, not an input (see Failed)
+	}
+	return fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(unavailable), unavailable)
 }
 
 // ErrNoImage reports a task with no image, no Dockerfile and no operator

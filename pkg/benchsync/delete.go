@@ -21,7 +21,9 @@ const maxListedRuns = 5
 //     stopping) Delete refuses with ErrConflict naming the runs: they still
 //     read its tasks.
 //   - Otherwise it removes the benchmark record first (no new run can pin
-//     it, no sync or refresh can touch it), then its sync state, sync
+//     it, no sync or refresh can touch it), cancels the syncs and
+//     refreshes of it that this process runs (their image builds with
+//     them) and waits for them to return, then its sync state, sync
 //     source and leaderboard, and last every manifest version that no run
 //     pinned. Versions some run pinned stay, so those runs' pages,
 //     configuration, results and downloads keep working.
@@ -48,6 +50,15 @@ func (s *Service) Delete(ctx context.Context, ws, key string) error {
 	}
 	if err := s.records.DeleteBenchmark(ctx, ws, key); err != nil {
 		return err
+	}
+	// A sync or refresh of it in this process stops now: its builds are
+	// killed (the builder kills their process group) and Delete waits for
+	// it to return, so no version it was storing appears after the
+	// unpinned ones are deleted below. Elsewhere (another process, a cloud
+	// function) a sync stops at its next progress write, which finds the
+	// record gone.
+	if n := s.inflight.cancel(ctx, ws, key, errRemoved); n > 0 {
+		s.log.InfoContext(ctx, "in-flight sync of a removed benchmark cancelled", "workspace", ws, "key", key, "syncs", n)
 	}
 	if err := s.records.DeleteSyncState(ctx, ws, key); err != nil {
 		return err

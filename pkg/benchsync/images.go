@@ -129,32 +129,43 @@ const maxBuildLog = 4 << 20
 // BuildLogKey is the blob key of the log of build key (hex).
 func BuildLogKey(key string) string { return "builds/" + key + ".log" }
 
-// prepareImages gives every task its Environment (or leaves the manifest
-// without environments when the service has none configured), recording
-// progress in the images phase. Only cancellation and store trouble are
-// errors; a task whose image cannot be had is marked unavailable.
-//
-// running maps build keys to the handles of builds an earlier delivery of
-// this sync left running. When builds still run (a builder answered
-// BuildRunning), every other task is prepared all the same (so all builds
-// start at once) and the error is an *imagesPending naming them.
-func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string, creds []PullCredential) error {
+// imageWork is a task whose image was decided (its Environment set and
+// marked Preparing) and still has to be built or warmed.
+type imageWork struct {
+	name string
+	// build is the Dockerfile build the task needs; nil: a warm only.
+	build *buildJob
+}
+
+// buildJob is what a Dockerfile task's build needs beyond its Environment.
+type buildJob struct {
+	envDir string
+	cfg    harbor.TaskConfig
+	df     []byte // every FROM pinned
+}
+
+// decideImages gives every task its Environment: the image's source, its
+// pinned reference (pulls) or build key (builds), or why it is
+// unavailable. That is all the manifest digest depends on, so the manifest
+// version can be stored before any image is built; a task that still needs
+// a build or a warm is marked Preparing and listed in the returned work,
+// which finishImages does. Only cancellation and store trouble are errors.
+// Without configured environments it does nothing.
+func (s *Service) decideImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string, creds []PullCredential) (*imagePrep, []imageWork, error) {
 	if s.envs == nil {
-		return nil
-	}
-	p := &progress{now: s.now, write: write, phase: records.SyncPhaseImages, total: len(tasks)}
-	if err := p.record(ctx, 0, true); err != nil {
-		return err
+		return nil, nil, nil
 	}
 	prep := &imagePrep{s: s, cfg: s.envs, running: running, creds: creds}
-	parallel := s.envs.ParallelBuilds
-	if parallel <= 0 {
-		parallel = runtime.NumCPU()
+	// The benchmark says "Preparing images · k / n" from here on; k counts
+	// the tasks that are ready or unavailable.
+	p := &progress{now: s.now, write: write, phase: records.SyncPhaseImages, total: len(tasks)}
+	if err := p.record(ctx, 0, true); err != nil {
+		return nil, nil, err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	var mu sync.Mutex // guards pending, done and the progress record
-	pending := map[string]string{}
+	g.SetLimit(s.parallel())
+	var mu sync.Mutex // guards work, done and the progress record
+	var work []imageWork
 	done := 0
 	for i := range tasks {
 		if dirs[i] == "" {
@@ -167,24 +178,103 @@ func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dir
 		}
 		g.Go(func() error {
 			start := s.now()
-			env, err := prep.task(gctx, tasks[i].Name, dirs[i])
-			var br *BuildRunning
-			if errors.As(err, &br) {
-				s.log.InfoContext(ctx, "task image still building", "task", tasks[i].Name, "build_key", env.BuildKey, "build", br.Handle)
-				mu.Lock()
-				pending[env.BuildKey] = br.Handle
-				mu.Unlock()
-				return nil
-			}
+			env, job, err := prep.decide(gctx, tasks[i].Name, dirs[i])
 			if err != nil {
 				return err
 			}
-			if err := prep.warm(gctx, tasks[i].Name, &env); err != nil {
-				return err
-			}
-			tasks[i].Environment = &env
 			if env.Unavailable != "" {
 				s.log.WarnContext(ctx, "task unavailable", "task", tasks[i].Name, "reason", env.Unavailable)
+			}
+			tasks[i].Environment = &env
+			needsWarm := prep.cfg.Warm != nil && env.Pinned != "" && env.Unavailable == ""
+			mu.Lock()
+			defer mu.Unlock()
+			if env.Unavailable == "" && (job != nil || needsWarm) {
+				env.Preparing = true
+				work = append(work, imageWork{name: tasks[i].Name, build: job})
+				return nil
+			}
+			done++
+			s.log.InfoContext(ctx, "task image prepared", "task", tasks[i].Name, "n", done, "of", len(tasks),
+				"source", string(env.Source), "seconds", roundSeconds(s.now().Sub(start)), "unavailable", env.Unavailable != "")
+			return p.record(gctx, done, true)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(work, func(a, b imageWork) int { return strings.Compare(a.name, b.name) })
+	return prep, work, nil
+}
+
+// parallel is how many images are built or warmed at once.
+func (s *Service) parallel() int {
+	if s.envs != nil && s.envs.ParallelBuilds > 0 {
+		return s.envs.ParallelBuilds
+	}
+	return runtime.NumCPU()
+}
+
+// finishImages builds and warms the images decideImages left preparing,
+// side by side, recording progress in the images phase (done counts every
+// task that is ready or unavailable). As each task's image is ready or has
+// failed, its Environment in tasks is replaced (Preparing cleared) and save
+// is called with the task, so a sync can store it at once and runs may
+// select it while the others build; save may be nil. When builds still run
+// elsewhere (a builder answered BuildRunning) every other task is finished
+// all the same and the error is an *imagesPending naming them.
+func (s *Service) finishImages(ctx context.Context, prep *imagePrep, tasks []benchmark.Task, work []imageWork, write progressWriter, save func(context.Context, benchmark.Task) error) error {
+	if prep == nil {
+		return nil
+	}
+	index := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		index[t.Name] = i
+	}
+	p := &progress{now: s.now, write: write, phase: records.SyncPhaseImages, total: len(tasks)}
+	var mu sync.Mutex // guards pending, done and the progress record
+	done := len(tasks) - len(work)
+	if err := p.record(ctx, done, true); err != nil {
+		return err
+	}
+	pending := map[string]string{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.parallel())
+	for _, w := range work {
+		i := index[w.name]
+		env := *tasks[i].Environment
+		g.Go(func() error {
+			start := s.now()
+			if w.build != nil {
+				err := prep.finishBuild(gctx, w, &env)
+				var br *BuildRunning
+				if errors.As(err, &br) {
+					s.log.InfoContext(ctx, "task image still building", "task", w.name, "build_key", env.BuildKey, "build", br.Handle)
+					mu.Lock()
+					pending[env.BuildKey] = br.Handle
+					mu.Unlock()
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if err := prep.warm(gctx, w.name, &env); err != nil {
+				return err
+			}
+			env.Preparing = false
+			env.Failed = env.Unavailable != ""
+			if env.Failed {
+				s.log.WarnContext(ctx, "task unavailable", "task", w.name, "reason", env.Unavailable)
+			}
+			mu.Lock()
+			tasks[i].Environment = &env
+			t := tasks[i]
+			mu.Unlock()
+			if save != nil {
+				if err := save(gctx, t); err != nil {
+					return err
+				}
 			}
 			// Every task is recorded: each one is a resolve or a build, so a
 			// write per task costs nothing beside it and the views can say
@@ -244,6 +334,16 @@ type imagePrep struct {
 	running map[string]string
 	// creds are the benchmark's registry credentials.
 	creds []PullCredential
+	// workDir holds the fetched task directories (the build contexts)
+	// until close.
+	workDir string
+}
+
+// close removes the fetched task directories; a nil prep has none.
+func (p *imagePrep) close() {
+	if p != nil && p.workDir != "" {
+		os.RemoveAll(p.workDir)
+	}
 }
 
 // warm brings a pinned image into the local cache, once per image per sync.
@@ -306,39 +406,40 @@ func (o *onceMap[T]) do(key string, f func() T) T {
 	return e.v
 }
 
-// task decides and prepares one task's image.
-func (p *imagePrep) task(ctx context.Context, name, dir string) (benchmark.Environment, error) {
+// decide decides one task's image: its Environment, and for a Dockerfile
+// task that can be built, the build it needs.
+func (p *imagePrep) decide(ctx context.Context, name, dir string) (benchmark.Environment, *buildJob, error) {
 	loaded, err := harbor.LoadTask(dir)
 	if err != nil {
-		return benchmark.Environment{}, failf("task %s: %v", name, err) // loaded once already; a change here is a broken checkout
+		return benchmark.Environment{}, nil, failf("task %s: %v", name, err) // loaded once already; a change here is a broken checkout
 	}
 	if reason := unsupportedReason(name, loaded); reason != "" {
-		return benchmark.Environment{Unavailable: reason}, nil
+		return benchmark.Environment{Unavailable: reason}, nil, nil
 	}
 	cfg := loaded.Config
 	hasDockerfile := isFile(filepath.Join(dir, "environment", "Dockerfile"))
 	source, ref, err := benchmark.ChooseImage(cfg.Environment.DockerImage, hasDockerfile, p.cfg.ForceBuild, p.cfg.DefaultImage)
 	if err != nil {
-		return benchmark.Environment{Unavailable: fmt.Sprintf("task %s: %v", name, err)}, nil
+		return benchmark.Environment{Unavailable: fmt.Sprintf("task %s: %v", name, err)}, nil, nil
 	}
 	env := benchmark.Environment{Source: source, Image: ref}
 	if reason := p.policy(name, cfg); reason != "" {
 		env.Unavailable = reason
-		return env, nil
+		return env, nil, nil
 	}
 	if source == benchmark.ImageBuild {
-		return p.build(ctx, name, dir, cfg, env)
+		return p.decideBuild(ctx, name, dir, cfg, env)
 	}
 	pinned, err := p.resolve(ctx, ref)
 	if err != nil {
 		if ctx.Err() != nil {
-			return env, ctx.Err()
+			return env, nil, ctx.Err()
 		}
 		env.Unavailable = fmt.Sprintf("task %s: image %s: %v", name, ref, err)
-		return env, nil
+		return env, nil, nil
 	}
 	env.Pinned, env.Digest = pinned, digestOf(pinned)
-	return env, nil
+	return env, nil, nil
 }
 
 // policy returns why the operator's policy forbids the task, or "".
@@ -365,17 +466,17 @@ func orElse(override, base string) string {
 	return base
 }
 
-// build prepares a Dockerfile task: pins its bases, derives the build key,
-// and reuses the image of an earlier build with that key or builds it.
-func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, error) {
+// decideBuild decides a Dockerfile task: pins its bases and derives the
+// build key (and so the build log's key); the build itself is finishBuild's.
+func (p *imagePrep) decideBuild(ctx context.Context, name, dir string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, *buildJob, error) {
 	envDir := filepath.Join(dir, "environment")
-	unavailable := func(format string, args ...any) (benchmark.Environment, error) {
+	unavailable := func(format string, args ...any) (benchmark.Environment, *buildJob, error) {
 		env.Unavailable = fmt.Sprintf("task %s: environment/Dockerfile: ", name) + fmt.Sprintf(format, args...)
-		return env, nil
+		return env, nil, nil
 	}
 	df, err := os.ReadFile(filepath.Join(envDir, "Dockerfile"))
 	if err != nil {
-		return env, fmt.Errorf("task %s: read Dockerfile: %w", name, err)
+		return env, nil, fmt.Errorf("task %s: read Dockerfile: %w", name, err)
 	}
 	bases, err := dockerfile.Bases(df)
 	if err != nil {
@@ -386,7 +487,7 @@ func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.Task
 		pinned, err := p.resolve(ctx, b.Image)
 		if err != nil {
 			if ctx.Err() != nil {
-				return env, ctx.Err()
+				return env, nil, ctx.Err()
 			}
 			return unavailable("base image %s (line %d): %v", b.Image, b.Line, err)
 		}
@@ -405,20 +506,27 @@ func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.Task
 	if p.cfg.Builder == nil {
 		return unavailable("this platform builds no images (no builder configured); name a docker_image in task.toml or configure the builder")
 	}
+	return env, &buildJob{envDir: envDir, cfg: cfg, df: pinnedDF}, nil
+}
+
+// finishBuild reuses the image of an earlier build of the task's build key
+// or builds it, and sets env's pinned image or the reason it failed.
+func (p *imagePrep) finishBuild(ctx context.Context, w imageWork, env *benchmark.Environment) error {
 	// Tasks of one sync that share a build key (the same context FROM the
 	// same bases) share its one build; the others wait for it.
 	b := p.builds.do(env.BuildKey, func() built {
-		pinned, cause, err := p.buildOnce(ctx, name, envDir, cfg, env.BuildKey, pinnedDF)
+		pinned, cause, err := p.buildOnce(ctx, w.name, w.build.envDir, w.build.cfg, env.BuildKey, w.build.df)
 		return built{pinned, cause, err}
 	})
 	if b.err != nil {
-		return env, b.err
+		return b.err
 	}
 	if b.cause != "" {
-		return unavailable("%s", b.cause)
+		env.Unavailable = fmt.Sprintf("task %s: environment/Dockerfile: %s", w.name, b.cause)
+		return nil
 	}
 	env.Pinned, env.Digest = b.pinned, digestOf(b.pinned)
-	return env, nil
+	return nil
 }
 
 // buildOnce reuses the image of an earlier build of key or builds it; its
@@ -468,8 +576,10 @@ func (p *imagePrep) runBuild(ctx context.Context, name, envDir, key string, df [
 	log := &tailBuffer{max: maxBuildLog}
 	start := p.s.now()
 	p.s.log.InfoContext(ctx, "building task image", "task", name, "build_key", key, "timeout", timeout)
+	stopStreaming := p.s.streamLog(ctx, BuildLogKey(key), log)
 	pinned, berr := p.cfg.Builder.Build(bctx, BuildRequest{Key: key, Task: name, ContextDir: envDir, Dockerfile: df, Log: log,
 		Running: p.running[key], Timeout: timeout, Credentials: p.creds})
+	stopStreaming()
 	if ctx.Err() != nil {
 		return "", "", ctx.Err()
 	}
@@ -528,26 +638,43 @@ func isFile(path string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the last max bytes written to it; a builder writes it
+// while streamLog reads it.
 type tailBuffer struct {
-	max int
-	buf []byte
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	written int64 // bytes ever written: tells a streamer something changed
 }
 
 func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.buf = append(t.buf, b...)
+	t.written += int64(len(b))
 	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
 	}
 	return len(b), nil
 }
 
-// Bytes returns what is kept.
-func (t *tailBuffer) Bytes() []byte { return t.buf }
+// Bytes returns a copy of what is kept.
+func (t *tailBuffer) Bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.buf)
+}
+
+// snapshot returns a copy of what is kept and how much was ever written.
+func (t *tailBuffer) snapshot() ([]byte, int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.buf), t.written
+}
 
 // Tail returns the last n lines, at most 2 KiB.
 func (t *tailBuffer) Tail(n int) string {
-	s := strings.TrimRight(string(t.buf), "\n")
+	s := strings.TrimRight(string(t.Bytes()), "\n")
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
@@ -70,7 +71,13 @@ func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
 		return err
 	}
 	s.log.InfoContext(ctx, "benchmark refresh started", "workspace", ws, "key", key, "source", b.Source.Ref, "ready_version", b.ReadyVersion)
-	err = s.refreshClaimed(ctx, b, token, msg.Resume.builds())
+	rctx, end := s.inflight.start(ctx, ws, key)
+	err = s.refreshClaimed(rctx, b, token, msg.Resume.builds())
+	end()
+	if errors.Is(context.Cause(rctx), errRemoved) {
+		s.log.InfoContext(ctx, "benchmark refresh cancelled: the benchmark was removed", "workspace", ws, "key", key)
+		return nil
+	}
 	var (
 		f  *failure
 		ip *imagesPending
@@ -145,9 +152,23 @@ func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token
 	if err != nil {
 		return err
 	}
-	c, err := s.collect(ctx, b, src, s.refreshProgress(b.Workspace, b.Key, token), running)
+	write := s.refreshProgress(b.Workspace, b.Key, token)
+	c, err := s.collect(ctx, b, src, write, running)
 	if err != nil {
 		return err
+	}
+	defer c.prep.close()
+	// A refresh switches the ready version only once every image is
+	// prepared: the ready version serves runs meanwhile.
+	if err := s.finishImages(ctx, c.prep, c.m.Tasks, c.work, write, nil); err != nil {
+		return err
+	}
+	if c.m.Digest == b.ReadyDigest {
+		// The same inputs; an image's outcome may differ (a build that
+		// failed for a passing reason now succeeds).
+		if err := s.updateOutcomes(ctx, b.Workspace, b.Key, b.ReadyVersion, c.m.Tasks, c.files); err != nil {
+			return err
+		}
 	}
 	if c.m.Digest == b.ReadyDigest && c.warning == b.SyncWarning {
 		return s.refreshUnchanged(ctx, b, token)
@@ -159,6 +180,25 @@ func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token
 		return err
 	}
 	return s.switchReady(ctx, b, m, c.warning, token)
+}
+
+// updateOutcomes rewrites the tasks of a stored version whose image
+// outcome (pinned image, failure) differs from tasks'.
+func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, tasks []benchmark.Task, files map[string]records.TaskFiles) error {
+	stored, _, err := s.records.Manifest(ctx, ws, key, version)
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		old, ok := stored.Task(t.Name)
+		if !ok || old.Environment == nil || t.Environment == nil || reflect.DeepEqual(*old.Environment, *t.Environment) {
+			continue
+		}
+		if err := s.records.PutTask(ctx, ws, key, version, t, files[t.Name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parkRefresh records a refresh's image progress with the time its resume

@@ -100,6 +100,9 @@ type Service struct {
 	lease    time.Duration
 	envs     *Environments
 	secrets  secret.Store
+	// inflight are the syncs and refreshes this process runs (Delete
+	// cancels a removed benchmark's).
+	inflight inflight
 
 	pkgURL, pkgKey string
 	allowPrivate   bool

@@ -62,7 +62,13 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 		return err
 	}
 	s.log.InfoContext(ctx, "benchmark sync started", "workspace", ws, "key", key, "source", b.Source.Ref, "resumed", resumed)
-	err = s.syncClaimed(ctx, b, msg.Resume.builds(), resumed)
+	sctx, end := s.inflight.start(ctx, ws, key)
+	err = s.syncClaimed(sctx, b, msg.Resume.builds(), resumed)
+	end()
+	if errors.Is(context.Cause(sctx), errRemoved) {
+		s.log.InfoContext(ctx, "benchmark sync cancelled: the benchmark was removed", "workspace", ws, "key", key)
+		return nil
+	}
 	var (
 		f  *failure
 		ip *imagesPending
@@ -174,20 +180,57 @@ func (s *Service) leaseExpired(b records.Benchmark, now time.Time) bool {
 	return now.Sub(b.UpdatedAt) > s.lease
 }
 
+// syncClaimed fetches the tasks, decides their images and stores the
+// manifest version at once (tasks whose image still has to be built or
+// warmed marked preparing, the version named on the benchmark as the one
+// it prepares), then builds and warms those images, storing each task as
+// it is ready, so runs may select ready tasks before the sync ends.
 func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running map[string]string, resumed bool) error {
 	src, err := s.loadSource(ctx, b)
 	if err != nil {
 		return err
 	}
-	c, err := s.collect(ctx, b, src, s.syncProgress(b.Workspace, b.Key, resumed), running)
+	write := s.syncProgress(b.Workspace, b.Key, resumed)
+	c, err := s.collect(ctx, b, src, write, running)
 	if err != nil {
 		return err
 	}
+	defer c.prep.close()
 	m, err := s.storeManifest(ctx, b.Workspace, c.m, c.files)
 	if err != nil {
 		return err
 	}
+	if c.prep != nil {
+		if err := s.markPreparing(ctx, b.Workspace, b.Key, m.Version); err != nil {
+			return err
+		}
+		save := func(ctx context.Context, t benchmark.Task) error {
+			return s.records.PutTask(ctx, b.Workspace, m.Key, m.Version, t, c.files[t.Name])
+		}
+		if err := s.finishImages(ctx, c.prep, m.Tasks, c.work, write, save); err != nil {
+			return err
+		}
+	}
 	return s.markReady(ctx, b.Workspace, m, c.warning)
+}
+
+// markPreparing names the stored version whose images the syncing
+// benchmark prepares (runs may select its ready tasks).
+func (s *Service) markPreparing(ctx context.Context, ws, key, version string) error {
+	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+		if b.Status != records.SyncSyncing {
+			return errSuperseded
+		}
+		if b.PreparingVersion == version {
+			return records.ErrNoChange
+		}
+		b.PreparingVersion = version
+		return nil
+	})
+	if errors.Is(err, records.ErrNotFound) {
+		return errSuperseded
+	}
+	return err
 }
 
 // loadSource returns where the benchmark syncs from.
@@ -239,43 +282,49 @@ func (s *Service) openSource(ctx context.Context, ws string, src syncSource) (re
 	return reg, location, nil
 }
 
-// collected is what a sync or refresh gathered: the manifest, where each
-// task's files are, and what the source warned about.
+// collected is what a sync or refresh gathered: the manifest (every
+// task's image decided, those still to build or warm marked preparing),
+// where each task's files are, what the source warned about, and the image
+// work left (prep nil: the service prepares no images).
 type collected struct {
 	m       benchmark.Manifest
 	files   map[string]records.TaskFiles
 	warning string
+	prep    *imagePrep
+	work    []imageWork
 }
 
-// collect resolves the dataset and fetches, loads and bundles its tasks,
-// recording progress through write.
+// collect resolves the dataset, fetches, loads and bundles its tasks and
+// decides their images, recording progress through write.
 func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (collected, error) {
-	m, files, warning, err := s.gather(ctx, b, src, write, running)
-	return collected{m: m, files: files, warning: warning}, err
+	var c collected
+	var err error
+	c.m, c.files, c.warning, c.prep, c.work, err = s.gather(ctx, b, src, write, running)
+	return c, err
 }
 
-func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, string, error) {
+func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, string, *imagePrep, []imageWork, error) {
 	var creds []PullCredential
 	if s.envs != nil {
 		// Read first: a deleted or malformed record fails the sync before
 		// any task is fetched.
 		c, err := s.pullCredentials(ctx, b)
 		if err != nil {
-			return benchmark.Manifest{}, nil, "", err
+			return benchmark.Manifest{}, nil, "", nil, nil, err
 		}
 		creds = c
 	}
 	source, location, err := s.openSource(ctx, b.Workspace, src)
 	if err != nil {
-		return benchmark.Manifest{}, nil, "", err
+		return benchmark.Manifest{}, nil, "", nil, nil, err
 	}
 	defer source.Close()
 	reg, err := source.Registry(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return benchmark.Manifest{}, nil, "", ctx.Err()
+			return benchmark.Manifest{}, nil, "", nil, nil, ctx.Err()
 		}
-		return benchmark.Manifest{}, nil, "", failf("%v", err)
+		return benchmark.Manifest{}, nil, "", nil, nil, failf("%v", err)
 	}
 	var d harbor.Dataset
 	if src.Package != nil || src.Repo != nil {
@@ -283,7 +332,7 @@ func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSourc
 	} else {
 		name, version := benchmark.SplitRef(src.Spec)
 		if d, err = resolveIn(reg, location, name, version); err != nil {
-			return benchmark.Manifest{}, nil, "", failf("%v", err)
+			return benchmark.Manifest{}, nil, "", nil, nil, failf("%v", err)
 		}
 	}
 	var warnings []string
@@ -291,24 +340,31 @@ func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSourc
 	if isPackage {
 		pd, err := ps.Dataset(ctx)
 		if err != nil {
-			return benchmark.Manifest{}, nil, "", failf("%v", err)
+			return benchmark.Manifest{}, nil, "", nil, nil, failf("%v", err)
 		}
 		if w := pd.Version.Yanked(pd.Ref); w != "" {
 			warnings = append(warnings, w)
 		}
 	}
 	if len(d.Tasks) == 0 {
-		return benchmark.Manifest{}, nil, "", failf("dataset %s in %s lists no tasks; a benchmark needs at least one", d.Spec(), location)
+		return benchmark.Manifest{}, nil, "", nil, nil, failf("dataset %s in %s lists no tasks; a benchmark needs at least one", d.Spec(), location)
 	}
 	tmp, err := os.MkdirTemp(s.workDir, "sync-")
 	if err != nil {
-		return benchmark.Manifest{}, nil, "", fmt.Errorf("sync work dir: %w", err)
+		return benchmark.Manifest{}, nil, "", nil, nil, fmt.Errorf("sync work dir: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	// The task directories are the build contexts of finishImages, after
+	// gather: the collected's close removes them.
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(tmp)
+		}
+	}()
 
 	p := &progress{now: s.now, write: write, phase: records.SyncPhaseTasks, total: len(d.Tasks)}
 	if err := p.record(ctx, 0, true); err != nil {
-		return benchmark.Manifest{}, nil, "", err
+		return benchmark.Manifest{}, nil, "", nil, nil, err
 	}
 	tasks := make([]benchmark.Task, 0, len(d.Tasks))
 	files := make(map[string]records.TaskFiles, len(d.Tasks))
@@ -317,7 +373,7 @@ func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSourc
 		dir := filepath.Join(tmp, fmt.Sprintf("task-%d", i))
 		t, tf, warning, err := s.syncTask(ctx, source, ref, dir)
 		if err != nil {
-			return benchmark.Manifest{}, nil, "", err
+			return benchmark.Manifest{}, nil, "", nil, nil, err
 		}
 		if warning != "" {
 			warnings = append(warnings, warning)
@@ -329,15 +385,16 @@ func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSourc
 		dirs = append(dirs, dir)
 		files[t.Name] = tf
 		if err := p.record(ctx, i+1, false); err != nil {
-			return benchmark.Manifest{}, nil, "", err
+			return benchmark.Manifest{}, nil, "", nil, nil, err
 		}
 	}
-	if err := s.prepareImages(ctx, tasks, dirs, write, running, creds); err != nil {
-		return benchmark.Manifest{}, nil, "", err
+	prep, work, err := s.decideImages(ctx, tasks, dirs, write, running, creds)
+	if err != nil {
+		return benchmark.Manifest{}, nil, "", nil, nil, err
 	}
 	m, err := buildManifest(b, src, d, tasks)
 	if err != nil {
-		return benchmark.Manifest{}, nil, "", err
+		return benchmark.Manifest{}, nil, "", nil, nil, err
 	}
 	if rs, ok := source.(*registry.RepoSource); ok {
 		m.Source.Ref = src.Repo.URL + "@" + rs.Commit() + pathSuffix(src.Repo.Path)
@@ -347,10 +404,13 @@ func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSourc
 		pd, _ := ps.Dataset(ctx) // resolved above
 		m.Source.Ref = pd.Ref.Package() + "@" + pd.Version.Digest()
 		if m.Files, err = s.datasetFiles(ctx, ps, tmp); err != nil {
-			return benchmark.Manifest{}, nil, "", err
+			return benchmark.Manifest{}, nil, "", nil, nil, err
 		}
 	}
-	return m, files, strings.Join(warnings, "; "), nil
+	if prep != nil {
+		prep.workDir, keep = tmp, true
+	}
+	return m, files, strings.Join(warnings, "; "), prep, work, nil
 }
 
 // buildManifest applies the catalog policy (managed) or the registry
@@ -415,7 +475,7 @@ func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
-		b.Status, b.SyncError, b.UpdatedAt, b.Phase = records.SyncReady, "", now, ""
+		b.Status, b.SyncError, b.UpdatedAt, b.Phase, b.PreparingVersion = records.SyncReady, "", now, "", ""
 		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
 		b.ReadyVersion, b.ReadyDigest, b.SyncWarning = m.Version, m.Digest, warning
 		*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}

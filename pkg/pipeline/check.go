@@ -2,8 +2,15 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
@@ -35,11 +42,15 @@ harness = %q
 `
 
 // StartCheck starts the environment check of the benchmark's ready manifest
-// version: a run of the oracle and nop, once per available task, in each
-// task's real environment. It is idempotent per manifest version: a check
-// already started (or done) is returned as it is, and the run is submitted
-// with an idempotency key derived from the version, so a retried request
-// never starts a second run.
+// version (or of the version its sync is preparing): a run of the oracle
+// and nop, once per available task, in each task's real environment. It is
+// idempotent per manifest version: a check already started (or done) is
+// returned as it is, and the run is submitted with an idempotency key
+// derived from the version, so a retried request never starts a second
+// run. A check started while images were being prepared left those tasks
+// unavailable; once it is done, StartCheck checks the ones ready since in a
+// run of their own (keyed by their names) and keeps the other verdicts, so
+// a check starts per task as its image gets ready.
 func (s *Submitter) StartCheck(ctx context.Context, ws, user, ref string) (records.EnvCheck, error) {
 	b, m, problem, err := s.readyBenchmark(ctx, ws, ref)
 	if err != nil {
@@ -51,25 +62,72 @@ func (s *Submitter) StartCheck(ctx context.Context, ws, user, ref string) (recor
 	existing, err := s.recs.EnvCheck(ctx, ws, b.Key, m.Version)
 	switch {
 	case err == nil:
-		return s.finishCheck(ctx, existing)
+		c, err := s.finishCheck(ctx, existing)
+		if err != nil || c.Status != records.CheckDone {
+			return c, err
+		}
+		// Started while images were prepared: the tasks ready since are
+		// checked now, in a run of their own; the other verdicts stay.
+		if ready := readySince(m, c); len(ready) > 0 {
+			return s.startCheckRun(ctx, ws, user, b.Key, m.Version, ready, c.Tasks)
+		}
+		return c, nil
 	case !errors.Is(err, records.ErrNotFound):
 		return records.EnvCheck{}, err
 	}
-	doc := fmt.Sprintf(checkConfig, b.Key, checkOracle, checkNop)
-	res, err := s.Submit(ctx, SubmitRequest{Workspace: ws, User: user, Document: []byte(doc),
-		IdempotencyKey: "envcheck:" + b.Key + "@" + m.Version, Name: "environment check of " + b.Key + "@" + m.Version})
+	return s.startCheckRun(ctx, ws, user, b.Key, m.Version, nil, nil)
+}
+
+// readySince names the tasks a done check left unavailable because their
+// image was still being prepared and that are ready now, sorted.
+func readySince(m benchmark.Manifest, c records.EnvCheck) []string {
+	var names []string
+	for _, tc := range c.Tasks {
+		if tc.Verdict != records.CheckUnavailable || !strings.Contains(tc.Detail, benchmark.StillPreparing) {
+			continue
+		}
+		if t, ok := m.Task(tc.Task); ok && t.Available() {
+			names = append(names, tc.Task)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// startCheckRun submits the check run of a version — of every task, or of
+// only (tasks whose image got ready after an earlier check, whose verdicts
+// kept are carried over) — and records the check as running.
+func (s *Submitter) startCheckRun(ctx context.Context, ws, user, key, version string, only []string, kept []records.TaskCheck) (records.EnvCheck, error) {
+	doc := fmt.Sprintf(checkConfig, key, checkOracle, checkNop)
+	idem, name := "envcheck:"+key+"@"+version, "environment check of "+key+"@"+version
+	if len(only) > 0 {
+		quoted := make([]string, len(only))
+		for i, n := range only {
+			quoted[i] = strconv.Quote(n)
+		}
+		doc += "[tasks]\ntask_names = [" + strings.Join(quoted, ", ") + "]\n"
+		sum := sha256.Sum256([]byte(strings.Join(only, "\x00")))
+		idem += "+" + hex.EncodeToString(sum[:8])
+		name += fmt.Sprintf(" (%d tasks ready since)", len(only))
+	}
+	res, err := s.Submit(ctx, SubmitRequest{Workspace: ws, User: user, Document: []byte(doc), IdempotencyKey: idem, Name: name})
 	if err != nil {
 		return records.EnvCheck{}, err
 	}
-	c := records.EnvCheck{Workspace: ws, Key: b.Key, Version: res.Run.ManifestVersion, Status: records.CheckRunning,
+	c := records.EnvCheck{Workspace: ws, Key: key, Version: res.Run.ManifestVersion, Status: records.CheckRunning,
 		Run: res.Run.ID, StartedAt: res.Run.CreatedAt}
+	for _, tc := range kept {
+		if !slices.Contains(only, tc.Task) {
+			c.Tasks = append(c.Tasks, tc)
+		}
+	}
 	for _, u := range res.Run.UnavailableTasks {
 		c.Tasks = append(c.Tasks, records.TaskCheck{Task: u.Name, Verdict: records.CheckUnavailable, Detail: u.Reason})
 	}
 	if err := s.recs.PutEnvCheck(ctx, c); err != nil {
 		return records.EnvCheck{}, err
 	}
-	s.log.InfoContext(ctx, "environment check started", "workspace", ws, "key", b.Key, "version", c.Version, "run_id", c.Run)
+	s.log.InfoContext(ctx, "environment check started", "workspace", ws, "key", key, "version", c.Version, "run_id", c.Run, "tasks", len(res.Run.Tasks))
 	return c, nil
 }
 

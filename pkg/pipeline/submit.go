@@ -112,7 +112,11 @@ type Validation struct {
 	SlotCount      int
 	MissingSecrets []string
 	// Unavailable are selected tasks that get no slots (see splitUnavailable).
-	Unavailable     []run.UnavailableTask
+	Unavailable []run.UnavailableTask
+	// Preparing names the Unavailable tasks whose image the benchmark's
+	// sync is still preparing (a run of a benchmark whose images are not
+	// all ready yet selects the ready ones).
+	Preparing       []string
 	BillingProblem  string
 	ManifestVersion string
 
@@ -236,11 +240,12 @@ func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems
 		return v, append(problems, configProblems(rerr)...), nil
 	}
 	resolved.Tasks, v.Unavailable = splitUnavailable(manifest, resolved.Tasks)
+	v.Preparing = preparingTasks(manifest, v.Unavailable)
 	switch {
 	case len(resolved.Tasks) == 0 && len(v.Unavailable) > 0:
-		problems = append(problems, unavailableProblem(v.Unavailable))
+		problems = append(problems, unavailableProblem(v.Unavailable, v.Preparing))
 	case len(v.Unavailable) > 0:
-		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable))
+		resolved.Warnings = append(resolved.Warnings, unavailableWarning(v.Unavailable, v.Preparing))
 	}
 	resolved.Warnings = append(resolved.Warnings, budgetWarnings(resolved.Config, resolved.Harnesses)...)
 	replaces, err := s.replacementWarnings(ctx, req.Workspace, b.Key, resolved, manifest)
@@ -319,13 +324,18 @@ func (s *Submitter) readyBenchmark(ctx context.Context, ws, ref string) (records
 	if err != nil {
 		return b, benchmark.Manifest{}, nil, err
 	}
-	if b.Status != records.SyncReady || b.ReadyVersion == "" {
+	version := b.ReadyVersion
+	if b.Status == records.SyncSyncing && b.PreparingVersion != "" {
+		// Its images are being prepared: the tasks whose image is ready
+		// can run already; the others are left out as still preparing.
+		version = b.PreparingVersion
+	} else if b.Status != records.SyncReady || b.ReadyVersion == "" {
 		msg := fmt.Sprintf("benchmark %q is %s, not ready; wait for its task list to sync (or retry a failed sync) and submit again", b.Key, b.Status)
 		return b, benchmark.Manifest{}, &Problem{Code: CodeBenchmarkNotReady, Field: field, Message: msg}, nil
 	}
-	m, _, err := s.recs.Manifest(ctx, b.Workspace, b.Key, b.ReadyVersion)
+	m, _, err := s.recs.Manifest(ctx, b.Workspace, b.Key, version)
 	if err != nil {
-		return b, m, nil, fmt.Errorf("load ready manifest of benchmark %s: %w", b.Key, err)
+		return b, m, nil, fmt.Errorf("load manifest %s of benchmark %s: %w", version, b.Key, err)
 	}
 	return b, m, nil, nil
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
@@ -41,18 +42,48 @@ func availableCount(m benchmark.Manifest) int {
 	return n
 }
 
-// unavailableWarning says which selected tasks a run will not attempt.
-func unavailableWarning(tasks []run.UnavailableTask) string {
-	names := make([]string, len(tasks))
-	for i, t := range tasks {
-		names[i] = t.Name
+// preparingTasks names the unavailable tasks whose image is still being
+// prepared, sorted.
+func preparingTasks(m benchmark.Manifest, unavailable []run.UnavailableTask) []string {
+	var names []string
+	for _, u := range unavailable {
+		if t, ok := m.Task(u.Name); ok && t.Environment.State() == benchmark.ImagePreparing {
+			names = append(names, u.Name)
+		}
 	}
-	return fmt.Sprintf("%d selected tasks are unavailable and get no attempts: %s (see the run's unavailable_tasks for each reason)",
-		len(tasks), benchmark.QuoteList(names, 10))
+	slices.Sort(names)
+	return names
+}
+
+// unavailableWarning says which selected tasks a run will not attempt,
+// the ones still preparing their image first (they may be selected again
+// once ready).
+func unavailableWarning(tasks []run.UnavailableTask, preparing []string) string {
+	var others []string
+	for _, t := range tasks {
+		if !slices.Contains(preparing, t.Name) {
+			others = append(others, t.Name)
+		}
+	}
+	var parts []string
+	if len(preparing) > 0 {
+		parts = append(parts, fmt.Sprintf("%d selected tasks are still preparing their image and get no attempts in this run: %s (the run takes the %s)",
+			len(preparing), benchmark.QuoteList(preparing, 20), "tasks whose image is ready; submit again for the others once `gauntlet benchmark info` shows them ready"))
+	}
+	if len(others) > 0 {
+		parts = append(parts, fmt.Sprintf("%d selected tasks are unavailable and get no attempts: %s (see the run's unavailable_tasks for each reason)",
+			len(others), benchmark.QuoteList(others, 10)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // unavailableProblem rejects a selection with no available task.
-func unavailableProblem(tasks []run.UnavailableTask) Problem {
+func unavailableProblem(tasks []run.UnavailableTask, preparing []string) Problem {
+	if len(preparing) == len(tasks) {
+		return Problem{Code: CodeTasksUnavailable, Field: "tasks",
+			Message: fmt.Sprintf("no selected task has its image ready yet: %d still preparing (%s); wait for one (`gauntlet benchmark info` shows each task's image) and submit again",
+				len(preparing), benchmark.QuoteList(preparing, 10))}
+	}
 	reasons := make([]string, 0, min(len(tasks), 3))
 	for _, t := range tasks[:min(len(tasks), 3)] {
 		reasons = append(reasons, t.Reason)

@@ -56,7 +56,12 @@ type Benchmark struct {
 	// until a sync has succeeded.
 	ReadyVersion string `json:"ready_version,omitempty"`
 	ReadyDigest  string `json:"ready_digest,omitempty"`
-	TaskCount    int    `json:"task_count"`
+	// PreparingVersion names the stored manifest version whose task images
+	// the sync is still preparing ("" when none): a run may select its ready
+	// tasks before the benchmark is ready, and the views show each task's
+	// image state. Cleared when the sync marks the benchmark ready.
+	PreparingVersion string `json:"preparing_version,omitempty"`
+	TaskCount        int    `json:"task_count"`
 	// RegistryCredentials name, per registry host, the workspace secret
 	// record whose "username:password" the sync pulls and builds the task
 	// images with (names only; values stay in the secret store). A field
@@ -161,6 +166,21 @@ func (s *Store) PutManifest(ctx context.Context, ws string, m benchmark.Manifest
 	h := manifestHeader{Manifest: m, TaskCount: len(m.Tasks)}
 	h.Tasks = nil
 	return s.putJSON(ctx, benchPK(ws, m.Key), "VER#"+m.Version, h)
+}
+
+// PutTask replaces one task of a stored manifest version: a sync that
+// stored the version while the task's image was being prepared writes the
+// outcome (pinned image or failure). Only the task's Environment may
+// differ from what is stored: the manifest digest leaves outcomes out.
+func (s *Store) PutTask(ctx context.Context, ws, key, version string, t benchmark.Task, files TaskFiles) error {
+	data, err := encode(Task{Task: t, Files: files})
+	if err != nil {
+		return err
+	}
+	if _, err := s.tbl.Put(ctx, store.Item{PK: tasksPK(ws, key, version), SK: "TASK#" + t.Name, Data: data}, store.Cond{}); err != nil {
+		return fmt.Errorf("store task %s of %s@%s: %w", t.Name, key, version, err)
+	}
+	return nil
 }
 
 // Manifest returns a stored manifest version with its tasks (in name order)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
@@ -19,6 +20,10 @@ const (
 	// syncBusyDelay is how long a message of a sync held elsewhere waits.
 	syncBusyDelay = 5 * time.Second
 	syncWait      = time.Second
+	// syncWorkers is how many syncs run at once: a benchmark's sync does
+	// not wait behind another's image builds (each sync bounds its own
+	// builds by the parallel-builds setting).
+	syncWorkers = 4
 )
 
 // benchmarks is the API's benchmarks port (benchsync.Queued) plus the local
@@ -29,11 +34,30 @@ type benchmarks struct {
 
 var _ api.Benchmarks = (*benchmarks)(nil)
 
-// consume runs the sync loop until ctx ends: one message at a time, since
-// a sync is long and the machine small.
+// consume runs the sync loop until ctx ends: up to syncWorkers messages
+// at once (syncs of different benchmarks side by side; two deliveries of
+// one benchmark meet its lease), and waits for them to return.
 func (b *benchmarks) consume(ctx context.Context, log *slog.Logger) {
+	sem := make(chan struct{}, syncWorkers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for ctx.Err() == nil {
-		msgs, err := b.Queue.Receive(ctx, 1, syncVisibility, syncWait)
+		// Receive only as many as there are free workers.
+		sem <- struct{}{}
+		free := 1
+		for free < syncWorkers {
+			select {
+			case sem <- struct{}{}:
+				free++
+				continue
+			default:
+			}
+			break
+		}
+		msgs, err := b.Queue.Receive(ctx, free, syncVisibility, syncWait)
+		for range free - len(msgs) {
+			<-sem
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				log.ErrorContext(ctx, "receive sync message", "err", err)
@@ -42,7 +66,11 @@ func (b *benchmarks) consume(ctx context.Context, log *slog.Logger) {
 			continue
 		}
 		for _, m := range msgs {
-			b.handle(ctx, log, m)
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				b.handle(ctx, log, m)
+			}()
 		}
 	}
 }

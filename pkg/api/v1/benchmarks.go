@@ -27,6 +27,39 @@ type BenchmarkView struct {
 	// Removable is false for managed benchmarks.
 	Removable bool      `json:"removable"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Images is the image preparation of the version a sync stored and is
+	// still preparing (null when none): runs may select its ready tasks
+	// already.
+	Images *ImageProgress `json:"images"`
+}
+
+// ImageProgress is how far a sync is in preparing the task images of a
+// manifest version, with each task's state.
+type ImageProgress struct {
+	// Version is the manifest version being prepared (what a run submitted
+	// now pins).
+	Version string `json:"version"`
+	// Ready, Preparing and Unavailable count the tasks in each state.
+	Ready       int `json:"ready"`
+	Preparing   int `json:"preparing"`
+	Unavailable int `json:"unavailable"`
+	Total       int `json:"total"`
+	// Label says it in words: "preparing images 7 / 16" (ready or
+	// unavailable of all).
+	Label string      `json:"label"`
+	Tasks []TaskImage `json:"tasks"`
+}
+
+// TaskImage is one task's image state during a sync.
+type TaskImage struct {
+	Name string `json:"name"`
+	// State is preparing, ready or unavailable.
+	State string `json:"state"`
+	// Reason says why an unavailable task is.
+	Reason string `json:"reason,omitempty"`
+	// BuildLog is the API path of the build log of a Dockerfile task,
+	// readable (and followable) while it builds.
+	BuildLog string `json:"build_log,omitempty"`
 }
 
 // SyncProgress counts the steps of a sync's phase.
@@ -54,7 +87,9 @@ type BenchmarkList struct {
 }
 
 // BenchmarkDetail is the answer of GET /v1/benchmarks/{key}: the list view
-// plus the ready manifest (null until a sync succeeded).
+// plus the ready manifest, or, while a first sync prepares the images, the
+// version it prepares (its tasks' environments say which are ready); null
+// before that.
 type BenchmarkDetail struct {
 	BenchmarkView
 	Manifest *ManifestView `json:"manifest"`
@@ -108,6 +143,9 @@ type TaskEnvironment struct {
 	BuildLog string `json:"build_log,omitempty"`
 	// Unavailable says why the task cannot be attempted.
 	Unavailable string `json:"unavailable,omitempty"`
+	// State is preparing (its sync still builds or pulls it), ready or
+	// unavailable.
+	State string `json:"state"`
 }
 
 // UnavailableTask is a task that gets no attempts, and why.

@@ -22,7 +22,7 @@ var schemaTypes = map[string]any{
 	"ResultDetail": ResultDetail{}, "ResultList": ResultList{}, "Run": RunView{}, "RunBrief": RunBrief{},
 	"RunDetail": RunDetail{}, "Settings": Settings{}, "PowerPlan": PowerPlan{}, "RunList": RunList{}, "Secret": SecretView{}, "SecretList": SecretList{},
 	"SecretValue": SecretValue{}, "SetBilling": SetBillingRequest{}, "Source": Source{}, "Tokens": Tokens{}, "JudgeUsage": JudgeUsage{}, "ValidationReport": ValidationReport{},
-	"Workspace": WorkspaceView{}, "RegistryCredential": RegistryCredential{}, "TaskEnvironment": TaskEnvironment{}, "UnavailableTask": UnavailableTask{}, "EnvCheck": EnvCheckView{}, "EnvCheckTask": EnvCheckTask{},
+	"Workspace": WorkspaceView{}, "RegistryCredential": RegistryCredential{}, "TaskEnvironment": TaskEnvironment{}, "ImageProgress": ImageProgress{}, "TaskImage": TaskImage{}, "UnavailableTask": UnavailableTask{}, "EnvCheck": EnvCheckView{}, "EnvCheckTask": EnvCheckTask{},
 }
 
 type schema struct {

@@ -3,6 +3,8 @@ package localreg
 import (
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +24,10 @@ import (
 // Base is a base image built from a Debian rootfs tarball (made by
 // scripts/base-images.sh with mmdebstrap), served under the names of the
 // upstream images it stands in for. It is not those images: the python base
-// has Debian bookworm's python3 (3.11) with python3-pytest and git, not
-// Python 3.13, which is enough for tasks that only need a Python and a shell.
+// has Debian bookworm's python3 (3.11, also as `python`) with pip, venv,
+// python3-pytest and git, not Python 3.13 in /usr/local; the ubuntu base is
+// Debian trixie's minbase with the real image's `ubuntu` user. README.md
+// ("Stand-in base images") lists what still differs.
 type Base struct {
 	Tarball string   // file name in the base dir
 	Names   []string // repository:tag under docker.io
@@ -36,16 +40,27 @@ const debianPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin
 // Bases is the table of base images, as data.
 var Bases = []Base{
 	{
-		Tarball: "debian-bookworm-python3.tar",
+		// python-is-python3 and python3-pip: the real python:* images
+		// answer `python` and `pip`.
+		Tarball: "debian-bookworm-python-r2.tar",
 		Names:   []string{"library/python:3.13-slim-bookworm", "library/python:3.13-slim", "library/python:3-slim"},
 		Env:     []string{debianPath, "LANG=C.UTF-8"},
 		Cmd:     []string{"python3"},
 	},
 	{
 		Tarball: "debian-bookworm-minbase.tar",
-		Names:   []string{"library/debian:bookworm-slim", "library/debian:bookworm", "library/debian:12-slim", "library/ubuntu:24.04"},
+		Names:   []string{"library/debian:bookworm-slim", "library/debian:bookworm", "library/debian:12-slim"},
 		Env:     []string{debianPath},
 		Cmd:     []string{"bash"},
+	},
+	{
+		// A newer Debian than bookworm (glibc 2.41 vs the real image's
+		// 2.39) with what ubuntu:24.04 has beyond a minbase: gpgv and the
+		// `ubuntu` user and group, uid/gid 1000.
+		Tarball: "debian-trixie-ubuntu2404-r1.tar",
+		Names:   []string{"library/ubuntu:24.04", "library/ubuntu:noble"},
+		Env:     []string{debianPath},
+		Cmd:     []string{"/bin/bash"},
 	},
 }
 
@@ -83,8 +98,12 @@ func BaseLayout(baseDir string) (string, error) {
 		}
 		want[b.Tarball] = [2]int64{fi.Size(), fi.ModTime().UnixNano()}
 	}
-	dir := filepath.Join(baseDir, "oci")
-	lock, err := os.OpenFile(filepath.Join(baseDir, "oci.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	// The layout's name carries the table's digest: the base dir is shared
+	// by every checkout of the machine, and a checkout with another table
+	// must not rebuild (remove and replace) the layout another one serves.
+	name := "oci-" + tableDigest()
+	dir := filepath.Join(baseDir, name)
+	lock, err := os.OpenFile(filepath.Join(baseDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", err
 	}
@@ -127,6 +146,13 @@ func BaseLayout(baseDir string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// tableDigest is 12 hex digits of the sha256 of the Bases table.
+func tableDigest() string {
+	b, _ := json.Marshal(Bases) // plain strings: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }
 
 // RootfsImage is a one-layer linux/amd64 image of a rootfs tarball, with cfg

@@ -41,12 +41,14 @@ export async function renderBenchmark(ctx) {
     const next = await api.benchmark(key, { signal: ctx.signal });
     renderManifest(manifest, next);
   });
-  if (b.status !== 'ready' && !b.manifest) {
-    // Follow the sync until the manifest is ready, then show everything.
+  if (b.status !== 'ready' && (!b.manifest || b.images)) {
+    // Follow the sync (each task's image while they are prepared) until the
+    // manifest is ready, then show everything.
     poll(ctx, async () => {
       const next = await api.benchmark(key, { signal: ctx.signal });
       replace(head, header(next));
-      if (next.manifest) {
+      if (next.images) renderManifest(manifest, next);
+      if (next.manifest && !next.images) {
         renderManifest(manifest, next);
         await renderLeaderboard(ctx, board, key, ctx.query.get('metric'));
         return false;
@@ -75,14 +77,15 @@ function headerOf(b, { onChange }) {
           b.source?.ref ? copyButton(b.source.ref) : null,
           statusBadge(b.status),
           b.status === 'ready' ? h('span', { class: 'badge plain', id: 'task-count' }, plural(b.task_count, 'task')) : null,
-          b.status === 'syncing' ? syncProgress(b.progress) : null,
+          b.status === 'syncing' && !b.images ? syncProgress(b.progress) : null,
+          b.images ? h('span', { class: 'badge info', id: 'images-progress' }, b.images.label) : null,
           m ? h('span', {}, 'version ', h('strong', {}, m.version)) : null,
           m ? h('span', { class: 'mono', title: m.digest }, shortDigest(m.digest)) : null),
         b.description ? h('p', { class: 'muted' }, b.description) : null,
         b.status === 'failed' ? h('div', { class: 'alert bad' }, h('div', { class: 'title' }, 'Sync failed'), b.sync_error || '') : null),
       h('div', { class: 'actions' },
         actionsMenu(b, onChange),
-        b.status === 'ready'
+        b.status === 'ready' || (b.status === 'syncing' && b.images?.ready > 0)
           ? h('a', { class: 'button primary', href: `/runs/new${qs({ benchmark: b.key })}` }, 'New run')
           : null)));
 }
@@ -176,14 +179,67 @@ function runsTable(runs, reload) {
   ], runs, { empty: 'No runs yet. New run starts one.', rowAttrs: (r) => ({ dataset: { id: r.id, status: r.status } }) });
 }
 
+// buildLogs keeps the build-log viewers a user opened on the page of a
+// benchmark whose images are being prepared, so the redraw of every poll
+// keeps them (and their own polls) alive.
+const buildLogs = new Map();
+
+// imagesSection shows each task's image while a sync prepares them: its
+// state in full (the ready ones can run already), the reason of an
+// unavailable one, and a build log that follows a running build.
+function imagesSection(b) {
+  const p = b.images;
+  return h('div', { id: 'images' },
+    h('div', { class: 'section-head' }, h('h2', { id: 'images-title' }, 'Task images'),
+      h('span', { class: 'muted' }, `${p.label} · ${p.ready} ready · ${p.preparing} preparing · ${p.unavailable} unavailable · version ${p.version}`)),
+    p.ready > 0 ? h('p', { class: 'muted' }, 'Runs may select the ready tasks now; the others are listed as still preparing.') : null,
+    table([
+      { label: 'Task', cell: (t) => h('span', { class: 'mono' }, t.name) },
+      { label: 'Image', cell: (t) => h('span', { class: t.state === 'ready' ? 'ok' : t.state === 'unavailable' ? 'bad' : 'live' }, t.state) },
+      { label: 'Reason / build log', class: 'wrap', cell: (t) => [t.reason ? h('pre', { class: 'small wrap' }, t.reason) : null, t.build_log ? buildLogViewer(b.key, t) : null] },
+    ], p.tasks, { rowAttrs: (t) => ({ dataset: { task: t.name, state: t.state } }) }));
+}
+
+// buildLogViewer is a button that shows a task's whole build log and,
+// while its image is preparing, reads it again every second.
+function buildLogViewer(key, t) {
+  const id = `${key}\u0000${t.name}`;
+  let v = buildLogs.get(id);
+  if (!v) {
+    const pre = h('pre', { class: 'small wrap build-log', hidden: true, dataset: { task: t.name } });
+    v = { pre, state: t.state, open: false };
+    const load = async () => {
+      try {
+        pre.textContent = String(await api.text(t.build_log)) || '(the build has not written anything yet)';
+      } catch (err) {
+        pre.textContent = `Could not load the build log: ${err.message}`;
+      }
+      if (v.open && v.state === 'preparing' && document.contains(pre)) setTimeout(load, 1000);
+    };
+    v.button = h('button', { type: 'button', class: 'link', onclick: () => {
+      v.open = !v.open;
+      pre.hidden = !v.open;
+      if (v.open) load();
+    } }, 'build log');
+    buildLogs.set(id, v);
+  }
+  v.state = t.state;
+  return [v.button, v.pre];
+}
+
 function renderManifest(box, b) {
   const m = b.manifest;
+  if (b.images && !m) {
+    replace(box, imagesSection(b));
+    return;
+  }
   if (!m) {
     replace(box, h('h2', { id: 'manifest-title' }, 'Manifest'),
       h('div', { class: 'empty' }, b.status === 'failed' ? 'No manifest: the sync failed.' : 'The task list is still syncing.'));
     return;
   }
   replace(box,
+    b.images ? imagesSection(b) : null,
     h('div', { class: 'section-head' }, h('h2', { id: 'manifest-title' }, 'Manifest'),
       h('span', { class: 'muted' }, `${count(m.tasks.length)} tasks · ${count(m.categories.length)} categories`)),
     h('div', { class: 'grid-3' },
@@ -352,6 +408,7 @@ function explainLinks(check, task, name) {
 function imageText(env) {
   if (!env) return h('span', { class: 'muted' }, '—');
   if (env.unavailable) return [h('span', { class: 'tag' }, env.source), ' ', h('span', { class: 'bad' }, 'unavailable')];
+  if (env.state === 'preparing') return [h('span', { class: 'tag' }, env.source), ' ', h('span', { class: 'live' }, 'preparing')];
   const pinned = env.pinned || '';
   const at = pinned.indexOf('@sha256:');
   return [h('span', { class: 'tag' }, env.source), ' ', env.image ? h('code', {}, env.image) : null, ' ',

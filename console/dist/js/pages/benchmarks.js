@@ -131,7 +131,13 @@ function benchmarkTable(list, refresh) {
 function syncCell(refresh) {
   return (b) => {
     const parts = [statusBadge(b.status)];
-    if (b.status === 'syncing' || (b.status === 'pending' && b.progress?.total)) parts.push(syncProgress(b.progress));
+    if (b.images) {
+      // Preparing images: the count and each task's state, in full.
+      const names = (st) => b.images.tasks.filter((t) => t.state === st).map((t) => t.name);
+      parts.push(h('div', { class: 'sub images-progress' }, b.images.label),
+        ...['ready', 'preparing', 'unavailable'].filter((st) => names(st).length)
+          .map((st) => h('div', { class: 'sub wrap', dataset: { state: st } }, `${st}: ${names(st).join(', ')}`)));
+    } else if (b.status === 'syncing' || (b.status === 'pending' && b.progress?.total)) parts.push(syncProgress(b.progress));
     if (b.status === 'ready' && b.version) parts.push(h('div', { class: 'sub' }, `version ${b.version}`));
     if (b.sync_warning) parts.push(h('div', { class: 'sync-warning', role: 'note' }, b.sync_warning));
     if (b.status === 'failed') {

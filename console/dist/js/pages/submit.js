@@ -40,7 +40,8 @@ export async function renderSubmit(ctx) {
   // Hosted models only where the operator serves them: submit refuses them
   // elsewhere, so the form does not offer them.
   const hostsModels = !!harnesses.hosted_models;
-  const ready = (benchmarks.benchmarks || []).filter((b) => b.status === 'ready');
+  // A benchmark whose images are being prepared takes runs of its ready tasks.
+  const ready = (benchmarks.benchmarks || []).filter((b) => b.status === 'ready' || (b.status === 'syncing' && b.images?.ready > 0));
 
   const wanted = ctx.query.get('benchmark') || '';
   const draft = wanted ? '' : sessionStorage.getItem(DRAFT_KEY);
