@@ -49,6 +49,7 @@ var nativeFixtures = map[string]map[string]string{
 	"claude-code": {"stdout.txt": StdoutFile, "session.jsonl": "~/.claude/projects/-app/0787a4da.jsonl"},
 	"gemini-cli":  {"stdout.txt": StdoutFile, "session.jsonl": "~/.gemini/tmp/app/chats/session-2026-12-01T19-00-297d5595.jsonl"},
 	"opencode":    {"stdout.txt": StdoutFile},
+	"qwen-code":   {"stdout.txt": StdoutFile, "session.jsonl": "~/.qwen/projects/-app/chats/858389f0-1559-49b4-8e6c-4dfa55bb8d50.jsonl"},
 }
 
 func TestProgramUsage(t *testing.T) {
@@ -60,6 +61,7 @@ func TestProgramUsage(t *testing.T) {
 		{"claude-code", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112, CostUSD: 0.0036839999999999998, CostReported: true}},
 		{"gemini-cli", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112}},
 		{"opencode", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112}},
+		{"qwen-code", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.harness, func(t *testing.T) {
@@ -81,7 +83,7 @@ func TestProgramUsage(t *testing.T) {
 }
 
 func TestProgramTrajectory(t *testing.T) {
-	for _, name := range []string{"codex", "claude-code", "gemini-cli", "opencode"} {
+	for _, name := range []string{"codex", "claude-code", "gemini-cli", "opencode", "qwen-code"} {
 		t.Run(name, func(t *testing.T) {
 			h, _ := Lookup(name)
 			src := agentDir(t, name, nativeFixtures[name])
@@ -173,6 +175,8 @@ func TestProgramModelError(t *testing.T) {
 		{"gemini-cli", map[string]string{}, 1, ""},
 		{"opencode", map[string]string{"stdout-401.txt": StdoutFile}, 1, ModelErrorAuth},
 		{"opencode", map[string]string{"stdout.txt": StdoutFile}, 0, ""},
+		{"qwen-code", map[string]string{"stdout-401.txt": StdoutFile}, 1, ModelErrorAuth},
+		{"qwen-code", map[string]string{"stdout.txt": StdoutFile}, 0, ""},
 	}
 	for _, tc := range tests {
 		h, _ := Lookup(tc.harness)
@@ -272,7 +276,7 @@ func TestAvailable(t *testing.T) {
 		}
 	}
 	got := Runnable(All(), here)
-	want := []string{"claude-code", "codex", "command", "gemini-cli", "nop", "opencode", "oracle", "terminus-2"}
+	want := []string{"claude-code", "codex", "command", "gemini-cli", "nop", "opencode", "oracle", "qwen-code", "terminus-2"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Runnable (-want +got):\n%s", diff)
 	}
