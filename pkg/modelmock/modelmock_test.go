@@ -427,3 +427,42 @@ func TestQwenCodeRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestHangTurn: the calls before a hang turn are answered; the hang turn's
+// request is held (recorded with its turn, status 0) until the client gives
+// up, and WaitTurn sees it held.
+func TestHangTurn(t *testing.T) {
+	s := modelmock.DefaultScript()
+	s.Turns[1] = modelmock.Turn{Hang: true}
+	srv := modelmock.NewServer(s)
+	defer srv.Close()
+	tools := `"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]`
+	resp, _ := post(t, srv.URL+"/v1/chat/completions", []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],`+tools+`}`), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("turn 0: status %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"}],`+tools+`}`))
+		_, err := http.DefaultClient.Do(req)
+		errc <- err
+	}()
+	wait, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	if err := srv.Handler.WaitTurn(wait, 1); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Handler.Requests()
+	if len(reqs) != 2 || reqs[1].Turn != 1 || reqs[1].Status != 0 {
+		t.Fatalf("requests = %+v, want turn 1 held (status 0)", reqs)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the held request was answered")
+	}
+	if err := (modelmock.Script{Turns: []modelmock.Turn{{Hang: true, Text: "x"}}}).Validate(); err == nil {
+		t.Error("a turn with hang and text validated")
+	}
+}

@@ -57,7 +57,7 @@ func e2eHarnesses() []string {
 	if os.Getenv("GAUNTLET_AGENT_E2E") == "quick" {
 		return []string{"codex", "claude-code"}
 	}
-	return []string{"codex", "claude-code", "gemini-cli", "opencode"}
+	return []string{"codex", "claude-code", "gemini-cli", "opencode", "qwen-code"}
 }
 
 // requireBundle fails (never skips) when the harness's bundle is not
