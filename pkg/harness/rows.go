@@ -288,7 +288,8 @@ enabled = false
   "telemetry": {"enabled": false}
 }
 `},
-		// Peak RSS MEASURED on the 8-turn task of TestAgentMemoryNeedCoversItsPeak, with headroom.
+		// Peak RSS 526 MB (its relaunching parent Node 77 MB + the child 436 MB) on the 8-turn task of
+		// TestAgentMemoryNeedCoversItsPeak, with headroom.
 		MemoryMB:   768,
 		KeyEnv:     "OPENAI_API_KEY",
 		WireAPI:    WireOpenAIChat,
