@@ -1,0 +1,68 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/atif"
+	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
+)
+
+// TestGatewayTrajectoryAgreesWithTheMeter: an agent killed before it wrote
+// its log gets a trajectory of the gateway's metered calls, marked partial,
+// whose totals are the gateway's — the tokens result.json reports.
+func TestGatewayTrajectoryAgreesWithTheMeter(t *testing.T) {
+	start := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	calls := []gateway.Call{
+		{Seq: 1, Start: start, Metered: true, Status: 200, Usage: gateway.Usage{Input: 1234, Cached: 1000, Output: 56}, CostKnown: true, CostUSD: 0.001},
+		{Seq: 2, Start: start.Add(time.Second), Status: 0, Error: "cut short"}, // held when the agent was killed
+		{Seq: 3, Start: start.Add(2 * time.Second), Metered: true, Status: 200, Usage: gateway.Usage{Input: 900, Output: 10}, CostKnown: true, CostUSD: 0.0005},
+	}
+	tr := gatewayTrajectory(calls, "launch-1", "Write hello")
+	tr.SchemaVersion, tr.Agent = atif.SchemaVersion, atif.Agent{Name: "opencode", Version: "1.18.33"}
+	tr.Total()
+	tr.Cover(3, 2134, 66, 1000)
+	markPartial(&tr, "AgentOutOfMemoryError", true)
+	if err := atif.Validate(tr); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.ModelCalls(); got != 2 {
+		t.Errorf("model calls = %d, want the 2 metered", got)
+	}
+	fm := tr.FinalMetrics
+	if fm.TotalPromptTokens != 2134 || fm.TotalCompletionTokens != 66 || fm.TotalCachedTokens != 1000 {
+		t.Errorf("final metrics = %+v, want the gateway's 2134/66/1000", *fm)
+	}
+	if _, unattributed := fm.Extra["unattributed_usage"]; unattributed {
+		t.Errorf("final_metrics.extra = %v: the steps already hold every metered token", fm.Extra)
+	}
+	p, _ := fm.Extra["partial"].(map[string]any)
+	if p["steps_from"] != "model gateway" || p["reason"] != "AgentOutOfMemoryError" {
+		t.Errorf("partial = %v", p)
+	}
+	if tr.Steps[0].Source != atif.SourceUser || tr.Steps[0].Message != "Write hello" {
+		t.Errorf("first step = %+v, want the instruction", tr.Steps[0])
+	}
+}
+
+// TestMemoryReportSaysWhoseProcessesUsedIt: the killed process's owner
+// decides; without one, the larger peak.
+func TestMemoryReportSaysWhoseProcessesUsedIt(t *testing.T) {
+	w := &memWatch{seen: map[int]*procMem{
+		10: {PID: 10, Command: "node", Owner: ownerAgent, Program: true, PeakMB: 300},
+		11: {PID: 11, Command: "bash", Owner: ownerAgent, PeakMB: 2},
+		20: {PID: 20, Command: "python3", Owner: ownerTask, PeakMB: 90},
+	}, victims: []int{20}}
+	r := w.report()
+	if r.UsedBy != ownerTask || len(r.Killed) != 1 || r.Killed[0].PID != 20 || r.AgentPeakMB != 302 || r.ProgramPeakMB != 300 || r.TaskPeakMB != 90 {
+		t.Errorf("report = %+v", r)
+	}
+	w.victims = nil
+	w.seen[20].Killed = false
+	if r := w.report(); r.UsedBy != ownerAgent || len(r.Killed) != 0 {
+		t.Errorf("report without a victim = %+v, want the agent's larger peak", r)
+	}
+	if got := (*MemoryReport)(nil).Describe(); got == "" {
+		t.Error("no description of a missing report")
+	}
+}
