@@ -17,14 +17,16 @@ import (
 // see a process once, not at its peak.
 const memWatchInterval = 50 * time.Millisecond
 
-// Owners of a process in a memory report.
+// Whose memory it was, in a memory report.
 const (
-	// ownerAgent: the agent phase's process tree — the harness's program
-	// and every command it ran (that stayed in its tree).
+	// ownerAgent: the agent itself — the harness's own program (its
+	// bundle's executable), or, for a harness without one (command,
+	// oracle), the agent phase's process tree.
 	ownerAgent = "agent"
-	// ownerTask: any other process of the sandbox — left running by an
-	// earlier phase, the task's own services, or detached from the agent's
-	// tree (a daemon it started).
+	// ownerTask: the task's own processes — the commands a harness's
+	// program ran for the task, and any process of the sandbox outside the
+	// agent phase's tree (left running by an earlier phase, the task's
+	// services, a daemon the agent detached).
 	ownerTask = "task"
 )
 
@@ -37,15 +39,21 @@ type memWatch struct {
 	procs   string     // the memory cgroup's cgroup.procs
 	oom     func() int // the cgroup's OOM kill count
 	program fileID     // the harness bundle's program (zero: none)
+	// platform are the platform's own executables (the runner's pod-init
+	// and forwarder, bwrap, nsenter), left out of the report.
+	platform map[fileID]bool
 
-	mu      sync.Mutex
-	root    int // the phase's process, host pid
-	seen    map[int]*procMem
-	last    map[int]bool // pids in the latest sample
-	kills   int          // the OOM count at the latest sample
-	victims []int
-	stop    chan struct{}
-	done    chan struct{}
+	mu   sync.Mutex
+	root int // the phase's process, host pid
+	seen map[int]*procMem
+	// counts are the cgroup's OOM kill count read before each sample's
+	// processes: a process last seen in sample j and missing from sample
+	// i was killed for memory if the count rose from counts[j-1] (a
+	// killed process is still seen while it exits) to counts[i+1] (or
+	// the count at the report, when i is the last).
+	counts []int
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // fileID identifies an executable by device and inode (the same through
@@ -56,12 +64,19 @@ type fileID struct{ dev, ino uint64 }
 type procMem struct {
 	PID     int    `json:"pid"`
 	Command string `json:"command"`
-	Owner   string `json:"owner"`
+	// Owner is ownerAgent or ownerTask (set by report).
+	Owner string `json:"owner"`
+	// InAgentTree: the process descends from the agent phase's process.
+	InAgentTree bool `json:"in_agent_tree"`
 	// Program marks the harness's own program (its bundle's executable).
 	Program bool  `json:"harness_program,omitempty"`
 	PeakMB  int64 `json:"peak_rss_mb"`
 	// Killed marks a process that vanished when the OOM killer struck.
 	Killed bool `json:"oom_killed,omitempty"`
+
+	platform   bool // the platform's own process, not reported
+	lastSample int  // the last sample that saw it
+	goneAt     int // the first sample after that did not (0: alive)
 }
 
 // MemoryReport is what the agent phase's processes used, for an attempt
@@ -71,11 +86,9 @@ type MemoryReport struct {
 	// (else whose processes peaked higher).
 	UsedBy string `json:"used_by"`
 	// AgentPeakMB and TaskPeakMB sum the peak resident memory of the
-	// agent's and the task's processes; ProgramPeakMB is the part of the
-	// agent's that was the harness's own program.
-	AgentPeakMB   int64 `json:"agent_peak_rss_mb"`
-	ProgramPeakMB int64 `json:"harness_program_peak_rss_mb,omitempty"`
-	TaskPeakMB    int64 `json:"task_peak_rss_mb"`
+	// agent's and the task's processes.
+	AgentPeakMB int64 `json:"agent_peak_rss_mb"`
+	TaskPeakMB  int64 `json:"task_peak_rss_mb"`
 	// Killed are the processes the OOM killer ended, as far as seen.
 	Killed []procMem `json:"killed,omitempty"`
 	// Largest are the processes with the highest peaks (at most five).
@@ -85,13 +98,18 @@ type MemoryReport struct {
 // newMemWatch watches the memory cgroup of cg; nil when it has none (no
 // limit, or a runner without cgroups). program is the host path of the
 // harness bundle's executable ("" for none).
-func newMemWatch(cg *cgroup, program string) *memWatch {
+func newMemWatch(cg *cgroup, program string, platform ...string) *memWatch {
 	if cg == nil || cg.memory == "" {
 		return nil
 	}
-	w := &memWatch{procs: filepath.Join(cg.memory, "cgroup.procs"), oom: cg.oomKills}
+	w := &memWatch{procs: filepath.Join(cg.memory, "cgroup.procs"), oom: cg.oomKills, platform: map[fileID]bool{}}
 	if program != "" {
 		w.program, _ = idOf(program)
+	}
+	for _, p := range platform {
+		if id, ok := idOf(p); ok && p != "" {
+			w.platform[id] = true
+		}
 	}
 	return w
 }
@@ -110,8 +128,7 @@ func (w *memWatch) begin(root int) {
 		return
 	}
 	w.mu.Lock()
-	w.root, w.seen, w.last, w.victims = root, map[int]*procMem{}, map[int]bool{}, nil
-	w.kills = w.oom()
+	w.root, w.seen, w.counts = root, map[int]*procMem{}, nil
 	w.stop, w.done = make(chan struct{}), make(chan struct{})
 	w.mu.Unlock()
 	go func() {
@@ -142,6 +159,7 @@ func (w *memWatch) end() {
 
 // sample reads every process of the cgroup once.
 func (w *memWatch) sample() {
+	kills := w.oom()
 	data, err := os.ReadFile(w.procs)
 	if err != nil {
 		return
@@ -153,41 +171,35 @@ func (w *memWatch) sample() {
 		if err != nil {
 			continue
 		}
-		if c, pp, ok := procStat(pid); ok {
+		// A zombie is gone: its memory is freed, only its parent's
+		// wait is left.
+		if c, pp, state, ok := procStat(pid); ok && state != "Z" {
 			ppid[pid], comm[pid] = pp, c
 		}
 	}
-	kills := w.oom()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if kills > w.kills {
-		// What vanished since the last sample went with the kill.
-		for pid := range w.last {
-			if _, alive := ppid[pid]; !alive {
-				w.victims = append(w.victims, pid)
-			}
+	i := len(w.counts)
+	w.counts = append(w.counts, kills)
+	for pid, m := range w.seen {
+		if _, alive := ppid[pid]; !alive && m.goneAt == 0 {
+			m.goneAt = i
 		}
 	}
-	w.kills = kills
-	w.last = map[int]bool{}
 	for pid, pp := range ppid {
-		w.last[pid] = true
 		hwm := procHWM(pid)
 		m := w.seen[pid]
-		if m == nil {
+		if m == nil || m.goneAt != 0 { // new, or a reused pid
 			m = &procMem{PID: pid}
 			w.seen[pid] = m
 		}
+		m.lastSample = i
 		// Where it is now: a process its parent left (a daemon) is the
 		// task's from then on; an exec may make it the program.
-		m.Command, m.Owner = comm[pid], ownerTask
-		if w.inTree(pid, pp, ppid) {
-			m.Owner = ownerAgent
-		}
-		if w.program != (fileID{}) {
-			id, ok := idOf(fmt.Sprintf("/proc/%d/exe", pid))
-			m.Program = ok && id == w.program
-		}
+		m.Command, m.InAgentTree = comm[pid], w.inTree(pid, pp, ppid)
+		id, ok := idOf(fmt.Sprintf("/proc/%d/exe", pid))
+		m.Program = ok && w.program != (fileID{}) && id == w.program
+		m.platform = ok && w.platform[id]
 		m.PeakMB = max(m.PeakMB, hwm>>10)
 	}
 }
@@ -220,20 +232,32 @@ func (w *memWatch) report() *MemoryReport {
 	}
 	r := &MemoryReport{}
 	all := make([]procMem, 0, len(w.seen))
-	for _, pid := range w.victims {
-		if m := w.seen[pid]; m != nil {
-			m.Killed = true
-		}
-	}
+	final := w.oom()
 	for _, m := range w.seen {
+		if m.goneAt == 0 {
+			continue
+		}
+		after := final
+		if m.goneAt+1 < len(w.counts) {
+			after = w.counts[m.goneAt+1]
+		}
+		// From the sample before its last sighting: a killed process
+		// may still be seen while it exits, after the count rose.
+		m.Killed = after > w.counts[max(m.lastSample-1, 0)]
+	}
+	bundled := w.program != (fileID{})
+	for _, m := range w.seen {
+		if m.platform {
+			continue
+		}
+		m.Owner = ownerTask
+		if m.Program || !bundled && m.InAgentTree {
+			m.Owner = ownerAgent
+		}
 		all = append(all, *m)
-		switch m.Owner {
-		case ownerAgent:
+		if m.Owner == ownerAgent {
 			r.AgentPeakMB += m.PeakMB
-			if m.Program {
-				r.ProgramPeakMB += m.PeakMB
-			}
-		default:
+		} else {
 			r.TaskPeakMB += m.PeakMB
 		}
 		if m.Killed {
@@ -248,6 +272,11 @@ func (w *memWatch) report() *MemoryReport {
 	}
 	slices.SortFunc(all, byPeak)
 	slices.SortFunc(r.Killed, byPeak)
+	// A short-lived process that ended on its own beside the kill looks
+	// the same; the kernel kills the largest, and no more than it counted.
+	if len(w.counts) > 0 {
+		r.Killed = r.Killed[:min(len(r.Killed), max(final-w.counts[0], 0))]
+	}
 	r.Largest = all[:min(5, len(all))]
 	// The OOM killer ends the process with the most memory: whose it was
 	// says who used it. Without a seen victim, the larger peak says.
@@ -277,11 +306,7 @@ func (r *MemoryReport) Describe() string {
 		k := r.Killed[0]
 		fmt.Fprintf(&b, ": the kernel killed %s (pid %d, %d MB, %s)", k.Command, k.PID, k.PeakMB, k.describeOwner())
 	}
-	fmt.Fprintf(&b, "; peak resident memory: the agent's processes %d MB", r.AgentPeakMB)
-	if r.ProgramPeakMB > 0 {
-		fmt.Fprintf(&b, " (its program %d MB)", r.ProgramPeakMB)
-	}
-	fmt.Fprintf(&b, ", the task's other processes %d MB", r.TaskPeakMB)
+	fmt.Fprintf(&b, "; peak resident memory: the agent %d MB, the task's processes %d MB", r.AgentPeakMB, r.TaskPeakMB)
 	return b.String()
 }
 
@@ -290,29 +315,32 @@ func (m procMem) describeOwner() string {
 	case m.Program:
 		return "the harness's program"
 	case m.Owner == ownerAgent:
-		return "in the agent's process tree"
+		return "the agent's command"
+	case m.InAgentTree:
+		return "a command the agent ran"
 	default:
 		return "outside the agent's process tree"
 	}
 }
 
-// procStat reads a process's command name and parent from /proc/PID/stat.
-func procStat(pid int) (comm string, ppid int, ok bool) {
+// procStat reads a process's command name, parent and state from
+// /proc/PID/stat.
+func procStat(pid int) (comm string, ppid int, state string, ok bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return "", 0, false
+		return "", 0, "", false
 	}
 	s := string(data)
 	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || closing < open {
-		return "", 0, false
+		return "", 0, "", false
 	}
 	fields := strings.Fields(s[closing+1:])
 	if len(fields) < 2 {
-		return "", 0, false
+		return "", 0, "", false
 	}
 	pp, err := strconv.Atoi(fields[1])
-	return s[open+1 : closing], pp, err == nil
+	return s[open+1 : closing], pp, fields[0], err == nil
 }
 
 // procHWM is a process's peak resident memory in KB (VmHWM; 0 when gone).

@@ -48,19 +48,33 @@ func TestGatewayTrajectoryAgreesWithTheMeter(t *testing.T) {
 // TestMemoryReportSaysWhoseProcessesUsedIt: the killed process's owner
 // decides; without one, the larger peak.
 func TestMemoryReportSaysWhoseProcessesUsedIt(t *testing.T) {
-	w := &memWatch{seen: map[int]*procMem{
-		10: {PID: 10, Command: "node", Owner: ownerAgent, Program: true, PeakMB: 300},
-		11: {PID: 11, Command: "bash", Owner: ownerAgent, PeakMB: 2},
-		20: {PID: 20, Command: "python3", Owner: ownerTask, PeakMB: 90},
-	}, victims: []int{20}}
+	seen := func() map[int]*procMem {
+		return map[int]*procMem{
+			10: {PID: 10, Command: "node", InAgentTree: true, Program: true, PeakMB: 300},
+			11: {PID: 11, Command: "bash", InAgentTree: true, PeakMB: 2},
+			// Last seen in sample 0 (no kill yet), gone at sample 1, the
+			// kill counted by sample 2.
+			20: {PID: 20, Command: "perl", PeakMB: 90, goneAt: 1},
+		}
+	}
+	// A bundled harness: its program is the agent, the commands it ran
+	// and the rest of the sandbox the task.
+	noKill := func() int { return 0 }
+	killed := func() int { return 1 }
+	w := &memWatch{program: fileID{dev: 1, ino: 2}, seen: seen(), counts: []int{0, 0, 1}, oom: killed}
 	r := w.report()
-	if r.UsedBy != ownerTask || len(r.Killed) != 1 || r.Killed[0].PID != 20 || r.AgentPeakMB != 302 || r.ProgramPeakMB != 300 || r.TaskPeakMB != 90 {
+	if r.UsedBy != ownerTask || len(r.Killed) != 1 || r.Killed[0].PID != 20 || r.AgentPeakMB != 300 || r.TaskPeakMB != 92 {
 		t.Errorf("report = %+v", r)
 	}
-	w.victims = nil
-	w.seen[20].Killed = false
+	// The perl ended on its own: no kill after it was last seen.
+	w = &memWatch{program: fileID{dev: 1, ino: 2}, seen: seen(), counts: []int{0, 0, 0}, oom: noKill}
 	if r := w.report(); r.UsedBy != ownerAgent || len(r.Killed) != 0 {
 		t.Errorf("report without a victim = %+v, want the agent's larger peak", r)
+	}
+	// No bundle (command): the agent phase's tree is the agent.
+	w = &memWatch{seen: seen(), counts: []int{0, 0, 0}, oom: noKill}
+	if r := w.report(); r.UsedBy != ownerAgent || r.AgentPeakMB != 302 || r.TaskPeakMB != 90 {
+		t.Errorf("report of a command agent = %+v", r)
 	}
 	if got := (*MemoryReport)(nil).Describe(); got == "" {
 		t.Error("no description of a missing report")

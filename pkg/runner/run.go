@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -635,7 +636,7 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		if pod != nil {
 			memCg = pod
 		}
-		watch = newMemWatch(memCg, t.agentProgram)
+		watch = newMemWatch(memCg, t.agentProgram, t.platformBinaries()...)
 	}
 	out, err := runPhase(ctx, t.iso, phase{
 		name: name, cmd: pc, timeout: timeout, cgroup: cg, watch: watch,
@@ -666,8 +667,7 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
 		if out.Memory != nil {
 			t.log.Warn("memory use of the phase's processes", "phase", name, "used_by", out.Memory.UsedBy,
-				"agent_peak_rss_mb", out.Memory.AgentPeakMB, "program_peak_rss_mb", out.Memory.ProgramPeakMB,
-				"task_peak_rss_mb", out.Memory.TaskPeakMB, "killed", out.Memory.Killed)
+				"agent_peak_rss_mb", out.Memory.AgentPeakMB, "task_peak_rss_mb", out.Memory.TaskPeakMB, "killed", out.Memory.Killed)
 		}
 	}
 	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
@@ -833,4 +833,23 @@ func (t *trial) httpClient() *http.Client {
 		return t.opts.HTTPClient
 	}
 	return &http.Client{Timeout: 5 * time.Minute}
+}
+
+// platformBinaries are the platform's own executables that may run in a
+// phase's cgroup beside the phase's command: the runner (pod-init, the
+// gateway forwarder), bubblewrap and nsenter.
+func (t *trial) platformBinaries() []string {
+	var out []string
+	if t.opts.SelfPath != "" {
+		out = append(out, t.opts.SelfPath)
+	}
+	if fwd, err := t.forwarderBinary(); err == nil {
+		out = append(out, fwd)
+	}
+	for _, name := range []string{"bwrap", "nsenter"} {
+		if p, err := exec.LookPath(name); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
