@@ -47,10 +47,12 @@ type memWatch struct {
 	root int // the phase's process, host pid
 	seen map[int]*procMem
 	// counts are the cgroup's OOM kill count read before each sample's
-	// processes: a process last seen in sample j and missing from sample
-	// i was killed for memory if the count rose from counts[j-1] (a
-	// killed process is still seen while it exits) to counts[i+1] (or
-	// the count at the report, when i is the last).
+	// processes: a process first seen in sample j and missing from sample
+	// i may have been killed for memory if the count rose from counts[j]
+	// to counts[i+1] (or the count at the report, when i is the last) —
+	// a killed process is still seen while it exits. Of those, the
+	// largest are the victims (the kernel kills the process with the most
+	// memory), as many as it counted.
 	counts []int
 	stop   chan struct{}
 	done   chan struct{}
@@ -74,9 +76,10 @@ type procMem struct {
 	// Killed marks a process that vanished when the OOM killer struck.
 	Killed bool `json:"oom_killed,omitempty"`
 
-	platform   bool // the platform's own process, not reported
-	lastSample int  // the last sample that saw it
-	goneAt     int // the first sample after that did not (0: alive)
+	platform    bool // the platform's own process, not reported
+	firstSample int  // the first sample that saw it
+	lastSample  int  // the last sample that saw it
+	goneAt      int  // the first sample after that did not (0: alive)
 }
 
 // MemoryReport is what the agent phase's processes used, for an attempt
@@ -190,16 +193,19 @@ func (w *memWatch) sample() {
 		hwm := procHWM(pid)
 		m := w.seen[pid]
 		if m == nil || m.goneAt != 0 { // new, or a reused pid
-			m = &procMem{PID: pid}
+			m = &procMem{PID: pid, firstSample: i}
 			w.seen[pid] = m
 		}
 		m.lastSample = i
 		// Where it is now: a process its parent left (a daemon) is the
 		// task's from then on; an exec may make it the program.
 		m.Command, m.InAgentTree = comm[pid], w.inTree(pid, pp, ppid)
-		id, ok := idOf(fmt.Sprintf("/proc/%d/exe", pid))
-		m.Program = ok && w.program != (fileID{}) && id == w.program
-		m.platform = ok && w.platform[id]
+		// An exiting process (its memory being freed after a kill) has
+		// no exe any more: what it was stays.
+		if id, ok := idOf(fmt.Sprintf("/proc/%d/exe", pid)); ok {
+			m.Program = w.program != (fileID{}) && id == w.program
+			m.platform = w.platform[id]
+		}
 		m.PeakMB = max(m.PeakMB, hwm>>10)
 	}
 }
@@ -241,9 +247,9 @@ func (w *memWatch) report() *MemoryReport {
 		if m.goneAt+1 < len(w.counts) {
 			after = w.counts[m.goneAt+1]
 		}
-		// From the sample before its last sighting: a killed process
-		// may still be seen while it exits, after the count rose.
-		m.Killed = after > w.counts[max(m.lastSample-1, 0)]
+		// Over its whole life: a killed process may still be seen for
+		// several samples while it exits, after the count rose.
+		m.Killed = after > w.counts[m.firstSample]
 	}
 	bundled := w.program != (fileID{})
 	for _, m := range w.seen {
