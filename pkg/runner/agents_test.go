@@ -34,7 +34,7 @@ import (
 // bubblewrap sandboxes on the Debian base image (internal/testrootfs; codex
 // also on the host's root filesystem, the development mode; every bundle in
 // every image of agents_matrix_test.go), talking to
-// the scripted mock model only through the model gateway. All four
+// the scripted mock model only through the model gateway. All five
 // programs run by default (make test: ≈ 40 s in all on a loaded machine);
 // GAUNTLET_AGENT_E2E=quick runs codex and claude-code only.
 
