@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -83,10 +84,9 @@ func TestOOMSaysWhoseProcessesUsedTheMemory(t *testing.T) {
 }
 
 // TestOOMOfARealAgent: a real harness program (qwen-code, on its bundled
-// Node) in a task image, killed for memory twice — the command it ran
-// allocating past the limit (the task's processes used it; the agent goes
-// on, answers, and the tokens agree everywhere), and a limit below what
-// its own program needs (the agent used it).
+// Node) in a task image runs a command that allocates past the memory
+// limit: the kernel kills the command (the task's processes used the
+// memory), the agent goes on and answers, and the tokens agree everywhere.
 func TestOOMOfARealAgent(t *testing.T) {
 	const name = "qwen-code"
 	t.Run("task", func(t *testing.T) {
@@ -107,18 +107,47 @@ func TestOOMOfARealAgent(t *testing.T) {
 		}
 		checkTokensAgree(t, r, int64(answered))
 	})
-	t.Run("agent", func(t *testing.T) {
-		mock := modelmock.NewServer(modelmock.Script{APIKey: modelKey, Usage: mockUsage,
-			Turns: []modelmock.Turn{{Text: "Done."}}})
-		defer mock.Close()
-		spec := agentSpec(t, name)
-		spec.MemoryMB = 192 // below its Node's need
-		r, _ := runAgentTrial(t, spec, mock, inImage)
-		m := memoryOf(t, r)
-		if r.result.ExceptionInfo == nil || r.result.ExceptionInfo.ExceptionType != harbor.ExceptionAgentOOM || m.UsedBy != ownerAgent ||
-			len(m.Killed) == 0 || !m.Killed[0].Program {
-			t.Errorf("exception %+v, memory %+v: want the harness's program killed, the agent using the memory", r.result.ExceptionInfo, m)
-		}
-		t.Logf("%s", r.result.ExceptionInfo.ExceptionMessage)
-	})
+}
+
+// TestOOMOfEveryAgentsProgram gives each bundled harness a quarter of the
+// memory its program needs: the kernel kills the program (the agent used
+// the memory, the report names the harness's program), and the tokens
+// agree everywhere — result.json, the gateway's meter and the trajectory
+// (built from the gateway's record when the program was killed before it
+// wrote its log) — whatever calls it made before.
+func TestOOMOfEveryAgentsProgram(t *testing.T) {
+	for _, name := range e2eHarnesses() {
+		t.Run(name, func(t *testing.T) {
+			mock := modelmock.NewServer(modelmock.Script{APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
+				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: "echo gauntlet > /app/answer.txt", Description: "solve"}}, {Text: "Done."}}})
+			defer mock.Close()
+			h, _ := harness.Lookup(name)
+			spec := agentSpec(t, name)
+			spec.MemoryMB = h.MemoryMB / 4
+			if name == "codex" {
+				// Its static binary starts in ≈ 40 MB: a quarter of its
+				// 8-turn need is still enough to start and answer.
+				spec.MemoryMB = 32
+			}
+			r, _ := runAgentTrial(t, spec, mock, inImage)
+			ex := r.result.ExceptionInfo
+			if ex == nil || ex.ExceptionType != harbor.ExceptionAgentOOM {
+				t.Fatalf("exception = %+v at %d MB, want %s", ex, spec.MemoryMB, harbor.ExceptionAgentOOM)
+			}
+			m := memoryOf(t, r)
+			if m.UsedBy != ownerAgent || len(m.Killed) == 0 || !m.Killed[0].Program {
+				t.Errorf("memory %+v: want the harness's program killed, the agent using the memory", m)
+			}
+			answered := 0
+			for _, req := range mock.Handler.Requests() {
+				if req.Status == 200 {
+					answered++
+				}
+			}
+			if answered > 0 {
+				checkTokensAgree(t, r, int64(answered))
+			}
+			t.Logf("%s at %d MB, %d calls answered: %s", name, spec.MemoryMB, answered, ex.ExceptionMessage)
+		})
+	}
 }
