@@ -54,8 +54,13 @@ type memWatch struct {
 	// largest are the victims (the kernel kills the process with the most
 	// memory), as many as it counted.
 	counts []int
-	stop   chan struct{}
-	done   chan struct{}
+	// prev is the agent's and the task's resident memory (KB) at the
+	// latest sample; atKill at the sample before the count first rose
+	// (killSeen), most the highest total seen.
+	prev, atKill, most [2]int64
+	killSeen           bool
+	stop               chan struct{}
+	done               chan struct{}
 }
 
 // fileID identifies an executable by device and inode (the same through
@@ -88,10 +93,11 @@ type MemoryReport struct {
 	// UsedBy is "agent" or "task": whose processes the OOM killer ended
 	// (else whose processes peaked higher).
 	UsedBy string `json:"used_by"`
-	// AgentPeakMB and TaskPeakMB sum the peak resident memory of the
-	// agent's and the task's processes.
-	AgentPeakMB int64 `json:"agent_peak_rss_mb"`
-	TaskPeakMB  int64 `json:"task_peak_rss_mb"`
+	// AgentMB and TaskMB are the resident memory of the agent's and the
+	// task's processes at the last sample before the kernel's first kill
+	// (at their highest total when no sample caught a kill).
+	AgentMB int64 `json:"agent_rss_mb"`
+	TaskMB  int64 `json:"task_rss_mb"`
 	// Killed are the processes the OOM killer ended, as far as seen.
 	Killed []procMem `json:"killed,omitempty"`
 	// Largest are the processes with the highest peaks (at most five).
@@ -132,6 +138,7 @@ func (w *memWatch) begin(root int) {
 	}
 	w.mu.Lock()
 	w.root, w.seen, w.counts = root, map[int]*procMem{}, nil
+	w.prev, w.atKill, w.most, w.killSeen = [2]int64{}, [2]int64{}, [2]int64{}, false
 	w.stop, w.done = make(chan struct{}), make(chan struct{})
 	w.mu.Unlock()
 	go func() {
@@ -189,8 +196,9 @@ func (w *memWatch) sample() {
 			m.goneAt = i
 		}
 	}
+	var sums [2]int64
 	for pid, pp := range ppid {
-		hwm := procHWM(pid)
+		hwm, rss := procMemKB(pid)
 		m := w.seen[pid]
 		if m == nil || m.goneAt != 0 { // new, or a reused pid
 			m = &procMem{PID: pid, firstSample: i}
@@ -207,7 +215,33 @@ func (w *memWatch) sample() {
 			m.platform = w.platform[id]
 		}
 		m.PeakMB = max(m.PeakMB, hwm>>10)
+		if !m.platform {
+			sums[w.ownerOf(m)] += rss
+		}
 	}
+	if i > 0 && kills > w.counts[i-1] && !w.killSeen {
+		w.atKill, w.killSeen = w.prev, true
+	}
+	w.prev = sums
+	if sums[0]+sums[1] > w.most[0]+w.most[1] {
+		w.most = sums
+	}
+	// A process gone with no kill counted over its life cannot be a
+	// victim: forgotten, so a long run's thousands of commands cost
+	// nothing.
+	for pid, m := range w.seen {
+		if m.goneAt > 0 && m.goneAt+1 <= i && w.counts[m.goneAt+1] == w.counts[m.firstSample] {
+			delete(w.seen, pid)
+		}
+	}
+}
+
+// ownerOf is 0 for the agent, 1 for the task (see ownerAgent, ownerTask).
+func (w *memWatch) ownerOf(m *procMem) int {
+	if m.Program || w.program == (fileID{}) && m.InAgentTree {
+		return 0
+	}
+	return 1
 }
 
 // inTree reports whether pid (parent pp) descends from the phase's root
@@ -251,21 +285,12 @@ func (w *memWatch) report() *MemoryReport {
 		// several samples while it exits, after the count rose.
 		m.Killed = after > w.counts[m.firstSample]
 	}
-	bundled := w.program != (fileID{})
 	for _, m := range w.seen {
 		if m.platform {
 			continue
 		}
-		m.Owner = ownerTask
-		if m.Program || !bundled && m.InAgentTree {
-			m.Owner = ownerAgent
-		}
+		m.Owner = [2]string{ownerAgent, ownerTask}[w.ownerOf(m)]
 		all = append(all, *m)
-		if m.Owner == ownerAgent {
-			r.AgentPeakMB += m.PeakMB
-		} else {
-			r.TaskPeakMB += m.PeakMB
-		}
 		if m.Killed {
 			r.Killed = append(r.Killed, *m)
 		}
@@ -284,12 +309,17 @@ func (w *memWatch) report() *MemoryReport {
 		r.Killed = r.Killed[:min(len(r.Killed), max(final-w.counts[0], 0))]
 	}
 	r.Largest = all[:min(5, len(all))]
+	at := w.most
+	if w.killSeen {
+		at = w.atKill
+	}
+	r.AgentMB, r.TaskMB = at[0]>>10, at[1]>>10
 	// The OOM killer ends the process with the most memory: whose it was
 	// says who used it. Without a seen victim, the larger peak says.
 	switch {
 	case len(r.Killed) > 0:
 		r.UsedBy = r.Killed[0].Owner
-	case r.AgentPeakMB >= r.TaskPeakMB:
+	case r.AgentMB >= r.TaskMB:
 		r.UsedBy = ownerAgent
 	default:
 		r.UsedBy = ownerTask
@@ -312,7 +342,7 @@ func (r *MemoryReport) Describe() string {
 		k := r.Killed[0]
 		fmt.Fprintf(&b, ": the kernel killed %s (pid %d, %d MB, %s)", k.Command, k.PID, k.PeakMB, k.describeOwner())
 	}
-	fmt.Fprintf(&b, "; peak resident memory: the agent %d MB, the task's processes %d MB", r.AgentPeakMB, r.TaskPeakMB)
+	fmt.Fprintf(&b, "; resident memory before the kill: the agent %d MB, the task's processes %d MB", r.AgentMB, r.TaskMB)
 	return b.String()
 }
 
@@ -349,17 +379,24 @@ func procStat(pid int) (comm string, ppid int, state string, ok bool) {
 	return s[open+1 : closing], pp, fields[0], err == nil
 }
 
-// procHWM is a process's peak resident memory in KB (VmHWM; 0 when gone).
-func procHWM(pid int) int64 {
+// procMemKB is a process's peak and current resident memory in KB (VmHWM,
+// VmRSS; 0 when gone).
+func procMemKB(pid int) (hwm, rss int64) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "VmHWM" && k != "VmRSS" {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if k == "VmHWM" {
+			hwm = n
+		} else {
+			rss = n
 		}
 	}
-	return 0
+	return hwm, rss
 }

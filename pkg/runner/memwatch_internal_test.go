@@ -57,23 +57,29 @@ func TestMemoryReportSaysWhoseProcessesUsedIt(t *testing.T) {
 			20: {PID: 20, Command: "perl", PeakMB: 90, goneAt: 1},
 		}
 	}
-	// A bundled harness: its program is the agent, the commands it ran
-	// and the rest of the sandbox the task.
 	noKill := func() int { return 0 }
 	killed := func() int { return 1 }
-	w := &memWatch{program: fileID{dev: 1, ino: 2}, seen: seen(), counts: []int{0, 0, 1}, oom: killed}
+	// A bundled harness: its program is the agent, the commands it ran
+	// and the rest of the sandbox the task.
+	w := &memWatch{program: fileID{dev: 1, ino: 2}, seen: seen(), counts: []int{0, 0, 1}, oom: killed,
+		atKill: [2]int64{200 << 10, 92 << 10}, killSeen: true, most: [2]int64{300 << 10, 92 << 10}}
 	r := w.report()
-	if r.UsedBy != ownerTask || len(r.Killed) != 1 || r.Killed[0].PID != 20 || r.AgentPeakMB != 300 || r.TaskPeakMB != 92 {
+	if r.UsedBy != ownerTask || len(r.Killed) != 1 || r.Killed[0].PID != 20 || r.AgentMB != 200 || r.TaskMB != 92 {
 		t.Errorf("report = %+v", r)
 	}
-	// The perl ended on its own: no kill after it was last seen.
-	w = &memWatch{program: fileID{dev: 1, ino: 2}, seen: seen(), counts: []int{0, 0, 0}, oom: noKill}
-	if r := w.report(); r.UsedBy != ownerAgent || len(r.Killed) != 0 {
-		t.Errorf("report without a victim = %+v, want the agent's larger peak", r)
+	if r.Killed[0].Owner != ownerTask || r.Largest[0].Owner != ownerAgent {
+		t.Errorf("owners: killed %+v, largest %+v", r.Killed, r.Largest)
+	}
+	// The perl ended on its own: no kill after it was last seen; no
+	// sample caught a kill either, so the highest total says.
+	w = &memWatch{program: fileID{dev: 1, ino: 2}, seen: seen(), counts: []int{0, 0, 0}, oom: noKill, most: [2]int64{300 << 10, 92 << 10}}
+	if r := w.report(); r.UsedBy != ownerAgent || len(r.Killed) != 0 || r.AgentMB != 300 {
+		t.Errorf("report without a victim = %+v, want the agent's larger memory", r)
 	}
 	// No bundle (command): the agent phase's tree is the agent.
-	w = &memWatch{seen: seen(), counts: []int{0, 0, 0}, oom: noKill}
-	if r := w.report(); r.UsedBy != ownerAgent || r.AgentPeakMB != 302 || r.TaskPeakMB != 90 {
+	w = &memWatch{seen: seen(), counts: []int{0, 0, 1}, oom: killed}
+	w.seen[20].InAgentTree = true
+	if r := w.report(); r.UsedBy != ownerAgent || r.Killed[0].Owner != ownerAgent {
 		t.Errorf("report of a command agent = %+v", r)
 	}
 	if got := (*MemoryReport)(nil).Describe(); got == "" {

@@ -667,7 +667,7 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
 		if out.Memory != nil {
 			t.log.Warn("memory use of the phase's processes", "phase", name, "used_by", out.Memory.UsedBy,
-				"agent_peak_rss_mb", out.Memory.AgentPeakMB, "task_peak_rss_mb", out.Memory.TaskPeakMB, "killed", out.Memory.Killed)
+				"agent_rss_mb", out.Memory.AgentMB, "task_rss_mb", out.Memory.TaskMB, "killed", out.Memory.Killed)
 		}
 	}
 	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
