@@ -93,7 +93,9 @@ func agentSpec(t testing.TB, name string) sandbox.Spec {
 	spec.MemoryMB = 2048
 	// gemini-cli and opencode start in 2–5 s on an idle machine; a busy
 	// one (two cores shared by many) takes several times that.
-	spec.AgentTimeout = 2 * time.Minute
+	// A shared machine at a load average of 25–30 (seen 2026-12-03) took
+	// opencode 70–117 s for two turns, and over 2 minutes once.
+	spec.AgentTimeout = 5 * time.Minute
 	spec.Secrets = map[string]secret.Value{h.KeyEnv: modelKey, "MOCK_API_KEY": modelKey, "OTHER_SECRET": otherSecret}
 	return spec
 }
