@@ -70,9 +70,9 @@ build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/sandbox-runner
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/terminus-2 ./cmd/terminus-2
 
-## agents: the agent bundles — codex, claude-code, gemini-cli (with its
-## Node), opencode, pinned in agents/package-lock.json — prepared once into
-## ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents (≈ 1.1 GB; npm ci of the
+## agents: the agent bundles — codex, claude-code, gemini-cli and qwen-code
+## (each with its Node), opencode, pinned in agents/package-lock.json — prepared once into
+## ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents (≈ 1.35 GB; npm ci of the
 ## lock, then pruned). A second run, or CI's fresh clone with the same
 ## cache, reuses them. `make run` prepares codex alone.
 agents: build

@@ -20,7 +20,7 @@ func TestAgentsListAndInstallUsage(t *testing.T) {
 	}
 	errOut.Reset()
 	if code := dispatch(context.Background(), []string{"agents", "install", "--cache", cache, "openhands"}, &out, &errOut); code != exitUsage ||
-		!strings.Contains(errOut.String(), `harness "openhands" has no agent bundle; bundled: claude-code, cline, codex, copilot-cli, gemini-cli, opencode`) {
+		!strings.Contains(errOut.String(), `harness "openhands" has no agent bundle; bundled: claude-code, cline, codex, copilot-cli, gemini-cli, opencode, qwen-code`) {
 		t.Errorf("agents install openhands = %d, %q", code, errOut.String())
 	}
 	if code := dispatch(context.Background(), []string{"agents"}, &out, &errOut); code != exitUsage {

@@ -72,7 +72,34 @@ func runsInfo(ctx context.Context, e env, args []string) error {
 	if err := printRunSummary(e.stdout, d); err != nil {
 		return err
 	}
-	return printStepResults(ctx, e.stdout, c, id) // steps.go
+	if err := printStepResults(ctx, e.stdout, c, id); err != nil { // steps.go
+		return err
+	}
+	// What ended the errored attempts (an out-of-memory kill says whose
+	// processes used the memory).
+	errored, err := c.Results(ctx, id, client.ResultFilter{Outcome: "errored", Limit: erroredShown})
+	if err != nil {
+		return err
+	}
+	printErrored(e.stdout, errored)
+	return nil
+}
+
+// erroredShown bounds the errored attempts runs info lists.
+const erroredShown = 20
+
+// printErrored lists errored attempts with their error class and message.
+func printErrored(w io.Writer, l v1.ResultList) {
+	if len(l.Results) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nerrored attempts:\n")
+	for _, r := range l.Results {
+		fmt.Fprintf(w, "  %s (%s): %s error — %s\n", r.ID, r.AgentLabel, r.ErrorClass, r.Message)
+	}
+	if l.NextCursor != "" {
+		fmt.Fprintf(w, "  … (the first %d; the run page lists them all)\n", len(l.Results))
+	}
 }
 
 func runsLogs(ctx context.Context, e env, args []string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -42,8 +43,14 @@ func TestEmbeddedLockPinsEveryBundledHarness(t *testing.T) {
 			t.Errorf("DirName = %q, want <harness>-<version>-<digest>", s.DirName())
 		}
 	}
-	if len(seen) != 6 {
-		t.Errorf("bundled harnesses = %d, want codex, claude-code, gemini-cli, opencode, copilot-cli, cline", len(seen))
+	names := map[string]bool{}
+	for _, n := range seen {
+		names[n] = true
+	}
+	for _, want := range []string{"codex", "claude-code", "gemini-cli", "opencode", "qwen-code", "copilot-cli", "cline"} {
+		if !names[want] {
+			t.Errorf("bundled harnesses %v lack %s", names, want)
+		}
 	}
 }
 
@@ -338,5 +345,44 @@ func TestSubsetInstallsOnlyWhatTheBundlesNeed(t *testing.T) {
 	}
 	if _, _, err := subset(agents.PackageLock, []string{"left-pad"}); err == nil {
 		t.Error("subset of a package the lock does not pin succeeded")
+	}
+}
+
+// TestSubsetResolvesNestedAndDropsUnservedOptionals cuts the lock for
+// qwen-code: its own node-pty (nested under it, a different version from the
+// hoisted one gemini-cli's tree pins) is the one kept, and the clipboard
+// package's other-platform optionals — which the registry here does not
+// serve, so npm left them out of the lock — are dropped from its entry, or
+// npm ci would refuse the lock.
+func TestSubsetResolvesNestedAndDropsUnservedOptionals(t *testing.T) {
+	h, _ := harness.Lookup("qwen-code")
+	_, lock, err := subset(agents.PackageLock, h.Bundle.Packages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		Packages map[string]map[string]any `json:"packages"`
+	}
+	if err := json.Unmarshal(lock, &l); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := l.Packages["node_modules/@qwen-code/qwen-code/node_modules/@lydell/node-pty"]; !ok {
+		t.Error("the subset lacks qwen-code's nested node-pty")
+	}
+	if _, ok := l.Packages["node_modules/@lydell/node-pty"]; ok {
+		t.Error("the subset holds the hoisted node-pty of another harness's tree")
+	}
+	for key, e := range l.Packages {
+		opt, _ := e["optionalDependencies"].(map[string]any)
+		for dep := range opt {
+			if _, ok := resolveDep(l.Packages, key, dep); !ok {
+				t.Errorf("%s names optional %s, which the subset does not hold", key, dep)
+			}
+		}
+	}
+	if e, ok := l.Packages["node_modules/@teddyzhu/clipboard"]; !ok {
+		t.Error("the subset lacks qwen-code's clipboard package")
+	} else if opt := e["optionalDependencies"].(map[string]any); len(opt) != 1 || opt["@teddyzhu/clipboard-linux-x64-gnu"] == nil {
+		t.Errorf("clipboard's optionals = %v, want the Linux x64 one the lock holds", opt)
 	}
 }

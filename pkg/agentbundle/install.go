@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,7 +306,13 @@ func copyFile(from, to string, mode os.FileMode) (err error) {
 // subset cuts a package-lock.json (v3) down to the root dependencies among
 // roots and everything they depend on (optional platform packages
 // included), and writes the package.json that goes with it: npm ci wants
-// the two in sync.
+// the two in sync. A dependency resolves the way Node and npm resolve it:
+// the nearest node_modules/ from the dependent's own folder up (qwen-code
+// nests a node-pty of its own beside gemini-cli's hoisted one). An optional
+// dependency the lock never resolved — another platform's package the
+// registry does not serve, which npm left out of the lock — is dropped from
+// its dependent's entry in the cut-down lock, as npm skips it when it
+// installs: npm ci refuses a lock that names a package it does not hold.
 func subset(lock []byte, roots []string) (pkgJSON, lockJSON []byte, err error) {
 	var l struct {
 		Name            string                    `json:"name"`
@@ -323,9 +330,11 @@ func subset(lock []byte, roots []string) (pkgJSON, lockJSON []byte, err error) {
 	rootDeps, _ := root["dependencies"].(map[string]any)
 	keep := map[string]bool{}
 	deps := map[string]any{}
-	var walk func(name string)
-	walk = func(name string) {
-		key := "node_modules/" + name
+	// unresolved are the optional dependencies, per dependent's key, that
+	// the lock holds no package for.
+	unresolved := map[string][]string{}
+	var walk func(key string)
+	walk = func(key string) {
 		e, ok := l.Packages[key]
 		if !ok || keep[key] {
 			return
@@ -334,14 +343,21 @@ func subset(lock []byte, roots []string) (pkgJSON, lockJSON []byte, err error) {
 		for _, field := range []string{"dependencies", "optionalDependencies"} {
 			m, _ := e[field].(map[string]any)
 			for dep := range m {
-				walk(dep)
+				at, ok := resolveDep(l.Packages, key, dep)
+				if !ok {
+					if field == "optionalDependencies" {
+						unresolved[key] = append(unresolved[key], dep)
+					}
+					continue
+				}
+				walk(at)
 			}
 		}
 	}
 	for _, r := range roots {
 		if v, ok := rootDeps[r]; ok {
 			deps[r] = v
-			walk(r)
+			walk("node_modules/" + r)
 		}
 	}
 	if len(deps) == 0 {
@@ -349,9 +365,18 @@ func subset(lock []byte, roots []string) (pkgJSON, lockJSON []byte, err error) {
 	}
 	out := map[string]map[string]any{"": {"name": l.Name, "dependencies": deps}}
 	for key, e := range l.Packages {
-		if keep[key] {
-			out[key] = e
+		if !keep[key] {
+			continue
 		}
+		if missing := unresolved[key]; len(missing) > 0 {
+			opt := maps.Clone(e["optionalDependencies"].(map[string]any))
+			for _, dep := range missing {
+				delete(opt, dep)
+			}
+			e = maps.Clone(e)
+			e["optionalDependencies"] = opt
+		}
+		out[key] = e
 	}
 	lockJSON, err = json.MarshalIndent(map[string]any{"name": l.Name, "lockfileVersion": l.LockfileVersion,
 		"requires": l.Requires, "packages": out}, "", "  ")
@@ -360,4 +385,28 @@ func subset(lock []byte, roots []string) (pkgJSON, lockJSON []byte, err error) {
 	}
 	pkgJSON, err = json.MarshalIndent(map[string]any{"name": l.Name, "private": true, "dependencies": deps}, "", "  ")
 	return pkgJSON, lockJSON, err
+}
+
+// resolveDep finds the lock entry a package at key gets for the dependency
+// name: key's own node_modules/, then each enclosing package's, then the
+// top level.
+func resolveDep(pkgs map[string]map[string]any, key, name string) (string, bool) {
+	for dir := key; ; {
+		cand := "node_modules/" + name
+		if dir != "" {
+			cand = dir + "/node_modules/" + name
+		}
+		if _, ok := pkgs[cand]; ok {
+			return cand, true
+		}
+		if dir == "" {
+			return "", false
+		}
+		i := strings.LastIndex(dir, "/node_modules/")
+		if i < 0 {
+			dir = ""
+		} else {
+			dir = dir[:i]
+		}
+	}
 }

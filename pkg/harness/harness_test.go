@@ -16,7 +16,7 @@ func TestHarnessTable(t *testing.T) {
 			t.Errorf("harness %q lacks a description, version or run command", h.Name)
 		}
 	}
-	want := []string{"claude-code", "cline", "codex", "command", "copilot-cli", "cursor-cli", "gemini-cli", "mini-swe-agent", "nop", "opencode", "openhands", "oracle", "terminus-2"}
+	want := []string{"claude-code", "cline", "codex", "command", "copilot-cli", "cursor-cli", "gemini-cli", "mini-swe-agent", "nop", "opencode", "openhands", "oracle", "qwen-code", "terminus-2"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("harness names (-want +got):\n%s", diff)
 	}

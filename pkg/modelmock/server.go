@@ -44,7 +44,7 @@ type Handler struct {
 	done chan struct{} // closed by Close: releases hanging requests
 
 	arrived int           // requests received, answered or not
-	arrival chan struct{} // closed and replaced at each arrival
+	arrival chan struct{} // closed and replaced at each arrival and each answer
 	once    sync.Once
 }
 
@@ -79,6 +79,28 @@ func (h *Handler) WaitArrived(ctx context.Context, n int) error {
 		case <-ch:
 		case <-ctx.Done():
 			return fmt.Errorf("modelmock: %d of %d requests arrived: %w", got, n, ctx.Err())
+		}
+	}
+}
+
+// WaitTurn blocks until a request for the script's turn i has been
+// answered or, for a hang turn, is being held — so every call before it
+// was answered — or ctx ends.
+func (h *Handler) WaitTurn(ctx context.Context, i int) error {
+	for {
+		h.mu.Lock()
+		ch := h.arrival
+		for _, r := range h.requests {
+			if r.Turn == i {
+				h.mu.Unlock()
+				return nil
+			}
+		}
+		h.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("modelmock: no request reached turn %d: %w", i, ctx.Err())
 		}
 	}
 }
@@ -137,6 +159,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serve(w, r, api, ok, body, err, func(turn, status int) {
 		h.mu.Lock()
 		h.requests[idx].Turn, h.requests[idx].Status = turn, status
+		close(h.arrival) // a change WaitTurn waits for
+		h.arrival = make(chan struct{})
 		h.mu.Unlock()
 	})
 }
@@ -210,6 +234,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, api API, known b
 			a.usage = *t.Usage
 		}
 		switch {
+		case t.Hang:
+			set(turn, 0)
+			select {
+			case <-r.Context().Done():
+			case <-h.done:
+			}
+			return
 		case t.Text != "":
 			a.text = t.Text
 			if name, args, ok := finishCall(p.tools, t.Text); ok {

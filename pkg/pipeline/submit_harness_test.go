@@ -44,7 +44,7 @@ api_key_secret = "OPENAI_API_KEY"
 	if diff := cmp.Diff(want, problems, cmpopts.IgnoreFields(pipeline.Problem{}, "Message")); diff != "" {
 		t.Fatalf("problems (-want +got):\n%s", diff)
 	}
-	const avail = "available: claude-code, cline, codex, command, copilot-cli, gemini-cli, nop, opencode, oracle, terminus-2"
+	const avail = "available: claude-code, cline, codex, command, copilot-cli, gemini-cli, nop, opencode, oracle, qwen-code, terminus-2"
 	if m := problems[0].Message; !strings.Contains(m, `unknown harness "no-such-harness"`) || !strings.HasSuffix(m, avail) {
 		t.Errorf("unknown harness message = %q", m)
 	}

@@ -188,6 +188,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 			return nil, err
 		}
 		rig.bundle = dir
+		t.agentProgram = filepath.Join(dir, h.Bundle.Program)
 	}
 	route, err := t.modelRoute()
 	if err != nil {
@@ -628,9 +629,27 @@ func (t *trial) keepAgentLogs(rig *agentRig) {
 		return
 	}
 	tr, err := h.Trajectory(harness.LogSource{AgentLogDir: t.host.AgentLogs, HomeDir: t.host.Tmp})
-	if err != nil {
-		t.log.Warn("no trajectory", "err", err)
-		return
+	fromGateway := false
+	if err != nil || len(tr.Steps) == 0 {
+		if err == nil {
+			err = errors.New("the program's log holds no step")
+		}
+		calls := rig.gw.Calls()
+		if t.gateway == nil || !anyMetered(calls) {
+			t.log.Warn("no trajectory", "err", err)
+			return
+		}
+		// The program was ended before it wrote its log (a memory kill, a
+		// timeout) or wrote none we can read: its model calls are still
+		// known, from the gateway, so the trajectory shows those rather
+		// than disagreeing with result.json about the tokens spent.
+		t.log.Warn("no trajectory from the program's logs; built from the gateway's record of its model calls", "err", err)
+		session := t.spec.LaunchID
+		if session == "" {
+			session = "attempt-without-launch-id"
+		}
+		tr = gatewayTrajectory(calls, session, t.instruction())
+		fromGateway = true
 	}
 	tr.SchemaVersion = atif.SchemaVersion
 	tr.Agent = atif.Agent{Name: h.Name, Version: h.Version, ModelName: t.spec.Model}
@@ -652,6 +671,9 @@ func (t *trial) keepAgentLogs(rig *agentRig) {
 		// result.json reports the gateway's metering: the trajectory's
 		// totals count what its steps miss, so the two agree.
 		tr.Cover(t.gateway.Calls, t.gateway.Usage.Input, t.gateway.Usage.Output, t.gateway.Usage.Cached)
+	}
+	if reason := t.agentCutShort(); reason != "" || fromGateway {
+		markPartial(&tr, reason, fromGateway)
 	}
 	data, err := json.MarshalIndent(tr, "", "  ")
 	if err == nil {
@@ -680,4 +702,89 @@ func copyNative(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, data, fs.FileMode(0o644))
+}
+
+// anyMetered reports whether any of the gateway's calls carried usage.
+func anyMetered(calls []gateway.Call) bool {
+	for _, c := range calls {
+		if c.Metered {
+			return true
+		}
+	}
+	return false
+}
+
+// gatewayTrajectory is the trajectory of an agent whose own log is missing:
+// the instruction as the user step, then one agent step per model call the
+// gateway metered, with its tokens and cost, in the order the calls ended.
+// What the model answered and which tools ran are not in it (the gateway
+// keeps no answer text in memory; artifacts/gateway-calls.jsonl has the
+// record).
+func gatewayTrajectory(calls []gateway.Call, session, instruction string) atif.Trajectory {
+	tr := atif.Trajectory{SessionID: session}
+	add := func(s atif.Step) {
+		s.StepID = len(tr.Steps) + 1
+		tr.Steps = append(tr.Steps, s)
+	}
+	if instruction != "" {
+		add(atif.Step{Source: atif.SourceUser, Message: instruction})
+	}
+	for _, c := range calls {
+		if !c.Metered {
+			continue
+		}
+		m := &atif.Metrics{PromptTokens: c.Usage.Input, CompletionTokens: c.Usage.Output, CachedTokens: c.Usage.Cached}
+		if c.CostKnown {
+			cost := c.CostUSD
+			m.CostUSD = &cost
+		}
+		add(atif.Step{Source: atif.SourceAgent, Timestamp: c.Start.UTC().Format(time.RFC3339Nano), Metrics: m,
+			Extra: map[string]any{"source": "model gateway", "gateway_call": c.Seq}})
+	}
+	return tr
+}
+
+// markPartial says in the trajectory's final_metrics.extra that it does not
+// hold the whole session: the agent was ended (reason), and/or its steps
+// were built from the gateway's record because the program left no log.
+// The totals are the gateway's either way (Cover).
+func markPartial(tr *atif.Trajectory, reason string, fromGateway bool) {
+	if tr.FinalMetrics == nil {
+		tr.Total()
+	}
+	fm := tr.FinalMetrics
+	if fm.Extra == nil {
+		fm.Extra = map[string]any{}
+	}
+	p := map[string]any{"steps_from": "agent log"}
+	if fromGateway {
+		p["steps_from"] = "model gateway"
+	}
+	if reason != "" {
+		p["reason"] = reason
+	}
+	fm.Extra["partial"] = p
+}
+
+// agentCutShort is why the agent phase was ended before the program
+// finished on its own ("" when it was not): the exception type of a
+// timeout or an out-of-memory kill.
+func (t *trial) agentCutShort() string {
+	for _, e := range t.exceptions {
+		switch e.ExceptionType {
+		case harbor.ExceptionAgentTimeout, harbor.ExceptionAgentOOM:
+			return e.ExceptionType
+		}
+	}
+	return ""
+}
+
+// instruction is the task instruction as the agent got it ("" when it
+// cannot be read).
+func (t *trial) instruction() string {
+	data, err := harness.ReadAgentFile(filepath.Join(t.host.AgentLogs, "instruction.md"), 1<<20)
+	if err != nil {
+		return ""
+	}
+	return string(data)
 }

@@ -34,7 +34,7 @@ import (
 // bubblewrap sandboxes on the Debian base image (internal/testrootfs; codex
 // also on the host's root filesystem, the development mode; every bundle in
 // every image of agents_matrix_test.go), talking to
-// the scripted mock model only through the model gateway. All six
+// the scripted mock model only through the model gateway. All seven
 // programs run by default (make test);
 // GAUNTLET_AGENT_E2E=quick runs codex and claude-code only.
 
@@ -57,7 +57,7 @@ func e2eHarnesses() []string {
 	if os.Getenv("GAUNTLET_AGENT_E2E") == "quick" {
 		return []string{"codex", "claude-code"}
 	}
-	return []string{"codex", "claude-code", "gemini-cli", "opencode", "copilot-cli", "cline"}
+	return []string{"codex", "claude-code", "gemini-cli", "opencode", "copilot-cli", "cline", "qwen-code"}
 }
 
 // requireBundle fails (never skips) when the harness's bundle is not
@@ -93,7 +93,9 @@ func agentSpec(t testing.TB, name string) sandbox.Spec {
 	spec.MemoryMB = 2048
 	// gemini-cli and opencode start in 2–5 s on an idle machine; a busy
 	// one (two cores shared by many) takes several times that.
-	spec.AgentTimeout = 2 * time.Minute
+	// A shared machine at a load average of 25–30 (seen 2026-12-03) took
+	// opencode 70–117 s for two turns, and over 2 minutes once.
+	spec.AgentTimeout = 5 * time.Minute
 	spec.Secrets = map[string]secret.Value{h.KeyEnv: modelKey, "MOCK_API_KEY": modelKey, "OTHER_SECRET": otherSecret}
 	return spec
 }

@@ -28,6 +28,7 @@ type phase struct {
 	cmd     phaseCommand
 	timeout time.Duration // 0 = none
 	cgroup  *cgroup       // resource limits; nil = none
+	watch   *memWatch     // samples the phase's memory use; nil = none
 	stdout  string        // host path the phase's stdout is written to
 	stderr  string
 }
@@ -42,6 +43,9 @@ type phaseOutcome struct {
 	// OOMKills counts the phase's processes the kernel killed for its
 	// memory limit.
 	OOMKills int
+	// Memory says whose processes used the memory when OOMKills > 0 (the
+	// agent phase, where a memory cgroup was watched); nil otherwise.
+	Memory *MemoryReport
 	// SetupRetries are the sandbox's own failures (bubblewrap failing to
 	// set up, before the phase's command ran) that the phase was started
 	// again after.
@@ -94,6 +98,9 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 		phaseCtx, cancel = context.WithTimeout(ctx, p.timeout)
 	}
 	defer cancel()
+	if testHookPhaseContext != nil {
+		phaseCtx = testHookPhaseContext(p.name, phaseCtx)
+	}
 
 	out.StartedAt = time.Now().UTC()
 	for attempt := 1; ; attempt++ {
@@ -120,6 +127,11 @@ func runPhase(ctx context.Context, iso isolation, p phase) (phaseOutcome, error)
 	}
 }
 
+// testHookPhaseContext, when set (by tests only), may replace a phase's
+// context: a test ends the agent phase through the timeout's own path once
+// the mock model is in the state it waits for, rather than after a time.
+var testHookPhaseContext func(phase string, ctx context.Context) context.Context
+
 // waitPhase starts p once and waits for it, filling out's exit; ran
 // reports whether the phase's command began.
 func waitPhase(ctx, phaseCtx context.Context, iso isolation, p phase, stdout, stderr io.Writer, out *phaseOutcome) (ran bool, err error) {
@@ -130,18 +142,21 @@ func waitPhase(ctx, phaseCtx context.Context, iso isolation, p phase, stdout, st
 	}
 	defer l.release()
 	cmd := l.cmd
+	p.watch.begin(cmd.Process.Pid)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
 	select {
 	case waitErr = <-done:
 	case <-phaseCtx.Done():
+		p.watch.end() // before the kill, which is no memory's doing
 		killGroup(cmd.Process.Pid)
 		p.cgroup.killAll()
 		waitErr = <-done
 		out.TimedOut = errors.Is(phaseCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		out.Canceled = ctx.Err() != nil
 	}
+	p.watch.end()
 	if !l.lingers {
 		// Whatever the phase left behind in its process group goes too.
 		killGroup(cmd.Process.Pid)

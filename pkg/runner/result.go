@@ -242,6 +242,13 @@ func (t *trial) agentResult() *harbor.AgentResult {
 			ar.Metadata[programUsageMD] = p
 		}
 	}
+	if t.memory != nil {
+		// The attempt was killed for memory: whose processes used it.
+		if ar.Metadata == nil {
+			ar.Metadata = map[string]any{}
+		}
+		ar.Metadata["memory"] = t.memory
+	}
 	return ar
 }
 

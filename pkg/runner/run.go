@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -174,6 +175,12 @@ type trial struct {
 	// the gateway's metering (usage); gateway is the gateway's totals.
 	programUsage *harness.Usage
 	gateway      *gateway.Totals
+	// agentProgram is the host path of the harness bundle's program, which
+	// the agent phase's memory watch tells from the commands it runs.
+	agentProgram string
+	// memory is whose processes used the memory, when the agent phase was
+	// killed for it (result.json's agent_result.metadata.memory).
+	memory *MemoryReport
 	// judge is the verifier's LLM judge use, metered by its own gateway.
 	judge *runpkg.JudgeUsage
 	// limits say what the sandbox enforces and what it does not, for
@@ -500,7 +507,9 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 		if t.container != nil {
 			limit = "the container's memory (the task size)"
 		}
-		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the agent exceeded %s; the kernel killed %d of its processes (exit code %d)", limit, out.OOMKills, out.ExitCode))
+		t.memory = out.Memory
+		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the attempt exceeded %s; the kernel killed %d of its processes (exit code %d); %s",
+			limit, out.OOMKills, out.ExitCode, out.Memory.Describe()))
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
 	default:
@@ -635,8 +644,17 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		pod = t.image.pod.spec.cg
 		oomBefore = pod.oomKills()
 	}
+	var watch *memWatch
+	if name == "agent_execution" {
+		// Whose processes use the memory, should the kernel kill some.
+		memCg := cg
+		if pod != nil {
+			memCg = pod
+		}
+		watch = newMemWatch(memCg, t.agentProgram, t.platformBinaries()...)
+	}
 	out, err := runPhase(ctx, t.iso, phase{
-		name: name, cmd: pc, timeout: timeout, cgroup: cg,
+		name: name, cmd: pc, timeout: timeout, cgroup: cg, watch: watch,
 		stdout: filepath.Join(captureDir, stdout), stderr: filepath.Join(captureDir, stderr),
 	})
 	for _, failure := range out.SetupRetries {
@@ -660,7 +678,12 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 		}
 	}
 	if out.OOMKills > 0 {
+		out.Memory = watch.report()
 		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
+		if out.Memory != nil {
+			t.log.Warn("memory use of the phase's processes", "phase", name, "used_by", out.Memory.UsedBy,
+				"agent_rss_mb", out.Memory.AgentMB, "task_rss_mb", out.Memory.TaskMB, "killed", out.Memory.Killed)
+		}
 	}
 	t.log.Info("phase finished", "phase", name, "exit_code", out.ExitCode, "timed_out", out.TimedOut,
 		"duration", out.FinishedAt.Sub(out.StartedAt).Round(time.Millisecond).String())
@@ -825,4 +848,23 @@ func (t *trial) httpClient() *http.Client {
 		return t.opts.HTTPClient
 	}
 	return &http.Client{Timeout: 5 * time.Minute}
+}
+
+// platformBinaries are the platform's own executables that may run in a
+// phase's cgroup beside the phase's command: the runner (pod-init, the
+// gateway forwarder), bubblewrap and nsenter.
+func (t *trial) platformBinaries() []string {
+	var out []string
+	if t.opts.SelfPath != "" {
+		out = append(out, t.opts.SelfPath)
+	}
+	if fwd, err := t.forwarderBinary(); err == nil {
+		out = append(out, fwd)
+	}
+	for _, name := range []string{"bwrap", "nsenter"} {
+		if p, err := exec.LookPath(name); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
