@@ -331,9 +331,8 @@ func TestParseTaskConfigCategoryIsAName(t *testing.T) {
 func TestParseTaskConfigNamesWhatGauntletDoesNotRun(t *testing.T) {
 	tests := []struct{ toml, want string }{
 		{"[[steps]]\nname = \"one\"", "[[steps]] (multi-step tasks)"},
-		{"artifacts = [\"/app/out.txt\"]", "artifacts (declared artifacts)"},
-		{"[verifier]\nenvironment_mode = \"separate\"", `[verifier].environment_mode = "separate" (separate verifier environments)`},
-		{"[verifier.environment]\ndocker_image = \"python:3.13\"", "[verifier.environment] (separate verifier environments)"},
+		{"artifacts = [{source = \"/data\", service = \"api\"}]", `artifacts with service = "api" (artifacts of a sidecar service)`},
+		{"[verifier.environment]\ngpus = 1", "[verifier.environment].gpus > 0 (this platform has no GPUs)"},
 		{"[[verifier.collect]]\ncommand = \"true\"", "[[verifier.collect]] (collect hooks)"},
 		{"[environment.healthcheck]\ncommand = \"true\"", "[environment.healthcheck] (readiness checks)"},
 		{"[environment]\nos = \"Windows\"", `[environment].os = "windows" (this platform runs Linux containers only)`},
