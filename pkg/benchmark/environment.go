@@ -46,6 +46,10 @@ type Environment struct {
 	// names the task, the image and the cause); such a task is listed in a
 	// run's unavailable tasks instead of being attempted.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Verifier is the image a separate verifier runs in ([verifier]
+	// environment_mode = "separate"), built from the task's tests/ or
+	// pulled, pinned like the task's own; nil for a shared verifier.
+	Verifier *Environment `json:"verifier,omitempty"`
 }
 
 // Available reports whether the task can be attempted: it has no
@@ -72,7 +76,13 @@ func (e *Environment) digestLine() string {
 	if e.Source == ImageBuild {
 		pinned = ""
 	}
-	return fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(e.Unavailable), e.Unavailable)
+	line := fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(e.Unavailable), e.Unavailable)
+	if e.Verifier != nil {
+		// Only tasks with a separate verifier add to the line, so every
+		// other manifest's digest stays what it was.
+		line += " verifier " + e.Verifier.digestLine()
+	}
+	return line
 }
 
 // ErrNoImage reports a task with no image, no Dockerfile and no operator

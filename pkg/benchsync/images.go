@@ -117,6 +117,11 @@ type Environments struct {
 	// blob that went missing). Nil where sandboxes pull by digest
 	// themselves (Fargate). creds are the benchmark's registry credentials.
 	Warm func(ctx context.Context, pinned string, creds []PullCredential) error
+	// HasFile, when set, reports whether a warmed image holds the regular
+	// file at path (following symlinks only inside the image): a separate
+	// verifier's image must provide /tests/test.sh. Nil where images are
+	// not unpacked at sync (Fargate): the runner then says so at run time.
+	HasFile func(ctx context.Context, pinned, path string) (bool, error)
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
@@ -321,8 +326,18 @@ func (p *imagePrep) task(ctx context.Context, name, dir string) (benchmark.Envir
 		return env, nil
 	}
 	if source == benchmark.ImageBuild {
-		return p.build(ctx, name, dir, cfg, env)
+		env, err = p.build(ctx, name, filepath.Join(dir, "environment"), "environment/Dockerfile", cfg.Environment.BuildTimeoutSec, env)
+	} else {
+		env, err = p.pull(ctx, name, ref, env)
 	}
+	if err != nil || env.Unavailable != "" || !cfg.Verifier.Separate() {
+		return env, err
+	}
+	return p.verifier(ctx, name, dir, cfg, env)
+}
+
+// pull pins a pulled image's reference.
+func (p *imagePrep) pull(ctx context.Context, name, ref string, env benchmark.Environment) (benchmark.Environment, error) {
 	pinned, err := p.resolve(ctx, ref)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -359,12 +374,13 @@ func orElse(override, base string) string {
 	return base
 }
 
-// build prepares a Dockerfile task: pins its bases, derives the build key,
-// and reuses the image of an earlier build with that key or builds it.
-func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, error) {
-	envDir := filepath.Join(dir, "environment")
+// build prepares a Dockerfile build of the context envDir (the task's
+// environment/, or tests/ for a separate verifier; label names its
+// Dockerfile in messages): pins its bases, derives the build key, and
+// reuses the image of an earlier build with that key or builds it.
+func (p *imagePrep) build(ctx context.Context, name, envDir, label string, buildTimeoutSec float64, env benchmark.Environment) (benchmark.Environment, error) {
 	unavailable := func(format string, args ...any) (benchmark.Environment, error) {
-		env.Unavailable = fmt.Sprintf("task %s: environment/Dockerfile: ", name) + fmt.Sprintf(format, args...)
+		env.Unavailable = fmt.Sprintf("task %s: %s: ", name, label) + fmt.Sprintf(format, args...)
 		return env, nil
 	}
 	df, err := os.ReadFile(filepath.Join(envDir, "Dockerfile"))
@@ -402,7 +418,7 @@ func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.Task
 	// Tasks of one sync that share a build key (the same context FROM the
 	// same bases) share its one build; the others wait for it.
 	b := p.builds.do(env.BuildKey, func() built {
-		pinned, cause, err := p.buildOnce(ctx, name, envDir, cfg, env.BuildKey, pinnedDF)
+		pinned, cause, err := p.buildOnce(ctx, name, envDir, buildTimeoutSec, env.BuildKey, pinnedDF)
 		return built{pinned, cause, err}
 	})
 	if b.err != nil {
@@ -417,11 +433,11 @@ func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.Task
 
 // buildOnce reuses the image of an earlier build of key or builds it; its
 // results are runBuild's.
-func (p *imagePrep) buildOnce(ctx context.Context, name, envDir string, cfg harbor.TaskConfig, key string, df []byte) (pinned, cause string, err error) {
+func (p *imagePrep) buildOnce(ctx context.Context, name, envDir string, buildTimeoutSec float64, key string, df []byte) (pinned, cause string, err error) {
 	if pinned, ok, err := p.built(ctx, key); err != nil || ok {
 		return pinned, "", err
 	}
-	timeout := time.Duration(cfg.Environment.BuildTimeoutSec * float64(time.Second))
+	timeout := time.Duration(buildTimeoutSec * float64(time.Second))
 	if max := p.cfg.MaxBuildTimeout; max > 0 && (timeout <= 0 || timeout > max) {
 		timeout = max
 	}

@@ -342,6 +342,7 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 			TaskGitCommitID: task.Location.GitCommitID, TaskPath: task.Location.Path, TaskContentHash: task.Location.ContentHash,
 			TimeoutMultiplier: mult},
 	}
+	spec.VerifierImage = verifierImage(task.Task)
 	if task.AgentTimeoutSec != nil {
 		spec.AgentTimeout = scaled(*task.AgentTimeoutSec, mult)
 	}

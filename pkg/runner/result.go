@@ -84,6 +84,9 @@ func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
 	if t.host.Artifacts != "" {
 		parts["artifacts"] = t.host.Artifacts
 	}
+	if t.declared != "" {
+		parts[DeclaredArtifactsDir] = t.declared
+	}
 	for part, src := range parts {
 		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes, redact: t.redact})
 		if err != nil {

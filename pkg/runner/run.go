@@ -69,6 +69,9 @@ type Options struct {
 	Models *gateway.Resolver
 	// Image is the task's unpacked image (bwrap isolation: required).
 	Image *Image
+	// VerifierImage is the separate verifier's unpacked image (a task
+	// with [verifier] environment_mode = "separate"; verifierenv.go).
+	VerifierImage *Image
 	// SelfPath is this runner's binary, bound into image sandboxes to
 	// enter a non-root image user ("" = os.Executable()). It must be
 	// statically linked: the image has its own libc, or none.
@@ -134,6 +137,7 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []harness.H
 	t.addRedacted("", "")
 	defer t.closeLog()
 	defer t.closeLayer()
+	defer t.closeVerifierLayer()
 	if err := t.run(ctx); err != nil {
 		t.log.Error("trial aborted", "err", err)
 		return harbor.TrialResult{}, err
@@ -194,6 +198,12 @@ type trial struct {
 	judgeFault *gateway.Fault
 	reward     *harbor.Reward
 	exitCodes  map[string]int
+	// Declared artifacts and the separate verifier (artifacts.go,
+	// verifierenv.go): where the artifacts were collected, how each went,
+	// and the verifier's own writable root.
+	declared        string
+	declaredEntries []ArtifactEntry
+	verifierLayer   *layer
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -525,8 +535,15 @@ func (t *trial) readUsage() {
 
 // runVerifier runs tests/test.sh and reads the reward.
 func (t *trial) runVerifier(ctx context.Context) error {
+	if t.separateVerifier() {
+		if ok, err := t.prepareSeparateVerifier(); err != nil || !ok {
+			return err
+		}
+	} else if err := t.collectDeclared(); err != nil {
+		return err
+	}
 	// Nothing but this verifier run may leave a reward behind.
-	if t.image != nil {
+	if t.image != nil && !t.separateVerifier() {
 		if err := t.prepareImageVerifier(); err != nil {
 			return err
 		}
