@@ -159,6 +159,9 @@ func environmentView(key string, t benchmark.Task) *v1.TaskEnvironment {
 	if e.BuildLog != "" {
 		v.BuildLog = "/v1/benchmarks/" + key + "/tasks/" + url.PathEscape(t.Name) + "/build-log"
 	}
+	if ve := e.Verifier; ve != nil {
+		v.Verifier = &v1.TaskEnvironment{Source: string(ve.Source), Image: ve.Image, Pinned: ve.Pinned, BuildKey: ve.BuildKey, Unavailable: ve.Unavailable}
+	}
 	return v
 }
 

@@ -108,6 +108,10 @@ type TaskEnvironment struct {
 	BuildLog string `json:"build_log,omitempty"`
 	// Unavailable says why the task cannot be attempted.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Verifier is the image of the task's separate verifier (built from
+	// its tests/ or pulled, pinned like the task's); nil when the
+	// verifier shares the task's environment.
+	Verifier *TaskEnvironment `json:"verifier,omitempty"`
 }
 
 // UnavailableTask is a task that gets no attempts, and why.
