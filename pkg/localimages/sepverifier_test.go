@@ -132,7 +132,10 @@ harness = "nop"
 	}
 	oracle, nop := byAgent[0], byAgent[1]
 	if oracle.Outcome != "passed" || nop.Outcome != "failed" {
-		t.Fatalf("oracle %s %q, nop %s %q; want passed and failed\n%s", oracle.Outcome, oracle.Message, nop.Outcome, nop.Message, logs.String())
+		d, _ := c.Result(ctx, r.ID, oracle.ID)
+		runnerLog := download(t, ctx, c, r.ID, oracle.ID, "artifacts/runner.log")
+		t.Fatalf("oracle %s %q, nop %s %q; want passed and failed\noracle verifier:\n%s\n%s\nrunner log:\n%s", oracle.Outcome, oracle.Message, nop.Outcome, nop.Message,
+			d.Output.Stdout, d.Output.Stderr, runnerLog)
 	}
 
 	detail, err := c.Result(ctx, r.ID, oracle.ID)

@@ -542,12 +542,15 @@ func (t *trial) runVerifier(ctx context.Context) error {
 	} else if err := t.collectDeclared(); err != nil {
 		return err
 	}
-	// Nothing but this verifier run may leave a reward behind.
-	if t.image != nil && !t.separateVerifier() {
+	// Nothing but this verifier run may leave a reward behind (a separate
+	// verifier's logs are new).
+	switch {
+	case t.separateVerifier():
+	case t.image != nil:
 		if err := t.prepareImageVerifier(); err != nil {
 			return err
 		}
-	} else {
+	default:
 		if err := os.RemoveAll(t.host.VerifierLogs); err != nil {
 			return fmt.Errorf("clear verifier logs: %w", err)
 		}
