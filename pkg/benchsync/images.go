@@ -122,6 +122,9 @@ type Environments struct {
 	// verifier's image must provide /tests/test.sh. Nil where images are
 	// not unpacked at sync (Fargate): the runner then says so at run time.
 	HasFile func(ctx context.Context, pinned, path string) (bool, error)
+	// NoSeparateVerifier, when set, is why the platform's sandboxes cannot
+	// run a separate verifier: such tasks are unavailable with it.
+	NoSeparateVerifier string
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
@@ -145,6 +148,7 @@ func BuildLogKey(key string) string { return "builds/" + key + ".log" }
 // start at once) and the error is an *imagesPending naming them.
 func (s *Service) prepareImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string, creds []PullCredential) error {
 	if s.envs == nil {
+		separateWithoutImages(tasks, dirs)
 		return nil
 	}
 	p := &progress{now: s.now, write: write, phase: records.SyncPhaseImages, total: len(tasks)}

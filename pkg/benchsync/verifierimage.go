@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
@@ -21,6 +22,10 @@ const VerifierTestScript = "/tests/test.sh"
 // warmed like the task's; one that cannot be had, or that does not provide
 // /tests/test.sh, makes the task unavailable with the reason.
 func (p *imagePrep) verifier(ctx context.Context, name, dir string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, error) {
+	if p.cfg.NoSeparateVerifier != "" {
+		env.Unavailable = fmt.Sprintf("task %s: [verifier] environment_mode = %q (separate verifier environments): %s", name, harbor.VerifierSeparate, p.cfg.NoSeparateVerifier)
+		return env, nil
+	}
 	ve := cfg.VerifierEnvironment()
 	testsDir := filepath.Join(dir, "tests")
 	hasDockerfile := isFile(filepath.Join(testsDir, "Dockerfile"))
@@ -39,7 +44,7 @@ func (p *imagePrep) verifier(ctx context.Context, name, dir string, cfg harbor.T
 	} else {
 		v, err = p.pull(ctx, name, ref, v)
 		if v.Unavailable != "" {
-			v.Unavailable = "separate verifier: " + v.Unavailable
+			v.Unavailable = strings.Replace(v.Unavailable, "task "+name+": ", "task "+name+": separate verifier: ", 1)
 		}
 	}
 	if err != nil {
@@ -69,4 +74,20 @@ func (p *imagePrep) verifier(ctx context.Context, name, dir string, cfg harbor.T
 	env.Verifier = &v
 	env.Unavailable = v.Unavailable
 	return env, nil
+}
+
+// separateWithoutImages makes the tasks with a separate verifier
+// unavailable in a sync that prepares no images: their verifier has no
+// image to run in.
+func separateWithoutImages(tasks []benchmark.Task, dirs []string) {
+	for i := range tasks {
+		if dirs[i] == "" || tasks[i].Environment != nil {
+			continue
+		}
+		loaded, err := harbor.LoadTask(dirs[i])
+		if err != nil || !loaded.Config.Verifier.Separate() {
+			continue
+		}
+		tasks[i].Environment = &benchmark.Environment{Unavailable: fmt.Sprintf("task %s: [verifier] environment_mode = %q (separate verifier environments): the verifier runs in an image of its own, and this platform prepares no images at sync", tasks[i].Name, harbor.VerifierSeparate)}
+	}
 }
