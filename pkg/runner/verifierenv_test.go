@@ -97,6 +97,20 @@ func separateTask(t testing.TB, solve string) string {
 	return dir
 }
 
+// plainTask is the fixture task with solve as its solution and its
+// shared verifier.
+func plainTask(t testing.TB, solve string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "task")
+	if out, err := exec.Command("cp", "-r", fixtureDir(t), dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the fixture task: %v: %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "solution/solve.sh"), []byte("#!/usr/bin/env bash\n"+solve), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 const sepSolve = `set -e
 mkdir -p /data/out /logs/artifacts /app /tests
 echo 42 > /data/out/result.txt
