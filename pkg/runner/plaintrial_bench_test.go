@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
@@ -34,7 +36,30 @@ func benchTrial(b *testing.B, taskDir string, img Image, vimg *Image) {
 func BenchmarkPlainTrial(b *testing.B) {
 	img := testImage(b)
 	task := fixtureDir(b)
+	cpuLoop(b, func() { benchTrial(b, task, img, nil) })
+}
+
+// cpuLoop runs one b.Loop of f and reports, beside the wall time, the
+// CPU time per op of the runner and every process it waited for (bwrap,
+// pod-init, the phases): steadier than wall time on a loaded machine.
+func cpuLoop(b *testing.B, f func()) {
+	b.Helper()
+	before := cpuTime()
+	n := 0
 	for b.Loop() {
-		benchTrial(b, task, img, nil)
+		f()
+		n++
 	}
+	b.ReportMetric(float64((cpuTime()-before).Microseconds())/1000/float64(n), "cpu-ms/op")
+}
+
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	total := time.Duration(0)
+	for _, u := range []syscall.Rusage{self, children} {
+		total += time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	}
+	return total
 }

@@ -14,13 +14,9 @@ func BenchmarkSeparateVerifierTrial(b *testing.B) {
 	separate := separateTask(b, sepSolve)
 	plain := plainTask(b, sepSolve+"echo gauntlet > /app/answer.txt\n")
 	b.Run("plain", func(b *testing.B) {
-		for b.Loop() {
-			benchTrial(b, plain, img, nil)
-		}
+		cpuLoop(b, func() { benchTrial(b, plain, img, nil) })
 	})
 	b.Run("separate", func(b *testing.B) {
-		for b.Loop() {
-			benchTrial(b, separate, img, &vimg)
-		}
+		cpuLoop(b, func() { benchTrial(b, separate, img, &vimg) })
 	})
 }

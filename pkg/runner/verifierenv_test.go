@@ -209,3 +209,28 @@ func readFile(t testing.TB, path string) string {
 	}
 	return string(data)
 }
+
+// In shared mode (the default) the declared artifacts are collected after
+// the agent all the same and kept with the attempt; the verifier runs in
+// the agent's pod as ever.
+func TestSharedModeKeepsDeclaredArtifacts(t *testing.T) {
+	task := plainTask(t, sepSolve+"echo gauntlet > /app/answer.txt\n")
+	cfg := readFile(t, filepath.Join(task, "task.toml"))
+	if err := os.WriteFile(filepath.Join(task, "task.toml"), []byte(`artifacts = ["/data/out/result.txt", {source = "/app", destination = "workdir"}]`+"\n"+cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := baseSpec(t, "oracle")
+	spec.Task = sandbox.TaskRef{Name: "task", Dir: task}
+	img := testImage(t)
+	r := runTrial(t, spec, Options{Image: &img, Isolation: IsolationBwrap})
+	if r.result.VerifierResult == nil || r.result.VerifierResult.Rewards["reward"] != 1 {
+		t.Fatalf("oracle: %+v %+v", r.result.VerifierResult, r.result.ExceptionInfo)
+	}
+	kept := filepath.Join(r.out, ArtifactsDir, DeclaredArtifactsDir)
+	if got := readFile(t, filepath.Join(kept, "data/out/result.txt")); got != "42\n" {
+		t.Errorf("kept file artifact = %q", got)
+	}
+	if got := readFile(t, filepath.Join(kept, "workdir/answer.txt")); got != "gauntlet\n" {
+		t.Errorf("kept directory artifact (destination workdir) answer.txt = %q", got)
+	}
+}
