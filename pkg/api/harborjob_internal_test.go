@@ -12,6 +12,8 @@ func TestHarborTrialPath(t *testing.T) {
 		{"artifacts/verifier/reward.txt", "verifier/reward.txt"},
 		{"artifacts/verifier/test-stdout.txt", "verifier/test-stdout.txt"},
 		{"artifacts/artifacts/manifest.json", "artifacts/manifest.json"},
+		{"artifacts/declared/tmp/report/summary.txt", "artifacts/tmp/report/summary.txt"},
+		{"artifacts/declared/manifest.json", "artifacts/manifest.json"},
 		{"artifacts/runner.log", "trial.log"},
 		{"artifacts/runner-output.log", "gauntlet/runner-output.log"},
 		{"artifacts/agentless.txt", "gauntlet/agentless.txt"},
