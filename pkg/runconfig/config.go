@@ -120,6 +120,10 @@ type Config struct {
 	Secrets    Secrets           `json:"secrets,omitzero"`
 	Verifier   Verifier          `json:"verifier,omitzero"`
 	Agents     []Agent           `json:"agents"`
+	// Artifacts are the trial-level artifacts (Harbor's job-config
+	// `artifacts`): absolute paths collected after the agent of every
+	// attempt, beside the task's own (artifacts.go).
+	Artifacts []string `json:"artifacts,omitempty"`
 }
 
 // Experiment names the benchmark and, once resolved, the pinned manifest.

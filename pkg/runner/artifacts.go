@@ -235,9 +235,14 @@ func uploadOneFile(root, src, target string) error {
 	return nil
 }
 
-// declaredArtifacts is the trial's artifact list: the task's.
+// declaredArtifacts is the trial's artifact list: the task's, then the
+// trial's (the run config's), as Harbor merges them.
 func (t *trial) declaredArtifacts() []harbor.Artifact {
-	return t.task.Config.Artifacts
+	list := append([]harbor.Artifact(nil), t.task.Config.Artifacts...)
+	for _, src := range t.spec.Artifacts {
+		list = append(list, harbor.Artifact{Source: src})
+	}
+	return list
 }
 
 // environmentRoot is the root filesystem of the trial's environment as

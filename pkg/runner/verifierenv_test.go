@@ -210,9 +210,9 @@ func readFile(t testing.TB, path string) string {
 	return string(data)
 }
 
-// In shared mode (the default) the declared artifacts are collected after
-// the agent all the same and kept with the attempt; the verifier runs in
-// the agent's pod as ever.
+// In shared mode (the default) the declared artifacts — the task's and
+// the run's (trial level) — are collected after the agent all the same
+// and kept with the attempt; the verifier runs in the agent's pod as ever.
 func TestSharedModeKeepsDeclaredArtifacts(t *testing.T) {
 	task := plainTask(t, sepSolve+"echo gauntlet > /app/answer.txt\n")
 	cfg := readFile(t, filepath.Join(task, "task.toml"))
@@ -221,6 +221,7 @@ func TestSharedModeKeepsDeclaredArtifacts(t *testing.T) {
 	}
 	spec := baseSpec(t, "oracle")
 	spec.Task = sandbox.TaskRef{Name: "task", Dir: task}
+	spec.Artifacts = []string{"/tmp/agent-only.txt"} // the run's trial-level artifacts
 	img := testImage(t)
 	r := runTrial(t, spec, Options{Image: &img, Isolation: IsolationBwrap})
 	if r.result.VerifierResult == nil || r.result.VerifierResult.Rewards["reward"] != 1 {
@@ -229,6 +230,9 @@ func TestSharedModeKeepsDeclaredArtifacts(t *testing.T) {
 	kept := filepath.Join(r.out, ArtifactsDir, DeclaredArtifactsDir)
 	if got := readFile(t, filepath.Join(kept, "data/out/result.txt")); got != "42\n" {
 		t.Errorf("kept file artifact = %q", got)
+	}
+	if got := readFile(t, filepath.Join(kept, "tmp/agent-only.txt")); got != "mine\n" {
+		t.Errorf("kept trial-level artifact = %q", got)
 	}
 	if got := readFile(t, filepath.Join(kept, "workdir/answer.txt")); got != "gauntlet\n" {
 		t.Errorf("kept directory artifact (destination workdir) answer.txt = %q", got)

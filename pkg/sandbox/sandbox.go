@@ -113,6 +113,9 @@ type Spec struct {
 	// ([verifier] environment_mode = "separate"); "" runs the verifier in
 	// the task's own environment (shared mode).
 	VerifierImage string `json:"verifier_image,omitempty"`
+	// Artifacts are the run's trial-level artifacts: absolute paths in
+	// the environment collected after the agent, beside the task's.
+	Artifacts []string `json:"artifacts,omitempty"`
 	// Network is the task's network_mode; "none" (or empty) denies network.
 	Network  string  `json:"network,omitempty"`
 	CPUs     float64 `json:"cpus,omitempty"`
