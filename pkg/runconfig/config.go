@@ -7,6 +7,8 @@
 //
 // A config looks like this:
 //
+//	# artifacts = ["/app/out.json"]    # trial-level artifacts: ≤ 64 absolute paths collected after every agent
+//
 //	[experiment]
 //	benchmark = "terminal-bench-2-0"   # key, exact name, id or registry spec "terminal-bench@2.0"
 //	# manifest_version = "2.0"         # pins set by the platform on resolution
