@@ -3,6 +3,7 @@ package examples
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,7 +54,19 @@ func TestDemoEnvs(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]benchmark.ImageSource{"image-facts": benchmark.ImagePull, "build-inventory": benchmark.ImageBuild}
+	// separate-grader: a separate verifier whose image tests/ builds (it
+	// provides /tests/test.sh), and a declared artifact.
+	sep, err := harbor.LoadTask("demo-envs/separate-grader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sep.Config.Verifier.Separate() || len(sep.Config.Artifacts) != 1 || len(sep.Unsupported()) != 0 {
+		t.Errorf("separate-grader: separate %v, artifacts %v, unsupported %v", sep.Config.Verifier.Separate(), sep.Config.Artifacts, sep.Unsupported())
+	}
+	if df, err := os.ReadFile("demo-envs/separate-grader/tests/Dockerfile"); err != nil || !strings.Contains(string(df), "COPY test.sh /tests/test.sh") {
+		t.Errorf("separate-grader tests/Dockerfile must COPY test.sh to /tests/test.sh: %v", err)
+	}
+	want := map[string]benchmark.ImageSource{"image-facts": benchmark.ImagePull, "build-inventory": benchmark.ImageBuild, "separate-grader": benchmark.ImagePull}
 	if diff := cmp.Diff(want, sources); diff != "" {
 		t.Errorf("image sources (-want +got):\n%s", diff)
 	}

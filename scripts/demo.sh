@@ -260,7 +260,7 @@ say "leaderboard of benchmark key $benchmark"
 "$bin/gauntlet" leaderboard "$benchmark"
 
 if [[ $sandbox == bwrap ]]; then
-	say "demo-envs@1.0: a docker_image task and a Dockerfile-only task (images pinned by digest at sync)"
+	say "demo-envs@1.0: a docker_image task, a Dockerfile-only task and a task graded by a separate verifier image (images pinned by digest at sync)"
 	"$bin/gauntlet" benchmark info demo-envs-1-0 --wait
 	say "the oracle and nop on demo-envs, each attempt in its task's image"
 	"$bin/gauntlet" submit examples/runs/envs/oracle-nop.toml --yes --watch

@@ -144,6 +144,7 @@ func TestCLIAgainstServer(t *testing.T) {
 		t.Errorf("downloaded zip holds %v, want results.csv", zr.File)
 	}
 	zr.Close()
+	runsArtifactsCLI(t, c, srv.URL, srv.Tenant.Token, id)
 
 	failures := []struct {
 		name, stdin string

@@ -21,6 +21,7 @@ var runsGroup = group{name: "runs", subs: []subcommand{
 	{name: "logs", usage: "runs logs RUN [--follow]", summary: "print a run's log", run: runsLogs},
 	{name: "stop", usage: "runs stop RUN", summary: "stop a pending, queued or running run", run: runsStop},
 	{name: "download", usage: "runs download RUN [--type T] [--format gauntlet|harbor] [-o DIR]", summary: "download a run's results as a zip (or a Harbor job directory)", run: runsDownload},
+	{name: "artifacts", usage: "runs artifacts RUN RESULT [PATH] [-o FILE]", summary: "list an attempt's stored files (declared artifacts, logs), or download one", run: runsArtifacts},
 }}
 
 func runsList(ctx context.Context, e env, args []string) error {

@@ -246,6 +246,9 @@ func environmentView(key string, t benchmark.Task) *v1.TaskEnvironment {
 	if e.BuildLog != "" {
 		v.BuildLog = buildLogPath(key, t.Name)
 	}
+	if ve := e.Verifier; ve != nil {
+		v.Verifier = &v1.TaskEnvironment{Source: string(ve.Source), Image: ve.Image, Pinned: ve.Pinned, BuildKey: ve.BuildKey, Unavailable: ve.Unavailable}
+	}
 	return v
 }
 

@@ -193,6 +193,11 @@ func harborTrialPath(rel string) string {
 	if !ok {
 		return harborTrialExtras + "/" + rel
 	}
+	// Declared artifacts (and their manifest.json) are Harbor's
+	// artifacts/ as collected: <source path> or <destination> there.
+	if declared, ok := strings.CutPrefix(inner, declaredArtifactsDir+"/"); ok {
+		return harbor.TrialArtifactsDir + "/" + declared
+	}
 	for _, sub := range []string{harbor.TrialAgentDir, harbor.TrialVerifierDir, harbor.TrialArtifactsDir, harbor.TrialStepsDir} {
 		if strings.HasPrefix(inner, sub+"/") {
 			return inner
@@ -208,6 +213,7 @@ func harborTrialPath(rel string) string {
 // ArtifactsArchive); the API does not import the runner.
 const (
 	runnerLogFile         = "runner.log"
+	declaredArtifactsDir  = "declared"
 	cloudArtifactsArchive = "artifacts.tar.gz"
 )
 

@@ -16,6 +16,8 @@ func TestHarborTrialPath(t *testing.T) {
 		{"artifacts/steps/scaffold/agent/stdout.txt", "steps/scaffold/agent/stdout.txt"},
 		{"artifacts/steps/scaffold/verifier/reward.txt", "steps/scaffold/verifier/reward.txt"},
 		{"artifacts/stepsfile.txt", "gauntlet/stepsfile.txt"},
+		{"artifacts/declared/tmp/report/summary.txt", "artifacts/tmp/report/summary.txt"},
+		{"artifacts/declared/manifest.json", "artifacts/manifest.json"},
 		{"artifacts/runner.log", "trial.log"},
 		{"artifacts/runner-output.log", "gauntlet/runner-output.log"},
 		{"artifacts/agentless.txt", "gauntlet/agentless.txt"},

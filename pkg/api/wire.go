@@ -16,7 +16,7 @@ func settings(s run.Settings) v1.Settings {
 		TimeoutMultiplier: s.TimeoutMultiplier, MaxRetries: s.MaxRetries, PassThreshold: s.PassThreshold,
 		MaxTokensPerAttempt: s.MaxTokensPerAttempt, MaxCostUSDPerAttempt: s.MaxCostUSDPerAttempt,
 		JudgeModel: s.JudgeModel, JudgeAPIKeySecret: s.JudgeAPIKeySecret, Env: s.Env, SecretNames: s.SecretNames,
-		VerifierSecretNames: s.VerifierSecretNames, VerifierEnv: s.VerifierEnv,
+		VerifierSecretNames: s.VerifierSecretNames, VerifierEnv: s.VerifierEnv, Artifacts: s.Artifacts,
 	}
 }
 

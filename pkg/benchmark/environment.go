@@ -58,6 +58,10 @@ type Environment struct {
 	// digest pins what goes in (sources, pinned references, build keys),
 	// which is known before any build runs, so an outcome is left out of it.
 	Failed bool `json:"failed,omitempty"`
+	// Verifier is the image a separate verifier runs in ([verifier]
+	// environment_mode = "separate"), built from the task's tests/ or
+	// pulled, pinned like the task's own; nil for a shared verifier.
+	Verifier *Environment `json:"verifier,omitempty"`
 }
 
 // TaskImageState is where a task's image is: ImagePreparing, ImageReady or
@@ -118,7 +122,13 @@ func (e *Environment) digestLine() string {
 	if e.Failed {
 		unavailable = "" // an outcome, not an input (see Failed)
 	}
-	return fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(unavailable), unavailable)
+	line := fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(unavailable), unavailable)
+	if e.Verifier != nil {
+		// Only tasks with a separate verifier add to the line, so every
+		// other manifest's digest stays what it was.
+		line += " verifier " + e.Verifier.digestLine()
+	}
+	return line
 }
 
 // ErrNoImage reports a task with no image, no Dockerfile and no operator

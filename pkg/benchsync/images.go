@@ -117,6 +117,14 @@ type Environments struct {
 	// blob that went missing). Nil where sandboxes pull by digest
 	// themselves (Fargate). creds are the benchmark's registry credentials.
 	Warm func(ctx context.Context, pinned string, creds []PullCredential) error
+	// HasFile, when set, reports whether a warmed image holds the regular
+	// file at path (following symlinks only inside the image): a separate
+	// verifier's image must provide /tests/test.sh. Nil where images are
+	// not unpacked at sync (Fargate): the runner then says so at run time.
+	HasFile func(ctx context.Context, pinned, path string) (bool, error)
+	// NoSeparateVerifier, when set, is why the platform's sandboxes cannot
+	// run a separate verifier: such tasks are unavailable with it.
+	NoSeparateVerifier string
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
@@ -139,9 +147,10 @@ type imageWork struct {
 
 // buildJob is what a Dockerfile task's build needs beyond its Environment.
 type buildJob struct {
-	envDir string
-	cfg    harbor.TaskConfig
-	df     []byte // every FROM pinned
+	envDir     string
+	label      string  // the Dockerfile as messages name it
+	timeoutSec float64 // the task's build_timeout_sec (0: the platform's)
+	df         []byte  // every FROM pinned
 }
 
 // decideImages gives every task its Environment: the image's source, its
@@ -153,6 +162,7 @@ type buildJob struct {
 // Without configured environments it does nothing.
 func (s *Service) decideImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string, creds []PullCredential) (*imagePrep, []imageWork, error) {
 	if s.envs == nil {
+		separateWithoutImages(tasks, dirs)
 		return nil, nil, nil
 	}
 	prep := &imagePrep{s: s, cfg: s.envs, running: running, creds: creds}
@@ -427,19 +437,33 @@ func (p *imagePrep) decide(ctx context.Context, name, dir string) (benchmark.Env
 		env.Unavailable = reason
 		return env, nil, nil
 	}
+	var job *buildJob
 	if source == benchmark.ImageBuild {
-		return p.decideBuild(ctx, name, dir, cfg, env)
+		env, job, err = p.decideBuild(ctx, name, filepath.Join(dir, "environment"), "environment/Dockerfile", cfg.Environment.BuildTimeoutSec, env)
+	} else {
+		env, err = p.pull(ctx, name, ref, env)
 	}
+	if err != nil || env.Unavailable != "" || !cfg.Verifier.Separate() {
+		return env, job, err
+	}
+	// A separate verifier's image is decided and prepared here, whole: the
+	// manifest digest pins it, so the version cannot be stored before it.
+	env, err = p.verifier(ctx, name, dir, cfg, env)
+	return env, job, err
+}
+
+// pull pins a pulled image's reference.
+func (p *imagePrep) pull(ctx context.Context, name, ref string, env benchmark.Environment) (benchmark.Environment, error) {
 	pinned, err := p.resolve(ctx, ref)
 	if err != nil {
 		if ctx.Err() != nil {
-			return env, nil, ctx.Err()
+			return env, ctx.Err()
 		}
 		env.Unavailable = fmt.Sprintf("task %s: image %s: %v", name, ref, err)
-		return env, nil, nil
+		return env, nil
 	}
 	env.Pinned, env.Digest = pinned, digestOf(pinned)
-	return env, nil, nil
+	return env, nil
 }
 
 // policy returns why the operator's policy forbids the task, or "".
@@ -466,12 +490,13 @@ func orElse(override, base string) string {
 	return base
 }
 
-// decideBuild decides a Dockerfile task: pins its bases and derives the
-// build key (and so the build log's key); the build itself is finishBuild's.
-func (p *imagePrep) decideBuild(ctx context.Context, name, dir string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, *buildJob, error) {
-	envDir := filepath.Join(dir, "environment")
+// decideBuild decides a Dockerfile build of the context envDir (the task's
+// environment/, or tests/ for a separate verifier; label names its
+// Dockerfile in messages): pins its bases and derives the build key (and so
+// the build log's key); the build itself is finishBuild's.
+func (p *imagePrep) decideBuild(ctx context.Context, name, envDir, label string, buildTimeoutSec float64, env benchmark.Environment) (benchmark.Environment, *buildJob, error) {
 	unavailable := func(format string, args ...any) (benchmark.Environment, *buildJob, error) {
-		env.Unavailable = fmt.Sprintf("task %s: environment/Dockerfile: ", name) + fmt.Sprintf(format, args...)
+		env.Unavailable = fmt.Sprintf("task %s: %s: ", name, label) + fmt.Sprintf(format, args...)
 		return env, nil, nil
 	}
 	df, err := os.ReadFile(filepath.Join(envDir, "Dockerfile"))
@@ -506,7 +531,7 @@ func (p *imagePrep) decideBuild(ctx context.Context, name, dir string, cfg harbo
 	if p.cfg.Builder == nil {
 		return unavailable("this platform builds no images (no builder configured); name a docker_image in task.toml or configure the builder")
 	}
-	return env, &buildJob{envDir: envDir, cfg: cfg, df: pinnedDF}, nil
+	return env, &buildJob{envDir: envDir, label: label, timeoutSec: buildTimeoutSec, df: pinnedDF}, nil
 }
 
 // finishBuild reuses the image of an earlier build of the task's build key
@@ -515,27 +540,38 @@ func (p *imagePrep) finishBuild(ctx context.Context, w imageWork, env *benchmark
 	// Tasks of one sync that share a build key (the same context FROM the
 	// same bases) share its one build; the others wait for it.
 	b := p.builds.do(env.BuildKey, func() built {
-		pinned, cause, err := p.buildOnce(ctx, w.name, w.build.envDir, w.build.cfg, env.BuildKey, w.build.df)
+		pinned, cause, err := p.buildOnce(ctx, w.name, w.build.envDir, w.build.timeoutSec, env.BuildKey, w.build.df)
 		return built{pinned, cause, err}
 	})
 	if b.err != nil {
 		return b.err
 	}
 	if b.cause != "" {
-		env.Unavailable = fmt.Sprintf("task %s: environment/Dockerfile: %s", w.name, b.cause)
+		env.Unavailable = fmt.Sprintf("task %s: %s: %s", w.name, w.build.label, b.cause)
 		return nil
 	}
 	env.Pinned, env.Digest = b.pinned, digestOf(b.pinned)
 	return nil
 }
 
+// build decides and runs a Dockerfile build at once (a separate
+// verifier's image, which the manifest digest pins).
+func (p *imagePrep) build(ctx context.Context, name, envDir, label string, buildTimeoutSec float64, env benchmark.Environment) (benchmark.Environment, error) {
+	env, job, err := p.decideBuild(ctx, name, envDir, label, buildTimeoutSec, env)
+	if err != nil || job == nil {
+		return env, err
+	}
+	err = p.finishBuild(ctx, imageWork{name: name, build: job}, &env)
+	return env, err
+}
+
 // buildOnce reuses the image of an earlier build of key or builds it; its
 // results are runBuild's.
-func (p *imagePrep) buildOnce(ctx context.Context, name, envDir string, cfg harbor.TaskConfig, key string, df []byte) (pinned, cause string, err error) {
+func (p *imagePrep) buildOnce(ctx context.Context, name, envDir string, buildTimeoutSec float64, key string, df []byte) (pinned, cause string, err error) {
 	if pinned, ok, err := p.built(ctx, key); err != nil || ok {
 		return pinned, "", err
 	}
-	timeout := time.Duration(cfg.Environment.BuildTimeoutSec * float64(time.Second))
+	timeout := time.Duration(buildTimeoutSec * float64(time.Second))
 	if max := p.cfg.MaxBuildTimeout; max > 0 && (timeout <= 0 || timeout > max) {
 		timeout = max
 	}

@@ -55,7 +55,7 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	m, _ := e.manifest(t, got)
 	want := map[string]string{
 		"plain":    "",
-		"separate": "task separate: uses what gauntlet does not run yet: [verifier.environment] (separate verifier environments)",
+		"separate": `task separate: [verifier] environment_mode = "separate" (separate verifier environments): the verifier runs in an image of its own, and this platform prepares no images at sync`,
 		"sidecar":  "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml (services beside the main container)",
 		// Multi-step tasks run (issue 23 item 1); a step's separate
 		// verifier environment does not yet.

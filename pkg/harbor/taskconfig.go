@@ -50,6 +50,8 @@ type TaskConfig struct {
 	// MultiStepRewardStrategy is StrategyMean or StrategyFinal (mean when
 	// a multi-step task sets none); "" for a single-step task that sets none.
 	MultiStepRewardStrategy string
+	// Artifacts are the task-level `artifacts` (artifacts.go).
+	Artifacts []Artifact
 	// Unsupported names each task.toml key Harbor defines that gauntlet
 	// does not run yet, with what it is (e.g. "[[steps]] (multi-step
 	// tasks)"). A task with any is unavailable, never run as a plain task.
@@ -92,6 +94,11 @@ type VerifierConfig struct {
 	User         string
 	NetworkMode  string
 	AllowedHosts []string
+	// EnvironmentMode is `environment_mode` as written: "", VerifierShared
+	// or VerifierSeparate (see Separate, verifierenv.go).
+	EnvironmentMode string
+	// Environment is [verifier.environment] (nil = absent).
+	Environment *EnvironmentConfig
 }
 
 // EnvironmentConfig is the [environment] section. Zero resource values mean
@@ -194,6 +201,7 @@ func ParseTaskConfig(data []byte, file string) (TaskConfig, error) {
 	}
 	cfg.Source, _ = r.str(doc, "", "source")
 	cfg.Steps, cfg.MultiStepRewardStrategy = r.steps(doc)
+	cfg.Artifacts = r.artifacts(doc, "")
 	cfg.Unsupported = append(r.unsupportedKeys(doc), r.unsupportedStepKeys(doc)...)
 	if len(r.errs) > 0 {
 		return TaskConfig{}, errors.Join(r.errs...)
@@ -298,20 +306,25 @@ func (r *fieldReader) verifier(doc map[string]any) VerifierConfig {
 	}
 	v.Env = r.envMap(t, "verifier", "env")
 	v.NetworkMode, v.AllowedHosts = r.networkPolicy(t, "verifier", "")
+	r.verifierMode(t, &v)
 	return v
 }
 
 func (r *fieldReader) environment(doc map[string]any) EnvironmentConfig {
-	const p = "environment"
-	t := r.table(doc, "", p)
+	return r.environmentTable(r.table(doc, "", "environment"), "environment")
+}
+
+// environmentTable reads an environment table ([environment], or
+// [verifier.environment], which has the same schema); p is its dotted name.
+func (r *fieldReader) environmentTable(t map[string]any, p string) EnvironmentConfig {
 	e := EnvironmentConfig{BuildTimeoutSec: DefaultBuildTimeoutSec}
 	if s, ok := r.positive(t, p, "build_timeout_sec"); ok {
 		e.BuildTimeoutSec = s
 	}
 	e.DockerImage, _ = r.str(t, p, "docker_image")
 	e.CPUs, _ = r.number(t, p, "cpus")
-	e.MemoryMB = r.sizeMB(t, "memory")
-	e.StorageMB = r.sizeMB(t, "storage")
+	e.MemoryMB = r.sizeMB(t, p, "memory")
+	e.StorageMB = r.sizeMB(t, p, "storage")
 	e.GPUs, _ = r.integer(t, p, "gpus")
 	e.GPUTypes, _ = r.strList(t, p, "gpu_types")
 	e.Env = r.envMap(t, p, "env")
@@ -326,8 +339,7 @@ func (r *fieldReader) environment(doc map[string]any) EnvironmentConfig {
 
 // sizeMB reads `<name>_mb`, or migrates the deprecated `<name> = "2G"` form.
 // Both present and disagreeing is an error, as in Harbor.
-func (r *fieldReader) sizeMB(t map[string]any, name string) int {
-	const p = "environment"
+func (r *fieldReader) sizeMB(t map[string]any, p, name string) int {
 	mb, hasMB := r.integer(t, p, name+"_mb")
 	legacy, hasLegacy := r.str(t, p, name)
 	if !hasLegacy {

@@ -16,21 +16,8 @@ import (
 // gauntlet does not implement, each with what it is.
 func (r *fieldReader) unsupportedKeys(doc map[string]any) []string {
 	var out []string
-	if a, ok := doc["artifacts"]; ok && nonEmpty(a) {
-		out = append(out, "artifacts (declared artifacts)")
-	}
+	out = append(out, r.unsupportedArtifacts(doc)...)
 	v := r.table(doc, "", "verifier")
-	mode, hasMode := r.str(v, "verifier", "environment_mode")
-	switch {
-	case hasMode && mode != "shared" && mode != "separate":
-		r.fail("verifier.environment_mode", "must be %q or %q, got %q", "shared", "separate", mode)
-	case hasMode && mode == "shared" && v["environment"] != nil:
-		r.fail("verifier.environment_mode", "%q is incompatible with [verifier.environment]; omit the environment or set %q", "shared", "separate")
-	case mode == "separate":
-		out = append(out, `[verifier].environment_mode = "separate" (separate verifier environments)`)
-	case v["environment"] != nil:
-		out = append(out, "[verifier.environment] (separate verifier environments)")
-	}
 	if c, ok := v["collect"]; ok && nonEmpty(c) {
 		out = append(out, "[[verifier.collect]] (collect hooks)")
 	}

@@ -61,7 +61,7 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		return nil, errors.New("local images: Store is required")
 	}
 	envs := &benchsync.Environments{
-		Resolver: resolver{cfg.Store}, Warm: warmer{cfg.Store}.warm,
+		Resolver: resolver{cfg.Store}, Warm: warmer{cfg.Store}.warm, HasFile: warmer{cfg.Store}.hasFile,
 		DefaultImage: cfg.Policy.DefaultImage, ForceBuild: cfg.Policy.ForceBuild,
 		NoPublicNetwork: cfg.Policy.NoPublicNetwork, MaxBuildTimeout: cfg.Policy.MaxBuildTimeout,
 		ParallelBuilds: cfg.Policy.ParallelBuilds,

@@ -95,6 +95,21 @@ func TestSyncDemoEnvs(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(imagetest.Mount(t, rf.Layers), "usr/bin/python3")); err != nil {
 				t.Errorf("image-facts rootfs has no python3: %v", err)
 			}
+		case "separate-grader":
+			// Its separate verifier's image is built from tests/ and
+			// pinned beside the task's own, and provides /tests/test.sh.
+			v := env.Verifier
+			if v == nil || v.Source != benchmark.ImageBuild || !strings.HasPrefix(v.Pinned, localimages.BuildRepository+"@sha256:") || v.Digest == "" {
+				t.Fatalf("separate-grader verifier image %+v", v)
+			}
+			vr, err := store.Rootfs(ctx, v.Pinned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(imagetest.Mount(t, vr.Layers), "tests/test.sh")); err != nil {
+				t.Errorf("verifier rootfs has no /tests/test.sh: %v", err)
+			}
+			vr.Close()
 		case "build-inventory":
 			if env.Source != benchmark.ImageBuild || !strings.HasPrefix(env.Pinned, localimages.BuildRepository+"@sha256:") ||
 				!strings.HasPrefix(env.Bases["debian:bookworm-slim"], "docker.io/library/debian@sha256:") {

@@ -68,6 +68,10 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 		return nil, err
 	}
 	args = append(args, "--image", file)
+	if args, err = d.verifierImageArgs(p, args); err != nil {
+		p.releaseImage()
+		return nil, err
+	}
 	if d.cfg.StorageMB != 0 {
 		args = append(args, "--storage-mb", strconv.Itoa(d.cfg.StorageMB))
 	}

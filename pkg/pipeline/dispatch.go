@@ -342,6 +342,8 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 			TaskGitCommitID: task.Location.GitCommitID, TaskPath: task.Location.Path, TaskContentHash: task.Location.ContentHash,
 			TimeoutMultiplier: mult},
 	}
+	spec.VerifierImage = verifierImage(task.Task)
+	spec.Artifacts = r.Settings.Artifacts
 	if task.AgentTimeoutSec != nil {
 		spec.AgentTimeout = scaled(*task.AgentTimeoutSec, mult)
 	}

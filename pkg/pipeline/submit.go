@@ -433,7 +433,7 @@ func (s *Submitter) newRun(req SubmitRequest, v Validation) (run.Run, []run.Agen
 			TimeoutMultiplier: cfg.Execution.TimeoutMultiplier, MaxRetries: cfg.Execution.MaxRetries,
 			MaxTokensPerAttempt: cfg.Execution.MaxTokensPerAttempt, MaxCostUSDPerAttempt: cfg.Execution.MaxCostUSDPerAttempt,
 			PassThreshold: res.PassThreshold, JudgeModel: res.JudgeModel, JudgeAPIKeySecret: judgeKeySecret(res), Env: cfg.Env,
-			SecretNames: cfg.Secrets.Required, VerifierSecretNames: verifierSecrets(cfg, m), VerifierEnv: cfg.Verifier.Env,
+			SecretNames: cfg.Secrets.Required, VerifierSecretNames: verifierSecrets(cfg, m), VerifierEnv: cfg.Verifier.Env, Artifacts: cfg.Artifacts,
 		},
 	}
 	r.Name = req.Name

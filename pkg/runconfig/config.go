@@ -7,6 +7,8 @@
 //
 // A config looks like this:
 //
+//	# artifacts = ["/app/out.json"]    # trial-level artifacts: ≤ 64 absolute paths collected after every agent
+//
 //	[experiment]
 //	benchmark = "terminal-bench-2-0"   # key, exact name, id or registry spec "terminal-bench@2.0"
 //	# manifest_version = "2.0"         # pins set by the platform on resolution
@@ -122,6 +124,10 @@ type Config struct {
 	Secrets    Secrets           `json:"secrets,omitzero"`
 	Verifier   Verifier          `json:"verifier,omitzero"`
 	Agents     []Agent           `json:"agents"`
+	// Artifacts are the trial-level artifacts (Harbor's job-config
+	// `artifacts`): absolute paths collected after the agent of every
+	// attempt, beside the task's own (artifacts.go).
+	Artifacts []string `json:"artifacts,omitempty"`
 }
 
 // Experiment names the benchmark and, once resolved, the pinned manifest.

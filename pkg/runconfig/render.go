@@ -46,6 +46,7 @@ func RenderResolved(r Resolved) ([]byte, error) {
 }
 
 func renderConfig(w *tomlWriter, cfg Config) {
+	w.list("artifacts", cfg.Artifacts) // a top-level key: before any table
 	w.table("experiment")
 	w.str("benchmark", cfg.Experiment.Benchmark)
 	w.str("manifest_version", cfg.Experiment.ManifestVersion)

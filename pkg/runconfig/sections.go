@@ -18,7 +18,7 @@ var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 func (d *decoder) config(doc map[string]any) Config {
-	d.table("", doc, "the top level", "experiment", "tasks", "execution", "env", "secrets", "verifier", "agents")
+	d.table("", doc, "the top level", "experiment", "tasks", "execution", "env", "secrets", "verifier", "agents", "artifacts")
 	cfg := Config{Execution: Execution{
 		AttemptsPerTask:       DefaultAttemptsPerTask,
 		MaxConcurrentAttempts: DefaultMaxConcurrentAttempts,
@@ -44,6 +44,9 @@ func (d *decoder) config(doc map[string]any) Config {
 	}
 	if v, ok := lookup(doc, "verifier"); ok {
 		cfg.Verifier = d.verifier(v)
+	}
+	if v, ok := lookup(doc, "artifacts"); ok {
+		cfg.Artifacts = d.list("artifacts", v, MaxArtifacts, d.artifactPath)
 	}
 	if v, ok := lookup(doc, "agents"); ok {
 		cfg.Agents = d.agents(v)

@@ -140,10 +140,12 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 }
 
 type mainConfig struct {
-	specFile   string
-	imageFile  string
-	modelsFile string
-	opts       Options
+	specFile  string
+	imageFile string
+	// verifierImageFile is --verifier-image (a separate verifier's image).
+	verifierImageFile string
+	modelsFile        string
+	opts              Options
 }
 
 func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
@@ -162,6 +164,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.opts.AgentBundles, "agent-bundles", "", "agent bundle cache (default ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents)")
 	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table (default: the TOML in $"+sandbox.GatewayConfigEnv+", if set)")
 	fs.StringVar(&cfg.imageFile, "image", "", "JSON file of the task's unpacked image (rootfs, env, working_dir, user); required by --isolation=bwrap")
+	fs.StringVar(&cfg.verifierImageFile, "verifier-image", "", "JSON file of the separate verifier's unpacked image (a task with [verifier] environment_mode = \"separate\")")
 	fs.StringVar(&cfg.opts.InstalledAgentDir, "installed-agent-dir", "", "agent bundle dir mounted read-only at "+InstalledAgentMount)
 	fs.StringVar(&cfg.opts.StaticBinDir, "static-bin-dir", "", "platform helper binaries mounted read-only at "+StaticBinMount)
 	fs.IntVar(&cfg.opts.PidsLimit, "pids-limit", 0, fmt.Sprintf("most processes per phase (0 = %d, -1 = none)", DefaultPidsLimit))
@@ -184,6 +187,13 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 			return cfg, fmt.Errorf("--image: %w", err)
 		}
 		cfg.opts.Image = &img
+	}
+	if cfg.verifierImageFile != "" {
+		img, err := LoadImage(cfg.verifierImageFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--verifier-image: %w", err)
+		}
+		cfg.opts.VerifierImage = &img
 	}
 	switch cfg.opts.Overlay {
 	case OverlayAuto, OverlayKernel, OverlayFuse:

@@ -85,6 +85,9 @@ func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
 		parts["artifacts"] = t.host.Artifacts
 	}
 	maps.Copy(parts, t.steps.artifactParts()) // steps/<name>/{agent,verifier}
+	if t.declared != "" {
+		parts[DeclaredArtifactsDir] = t.declared
+	}
 	for part, src := range parts {
 		skipped, err := copyTree(src, filepath.Join(t.out, ArtifactsDir, part), copyOptions{budget: maxArtifactBytes, redact: t.redact})
 		if err != nil {

@@ -71,6 +71,9 @@ type Options struct {
 	Models *gateway.Resolver
 	// Image is the task's unpacked image (bwrap isolation: required).
 	Image *Image
+	// VerifierImage is the separate verifier's unpacked image (a task
+	// with [verifier] environment_mode = "separate"; verifierenv.go).
+	VerifierImage *Image
 	// SelfPath is this runner's binary, bound into image sandboxes to
 	// enter a non-root image user ("" = os.Executable()). It must be
 	// statically linked: the image has its own libc, or none.
@@ -136,6 +139,7 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []harness.H
 	t.addRedacted("", "")
 	defer t.closeLog()
 	defer t.closeLayer()
+	defer t.closeVerifierLayer()
 	if err := t.run(ctx); err != nil {
 		t.log.Error("trial aborted", "err", err)
 		return harbor.TrialResult{}, err
@@ -204,6 +208,12 @@ type trial struct {
 	exitCodes  map[string]int
 	// steps is a multi-step trial's state (steps.go); nil for one step.
 	steps *stepRun
+	// Declared artifacts and the separate verifier (artifacts.go,
+	// verifierenv.go): where the artifacts were collected, how each went,
+	// and the verifier's own writable root.
+	declared        string
+	declaredEntries []ArtifactEntry
+	verifierLayer   *layer
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -540,12 +550,22 @@ func (t *trial) readUsage() {
 
 // runVerifier runs tests/test.sh and reads the reward.
 func (t *trial) runVerifier(ctx context.Context) error {
-	// Nothing but this verifier run may leave a reward behind.
-	if t.image != nil {
+	if t.separateVerifier() {
+		if ok, err := t.prepareSeparateVerifier(); err != nil || !ok {
+			return err
+		}
+	} else if err := t.collectDeclared(); err != nil {
+		return err
+	}
+	// Nothing but this verifier run may leave a reward behind (a separate
+	// verifier's logs are new).
+	switch {
+	case t.separateVerifier():
+	case t.image != nil:
 		if err := t.prepareImageVerifier(); err != nil {
 			return err
 		}
-	} else {
+	default:
 		if err := os.RemoveAll(t.host.VerifierLogs); err != nil {
 			return fmt.Errorf("clear verifier logs: %w", err)
 		}

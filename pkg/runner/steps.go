@@ -149,7 +149,7 @@ func (t *trial) runSteps(ctx context.Context) error {
 		for _, step := range base.Steps {
 			st := base.ForStep(step)
 			for _, spec := range []string{cmp.Or(st.Config.Agent.User, t.image.img.User), cmp.Or(st.Config.Verifier.User, t.image.img.User)} {
-				u, err := resolveUser(t.image.img.Rootfs, spec)
+				u, err := resolveUser(t.image.root(), spec)
 				if err != nil {
 					return fmt.Errorf("step %s: %w", step.Config.Name, err)
 				}

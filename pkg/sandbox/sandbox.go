@@ -120,6 +120,13 @@ type Spec struct {
 
 	// Image is the task environment's container image (cloud driver).
 	Image string `json:"image,omitempty"`
+	// VerifierImage is the pinned image of the task's separate verifier
+	// ([verifier] environment_mode = "separate"); "" runs the verifier in
+	// the task's own environment (shared mode).
+	VerifierImage string `json:"verifier_image,omitempty"`
+	// Artifacts are the run's trial-level artifacts: absolute paths in
+	// the environment collected after the agent, beside the task's.
+	Artifacts []string `json:"artifacts,omitempty"`
 	// Network is the task's network_mode; "none" (or empty) denies network.
 	Network  string  `json:"network,omitempty"`
 	CPUs     float64 `json:"cpus,omitempty"`

@@ -146,6 +146,10 @@ type TaskEnvironment struct {
 	// State is preparing (its sync still builds or pulls it), ready or
 	// unavailable.
 	State string `json:"state"`
+	// Verifier is the image of the task's separate verifier (built from
+	// its tests/ or pulled, pinned like the task's); nil when the
+	// verifier shares the task's environment.
+	Verifier *TaskEnvironment `json:"verifier,omitempty"`
 }
 
 // UnavailableTask is a task that gets no attempts, and why.

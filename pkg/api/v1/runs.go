@@ -389,6 +389,9 @@ type Settings struct {
 	VerifierSecretNames []string `json:"verifier_secret_names,omitempty"`
 	// VerifierEnv holds literal variables for the verifier only.
 	VerifierEnv map[string]string `json:"verifier_env,omitempty"`
+	// Artifacts are the run's trial-level artifacts (absolute paths
+	// collected after every attempt's agent).
+	Artifacts []string `json:"artifacts,omitempty"`
 }
 
 // LogLine is one line of a run's log.

@@ -76,7 +76,8 @@ func environments(awsCfg aws.Config, cfg Config, p *Platform) (*benchsync.Enviro
 		return nil, err
 	}
 	res := resolver{s: store, direct: direct, copyTo: ic.RepositoryURI, ecr: ecrKeys, logger: p.Logger}
-	return &benchsync.Environments{Resolver: res, Builder: b, DefaultImage: ic.DefaultImage, ResumeAfter: ic.ResumeAfter}, nil
+	return &benchsync.Environments{Resolver: res, Builder: b, DefaultImage: ic.DefaultImage, ResumeAfter: ic.ResumeAfter,
+		NoSeparateVerifier: ecssandbox.NoSeparateVerifier}, nil
 }
 
 // imageMirrors turns "host → ECR prefix" into the image store's mirror

@@ -32,6 +32,9 @@ import (
 // process cache below, filled under the lock), so the duplicates are bounded
 // by the number of dispatchers and every later describe returns one of them.
 func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string, error) {
+	if err := checkVerifierImage(spec.LaunchID, spec.Task.Name, spec.VerifierImage); err != nil {
+		return "", err
+	}
 	image := spec.Image
 	if image == "" {
 		image = d.cfg.DefaultImage

@@ -411,8 +411,11 @@ function imageText(env) {
   if (env.state === 'preparing') return [h('span', { class: 'tag' }, env.source), ' ', h('span', { class: 'live' }, 'preparing')];
   const pinned = env.pinned || '';
   const at = pinned.indexOf('@sha256:');
-  return [h('span', { class: 'tag' }, env.source), ' ', env.image ? h('code', {}, env.image) : null, ' ',
+  const own = [h('span', { class: 'tag' }, env.source), ' ', env.image ? h('code', {}, env.image) : null, ' ',
     at >= 0 ? h('span', { class: 'mono small muted', title: pinned }, pinned.slice(at + 1, at + 20)) : null];
+  // A separate verifier's own image, pinned beside the task's.
+  if (!env.verifier) return own;
+  return [...own, h('div', { class: 'small', title: 'the separate verifier environment\'s image' }, 'verifier ', imageText(env.verifier))];
 }
 
 function requirementsCard(m) {
