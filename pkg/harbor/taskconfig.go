@@ -105,6 +105,8 @@ type EnvironmentConfig struct {
 	AllowedHosts []string
 	Env          map[string]string
 	Workdir      string
+	// Healthcheck is [environment.healthcheck]; nil when the task has none.
+	Healthcheck *HealthcheckConfig
 }
 
 // SolutionConfig is the [solution] section.
@@ -309,6 +311,7 @@ func (r *fieldReader) environment(doc map[string]any) EnvironmentConfig {
 	e.GPUTypes, _ = r.strList(t, p, "gpu_types")
 	e.Env = r.envMap(t, p, "env")
 	e.Workdir, _ = r.str(t, p, "workdir")
+	e.Healthcheck = r.healthcheck(t)
 	fallback := NetworkPublic
 	if allow, ok := r.boolean(t, p, "allow_internet"); ok && !allow {
 		fallback = NetworkNone // deprecated spelling of network_mode = "no-network"

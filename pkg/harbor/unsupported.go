@@ -38,9 +38,6 @@ func (r *fieldReader) unsupportedKeys(doc map[string]any) []string {
 		out = append(out, "[[verifier.collect]] (collect hooks)")
 	}
 	e := r.table(doc, "", "environment")
-	if _, ok := e["healthcheck"]; ok {
-		out = append(out, "[environment.healthcheck] (readiness checks)")
-	}
 	if osName, ok := r.str(e, "environment", "os"); ok {
 		switch osName {
 		case "linux", "Linux", "LINUX":

@@ -460,6 +460,11 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 			return err
 		}
 	}
+	// Harbor's [environment.healthcheck]: the agent starts only once the
+	// environment is healthy (healthcheck.go).
+	if err := t.runHealthcheck(ctx, base); err != nil {
+		return err
+	}
 	if install.script != "" {
 		out, err := t.phase(ctx, "agent_setup", install, installTimeout, installStdout, installStderr, t.host.AgentLogs)
 		if err != nil {
