@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // The [environment.healthcheck] tests: in an image trial's pod the agent
@@ -102,5 +105,30 @@ func TestHealthcheckAttemptTimeoutIsAFailure(t *testing.T) {
 	_, err := runPodOrError(t, spec, testImage(t), t.TempDir(), marker)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 500ms") || !strings.Contains(err.Error(), "hanging") {
 		t.Fatalf("Run = %v, want the healthcheck's timeout named with its output", err)
+	}
+}
+
+// The example task examples/demo-envs/ready-server in the python
+// stand-in: its healthcheck starts the server and passes once it answers,
+// so the oracle's single request succeeds; nop fails; the server is gone
+// with the pod.
+func TestHealthcheckExampleTask(t *testing.T) {
+	dir, err := filepath.Abs("../../examples/demo-envs/ready-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := Image{Ref: "test/python3:" + testrootfs.Version, Rootfs: testrootfs.Of(t, testrootfs.Python3Tar),
+		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, WorkingDir: "/app"}
+	for h, want := range map[string]float64{"oracle": 1, "nop": 0} {
+		t.Run(h, func(t *testing.T) {
+			spec := baseSpec(t, h)
+			spec.Task = sandbox.TaskRef{Name: "ready-server", Dir: dir}
+			// The server's command line names its directory: no such
+			// process may outlive the trial.
+			r := runPod(t, spec, img, t.TempDir(), "/var/www")
+			if got := rewardOf(t, r.result); got != want {
+				t.Errorf("reward = %v, want %v", got, want)
+			}
+		})
 	}
 }
