@@ -19,7 +19,9 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "separate"))
 	appendFile(t, filepath.Join(dir, "tasks", "separate", "task.toml"), "\n[verifier.environment]\ndocker_image = \"python:3.13-slim\"\n")
 	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "sidecar"))
-	appendFile(t, filepath.Join(dir, "tasks", "sidecar", "environment", "docker-compose.yaml"), "services:\n  main:\n    build: .\n  db:\n    image: postgres\n")
+	appendFile(t, filepath.Join(dir, "tasks", "sidecar", "environment", "docker-compose.yaml"), "services:\n  main:\n    depends_on: [db]\n  db:\n    image: postgres\n    privileged: true\n")
+	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "healthy"))
+	appendFile(t, filepath.Join(dir, "tasks", "healthy", "task.toml"), "\n[environment.healthcheck]\ncommand = \"true\"\n")
 	// A multi-step task has its instructions and tests in steps/.
 	multi := filepath.Join(dir, "tasks", "multi")
 	for rel, body := range map[string]string{
@@ -37,7 +39,7 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	reg := filepath.Join(dir, "registry.json")
 	writeRegistry(t, reg, `[{"name":"mixed","version":"1","description":"","tasks":[`+
 		`{"name":"plain","path":"tasks/plain"},{"name":"separate","path":"tasks/separate"},`+
-		`{"name":"sidecar","path":"tasks/sidecar"},{"name":"multi","path":"tasks/multi"}]}]`)
+		`{"name":"sidecar","path":"tasks/sidecar"},{"name":"multi","path":"tasks/multi"},{"name":"healthy","path":"tasks/healthy"}]}]`)
 	e := newEnv(t, reg)
 	b, err := e.svc.Add(context.Background(), ws, "mixed@1")
 	if err != nil {
@@ -52,8 +54,10 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	want := map[string]string{
 		"plain":    "",
 		"separate": "task separate: uses what gauntlet does not run yet: [verifier.environment] (separate verifier environments)",
-		"sidecar":  "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml (services beside the main container)",
-		"multi":    "task multi: uses what gauntlet does not run yet: [[steps]] (multi-step tasks); steps/ (multi-step tasks)",
+		"sidecar": "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml: services beside the main container (db): not run by gauntlet yet; " +
+			"environment/docker-compose.yaml: services.db.privileged (privileged containers)",
+		"healthy": "",
+		"multi":   "task multi: uses what gauntlet does not run yet: [[steps]] (multi-step tasks); steps/ (multi-step tasks)",
 	}
 	for _, task := range m.Tasks {
 		w, ok := want[task.Name]
@@ -93,5 +97,37 @@ func appendFile(t *testing.T, path, body string) {
 		if err := os.Chmod(path, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A compose file that cannot be read (here: a dependency cycle, a build
+// context outside the task) fails the sync with an error naming the task,
+// the file and the field; nothing is stored.
+func TestSyncRefusesABadComposeFile(t *testing.T) {
+	for name, compose := range map[string]string{
+		"cycle":   "services:\n  a:\n    image: x\n    depends_on: [b]\n  b:\n    image: x\n    depends_on: [a]\n",
+		"context": "services:\n  api:\n    build: ../../\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyExample(t, "fix-median", filepath.Join(dir, "tasks", "bad"))
+			appendFile(t, filepath.Join(dir, "tasks", "bad", "environment", "docker-compose.yaml"), compose)
+			reg := filepath.Join(dir, "registry.json")
+			writeRegistry(t, reg, `[{"name":"bad","version":"1","description":"","tasks":[{"name":"bad","path":"tasks/bad"}]}]`)
+			e := newEnv(t, reg)
+			b, err := e.svc.Add(context.Background(), ws, "bad@1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.sync(t, b.Key)
+			got := e.benchmark(t, b.Key)
+			want := map[string]string{"cycle": "dependency cycle", "context": "services.api.build.context"}[name]
+			if got.Status != records.SyncFailed || !strings.Contains(got.SyncError, "task bad: environment/docker-compose.yaml: ") || !strings.Contains(got.SyncError, want) {
+				t.Errorf("status %s, error %q; want failed naming the task, the file and %q", got.Status, got.SyncError, want)
+			}
+			if keys := blobKeys(t, e); len(keys) != 0 {
+				t.Errorf("blobs after a refused sync: %v", keys)
+			}
+		})
 	}
 }

@@ -379,7 +379,7 @@ func TestLoadTaskNamesUnsupportedLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadTask: %v", err)
 	}
-	want := []string{"[[steps]] (multi-step tasks)", "environment/docker-compose.yaml (services beside the main container)", "steps/ (multi-step tasks)"}
+	want := []string{"[[steps]] (multi-step tasks)", "environment/docker-compose.yaml: services.main.build (a build for main other than the task's)", "steps/ (multi-step tasks)"}
 	if diff := cmp.Diff(want, task.Unsupported()); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
 	}

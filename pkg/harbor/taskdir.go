@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/compose"
 )
 
 // Paths inside a task directory, relative to its root, as Harbor lays them out.
@@ -42,6 +44,9 @@ type Task struct {
 	// UnsupportedFiles are the task's files Harbor gives a meaning that
 	// gauntlet does not implement (see Unsupported).
 	UnsupportedFiles []string
+	// Compose is environment/docker-compose.yaml, read and checked; nil
+	// when the task has none (compose.go).
+	Compose *compose.Project
 }
 
 // LoadTask reads the task directory dir. task.toml, instruction.md and
@@ -86,6 +91,9 @@ func LoadTask(dir string) (Task, error) {
 	}
 	if cfg.Package != nil && cfg.Package.Name != "" {
 		task.Name = cfg.Package.Name
+	}
+	if err := task.loadCompose(); err != nil {
+		return Task{}, err
 	}
 	return task, nil
 }

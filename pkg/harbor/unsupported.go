@@ -86,11 +86,6 @@ func unsupportedLayout(dir string) []string {
 	if isDir(filepath.Join(dir, "steps")) {
 		out = append(out, "steps/ (multi-step tasks)")
 	}
-	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
-		if _, err := os.Lstat(filepath.Join(dir, EnvironmentDir, name)); err == nil {
-			out = append(out, "environment/"+name+" (services beside the main container)")
-		}
-	}
 	if _, err := os.Lstat(filepath.Join(dir, "trajectory.json")); err == nil {
 		out = append(out, "trajectory.json (prior agent context seeded before the agent runs)")
 	}
