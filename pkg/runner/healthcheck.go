@@ -72,7 +72,7 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 			wait = hc.Interval()
 			if failures >= hc.Retries {
 				return fmt.Errorf("task %s: [environment.healthcheck] %q did not pass: %d consecutive failures after the start period of %s (%d attempts in all); the last %s, output: %s",
-					t.healthcheckTaskName(), hc.Command, failures, hc.StartPeriod(), attempts, result, healthcheckLastOutput(dir))
+					t.healthcheckTaskName(), hc.Command, failures, hc.StartPeriod(), attempts, result, lastOutput(filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")))
 			}
 		}
 		t.log.Info("healthcheck failed; trying again", "result", result, "in_start_period", inStart,
@@ -87,12 +87,12 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 	}
 }
 
-// healthcheckLastOutput is the last attempt's stdout and stderr, clipped,
-// on one line.
-func healthcheckLastOutput(dir string) string {
+// lastOutput is the end of the given output files (a check's last
+// stdout and stderr), clipped, on one line.
+func lastOutput(files ...string) string {
 	var parts []string
-	for _, name := range []string{"stdout.txt", "stderr.txt"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+	for _, name := range files {
+		data, err := os.ReadFile(name)
 		if err != nil {
 			continue
 		}

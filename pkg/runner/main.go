@@ -140,10 +140,11 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 }
 
 type mainConfig struct {
-	specFile   string
-	imageFile  string
-	modelsFile string
-	opts       Options
+	specFile     string
+	imageFile    string
+	servicesFile string
+	modelsFile   string
+	opts         Options
 }
 
 func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
@@ -162,6 +163,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.opts.AgentBundles, "agent-bundles", "", "agent bundle cache (default ${GAUNTLET_CACHE:-~/.cache/gauntlet}/agents)")
 	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table (default: the TOML in $"+gateway.ConfigEnv+", if set)")
 	fs.StringVar(&cfg.imageFile, "image", "", "JSON file of the task's unpacked image (rootfs, env, working_dir, user); required by --isolation=bwrap")
+	fs.StringVar(&cfg.servicesFile, "services", "", "JSON file of the task's sidecar services' unpacked images, by service name (rootfs, env, working_dir, user, entrypoint, cmd)")
 	fs.StringVar(&cfg.opts.InstalledAgentDir, "installed-agent-dir", "", "agent bundle dir mounted read-only at "+InstalledAgentMount)
 	fs.StringVar(&cfg.opts.StaticBinDir, "static-bin-dir", "", "platform helper binaries mounted read-only at "+StaticBinMount)
 	fs.IntVar(&cfg.opts.PidsLimit, "pids-limit", 0, fmt.Sprintf("most processes per phase (0 = %d, -1 = none)", DefaultPidsLimit))
@@ -184,6 +186,13 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 			return cfg, fmt.Errorf("--image: %w", err)
 		}
 		cfg.opts.Image = &img
+	}
+	if cfg.servicesFile != "" {
+		imgs, err := LoadServiceImages(cfg.servicesFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--services: %w", err)
+		}
+		cfg.opts.Services = imgs
 	}
 	switch cfg.opts.Overlay {
 	case OverlayAuto, OverlayKernel, OverlayFuse:

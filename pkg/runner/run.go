@@ -69,6 +69,9 @@ type Options struct {
 	Models *gateway.Resolver
 	// Image is the task's unpacked image (bwrap isolation: required).
 	Image *Image
+	// Services are the unpacked images of the task's sidecar services, by
+	// service name (services.go).
+	Services map[string]ServiceImage
 	// SelfPath is this runner's binary, bound into image sandboxes to
 	// enter a non-root image user ("" = os.Executable()). It must be
 	// statically linked: the image has its own libc, or none.
@@ -194,6 +197,8 @@ type trial struct {
 	judgeFault *gateway.Fault
 	reward     *harbor.Reward
 	exitCodes  map[string]int
+	// sidecars are the task's running sidecar services (services.go).
+	sidecars []*sidecar
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -460,8 +465,12 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 			return err
 		}
 	}
-	// Harbor's [environment.healthcheck]: the agent starts only once the
-	// environment is healthy (healthcheck.go).
+	// The task's sidecar services, then Harbor's [environment.healthcheck]:
+	// the agent starts only once the environment is up and healthy
+	// (services.go, healthcheck.go).
+	if err := t.startServices(ctx); err != nil {
+		return err
+	}
 	if err := t.runHealthcheck(ctx, base); err != nil {
 		return err
 	}
