@@ -3,6 +3,8 @@ package benchmark
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // ImageSource says where a task's container image comes from.
@@ -46,6 +48,10 @@ type Environment struct {
 	// names the task, the image and the cause); such a task is listed in a
 	// run's unavailable tasks instead of being attempted.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Services are the images of the task's sidecar services
+	// (environment/docker-compose.yaml), by service name, each pinned as
+	// the task's own is; their failures make the task Unavailable.
+	Services map[string]Environment `json:"services,omitempty"`
 }
 
 // Available reports whether the task can be attempted: it has no
@@ -72,7 +78,26 @@ func (e *Environment) digestLine() string {
 	if e.Source == ImageBuild {
 		pinned = ""
 	}
-	return fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(e.Unavailable), e.Unavailable)
+	line := fmt.Sprintf("env %d:%s%d:%s%d:%s%d:%s", len(e.Source), e.Source, len(pinned), pinned, len(e.BuildKey), e.BuildKey, len(e.Unavailable), e.Unavailable)
+	// Sidecar images, in name order; a task without any digests as before.
+	for _, name := range slices.Sorted(maps.Keys(e.Services)) {
+		svc := e.Services[name]
+		line += fmt.Sprintf(" service %d:%s%s", len(name), name, svc.digestLine())
+	}
+	return line
+}
+
+// ServiceImages are the pinned images of the task's sidecar services, by
+// service name (what a sandbox runs beside the task's image).
+func (e *Environment) ServiceImages() map[string]string {
+	if e == nil || len(e.Services) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(e.Services))
+	for name, svc := range e.Services {
+		out[name] = svc.Pinned
+	}
+	return out
 }
 
 // ErrNoImage reports a task with no image, no Dockerfile and no operator

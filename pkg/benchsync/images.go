@@ -117,6 +117,10 @@ type Environments struct {
 	// blob that went missing). Nil where sandboxes pull by digest
 	// themselves (Fargate). creds are the benchmark's registry credentials.
 	Warm func(ctx context.Context, pinned string, creds []PullCredential) error
+	// Services: the platform's sandboxes run a task's sidecar services
+	// (environment/docker-compose.yaml), whose images are then pinned
+	// too; otherwise such a task is unavailable, saying so.
+	Services bool
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
@@ -300,7 +304,8 @@ func (o *onceMap[T]) do(key string, f func() T) T {
 	return e.v
 }
 
-// task decides and prepares one task's image.
+// task decides and prepares one task's image, then its sidecar services'
+// (services.go).
 func (p *imagePrep) task(ctx context.Context, name, dir string) (benchmark.Environment, error) {
 	loaded, err := harbor.LoadTask(dir)
 	if err != nil {
@@ -309,7 +314,18 @@ func (p *imagePrep) task(ctx context.Context, name, dir string) (benchmark.Envir
 	if reason := unsupportedReason(name, loaded); reason != "" {
 		return benchmark.Environment{Unavailable: reason}, nil
 	}
-	cfg := loaded.Config
+	if reason := p.s.sidecarReason(name, loaded); reason != "" {
+		return benchmark.Environment{Unavailable: reason}, nil
+	}
+	env, err := p.mainImage(ctx, name, dir, loaded.Config)
+	if err != nil || env.Unavailable != "" || loaded.Compose == nil {
+		return env, err
+	}
+	return p.services(ctx, name, dir, loaded, env)
+}
+
+// mainImage decides and prepares the task's own image.
+func (p *imagePrep) mainImage(ctx context.Context, name, dir string, cfg harbor.TaskConfig) (benchmark.Environment, error) {
 	hasDockerfile := isFile(filepath.Join(dir, "environment", "Dockerfile"))
 	source, ref, err := benchmark.ChooseImage(cfg.Environment.DockerImage, hasDockerfile, p.cfg.ForceBuild, p.cfg.DefaultImage)
 	if err != nil {
@@ -363,13 +379,20 @@ func orElse(override, base string) string {
 // and reuses the image of an earlier build with that key or builds it.
 func (p *imagePrep) build(ctx context.Context, name, dir string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, error) {
 	envDir := filepath.Join(dir, "environment")
+	return p.buildAt(ctx, name, "environment/Dockerfile", envDir, filepath.Join(envDir, "Dockerfile"), cfg, env)
+}
+
+// buildAt builds the Dockerfile at dfPath in the context ctxDir; label
+// names it in the reasons of an unavailable task.
+func (p *imagePrep) buildAt(ctx context.Context, name, label, ctxDir, dfPath string, cfg harbor.TaskConfig, env benchmark.Environment) (benchmark.Environment, error) {
+	envDir := ctxDir
 	unavailable := func(format string, args ...any) (benchmark.Environment, error) {
-		env.Unavailable = fmt.Sprintf("task %s: environment/Dockerfile: ", name) + fmt.Sprintf(format, args...)
+		env.Unavailable = fmt.Sprintf("task %s: %s: ", name, label) + fmt.Sprintf(format, args...)
 		return env, nil
 	}
-	df, err := os.ReadFile(filepath.Join(envDir, "Dockerfile"))
+	df, err := os.ReadFile(dfPath)
 	if err != nil {
-		return env, fmt.Errorf("task %s: read Dockerfile: %w", name, err)
+		return env, fmt.Errorf("task %s: read %s: %w", name, label, err)
 	}
 	bases, err := dockerfile.Bases(df)
 	if err != nil {

@@ -20,6 +20,8 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	appendFile(t, filepath.Join(dir, "tasks", "separate", "task.toml"), "\n[verifier.environment]\ndocker_image = \"python:3.13-slim\"\n")
 	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "sidecar"))
 	appendFile(t, filepath.Join(dir, "tasks", "sidecar", "environment", "docker-compose.yaml"), "services:\n  main:\n    depends_on: [db]\n  db:\n    image: postgres\n    privileged: true\n")
+	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "sidecar-ok"))
+	appendFile(t, filepath.Join(dir, "tasks", "sidecar-ok", "environment", "docker-compose.yaml"), "services:\n  main:\n    depends_on: [db]\n  db:\n    image: postgres\n")
 	copyExample(t, "fix-median", filepath.Join(dir, "tasks", "healthy"))
 	appendFile(t, filepath.Join(dir, "tasks", "healthy", "task.toml"), "\n[environment.healthcheck]\ncommand = \"true\"\n")
 	// A multi-step task has its instructions and tests in steps/.
@@ -39,7 +41,7 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	reg := filepath.Join(dir, "registry.json")
 	writeRegistry(t, reg, `[{"name":"mixed","version":"1","description":"","tasks":[`+
 		`{"name":"plain","path":"tasks/plain"},{"name":"separate","path":"tasks/separate"},`+
-		`{"name":"sidecar","path":"tasks/sidecar"},{"name":"multi","path":"tasks/multi"},{"name":"healthy","path":"tasks/healthy"}]}]`)
+		`{"name":"sidecar","path":"tasks/sidecar"},{"name":"multi","path":"tasks/multi"},{"name":"healthy","path":"tasks/healthy"},{"name":"sidecar-ok","path":"tasks/sidecar-ok"}]}]`)
 	e := newEnv(t, reg)
 	b, err := e.svc.Add(context.Background(), ws, "mixed@1")
 	if err != nil {
@@ -54,8 +56,9 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	want := map[string]string{
 		"plain":    "",
 		"separate": "task separate: uses what gauntlet does not run yet: [verifier.environment] (separate verifier environments)",
-		"sidecar": "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml: services beside the main container (db): not run by gauntlet yet; " +
-			"environment/docker-compose.yaml: services.db.privileged (privileged containers)",
+		"sidecar": "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml: services.db.privileged (privileged containers)",
+		// A platform without task images runs no sidecar services.
+		"sidecar-ok": "task sidecar-ok: environment/docker-compose.yaml: services beside the main container (db): this platform prepares no task images",
 		"healthy": "",
 		"multi":   "task multi: uses what gauntlet does not run yet: [[steps]] (multi-step tasks); steps/ (multi-step tasks)",
 	}

@@ -3,11 +3,9 @@ package harbor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/compose"
 )
@@ -20,9 +18,10 @@ const ComposeFile = EnvironmentDir + "/" + compose.FileName
 // loadCompose reads the task's environment/docker-compose.yaml, if it has
 // one, as Harbor merges it over its own `main`: main's environment joins
 // [environment.env] (whose values win, as Harbor's own override file comes
-// after the task's); sidecar services, and every compose attribute
-// gauntlet does not implement, make the task unsupported, named. A file
-// that cannot be read is the task's error.
+// after the task's); every compose attribute gauntlet does not implement
+// makes the task unsupported, named. Whether the platform runs sidecar
+// services at all is the sync's to say (Sidecars). A file that cannot be
+// read is the task's error.
 func (t *Task) loadCompose() error {
 	envDir := filepath.Join(t.Dir, EnvironmentDir)
 	if _, err := os.Lstat(filepath.Join(envDir, compose.FileName)); errors.Is(err, fs.ErrNotExist) {
@@ -34,13 +33,6 @@ func (t *Task) loadCompose() error {
 	}
 	t.Compose = p
 	t.UnsupportedFiles = append(t.UnsupportedFiles, p.Unsupported...)
-	if len(p.Sidecars) > 0 {
-		names := make([]string, 0, len(p.Sidecars))
-		for _, s := range p.Sidecars {
-			names = append(names, s.Name)
-		}
-		t.UnsupportedFiles = append(t.UnsupportedFiles, fmt.Sprintf("%s: services beside the main container (%s): not run by gauntlet yet", ComposeFile, strings.Join(names, ", ")))
-	}
 	if len(p.Main.Environment) > 0 {
 		env := map[string]string{}
 		for k, v := range p.Main.Environment {
@@ -52,4 +44,17 @@ func (t *Task) loadCompose() error {
 		t.Config.Environment.Env = env
 	}
 	return nil
+}
+
+// Sidecars names the task's sidecar services, in start order; none when it
+// has no compose file or only overrides main.
+func (t Task) Sidecars() []string {
+	if t.Compose == nil {
+		return nil
+	}
+	names := make([]string, 0, len(t.Compose.Sidecars))
+	for _, s := range t.Compose.Sidecars {
+		names = append(names, s.Name)
+	}
+	return names
 }

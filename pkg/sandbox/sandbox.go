@@ -109,6 +109,9 @@ type Spec struct {
 
 	// Image is the task environment's container image (cloud driver).
 	Image string `json:"image,omitempty"`
+	// Services are the pinned images of the task's sidecar services
+	// (environment/docker-compose.yaml), by service name.
+	Services map[string]string `json:"services,omitempty"`
 	// Network is the task's network_mode; "none" (or empty) denies network.
 	Network  string  `json:"network,omitempty"`
 	CPUs     float64 `json:"cpus,omitempty"`
