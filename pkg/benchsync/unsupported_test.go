@@ -56,11 +56,11 @@ func TestSyncMakesTasksUsingUnsupportedFeaturesUnavailable(t *testing.T) {
 	want := map[string]string{
 		"plain":    "",
 		"separate": "task separate: uses what gauntlet does not run yet: [verifier.environment] (separate verifier environments)",
-		"sidecar": "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml: services.db.privileged (privileged containers)",
+		"sidecar":  "task sidecar: uses what gauntlet does not run yet: environment/docker-compose.yaml: services.db.privileged (privileged containers)",
 		// A platform without task images runs no sidecar services.
 		"sidecar-ok": "task sidecar-ok: environment/docker-compose.yaml: services beside the main container (db): this platform prepares no task images",
-		"healthy": "",
-		"multi":   "task multi: uses what gauntlet does not run yet: [[steps]] (multi-step tasks); steps/ (multi-step tasks)",
+		"healthy":    "",
+		"multi":      "task multi: uses what gauntlet does not run yet: [[steps]] (multi-step tasks); steps/ (multi-step tasks)",
 	}
 	for _, task := range m.Tasks {
 		w, ok := want[task.Name]
