@@ -53,7 +53,7 @@ func TestDemoEnvs(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]benchmark.ImageSource{"image-facts": benchmark.ImagePull, "build-inventory": benchmark.ImageBuild, "ready-server": benchmark.ImagePull}
+	want := map[string]benchmark.ImageSource{"image-facts": benchmark.ImagePull, "build-inventory": benchmark.ImageBuild, "ready-server": benchmark.ImagePull, "sidecar-orders": benchmark.ImagePull}
 	if diff := cmp.Diff(want, sources); diff != "" {
 		t.Errorf("image sources (-want +got):\n%s", diff)
 	}
