@@ -3,9 +3,11 @@ package harbor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/compose"
 )
@@ -25,7 +27,7 @@ const ComposeFile = EnvironmentDir + "/" + compose.FileName
 func (t *Task) loadCompose() error {
 	envDir := filepath.Join(t.Dir, EnvironmentDir)
 	if _, err := os.Lstat(filepath.Join(envDir, compose.FileName)); errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return t.checkCollectServices()
 	}
 	p, err := compose.Load(context.Background(), envDir, ComposeFile)
 	if err != nil {
@@ -42,6 +44,20 @@ func (t *Task) loadCompose() error {
 			env[k] = v
 		}
 		t.Config.Environment.Env = env
+	}
+	return t.checkCollectServices()
+}
+
+// checkCollectServices refuses a [[verifier.collect]] hook naming a
+// service the task does not have (Harbor would find out only when the hook
+// fails to run, and go on without it).
+func (t *Task) checkCollectServices() error {
+	for i, h := range t.Config.Verifier.Collect {
+		if h.Service == compose.MainService || slices.Contains(t.Sidecars(), h.Service) {
+			continue
+		}
+		return &FieldError{File: filepath.Join(t.Dir, TaskConfigFile), Field: fmt.Sprintf("verifier.collect[%d].service", i),
+			Reason: fmt.Sprintf("%q is not a service of the task (main, or a service of %s: %v)", h.Service, ComposeFile, t.Sidecars())}
 	}
 	return nil
 }

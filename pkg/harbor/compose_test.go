@@ -73,3 +73,38 @@ func TestLoadTaskComposeErrors(t *testing.T) {
 		t.Errorf("compose.yaml (not read by Harbor): %v, %v, %q; want it ignored", err, task.Compose, task.Unsupported())
 	}
 }
+
+// [[verifier.collect]] hooks are read with Harbor's defaults; one naming a
+// service the task does not have is the task's error, naming the field.
+func TestLoadTaskCollectHooks(t *testing.T) {
+	toml := "[[verifier.collect]]\nservice = \"api\"\ncommand = \"curl -s localhost:8000/stats > /tmp/stats.json\"\ntimeout_sec = 30\n" +
+		"[[verifier.collect]]\ncommand = \"cp /app/out /logs/artifacts/\"\nuser = 1000\n"
+	dir := composeTask(t, toml, map[string]string{"docker-compose.yaml": "services:\n  api:\n    image: python:3.12-slim\n"})
+	task, err := LoadTask(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CollectHook{
+		{Command: "curl -s localhost:8000/stats > /tmp/stats.json", Service: "api", TimeoutSec: 30},
+		{Command: "cp /app/out /logs/artifacts/", Service: "main", TimeoutSec: DefaultCollectTimeoutSec, User: "1000"},
+	}
+	if diff := cmp.Diff(want, task.Config.Verifier.Collect); diff != "" {
+		t.Errorf("Collect (-want +got):\n%s", diff)
+	}
+	if len(task.Unsupported()) != 0 {
+		t.Errorf("Unsupported = %q, want none", task.Unsupported())
+	}
+	for toml, field := range map[string]string{
+		"[[verifier.collect]]\nservice = \"db\"\ncommand = \"true\"\n": "verifier.collect[0].service",
+		"[[verifier.collect]]\nservice = \"api\"\n":                    "verifier.collect[0].command",
+		"[[verifier.collect]]\nservice = \"-x\"\ncommand = \"true\"\n": "verifier.collect[0].service",
+		"[[verifier.collect]]\ncommand = \"true\"\ntimeout_sec = 0\n":  "verifier.collect[0].timeout_sec",
+	} {
+		dir := composeTask(t, toml, map[string]string{"docker-compose.yaml": "services:\n  api:\n    image: python:3.12-slim\n"})
+		_, err := LoadTask(dir)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("LoadTask(%q) = %v, want an error on %s", toml, err, field)
+		}
+	}
+}

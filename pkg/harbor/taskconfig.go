@@ -86,6 +86,8 @@ type VerifierConfig struct {
 	User         string
 	NetworkMode  string
 	AllowedHosts []string
+	// Collect are the [[verifier.collect]] hooks (collect.go).
+	Collect []CollectHook
 }
 
 // EnvironmentConfig is the [environment] section. Zero resource values mean
@@ -292,6 +294,7 @@ func (r *fieldReader) verifier(doc map[string]any) VerifierConfig {
 		v.TimeoutSec = s
 	}
 	v.Env = r.envMap(t, "verifier", "env")
+	v.Collect = r.collectHooks(t)
 	v.NetworkMode, v.AllowedHosts = r.networkPolicy(t, "verifier", "")
 	return v
 }

@@ -334,7 +334,6 @@ func TestParseTaskConfigNamesWhatGauntletDoesNotRun(t *testing.T) {
 		{"artifacts = [\"/app/out.txt\"]", "artifacts (declared artifacts)"},
 		{"[verifier]\nenvironment_mode = \"separate\"", `[verifier].environment_mode = "separate" (separate verifier environments)`},
 		{"[verifier.environment]\ndocker_image = \"python:3.13\"", "[verifier.environment] (separate verifier environments)"},
-		{"[[verifier.collect]]\ncommand = \"true\"", "[[verifier.collect]] (collect hooks)"},
 		{"[environment]\nos = \"Windows\"", `[environment].os = "windows" (this platform runs Linux containers only)`},
 		{"[environment]\ngpus = 2", "[environment].gpus = 2 (this platform has no GPUs)"},
 		{"[environment]\ntpu = { type = \"v6e\", topology = \"2x4\" }", "[environment.tpu] (this platform has no TPUs)"},

@@ -34,9 +34,6 @@ func (r *fieldReader) unsupportedKeys(doc map[string]any) []string {
 	case v["environment"] != nil:
 		out = append(out, "[verifier.environment] (separate verifier environments)")
 	}
-	if c, ok := v["collect"]; ok && nonEmpty(c) {
-		out = append(out, "[[verifier.collect]] (collect hooks)")
-	}
 	e := r.table(doc, "", "environment")
 	if osName, ok := r.str(e, "environment", "os"); ok {
 		switch osName {

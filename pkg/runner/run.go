@@ -301,6 +301,10 @@ func (t *trial) run(ctx context.Context) error {
 	if rig != nil && !lingers {
 		t.keepAgentLogs(rig)
 	}
+	// Harbor's [[verifier.collect]] hooks, after the agent (collect.go).
+	if err := t.runCollectHooks(ctx); err != nil {
+		return err
+	}
 	err = t.runVerifier(ctx)
 	if eerr := t.endEnvironment(); eerr != nil {
 		return errors.Join(err, eerr)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
+	"github.com/gauntlet-bench/gauntlet/pkg/compose"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -175,5 +176,120 @@ func TestSidecarWithoutAnImageIsAnInfraError(t *testing.T) {
 	_, err := runSidecarTrial(t, spec, nil, marker)
 	if err == nil || !strings.Contains(err.Error(), "service api: no image was given") {
 		t.Errorf("Run = %v, want the missing image named", err)
+	}
+}
+
+// Collect hooks run after the agent and before the verifier: main's in the
+// main pod, a sidecar's in its own filesystem (here: a file the sidecar
+// then serves, which the verifier fetches); a failing hook is logged with
+// its output and the trial goes on, as in Harbor.
+func TestCollectHooksRunInTheirServices(t *testing.T) {
+	marker := uniqueMarker()
+	compose := fmt.Sprintf(`services:
+  main:
+    depends_on:
+      files:
+        condition: service_healthy
+  files:
+    image: python:3.12-slim
+    command: ["python3", "-m", "http.server", "8000", "--directory", "/srv", "--bind", "0.0.0.0"]
+    environment:
+      MARK: %q
+    healthcheck:
+      test: ["CMD", "python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/', timeout=2)"]
+      interval: 200ms
+      start_period: 30s
+      start_interval: 100ms
+`, marker)
+	spec := baseSpec(t, "oracle")
+	spec.Task.Dir = sidecarTask(t, compose, "echo gauntlet > /app/answer.txt\n")
+	toml := `
+[[verifier.collect]]
+service = "files"
+command = "echo sidecar-hook-$MARK > /srv/hook.txt"
+
+[[verifier.collect]]
+command = "cat /app/answer.txt > /app/main-hook.txt"
+
+[[verifier.collect]]
+service = "files"
+command = "echo failing-hook-output-$MARK; exit 5"
+`
+	f, err := os.OpenFile(filepath.Join(spec.Task.Dir, "task.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(toml); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	verifier := `#!/usr/bin/env bash
+exec 3<>/dev/tcp/files/8000 && printf 'GET /hook.txt HTTP/1.0\r\n\r\n' >&3 && tail -n1 <&3 > /logs/verifier/sidecar-hook.txt
+cp /app/main-hook.txt /logs/verifier/main-hook.txt
+echo 1 > /logs/verifier/reward.txt
+`
+	if err := os.WriteFile(filepath.Join(spec.Task.Dir, "tests", "test.sh"), []byte(verifier), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	services := pythonServices(t)
+	services["files"] = services["api"]
+	r, err := runSidecarTrial(t, spec, services, marker)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := strings.TrimSpace(r.artifact(t, "verifier/sidecar-hook.txt")); got != "sidecar-hook-"+marker {
+		t.Errorf("the sidecar's hook left %q in its filesystem, want sidecar-hook-%s (run in the service, with its environment)", got, marker)
+	}
+	if got := strings.TrimSpace(r.artifact(t, "verifier/main-hook.txt")); got != "gauntlet" {
+		t.Errorf("main's hook left %q, want the agent's answer (run after the agent, before the verifier)", got)
+	}
+	log := r.artifact(t, "runner.log")
+	for _, want := range []string{"collect hook failed", "verifier.collect[2]", "exit code 5", "failing-hook-output-" + marker} {
+		if !strings.Contains(log, want) {
+			t.Errorf("runner.log does not say %q", want)
+		}
+	}
+	if got := rewardOf(t, r.result); got != 1 {
+		t.Errorf("reward = %v, want 1: a failing hook does not end the trial", got)
+	}
+}
+
+// copyOutOfService copies a file or a tree out of a service's root and
+// never follows a symlink of the service's out of it.
+func TestCopyOutOfService(t *testing.T) {
+	root := t.TempDir()
+	for rel, body := range map[string]string{"var/log/api/orders.log": "o1\n", "var/log/api/sub/x.txt": "x"} {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(root, "var/log/api/escape")); err != nil {
+		t.Fatal(err)
+	}
+	tr := &trial{sidecars: []*sidecar{{svc: compose.Service{Name: "api"}, iso: &imageIsolation{layer: &layer{root: root}}}}}
+	dst := t.TempDir()
+	if err := tr.copyOutOfService("api", "/var/log/api", filepath.Join(dst, "api")); err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]string{"api/orders.log": "o1\n", "api/sub/x.txt": "x"} {
+		if got, err := os.ReadFile(filepath.Join(dst, rel)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", rel, got, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "api", "escape")); err == nil {
+		t.Error("a symlink out of the service's root was copied")
+	}
+	if err := tr.copyOutOfService("api", "/var/log/api/orders.log", filepath.Join(dst, "one.log")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst, "one.log")); string(got) != "o1\n" {
+		t.Errorf("single file = %q", got)
+	}
+	if err := tr.copyOutOfService("db", "/x", dst); err == nil {
+		t.Error("copy out of a service that is not running: no error")
 	}
 }
