@@ -44,7 +44,7 @@ ps_seen=$(grep -l -a '[s]erve_forever' /proc/[0-9]*/cmdline 2>/dev/null | wc -l)
 
 // sidecarTask is the fixture task with compose as its
 // environment/docker-compose.yaml and solve as its solution.
-func sidecarTask(t *testing.T, compose, solve string) string {
+func sidecarTask(t testing.TB, compose, solve string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "task")
 	if out, err := exec.Command("cp", "-r", fixtureDir(t), dir).CombinedOutput(); err != nil {
@@ -88,7 +88,7 @@ func apiCompose(server, healthTest string) string {
 const apiHealthy = `["CMD", "python3", "-c", "import urllib.request; urllib.request.urlopen('http://api:8000/', timeout=2)"]`
 
 // pythonServices gives the api service the python stand-in.
-func pythonServices(t *testing.T) map[string]ServiceImage {
+func pythonServices(t testing.TB) map[string]ServiceImage {
 	return map[string]ServiceImage{"api": {Image: Image{Ref: "test/python3:" + testrootfs.Version,
 		Rootfs: testrootfs.Of(t, testrootfs.Python3Tar), Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}}}
 }
