@@ -4,8 +4,9 @@
 # names, no public registry being reachable), start `gauntlet local` in the
 # background with that mirror setting, add the example benchmark from
 # examples/registry.json, submit examples/runs/demo.toml and follow it, print
-# the leaderboard; then add demo-envs (a docker_image task and a
-# Dockerfile-only task) and run the oracle and nop on it. Every task runs in
+# the leaderboard; then add demo-envs (a docker_image task, a
+# Dockerfile-only task, a healthcheck task and a sidecar-service task) and
+# run the oracle and nop on it. Every task runs in
 # its own image, pulled or built at the first sync and cached after.
 #
 #   scripts/demo.sh          run the demo (leaves the server running)
@@ -221,7 +222,7 @@ say "leaderboard of benchmark key $benchmark"
 "$bin/gauntlet" leaderboard "$benchmark"
 
 if [[ $sandbox == bwrap ]]; then
-	say "adding demo-envs@1.0: a docker_image task and a Dockerfile-only task (images pinned by digest at sync)"
+	say "adding demo-envs@1.0: a docker_image task, a Dockerfile-only task, a task with a healthcheck and one with a sidecar service (images, the sidecar's too, pinned by digest at sync)"
 	"$bin/gauntlet" benchmark add demo-envs@1.0 --wait
 	"$bin/gauntlet" benchmark info demo-envs-1-0
 	say "the oracle and nop on demo-envs, each attempt in its task's image"

@@ -188,6 +188,7 @@ func (t *trial) startSidecar(svc compose.Service, netns string, names []string) 
 	if err != nil {
 		return err
 	}
+	l.detach = true
 	sc.iso = &imageIsolation{bwrap: t.image.bwrap, img: img.Image, self: t.image.self, layer: l,
 		policy: t.image.policy, rootless: t.image.rootless, joinNet: netns}
 	if sc.user, err = resolveUser(l.root, img.User); err != nil {
