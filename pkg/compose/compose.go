@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/template"
 	"github.com/compose-spec/compose-go/v2/tree"
 	"github.com/compose-spec/compose-go/v2/types"
 )
@@ -281,6 +282,12 @@ func Load(ctx context.Context, envDir, file string) (*Project, error) {
 	proj, err := loader.LoadWithContext(ctx, details,
 		func(o *loader.Options) {
 			o.SetProjectName("task", true)
+			// An unset variable is blank, as compose makes it, without
+			// compose-go's warning on the process's stderr (the runner's
+			// log stream).
+			o.Interpolate.Substitute = func(s string, m template.Mapping) (string, error) {
+				return template.SubstituteWithOptions(s, m, template.WithoutLogging)
+			}
 			o.ResolvePaths = false
 			// include and extends read other files: reported, never read.
 			o.SkipInclude = true
