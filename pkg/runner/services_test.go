@@ -97,9 +97,15 @@ func pythonServices(t testing.TB) map[string]ServiceImage {
 // pods may be left after it: no process with marker in its command line,
 // no mount, no cgroup of the trial.
 func runSidecarTrial(t *testing.T, spec sandbox.Spec, services map[string]ServiceImage, marker string) (trialRun, error) {
+	return runSidecarTrialAs(t, spec, services, marker, "")
+}
+
+// runSidecarTrialAs is runSidecarTrial with main's image user set to user.
+func runSidecarTrialAs(t *testing.T, spec sandbox.Spec, services map[string]ServiceImage, marker, user string) (trialRun, error) {
 	t.Helper()
 	dir := t.TempDir()
 	img := testImage(t)
+	img.User = user
 	opts := Options{Image: &img, Services: services, Isolation: IsolationBwrap, SelfPath: runnerBinary, StaticBinDir: t.TempDir(),
 		WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out")}
 	tr, err := run(context.Background(), spec, opts, harness.All())
@@ -291,5 +297,25 @@ func TestCopyOutOfService(t *testing.T) {
 	}
 	if err := tr.copyOutOfService("db", "/x", dst); err == nil {
 		t.Error("copy out of a service that is not running: no error")
+	}
+}
+
+// Main's phases as a non-root image user run in a user namespace of the
+// main pod's own; its services still join its network namespace and
+// answer by name.
+func TestSidecarBesideANonRootMain(t *testing.T) {
+	marker := uniqueMarker()
+	spec := baseSpec(t, "oracle")
+	fetch := `exec 3<>/dev/tcp/api/8000 && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && tail -n1 <&3 > /logs/agent/api.txt; id -u > /logs/agent/uid.txt`
+	spec.Task.Dir = sidecarTask(t, apiCompose(apiServer("from-api-"+marker, marker), apiHealthy), fetch)
+	r, err := runSidecarTrialAs(t, spec, pythonServices(t), marker, testrootfs.AgentUser)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := strings.TrimSpace(r.artifact(t, "agent/uid.txt")); got != fmt.Sprint(testrootfs.AgentUID) {
+		t.Errorf("main ran as uid %s, want %d", got, testrootfs.AgentUID)
+	}
+	if got := strings.TrimSpace(r.artifact(t, "agent/api.txt")); got != "from-api-"+marker {
+		t.Errorf("main (non-root) got %q from api:8000, want from-api-%s", got, marker)
 	}
 }
