@@ -66,7 +66,7 @@ func TestDemoEnvs(t *testing.T) {
 	if df, err := os.ReadFile("demo-envs/separate-grader/tests/Dockerfile"); err != nil || !strings.Contains(string(df), "COPY test.sh /tests/test.sh") {
 		t.Errorf("separate-grader tests/Dockerfile must COPY test.sh to /tests/test.sh: %v", err)
 	}
-	want := map[string]benchmark.ImageSource{"image-facts": benchmark.ImagePull, "build-inventory": benchmark.ImageBuild, "separate-grader": benchmark.ImagePull}
+	want := map[string]benchmark.ImageSource{"image-facts": benchmark.ImagePull, "build-inventory": benchmark.ImageBuild, "separate-grader": benchmark.ImagePull, "ready-server": benchmark.ImagePull, "sidecar-orders": benchmark.ImagePull}
 	if diff := cmp.Diff(want, sources); diff != "" {
 		t.Errorf("image sources (-want +got):\n%s", diff)
 	}

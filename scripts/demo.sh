@@ -6,8 +6,8 @@
 # (examples/demo-catalog.toml: its managed demo-bench is four of the fifteen
 # demo-bench tasks, so that the first start prepares four images), submit
 # examples/runs/demo.toml and follow it, print the leaderboard; then run the
-# oracle and nop on demo-envs (a docker_image task and a Dockerfile-only
-# task), added as soon as the server is up so that its images are prepared
+# oracle and nop on demo-envs (a docker_image task, a Dockerfile-only
+# task, a separate-verifier task, a healthcheck task and a sidecar-service task), added as soon as the server is up so that its images are prepared
 # while the first run runs. Every task runs in its own image, pulled or
 # built at the first sync and cached after; each one is printed as it is
 # prepared (task n of N, pull or build, seconds).
@@ -260,7 +260,7 @@ say "leaderboard of benchmark key $benchmark"
 "$bin/gauntlet" leaderboard "$benchmark"
 
 if [[ $sandbox == bwrap ]]; then
-	say "demo-envs@1.0: a docker_image task, a Dockerfile-only task and a task graded by a separate verifier image (images pinned by digest at sync)"
+	say "demo-envs@1.0: a docker_image task, a Dockerfile-only task, a task graded by a separate verifier image, a task with a healthcheck and one with a sidecar service (images, the verifier's and the sidecar's too, pinned by digest at sync)"
 	"$bin/gauntlet" benchmark info demo-envs-1-0 --wait
 	say "the oracle and nop on demo-envs, each attempt in its task's image"
 	"$bin/gauntlet" submit examples/runs/envs/oracle-nop.toml --yes --watch

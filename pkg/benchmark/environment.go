@@ -3,6 +3,8 @@ package benchmark
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // ImageSource says where a task's container image comes from.
@@ -62,6 +64,10 @@ type Environment struct {
 	// environment_mode = "separate"), built from the task's tests/ or
 	// pulled, pinned like the task's own; nil for a shared verifier.
 	Verifier *Environment `json:"verifier,omitempty"`
+	// Services are the images of the task's sidecar services
+	// (environment/docker-compose.yaml), by service name, each pinned as
+	// the task's own is; their failures make the task Unavailable.
+	Services map[string]Environment `json:"services,omitempty"`
 }
 
 // TaskImageState is where a task's image is: ImagePreparing, ImageReady or
@@ -128,7 +134,25 @@ func (e *Environment) digestLine() string {
 		// other manifest's digest stays what it was.
 		line += " verifier " + e.Verifier.digestLine()
 	}
+	// Sidecar images, in name order; a task without any digests as before.
+	for _, name := range slices.Sorted(maps.Keys(e.Services)) {
+		svc := e.Services[name]
+		line += fmt.Sprintf(" service %d:%s%s", len(name), name, svc.digestLine())
+	}
 	return line
+}
+
+// ServiceImages are the pinned images of the task's sidecar services, by
+// service name (what a sandbox runs beside the task's image).
+func (e *Environment) ServiceImages() map[string]string {
+	if e == nil || len(e.Services) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(e.Services))
+	for name, svc := range e.Services {
+		out[name] = svc.Pinned
+	}
+	return out
 }
 
 // ErrNoImage reports a task with no image, no Dockerfile and no operator

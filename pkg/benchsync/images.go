@@ -125,6 +125,10 @@ type Environments struct {
 	// NoSeparateVerifier, when set, is why the platform's sandboxes cannot
 	// run a separate verifier: such tasks are unavailable with it.
 	NoSeparateVerifier string
+	// Services: the platform's sandboxes run a task's sidecar services
+	// (environment/docker-compose.yaml), whose images are then pinned
+	// too; otherwise such a task is unavailable, saying so.
+	Services bool
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
@@ -417,7 +421,9 @@ func (o *onceMap[T]) do(key string, f func() T) T {
 }
 
 // decide decides one task's image: its Environment, and for a Dockerfile
-// task that can be built, the build it needs.
+// task that can be built, the build it needs. A separate verifier's image
+// and the sidecar services' images are decided and prepared here, whole:
+// the manifest digest pins them, so the version cannot be stored before.
 func (p *imagePrep) decide(ctx context.Context, name, dir string) (benchmark.Environment, *buildJob, error) {
 	loaded, err := harbor.LoadTask(dir)
 	if err != nil {
@@ -426,7 +432,28 @@ func (p *imagePrep) decide(ctx context.Context, name, dir string) (benchmark.Env
 	if reason := unsupportedReason(name, loaded); reason != "" {
 		return benchmark.Environment{Unavailable: reason}, nil, nil
 	}
+	if reason := p.s.sidecarReason(name, loaded); reason != "" {
+		return benchmark.Environment{Unavailable: reason}, nil, nil
+	}
 	cfg := loaded.Config
+	env, job, err := p.mainImage(ctx, name, dir, cfg)
+	if err != nil || env.Unavailable != "" {
+		return env, job, err
+	}
+	if cfg.Verifier.Separate() {
+		if env, err = p.verifier(ctx, name, dir, cfg, env); err != nil || env.Unavailable != "" {
+			return env, job, err
+		}
+	}
+	if loaded.Compose != nil {
+		env, err = p.services(ctx, name, dir, loaded, env)
+	}
+	return env, job, err
+}
+
+// mainImage decides the task's own image: pinned when pulled, its build
+// decided when built (finishBuild runs it).
+func (p *imagePrep) mainImage(ctx context.Context, name, dir string, cfg harbor.TaskConfig) (benchmark.Environment, *buildJob, error) {
 	hasDockerfile := isFile(filepath.Join(dir, "environment", "Dockerfile"))
 	source, ref, err := benchmark.ChooseImage(cfg.Environment.DockerImage, hasDockerfile, p.cfg.ForceBuild, p.cfg.DefaultImage)
 	if err != nil {
@@ -437,19 +464,12 @@ func (p *imagePrep) decide(ctx context.Context, name, dir string) (benchmark.Env
 		env.Unavailable = reason
 		return env, nil, nil
 	}
-	var job *buildJob
 	if source == benchmark.ImageBuild {
-		env, job, err = p.decideBuild(ctx, name, filepath.Join(dir, "environment"), "environment/Dockerfile", cfg.Environment.BuildTimeoutSec, env)
-	} else {
-		env, err = p.pull(ctx, name, ref, env)
+		envDir := filepath.Join(dir, "environment")
+		return p.decideBuild(ctx, name, envDir, filepath.Join(envDir, "Dockerfile"), "environment/Dockerfile", cfg.Environment.BuildTimeoutSec, env)
 	}
-	if err != nil || env.Unavailable != "" || !cfg.Verifier.Separate() {
-		return env, job, err
-	}
-	// A separate verifier's image is decided and prepared here, whole: the
-	// manifest digest pins it, so the version cannot be stored before it.
-	env, err = p.verifier(ctx, name, dir, cfg, env)
-	return env, job, err
+	env, err = p.pull(ctx, name, ref, env)
+	return env, nil, err
 }
 
 // pull pins a pulled image's reference.
@@ -490,18 +510,19 @@ func orElse(override, base string) string {
 	return base
 }
 
-// decideBuild decides a Dockerfile build of the context envDir (the task's
-// environment/, or tests/ for a separate verifier; label names its
-// Dockerfile in messages): pins its bases and derives the build key (and so
-// the build log's key); the build itself is finishBuild's.
-func (p *imagePrep) decideBuild(ctx context.Context, name, envDir, label string, buildTimeoutSec float64, env benchmark.Environment) (benchmark.Environment, *buildJob, error) {
+// decideBuild decides a Dockerfile build of the Dockerfile at dfPath in
+// the context envDir (the task's environment/, tests/ for a separate
+// verifier, a sidecar's build context; label names the Dockerfile in
+// messages): pins its bases and derives the build key (and so the build
+// log's key); the build itself is finishBuild's.
+func (p *imagePrep) decideBuild(ctx context.Context, name, envDir, dfPath, label string, buildTimeoutSec float64, env benchmark.Environment) (benchmark.Environment, *buildJob, error) {
 	unavailable := func(format string, args ...any) (benchmark.Environment, *buildJob, error) {
 		env.Unavailable = fmt.Sprintf("task %s: %s: ", name, label) + fmt.Sprintf(format, args...)
 		return env, nil, nil
 	}
-	df, err := os.ReadFile(filepath.Join(envDir, "Dockerfile"))
+	df, err := os.ReadFile(dfPath)
 	if err != nil {
-		return env, nil, fmt.Errorf("task %s: read Dockerfile: %w", name, err)
+		return env, nil, fmt.Errorf("task %s: read %s: %w", name, label, err)
 	}
 	bases, err := dockerfile.Bases(df)
 	if err != nil {
@@ -557,7 +578,13 @@ func (p *imagePrep) finishBuild(ctx context.Context, w imageWork, env *benchmark
 // build decides and runs a Dockerfile build at once (a separate
 // verifier's image, which the manifest digest pins).
 func (p *imagePrep) build(ctx context.Context, name, envDir, label string, buildTimeoutSec float64, env benchmark.Environment) (benchmark.Environment, error) {
-	env, job, err := p.decideBuild(ctx, name, envDir, label, buildTimeoutSec, env)
+	return p.buildAt(ctx, name, label, envDir, filepath.Join(envDir, "Dockerfile"), buildTimeoutSec, env)
+}
+
+// buildAt decides and runs the build of the Dockerfile at dfPath in the
+// context ctxDir at once (a sidecar's image, or a separate verifier's).
+func (p *imagePrep) buildAt(ctx context.Context, name, label, ctxDir, dfPath string, buildTimeoutSec float64, env benchmark.Environment) (benchmark.Environment, error) {
+	env, job, err := p.decideBuild(ctx, name, ctxDir, dfPath, label, buildTimeoutSec, env)
 	if err != nil || job == nil {
 		return env, err
 	}

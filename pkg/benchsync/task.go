@@ -56,7 +56,7 @@ func (s *Service) syncTask(ctx context.Context, src registry.Source, ref harbor.
 	}
 	t := manifestTask(ref.Name, digest, loaded.Config, fetched.Ref)
 	t.Location.ContentHash = fetched.ContentHash
-	if reason := unsupportedReason(ref.Name, loaded); reason != "" {
+	if reason := cmp.Or(unsupportedReason(ref.Name, loaded), s.sidecarReason(ref.Name, loaded)); reason != "" {
 		t.Environment = &benchmark.Environment{Unavailable: reason}
 	}
 	key := BundleKey(digest)

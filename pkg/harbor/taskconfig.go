@@ -99,6 +99,8 @@ type VerifierConfig struct {
 	EnvironmentMode string
 	// Environment is [verifier.environment] (nil = absent).
 	Environment *EnvironmentConfig
+	// Collect are the [[verifier.collect]] hooks (collect.go).
+	Collect []CollectHook
 }
 
 // EnvironmentConfig is the [environment] section. Zero resource values mean
@@ -118,6 +120,8 @@ type EnvironmentConfig struct {
 	AllowedHosts []string
 	Env          map[string]string
 	Workdir      string
+	// Healthcheck is [environment.healthcheck]; nil when the task has none.
+	Healthcheck *HealthcheckConfig
 }
 
 // SolutionConfig is the [solution] section.
@@ -305,6 +309,7 @@ func (r *fieldReader) verifier(doc map[string]any) VerifierConfig {
 		v.TimeoutSec = s
 	}
 	v.Env = r.envMap(t, "verifier", "env")
+	v.Collect = r.collectHooks(t)
 	v.NetworkMode, v.AllowedHosts = r.networkPolicy(t, "verifier", "")
 	r.verifierMode(t, &v)
 	return v
@@ -329,6 +334,7 @@ func (r *fieldReader) environmentTable(t map[string]any, p string) EnvironmentCo
 	e.GPUTypes, _ = r.strList(t, p, "gpu_types")
 	e.Env = r.envMap(t, p, "env")
 	e.Workdir, _ = r.str(t, p, "workdir")
+	e.Healthcheck = r.healthcheck(t)
 	fallback := NetworkPublic
 	if allow, ok := r.boolean(t, p, "allow_internet"); ok && !allow {
 		fallback = NetworkNone // deprecated spelling of network_mode = "no-network"

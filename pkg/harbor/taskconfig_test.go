@@ -336,8 +336,6 @@ func TestParseTaskConfigNamesWhatGauntletDoesNotRun(t *testing.T) {
 		{"[[steps]]\nname = \"one\"\nartifacts = [\"/app/x\"]", "steps[0] (one).artifacts (declared artifacts)"},
 		{"artifacts = [{source = \"/data\", service = \"api\"}]", `artifacts with service = "api" (artifacts of a sidecar service)`},
 		{"[verifier.environment]\ngpus = 1", "[verifier.environment].gpus > 0 (this platform has no GPUs)"},
-		{"[[verifier.collect]]\ncommand = \"true\"", "[[verifier.collect]] (collect hooks)"},
-		{"[environment.healthcheck]\ncommand = \"true\"", "[environment.healthcheck] (readiness checks)"},
 		{"[environment]\nos = \"Windows\"", `[environment].os = "windows" (this platform runs Linux containers only)`},
 		{"[environment]\ngpus = 2", "[environment].gpus = 2 (this platform has no GPUs)"},
 		{"[environment]\ntpu = { type = \"v6e\", topology = \"2x4\" }", "[environment.tpu] (this platform has no TPUs)"},
@@ -382,7 +380,7 @@ func TestLoadTaskNamesUnsupportedLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadTask: %v", err)
 	}
-	want := []string{"environment/docker-compose.yaml (services beside the main container)"}
+	want := []string{"environment/docker-compose.yaml: services.main.build (a build for main other than the task's)"}
 	if diff := cmp.Diff(want, task.Unsupported()); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
 	}

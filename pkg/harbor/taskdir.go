@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/compose"
 )
 
 // Paths inside a task directory, relative to its root, as Harbor lays them out.
@@ -43,6 +45,9 @@ type Task struct {
 	// Steps are a multi-step task's steps, in order (steps.go); nil for a
 	// single-step task.
 	Steps []Step
+	// Compose is environment/docker-compose.yaml, read and checked; nil
+	// when the task has none (compose.go).
+	Compose *compose.Project
 }
 
 // LoadTask reads the task directory dir. task.toml, instruction.md and
@@ -90,6 +95,9 @@ func LoadTask(dir string) (Task, error) {
 		task.Name = cfg.Package.Name
 	}
 	if task.Steps, err = loadSteps(dir, task.Name, cfg); err != nil {
+		return Task{}, err
+	}
+	if err := task.loadCompose(); err != nil {
 		return Task{}, err
 	}
 	return task, nil

@@ -17,14 +17,7 @@ import (
 func (r *fieldReader) unsupportedKeys(doc map[string]any) []string {
 	var out []string
 	out = append(out, r.unsupportedArtifacts(doc)...)
-	v := r.table(doc, "", "verifier")
-	if c, ok := v["collect"]; ok && nonEmpty(c) {
-		out = append(out, "[[verifier.collect]] (collect hooks)")
-	}
 	e := r.table(doc, "", "environment")
-	if _, ok := e["healthcheck"]; ok {
-		out = append(out, "[environment.healthcheck] (readiness checks)")
-	}
 	if osName, ok := r.str(e, "environment", "os"); ok {
 		switch osName {
 		case "linux", "Linux", "LINUX":
@@ -70,11 +63,6 @@ func nonEmpty(v any) bool {
 // that Harbor gives a meaning and gauntlet does not implement.
 func unsupportedLayout(dir string) []string {
 	var out []string
-	for _, name := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
-		if _, err := os.Lstat(filepath.Join(dir, EnvironmentDir, name)); err == nil {
-			out = append(out, "environment/"+name+" (services beside the main container)")
-		}
-	}
 	if _, err := os.Lstat(filepath.Join(dir, "trajectory.json")); err == nil {
 		out = append(out, "trajectory.json (prior agent context seeded before the agent runs)")
 	}

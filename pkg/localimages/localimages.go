@@ -65,6 +65,8 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		DefaultImage: cfg.Policy.DefaultImage, ForceBuild: cfg.Policy.ForceBuild,
 		NoPublicNetwork: cfg.Policy.NoPublicNetwork, MaxBuildTimeout: cfg.Policy.MaxBuildTimeout,
 		ParallelBuilds: cfg.Policy.ParallelBuilds,
+		// The image sandbox runs sidecar services (runner/services.go).
+		Services: true,
 	}
 	if cfg.BuildDir != "" {
 		mirrors, err := BuildMirrors(cfg.Mirrors)
@@ -217,7 +219,7 @@ func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsand
 		si.logger.WarnContext(ctx, "the image's rootfs had been evicted from the cache: unpacked it again from the stored layers", "image", ref)
 	}
 	return localsandbox.Rootfs{Layers: rf.Layers, Env: rf.Config.Env, WorkingDir: rf.Config.WorkingDir, User: rf.Config.User,
-		Release: func() { _ = rf.Close() }}, nil
+		Entrypoint: rf.Config.Entrypoint, Cmd: rf.Config.Cmd, Release: func() { _ = rf.Close() }}, nil
 }
 
 // RunPins reads the runs the image store must not evict images of.

@@ -122,6 +122,21 @@ func TestSyncDemoEnvs(t *testing.T) {
 			if rf.Config.WorkingDir != "/app" || !contains(rf.Config.Env, "INVENTORY=/srv/inventory/stock.txt") {
 				t.Errorf("built image config: %+v", rf.Config)
 			}
+		case "sidecar-orders":
+			// Its api service is built from environment/api-server at sync,
+			// pinned and unpacked like a task image, with its CMD kept.
+			api := env.Services["api"]
+			if api.Source != benchmark.ImageBuild || !strings.HasPrefix(api.Pinned, localimages.BuildRepository+"@sha256:") {
+				t.Fatalf("sidecar-orders api service: %+v", api)
+			}
+			srf, err := store.Rootfs(ctx, api.Pinned)
+			if err != nil {
+				t.Fatalf("rootfs of the api service: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(imagetest.Mount(t, srf.Layers), "srv/server.py")); err != nil || strings.Join(srf.Config.Cmd, " ") != "python3 /srv/server.py" {
+				t.Errorf("api service rootfs: server.py %v, cmd %q", err, srf.Config.Cmd)
+			}
+			srf.Close()
 		}
 		rf.Close()
 	}

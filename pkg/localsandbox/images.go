@@ -32,6 +32,10 @@ type Rootfs struct {
 	Env        []string
 	WorkingDir string
 	User       string
+	// Entrypoint and Cmd are the image config's (a sidecar service's
+	// command unless its compose entry sets one).
+	Entrypoint []string
+	Cmd        []string
 	// Release lets the store evict the rootfs again once the sandbox is
 	// gone (nil = nothing to release).
 	Release func()
@@ -72,6 +76,14 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 		p.releaseImage()
 		return nil, err
 	}
+	if len(p.spec.Services) > 0 {
+		servicesFile, err := d.serviceImages(p)
+		if err != nil {
+			p.releaseImage()
+			return nil, err
+		}
+		args = append(args, "--services", servicesFile)
+	}
 	if d.cfg.StorageMB != 0 {
 		args = append(args, "--storage-mb", strconv.Itoa(d.cfg.StorageMB))
 	}
@@ -82,6 +94,40 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 		args = append(args, "--keep-diff")
 	}
 	return args, nil
+}
+
+// serviceImages resolves the spec's sidecar service images to cached
+// rootfs dirs (held with the task's, released together) and writes the
+// runner's services file.
+func (d *Driver) serviceImages(p *proc) (string, error) {
+	imgs := map[string]runner.ServiceImage{}
+	for name, ref := range p.spec.Services {
+		if ref == "" {
+			return "", fmt.Errorf("service %s: the spec names no image for it (its image is pinned at sync)", name)
+		}
+		rf, err := d.cfg.Images.CachedRootfs(context.Background(), ref)
+		if err != nil {
+			return "", fmt.Errorf("service %s: image %s: %w", name, ref, err)
+		}
+		p.mu.Lock()
+		prev := p.release
+		p.release = func() {
+			if rf.Release != nil {
+				rf.Release()
+			}
+			if prev != nil {
+				prev()
+			}
+		}
+		p.mu.Unlock()
+		imgs[name] = runner.ServiceImage{Image: runner.Image{Ref: ref, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User},
+			Entrypoint: rf.Entrypoint, Cmd: rf.Cmd}
+	}
+	file := filepath.Join(p.dir, "services.json")
+	if err := runner.WriteServiceImages(file, imgs); err != nil {
+		return "", err
+	}
+	return file, nil
 }
 
 // releaseImage lets go of the sandbox's rootfs (once).

@@ -29,7 +29,7 @@ func (d *Driver) verifierImageArgs(p *proc, args []string) ([]string, error) {
 		}
 	}
 	file := filepath.Join(p.dir, "verifier-image.json")
-	img := runner.Image{Ref: p.spec.VerifierImage, Rootfs: rf.Dir, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
+	img := runner.Image{Ref: p.spec.VerifierImage, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
 	if err := runner.WriteImage(file, img); err != nil {
 		return nil, err
 	}

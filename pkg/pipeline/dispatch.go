@@ -335,7 +335,7 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 		Env: mergeEnv(r.Settings.Env, a.Env), VerifierEnv: r.Settings.VerifierEnv,
 		JudgeModel: r.Settings.JudgeModel, MaxTokens: r.Settings.MaxTokensPerAttempt, MaxCostUSD: r.Settings.MaxCostUSDPerAttempt,
 		VerifierTimeout: scaled(task.VerifierTimeoutSec, mult),
-		Image:           pinnedImage(task.Task), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
+		Image:           pinnedImage(task.Task), Services: task.Environment.ServiceImages(), Network: task.NetworkMode, CPUs: task.CPUs, MemoryMB: task.MemoryMB,
 		StorageMB: task.StorageMB, NetworkInstalls: s.opts.Platform.NetworkInstalls,
 		Output: sandbox.Output{Prefix: OutputPrefix(r.ID, slot.ID, slot.Generation)},
 		Trial: sandbox.Trial{Source: cmp.Or(r.BenchmarkName, r.Benchmark), TaskGitURL: task.Location.GitURL,

@@ -59,6 +59,9 @@ type imageIsolation struct {
 	rootless bool
 	// pod is the trial's running environment once started.
 	pod *pod
+	// joinNet, when set, is the network namespace the pod joins (a
+	// sidecar service's pod: the main pod's).
+	joinNet string
 }
 
 func (*imageIsolation) name() string { return IsolationBwrap }
@@ -235,7 +238,7 @@ func (i *imageIsolation) startPod(mounts []mount, maskFile string, cg *cgroup, u
 		return nil, err
 	}
 	p, retries, err := startPod(podSpec{bwrap: i.bwrap, root: i.layer.root, mounts: mounts, maskFile: maskFile,
-		self: i.self, userNS: userNS && !i.rootless, cg: cg, stderr: stderr})
+		self: i.self, userNS: userNS && !i.rootless, cg: cg, stderr: stderr, netns: i.joinNet})
 	if err != nil {
 		return retries, err
 	}

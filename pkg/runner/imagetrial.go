@@ -415,6 +415,7 @@ func (t *trial) startPod(rig *agentRig) error {
 // stopPod ends the trial's pod and everything still running in it (image
 // isolation; nothing otherwise). It is safe to call more than once.
 func (t *trial) stopPod() {
+	t.stopServices()
 	if t.image == nil || t.image.pod == nil {
 		return
 	}

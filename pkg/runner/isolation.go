@@ -82,8 +82,11 @@ const (
 
 // phaseCommand is what one phase runs, independent of the isolation.
 type phaseCommand struct {
-	role    phaseRole
-	script  string   // shell run with bash -c
+	role   phaseRole
+	script string // shell run with bash -c
+	// argv, when set, is run instead of script, without a shell (image
+	// isolation: a sidecar service's command, its healthcheck's CMD).
+	argv    []string
 	env     []string // complete environment, KEY=VALUE
 	mounts  []mount
 	tmpDir  string // host dir bound at /tmp; "" = a fresh tmpfs

@@ -60,6 +60,11 @@ type layer struct {
 	// viewFuse serves the view when fuse-overlayfs mounted it.
 	viewFuse       *exec.Cmd
 	viewFuseExited chan error
+
+	// detach unmounts without waiting for the kernel to write back: a
+	// sidecar service's overlay, whose upper dir is on the runner's disk
+	// and is removed at once (nothing of it is kept).
+	detach bool
 }
 
 // Overlay drivers of the attempt's writable root.
@@ -488,7 +493,7 @@ func (l *layer) close() error {
 	var errs []error
 	for i := len(l.mounted) - 1; i >= 0; i-- {
 		flags := 0
-		if l.mounted[i] == l.disk {
+		if l.mounted[i] == l.disk || l.detach {
 			// Nothing on it is kept: detach at once and let the kernel
 			// write back and free it (and its loop device) in the
 			// background instead of waiting for that here.

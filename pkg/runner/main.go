@@ -144,6 +144,7 @@ type mainConfig struct {
 	imageFile string
 	// verifierImageFile is --verifier-image (a separate verifier's image).
 	verifierImageFile string
+	servicesFile      string
 	modelsFile        string
 	opts              Options
 }
@@ -165,6 +166,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table (default: the TOML in $"+sandbox.GatewayConfigEnv+", if set)")
 	fs.StringVar(&cfg.imageFile, "image", "", "JSON file of the task's unpacked image (rootfs, env, working_dir, user); required by --isolation=bwrap")
 	fs.StringVar(&cfg.verifierImageFile, "verifier-image", "", "JSON file of the separate verifier's unpacked image (a task with [verifier] environment_mode = \"separate\")")
+	fs.StringVar(&cfg.servicesFile, "services", "", "JSON file of the task's sidecar services' unpacked images, by service name (rootfs, env, working_dir, user, entrypoint, cmd)")
 	fs.StringVar(&cfg.opts.InstalledAgentDir, "installed-agent-dir", "", "agent bundle dir mounted read-only at "+InstalledAgentMount)
 	fs.StringVar(&cfg.opts.StaticBinDir, "static-bin-dir", "", "platform helper binaries mounted read-only at "+StaticBinMount)
 	fs.IntVar(&cfg.opts.PidsLimit, "pids-limit", 0, fmt.Sprintf("most processes per phase (0 = %d, -1 = none)", DefaultPidsLimit))
@@ -194,6 +196,13 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 			return cfg, fmt.Errorf("--verifier-image: %w", err)
 		}
 		cfg.opts.VerifierImage = &img
+	}
+	if cfg.servicesFile != "" {
+		imgs, err := LoadServiceImages(cfg.servicesFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--services: %w", err)
+		}
+		cfg.opts.Services = imgs
 	}
 	switch cfg.opts.Overlay {
 	case OverlayAuto, OverlayKernel, OverlayFuse:

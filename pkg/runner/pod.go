@@ -53,6 +53,11 @@ type podSpec struct {
 	userNS bool
 	cg     *cgroup   // the pod's limits (nil: none)
 	stderr io.Writer // bwrap's own messages
+	// netns, when set, is the network namespace the pod joins instead of
+	// one of its own (/proc/<pid>/ns/net of the trial's main pod): a
+	// sidecar service's pod (services.go), reached by name on the shared
+	// loopback. Its network mode is the main pod's.
+	netns string
 }
 
 // pod is a started pod.
@@ -99,7 +104,7 @@ func podArgs(s podSpec) ([]string, error) {
 		args = append(args, flag, m.host, m.target)
 	}
 	args = append(args, "--ro-bind", s.self, userHelperPath,
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--hostname", sandboxHostname, "--die-with-parent", "--new-session",
 		// pod-init itself is pid 1, not bwrap's reaper: a process of the
 		// pod can then signal neither (`kill -9 -1` spares pid 1), as in a
@@ -107,6 +112,9 @@ func podArgs(s podSpec) ([]string, error) {
 		"--as-pid-1",
 		"--info-fd", "3", "--block-fd", "4", "--cap-drop", "ALL", "--chdir", "/",
 		"--", userHelperPath, podInitCommand, "--ready-fd", strconv.Itoa(startedFD))
+	if s.netns == "" {
+		args = append([]string{"--unshare-net"}, args...)
+	}
 	return args, nil
 }
 
@@ -162,6 +170,11 @@ func (p *pod) start() error {
 		return err
 	}
 	cmd := exec.Command(p.spec.bwrap, append([]string{"--seccomp", "5"}, args...)...)
+	if p.spec.netns != "" {
+		// nsenter joins the network namespace, then execs bwrap (the same
+		// process: its fds, cgroup and pid are bwrap's).
+		cmd = exec.Command(p.nsenter, append([]string{"--net=" + p.spec.netns, "--", p.spec.bwrap, "--seccomp", "5"}, args...)...)
+	}
 	cmd.Env = []string{} // pod-init needs none; phases bring their own
 	cmd.Stderr = p.spec.stderr
 	cmd.ExtraFiles = []*os.File{infoW, blockR, filter, readyW}
@@ -304,6 +317,9 @@ func (p *pod) enterArgs(pc phaseCommand, workDir string) []string {
 			args = append(args, "--nproc", strconv.Itoa(pc.nproc))
 		}
 	}
+	if len(pc.argv) > 0 {
+		return append(append(args, "--"), pc.argv...)
+	}
 	return append(args, "--", "bash", "-c", pc.script)
 }
 
@@ -323,8 +339,10 @@ func (p *pod) launch(pc phaseCommand, workDir string, stdout, stderr io.Writer) 
 	if pc.identityUserNS && !p.spec.userNS {
 		return launched{}, errors.New("image sandbox: a phase of a non-root user needs the pod's user namespace, which this pod was started without")
 	}
-	if err := p.setNetwork(pc.netMode, pc.allowedHosts); err != nil {
-		return launched{}, err
+	if p.spec.netns == "" {
+		if err := p.setNetwork(pc.netMode, pc.allowedHosts); err != nil {
+			return launched{}, err
+		}
 	}
 	startedR, startedW, err := os.Pipe()
 	if err != nil {

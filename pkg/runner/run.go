@@ -74,6 +74,9 @@ type Options struct {
 	// VerifierImage is the separate verifier's unpacked image (a task
 	// with [verifier] environment_mode = "separate"; verifierenv.go).
 	VerifierImage *Image
+	// Services are the unpacked images of the task's sidecar services, by
+	// service name (services.go).
+	Services map[string]ServiceImage
 	// SelfPath is this runner's binary, bound into image sandboxes to
 	// enter a non-root image user ("" = os.Executable()). It must be
 	// statically linked: the image has its own libc, or none.
@@ -214,6 +217,8 @@ type trial struct {
 	declared        string
 	declaredEntries []ArtifactEntry
 	verifierLayer   *layer
+	// sidecars are the task's running sidecar services (services.go).
+	sidecars []*sidecar
 }
 
 func newTrial(spec sandbox.Spec, opts Options, h harness.Harness, iso isolation) (*trial, error) {
@@ -318,6 +323,10 @@ func (t *trial) run(ctx context.Context) error {
 	lingers := t.image != nil || t.container != nil
 	if rig != nil && !lingers {
 		t.keepAgentLogs(rig)
+	}
+	// Harbor's [[verifier.collect]] hooks, after the agent (collect.go).
+	if err := t.runCollectHooks(ctx); err != nil {
+		return err
 	}
 	err = t.runVerifier(ctx)
 	if eerr := t.endEnvironment(); eerr != nil {
@@ -482,6 +491,15 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 		if err := t.startPod(rig); err != nil {
 			return err
 		}
+	}
+	// The task's sidecar services, then Harbor's [environment.healthcheck]:
+	// the agent starts only once the environment is up and healthy
+	// (services.go, healthcheck.go).
+	if err := t.startServices(ctx); err != nil {
+		return err
+	}
+	if err := t.runHealthcheck(ctx, base); err != nil {
+		return err
 	}
 	if install.script != "" && !t.steps.installed() {
 		out, err := t.phase(ctx, "agent_setup", install, installTimeout, installStdout, installStderr, t.host.AgentLogs)

@@ -127,6 +127,9 @@ type Spec struct {
 	// Artifacts are the run's trial-level artifacts: absolute paths in
 	// the environment collected after the agent, beside the task's.
 	Artifacts []string `json:"artifacts,omitempty"`
+	// Services are the pinned images of the task's sidecar services
+	// (environment/docker-compose.yaml), by service name.
+	Services map[string]string `json:"services,omitempty"`
 	// Network is the task's network_mode; "none" (or empty) denies network.
 	Network  string  `json:"network,omitempty"`
 	CPUs     float64 `json:"cpus,omitempty"`

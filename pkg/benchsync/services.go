@@ -1,0 +1,79 @@
+package benchsync
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+)
+
+// Sidecar services (a task's environment/docker-compose.yaml): each
+// service's image is pinned at sync as the task's own is — an `image` is
+// resolved to its digest and warmed, a `build` is built from its context
+// in environment/ — and kept in the task's environment record by service
+// name. A service whose image cannot be had makes the task unavailable,
+// naming the task, the file, the service's field and the cause.
+
+// sidecarReason says why a task with sidecar services cannot run on this
+// platform ("" when it has none, or the platform runs them).
+func (s *Service) sidecarReason(name string, task harbor.Task) string {
+	names := task.Sidecars()
+	if len(names) == 0 || (s.envs != nil && s.envs.Services) {
+		return ""
+	}
+	why := "this platform prepares no task images"
+	if s.envs != nil {
+		why = "this platform's sandboxes run no sidecar services"
+	}
+	return fmt.Sprintf("task %s: %s: services beside the main container (%s): %s", name, harbor.ComposeFile, strings.Join(names, ", "), why)
+}
+
+// services pins the images of the task's sidecar services into env.
+func (p *imagePrep) services(ctx context.Context, name, dir string, task harbor.Task, env benchmark.Environment) (benchmark.Environment, error) {
+	if len(task.Compose.Sidecars) == 0 {
+		return env, nil
+	}
+	env.Services = map[string]benchmark.Environment{}
+	envDir := filepath.Join(dir, harbor.EnvironmentDir)
+	for _, svc := range task.Compose.Sidecars {
+		var se benchmark.Environment
+		switch {
+		case svc.Build != nil:
+			label := fmt.Sprintf("%s: services.%s.build", harbor.ComposeFile, svc.Name)
+			ctxDir := filepath.Join(envDir, filepath.FromSlash(svc.Build.Context))
+			var err error
+			se, err = p.buildAt(ctx, name, label, ctxDir, filepath.Join(ctxDir, filepath.FromSlash(svc.Build.Dockerfile)), task.Config.Environment.BuildTimeoutSec, benchmark.Environment{Source: benchmark.ImageBuild})
+			if err != nil {
+				return env, err
+			}
+		default:
+			se = benchmark.Environment{Source: benchmark.ImagePull, Image: svc.Image}
+			pinned, err := p.resolve(ctx, svc.Image)
+			if err != nil {
+				if ctx.Err() != nil {
+					return env, ctx.Err()
+				}
+				se.Unavailable = fmt.Sprintf("task %s: %s: services.%s.image: %s: %v", name, harbor.ComposeFile, svc.Name, svc.Image, err)
+			} else {
+				se.Pinned, se.Digest = pinned, digestOf(pinned)
+			}
+		}
+		if se.Unavailable == "" {
+			if err := p.warm(ctx, name, &se); err != nil {
+				return env, err
+			}
+			if se.Unavailable != "" {
+				se.Unavailable = fmt.Sprintf("%s (service %s of %s)", se.Unavailable, svc.Name, harbor.ComposeFile)
+			}
+		}
+		if se.Unavailable != "" {
+			env.Unavailable = se.Unavailable
+			return env, nil
+		}
+		env.Services[svc.Name] = se
+	}
+	return env, nil
+}
