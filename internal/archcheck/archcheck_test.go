@@ -94,7 +94,7 @@ func readDocument(t *testing.T) document {
 			block, in = strings.TrimPrefix(line, "```"), true
 		case in && line == "```":
 			in = false
-		case in && (block == "imports" || block == "layers"):
+		case in && (block == "imports" || block == "layers" || block == "forbidden"):
 			doc.blocks[block] = append(doc.blocks[block], line)
 		case !in:
 			prose.WriteString(line + "\n")
@@ -175,6 +175,32 @@ func TestNoImportRunsUp(t *testing.T) {
 		for _, dep := range deps {
 			if d, ok := rank[dep]; ok && d < r {
 				t.Errorf("%s (layer %s) imports %s of the higher layer %s", pkg, order[r], dep, order[d])
+			}
+		}
+	}
+}
+
+// TestForbiddenImports: the ```forbidden block names, for a package, the
+// packages it must not depend on, directly or through another: the sandbox
+// drivers carry no runner or gateway, the gateway (which ships inside the
+// sandbox) no run config.
+func TestForbiddenImports(t *testing.T) {
+	doc := readDocument(t)
+	forbidden, _ := table(t, doc.blocks["forbidden"], "forbidden")
+	for pkg, banned := range forbidden {
+		out, err := exec.Command("go", "list", "-f", `{{join .Deps "\n"}}`, module+prosePath(pkg)).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		deps := map[string]bool{}
+		for _, d := range strings.Fields(string(out)) {
+			if s, ok := short(d); ok {
+				deps[s] = true
+			}
+		}
+		for _, b := range banned {
+			if deps[b] {
+				t.Errorf("%s depends on %s, which docs/ARCHITECTURE.md forbids", prosePath(pkg), prosePath(b))
 			}
 		}
 	}

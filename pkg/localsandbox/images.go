@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
@@ -66,8 +65,8 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 	}
 	p.release = rf.Release
 	file := filepath.Join(p.dir, "image.json")
-	img := runner.Image{Ref: p.spec.Image, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
-	if err := runner.WriteImage(file, img); err != nil {
+	img := sandbox.Image{Ref: p.spec.Image, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
+	if err := sandbox.WriteImage(file, img); err != nil {
 		p.releaseImage()
 		return nil, err
 	}
@@ -100,7 +99,7 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 // rootfs dirs (held with the task's, released together) and writes the
 // runner's services file.
 func (d *Driver) serviceImages(p *proc) (string, error) {
-	imgs := map[string]runner.ServiceImage{}
+	imgs := map[string]sandbox.ServiceImage{}
 	for name, ref := range p.spec.Services {
 		if ref == "" {
 			return "", fmt.Errorf("service %s: the spec names no image for it (its image is pinned at sync)", name)
@@ -120,11 +119,11 @@ func (d *Driver) serviceImages(p *proc) (string, error) {
 			}
 		}
 		p.mu.Unlock()
-		imgs[name] = runner.ServiceImage{Image: runner.Image{Ref: ref, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User},
+		imgs[name] = sandbox.ServiceImage{Image: sandbox.Image{Ref: ref, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User},
 			Entrypoint: rf.Entrypoint, Cmd: rf.Cmd}
 	}
 	file := filepath.Join(p.dir, "services.json")
-	if err := runner.WriteServiceImages(file, imgs); err != nil {
+	if err := sandbox.WriteServiceImages(file, imgs); err != nil {
 		return "", err
 	}
 	return file, nil

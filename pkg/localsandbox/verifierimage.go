@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // verifierImageArgs resolves a separate verifier's image (spec
@@ -29,8 +29,8 @@ func (d *Driver) verifierImageArgs(p *proc, args []string) ([]string, error) {
 		}
 	}
 	file := filepath.Join(p.dir, "verifier-image.json")
-	img := runner.Image{Ref: p.spec.VerifierImage, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
-	if err := runner.WriteImage(file, img); err != nil {
+	img := sandbox.Image{Ref: p.spec.VerifierImage, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
+	if err := sandbox.WriteImage(file, img); err != nil {
 		return nil, err
 	}
 	return append(args, "--verifier-image", file), nil

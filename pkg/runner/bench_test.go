@@ -94,7 +94,7 @@ func benchImageSandboxStart(b *testing.B, img Image) {
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(b.TempDir(), "w")
 		began := time.Now()
-		l, err := newLayer(dir, img.lowers(), DefaultStorageMB, OverlayAuto)
+		l, err := newLayer(dir, img.Lowers(), DefaultStorageMB, OverlayAuto)
 		if err != nil {
 			b.Fatal(err)
 		}

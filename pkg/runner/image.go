@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,116 +9,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
-// Image is a task environment's unpacked container image: the rootfs the
-// phases run in (never written: every attempt gets its own overlay upper)
-// and the parts of the image config a runtime applies.
-type Image struct {
-	// Ref names the image in logs (a digest-pinned reference).
-	Ref string `json:"ref,omitempty"`
-	// Rootfs is the unpacked root filesystem, one directory; "" when Layers
-	// gives it.
-	Rootfs string `json:"rootfs,omitempty"`
-	// Layers are the image's layer directories, topmost first (the image
-	// store's shared layers, with overlayfs whiteouts and opaque markers):
-	// the attempt's overlay stacks them as its lower directories. Set
-	// either Rootfs or Layers.
-	Layers []string `json:"layers,omitempty"`
-	// Env is the image config's Env (KEY=VALUE), the base of every phase's
-	// environment.
-	Env []string `json:"env,omitempty"`
-	// WorkingDir is the image config's WorkingDir: the phases' working
-	// directory, created if missing; "" = /.
-	WorkingDir string `json:"working_dir,omitempty"`
-	// User is the image config's User (name, uid, name:group or uid:gid);
-	// "" = root.
-	User string `json:"user,omitempty"`
-}
-
-// maxImageConfigBytes bounds the image file the driver hands the runner.
-const maxImageConfigBytes = 1 << 20
+// Image is a task environment's unpacked image as the driver hands it
+// to the runner (the sandbox protocol's, sandbox.Image).
+type Image = sandbox.Image
 
 // LoadImage reads an Image written by WriteImage and checks it.
-func LoadImage(file string) (Image, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return Image{}, fmt.Errorf("image config: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxImageConfigBytes+1))
-	if err != nil {
-		return Image{}, fmt.Errorf("image config %s: %w", file, err)
-	}
-	if len(data) > maxImageConfigBytes {
-		return Image{}, fmt.Errorf("image config %s: larger than %d bytes", file, maxImageConfigBytes)
-	}
-	var img Image
-	if err := json.Unmarshal(data, &img); err != nil {
-		return Image{}, fmt.Errorf("image config %s: %w", file, err)
-	}
-	return img, img.check()
-}
+func LoadImage(file string) (Image, error) { return sandbox.LoadImage(file) }
 
 // WriteImage writes img for LoadImage (the driver side of --image).
-func WriteImage(file string, img Image) error {
-	if err := img.check(); err != nil {
-		return err
-	}
-	data, err := json.Marshal(img)
-	if err != nil {
-		return fmt.Errorf("encode image config: %w", err)
-	}
-	return os.WriteFile(file, data, 0o600)
-}
-
-// lowers are the overlay's lower directories, topmost first.
-func (img Image) lowers() []string {
-	if len(img.Layers) > 0 {
-		return img.Layers
-	}
-	return []string{img.Rootfs}
-}
-
-// maxLayers bounds an image's layer count (overlayfs stacks at most 500
-// lower layers).
-const maxLayers = 500
-
-func (img Image) check() error {
-	switch {
-	case img.Rootfs != "" && len(img.Layers) > 0:
-		return errors.New("image config: set rootfs or layers, not both")
-	case img.Rootfs == "" && len(img.Layers) == 0:
-		return errors.New("image config: rootfs or layers is required")
-	case len(img.Layers) > maxLayers:
-		return fmt.Errorf("image config: %d layers: overlayfs stacks at most %d", len(img.Layers), maxLayers)
-	}
-	for _, d := range img.lowers() {
-		if !filepath.IsAbs(d) {
-			return fmt.Errorf("image config: rootfs/layer %q must be an absolute directory", d)
-		}
-		if info, err := os.Stat(d); err != nil || !info.IsDir() {
-			return fmt.Errorf("image config: rootfs/layer %s is not a directory", d)
-		}
-	}
-	if img.WorkingDir != "" && !filepath.IsAbs(img.WorkingDir) {
-		return fmt.Errorf("image config: working_dir %q must be absolute", img.WorkingDir)
-	}
-	for _, kv := range img.Env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return fmt.Errorf("image config: env entry %q is not KEY=VALUE", kv)
-		}
-	}
-	return nil
-}
-
-// workDir is the phases' working directory inside the image.
-func (img Image) workDir() string {
-	if img.WorkingDir == "" {
-		return "/"
-	}
-	return filepath.Clean(img.WorkingDir)
-}
+func WriteImage(file string, img Image) error { return sandbox.WriteImage(file, img) }
 
 // imageUser is a user a phase runs as, resolved in the image's /etc/passwd
 // and /etc/group as a container runtime does.

@@ -72,13 +72,13 @@ func (i *imageIsolation) root() string {
 	if i.layer != nil {
 		return i.layer.view
 	}
-	return i.img.lowers()[0]
+	return i.img.Lowers()[0]
 }
 
 func (i *imageIsolation) layouts(_, taskDir, agentsDir string) (host, seen layout) {
 	logs := i.layer.logsDir()
 	host = layout{
-		App:          filepath.Join(i.layer.root, i.img.workDir()),
+		App:          filepath.Join(i.layer.root, i.img.WorkDir()),
 		AgentLogs:    filepath.Join(logs, "agent"),
 		VerifierLogs: filepath.Join(logs, "verifier"),
 		Artifacts:    filepath.Join(logs, "artifacts"),
@@ -89,7 +89,7 @@ func (i *imageIsolation) layouts(_, taskDir, agentsDir string) (host, seen layou
 		VerifierHome: filepath.Join(i.layer.root, "tmp"),
 		VerifierTmp:  filepath.Join(i.layer.root, "tmp"),
 	}
-	seen = layout{App: i.img.workDir(), AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount, Artifacts: ArtifactsMount,
+	seen = layout{App: i.img.WorkDir(), AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount, Artifacts: ArtifactsMount,
 		Tests: TestsMount, Solution: SolutionMount, Tmp: sandboxTmp, VerifierHome: sandboxTmp, VerifierTmp: sandboxTmp}
 	if agentsDir != "" {
 		seen.Agents = AgentsMount
@@ -111,7 +111,7 @@ func (i *imageIsolation) prepareRoot(u imageUser) error {
 	if err := os.Chmod(tmp, 0o1777|os.ModeSticky); err != nil {
 		return fmt.Errorf("image sandbox: chmod /tmp: %w", err)
 	}
-	wd := i.img.workDir()
+	wd := i.img.WorkDir()
 	if _, err := os.Lstat(filepath.Join(root, wd)); errors.Is(err, os.ErrNotExist) {
 		if err := mkdirInRoot(root, wd, 0o755); err != nil {
 			return err
@@ -219,7 +219,7 @@ func (i *imageIsolation) launch(pc phaseCommand, _ *cgroup, stdout, stderr io.Wr
 		return launched{}, errors.New("image sandbox: no pod is running for the phase to enter")
 	}
 	pc.identityUserNS = !pc.user.root() && !i.rootless
-	return i.pod.launch(pc, i.img.workDir(), stdout, stderr)
+	return i.pod.launch(pc, i.img.WorkDir(), stdout, stderr)
 }
 
 // startPod starts the trial's pod over the layer with the trial's mounts
@@ -313,7 +313,7 @@ func newImageIsolation(bwrap string, opts Options) (*imageIsolation, error) {
 	if opts.Image == nil {
 		return nil, errors.New("bwrap isolation runs the task's image and none was given (--image; the driver resolves the spec's image): there is no fallback to the host's root filesystem; for development only, --isolation=bwrap-host runs on the host's")
 	}
-	if err := opts.Image.check(); err != nil {
+	if err := opts.Image.Check(); err != nil {
 		return nil, err
 	}
 	self := opts.SelfPath

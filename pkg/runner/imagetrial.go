@@ -73,13 +73,13 @@ func (t *trial) setUpLayer() error {
 		// A loop device is the host root's alone.
 		storage = 0
 	}
-	l, err := newLayer(dir, t.image.img.lowers(), storage, t.opts.Overlay)
+	l, err := newLayer(dir, t.image.img.Lowers(), storage, t.opts.Overlay)
 	if err != nil {
 		return err
 	}
 	t.layer, t.image.layer = l, l
 	t.log.Info("image sandbox", "image", t.image.img.Ref, "rootfs", l.view, "layers", len(l.lowers),
-		"user", userOrRoot(t.image.img.User), "working_dir", t.image.img.workDir(), "overlay", l.driver)
+		"user", userOrRoot(t.image.img.User), "working_dir", t.image.img.WorkDir(), "overlay", l.driver)
 	switch {
 	case rootless && asked > 0:
 		t.log.Warn("limits", "storage", fmt.Sprintf("%d MB (%s) NOT enforced: a rootless runner cannot loop-mount the attempt's own filesystem; the writable layer is on the host's disk", asked, source))

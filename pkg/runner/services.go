@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/compose"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
 
@@ -33,56 +32,14 @@ import (
 // run until the trial's environment ends, then go with the main pod:
 // nothing of them survives the attempt.
 
-// ServiceImage is a sidecar service's unpacked image, which the driver
-// resolves from the service's image pinned at sync.
-type ServiceImage struct {
-	Image
-	// Entrypoint and Cmd are the image config's: the service's command
-	// unless its compose entry sets its own.
-	Entrypoint []string `json:"entrypoint,omitempty"`
-	Cmd        []string `json:"cmd,omitempty"`
-}
+// ServiceImage is a sidecar service's unpacked image (the sandbox
+// protocol's, sandbox.ServiceImage).
+type ServiceImage = sandbox.ServiceImage
 
 // LoadServiceImages reads the services' images written by
 // WriteServiceImages and checks each.
 func LoadServiceImages(file string) (map[string]ServiceImage, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, fmt.Errorf("service images: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxImageConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("service images %s: %w", file, err)
-	}
-	if len(data) > maxImageConfigBytes {
-		return nil, fmt.Errorf("service images %s: larger than %d bytes", file, maxImageConfigBytes)
-	}
-	var imgs map[string]ServiceImage
-	if err := json.Unmarshal(data, &imgs); err != nil {
-		return nil, fmt.Errorf("service images %s: %w", file, err)
-	}
-	for name, img := range imgs {
-		if err := img.check(); err != nil {
-			return nil, fmt.Errorf("service %s: %w", name, err)
-		}
-	}
-	return imgs, nil
-}
-
-// WriteServiceImages writes imgs for LoadServiceImages (the driver side
-// of --services).
-func WriteServiceImages(file string, imgs map[string]ServiceImage) error {
-	for name, img := range imgs {
-		if err := img.check(); err != nil {
-			return fmt.Errorf("service %s: %w", name, err)
-		}
-	}
-	data, err := json.Marshal(imgs)
-	if err != nil {
-		return fmt.Errorf("encode service images: %w", err)
-	}
-	return os.WriteFile(file, data, 0o600)
+	return sandbox.LoadServiceImages(file)
 }
 
 // serviceStopTimeout bounds the wait for a service's process to be reaped
@@ -184,7 +141,7 @@ func (t *trial) startSidecar(svc compose.Service, netns string, names []string) 
 	}
 	// No filesystem of its own: its writes go to the runner's disk, under
 	// the attempt's work dir (removed with it).
-	l, err := newLayer(filepath.Join(sc.dir, "layer"), img.lowers(), 0, t.opts.Overlay)
+	l, err := newLayer(filepath.Join(sc.dir, "layer"), img.Lowers(), 0, t.opts.Overlay)
 	if err != nil {
 		return err
 	}

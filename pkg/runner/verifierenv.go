@@ -62,7 +62,7 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("separate verifier: create %s: %w", dir, err)
 	}
-	l, err := newLayer(dir, vi.img.lowers(), storage, t.opts.Overlay)
+	l, err := newLayer(dir, vi.img.Lowers(), storage, t.opts.Overlay)
 	if err != nil {
 		return false, fmt.Errorf("separate verifier: %w", err)
 	}
@@ -110,8 +110,8 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 	}
 	// From here the trial's environment is the verifier's.
 	t.iso, t.image = vi, vi
-	t.host.VerifierLogs, t.host.App = vlogs, filepath.Join(l.root, vi.img.workDir())
-	t.seen.App = vi.img.workDir()
+	t.host.VerifierLogs, t.host.App = vlogs, filepath.Join(l.root, vi.img.WorkDir())
+	t.seen.App = vi.img.WorkDir()
 	t.spec.Network = ve.NetworkMode // the separate verifier's network baseline
 	t.task.Config.Environment.Env = ve.Env
 	return true, t.startVerifierPod(u, ve)
