@@ -238,7 +238,7 @@ printf %s "mock-key-not-a-real-secret" | "$bin/gauntlet" secret set MOCK_API_KEY
 # every workspace has it, key demo-bench. `benchmark add` is shown with
 # demo-envs above.
 if [[ $sandbox == bwrap ]]; then
-	say "adding demo-envs@1.0 (a docker_image task and a Dockerfile-only task): its images are prepared while the first run runs"
+	say "adding demo-envs@1.0 (a docker_image task, a Dockerfile-only task, a separate verifier, a healthcheck and a sidecar service): its images are prepared while the first run runs"
 	"$bin/gauntlet" benchmark add demo-envs@1.0
 fi
 

@@ -60,7 +60,7 @@ func TestMakeRunFlow(t *testing.T) {
 		// demo.toml names demo-bench: the managed benchmark's key.
 		"demo-bench@1.0: 4 tasks, 48 attempts in all",
 		": finished 48/48",
-		"demo-envs-1-0@1.0: 2 tasks, 4 attempts in all",
+		"demo-envs-1-0@1.0: 5 tasks, 10 attempts in all", "finished 10/10 (passed 5, failed 5, errored 0)",
 		"harness oracle, model (none)", "harness nop, model (none)", "heuristic (command)", "mock/gpt-5 (codex)",
 		"demo-bench — ranked by pass@1 (cost, time and tokens per task)",
 		// demo-steps, the multi-step example: each attempt's steps.
