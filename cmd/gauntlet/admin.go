@@ -6,7 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // adminGroups are the subcommand groups of `gauntlet admin`: what a

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestCLIAdmin drives `gauntlet admin` (the built binary) against a real

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // runsArtifactsCLI checks `runs artifacts` on a finished run: the

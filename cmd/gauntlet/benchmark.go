@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 var benchmarkGroup = group{name: "benchmark", subs: []subcommand{

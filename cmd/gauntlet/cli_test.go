@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // cliRun runs the built binary with env (plus a private XDG_CONFIG_HOME)

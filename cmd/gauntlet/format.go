@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func passAtK(p *v1.PassAtKPoint) string {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestRunSummaryShowsTheJudgeApart: runs info names the judge's calls,

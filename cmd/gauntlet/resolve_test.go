@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func TestResolveBenchmarkKeyNameAndAmbiguity(t *testing.T) {

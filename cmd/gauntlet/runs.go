@@ -11,8 +11,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 var runsGroup = group{name: "runs", subs: []subcommand{

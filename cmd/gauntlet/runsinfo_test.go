@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestRunsInfoListsErroredAttempts: runs info ends with each errored

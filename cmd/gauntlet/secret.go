@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 var secretGroup = group{name: "secret", subs: []subcommand{

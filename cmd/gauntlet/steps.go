@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // printStepResults lists, after a run's summary, every attempt of a

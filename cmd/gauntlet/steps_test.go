@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor/harbortest"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestCLIMultiStepRun adds demo-steps, runs the oracle and nop on its

@@ -14,10 +14,10 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // runSubmit is `gauntlet submit CONFIG.toml [--yes] [--watch]`.

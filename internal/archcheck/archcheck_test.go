@@ -5,6 +5,7 @@ package archcheck
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
@@ -203,5 +204,61 @@ func TestForbiddenImports(t *testing.T) {
 				t.Errorf("%s depends on %s, which docs/ARCHITECTURE.md forbids", prosePath(pkg), prosePath(b))
 			}
 		}
+	}
+}
+
+// TestRoomsFormNoCycle: a package nested in another package's directory
+// belongs to that package's room (pkg/image/localreg to pkg/image's), and
+// the rooms' imports form no cycle — no import runs back up the house into
+// a room that imports the importer.
+func TestRoomsFormNoCycle(t *testing.T) {
+	g := graph(t)
+	room := func(pkg string) string {
+		parts := strings.Split(pkg, "/")
+		for i := 1; i <= len(parts); i++ {
+			if p := strings.Join(parts[:i], "/"); g[p] != nil {
+				return p
+			}
+		}
+		return pkg
+	}
+	edges := map[string]map[string]bool{}
+	for pkg, deps := range g {
+		from := room(pkg)
+		for _, dep := range deps {
+			if to := room(dep); to != from {
+				if edges[from] == nil {
+					edges[from] = map[string]bool{}
+				}
+				edges[from][to] = true
+			}
+		}
+	}
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(r string)
+	visit = func(r string) {
+		switch state[r] {
+		case open:
+			t.Errorf("rooms import each other in a cycle: %s → %s", strings.Join(path, " → "), r)
+			return
+		case done:
+			return
+		}
+		state[r] = open
+		path = append(path, r)
+		for _, next := range slices.Sorted(maps.Keys(edges[r])) {
+			visit(next)
+		}
+		path = path[:len(path)-1]
+		state[r] = done
+	}
+	for _, r := range slices.Sorted(maps.Keys(edges)) {
+		visit(r)
 	}
 }

@@ -20,11 +20,11 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/auth/jwtauth"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 const clientID = "app-client-1"

@@ -21,13 +21,13 @@ import (
 	"sync"
 	"time"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // Runs is the part of the run pipeline the API drives.

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // visibleBenchmark returns the workspace's benchmark, or the managed one

@@ -9,9 +9,9 @@ import (
 	"net/url"
 	"time"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // Checks runs environment checks (see pipeline.Submitter.StartCheck).

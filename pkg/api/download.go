@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // Download parts (?type=).

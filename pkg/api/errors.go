@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
@@ -19,6 +18,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // CodeInvalidField is the problem code of a request field the domain

@@ -3,10 +3,10 @@ package api
 import (
 	"net/http"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func (h *Handler) listHarnesses(w http.ResponseWriter, _ *http.Request) error {

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/boardview"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestMarkEstimatedCosts: a board row is marked cost_estimated exactly when

@@ -3,7 +3,7 @@ package api
 import (
 	"testing"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func TestRunPowerPlansTheTwoBestAgents(t *testing.T) {

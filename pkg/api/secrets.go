@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func (h *Handler) workspace(w http.ResponseWriter, r *http.Request) error {

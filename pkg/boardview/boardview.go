@@ -5,8 +5,8 @@
 package boardview
 
 import (
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // Estimate is the wire form of an estimate; nil stays nil.

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // missing is printed for a value that does not exist.

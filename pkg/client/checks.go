@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // StartCheck starts the environment check of the benchmark's ready

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // Client talks to one API endpoint with one token.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func TestCredentialsRoundTrip(t *testing.T) {

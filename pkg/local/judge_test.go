@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
@@ -26,6 +25,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestJudgeBenchmarkThroughTheLocalPlatform submits a run of a benchmark

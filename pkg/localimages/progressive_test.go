@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
@@ -25,6 +24,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 
 	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
 )

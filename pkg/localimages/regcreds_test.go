@@ -22,7 +22,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
@@ -31,6 +30,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // The login the private registry accepts; the PAT is the canary the test

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestCachedListsNeverStepBack: the run list and a run's results are kept

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestEnvironmentCheck runs `benchmark check` through the API: the oracle

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestEveryPagedRouteRefusesACursorItDidNotReturn: every route the OpenAPI

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace/diskspacetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestSecretWriteOnAFullDataDirIs507: a server whose data dir (a real

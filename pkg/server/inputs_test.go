@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestBadInputsAnswerWhatDocsAPISays: the error codes docs/API.md lists for

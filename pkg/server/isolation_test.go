@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestIsolationEveryRoute is the isolation suite, generated from the route

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // leakCanary is the secret the leak suite's agent tries to get out.

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // env is the one server every test of this package talks to over HTTP;

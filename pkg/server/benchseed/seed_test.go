@@ -11,12 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/api/v1"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
 	"github.com/gauntlet-bench/gauntlet/pkg/leaderboard"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/server"
 	"github.com/gauntlet-bench/gauntlet/pkg/server/benchseed"
+	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 func openServer(t *testing.T, dir string) *server.Server {
