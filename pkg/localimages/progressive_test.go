@@ -18,12 +18,8 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
-	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
-	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
-	"github.com/gauntlet-bench/gauntlet/pkg/server"
-	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
 	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 
 	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
@@ -69,33 +65,8 @@ func TestProgressiveAvailability(t *testing.T) {
 	gate1, gate2 := "release-"+nonce+"-1", "release-"+nonce+"-2"
 	location := progressiveDatasets(t, filepath.Join(dir, "datasets"), nonce, gate1, gate2)
 
-	logs := &servertest.Buffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	store, err := image.Open(filepath.Join(dir, "images"), image.Options{Mirrors: mirrors, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors, BuildDir: buildCache(t),
-		Policy: localimages.Policy{ParallelBuilds: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataDir := filepath.Join(dir, "data")
-	srv, err := server.Open(ctx, server.Options{DataDir: dataDir, Addr: "127.0.0.1:0", Registry: location, CredentialsPath: "-",
-		Logger: logger, RefreshEvery: -1,
-		Local: local.Options{RunnerPath: runnerBin, Isolation: "bwrap", Images: localimages.SandboxImages(store, nil), Environments: envs,
-			WatchInterval: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	sctx, stop := context.WithCancel(ctx)
-	go func() { served <- srv.Serve(sctx) }()
-	t.Cleanup(func() {
-		stop()
-		<-served
-		srv.Close()
-	})
+	p := startImagePlatform(t, ctx, dir, location, platformConfig{mirrors: mirrors, policy: localimages.Policy{ParallelBuilds: 3}, level: slog.LevelInfo})
+	srv, logs, dataDir := p.srv, p.logs, p.dataDir
 	c, err := client.New(srv.URL(), srv.Tenant().Token, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)

@@ -26,11 +26,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/localreg"
-	"github.com/gauntlet-bench/gauntlet/pkg/local"
-	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
-	"github.com/gauntlet-bench/gauntlet/pkg/server"
-	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
-	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // The login the private registry accepts; the PAT is the canary the test
@@ -96,33 +92,9 @@ func TestWorkspaceRegistryCredentials(t *testing.T) {
 	dir := t.TempDir()
 	location := privateDataset(t, filepath.Join(dir, "datasets"), reg.Host)
 
-	logs := &servertest.Buffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	store, err := image.Open(filepath.Join(dir, "images"), image.Options{Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
 	buildDir := filepath.Join(dir, "buildah") // fresh: buildah must pull the private base itself
-	envs, err := localimages.Environments(localimages.Config{Store: store, BuildDir: buildDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataDir := filepath.Join(dir, "data")
-	srv, err := server.Open(ctx, server.Options{DataDir: dataDir, Addr: "127.0.0.1:0", Registry: location, CredentialsPath: "-",
-		Logger: logger, RefreshEvery: -1,
-		Local: local.Options{RunnerPath: runnerBin, Isolation: "bwrap", Images: localimages.SandboxImages(store, nil), Environments: envs,
-			WatchInterval: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	sctx, stop := context.WithCancel(ctx)
-	go func() { served <- srv.Serve(sctx) }()
-	t.Cleanup(func() {
-		stop()
-		<-served
-		srv.Close()
-	})
+	p := startImagePlatform(t, ctx, dir, location, platformConfig{buildDir: buildDir, level: slog.LevelDebug})
+	srv, logs, dataDir := p.srv, p.logs, p.dataDir
 	rec := &recorder{}
 	c, err := client.New(srv.URL(), srv.Tenant().Token, &http.Client{Transport: rec})
 	if err != nil {

@@ -14,13 +14,9 @@ import (
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
-	"github.com/gauntlet-bench/gauntlet/pkg/image"
 	"github.com/gauntlet-bench/gauntlet/pkg/image/imagetest"
-	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/localimages"
-	"github.com/gauntlet-bench/gauntlet/pkg/server"
-	"github.com/gauntlet-bench/gauntlet/pkg/server/servertest"
-	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
+	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
 // TestSeparateVerifierEndToEnd runs examples' demo-envs/separate-grader on
@@ -48,31 +44,8 @@ func TestSeparateVerifierEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	registry := sepVerifierDataset(t, filepath.Join(dir, "datasets"))
 
-	logs := &servertest.Buffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	store, err := image.Open(filepath.Join(dir, "images"), image.Options{Mirrors: mirrors, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	envs, err := localimages.Environments(localimages.Config{Store: store, Mirrors: mirrors, BuildDir: buildCache(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.Open(ctx, server.Options{DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:0", Registry: registry, CredentialsPath: "-",
-		Logger: logger, RefreshEvery: -1,
-		Local: local.Options{RunnerPath: runnerBin, Isolation: "bwrap", Images: localimages.SandboxImages(store, nil), Environments: envs,
-			WatchInterval: time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	sctx, stop := context.WithCancel(ctx)
-	go func() { served <- srv.Serve(sctx) }()
-	t.Cleanup(func() {
-		stop()
-		<-served
-		srv.Close()
-	})
+	p := startImagePlatform(t, ctx, dir, registry, platformConfig{mirrors: mirrors, level: slog.LevelInfo})
+	srv := p.srv
 	c, err := client.New(srv.URL(), srv.Tenant().Token, http.DefaultClient)
 	if err != nil {
 		t.Fatal(err)
