@@ -33,6 +33,12 @@ func TestDiskFullMidRunLosesNoSlot(t *testing.T) {
 	opts := testOptions(dir, runnerBin)
 	opts.MinFreeMB = 16
 	opts.SpaceInterval = 100 * time.Millisecond
+	// The platform's grace before a sandbox missing from the driver's list
+	// is declared lost is minutes; the tests' one second is shorter than
+	// the stall a full disk puts on the completion path (the completion
+	// waits for space like every other write), which is what this test
+	// provokes: a minute keeps the grace longer than the stall, as it is.
+	opts.Pipeline.LostGrace = time.Minute
 	opts.Logger = slog.New(slog.NewMultiHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}),
 		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	p, err := local.Open(ctx, opts)
