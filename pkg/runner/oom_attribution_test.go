@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
-	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -107,47 +106,4 @@ func TestOOMOfARealAgent(t *testing.T) {
 		}
 		checkTokensAgree(t, r, int64(answered))
 	})
-}
-
-// TestOOMOfEveryAgentsProgram gives each bundled harness a quarter of the
-// memory its program needs: the kernel kills the program (the agent used
-// the memory, the report names the harness's program), and the tokens
-// agree everywhere — result.json, the gateway's meter and the trajectory
-// (built from the gateway's record when the program was killed before it
-// wrote its log) — whatever calls it made before.
-func TestOOMOfEveryAgentsProgram(t *testing.T) {
-	for _, name := range e2eHarnesses() {
-		t.Run(name, func(t *testing.T) {
-			mock := modelmock.NewServer(modelmock.Script{APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
-				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: "echo gauntlet > /app/answer.txt", Description: "solve"}}, {Text: "Done."}}})
-			defer mock.Close()
-			h, _ := harness.Lookup(name)
-			spec := agentSpec(t, name)
-			spec.MemoryMB = h.MemoryMB / 4
-			if name == "codex" {
-				// Its static binary starts in ≈ 40 MB: a quarter of its
-				// 8-turn need is still enough to start and answer.
-				spec.MemoryMB = 32
-			}
-			r, _ := runAgentTrial(t, spec, mock, inImage)
-			ex := r.result.ExceptionInfo
-			if ex == nil || ex.ExceptionType != harbor.ExceptionAgentOOM {
-				t.Fatalf("exception = %+v at %d MB, want %s", ex, spec.MemoryMB, harbor.ExceptionAgentOOM)
-			}
-			m := memoryOf(t, r)
-			if m.UsedBy != ownerAgent || len(m.Killed) == 0 || !m.Killed[0].Program {
-				t.Errorf("memory %+v: want the harness's program killed, the agent using the memory", m)
-			}
-			answered := 0
-			for _, req := range mock.Handler.Requests() {
-				if req.Status == 200 {
-					answered++
-				}
-			}
-			if answered > 0 {
-				checkTokensAgree(t, r, int64(answered))
-			}
-			t.Logf("%s at %d MB, %d calls answered: %s", name, spec.MemoryMB, answered, ex.ExceptionMessage)
-		})
-	}
 }
