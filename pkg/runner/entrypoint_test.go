@@ -44,17 +44,19 @@ func editedTask(t *testing.T, appendTOML string, dropSolution bool) string {
 // startupEntrypoint writes what [environment].env gave it and its
 // arguments, starts a background process that lives on (a stand-in for a
 // server), prints its environment, then execs its arguments as Harbor's
-// example entrypoints do.
+// example entrypoints do. Like Harbor, the runner does not wait for an
+// entrypoint's work: the test's agent waits for /tmp/entry-ready.
 var startupEntrypoint = []string{"/bin/sh", "-c",
 	`printf '%s' "$STARTUP_VALUE" > /tmp/startup; echo "$*" > /tmp/entry-args; ` +
-		`(while :; do echo alive > /tmp/daemon; sleep 1; done) & env; echo entrypoint-ran; exec "$@"`, "entrypoint"}
+		`(while :; do echo alive > /tmp/daemon; sleep 1; done) & env; echo entrypoint-ran; ` +
+		`while [ ! -s /tmp/daemon ]; do sleep 0.05; done; touch /tmp/entry-ready; exec "$@"`, "entrypoint"}
 
 func TestImageEntrypointRunsAsHarborsContainerDoes(t *testing.T) {
 	marker := uniqueMarker()
 	spec := baseSpec(t, "command")
 	spec.Task.Dir = editedTask(t, "[environment.env]\nSTARTUP_VALUE = \"from-task-env\"", false)
 	spec.Secrets = map[string]secret.Value{"AGENT_ONLY_SECRET": secret.Value("s3cr3t-" + marker)}
-	spec.Command = "cat /tmp/startup > /logs/agent/startup.txt; cat /tmp/entry-args > /logs/agent/args.txt; " +
+	spec.Command = "while [ ! -e /tmp/entry-ready ]; do sleep 0.05; done; cat /tmp/startup > /logs/agent/startup.txt; cat /tmp/entry-args > /logs/agent/args.txt; " +
 		"cat /tmp/daemon > /logs/agent/daemon.txt; echo gauntlet > /app/answer.txt; echo " + marker
 	img := testImage(t)
 	img.Entrypoint = startupEntrypoint
