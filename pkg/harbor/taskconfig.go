@@ -3,6 +3,7 @@ package harbor
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -333,7 +334,15 @@ func (r *fieldReader) environmentTable(t map[string]any, p string) EnvironmentCo
 	e.GPUs, _ = r.integer(t, p, "gpus")
 	e.GPUTypes, _ = r.strList(t, p, "gpu_types")
 	e.Env = r.envMap(t, p, "env")
-	e.Workdir, _ = r.str(t, p, "workdir")
+	if wd, ok := r.str(t, p, "workdir"); ok {
+		// Harbor passes it as `docker exec -w`, which takes only an
+		// absolute directory.
+		if !path.IsAbs(wd) {
+			r.fail(joinKey(p, "workdir"), "must be an absolute directory, got %q", wd)
+		} else {
+			e.Workdir = path.Clean(wd)
+		}
+	}
 	e.Healthcheck = r.healthcheck(t)
 	fallback := NetworkPublic
 	if allow, ok := r.boolean(t, p, "allow_internet"); ok && !allow {

@@ -136,6 +136,7 @@ func TestParseTaskConfigValues(t *testing.T) {
 		{"category with spaces is free-form, not a selector", "[metadata]\ncategory = \"data science\"", func(c TaskConfig) any { return c.Metadata.Category() }, ""},
 		{"difficulty number is free-form", "[metadata]\ndifficulty = 3", func(c TaskConfig) any { return c.Metadata.Difficulty() }, ""},
 		{"plain task runs", "[environment]\nos = \"linux\"\ngpus = 0\n[verifier]\nenvironment_mode = \"shared\"", func(c TaskConfig) any { return c.Unsupported }, []string(nil)},
+		{"workdir", "[environment]\nworkdir = \"/custom-workdir/\"", func(c TaskConfig) any { return c.Environment.Workdir }, "/custom-workdir"},
 		{"schema_version beats version", "schema_version = \"1.3\"\nversion = \"1.0\"", func(c TaskConfig) any { return c.Version }, "1.3"},
 	}
 	for _, tt := range tests {
@@ -163,6 +164,8 @@ func TestParseTaskConfigErrors(t *testing.T) {
 		{"memory_mb float", "[environment]\nmemory_mb = 2048.5", []string{"environment.memory_mb"}},
 		{"memory_mb string", "[environment]\nmemory_mb = \"2G\"", []string{"environment.memory_mb"}},
 		{"memory bad unit", "[environment]\nmemory = \"2GB\"", []string{"environment.memory"}},
+		{"workdir relative", "[environment]\nworkdir = \"app\"", []string{"environment.workdir"}},
+		{"verifier workdir relative", "[verifier]\nenvironment_mode = \"separate\"\n[verifier.environment]\nworkdir = \"./x\"", []string{"verifier.environment.workdir"}},
 		{"memory conflicts", "[environment]\nmemory = \"2G\"\nmemory_mb = 4096", []string{"environment.memory"}},
 		{"storage not a size", "[environment]\nstorage = \"lots\"", []string{"environment.storage"}},
 		{"cpus boolean", "[environment]\ncpus = true", []string{"environment.cpus"}},

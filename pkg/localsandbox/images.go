@@ -65,7 +65,7 @@ func (d *Driver) imageArgs(p *proc) ([]string, error) {
 	}
 	p.release = rf.Release
 	file := filepath.Join(p.dir, "image.json")
-	img := sandbox.Image{Ref: p.spec.Image, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User}
+	img := sandbox.Image{Ref: p.spec.Image, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User, Entrypoint: rf.Entrypoint}
 	if err := sandbox.WriteImage(file, img); err != nil {
 		p.releaseImage()
 		return nil, err
@@ -119,8 +119,8 @@ func (d *Driver) serviceImages(p *proc) (string, error) {
 			}
 		}
 		p.mu.Unlock()
-		imgs[name] = sandbox.ServiceImage{Image: sandbox.Image{Ref: ref, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User},
-			Entrypoint: rf.Entrypoint, Cmd: rf.Cmd}
+		imgs[name] = sandbox.ServiceImage{Image: sandbox.Image{Ref: ref, Rootfs: rf.Dir, Layers: rf.Layers, Env: rf.Env, WorkingDir: rf.WorkingDir, User: rf.User, Entrypoint: rf.Entrypoint},
+			Cmd: rf.Cmd}
 	}
 	file := filepath.Join(p.dir, "services.json")
 	if err := sandbox.WriteServiceImages(file, imgs); err != nil {

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,19 +31,11 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 	if hc == nil {
 		return nil
 	}
-	pc := base
-	pc.script = hc.Command
-	env := baseEnv(t.seen.Tmp, t.seen.Tmp, t.seen.App)
-	maps.Copy(env, t.task.Config.Environment.Env)
-	pc.env = envList(env)
-	if t.image != nil {
-		u, err := resolveUser(t.image.root(), t.image.img.User)
-		if err != nil {
-			return fmt.Errorf("task %s: [environment.healthcheck]: %w", t.healthcheckTaskName(), err)
-		}
-		pc.user = u
-		pc.env = imageEnv(t.image.img, u, pc.env)
+	pc, err := t.environmentCommand(base)
+	if err != nil {
+		return fmt.Errorf("task %s: [environment.healthcheck]: %w", t.healthcheckTaskName(), err)
 	}
+	pc.script = hc.Command
 	dir := filepath.Join(t.work, "healthcheck")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("healthcheck: %w", err)

@@ -1,16 +1,18 @@
 package runner
 
 import (
+	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 
 	"golang.org/x/sys/unix"
 
@@ -43,6 +45,12 @@ func (t *trial) setUpLayer() error {
 			t.noteLimit("network: each phase in its own network namespace")
 		}
 		return nil
+	}
+	if wd := t.task.Config.Environment.Workdir; wd != "" {
+		// Harbor runs every command of the main environment with
+		// [environment].workdir as its cwd, over the image's WORKDIR.
+		t.log.Info("working directory from [environment].workdir", "workdir", wd, "image_workdir", t.image.img.WorkingDir)
+		t.image.img.WorkingDir = wd
 	}
 	storage := t.task.Config.Environment.StorageMB
 	source := "task storage_mb"
@@ -399,6 +407,14 @@ func (t *trial) startPod(rig *agentRig) error {
 	started := time.Now()
 	// A multi-step task's later steps may run as other users (steps.go).
 	userNS := !agentUser.root() || !verifierUser.root() || t.steps.nonRootUser()
+	if len(t.image.img.Entrypoint) > 0 && !userNS {
+		// The entrypoint runs as the image's own user (entrypoint.go).
+		imageUser, err := resolveUser(t.image.root(), t.image.img.User)
+		if err != nil {
+			return fmt.Errorf("image entrypoint: %w", err)
+		}
+		userNS = !imageUser.root()
+	}
 	retries, err := t.image.startPod(mounts, t.maskFile(), cg, userNS, stderr)
 	for _, failure := range retries {
 		t.log.Warn("the pod's sandbox failed to set up; started it again", "failure", failure, "bwrap", lastLine(podStderrPath(t.work)))
@@ -409,7 +425,7 @@ func (t *trial) startPod(rig *agentRig) error {
 	}
 	t.log.Info("pod started", "pid", t.image.pod.pid, "user_namespace", t.image.pod.spec.userNS,
 		"duration", time.Since(started).Round(time.Microsecond).String())
-	return nil
+	return t.startEntrypoint()
 }
 
 // stopPod ends the trial's pod and everything still running in it (image
@@ -424,6 +440,9 @@ func (t *trial) stopPod() {
 	} else {
 		t.log.Info("pod stopped: no process of the trial is left")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), entrypointReapTimeout)
+	t.stopEntrypoint(ctx)
+	cancel()
 	if t.podStderr != nil {
 		_ = t.podStderr.Close()
 		t.podStderr = nil

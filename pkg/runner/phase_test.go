@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/confine"
 )
 
 // hostPhase is a host-rootfs phase running script, its output under dir.

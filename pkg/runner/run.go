@@ -200,6 +200,8 @@ type trial struct {
 	podLimits []string
 	// podStderr is the pod's bwrap's messages.
 	podStderr *cappedFile
+	// entry is the image's entrypoint running in the pod (entrypoint.go).
+	entry *entrypointProc
 	// ended: the environment that outlives the phases is gone.
 	ended bool
 	// podSocket is the socket path of the pod's model gateways, in
@@ -306,6 +308,13 @@ func (t *trial) run(ctx context.Context) error {
 	rig, err := t.prepareRig(ctx)
 	if err != nil {
 		return err
+	}
+	if t.harness.MountsSolution && !t.task.HasSolution {
+		// Harbor's oracle raises before it runs anything, and the trial
+		// ends there, unverified.
+		t.closeRig(rig)
+		t.except(harbor.ExceptionAgentSetup, fmt.Sprintf("harness %q needs the task's %s, which does not exist", t.harness.Name, harbor.SolutionScript))
+		return nil
 	}
 	runCmd, err := t.harness.RunCommand(t.templateData(rig))
 	if err != nil {
@@ -653,6 +662,9 @@ func (t *trial) runVerifier(ctx context.Context) error {
 // phase runs one phase with the trial's limits and records its timing.
 func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout time.Duration,
 	stdout, stderr, captureDir string) (phaseOutcome, error) {
+	if err := t.entrypointGone(); err != nil {
+		return phaseOutcome{ExitCode: -1}, err
+	}
 	timing := t.begin(name)
 	limit := "none"
 	if timeout > 0 {

@@ -47,6 +47,9 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 	}
 	ve := t.task.Config.VerifierEnvironment()
 	vi := &imageIsolation{bwrap: main.bwrap, img: *t.opts.VerifierImage, self: main.self, policy: main.policy, rootless: main.rootless}
+	if ve.Workdir != "" {
+		vi.img.WorkingDir = ve.Workdir // [verifier.environment].workdir over the image's WORKDIR, as for the main one
+	}
 	storage := ve.StorageMB
 	if storage == 0 {
 		storage = t.opts.StorageMB

@@ -37,6 +37,11 @@ type Image struct {
 	// User is the image config's User (name, uid, name:group or uid:gid);
 	// "" = root.
 	User string `json:"user,omitempty"`
+	// Entrypoint is the image config's Entrypoint. The main environment's
+	// is started as Harbor starts its container, with `sh -c "sleep
+	// infinity"` as its arguments; a sidecar service's is its command
+	// unless its compose entry sets one.
+	Entrypoint []string `json:"entrypoint,omitempty"`
 }
 
 // maxImageConfigBytes bounds the image file the driver hands the runner.
@@ -130,10 +135,9 @@ func (img Image) WorkDir() string {
 // resolves from the service's image pinned at sync.
 type ServiceImage struct {
 	Image
-	// Entrypoint and Cmd are the image config's: the service's command
+	// Cmd is the image config's: with Entrypoint, the service's command
 	// unless its compose entry sets its own.
-	Entrypoint []string `json:"entrypoint,omitempty"`
-	Cmd        []string `json:"cmd,omitempty"`
+	Cmd []string `json:"cmd,omitempty"`
 }
 
 // LoadServiceImages reads the services' images written by
