@@ -20,7 +20,8 @@ import (
 // server, or writes a file from [environment].env, before it execs its
 // arguments has done so before the agent starts, and what it started keeps
 // running for the whole trial. An image without an entrypoint only sleeps,
-// which the pod's own init stands in for.
+// which the pod's own init stands in for. It starts after the sidecar
+// services main depends on, as compose starts main after them.
 
 // EntrypointLogFile is the entrypoint's output, kept with the attempt's
 // artifacts beside runner.log.
@@ -56,9 +57,8 @@ func (t *trial) startEntrypoint() error {
 	if t.image == nil || t.image.pod == nil || len(t.image.img.Entrypoint) == 0 || t.entry != nil {
 		return nil
 	}
-	base := phaseCommand{tmpDir: t.host.Tmp, workDir: t.host.App,
-		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode))}
-	if err := t.imagePhase(&base, roleAgent); err != nil {
+	base, err := t.environmentBase()
+	if err != nil {
 		return fmt.Errorf("image entrypoint: %w", err)
 	}
 	pc, err := t.environmentCommand(base)
@@ -85,6 +85,44 @@ func (t *trial) startEntrypoint() error {
 	t.log.Info("image entrypoint started, as Harbor starts its container", "argv", strings.Join(e.argv, " "),
 		"user", userOrRoot(t.image.img.User), "log", ArtifactsDir+"/"+EntrypointLogFile)
 	return nil
+}
+
+// startEnvironment brings the trial's environment up, once, as Harbor's
+// environment start (`docker compose up`, then its healthcheck) does
+// before any step or agent: the pod, the sidecar services in depends_on
+// order (services.go), main's entrypoint once what main depends on is met,
+// then [environment.healthcheck] (healthcheck.go).
+func (t *trial) startEnvironment(ctx context.Context, rig *agentRig) error {
+	if t.envStarted {
+		return nil
+	}
+	t.envStarted = true
+	if t.image != nil && t.image.pod == nil {
+		if err := t.startPod(rig); err != nil {
+			return err
+		}
+	}
+	if err := t.startServices(ctx); err != nil {
+		return err
+	}
+	if err := t.startEntrypoint(); err != nil {
+		return err
+	}
+	base, err := t.environmentBase()
+	if err != nil {
+		return err
+	}
+	return t.runHealthcheck(ctx, base)
+}
+
+// environmentBase is the sandbox settings of the environment's own
+// processes (the entrypoint, the healthcheck): the agent phase's network
+// and mounts, before environmentCommand makes them the environment's.
+func (t *trial) environmentBase() (phaseCommand, error) {
+	base := phaseCommand{mounts: t.agentMounts(), tmpDir: t.host.Tmp, workDir: t.host.App,
+		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode))}
+	err := t.imagePhase(&base, roleAgent)
+	return base, err
 }
 
 // environmentCommand is base (a phase's sandbox settings) run as the

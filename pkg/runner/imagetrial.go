@@ -425,7 +425,7 @@ func (t *trial) startPod(rig *agentRig) error {
 	}
 	t.log.Info("pod started", "pid", t.image.pod.pid, "user_namespace", t.image.pod.spec.userNS,
 		"duration", time.Since(started).Round(time.Microsecond).String())
-	return t.startEntrypoint()
+	return nil
 }
 
 // stopPod ends the trial's pod and everything still running in it (image

@@ -202,6 +202,8 @@ type trial struct {
 	podStderr *cappedFile
 	// entry is the image's entrypoint running in the pod (entrypoint.go).
 	entry *entrypointProc
+	// envStarted: startEnvironment has run (it runs once per trial).
+	envStarted bool
 	// ended: the environment that outlives the phases is gone.
 	ended bool
 	// podSocket is the socket path of the pod's model gateways, in
@@ -496,18 +498,8 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	if err != nil {
 		return err
 	}
-	if t.image != nil && t.image.pod == nil {
-		if err := t.startPod(rig); err != nil {
-			return err
-		}
-	}
-	// The task's sidecar services, then Harbor's [environment.healthcheck]:
-	// the agent starts only once the environment is up and healthy
-	// (services.go, healthcheck.go).
-	if err := t.startServices(ctx); err != nil {
-		return err
-	}
-	if err := t.runHealthcheck(ctx, base); err != nil {
+	// The agent starts only once the environment is up and healthy.
+	if err := t.startEnvironment(ctx, rig); err != nil {
 		return err
 	}
 	if install.script != "" && !t.steps.installed() {

@@ -262,14 +262,18 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 	if err != nil {
 		return "", err
 	}
-	if t.image != nil && t.image.pod == nil {
-		if err := t.startPod(rig); err != nil {
+	// The environment comes up once, before the first step's setup.sh
+	// (the pod's start uploads that step's files itself).
+	podStarts := t.image != nil && t.image.pod == nil
+	if err := t.startEnvironment(ctx, rig); err != nil {
+		t.closeRig(rig)
+		return "", err
+	}
+	if !podStarts {
+		if err := t.prepareStepFiles(); err != nil {
 			t.closeRig(rig)
 			return "", err
 		}
-	} else if err := t.prepareStepFiles(); err != nil {
-		t.closeRig(rig)
-		return "", err
 	}
 	setupFailed, err := t.stepSetup(ctx, step)
 	if err != nil || setupFailed {

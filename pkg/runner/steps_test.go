@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -298,3 +299,34 @@ func TestStepsRunAsTheirUsers(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A multi-step task's environment comes up once, before the first step's
+// setup.sh, as Harbor starts its environment before any step: the image's
+// entrypoint starts once, the healthcheck passes once, and neither runs
+// again for the later steps.
+func TestStepsStartTheEnvironmentOnce(t *testing.T) {
+	marker := uniqueMarker()
+	probe := "printf 'hc=%s entry=%s\\n' \"$(cat /var/tmp/hc-count)\" \"$(wc -l < /var/tmp/entry-starts)\" > /logs/agent/env-probe.txt\n"
+	dir := greeterTask(t, map[string]string{
+		"steps/scaffold/workdir/setup.sh": "#!/usr/bin/env bash\nset -e\n[ -s /var/tmp/hc-count ]\n[ -s /var/tmp/entry-starts ]\nrm -- \"$0\"\n",
+		"steps/scaffold/solution/solve.sh": "#!/usr/bin/env bash\n" + probe +
+			"printf '#!/usr/bin/env bash\\necho hello\\n' > /app/greet.sh && chmod +x /app/greet.sh\n",
+		"steps/document/solution/solve.sh": "#!/usr/bin/env bash\n" + probe +
+			"printf '# greeter\\n\\nRun ./greet.sh NAME to print hello, NAME.\\n' > /app/README.md\n",
+	})
+	check := `[ -s /var/tmp/entry-starts ] || exit 1; n=$(cat /var/tmp/hc-count 2>/dev/null || echo 0); echo $((n+1)) > /var/tmp/hc-count`
+	editTOML(t, dir, "[environment.env]", fmt.Sprintf("[environment.healthcheck]\ncommand = %q\ninterval_sec = 0.05\nretries = 1000\n\n[environment.env]", check))
+	spec := baseSpec(t, "oracle")
+	spec.Task.Dir = dir
+	img := testImage(t)
+	img.Entrypoint = []string{"/bin/sh", "-c", `echo started >> /var/tmp/entry-starts; exec "$@"`, "entrypoint"}
+	r := runPod(t, spec, img, t.TempDir(), marker)
+	if got := stepRewards(r.result)["scaffold"]; got != 1 {
+		t.Fatalf("scaffold reward = %v, want 1 (its setup.sh needs the environment up)", got)
+	}
+	for _, step := range []string{"scaffold", "document"} {
+		if got := strings.TrimSpace(r.artifact(t, "steps/"+step+"/agent/env-probe.txt")); got != "hc=1 entry=1" {
+			t.Errorf("step %s found %q, want the healthcheck passed once and the entrypoint started once: hc=1 entry=1", step, got)
+		}
+	}
+}
