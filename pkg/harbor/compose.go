@@ -48,9 +48,10 @@ func (t *Task) loadCompose() error {
 	return t.checkCollectServices()
 }
 
-// checkCollectServices refuses a [[verifier.collect]] hook naming a
-// service the task does not have (Harbor would find out only when the hook
-// fails to run, and go on without it).
+// checkCollectServices refuses a [[verifier.collect]] hook or an artifact
+// naming a service the task does not have (Harbor would find out only when
+// the hook fails to run or the artifact is not found, and go on without
+// it).
 func (t *Task) checkCollectServices() error {
 	for i, h := range t.Config.Verifier.Collect {
 		if h.Service == compose.MainService || slices.Contains(t.Sidecars(), h.Service) {
@@ -58,6 +59,13 @@ func (t *Task) checkCollectServices() error {
 		}
 		return &FieldError{File: filepath.Join(t.Dir, TaskConfigFile), Field: fmt.Sprintf("verifier.collect[%d].service", i),
 			Reason: fmt.Sprintf("%q is not a service of the task (main, or a service of %s: %v)", h.Service, ComposeFile, t.Sidecars())}
+	}
+	for i, a := range t.Config.Artifacts {
+		if !a.Sidecar() || slices.Contains(t.Sidecars(), a.Service) {
+			continue
+		}
+		return &FieldError{File: filepath.Join(t.Dir, TaskConfigFile), Field: fmt.Sprintf("artifacts[%d].service", i),
+			Reason: fmt.Sprintf("%q is not a service of the task (main, or a service of %s: %v)", a.Service, ComposeFile, t.Sidecars())}
 	}
 	return nil
 }

@@ -95,10 +95,11 @@ func TestLoadTaskCollectHooks(t *testing.T) {
 		t.Errorf("Unsupported = %q, want none", task.Unsupported())
 	}
 	for toml, field := range map[string]string{
-		"[[verifier.collect]]\nservice = \"db\"\ncommand = \"true\"\n": "verifier.collect[0].service",
-		"[[verifier.collect]]\nservice = \"api\"\n":                    "verifier.collect[0].command",
-		"[[verifier.collect]]\nservice = \"-x\"\ncommand = \"true\"\n": "verifier.collect[0].service",
-		"[[verifier.collect]]\ncommand = \"true\"\ntimeout_sec = 0\n":  "verifier.collect[0].timeout_sec",
+		"[[verifier.collect]]\nservice = \"db\"\ncommand = \"true\"\n":      "verifier.collect[0].service",
+		"[[verifier.collect]]\nservice = \"api\"\n":                         "verifier.collect[0].command",
+		"[[verifier.collect]]\nservice = \"-x\"\ncommand = \"true\"\n":      "verifier.collect[0].service",
+		"[[verifier.collect]]\ncommand = \"true\"\ntimeout_sec = 0\n":       "verifier.collect[0].timeout_sec",
+		"artifacts = [\"/app/x\", {source = \"/log\", service = \"db\"}]\n": "artifacts[1].service",
 	} {
 		dir := composeTask(t, toml, map[string]string{"docker-compose.yaml": "services:\n  api:\n    image: python:3.12-slim\n"})
 		_, err := LoadTask(dir)
@@ -106,5 +107,22 @@ func TestLoadTaskCollectHooks(t *testing.T) {
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("LoadTask(%q) = %v, want an error on %s", toml, err, field)
 		}
+	}
+}
+
+// An artifact of a sidecar service loads (the runner collects it from the
+// service's filesystem) and is not an unsupported feature.
+func TestLoadTaskWithServiceArtifacts(t *testing.T) {
+	toml := "artifacts = [{source = \"/var/log/api/orders.log\", service = \"api\"}, \"/app/out.txt\"]\n"
+	dir := composeTask(t, toml, map[string]string{"docker-compose.yaml": "services:\n  api:\n    image: python:3.12-slim\n"})
+	task, err := LoadTask(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(task.Unsupported()) != 0 {
+		t.Errorf("Unsupported = %q, want none", task.Unsupported())
+	}
+	if got := task.Config.Artifacts[0]; got.Service != "api" || !got.Sidecar() {
+		t.Errorf("artifact 0 = %+v, want the api service's", got)
 	}
 }

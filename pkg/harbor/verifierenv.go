@@ -65,19 +65,11 @@ func (r *fieldReader) verifierMode(t map[string]any, v *VerifierConfig) {
 	v.Environment = &e
 }
 
-// unsupportedArtifacts names what of the task's artifacts and separate
-// verifier gauntlet does not run: artifacts collected from a sidecar
-// service (services beside the main container are not run here), and a
-// separate verifier environment that asks for GPUs, TPUs or Windows.
+// unsupportedArtifacts names what of the task's separate verifier
+// gauntlet does not run: a separate verifier environment that asks for
+// GPUs, TPUs or Windows.
 func (r *fieldReader) unsupportedArtifacts(doc map[string]any) []string {
 	var out []string
-	sub := &fieldReader{file: r.file} // errors are reported by the typed readers
-	for _, a := range sub.artifacts(doc, "") {
-		if a.Sidecar() {
-			out = append(out, "artifacts with service = \""+a.Service+"\" (artifacts of a sidecar service)")
-			break
-		}
-	}
 	v, _ := doc["verifier"].(map[string]any)
 	e, _ := v["environment"].(map[string]any)
 	if osName, _ := e["os"].(string); osName == "windows" || osName == "Windows" || osName == "WINDOWS" {

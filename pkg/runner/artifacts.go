@@ -39,28 +39,59 @@ type ArtifactEntry struct {
 	Error string `json:"error,omitempty"`
 }
 
-// collectArtifacts copies each artifact of list out of the environment
-// whose root filesystem is root into dest (created), at the artifact's
+// collectArtifacts copies each artifact of list out of the environment it
+// comes from — rootOf(service) is that environment's root filesystem on
+// the host, service "" being main — into dest (created), at the artifact's
 // HostPath, and writes dest/manifest.json. Everything is read through an
 // os.Root of the environment: a symlink the agent left resolves inside
 // the environment, never to the host's files; symlinks inside a collected
 // directory are not copied. A missing or unreadable artifact is a failed
-// entry (collection is best-effort, as Harbor's); budget bounds the bytes
-// copied. Steps call it with their own list and destination.
-func collectArtifacts(root string, list []harbor.Artifact, dest string, budget int64) ([]ArtifactEntry, error) {
+// entry (collection is best-effort, as Harbor's), and so is one whose
+// place another artifact took first (Harbor keeps the first); budget
+// bounds the bytes copied. Steps call it with their own list and
+// destination.
+func collectArtifacts(rootOf func(service string) (string, error), list []harbor.Artifact, dest string, budget int64) ([]ArtifactEntry, error) {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return nil, fmt.Errorf("collect artifacts: %w", err)
 	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, fmt.Errorf("collect artifacts: open the environment: %w", err)
+	roots := map[string]*os.Root{}
+	defer func() {
+		for _, r := range roots {
+			r.Close()
+		}
+	}()
+	open := func(service string) (*os.Root, error) {
+		if r, ok := roots[service]; ok {
+			return r, nil
+		}
+		dir, err := rootOf(service)
+		if err != nil {
+			return nil, err
+		}
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, fmt.Errorf("open the environment: %w", err)
+		}
+		roots[service] = r
+		return r, nil
 	}
-	defer r.Close()
 	used := int64(0)
+	taken := map[string]string{}
 	entries := make([]ArtifactEntry, 0, len(list))
 	for _, a := range list {
 		e := ArtifactEntry{Source: a.Source, Destination: "artifacts/" + DeclaredArtifactsDir + "/" + a.HostPath(), Service: a.Service, Type: "file"}
-		err := collectOne(r, a, filepath.Join(dest, filepath.FromSlash(a.HostPath())), budget, &used, &e)
+		service := a.Service
+		if !a.Sidecar() {
+			service = ""
+		}
+		err := claim(taken, a)
+		var r *os.Root
+		if err == nil {
+			r, err = open(service)
+		}
+		if err == nil {
+			err = collectOne(r, a, filepath.Join(dest, filepath.FromSlash(a.HostPath())), budget, &used, &e)
+		}
 		if err != nil {
 			e.Status, e.Error = artifactFailed, err.Error()
 		}
@@ -74,6 +105,24 @@ func collectArtifacts(root string, list []harbor.Artifact, dest string, budget i
 		return nil, fmt.Errorf("collect artifacts: %w", err)
 	}
 	return entries, nil
+}
+
+// claim records a's place under the artifacts directory, refusing one an
+// earlier artifact (of another service, or the same path twice) took or
+// lies inside: every service's artifacts share one flat directory.
+func claim(taken map[string]string, a harbor.Artifact) error {
+	place := a.HostPath()
+	for other, by := range taken {
+		if place == other || strings.HasPrefix(place, other+"/") || strings.HasPrefix(other, place+"/") {
+			return fmt.Errorf("its place artifacts/%s collides with %s's, collected first (Harbor keeps the first)", place, by)
+		}
+	}
+	who := a.Source
+	if a.Sidecar() {
+		who = "service " + a.Service + "'s " + a.Source
+	}
+	taken[place] = who
+	return nil
 }
 
 // collectOne copies one artifact to target and fills e's type and status.
@@ -259,6 +308,22 @@ func (t *trial) environmentRoot() string {
 	return ""
 }
 
+// environmentRootOf is the root filesystem of one of the trial's
+// environments: main's (service "") or a running sidecar service's.
+func (t *trial) environmentRootOf(service string) (string, error) {
+	if service == "" {
+		if root := t.environmentRoot(); root != "" {
+			return root, nil
+		}
+		return "", errors.New("the main environment is the host's in this isolation mode")
+	}
+	sc := t.sidecar(service)
+	if sc == nil || sc.iso == nil || sc.iso.layer == nil {
+		return "", fmt.Errorf("service %s is not running", service)
+	}
+	return sc.iso.layer.root, nil
+}
+
 // collectDeclared collects the trial's declared artifacts once the agent
 // is done, into the work dir (the separate verifier gets them from there;
 // finish keeps a redacted copy with the attempt).
@@ -267,13 +332,12 @@ func (t *trial) collectDeclared() error {
 	if len(list) == 0 || t.declared != "" {
 		return nil
 	}
-	root := t.environmentRoot()
-	if root == "" {
+	if t.environmentRoot() == "" {
 		t.log.Warn("declared artifacts are not collected in this isolation mode (the environment is the host's)", "isolation", t.iso.name())
 		return nil
 	}
 	t.declared = filepath.Join(t.work, "declared-artifacts")
-	entries, err := collectArtifacts(root, list, t.declared, maxArtifactBytes)
+	entries, err := collectArtifacts(t.environmentRootOf, list, t.declared, maxArtifactBytes)
 	if err != nil {
 		return err
 	}

@@ -428,10 +428,18 @@ func (t *trial) startPod(rig *agentRig) error {
 	return nil
 }
 
-// stopPod ends the trial's pod and everything still running in it (image
-// isolation; nothing otherwise). It is safe to call more than once.
+// stopPod ends the trial's pod and everything still running in it, its
+// sidecar services too (image isolation; nothing otherwise). It is safe to
+// call more than once.
 func (t *trial) stopPod() {
 	t.stopServices()
+	t.stopMainPod()
+}
+
+// stopMainPod ends the main pod and what runs in it, leaving the sidecar
+// services running (a separate verifier's trial stops main before it
+// collects the services' artifacts, as Harbor does).
+func (t *trial) stopMainPod() {
 	if t.image == nil || t.image.pod == nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/internal/testrootfs"
 	"github.com/gauntlet-bench/gauntlet/pkg/compose"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
@@ -317,5 +318,78 @@ func TestSidecarBesideANonRootMain(t *testing.T) {
 	}
 	if got := strings.TrimSpace(r.artifact(t, "agent/api.txt")); got != "from-api-"+marker {
 		t.Errorf("main (non-root) got %q from api:8000, want from-api-%s", got, marker)
+	}
+}
+
+// loggingAPIServer is apiServer that also appends each request to
+// /var/log/api/orders.log in its own filesystem.
+func loggingAPIServer(marker string) string {
+	return fmt.Sprintf(`import http.server, os
+os.makedirs("/var/log/api", exist_ok=True)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open("/var/log/api/orders.log", "a") as f: f.write("order " + self.path + "\n")
+        b = b"gauntlet"
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("0.0.0.0", 8000), H).serve_forever()  # %s
+`, marker)
+}
+
+// A sidecar's declared artifacts (`service = "api"`, Harbor's
+// sidecar-artifacts example) are collected from the service's own
+// filesystem once the agent is done: with a separate verifier they are
+// placed at their path in its environment — main stopped first, the
+// service still running, as Harbor orders it — and kept with the attempt;
+// the oracle, whose request the service logged, passes; nop, which made
+// none, fails.
+func TestSidecarArtifactsReachTheSeparateVerifier(t *testing.T) {
+	script := "#!/bin/sh\nif grep -q 'order /' /var/log/api/orders.log 2>/dev/null; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+	vimg := verifierImage(t, script)
+	for h, want := range map[string]float64{"oracle": 1, "nop": 0} {
+		t.Run(h, func(t *testing.T) {
+			marker := uniqueMarker()
+			spec := baseSpec(t, h)
+			// The healthcheck's request is logged too: the check here
+			// only looks for the port, so the log holds the agent's
+			// requests alone.
+			compose := apiCompose(loggingAPIServer(marker), `["CMD", "python3", "-c", "import socket; socket.create_connection(('api', 8000), 2)"]`)
+			dir := sidecarTask(t, compose, fetchAPI)
+			editTOML(t, dir, "[verifier]\n", "[verifier]\nenvironment_mode = \"separate\"\n")
+			cfg, err := os.ReadFile(filepath.Join(dir, "task.toml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			toml := `artifacts = [{source = "/var/log/api/orders.log", service = "api"}]` + "\n" + string(cfg)
+			if err := os.WriteFile(filepath.Join(dir, "task.toml"), []byte(toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			spec.Task.Dir = dir
+			dirs := t.TempDir()
+			img := testImage(t)
+			opts := Options{Image: &img, VerifierImage: &vimg, Services: pythonServices(t), Isolation: IsolationBwrap, SelfPath: runnerBinary,
+				StaticBinDir: t.TempDir(), WorkDir: filepath.Join(dirs, "work"), OutDir: filepath.Join(dirs, "out")}
+			tr, err := run(context.Background(), spec, opts, harness.All())
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if pids := processesWithArg(t, marker); len(pids) > 0 {
+				t.Errorf("processes of the services alive after the trial: %v", pids)
+			}
+			assertNoMountsUnder(t, dirs)
+			r := trialRun{result: tr, out: opts.OutDir}
+			if got := rewardOf(t, r.result); got != want {
+				t.Errorf("reward = %v, want %v", got, want)
+			}
+			manifest := r.artifact(t, DeclaredArtifactsDir+"/"+harbor.ArtifactsManifestFile)
+			if !strings.Contains(manifest, `"service": "api"`) {
+				t.Errorf("manifest.json does not name the service:\n%s", manifest)
+			}
+			if h == "oracle" {
+				if got := r.artifact(t, DeclaredArtifactsDir+"/var/log/api/orders.log"); !strings.Contains(got, "order /") {
+					t.Errorf("the kept orders.log = %q, want the oracle's request", got)
+				}
+			}
+		})
 	}
 }

@@ -40,9 +40,14 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 		return false, fmt.Errorf("task %s has a separate verifier ([verifier] environment_mode = %q): it runs under image isolation with the verifier's image (--verifier-image, pinned at sync), and none was given", t.task.Name, harbor.VerifierSeparate)
 	}
 	main := t.image
-	t.stopPod()
+	// As Harbor: main stops, then the artifacts are pulled (main's from its
+	// stopped filesystem, the services' from the running services), then
+	// the services stop.
+	t.stopMainPod()
 	t.log.Info("main environment stopped for the separate verifier")
-	if err := t.collectDeclared(); err != nil {
+	err = t.collectDeclared()
+	t.stopServices()
+	if err != nil {
 		return false, err
 	}
 	ve := t.task.Config.VerifierEnvironment()
