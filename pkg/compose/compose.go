@@ -66,6 +66,10 @@ type Project struct {
 	// Sidecars are the other services, in start order: every service
 	// after the services it depends on, ties by name.
 	Sidecars []Service
+	// Volumes are the file's named volumes (top-level `volumes`), by name:
+	// each an empty directory of the trial's, shared by the services that
+	// mount it.
+	Volumes []string
 	// Unsupported names each attribute of the file gauntlet does not
 	// implement, with the service and what it is; a task with any is
 	// unavailable.
@@ -92,6 +96,23 @@ type Service struct {
 	// Healthcheck is `healthcheck`; nil when the service has none (or
 	// disables its image's).
 	Healthcheck *Healthcheck
+	// Volumes are the named volumes it mounts, in the file's order.
+	Volumes []VolumeMount
+}
+
+// VolumeMount is one entry of a service's `volumes`: a named volume
+// mounted at Target.
+type VolumeMount struct {
+	// Volume names a volume of the file's top-level `volumes`; "" is an
+	// anonymous volume, the service's own.
+	Volume string
+	// Target is the absolute path in the service's filesystem.
+	Target string
+	// ReadOnly: `:ro` / read_only.
+	ReadOnly bool
+	// NoCopy: volume.nocopy, which keeps Docker from copying the image's
+	// content at Target into the empty volume.
+	NoCopy bool
 }
 
 // Build is a service's `build`: a Dockerfile in a directory of the task's
@@ -169,6 +190,19 @@ var supported = []tree.Path{
 	"services.*.expose",
 	"services.*.labels",
 	"services.*.labels.*",
+	// Named volumes (long syntax, which compose-go turns the short one
+	// into); the type is checked by mainDenied's volume rule, the source
+	// when the service is converted.
+	"services.*.volumes.[].type",
+	"services.*.volumes.[].source",
+	"services.*.volumes.[].target",
+	"services.*.volumes.[].read_only",
+	"services.*.volumes.[].volume.nocopy",
+	// What compose-go adds to a short-syntax bind mount, whose type is
+	// reported already.
+	"services.*.volumes.[].bind.create_host_path",
+	// A named volume with no option: an empty directory of the trial's.
+	"volumes.*",
 	"version",
 	"name",
 }
@@ -189,13 +223,16 @@ var mainDenied = []loader.UnsupportedAttributePattern{
 		return v != ConditionStarted && v != ConditionHealthy
 	}},
 	{Path: "services.*.depends_on.*.restart"},
+	// Only named volumes: bind mounts of host paths, tmpfs and the other
+	// mount types are not run.
+	{Path: "services.*.volumes.[].type", Detect: func(v any) bool { return v != types.VolumeTypeVolume }},
 }
 
 // what says what an attribute of the file is, for the reasons of an
 // unavailable task.
 var what = map[string]string{
 	"privileged":     "privileged containers",
-	"volumes":        "volumes and host mounts",
+	"volumes":        "volumes",
 	"network_mode":   "network modes (host networking)",
 	"networks":       "networks of their own",
 	"ports":          "ports published on the host",
@@ -299,7 +336,7 @@ func Load(ctx context.Context, envDir, file string) (*Project, error) {
 	if err != nil {
 		return nil, fail("%s", strings.ReplaceAll(err.Error(), full, file))
 	}
-	p := &Project{Unsupported: reasons(findings)}
+	p := &Project{Unsupported: reasons(findings), Volumes: slices.Sorted(maps.Keys(proj.Volumes))}
 	names := slices.Sorted(maps.Keys(proj.Services))
 	for _, name := range names {
 		if !serviceName.MatchString(name) {
@@ -369,6 +406,14 @@ func reasons(findings []loader.UnsupportedAttribute) []string {
 		if len(parts) == 3 && parts[1] == MainService && whatMain[key] != "" {
 			desc = whatMain[key]
 		}
+		switch {
+		case len(parts) >= 4 && parts[0] == "services" && parts[2] == "volumes" && parts[len(parts)-1] == "type":
+			desc = fmt.Sprintf("%v mounts: only named volumes are run", f.Value)
+		case len(parts) >= 4 && parts[0] == "services" && parts[2] == "volumes":
+			desc = "volume options: only type, source, target, read_only and volume.nocopy are run"
+		case len(parts) >= 3 && parts[0] == "volumes":
+			desc = "volume options (drivers, external volumes, labels): a named volume is an empty directory of the trial's"
+		}
 		if desc == "" {
 			desc = "not implemented by gauntlet"
 		}
@@ -413,6 +458,19 @@ func service(sc types.ServiceConfig, envDir string) (Service, error) {
 			cond = ConditionStarted
 		}
 		s.DependsOn = append(s.DependsOn, Dependency{Service: dep, Condition: cond})
+	}
+	for i, v := range sc.Volumes {
+		if v.Type != types.VolumeTypeVolume {
+			continue // reported by the type rule
+		}
+		if !path.IsAbs(v.Target) {
+			return s, fmt.Errorf("volumes[%d].target: %q must be an absolute path", i, v.Target)
+		}
+		m := VolumeMount{Volume: v.Source, Target: path.Clean(v.Target), ReadOnly: v.ReadOnly}
+		if v.Volume != nil {
+			m.NoCopy = v.Volume.NoCopy
+		}
+		s.Volumes = append(s.Volumes, m)
 	}
 	if hc := sc.HealthCheck; hc != nil && !hc.Disable {
 		h, err := healthcheck(hc)

@@ -142,7 +142,10 @@ func TestLoadInterpolatesFromNothing(t *testing.T) {
 func TestLoadNamesUnsupportedFeatures(t *testing.T) {
 	tests := []struct{ compose, want string }{
 		{"services:\n  s:\n    image: a\n    privileged: true\n", "services.s.privileged (privileged containers)"},
-		{"services:\n  s:\n    image: a\n    volumes: [\"/etc:/host-etc\"]\n", "services.s.volumes (volumes and host mounts)"},
+		{"services:\n  s:\n    image: a\n    volumes: [\"/etc:/host-etc\"]\n", "services.s.volumes.[].type (bind mounts: only named volumes are run)"},
+		{"services:\n  s:\n    image: a\n    volumes: [{type: tmpfs, target: /t}]\n", "services.s.volumes.[].type (tmpfs mounts: only named volumes are run)"},
+		{"services:\n  s:\n    image: a\n    volumes: [{type: volume, source: v, target: /v, volume: {subpath: x}}]\nvolumes:\n  v: {}\n",
+			"services.s.volumes.[].volume.subpath (volume options: only type, source, target, read_only and volume.nocopy are run)"},
 		{"services:\n  s:\n    image: a\n    network_mode: host\n", "services.s.network_mode (network modes (host networking))"},
 		{"services:\n  s:\n    image: a\n    ports: [\"8080:80\"]\n", "services.s.ports (ports published on the host)"},
 		{"services:\n  s:\n    image: a\n    devices: [\"/dev/kvm:/dev/kvm\"]\n", "services.s.devices (host devices)"},
@@ -153,7 +156,8 @@ func TestLoadNamesUnsupportedFeatures(t *testing.T) {
 		{"services:\n  s:\n    image: a\n    deploy:\n      replicas: 2\n", "services.s.deploy (deploy settings (replicas, resource limits))"},
 		{"services:\n  s:\n    image: a\n    extends:\n      file: /etc/other.yaml\n      service: x\n", "services.s.extends (extended services)"},
 		{"include: [/etc/other.yaml]\nservices:\n  s:\n    image: a\n", "include (included compose files)"},
-		{"services:\n  s:\n    image: a\nvolumes:\n  v: {}\n", "volumes (volumes and host mounts)"},
+		{"services:\n  s:\n    image: a\nvolumes:\n  v:\n    driver: nfs\n", "volumes.v.driver (volume options (drivers, external volumes, labels): a named volume is an empty directory of the trial's)"},
+		{"services:\n  s:\n    image: a\nvolumes:\n  v:\n    external: true\n", "volumes.v.external (volume options (drivers, external volumes, labels): a named volume is an empty directory of the trial's)"},
 		{"services:\n  main:\n    image: ubuntu:24.04\n", "services.main.image (an image for main other than the task's)"},
 		{"services:\n  main:\n    command: [sleep, infinity]\n", "services.main.command (a command for main (the agent's container runs gauntlet's))"},
 		{"services:\n  main:\n    depends_on:\n      init:\n        condition: service_completed_successfully\n  init:\n    image: a\n",
@@ -236,5 +240,48 @@ func TestLoadNamesBuildOptions(t *testing.T) {
 	want := []string{file + ": services.s.build.args (build options other than context and dockerfile)"}
 	if diff := cmp.Diff(want, p.Unsupported); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
+	}
+}
+
+// Named and anonymous volumes load, short and long syntax, main's too.
+func TestLoadVolumes(t *testing.T) {
+	p, err := load(t, `services:
+  main:
+    volumes:
+      - data:/data
+      - /scratch
+  s:
+    image: a
+    volumes:
+      - data:/d:ro
+      - type: volume
+        source: seed
+        target: /seed/
+        volume:
+          nocopy: true
+volumes:
+  data:
+  seed: {}
+`, map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Unsupported) != 0 {
+		t.Errorf("Unsupported = %q, want none", p.Unsupported)
+	}
+	if diff := cmp.Diff([]string{"data", "seed"}, p.Volumes); diff != "" {
+		t.Errorf("Volumes (-want +got):\n%s", diff)
+	}
+	want := []VolumeMount{{Volume: "data", Target: "/data"}, {Target: "/scratch"}}
+	if diff := cmp.Diff(want, p.Main.Volumes); diff != "" {
+		t.Errorf("main's volumes (-want +got):\n%s", diff)
+	}
+	want = []VolumeMount{{Volume: "data", Target: "/d", ReadOnly: true}, {Volume: "seed", Target: "/seed", NoCopy: true}}
+	if diff := cmp.Diff(want, p.Sidecars[0].Volumes); diff != "" {
+		t.Errorf("s's volumes (-want +got):\n%s", diff)
+	}
+	// A volume the file does not define is compose's own error.
+	if _, err := load(t, "services:\n  s:\n    image: a\n    volumes: [\"nope:/x\"]\n", map[string]string{}); err == nil {
+		t.Error("an undefined volume loaded")
 	}
 }

@@ -344,6 +344,13 @@ func (t *trial) podMounts(rig *agentRig) ([]mount, error) {
 	if t.opts.StaticBinDir != "" {
 		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
 	}
+	if t.task.Compose != nil {
+		vols, err := t.volumeMounts(t.task.Compose.Main, t.image.root())
+		if err != nil {
+			return nil, err
+		}
+		m = append(m, vols...)
+	}
 	if rig != nil && rig.gw != nil || t.spec.JudgeModel != "" {
 		socket, err := t.podGatewaySocket()
 		if err != nil {

@@ -204,6 +204,9 @@ type trial struct {
 	entry *entrypointProc
 	// envStarted: startEnvironment has run (it runs once per trial).
 	envStarted bool
+	// volumes are the compose file's volumes' directories, by key
+	// (volumes.go).
+	volumes map[string]string
 	// ended: the environment that outlives the phases is gone.
 	ended bool
 	// podSocket is the socket path of the pod's model gateways, in

@@ -182,7 +182,12 @@ func (t *trial) startSidecar(svc compose.Service, netns string, names []string) 
 		}
 		sc.stdio = append(sc.stdio, f)
 	}
-	retries, err := sc.iso.startPod(nil, t.maskFile(), cg, false, sc.stdio[0])
+	vols, err := t.volumeMounts(svc, sc.iso.root())
+	if err != nil {
+		_ = cg.remove()
+		return err
+	}
+	retries, err := sc.iso.startPod(vols, t.maskFile(), cg, false, sc.stdio[0])
 	for _, failure := range retries {
 		t.log.Warn("a service's sandbox failed to set up; started it again", "service", svc.Name, "failure", failure)
 	}

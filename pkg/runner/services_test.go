@@ -393,3 +393,58 @@ func TestSidecarArtifactsReachTheSeparateVerifier(t *testing.T) {
 		})
 	}
 }
+
+// A compose file's named volume (Harbor's environment-env-multi) is one
+// directory shared by the services that mount it, main included, as
+// Docker's is: what the sidecar writes there main reads; a `:ro` mount is
+// read-only; a new volume starts with the image's content at its target
+// (Docker's copy-up: the minbase's /etc/skel), unless volume.nocopy;
+// nothing of them is left after the trial.
+func TestComposeVolumesAreSharedByTheServices(t *testing.T) {
+	marker := uniqueMarker()
+	compose := `services:
+  main:
+    depends_on:
+      sidecar:
+        condition: service_started
+    volumes:
+      - evidence:/startup
+      - skel:/etc/skel
+      - type: volume
+        source: empty
+        target: /etc/skel-nocopy
+        volume:
+          nocopy: true
+  sidecar:
+    image: python:3.12-slim
+    command: ["sh", "-c", "printf '%s' \"$${SIDECAR_ONLY-unset}\" > /startup/sidecar-env; if touch /ro/x 2>/dev/null; then echo writable; else echo refused; fi > /startup/ro; exec sleep 3600 # ` + marker + `"]
+    environment:
+      SIDECAR_ONLY: "from-compose"
+    volumes:
+      - evidence:/startup
+      - evidence:/ro:ro
+volumes:
+  evidence:
+  skel:
+  empty:
+`
+	agent := `while [ ! -s /startup/ro ]; do sleep 0.05; done
+printf 'sidecar=%s ro=%s bashrc=%s nocopy=%s\n' "$(cat /startup/sidecar-env)" "$(cat /startup/ro)" \
+  "$([ -f /etc/skel/.bashrc ] && echo copied || echo missing)" "$(ls -A /etc/skel-nocopy | wc -l)" > /logs/agent/volumes.txt
+echo gauntlet > /app/answer.txt
+`
+	spec := baseSpec(t, "command")
+	spec.Task.Dir = sidecarTask(t, compose, "true")
+	spec.Command = agent
+	services := map[string]ServiceImage{"sidecar": pythonServices(t)["api"]}
+	r, err := runSidecarTrial(t, spec, services, marker)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got, want := strings.TrimSpace(r.artifact(t, "agent/volumes.txt")), "sidecar=from-compose ro=refused bashrc=copied nocopy=0"; got != want {
+		t.Errorf("main found %q, want %q", got, want)
+	}
+	if got := rewardOf(t, r.result); got != 1 {
+		t.Errorf("reward = %v, want 1", got)
+	}
+}
