@@ -129,6 +129,10 @@ type Environments struct {
 	// (environment/docker-compose.yaml), whose images are then pinned
 	// too; otherwise such a task is unavailable, saying so.
 	Services bool
+	// Volumes: the platform's sandboxes mount a compose file's volumes;
+	// otherwise a task whose compose file has any is unavailable, saying
+	// so (never run without them).
+	Volumes bool
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked

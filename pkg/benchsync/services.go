@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/compose"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 )
 
@@ -20,6 +21,9 @@ import (
 // sidecarReason says why a task with sidecar services cannot run on this
 // platform ("" when it has none, or the platform runs them).
 func (s *Service) sidecarReason(name string, task harbor.Task) string {
+	if v := volumeUsers(task); len(v) > 0 && (s.envs == nil || !s.envs.Volumes) {
+		return fmt.Sprintf("task %s: %s: volumes of services %s: this platform's sandboxes mount no compose volumes", name, harbor.ComposeFile, strings.Join(v, ", "))
+	}
 	names := task.Sidecars()
 	if len(names) == 0 || (s.envs != nil && s.envs.Services) {
 		return ""
@@ -29,6 +33,21 @@ func (s *Service) sidecarReason(name string, task harbor.Task) string {
 		why = "this platform's sandboxes run no sidecar services"
 	}
 	return fmt.Sprintf("task %s: %s: services beside the main container (%s): %s", name, harbor.ComposeFile, strings.Join(names, ", "), why)
+}
+
+// volumeUsers names the task's services (main included) that mount a
+// compose volume.
+func volumeUsers(task harbor.Task) []string {
+	if task.Compose == nil {
+		return nil
+	}
+	var out []string
+	for _, svc := range append([]compose.Service{task.Compose.Main}, task.Compose.Sidecars...) {
+		if len(svc.Volumes) > 0 {
+			out = append(out, svc.Name)
+		}
+	}
+	return out
 }
 
 // services pins the images of the task's sidecar services into env.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/imagebuild"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 )
@@ -82,5 +83,40 @@ func TestSyncPinsSidecarImages(t *testing.T) {
 				t.Errorf("%s: unavailable = %q, want it to say %q", name, task.UnavailableReason(), w)
 			}
 		}
+	}
+}
+
+// A task whose compose file mounts volumes is unavailable where the
+// sandboxes mount none (never run without them), naming the services;
+// where they do, it is not; a task without volumes is unaffected.
+func TestComposeVolumesNeedAPlatformThatMountsThem(t *testing.T) {
+	location := writeImageTasks(t, []imageTask{
+		{name: "shared-volume", environment: "docker_image = \"app:1\"\n", files: map[string]string{
+			"environment/docker-compose.yaml": "services:\n  main:\n    volumes: [\"evidence:/startup\"]\n  side:\n    image: alpine:3\n    volumes: [\"evidence:/startup\"]\nvolumes:\n  evidence:\n",
+		}},
+		{name: "no-volume", environment: "docker_image = \"app:1\"\n", files: map[string]string{
+			"environment/docker-compose.yaml": "services:\n  side:\n    image: alpine:3\n",
+		}},
+	})
+	root := filepath.Dir(location)
+	withVolumes, err := harbor.LoadTask(filepath.Join(root, "tasks", "shared-volume"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := harbor.LoadTask(filepath.Join(root, "tasks", "no-volume"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	services := &Service{envs: &Environments{Services: true}}
+	got := services.sidecarReason("shared-volume", withVolumes)
+	if want := "task shared-volume: environment/docker-compose.yaml: volumes of services main, side: this platform's sandboxes mount no compose volumes"; got != want {
+		t.Errorf("reason = %q, want %q", got, want)
+	}
+	if got := services.sidecarReason("no-volume", without); got != "" {
+		t.Errorf("a task without volumes: reason %q, want none", got)
+	}
+	both := &Service{envs: &Environments{Services: true, Volumes: true}}
+	if got := both.sidecarReason("shared-volume", withVolumes); got != "" {
+		t.Errorf("on a platform that mounts volumes: reason %q, want none", got)
 	}
 }

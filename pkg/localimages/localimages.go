@@ -67,6 +67,7 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		ParallelBuilds: cfg.Policy.ParallelBuilds,
 		// The image sandbox runs sidecar services (runner/services.go).
 		Services: true,
+		Volumes:  true,
 	}
 	if cfg.BuildDir != "" {
 		mirrors, err := BuildMirrors(cfg.Mirrors)
