@@ -39,14 +39,15 @@ func (h HealthcheckConfig) StartPeriod() time.Duration { return seconds(h.StartP
 // StartInterval is the pause between attempts during the start period.
 func (h HealthcheckConfig) StartInterval() time.Duration { return seconds(h.StartIntervalSec) }
 
-// healthcheck reads [environment.healthcheck] of the [environment] table e;
-// nil when absent.
-func (r *fieldReader) healthcheck(e map[string]any) *HealthcheckConfig {
-	const p = "environment.healthcheck"
+// healthcheck reads the healthcheck table of e, whose dotted name is
+// parent ([environment.healthcheck], a step's healthcheck); nil when
+// absent.
+func (r *fieldReader) healthcheck(e map[string]any, parent string) *HealthcheckConfig {
+	p := joinKey(parent, "healthcheck")
 	if _, ok := e["healthcheck"]; !ok {
 		return nil
 	}
-	t := r.table(e, "environment", "healthcheck")
+	t := r.table(e, parent, "healthcheck")
 	h := &HealthcheckConfig{
 		IntervalSec:      DefaultHealthcheckIntervalSec,
 		TimeoutSec:       DefaultHealthcheckTimeoutSec,

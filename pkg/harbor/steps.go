@@ -58,6 +58,12 @@ type StepConfig struct {
 	// remaining steps to run; a scalar min_reward gates on "reward". Nil
 	// when the step sets none.
 	MinReward map[string]float64
+	// Healthcheck runs after the step's setup.sh and before its agent, on
+	// top of [environment.healthcheck]; nil when the step has none.
+	Healthcheck *HealthcheckConfig
+	// Artifacts are collected after the step's agent into the step's own
+	// directory, with the task's and the trial's.
+	Artifacts []Artifact
 }
 
 // steps reads [[steps]] and multi_step_reward_strategy, recording every
@@ -126,6 +132,8 @@ func (r *fieldReader) steps(doc map[string]any) ([]StepConfig, string) {
 		s.VerifierEnv = r.envMap(vt, p+".verifier", "env")
 		s.VerifierNetworkMode, s.VerifierAllowedHosts = r.networkPolicy(vt, p+".verifier", "")
 		s.MinReward = r.minReward(m, p)
+		s.Healthcheck = r.healthcheck(m, p)
+		s.Artifacts = r.artifacts(m, p)
 		steps = append(steps, s)
 	}
 	return steps, strategy
@@ -153,12 +161,6 @@ func (r *fieldReader) unsupportedStepKeys(doc map[string]any) []string {
 		}
 		if c, ok := v["collect"]; ok && nonEmpty(c) {
 			out = append(out, p+".verifier.collect (collect hooks)")
-		}
-		if _, ok := m["healthcheck"]; ok {
-			out = append(out, p+".healthcheck (per-step readiness checks)")
-		}
-		if a, ok := m["artifacts"]; ok && nonEmpty(a) {
-			out = append(out, p+".artifacts (declared artifacts)")
 		}
 	}
 	return out

@@ -343,7 +343,7 @@ func (r *fieldReader) environmentTable(t map[string]any, p string) EnvironmentCo
 			e.Workdir = path.Clean(wd)
 		}
 	}
-	e.Healthcheck = r.healthcheck(t)
+	e.Healthcheck = r.healthcheck(t, p)
 	fallback := NetworkPublic
 	if allow, ok := r.boolean(t, p, "allow_internet"); ok && !allow {
 		fallback = NetworkNone // deprecated spelling of network_mode = "no-network"

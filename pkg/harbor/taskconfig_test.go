@@ -335,8 +335,6 @@ func TestParseTaskConfigNamesWhatGauntletDoesNotRun(t *testing.T) {
 	tests := []struct{ toml, want string }{
 		{"[[steps]]\nname = \"one\"\n[steps.verifier]\nenvironment_mode = \"separate\"", `steps[0] (one).verifier.environment_mode = "separate" (a separate verifier environment for a step)`},
 		{"[[steps]]\nname = \"one\"\n[steps.verifier.environment]\ndocker_image = \"x\"", "steps[0] (one).verifier.environment (a separate verifier environment for a step)"},
-		{"[[steps]]\nname = \"one\"\n[steps.healthcheck]\ncommand = \"true\"", "steps[0] (one).healthcheck (per-step readiness checks)"},
-		{"[[steps]]\nname = \"one\"\nartifacts = [\"/app/x\"]", "steps[0] (one).artifacts (declared artifacts)"},
 		{"[verifier.environment]\ngpus = 1", "[verifier.environment].gpus > 0 (this platform has no GPUs)"},
 		{"[environment]\nos = \"Windows\"", `[environment].os = "windows" (this platform runs Linux containers only)`},
 		{"[environment]\ngpus = 2", "[environment].gpus = 2 (this platform has no GPUs)"},
