@@ -82,7 +82,7 @@ func (s *Store) DiskUsage(ctx context.Context) (Usage, error) {
 // listings and small records).
 func (s *Store) storeUsage() (Usage, error) {
 	var u Usage
-	layers, err := s.listLayers()
+	layers, err := s.layers.listLayers()
 	if err != nil {
 		return u, err
 	}
@@ -94,7 +94,7 @@ func (s *Store) storeUsage() (Usage, error) {
 			sizes[l.id] = l.meta.Size
 		}
 	}
-	refs, err := s.referencedLayers()
+	refs, err := s.layers.referencedLayers()
 	if err != nil {
 		return u, err
 	}
@@ -162,7 +162,7 @@ func (s *Store) evict(ctx context.Context, keep string) {
 		if !removed {
 			continue
 		}
-		n, freed, err := s.gcLayers(ctx, false)
+		n, freed, err := s.layers.gcLayers(ctx, false)
 		if err != nil {
 			s.logger.Warn("image eviction: remove layers", "err", err)
 		}
@@ -221,7 +221,7 @@ func (s *Store) pinnedConfigs(ctx context.Context) map[string]bool {
 		if err != nil {
 			continue
 		}
-		if rec, found, err := s.loadRecord(h); err == nil && found {
+		if rec, found, err := s.blobs.loadRecord(h); err == nil && found {
 			out[strings.TrimPrefix(rec.Config, "sha256:")] = true
 		}
 	}

@@ -40,7 +40,7 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	refs, err := s.referencedLayers()
+	refs, err := s.layers.referencedLayers()
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 		if err != nil || !found {
 			continue // being written or removed
 		}
@@ -67,7 +67,7 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 		if rr, ok := s.rootfsRecord(cfg); ok {
 			info.Unpacked, info.Rootfs = true, rr.Size
 			for _, c := range rr.LayerIDs {
-				m, _, _ := s.layerComplete(c)
+				m, _, _ := s.layers.layerComplete(c)
 				if len(refs[c]) > 1 {
 					info.Shared += m.Size
 				} else {
@@ -168,7 +168,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 		}
 		for _, e := range ents {
 			if hex, ok := strings.CutSuffix(e.Name(), ".json"); ok {
-				if rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex}); err == nil && found {
+				if rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex}); err == nil && found {
 					named[strings.TrimPrefix(rec.Config, "sha256:")] = true
 				}
 			}
@@ -195,7 +195,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 	}
 	// Waits for unpacks under way: what they unpack is referenced once
 	// they are done, and kept.
-	nl, lbytes, err := s.gcLayers(ctx, true)
+	nl, lbytes, err := s.layers.gcLayers(ctx, true)
 	rep.Layers, rep.RootfsBytes = nl, lbytes
 	if err != nil {
 		return rep, err
@@ -211,7 +211,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 			if !ok {
 				continue
 			}
-			rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+			rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 			if err != nil || !found || held[rec.Config] {
 				continue
 			}
@@ -248,7 +248,7 @@ func (s *Store) gcBlobs(ctx context.Context, forgotten map[string]bool) (int, in
 		if !ok {
 			continue
 		}
-		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 		if err != nil || !found {
 			continue
 		}
@@ -327,7 +327,7 @@ func (s *Store) Stored(ctx context.Context, ref string) (Resolved, bool, error) 
 		if !ok {
 			continue
 		}
-		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 		if err != nil || !found || !slices.Contains(rec.Names, want) {
 			continue
 		}

@@ -69,15 +69,6 @@ type rootfsRecord struct {
 	LayerIDs []string  `json:"layer_chains"`
 }
 
-// layerDirs are the record's layer directories, topmost first.
-func (s *Store) layerDirs(rr rootfsRecord) []string {
-	out := make([]string, len(rr.LayerIDs))
-	for i, c := range rr.LayerIDs {
-		out[len(out)-1-i] = s.layerDir(c)
-	}
-	return out
-}
-
 // Rootfs returns the unpacked root filesystem of a pinned image reference
 // (repository@sha256:…, as Resolve returns), pulling and unpacking it on
 // first use. Concurrent first users, in this process or others, wait for one
@@ -99,7 +90,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err != nil {
 		return nil, err
 	}
-	rec, ok, err := s.loadRecord(mustHash(res.Digest))
+	rec, ok, err := s.blobs.loadRecord(mustHash(res.Digest))
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +114,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 		return fail(err)
 	}
 	if rr, ok := s.rootfsRecord(cfgHash); ok {
-		out.Size, out.Layers = rr.Size, s.layerDirs(rr)
+		out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
 		s.touch(lock)
 		return out, nil
 	}
@@ -141,7 +132,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 		}
 		err = s.fetchLayers(ctx, res, rec, creds, progress)
 		if err == nil {
-			rr, err = s.unpackLayers(ctx, rec, progress)
+			rr, err = s.layers.unpackLayers(ctx, rec, progress)
 		}
 		unlockGC()
 		if err != nil {
@@ -152,7 +143,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
-	out.Size, out.Layers = rr.Size, s.layerDirs(rr)
+	out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
 	s.touch(lock)
 	if s.maxRootfs > 0 && !ok {
 		s.evict(ctx, cfgHash.Hex)
@@ -203,8 +194,8 @@ func (s *Store) storedLocally(pinnedRef string) bool {
 	if err != nil {
 		return false
 	}
-	rec, ok, err := s.loadRecord(h)
-	if err != nil || !ok || !s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
+	rec, ok, err := s.blobs.loadRecord(h)
+	if err != nil || !ok || !s.blobs.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
 		return false
 	}
 	return len(s.missingLayers(rec)) == 0
@@ -216,10 +207,10 @@ func (s *Store) missingLayers(rec record) []layerRecord {
 	var out []layerRecord
 	for i, c := range chainIDs(rec) {
 		l := rec.Layers[i]
-		if s.hasBlob(mustHash(l.Digest), l.Size) {
+		if s.blobs.hasBlob(mustHash(l.Digest), l.Size) {
 			continue
 		}
-		if _, ok, _ := s.layerComplete(c); ok {
+		if _, ok, _ := s.layers.layerComplete(c); ok {
 			continue
 		}
 		out = append(out, l)
@@ -240,7 +231,7 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidReference, err)
 	}
-	rec, ok, err := s.loadRecord(h)
+	rec, ok, err := s.blobs.loadRecord(h)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +259,7 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 		return nil, err
 	}
 	s.touch(lock)
-	return &Rootfs{Layers: s.layerDirs(rr), Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
+	return &Rootfs{Layers: s.layers.layerDirs(rr), Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
 		Config: cfg, Size: rr.Size, lock: lock}, nil
 }
 
@@ -287,7 +278,7 @@ func (s *Store) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
 		return rootfsRecord{}, false // half a record, or one of a store before layers were shared
 	}
 	for _, c := range rr.LayerIDs {
-		if _, ok, _ := s.layerComplete(c); !ok {
+		if _, ok, _ := s.layers.layerComplete(c); !ok {
 			return rootfsRecord{}, false
 		}
 	}
@@ -295,7 +286,7 @@ func (s *Store) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
 }
 
 func (s *Store) imageConfig(cfg v1.Hash) (Config, error) {
-	b, err := s.readBlob(cfg)
+	b, err := s.blobs.readBlob(cfg)
 	if err != nil {
 		return Config{}, err
 	}
@@ -322,7 +313,7 @@ func (s *Store) fetchLayers(ctx context.Context, res Resolved, rec record, creds
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidReference, err)
 	}
-	p, err := s.puller(creds)
+	p, err := s.pullers.get(creds)
 	if err != nil {
 		return err
 	}
@@ -369,28 +360,6 @@ func (s *Store) fetchLayer(ctx context.Context, p *remote.Puller, eps []endpoint
 		}
 	}
 	return joinEndpointErrors(errs)
-}
-
-func (s *Store) applyLayer(a *applier, l layerRecord, counter *progressCounter) error {
-	blob, err := s.openBlob(mustHash(l.Digest), l.Size)
-	if err != nil {
-		return err
-	}
-	var src = &countingReader{r: blob, add: counter.add}
-	zr, err := decompress(src)
-	if err != nil {
-		blob.Close()
-		return fmt.Errorf("%w: decompress: %v", ErrCorrupt, err)
-	}
-	aerr := a.apply(zr)
-	if aerr != nil && !errors.Is(aerr, ErrCorrupt) && !errors.Is(aerr, ErrUnsafeLayer) && isReadErr(aerr) {
-		aerr = fmt.Errorf("%w: %v", ErrCorrupt, aerr)
-	}
-	zr.Close()
-	if cerr := blob.Close(); aerr == nil && cerr != nil {
-		return cerr
-	}
-	return aerr
 }
 
 func isReadErr(err error) bool {
