@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // The layer store, as containerd's overlay snapshotter keeps one: every
@@ -376,6 +377,25 @@ func (s *layerStore) applyLayer(a *applier, l layerRecord, counter *progressCoun
 		return cerr
 	}
 	return aerr
+}
+
+// rootfsRecord returns an image's rootfs record when it and every layer it
+// names are complete.
+func (s *layerStore) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "rootfs", cfg.Hex+".json"))
+	if err != nil {
+		return rootfsRecord{}, false
+	}
+	var rr rootfsRecord
+	if json.Unmarshal(b, &rr) != nil || len(rr.LayerIDs) != rr.Layers {
+		return rootfsRecord{}, false // half a record, or one of a store before layers were shared
+	}
+	for _, c := range rr.LayerIDs {
+		if _, ok, _ := s.layerComplete(c); !ok {
+			return rootfsRecord{}, false
+		}
+	}
+	return rr, true
 }
 
 // Lookup returns the host path of rel (a path in the image, like

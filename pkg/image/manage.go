@@ -64,7 +64,7 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 		}
 		cfg := mustHash(rec.Config)
 		info.Layers = len(rec.Layers)
-		if rr, ok := s.rootfsRecord(cfg); ok {
+		if rr, ok := s.layers.rootfsRecord(cfg); ok {
 			info.Unpacked, info.Rootfs = true, rr.Size
 			for _, c := range rr.LayerIDs {
 				m, _, _ := s.layers.layerComplete(c)
@@ -154,7 +154,7 @@ const orphanAge = time.Hour
 // finishes first.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	var rep PruneReport
-	cached, err := s.listCachedRootfs()
+	cached, err := s.capacity.listCachedRootfs()
 	if err != nil {
 		return rep, err
 	}
@@ -182,7 +182,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 		if named[c.hex] {
 			continue
 		}
-		removed, err := s.removeRootfs(c.hex)
+		removed, err := s.capacity.removeRootfs(c.hex)
 		if err != nil {
 			return rep, fmt.Errorf("prune rootfs sha256:%s: %w", c.hex, err)
 		}

@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -113,7 +112,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
-	if rr, ok := s.rootfsRecord(cfgHash); ok {
+	if rr, ok := s.layers.rootfsRecord(cfgHash); ok {
 		out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
 		s.touch(lock)
 		return out, nil
@@ -122,7 +121,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := flock(lock, unix.LOCK_EX); err != nil {
 		return fail(err)
 	}
-	rr, ok := s.rootfsRecord(cfgHash)
+	rr, ok := s.layers.rootfsRecord(cfgHash)
 	if !ok {
 		// Layers already unpacked (for another image) need no blob: hold
 		// them against garbage collection from the check to the record.
@@ -145,8 +144,8 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	}
 	out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
 	s.touch(lock)
-	if s.maxRootfs > 0 && !ok {
-		s.evict(ctx, cfgHash.Hex)
+	if s.capacity.max > 0 && !ok {
+		s.capacity.evict(ctx, cfgHash.Hex)
 	}
 	return out, nil
 }
@@ -248,7 +247,7 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 		lock.Close()
 		return nil, err
 	}
-	rr, ok := s.rootfsRecord(cfgHash)
+	rr, ok := s.layers.rootfsRecord(cfgHash)
 	if !ok {
 		lock.Close()
 		return nil, fmt.Errorf("%w: its rootfs is not unpacked (evicted or never pulled)", ErrNotCached)
@@ -266,23 +265,6 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 func (s *Store) touch(lock *os.File) {
 	now := time.Now()
 	_ = os.Chtimes(lock.Name(), now, now)
-}
-
-func (s *Store) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
-	b, err := os.ReadFile(filepath.Join(s.dir, "rootfs", cfg.Hex+".json"))
-	if err != nil {
-		return rootfsRecord{}, false
-	}
-	var rr rootfsRecord
-	if json.Unmarshal(b, &rr) != nil || len(rr.LayerIDs) != rr.Layers {
-		return rootfsRecord{}, false // half a record, or one of a store before layers were shared
-	}
-	for _, c := range rr.LayerIDs {
-		if _, ok, _ := s.layers.layerComplete(c); !ok {
-			return rootfsRecord{}, false
-		}
-	}
-	return rr, true
 }
 
 func (s *Store) imageConfig(cfg v1.Hash) (Config, error) {

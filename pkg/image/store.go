@@ -30,7 +30,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -76,24 +75,21 @@ type Options struct {
 // concurrent use, also by several processes sharing the directory.
 //
 // It resolves, pulls, imports and manages images and stacks their root
-// filesystems (rootfs/, with eviction under the cap) over three parts, each
-// owning its part of the directory: blobs (blobs/ and images/, blobs.go),
-// layers (layers/ and gc.lock, layers.go) and the registry clients
-// (pullers.go).
+// filesystems over four parts, each owning its part of the directory and
+// its locks: blobs (blobs/, images/ and store.lock: blobs.go), layers
+// (layers/, the rootfs records naming them and gc.lock: layers.go), the
+// capacity (the cap: usage and eviction of rootfs/ entries, evict.go) and
+// the registry clients (pullers.go).
 type Store struct {
-	dir       string
-	mirrors   mirrorSet
-	docker    string
-	maxRootfs int64
-	logger    *slog.Logger
+	dir     string
+	mirrors mirrorSet
+	docker  string
+	logger  *slog.Logger
 
-	blobs   blobStore
-	layers  *layerStore
-	pullers *pullerCache
-
-	mu     sync.Mutex // guards extra and pinned
-	extra  ExtraStorage
-	pinned func(ctx context.Context) ([]string, error)
+	blobs    blobStore
+	layers   *layerStore
+	pullers  *pullerCache
+	capacity *capacity
 }
 
 // Open opens (creating it if needed) the store in dir.
@@ -130,11 +126,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	dropWholeRootfs(abs, logger)
 	blobs := blobStore{dir: abs}
-	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, maxRootfs: opts.MaxRootfsBytes, logger: logger,
+	layers := &layerStore{dir: abs, blobs: blobs, keepBlobs: opts.KeepLayerBlobs, logger: logger}
+	return &Store{dir: abs, mirrors: ms, docker: opts.DockerConfig, logger: logger,
 		blobs:   blobs,
-		layers:  &layerStore{dir: abs, blobs: blobs, keepBlobs: opts.KeepLayerBlobs, logger: logger},
+		layers:  layers,
 		pullers: &pullerCache{keychain: opts.Keychain, docker: opts.DockerConfig, transport: t, m: map[string]*remote.Puller{}},
-		extra:   opts.Extra, pinned: opts.Pinned}, nil
+		capacity: &capacity{dir: abs, max: opts.MaxRootfsBytes, logger: logger, blobs: blobs, layers: layers,
+			extra: opts.Extra, pinned: opts.Pinned},
+	}, nil
 }
 
 // ExtraStorage is storage that the image storage's cap covers beside the
@@ -185,24 +184,12 @@ func dropWholeRootfs(dir string, logger *slog.Logger) {
 
 // SetExtra sets the storage beside the store that the cap covers (the
 // builder's, made after the store): see Options.Extra.
-func (s *Store) SetExtra(e ExtraStorage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.extra = e
-}
+func (s *Store) SetExtra(e ExtraStorage) { s.capacity.setExtra(e) }
 
 // SetPinned sets the list of pinned references eviction never drops (the
 // runs' store is opened after the image store): see Options.Pinned.
 func (s *Store) SetPinned(pinned func(ctx context.Context) ([]string, error)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pinned = pinned
-}
-
-func (s *Store) extraStorage() ExtraStorage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.extra
+	s.capacity.setPinned(pinned)
 }
 
 // DockerConfig is the Docker config.json whose logins the store pulls with
