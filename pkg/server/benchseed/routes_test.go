@@ -19,20 +19,8 @@ import (
 // network or a load generator sharing the machine, so a change to the
 // handler can be compared before and after on a busy machine.
 func BenchmarkRoutes(b *testing.B) {
-	ctx := context.Background()
-	srv, err := server.Open(ctx, server.Options{DataDir: b.TempDir(), Addr: "127.0.0.1:0", CredentialsPath: "-",
-		Local: local.Options{Isolation: "process", RunnerPath: "/bin/true"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	tenant := srv.Tenant()
-	seeded, err := benchseed.Seed(ctx, srv.Platform().Service(), tenant.Workspace,
-		benchseed.Shape{Entrants: 50, Tasks: 500, Attempts: 5, Categories: 10})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := srv.Handler()
+	srv, seeded := seededServer(b)
+	tenant, h := srv.Tenant(), srv.Handler()
 	get := func(b *testing.B, path string) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header.Set("Authorization", "Bearer "+tenant.Token)
@@ -62,4 +50,23 @@ func BenchmarkRoutes(b *testing.B) {
 			}
 		})
 	})
+}
+
+// seededServer opens a server (no sandbox ever starts) holding the load
+// tests' benchmark: 50 entrants × 500 tasks (10 categories) × 5 attempts.
+func seededServer(b *testing.B) (*server.Server, benchseed.Seeded) {
+	b.Helper()
+	ctx := context.Background()
+	srv, err := server.Open(ctx, server.Options{DataDir: b.TempDir(), Addr: "127.0.0.1:0", CredentialsPath: "-",
+		Local: local.Options{Isolation: "process", RunnerPath: "/bin/true"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Close() })
+	seeded, err := benchseed.Seed(ctx, srv.Platform().Service(), srv.Tenant().Workspace,
+		benchseed.Shape{Entrants: 50, Tasks: 500, Attempts: 5, Categories: 10})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, seeded
 }
