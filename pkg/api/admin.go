@@ -39,15 +39,6 @@ var (
 	planPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 )
 
-func (h *Handler) adminRoutes() []route {
-	return []route{
-		{method: "POST", pattern: "/v1/admin/workspaces", admin: true, handle: h.adminCreateWorkspace},
-		{method: "GET", pattern: "/v1/admin/workspaces", admin: true, handle: h.adminListWorkspaces},
-		{method: "PUT", pattern: "/v1/admin/workspaces/{id}/billing", admin: true, handle: h.adminSetBilling},
-		{method: "POST", pattern: "/v1/admin/workspaces/{id}/users", admin: true, handle: h.adminAddUser},
-	}
-}
-
 // adminOnly lets only platform operators through; it runs after
 // authenticated.
 func (h *Handler) adminOnly(next handlerFunc) handlerFunc {
@@ -61,13 +52,13 @@ func (h *Handler) adminOnly(next handlerFunc) handlerFunc {
 
 // logAdmin records an admin action: who (the operator's user and
 // workspace), what, and on which workspace.
-func (h *Handler) logAdmin(ctx context.Context, action, ws string, attrs ...any) {
+func (h *workspacesAPI) logAdmin(ctx context.Context, action, ws string, attrs ...any) {
 	id := identity(ctx)
 	h.log.InfoContext(ctx, "admin action", append([]any{"action", action, "by_user", id.User, "by_workspace", id.Workspace,
 		"workspace", ws, "request_id", requestID(ctx)}, attrs...)...)
 }
 
-func (h *Handler) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) error {
 	var req v1.CreateWorkspaceRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -88,8 +79,8 @@ func (h *Handler) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) e
 	if id == "" {
 		id = workspaceID(identity(ctx).User, key, name)
 	}
-	ws := records.Workspace{ID: id, Name: name, CreatedAt: h.cfg.Now().UTC()}
-	stored, created, err := h.cfg.Records.CreateWorkspace(ctx, ws)
+	ws := records.Workspace{ID: id, Name: name, CreatedAt: h.now().UTC()}
+	stored, created, err := h.recs.CreateWorkspace(ctx, ws)
 	if err != nil {
 		return err
 	}
@@ -129,12 +120,12 @@ func adminWorkspaceView(w records.Workspace) v1.AdminWorkspaceView {
 	return v1.AdminWorkspaceView{ID: w.ID, Name: w.Name, CreatedAt: w.CreatedAt}
 }
 
-func (h *Handler) adminListWorkspaces(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) adminListWorkspaces(w http.ResponseWriter, r *http.Request) error {
 	limit, cursor, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	page, next, err := h.cfg.Records.Workspaces(r.Context(), cursor, limit)
+	page, next, err := h.recs.Workspaces(r.Context(), cursor, limit)
 	if err != nil {
 		return err
 	}
@@ -147,19 +138,19 @@ func (h *Handler) adminListWorkspaces(w http.ResponseWriter, r *http.Request) er
 
 // adminWorkspace returns the workspace the path's {id} names: 400 for a
 // malformed id, 404 when there is none.
-func (h *Handler) adminWorkspace(r *http.Request) (records.Workspace, error) {
+func (h *workspacesAPI) adminWorkspace(r *http.Request) (records.Workspace, error) {
 	id := r.PathValue("id")
 	if !workspaceIDPattern.MatchString(id) {
 		return records.Workspace{}, errorf(http.StatusBadRequest, v1.CodeBadRequest, "%q is not a workspace id", id)
 	}
-	ws, err := h.cfg.Records.Workspace(r.Context(), id)
+	ws, err := h.recs.Workspace(r.Context(), id)
 	if errors.Is(err, records.ErrNotFound) {
 		return records.Workspace{}, notFound("workspace", id)
 	}
 	return ws, err
 }
 
-func (h *Handler) adminSetBilling(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) adminSetBilling(w http.ResponseWriter, r *http.Request) error {
 	var req v1.SetBillingRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -178,15 +169,15 @@ func (h *Handler) adminSetBilling(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	ctx := r.Context()
-	b := records.Billing{Status: status, Plan: req.Plan, UpdatedAt: h.cfg.Now().UTC()}
+	b := records.Billing{Status: status, Plan: req.Plan, UpdatedAt: h.now().UTC()}
 	if b.Plan == "" {
-		old, err := h.cfg.Records.Billing(ctx, ws.ID)
+		old, err := h.recs.Billing(ctx, ws.ID)
 		if err != nil {
 			return fmt.Errorf("load billing of %s: %w", ws.ID, err)
 		}
 		b.Plan = old.Plan
 	}
-	if err := h.cfg.Records.PutBilling(ctx, ws.ID, b); err != nil {
+	if err := h.recs.PutBilling(ctx, ws.ID, b); err != nil {
 		return fmt.Errorf("set billing of %s: %w", ws.ID, err)
 	}
 	h.logAdmin(ctx, "billing.set", ws.ID, "status", string(b.Status), "plan", b.Plan)
@@ -194,7 +185,7 @@ func (h *Handler) adminSetBilling(w http.ResponseWriter, r *http.Request) error 
 		UpdatedAt: b.UpdatedAt, CanSubmit: b.Check() == nil})
 }
 
-func (h *Handler) adminAddUser(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) adminAddUser(w http.ResponseWriter, r *http.Request) error {
 	var req v1.AddUserRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -211,13 +202,13 @@ func (h *Handler) adminAddUser(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	status := http.StatusCreated
-	if _, err := h.cfg.Records.User(ctx, ws.ID, req.User); err == nil {
+	if _, err := h.recs.User(ctx, ws.ID, req.User); err == nil {
 		status = http.StatusOK
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return fmt.Errorf("look up user %s of %s: %w", req.User, ws.ID, err)
 	}
-	u := records.User{ID: req.User, Workspace: ws.ID, Name: first(req.Email, req.User), CreatedAt: h.cfg.Now().UTC()}
-	if err := h.cfg.Records.PutUser(ctx, u); err != nil {
+	u := records.User{ID: req.User, Workspace: ws.ID, Name: first(req.Email, req.User), CreatedAt: h.now().UTC()}
+	if err := h.recs.PutUser(ctx, u); err != nil {
 		return fmt.Errorf("add user %s to %s: %w", u.ID, ws.ID, err)
 	}
 	view := v1.AdminUserView{Workspace: ws.ID, User: u.ID, Name: u.Name, CreatedAt: u.CreatedAt}
@@ -232,13 +223,13 @@ func (h *Handler) adminAddUser(w http.ResponseWriter, r *http.Request) error {
 
 // mintToken issues a new API token for the user and stores only its hash.
 // Every call issues another token; earlier ones stay valid.
-func (h *Handler) mintToken(ctx context.Context, u records.User) (string, error) {
+func (h *workspacesAPI) mintToken(ctx context.Context, u records.User) (string, error) {
 	token, err := NewToken()
 	if err != nil {
 		return "", err
 	}
 	rec := records.Token{Hash: HashToken(token), Workspace: u.Workspace, User: u.ID, CreatedAt: u.CreatedAt}
-	if err := h.cfg.Records.PutToken(ctx, rec); err != nil {
+	if err := h.recs.PutToken(ctx, rec); err != nil {
 		return "", fmt.Errorf("store token of %s in %s: %w", u.ID, u.Workspace, err)
 	}
 	return token, nil

@@ -18,7 +18,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
@@ -85,23 +84,20 @@ type Config struct {
 	Starting func() string
 }
 
-// Handler serves the API.
+// Handler serves the API. It owns what every route shares — the routing
+// table, authentication, readiness and the error shape — and hands each
+// request to the handlers of its resource family, which hold only what
+// their routes read.
 type Handler struct {
 	cfg  Config
 	auth Authenticator
 	mux  *http.ServeMux
 	log  *slog.Logger
 
-	manifestMu sync.Mutex
-	manifests  map[string]*manifestInfo // immutable manifest versions, by ws/key/version
-
-	answers answerCache // rendered leaderboards and runs
-
-	secrets *pipeline.Secrets
-
-	// mintsTokens is set when the handler authenticates its own API tokens
-	// (New): adding a user then issues one.
-	mintsTokens bool
+	runs       *runsAPI
+	benchmarks *benchmarksAPI
+	workspaces *workspacesAPI
+	boards     *boardsAPI
 }
 
 // New returns the API handler; it authenticates gauntlet API tokens.
@@ -110,12 +106,12 @@ func New(cfg Config) *Handler {
 	if now == nil {
 		now = time.Now
 	}
-	h := newHandler(cfg, &tokenAuthenticator{recs: cfg.Records, now: now})
-	h.mintsTokens = true
-	return h
+	// The handler authenticates its own API tokens, so adding a user
+	// issues one.
+	return newHandler(cfg, &tokenAuthenticator{recs: cfg.Records, now: now}, true)
 }
 
-func newHandler(cfg Config, auth Authenticator) *Handler {
+func newHandler(cfg Config, auth Authenticator, mintsTokens bool) *Handler {
 	if cfg.ManagedWorkspace == "" {
 		cfg.ManagedWorkspace = pipeline.PlatformWorkspace
 	}
@@ -125,8 +121,18 @@ func newHandler(cfg Config, auth Authenticator) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, auth: auth, mux: http.NewServeMux(), log: cfg.Logger, manifests: map[string]*manifestInfo{},
-		secrets: pipeline.NewSecrets(cfg.Secrets, cfg.Records, cfg.Now)}
+	see := scope{runs: cfg.Records, benchmarks: cfg.Records, managed: cfg.ManagedWorkspace}
+	checks := checkSource{checks: cfg.Checks}
+	answers := &answerCache{} // rendered leaderboards, runs and results
+	h := &Handler{cfg: cfg, auth: auth, mux: http.NewServeMux(), log: cfg.Logger,
+		runs: &runsAPI{recs: cfg.Records, runs: cfg.Runs, blobs: cfg.Blobs, now: cfg.Now, log: cfg.Logger,
+			scope: see, checks: checks, answers: answers},
+		benchmarks: &benchmarksAPI{recs: cfg.Records, benchmarks: cfg.Benchmarks, blobs: cfg.Blobs,
+			scope: see, checks: checks, manifests: newManifestCache(cfg.Records)},
+		workspaces: &workspacesAPI{recs: cfg.Records, secrets: pipeline.NewSecrets(cfg.Secrets, cfg.Records, cfg.Now),
+			now: cfg.Now, log: cfg.Logger, mintsTokens: mintsTokens},
+		boards: &boardsAPI{recs: cfg.Records, now: cfg.Now, scope: see, answers: answers},
+	}
 	for _, rt := range h.routes() {
 		handle := rt.handle
 		if rt.admin {
@@ -164,37 +170,42 @@ type route struct {
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (h *Handler) routes() []route {
-	return append([]route{
+	runs, benchmarks, workspaces, boards := h.runs, h.benchmarks, h.workspaces, h.boards
+	return []route{
 		{method: "GET", pattern: "/healthz", public: true, handle: h.health},
 		{method: "GET", pattern: "/v1/health", public: true, handle: h.readiness},
 		{method: "GET", pattern: "/v1/openapi.json", public: true, handle: h.openAPI},
-		{method: "GET", pattern: "/v1/workspace", handle: h.workspace},
-		{method: "GET", pattern: "/v1/harnesses", handle: h.listHarnesses},
-		{method: "GET", pattern: "/v1/secrets", handle: h.listSecrets},
-		{method: "PUT", pattern: "/v1/secrets/{name}", handle: h.putSecret},
-		{method: "DELETE", pattern: "/v1/secrets/{name}", handle: h.deleteSecret},
-		{method: "GET", pattern: "/v1/benchmarks", handle: h.listBenchmarks},
-		{method: "POST", pattern: "/v1/benchmarks", handle: h.addBenchmark},
-		{method: "GET", pattern: "/v1/benchmarks/{key}", handle: h.getBenchmark},
-		{method: "DELETE", pattern: "/v1/benchmarks/{key}", handle: h.deleteBenchmark},
-		{method: "POST", pattern: "/v1/benchmarks/{key}/sync", handle: h.syncBenchmark},
-		{method: "GET", pattern: "/v1/benchmarks/{key}/leaderboard", handle: h.leaderboard},
-		{method: "GET", pattern: "/v1/compare", handle: h.compare},
-		{method: "POST", pattern: "/v1/benchmarks/{key}/check", handle: h.startCheck},
-		{method: "GET", pattern: "/v1/benchmarks/{key}/check", handle: h.getCheck},
-		{method: "GET", pattern: "/v1/benchmarks/{key}/tasks/{task}/build-log", handle: h.buildLog},
-		{method: "POST", pattern: "/v1/runs", handle: h.createRun},
-		{method: "POST", pattern: "/v1/runs/validate", handle: h.validateRun},
-		{method: "GET", pattern: "/v1/runs", handle: h.listRuns},
-		{method: "GET", pattern: "/v1/runs/{id}", handle: h.getRun},
-		{method: "GET", pattern: "/v1/runs/{id}/config", handle: h.runConfig},
-		{method: "GET", pattern: "/v1/runs/{id}/logs", handle: h.runLogs},
-		{method: "POST", pattern: "/v1/runs/{id}/stop", handle: h.stopRun},
-		{method: "GET", pattern: "/v1/runs/{id}/results", handle: h.listResults},
-		{method: "GET", pattern: "/v1/runs/{id}/results/{result}", handle: h.getResult},
-		{method: "GET", pattern: "/v1/runs/{id}/results/{result}/artifacts/{path...}", handle: h.getArtifact},
-		{method: "GET", pattern: "/v1/runs/{id}/download", handle: h.download},
-	}, h.adminRoutes()...)
+		{method: "GET", pattern: "/v1/workspace", handle: workspaces.workspace},
+		{method: "GET", pattern: "/v1/harnesses", handle: runs.listHarnesses},
+		{method: "GET", pattern: "/v1/secrets", handle: workspaces.listSecrets},
+		{method: "PUT", pattern: "/v1/secrets/{name}", handle: workspaces.putSecret},
+		{method: "DELETE", pattern: "/v1/secrets/{name}", handle: workspaces.deleteSecret},
+		{method: "GET", pattern: "/v1/benchmarks", handle: benchmarks.listBenchmarks},
+		{method: "POST", pattern: "/v1/benchmarks", handle: benchmarks.addBenchmark},
+		{method: "GET", pattern: "/v1/benchmarks/{key}", handle: benchmarks.getBenchmark},
+		{method: "DELETE", pattern: "/v1/benchmarks/{key}", handle: benchmarks.deleteBenchmark},
+		{method: "POST", pattern: "/v1/benchmarks/{key}/sync", handle: benchmarks.syncBenchmark},
+		{method: "GET", pattern: "/v1/benchmarks/{key}/leaderboard", handle: boards.leaderboard},
+		{method: "GET", pattern: "/v1/compare", handle: boards.compare},
+		{method: "POST", pattern: "/v1/benchmarks/{key}/check", handle: benchmarks.startCheck},
+		{method: "GET", pattern: "/v1/benchmarks/{key}/check", handle: benchmarks.getCheck},
+		{method: "GET", pattern: "/v1/benchmarks/{key}/tasks/{task}/build-log", handle: benchmarks.buildLog},
+		{method: "POST", pattern: "/v1/runs", handle: runs.createRun},
+		{method: "POST", pattern: "/v1/runs/validate", handle: runs.validateRun},
+		{method: "GET", pattern: "/v1/runs", handle: runs.listRuns},
+		{method: "GET", pattern: "/v1/runs/{id}", handle: runs.getRun},
+		{method: "GET", pattern: "/v1/runs/{id}/config", handle: runs.runConfig},
+		{method: "GET", pattern: "/v1/runs/{id}/logs", handle: runs.runLogs},
+		{method: "POST", pattern: "/v1/runs/{id}/stop", handle: runs.stopRun},
+		{method: "GET", pattern: "/v1/runs/{id}/results", handle: runs.listResults},
+		{method: "GET", pattern: "/v1/runs/{id}/results/{result}", handle: runs.getResult},
+		{method: "GET", pattern: "/v1/runs/{id}/results/{result}/artifacts/{path...}", handle: runs.getArtifact},
+		{method: "GET", pattern: "/v1/runs/{id}/download", handle: runs.download},
+		{method: "POST", pattern: "/v1/admin/workspaces", admin: true, handle: workspaces.adminCreateWorkspace},
+		{method: "GET", pattern: "/v1/admin/workspaces", admin: true, handle: workspaces.adminListWorkspaces},
+		{method: "PUT", pattern: "/v1/admin/workspaces/{id}/billing", admin: true, handle: workspaces.adminSetBilling},
+		{method: "POST", pattern: "/v1/admin/workspaces/{id}/users", admin: true, handle: workspaces.adminAddUser},
+	}
 }
 
 // handler adapts a handlerFunc: it gives the request an id and writes a

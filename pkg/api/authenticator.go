@@ -28,7 +28,7 @@ var (
 
 // NewWithAuthenticator returns the API handler authenticating every
 // non-public route with a instead of API-token lookup.
-func NewWithAuthenticator(cfg Config, a Authenticator) *Handler { return newHandler(cfg, a) }
+func NewWithAuthenticator(cfg Config, a Authenticator) *Handler { return newHandler(cfg, a, false) }
 
 // authenticated requires a bearer token the handler's Authenticator
 // accepts and puts the caller's identity into the request context.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
@@ -14,49 +13,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
-// visibleBenchmark returns the workspace's benchmark, or the managed one
-// with the key; another workspace's benchmark is not found.
-func (h *Handler) visibleBenchmark(ctx context.Context, ws, key string) (records.Benchmark, error) {
-	if !benchmark.ValidKey(key) {
-		return records.Benchmark{}, errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %q not found: keys are lowercase letters, digits and dashes", key)
-	}
-	b, err := h.cfg.Records.Benchmark(ctx, ws, key)
-	if errors.Is(err, records.ErrNotFound) && ws != h.cfg.ManagedWorkspace {
-		b, err = h.cfg.Records.Benchmark(ctx, h.cfg.ManagedWorkspace, key)
-	}
-	if errors.Is(err, records.ErrNotFound) {
-		return b, notFound("benchmark", key)
-	}
-	if err != nil {
-		return b, fmt.Errorf("load benchmark %s: %w", key, err)
-	}
-	return b, nil
-}
-
-// visibleBenchmarks lists the workspace's benchmarks and the managed ones,
-// by key; a workspace record wins over a managed one with the same key.
-func (h *Handler) visibleBenchmarks(ctx context.Context, ws string) ([]records.Benchmark, error) {
-	own, err := h.cfg.Records.Benchmarks(ctx, ws)
-	if err != nil {
-		return nil, fmt.Errorf("list benchmarks: %w", err)
-	}
-	if ws == h.cfg.ManagedWorkspace {
-		return own, nil
-	}
-	managed, err := h.cfg.Records.Benchmarks(ctx, h.cfg.ManagedWorkspace)
-	if err != nil {
-		return nil, fmt.Errorf("list managed benchmarks: %w", err)
-	}
-	for _, m := range managed {
-		if !slices.ContainsFunc(own, func(b records.Benchmark) bool { return b.Key == m.Key }) {
-			own = append(own, m)
-		}
-	}
-	slices.SortFunc(own, func(a, b records.Benchmark) int { return strings.Compare(a.Key, b.Key) })
-	return own, nil
-}
-
-func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchmark) (v1.BenchmarkView, error) {
+func (h *benchmarksAPI) benchmarkView(ctx context.Context, ws string, b records.Benchmark) (v1.BenchmarkView, error) {
 	v := v1.BenchmarkView{
 		Key: b.Key, Name: b.Name, Description: b.Description, Source: v1.Source{Type: string(b.Source.Type), Ref: b.Source.Ref, URL: b.Source.URL}, Status: string(b.Status),
 		Progress: v1.SyncProgress{Synced: b.Synced, Total: b.Total, Phase: string(b.Phase), Label: progressLabel(b)}, SyncError: b.SyncError, SyncWarning: b.SyncWarning, TaskCount: b.TaskCount,
@@ -67,7 +24,7 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 		v.RegistryCredentials[i] = v1.RegistryCredential{Registry: c.Registry, Secret: c.Secret}
 	}
 	if b.ReadyVersion != "" {
-		info, err := h.manifest(ctx, b.Workspace, b.Key, b.ReadyVersion)
+		info, err := h.manifests.get(ctx, b.Workspace, b.Key, b.ReadyVersion)
 		if err != nil {
 			return v, err
 		}
@@ -76,7 +33,7 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 	}
 	if b.PreparingVersion != "" && b.PreparingVersion != b.ReadyVersion {
 		// Read each time: its tasks change as their images get ready.
-		m, _, err := h.cfg.Records.Manifest(ctx, b.Workspace, b.Key, b.PreparingVersion)
+		m, _, err := h.recs.Manifest(ctx, b.Workspace, b.Key, b.PreparingVersion)
 		switch {
 		case err == nil:
 			v.Images = imageProgress(m)
@@ -84,7 +41,7 @@ func (h *Handler) benchmarkView(ctx context.Context, ws string, b records.Benchm
 			return v, fmt.Errorf("load manifest %s of benchmark %s: %w", b.PreparingVersion, b.Key, err)
 		}
 	}
-	runs, err := h.cfg.Records.RunsByBenchmark(ctx, ws, b.Key)
+	runs, err := h.recs.RunsByBenchmark(ctx, ws, b.Key)
 	if err != nil {
 		return v, fmt.Errorf("list runs of benchmark %s: %w", b.Key, err)
 	}
@@ -123,7 +80,7 @@ func imageProgress(m benchmark.Manifest) *v1.ImageProgress {
 
 // writeBenchmark answers with status and the view of b as workspace ws
 // sees it.
-func (h *Handler) writeBenchmark(ctx context.Context, w http.ResponseWriter, status int, ws string, b records.Benchmark) error {
+func (h *benchmarksAPI) writeBenchmark(ctx context.Context, w http.ResponseWriter, status int, ws string, b records.Benchmark) error {
 	v, err := h.benchmarkView(ctx, ws, b)
 	if err != nil {
 		return err
@@ -131,9 +88,9 @@ func (h *Handler) writeBenchmark(ctx context.Context, w http.ResponseWriter, sta
 	return writeJSON(w, status, v)
 }
 
-func (h *Handler) listBenchmarks(w http.ResponseWriter, r *http.Request) error {
+func (h *benchmarksAPI) listBenchmarks(w http.ResponseWriter, r *http.Request) error {
 	ws := identity(r.Context()).Workspace
-	all, err := h.visibleBenchmarks(r.Context(), ws)
+	all, err := h.scope.visibleBenchmarks(r.Context(), ws)
 	if err != nil {
 		return err
 	}
@@ -148,9 +105,9 @@ func (h *Handler) listBenchmarks(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
+func (h *benchmarksAPI) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 	ws := identity(r.Context()).Workspace
-	b, err := h.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
+	b, err := h.scope.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
 	if err != nil {
 		return err
 	}
@@ -161,11 +118,11 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 	out := v1.BenchmarkDetail{BenchmarkView: v}
 	switch {
 	case b.ReadyVersion != "":
-		info, err := h.manifest(r.Context(), b.Workspace, b.Key, b.ReadyVersion)
+		info, err := h.manifests.get(r.Context(), b.Workspace, b.Key, b.ReadyVersion)
 		if err != nil {
 			return err
 		}
-		check, err := h.readCheck(r.Context(), ws, b.Key, b.ReadyVersion)
+		check, err := h.checks.read(r.Context(), ws, b.Key, b.ReadyVersion)
 		if err != nil {
 			return err
 		}
@@ -173,12 +130,12 @@ func (h *Handler) getBenchmark(w http.ResponseWriter, r *http.Request) error {
 	case b.Status == records.SyncSyncing && b.PreparingVersion != "":
 		// The first sync prepares images: its version, read each time (its
 		// tasks change as images get ready), is what a run pins now.
-		m, _, err := h.cfg.Records.Manifest(r.Context(), b.Workspace, b.Key, b.PreparingVersion)
+		m, _, err := h.recs.Manifest(r.Context(), b.Workspace, b.Key, b.PreparingVersion)
 		if err != nil && !errors.Is(err, records.ErrNotFound) {
 			return fmt.Errorf("load manifest %s of benchmark %s: %w", b.PreparingVersion, b.Key, err)
 		}
 		if err == nil {
-			check, err := h.readCheck(r.Context(), ws, b.Key, b.PreparingVersion)
+			check, err := h.checks.read(r.Context(), ws, b.Key, b.PreparingVersion)
 			if err != nil {
 				return err
 			}
@@ -236,7 +193,7 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
+func (h *benchmarksAPI) addBenchmark(w http.ResponseWriter, r *http.Request) error {
 	var req v1.AddBenchmarkRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -255,7 +212,7 @@ func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
 		creds[i] = benchmark.RegistryCredential{Registry: c.Registry, Secret: c.Secret}
 	}
 	ws := identity(r.Context()).Workspace
-	b, err := h.cfg.Benchmarks.AddFrom(r.Context(), ws, benchsync.AddRequest{Spec: spec, Repo: repo, Path: req.Path,
+	b, err := h.benchmarks.AddFrom(r.Context(), ws, benchsync.AddRequest{Spec: spec, Repo: repo, Path: req.Path,
 		APIKeySecret: req.APIKeySecret, Credentials: creds})
 	if err != nil {
 		return err
@@ -263,32 +220,32 @@ func (h *Handler) addBenchmark(w http.ResponseWriter, r *http.Request) error {
 	return h.writeBenchmark(r.Context(), w, http.StatusAccepted, ws, b)
 }
 
-func (h *Handler) syncBenchmark(w http.ResponseWriter, r *http.Request) error {
+func (h *benchmarksAPI) syncBenchmark(w http.ResponseWriter, r *http.Request) error {
 	ws := identity(r.Context()).Workspace
-	b, err := h.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
+	b, err := h.scope.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
 	if err != nil {
 		return err
 	}
 	if b.Workspace != ws {
 		return errorf(http.StatusConflict, v1.CodeConflict, "benchmark %q is managed by the platform; its operator syncs it", b.Key)
 	}
-	b, err = h.cfg.Benchmarks.Sync(r.Context(), ws, b.Key)
+	b, err = h.benchmarks.Sync(r.Context(), ws, b.Key)
 	if err != nil {
 		return err
 	}
 	return h.writeBenchmark(r.Context(), w, http.StatusAccepted, ws, b)
 }
 
-func (h *Handler) deleteBenchmark(w http.ResponseWriter, r *http.Request) error {
+func (h *benchmarksAPI) deleteBenchmark(w http.ResponseWriter, r *http.Request) error {
 	ws := identity(r.Context()).Workspace
-	b, err := h.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
+	b, err := h.scope.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
 	if err != nil {
 		return err
 	}
 	if b.Source.Type == benchmark.Managed || b.Workspace != ws {
 		return errorf(http.StatusConflict, v1.CodeConflict, "benchmark %q is managed: it belongs to every workspace and cannot be removed", b.Key)
 	}
-	if err := h.cfg.Benchmarks.Delete(r.Context(), ws, b.Key); err != nil {
+	if err := h.benchmarks.Delete(r.Context(), ws, b.Key); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -23,22 +23,26 @@ type Checks interface {
 	Check(ctx context.Context, ws, key, version string) (records.EnvCheck, error)
 }
 
-// checks returns the configured Checks or a 501 when the platform has none.
-func (h *Handler) checks() (Checks, error) {
-	if h.cfg.Checks == nil {
+// checkSource is the platform's environment checks, which several
+// families read; a platform without them has a nil one.
+type checkSource struct{ checks Checks }
+
+// require returns the configured Checks or a 501 when the platform has none.
+func (c checkSource) require() (Checks, error) {
+	if c.checks == nil {
 		return nil, errorf(http.StatusNotImplemented, v1.CodeUnavailable, "environment checks are not available on this platform")
 	}
-	return h.cfg.Checks, nil
+	return c.checks, nil
 }
 
 // startCheck is POST /v1/benchmarks/{key}/check.
-func (h *Handler) startCheck(w http.ResponseWriter, r *http.Request) error {
-	checks, err := h.checks()
+func (h *benchmarksAPI) startCheck(w http.ResponseWriter, r *http.Request) error {
+	checks, err := h.checks.require()
 	if err != nil {
 		return err
 	}
 	id := identity(r.Context())
-	b, err := h.visibleBenchmark(r.Context(), id.Workspace, r.PathValue("key"))
+	b, err := h.scope.visibleBenchmark(r.Context(), id.Workspace, r.PathValue("key"))
 	if err != nil {
 		return err
 	}
@@ -51,13 +55,13 @@ func (h *Handler) startCheck(w http.ResponseWriter, r *http.Request) error {
 
 // getCheck is GET /v1/benchmarks/{key}/check: the check of the ready
 // version, or of the version a sync is preparing.
-func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
-	checks, err := h.checks()
+func (h *benchmarksAPI) getCheck(w http.ResponseWriter, r *http.Request) error {
+	checks, err := h.checks.require()
 	if err != nil {
 		return err
 	}
 	ws := identity(r.Context()).Workspace
-	b, err := h.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
+	b, err := h.scope.visibleBenchmark(r.Context(), ws, r.PathValue("key"))
 	if err != nil {
 		return err
 	}
@@ -87,10 +91,10 @@ func (h *Handler) getCheck(w http.ResponseWriter, r *http.Request) error {
 // ready version. With ?follow=true it streams the log as the build writes
 // it (the sync stores it every second) until the task's image is ready or
 // failed, the sync has moved on, or the client leaves.
-func (h *Handler) buildLog(w http.ResponseWriter, r *http.Request) error {
+func (h *benchmarksAPI) buildLog(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	ws := identity(ctx).Workspace
-	b, err := h.visibleBenchmark(ctx, ws, r.PathValue("key"))
+	b, err := h.scope.visibleBenchmark(ctx, ws, r.PathValue("key"))
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,7 @@ func (h *Handler) buildLog(w http.ResponseWriter, r *http.Request) error {
 	if version == "" {
 		return errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %q has no task list yet (its sync is %s); its build logs appear once its tasks are fetched", b.Key, b.Status)
 	}
-	t, err := h.cfg.Records.Task(ctx, b.Workspace, b.Key, version, name)
+	t, err := h.recs.Task(ctx, b.Workspace, b.Key, version, name)
 	if errors.Is(err, records.ErrNotFound) {
 		return errorf(http.StatusNotFound, v1.CodeNotFound, "benchmark %s@%s has no task %q", b.Key, version, name)
 	}
@@ -137,7 +141,7 @@ const buildLogPoll = 500 * time.Millisecond
 // followBuildLog writes what the build log under logKey gains past sent
 // bytes until the task is no longer preparing (then what is left) or ctx
 // ends.
-func (h *Handler) followBuildLog(ctx context.Context, w http.ResponseWriter, ws, key, version, name, logKey string, sent int) error {
+func (h *benchmarksAPI) followBuildLog(ctx context.Context, w http.ResponseWriter, ws, key, version, name, logKey string, sent int) error {
 	flusher, _ := w.(http.Flusher)
 	if flusher != nil {
 		flusher.Flush()
@@ -150,7 +154,7 @@ func (h *Handler) followBuildLog(ctx context.Context, w http.ResponseWriter, ws,
 			return nil
 		case <-t.C:
 		}
-		task, err := h.cfg.Records.Task(ctx, ws, key, version, name)
+		task, err := h.recs.Task(ctx, ws, key, version, name)
 		// Gone (the benchmark removed) or ready: write the rest and end.
 		last := err != nil || task.Environment == nil || !task.Environment.Preparing
 		text, rerr := h.readBuildLog(ctx, logKey)
@@ -176,8 +180,8 @@ func (h *Handler) followBuildLog(ctx context.Context, w http.ResponseWriter, ws,
 }
 
 // readBuildLog returns the stored build log, nil when there is none.
-func (h *Handler) readBuildLog(ctx context.Context, logKey string) ([]byte, error) {
-	rc, err := h.cfg.Blobs.Get(ctx, logKey)
+func (h *benchmarksAPI) readBuildLog(ctx context.Context, logKey string) ([]byte, error) {
+	rc, err := h.blobs.Get(ctx, logKey)
 	if errors.Is(err, records.ErrNotFound) {
 		return nil, nil
 	}
@@ -223,16 +227,16 @@ func verdicts(c records.EnvCheck) map[string]string {
 	return out
 }
 
-// readCheck returns the check of a version, or a zero check when none ran.
-func (h *Handler) readCheck(ctx context.Context, ws, key, version string) (records.EnvCheck, error) {
-	if h.cfg.Checks == nil || version == "" {
+// read returns the check of a version, or a zero check when none ran.
+func (c checkSource) read(ctx context.Context, ws, key, version string) (records.EnvCheck, error) {
+	if c.checks == nil || version == "" {
 		return records.EnvCheck{}, nil
 	}
-	c, err := h.cfg.Checks.Check(ctx, ws, key, version)
+	check, err := c.checks.Check(ctx, ws, key, version)
 	if errors.Is(err, records.ErrNotFound) {
 		return records.EnvCheck{}, nil
 	}
-	return c, err
+	return check, err
 }
 
 // environmentView renders a task's pinned environment.

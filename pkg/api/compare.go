@@ -16,7 +16,7 @@ import (
 
 // compare answers GET /v1/compare?a=RUN[/AGENT]&b=RUN[/AGENT]: two finished
 // run agents of one benchmark contrasted on their common tasks.
-func (h *Handler) compare(w http.ResponseWriter, r *http.Request) error {
+func (h *boardsAPI) compare(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	q := r.URL.Query()
 	a, err := h.compareSide(ctx, "a", q.Get("a"))
@@ -50,7 +50,7 @@ type compareEntrant struct {
 // compareSide resolves the reference ref ("RUN" when the run has one agent,
 // else "RUN/AGENT" with the agent's index) given as query parameter param,
 // and summarizes the agent from its run's stored per-task tallies.
-func (h *Handler) compareSide(ctx context.Context, param, ref string) (compareEntrant, error) {
+func (h *boardsAPI) compareSide(ctx context.Context, param, ref string) (compareEntrant, error) {
 	bad := func(format string, args ...any) (compareEntrant, error) {
 		return compareEntrant{}, errorf(http.StatusBadRequest, v1.CodeBadRequest, param+": "+format, args...)
 	}
@@ -58,11 +58,11 @@ func (h *Handler) compareSide(ctx context.Context, param, ref string) (compareEn
 		return bad("required: RUN or RUN/AGENT (a run id and, when it has several agents, the agent's index)")
 	}
 	id, index, hasIndex := strings.Cut(ref, "/")
-	r, err := h.ownRun(ctx, id)
+	r, err := h.scope.ownRun(ctx, id)
 	if err != nil {
 		return compareEntrant{}, err
 	}
-	agents, err := h.cfg.Records.Agents(ctx, r.ID)
+	agents, err := h.recs.Agents(ctx, r.ID)
 	if err != nil {
 		return compareEntrant{}, fmt.Errorf("load agents of run %s: %w", r.ID, err)
 	}
@@ -82,7 +82,7 @@ func (h *Handler) compareSide(ctx context.Context, param, ref string) (compareEn
 	if r.Status != run.Finished {
 		return bad("run %s is %s: only a finished run's agents are compared", r.ID, r.Status)
 	}
-	tallies, ok, err := h.cfg.Records.RunTallies(ctx, r.ID)
+	tallies, ok, err := h.recs.RunTallies(ctx, r.ID)
 	if errors.Is(err, records.ErrNotFound) || (err == nil && !ok) {
 		return compareEntrant{}, errorf(http.StatusConflict, v1.CodeConflict, "%s: run %s has no per-task scores yet (they are stored once its metrics are recomputed after it finished); try again shortly", param, r.ID)
 	}
@@ -95,7 +95,7 @@ func (h *Handler) compareSide(ctx context.Context, param, ref string) (compareEn
 		Run:     leaderboard.Run{ID: r.ID, FinishedAt: r.EndedAt, TaskSet: r.TaskSet, ManifestVersion: r.ManifestVersion, ManifestDigest: r.ManifestDigest},
 		Tasks:   tallies[ag.Index],
 	}
-	at, err := h.cfg.Records.AgentTally(ctx, r.ID, ag.Index)
+	at, err := h.recs.AgentTally(ctx, r.ID, ag.Index)
 	if err != nil {
 		return compareEntrant{}, fmt.Errorf("load tally of run %s agent %d: %w", r.ID, ag.Index, err)
 	}
@@ -104,8 +104,8 @@ func (h *Handler) compareSide(ctx context.Context, param, ref string) (compareEn
 }
 
 // taskCategories maps the run's tasks to their categories in its manifest.
-func (h *Handler) taskCategories(ctx context.Context, r run.Run) (map[string]string, error) {
-	m, _, err := h.cfg.Records.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
+func (h *boardsAPI) taskCategories(ctx context.Context, r run.Run) (map[string]string, error) {
+	m, _, err := h.recs.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
 	if err != nil {
 		return nil, fmt.Errorf("load manifest %s@%s: %w", r.Benchmark, r.ManifestVersion, err)
 	}

@@ -27,16 +27,16 @@ const (
 
 // download is one zip export of a run, as a snapshot of what is stored.
 type download struct {
-	h       *Handler
+	h       *runsAPI
 	run     run.Run
 	agents  []run.Agent
 	results []run.Result // final results, in slot order
 	retries int          // results a retry replaced
 }
 
-func (h *Handler) download(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) download(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	rn, err := h.ownRun(ctx, r.PathValue("id"))
+	rn, err := h.scope.ownRun(ctx, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -64,10 +64,10 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusConflict, v1.CodeConflict, "run %s is %s: nothing has run yet; download once it is running", rn.ID, rn.Status)
 	}
 	d := download{h: h, run: rn}
-	if d.agents, err = h.cfg.Records.Agents(ctx, rn.ID); err != nil {
+	if d.agents, err = h.recs.Agents(ctx, rn.ID); err != nil {
 		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
-	all, err := h.cfg.Records.AllResults(ctx, rn.ID)
+	all, err := h.recs.AllResults(ctx, rn.ID)
 	if err != nil {
 		return fmt.Errorf("load results of run %s: %w", rn.ID, err)
 	}
@@ -147,7 +147,7 @@ func (d *download) summary(ctx context.Context, zw *zip.Writer) error {
 		"time_per_task_sec", "tokens_per_task", "usage_source"})
 	for i, a := range d.agents {
 		s := summaries[i]
-		at, err := d.h.cfg.Records.AgentTally(ctx, d.run.ID, a.Index)
+		at, err := d.h.recs.AgentTally(ctx, d.run.ID, a.Index)
 		if err != nil {
 			return fmt.Errorf("load tally of run %s agent %d: %w", d.run.ID, a.Index, err)
 		}
@@ -223,7 +223,7 @@ func (d *download) logs(ctx context.Context, zw *zip.Writer) error {
 	}
 	cursor := ""
 	for {
-		lines, next, err := d.h.cfg.Records.Logs(ctx, d.run.ID, cursor, maxLimit)
+		lines, next, err := d.h.recs.Logs(ctx, d.run.ID, cursor, maxLimit)
 		if err != nil {
 			return fmt.Errorf("list logs of run %s: %w", d.run.ID, err)
 		}
@@ -254,7 +254,7 @@ func (d *download) artifacts(ctx context.Context, zw *zip.Writer) error {
 		if res.ArtifactsPrefix == "" {
 			continue
 		}
-		infos, err := d.h.cfg.Blobs.List(ctx, res.ArtifactsPrefix)
+		infos, err := d.h.blobs.List(ctx, res.ArtifactsPrefix)
 		if err != nil {
 			return fmt.Errorf("list artifacts of %s: %w", res.SlotID, err)
 		}
@@ -271,7 +271,7 @@ func (d *download) artifacts(ctx context.Context, zw *zip.Writer) error {
 }
 
 func (d *download) copyBlob(ctx context.Context, zw *zip.Writer, key, name string) error {
-	rc, err := d.h.cfg.Blobs.Get(ctx, key)
+	rc, err := d.h.blobs.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("open artifact %s: %w", key, err)
 	}

@@ -160,7 +160,7 @@ func (d *download) harborTrial(ctx context.Context, zw *zip.Writer, job string, 
 	if res.ArtifactsPrefix == "" {
 		return *tr, nil
 	}
-	infos, err := d.h.cfg.Blobs.List(ctx, res.ArtifactsPrefix)
+	infos, err := d.h.blobs.List(ctx, res.ArtifactsPrefix)
 	if err != nil {
 		return harbor.TrialResult{}, fmt.Errorf("list artifacts of %s: %w", res.SlotID, err)
 	}
@@ -220,7 +220,7 @@ const (
 // unpackArtifacts writes the regular files of an attempt's artifacts.tar.gz
 // (the cloud runner's upload of its artifacts/ dir) into the trial dir.
 func (d *download) unpackArtifacts(ctx context.Context, zw *zip.Writer, dir, key string) error {
-	rc, err := d.h.cfg.Blobs.Get(ctx, key)
+	rc, err := d.h.blobs.Get(ctx, key)
 	if err != nil {
 		return fmt.Errorf("open artifact %s: %w", key, err)
 	}
@@ -257,7 +257,7 @@ func (d *download) storedTrial(ctx context.Context, res run.Result) (*harbor.Tri
 	if res.ArtifactsPrefix == "" {
 		return nil, nil
 	}
-	rc, err := d.h.cfg.Blobs.Get(ctx, res.ArtifactsPrefix+harbor.TrialResultFile)
+	rc, err := d.h.blobs.Get(ctx, res.ArtifactsPrefix+harbor.TrialResultFile)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil, nil
 	}

@@ -9,11 +9,11 @@ import (
 	v1 "github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
-func (h *Handler) listHarnesses(w http.ResponseWriter, _ *http.Request) error {
+func (h *runsAPI) listHarnesses(w http.ResponseWriter, _ *http.Request) error {
 	rows := harness.All()
 	var offers pipeline.Offers
-	if h.cfg.Runs != nil {
-		offers = h.cfg.Runs.Offers()
+	if h.runs != nil {
+		offers = h.runs.Offers()
 	}
 	out := v1.HarnessList{Harnesses: make([]v1.HarnessInfo, 0, len(rows)), HostedModels: offers.HostsModels}
 	for _, row := range rows {

@@ -13,7 +13,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
-func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {
+func (h *boardsAPI) leaderboard(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	ws := identity(ctx).Workspace
 	metric := leaderboard.MetricPass1
@@ -24,9 +24,9 @@ func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	key := r.PathValue("key")
-	body, err := h.answers.answer("leaderboard\x00"+key+"\x00"+string(metric), ws, h.cfg.Now(), func() ([]byte, time.Time, error) {
+	body, err := h.answers.answer("leaderboard\x00"+key+"\x00"+string(metric), ws, h.now(), func() ([]byte, time.Time, error) {
 		body, err := h.renderLeaderboard(context.WithoutCancel(ctx), ws, key, metric)
-		return body, h.cfg.Now().Add(liveTTL), err
+		return body, h.now().Add(liveTTL), err
 	})
 	if err != nil {
 		return err
@@ -34,12 +34,12 @@ func (h *Handler) leaderboard(w http.ResponseWriter, r *http.Request) error {
 	return writeCached(w, body)
 }
 
-func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric leaderboard.Metric) ([]byte, error) {
-	b, err := h.visibleBenchmark(ctx, ws, key)
+func (h *boardsAPI) renderLeaderboard(ctx context.Context, ws, key string, metric leaderboard.Metric) ([]byte, error) {
+	b, err := h.scope.visibleBenchmark(ctx, ws, key)
 	if err != nil {
 		return nil, err
 	}
-	board, err := h.cfg.Records.Board(ctx, ws, b.Key, metric)
+	board, err := h.recs.Board(ctx, ws, b.Key, metric)
 	if err != nil {
 		return nil, fmt.Errorf("load leaderboard of %s: %w", b.Key, err)
 	}
@@ -55,7 +55,7 @@ func (h *Handler) renderLeaderboard(ctx context.Context, ws, key string, metric 
 // whose tokens or cost are, at least in part, an agent's own report (not
 // metered). The stored board keeps no such flag; the tally of the row's run
 // agent counts both. Rows without a cost or tokens need no look-up.
-func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) error {
+func (h *boardsAPI) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) error {
 	agents := map[string][]run.Agent{}
 	for i := range rows {
 		row := &rows[i]
@@ -65,7 +65,7 @@ func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) er
 		list, ok := agents[row.RunID]
 		if !ok {
 			var err error
-			if list, err = h.cfg.Records.Agents(ctx, row.RunID); err != nil {
+			if list, err = h.recs.Agents(ctx, row.RunID); err != nil {
 				return fmt.Errorf("load agents of run %s: %w", row.RunID, err)
 			}
 			agents[row.RunID] = list
@@ -74,7 +74,7 @@ func (h *Handler) markEstimatedCosts(ctx context.Context, rows []v1.BoardRow) er
 			if a.Harness != row.Harness || a.RankedModel() != row.Model { // a model-free agent ranks under its name
 				continue
 			}
-			t, err := h.cfg.Records.AgentTally(ctx, row.RunID, a.Index)
+			t, err := h.recs.AgentTally(ctx, row.RunID, a.Index)
 			if err != nil {
 				return fmt.Errorf("load tally of run %s agent %d: %w", row.RunID, a.Index, err)
 			}

@@ -13,8 +13,8 @@ import (
 // runSummaries returns the run's per-agent summaries, index-aligned with
 // agents, as the pipeline last recomputed them, and how many final results
 // they cover. Before the first recompute every summary is empty.
-func (h *Handler) runSummaries(ctx context.Context, r run.Run, agents []run.Agent) ([]leaderboard.Summary, int, error) {
-	m, err := h.cfg.Records.RunMetrics(ctx, r.ID)
+func (h *runsAPI) runSummaries(ctx context.Context, r run.Run, agents []run.Agent) ([]leaderboard.Summary, int, error) {
+	m, err := h.recs.RunMetrics(ctx, r.ID)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
 		return nil, 0, fmt.Errorf("load metrics of run %s: %w", r.ID, err)
 	}

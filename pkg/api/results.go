@@ -114,7 +114,7 @@ func (f resultFilter) keep(res run.Result) bool {
 	return true
 }
 
-func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) listResults(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
 	if !validRunID(id) {
@@ -134,12 +134,12 @@ func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 	// run's progress never gets a page from before it. The cache is per
 	// workspace, so a cached page proves the run is the caller's without
 	// decoding the run record again; a miss renders through ownRun.
-	t, err := h.cfg.Records.RunTally(ctx, id)
+	t, err := h.recs.RunTally(ctx, id)
 	if err != nil {
 		return fmt.Errorf("load tally of run %s: %w", id, err)
 	}
 	key := "results\x00" + id + "\x00" + r.URL.RawQuery
-	body, err := h.answers.answerVersion(key, identity(ctx).Workspace, fmt.Sprint(t), h.cfg.Now(), func() ([]byte, time.Time, error) {
+	body, err := h.answers.answerVersion(key, identity(ctx).Workspace, fmt.Sprint(t), h.now(), func() ([]byte, time.Time, error) {
 		return h.renderResults(context.WithoutCancel(ctx), id, limit, cursor, filter)
 	})
 	if err != nil {
@@ -150,13 +150,13 @@ func (h *Handler) listResults(w http.ResponseWriter, r *http.Request) error {
 
 // renderResults renders one page of a run's results; it holds for liveTTL
 // (the environment-check flags it carries may change meanwhile).
-func (h *Handler) renderResults(ctx context.Context, id string, limit int, cursor string, filter resultFilter) ([]byte, time.Time, error) {
-	rn, err := h.ownRun(ctx, id)
+func (h *runsAPI) renderResults(ctx context.Context, id string, limit int, cursor string, filter resultFilter) ([]byte, time.Time, error) {
+	rn, err := h.scope.ownRun(ctx, id)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	now := h.cfg.Now()
-	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
+	now := h.now()
+	agents, err := h.recs.Agents(ctx, rn.ID)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
@@ -166,7 +166,7 @@ func (h *Handler) renderResults(ctx context.Context, id string, limit int, curso
 	}
 	out := v1.ResultList{Results: []v1.ResultView{}}
 	err = scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
-		page, next, err := h.cfg.Records.Results(ctx, rn.ID, cursor, n)
+		page, next, err := h.recs.Results(ctx, rn.ID, cursor, n)
 		if err != nil {
 			return 0, "", fmt.Errorf("list results of run %s: %w", rn.ID, err)
 		}
@@ -191,19 +191,19 @@ func (h *Handler) renderResults(ctx context.Context, id string, limit int, curso
 
 // finalResult loads the final result behind a result id and the run's
 // earlier generations of the same slot.
-func (h *Handler) finalResult(ctx context.Context, rn run.Run, id string) (run.Result, []run.Result, error) {
+func (h *runsAPI) finalResult(ctx context.Context, rn run.Run, id string) (run.Result, []run.Result, error) {
 	slotID, ok := parseResultID(id)
 	if !ok {
 		return run.Result{}, nil, notFound("result", id)
 	}
-	slot, err := h.cfg.Records.Slot(ctx, rn.ID, slotID)
+	slot, err := h.recs.Slot(ctx, rn.ID, slotID)
 	if errors.Is(err, records.ErrNotFound) {
 		return run.Result{}, nil, notFound("result", id)
 	}
 	if err != nil {
 		return run.Result{}, nil, fmt.Errorf("load slot %s: %w", slotID, err)
 	}
-	res, err := h.cfg.Records.Result(ctx, rn.ID, slotID, slot.Generation)
+	res, err := h.recs.Result(ctx, rn.ID, slotID, slot.Generation)
 	if errors.Is(err, records.ErrNotFound) {
 		return run.Result{}, nil, errorf(http.StatusNotFound, v1.CodeNotFound, "result %q has no final outcome yet (slot is %s)", id, slot.Status)
 	}
@@ -212,7 +212,7 @@ func (h *Handler) finalResult(ctx context.Context, rn run.Run, id string) (run.R
 	}
 	var earlier []run.Result
 	for gen := range slot.Generation {
-		prev, err := h.cfg.Records.Result(ctx, rn.ID, slotID, gen)
+		prev, err := h.recs.Result(ctx, rn.ID, slotID, gen)
 		if err == nil {
 			earlier = append(earlier, prev)
 		} else if !errors.Is(err, records.ErrNotFound) {
@@ -222,9 +222,9 @@ func (h *Handler) finalResult(ctx context.Context, rn run.Run, id string) (run.R
 	return res, earlier, nil
 }
 
-func (h *Handler) getResult(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) getResult(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	rn, err := h.ownRun(ctx, r.PathValue("id"))
+	rn, err := h.scope.ownRun(ctx, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (h *Handler) getResult(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
+	agents, err := h.recs.Agents(ctx, rn.ID)
 	if err != nil {
 		return fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
@@ -255,8 +255,8 @@ func (h *Handler) getResult(w http.ResponseWriter, r *http.Request) error {
 
 // fillArtifacts lists the attempt's stored files and inlines the verifier
 // and agent output and the trajectory.
-func (h *Handler) fillArtifacts(ctx context.Context, runID string, res run.Result, out *v1.ResultDetail) error {
-	infos, err := h.cfg.Blobs.List(ctx, res.ArtifactsPrefix)
+func (h *runsAPI) fillArtifacts(ctx context.Context, runID string, res run.Result, out *v1.ResultDetail) error {
+	infos, err := h.blobs.List(ctx, res.ArtifactsPrefix)
 	if err != nil {
 		return fmt.Errorf("list artifacts of %s: %w", res.SlotID, err)
 	}
@@ -292,7 +292,7 @@ func (h *Handler) fillArtifacts(ctx context.Context, runID string, res run.Resul
 
 // fillSteps inlines each step's verifier and agent output and trajectory
 // (artifacts/steps/<name>/…) into a multi-step attempt's details.
-func (h *Handler) fillSteps(ctx context.Context, res run.Result, out *v1.ResultDetail) error {
+func (h *runsAPI) fillSteps(ctx context.Context, res run.Result, out *v1.ResultDetail) error {
 	read := func(rel string) (string, bool, error) { return h.readText(ctx, res.ArtifactsPrefix+rel) }
 	for i := range out.Steps {
 		s := &out.Steps[i]
@@ -323,8 +323,8 @@ func (h *Handler) fillSteps(ctx context.Context, res run.Result, out *v1.ResultD
 
 // readText reads up to maxInlineArtifact bytes of a blob; a missing blob is
 // empty.
-func (h *Handler) readText(ctx context.Context, key string) (string, bool, error) {
-	rc, err := h.cfg.Blobs.Get(ctx, key)
+func (h *runsAPI) readText(ctx context.Context, key string) (string, bool, error) {
+	rc, err := h.blobs.Get(ctx, key)
 	if errors.Is(err, blob.ErrNotFound) {
 		return "", false, nil
 	}
@@ -350,9 +350,9 @@ func escapePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-func (h *Handler) getArtifact(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	rn, err := h.ownRun(ctx, r.PathValue("id"))
+	rn, err := h.scope.ownRun(ctx, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (h *Handler) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	if rel == "" || path.Clean("/"+rel) != "/"+rel || res.ArtifactsPrefix == "" {
 		return notFound("artifact", rel)
 	}
-	rc, err := h.cfg.Blobs.Get(ctx, res.ArtifactsPrefix+rel)
+	rc, err := h.blobs.Get(ctx, res.ArtifactsPrefix+rel)
 	if errors.Is(err, blob.ErrNotFound) {
 		return notFound("artifact", rel)
 	}
@@ -391,8 +391,8 @@ func (h *Handler) getArtifact(w http.ResponseWriter, r *http.Request) error {
 // taskFlags returns the tasks the environment check of the run's manifest
 // version found broken or trivial, so an environment fault is never read
 // as the agent's failure (nor a trivial pass as its success).
-func (h *Handler) taskFlags(ctx context.Context, rn run.Run) (map[string]string, error) {
-	c, err := h.readCheck(ctx, rn.Workspace, rn.Benchmark, rn.ManifestVersion)
+func (h *runsAPI) taskFlags(ctx context.Context, rn run.Run) (map[string]string, error) {
+	c, err := h.checks.read(ctx, rn.Workspace, rn.Benchmark, rn.ManifestVersion)
 	if err != nil {
 		return nil, err
 	}

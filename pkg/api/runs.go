@@ -57,12 +57,12 @@ func submitRequest(w http.ResponseWriter, r *http.Request) (pipeline.SubmitReque
 	return req, nil
 }
 
-func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) createRun(w http.ResponseWriter, r *http.Request) error {
 	req, err := submitRequest(w, r)
 	if err != nil {
 		return err
 	}
-	res, err := h.cfg.Runs.Submit(r.Context(), req)
+	res, err := h.runs.Submit(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -78,12 +78,12 @@ func (h *Handler) createRun(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, status, out)
 }
 
-func (h *Handler) validateRun(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) validateRun(w http.ResponseWriter, r *http.Request) error {
 	req, err := submitRequest(w, r)
 	if err != nil {
 		return err
 	}
-	v, err := h.cfg.Runs.Validate(r.Context(), req)
+	v, err := h.runs.Validate(r.Context(), req)
 	var rejected *pipeline.RejectedError
 	if err != nil && !errors.As(err, &rejected) {
 		return err
@@ -95,21 +95,6 @@ func (h *Handler) validateRun(w http.ResponseWriter, r *http.Request) error {
 		out.Problems = problems(rejected.Problems)
 	}
 	return writeJSON(w, http.StatusOK, out)
-}
-
-// ownRun loads a run of the caller's workspace; any other is not found.
-func (h *Handler) ownRun(ctx context.Context, id string) (run.Run, error) {
-	if !validRunID(id) {
-		return run.Run{}, notFound("run", id)
-	}
-	r, err := h.cfg.Records.Run(ctx, id)
-	if errors.Is(err, records.ErrNotFound) || (err == nil && r.Workspace != identity(ctx).Workspace) {
-		return run.Run{}, notFound("run", id)
-	}
-	if err != nil {
-		return run.Run{}, fmt.Errorf("load run %s: %w", id, err)
-	}
-	return r, nil
 }
 
 // validRunID says whether id could name a run at all; any other answers
@@ -134,7 +119,7 @@ func pageParams(r *http.Request) (limit int, cursor string, err error) {
 	return limit, cursor, nil
 }
 
-func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) listRuns(w http.ResponseWriter, r *http.Request) error {
 	limit, cursor, err := pageParams(r)
 	if err != nil {
 		return err
@@ -147,7 +132,7 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	// Every page of the list shares the prefix runListKey, so a submit or
 	// stop forgets them all (see forgetRunLists).
-	body, err := h.answers.answer(runListKey+r.URL.RawQuery, identity(ctx).Workspace, h.cfg.Now(), func() ([]byte, time.Time, error) {
+	body, err := h.answers.answer(runListKey+r.URL.RawQuery, identity(ctx).Workspace, h.now(), func() ([]byte, time.Time, error) {
 		return h.renderRuns(context.WithoutCancel(ctx), limit, cursor, bench, status)
 	})
 	if err != nil {
@@ -162,21 +147,21 @@ const runListKey = "runs\x00"
 // forgetRunLists drops the workspace's cached run-list pages after a
 // request of that workspace added or stopped a run, so its next listing
 // shows the change.
-func (h *Handler) forgetRunLists(ctx context.Context) {
+func (h *runsAPI) forgetRunLists(ctx context.Context) {
 	h.answers.forgetPrefix(runListKey, identity(ctx).Workspace)
 }
 
 // renderRuns renders one page of the caller's runs; it holds for liveTTL.
-func (h *Handler) renderRuns(ctx context.Context, limit int, cursor, bench string, status run.Status) ([]byte, time.Time, error) {
+func (h *runsAPI) renderRuns(ctx context.Context, limit int, cursor, bench string, status run.Status) ([]byte, time.Time, error) {
 	keep := func(rn run.Run) bool {
 		return (bench == "" || rn.Benchmark == bench || rn.BenchmarkName == bench) && (status == "" || rn.Status == status)
 	}
 	ws := identity(ctx).Workspace
 	out := v1.RunList{Runs: []v1.RunView{}}
-	now := h.cfg.Now()
+	now := h.now()
 	names := submitterNames{}
 	err := scanPages(limit, cursor, func(cursor string, n int) (int, string, error) {
-		runs, next, err := h.cfg.Records.RunsByWorkspace(ctx, ws, cursor, n)
+		runs, next, err := h.recs.RunsByWorkspace(ctx, ws, cursor, n)
 		if err != nil {
 			return 0, "", fmt.Errorf("list runs: %w", err)
 		}
@@ -184,7 +169,7 @@ func (h *Handler) renderRuns(ctx context.Context, limit int, cursor, bench strin
 			if !keep(rn) {
 				continue
 			}
-			t, err := h.cfg.Records.RunTally(ctx, rn.ID)
+			t, err := h.recs.RunTally(ctx, rn.ID)
 			if err != nil {
 				return 0, "", fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 			}
@@ -228,9 +213,9 @@ func scanPages(limit int, cursor string, fetch func(cursor string, n int) (int, 
 	}
 }
 
-func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
+func (h *runsAPI) getRun(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	body, err := h.answers.answer("run\x00"+r.PathValue("id"), identity(ctx).Workspace, h.cfg.Now(), func() ([]byte, time.Time, error) {
+	body, err := h.answers.answer("run\x00"+r.PathValue("id"), identity(ctx).Workspace, h.now(), func() ([]byte, time.Time, error) {
 		return h.renderRun(context.WithoutCancel(ctx), r.PathValue("id"))
 	})
 	if err != nil {
@@ -241,16 +226,16 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 
 // renderRun renders a run's detail and says until when it holds: a second
 // while the run may change, for ever once it ended with current metrics.
-func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, error) {
-	rn, err := h.ownRun(ctx, id)
+func (h *runsAPI) renderRun(ctx context.Context, id string) ([]byte, time.Time, error) {
+	rn, err := h.scope.ownRun(ctx, id)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	t, err := h.cfg.Records.RunTally(ctx, rn.ID)
+	t, err := h.recs.RunTally(ctx, rn.ID)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 	}
-	agents, err := h.cfg.Records.Agents(ctx, rn.ID)
+	agents, err := h.recs.Agents(ctx, rn.ID)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("load agents of run %s: %w", rn.ID, err)
 	}
@@ -258,7 +243,7 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	now := h.cfg.Now()
+	now := h.now()
 	out := v1.RunDetail{RunView: runView(rn, t, now), AgentsDetail: make([]v1.AgentView, len(agents)),
 		MetricsResults: covered, MetricsCurrent: int64(covered) >= t.Done}
 	if out.Submission.SubmittedByName, err = h.submitterName(ctx, submitterNames{}, rn.Workspace, rn.SubmittedBy); err != nil {
@@ -266,7 +251,7 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 	}
 	perAgent := len(rn.Tasks) * rn.Settings.AttemptsPerTask
 	for i, a := range agents {
-		at, err := h.cfg.Records.AgentTally(ctx, rn.ID, a.Index)
+		at, err := h.recs.AgentTally(ctx, rn.ID, a.Index)
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("load tally of run %s agent %d: %w", rn.ID, a.Index, err)
 		}
@@ -285,8 +270,8 @@ func (h *Handler) renderRun(ctx context.Context, id string) ([]byte, time.Time, 
 	return body, expires, err
 }
 
-func (h *Handler) runConfig(w http.ResponseWriter, r *http.Request) error {
-	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+func (h *runsAPI) runConfig(w http.ResponseWriter, r *http.Request) error {
+	rn, err := h.scope.ownRun(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -295,8 +280,8 @@ func (h *Handler) runConfig(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-func (h *Handler) runLogs(w http.ResponseWriter, r *http.Request) error {
-	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+func (h *runsAPI) runLogs(w http.ResponseWriter, r *http.Request) error {
+	rn, err := h.scope.ownRun(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -304,32 +289,32 @@ func (h *Handler) runLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	lines, next, err := h.cfg.Records.Logs(r.Context(), rn.ID, cursor, limit)
+	lines, next, err := h.recs.Logs(r.Context(), rn.ID, cursor, limit)
 	if err != nil {
 		return fmt.Errorf("list logs of run %s: %w", rn.ID, err)
 	}
 	return writeJSON(w, http.StatusOK, v1.LogList{Logs: logLines(lines), NextCursor: next})
 }
 
-func (h *Handler) stopRun(w http.ResponseWriter, r *http.Request) error {
-	rn, err := h.ownRun(r.Context(), r.PathValue("id"))
+func (h *runsAPI) stopRun(w http.ResponseWriter, r *http.Request) error {
+	rn, err := h.scope.ownRun(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	if !rn.Status.Stoppable() {
 		return errorf(http.StatusConflict, v1.CodeConflict, "run %s is %s; only pending, queued or running runs can be stopped", rn.ID, rn.Status)
 	}
-	rn, err = h.cfg.Runs.Stop(r.Context(), rn.ID, identity(r.Context()).User)
+	rn, err = h.runs.Stop(r.Context(), rn.ID, identity(r.Context()).User)
 	if err != nil {
 		return err
 	}
 	h.answers.forget("run\x00"+r.PathValue("id"), identity(r.Context()).Workspace)
 	h.forgetRunLists(r.Context())
-	t, err := h.cfg.Records.RunTally(r.Context(), rn.ID)
+	t, err := h.recs.RunTally(r.Context(), rn.ID)
 	if err != nil {
 		return fmt.Errorf("load tally of run %s: %w", rn.ID, err)
 	}
-	return writeJSON(w, http.StatusAccepted, runView(rn, t, h.cfg.Now()))
+	return writeJSON(w, http.StatusAccepted, runView(rn, t, h.now()))
 }
 
 // runPower plans the paired test between the two best agents by pass@1 at
@@ -366,14 +351,14 @@ type submitterNames map[string]string
 // submitterName is the display name of the user who submitted a run, "" when
 // the run names no submitter or the user record is gone or unnamed (the
 // console then shows the id).
-func (h *Handler) submitterName(ctx context.Context, cache submitterNames, ws, id string) (string, error) {
+func (h *runsAPI) submitterName(ctx context.Context, cache submitterNames, ws, id string) (string, error) {
 	if id == "" {
 		return "", nil
 	}
 	if name, ok := cache[id]; ok {
 		return name, nil
 	}
-	u, err := h.cfg.Records.User(ctx, ws, id)
+	u, err := h.recs.User(ctx, ws, id)
 	if errors.Is(err, records.ErrNotFound) {
 		u, err = records.User{}, nil
 	}

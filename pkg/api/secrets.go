@@ -12,17 +12,17 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/wire/v1"
 )
 
-func (h *Handler) workspace(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) workspace(w http.ResponseWriter, r *http.Request) error {
 	id := identity(r.Context())
-	ws, err := h.cfg.Records.Workspace(r.Context(), id.Workspace)
+	ws, err := h.recs.Workspace(r.Context(), id.Workspace)
 	if err != nil {
 		return fmt.Errorf("load workspace: %w", err)
 	}
-	user, err := h.cfg.Records.User(r.Context(), id.Workspace, id.User)
+	user, err := h.recs.User(r.Context(), id.Workspace, id.User)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
 		return fmt.Errorf("load user: %w", err)
 	}
-	b, err := h.cfg.Records.Billing(r.Context(), id.Workspace)
+	b, err := h.recs.Billing(r.Context(), id.Workspace)
 	if err != nil {
 		return fmt.Errorf("load billing: %w", err)
 	}
@@ -41,9 +41,9 @@ func secretView(rec records.SecretRecord) v1.SecretView {
 	return v1.SecretView{Name: rec.Name, Scope: string(rec.Scope), SetBy: rec.SetBy, SetAt: rec.SetAt}
 }
 
-func (h *Handler) listSecrets(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) listSecrets(w http.ResponseWriter, r *http.Request) error {
 	id := identity(r.Context())
-	recs, err := h.cfg.Records.SecretRecords(r.Context(), id.Workspace, id.User)
+	recs, err := h.recs.SecretRecords(r.Context(), id.Workspace, id.User)
 	if err != nil {
 		return fmt.Errorf("list secret records: %w", err)
 	}
@@ -97,7 +97,7 @@ func scopedRef(r *http.Request, id Identity, name string) (secret.Ref, error) {
 
 // putSecret stores a value: the body is the value itself (any content type
 // but JSON) or {"value": "…"} as application/json.
-func (h *Handler) putSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) putSecret(w http.ResponseWriter, r *http.Request) error {
 	ref, err := secretRef(r)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func checkSecretValue(v string) (secret.Value, error) {
 	return secret.Value(v), nil
 }
 
-func (h *Handler) deleteSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *workspacesAPI) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 	ref, err := existingSecretRef(r)
 	if err != nil {
 		return err

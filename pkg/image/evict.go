@@ -3,15 +3,51 @@ package image
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 )
+
+// capacity keeps the image storage under its cap (Options.MaxRootfsBytes):
+// it measures what the store and the storage beside it hold, and evicts
+// the least recently used unpacked images (rootfs/<cfg>.json, under their
+// locks) that are neither in use nor pinned.
+type capacity struct {
+	dir    string // the store's directory
+	max    int64  // 0: no cap
+	logger *slog.Logger
+	blobs  blobStore
+	layers *layerStore
+
+	mu     sync.Mutex // guards extra and pinned, which may be set after Open
+	extra  ExtraStorage
+	pinned func(ctx context.Context) ([]string, error)
+}
+
+func (s *capacity) setExtra(e ExtraStorage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extra = e
+}
+
+func (s *capacity) setPinned(pinned func(ctx context.Context) ([]string, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pinned = pinned
+}
+
+func (s *capacity) extraStorage() ExtraStorage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.extra
+}
 
 // cachedRootfs is one unpacked image on disk: its rootfs record.
 type cachedRootfs struct {
@@ -21,7 +57,7 @@ type cachedRootfs struct {
 	chains   []string
 }
 
-func (s *Store) listCachedRootfs() ([]cachedRootfs, error) {
+func (s *capacity) listCachedRootfs() ([]cachedRootfs, error) {
 	ents, err := os.ReadDir(filepath.Join(s.dir, "rootfs"))
 	if err != nil {
 		return nil, err
@@ -32,7 +68,7 @@ func (s *Store) listCachedRootfs() ([]cachedRootfs, error) {
 		if !ok {
 			continue
 		}
-		rr, ok := s.rootfsRecord(mustHash("sha256:" + hex))
+		rr, ok := s.layers.rootfsRecord(mustHash("sha256:" + hex))
 		if !ok {
 			continue
 		}
@@ -63,7 +99,9 @@ func (u Usage) Total() int64 { return u.LayerBytes + u.BlobBytes + u.ExtraBytes 
 
 // DiskUsage measures the store: layers, blobs, the extra storage, and what
 // sharing layers saves.
-func (s *Store) DiskUsage(ctx context.Context) (Usage, error) {
+func (s *Store) DiskUsage(ctx context.Context) (Usage, error) { return s.capacity.diskUsage(ctx) }
+
+func (s *capacity) diskUsage(ctx context.Context) (Usage, error) {
 	u, err := s.storeUsage()
 	if err != nil {
 		return u, err
@@ -80,9 +118,9 @@ func (s *Store) DiskUsage(ctx context.Context) (Usage, error) {
 
 // storeUsage is DiskUsage without the extra storage (cheap: directory
 // listings and small records).
-func (s *Store) storeUsage() (Usage, error) {
+func (s *capacity) storeUsage() (Usage, error) {
 	var u Usage
-	layers, err := s.listLayers()
+	layers, err := s.layers.listLayers()
 	if err != nil {
 		return u, err
 	}
@@ -94,7 +132,7 @@ func (s *Store) storeUsage() (Usage, error) {
 			sizes[l.id] = l.meta.Size
 		}
 	}
-	refs, err := s.referencedLayers()
+	refs, err := s.layers.referencedLayers()
 	if err != nil {
 		return u, err
 	}
@@ -134,13 +172,13 @@ func (s *Store) storeUsage() (Usage, error) {
 // storage (the builder's) to reclaim what it can. keep is never dropped (it
 // was just unpacked for a caller). Failures are logged: eviction never
 // fails the caller.
-func (s *Store) evict(ctx context.Context, keep string) {
-	u, err := s.DiskUsage(ctx)
+func (s *capacity) evict(ctx context.Context, keep string) {
+	u, err := s.diskUsage(ctx)
 	if err != nil {
 		s.logger.Warn("image eviction: measure the store", "err", err)
 		return
 	}
-	if u.Total() <= s.maxRootfs {
+	if u.Total() <= s.max {
 		return
 	}
 	all, err := s.listCachedRootfs()
@@ -162,7 +200,7 @@ func (s *Store) evict(ctx context.Context, keep string) {
 		if !removed {
 			continue
 		}
-		n, freed, err := s.gcLayers(ctx, false)
+		n, freed, err := s.layers.gcLayers(ctx, false)
 		if err != nil {
 			s.logger.Warn("image eviction: remove layers", "err", err)
 		}
@@ -173,7 +211,7 @@ func (s *Store) evict(ctx context.Context, keep string) {
 		if u, err = s.storeUsage(); err != nil {
 			return
 		}
-		if u.ExtraBytes = extra; u.Total() <= s.maxRootfs {
+		if u.ExtraBytes = extra; u.Total() <= s.max {
 			return
 		}
 	}
@@ -181,16 +219,16 @@ func (s *Store) evict(ctx context.Context, keep string) {
 		if err := extra.Reclaim(ctx); err != nil {
 			s.logger.Warn("image eviction: reclaim the builder's storage", "err", err)
 		}
-		if u, err = s.DiskUsage(ctx); err == nil && u.Total() > s.maxRootfs {
+		if u, err = s.diskUsage(ctx); err == nil && u.Total() > s.max {
 			s.logger.Warn("image storage over its cap: what is left is in use, pinned by unfinished runs, or blobs (prune with `gauntlet images prune --images`)",
-				"bytes", u.Total(), "cap", s.maxRootfs)
+				"bytes", u.Total(), "cap", s.max)
 		}
 	}
 }
 
 // pinnedConfigs are the config digests (hex) of the images Options.Pinned
 // names: never evicted.
-func (s *Store) pinnedConfigs(ctx context.Context) map[string]bool {
+func (s *capacity) pinnedConfigs(ctx context.Context) map[string]bool {
 	out := map[string]bool{}
 	s.mu.Lock()
 	pinned := s.pinned
@@ -221,7 +259,7 @@ func (s *Store) pinnedConfigs(ctx context.Context) map[string]bool {
 		if err != nil {
 			continue
 		}
-		if rec, found, err := s.loadRecord(h); err == nil && found {
+		if rec, found, err := s.blobs.loadRecord(h); err == nil && found {
 			out[strings.TrimPrefix(rec.Config, "sha256:")] = true
 		}
 	}
@@ -231,7 +269,7 @@ func (s *Store) pinnedConfigs(ctx context.Context) map[string]bool {
 // removeRootfs drops one unpacked image's record if no one holds it; false
 // when it is in use. Its layers go at the next garbage collection, unless
 // another image uses them.
-func (s *Store) removeRootfs(hex string) (bool, error) {
+func (s *capacity) removeRootfs(hex string) (bool, error) {
 	base := filepath.Join(s.dir, "rootfs", hex)
 	lock, err := os.OpenFile(base+".lock", os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o644)
 	if err != nil {

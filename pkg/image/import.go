@@ -70,7 +70,7 @@ func (s *Store) importImage(ctx context.Context, src, ref string) (Resolved, err
 	}
 	rec.Names = []string{canonicalRepo(tag.Context()) + ":" + tag.TagStr()}
 	rec.Source = "import"
-	if err := s.saveRecord(rec); err != nil {
+	if err := s.blobs.saveRecord(rec); err != nil {
 		return Resolved{}, err
 	}
 	res := resolvedFrom(rec, tag.Context(), tag.TagStr(), "import")
@@ -270,7 +270,7 @@ func (s *Store) storeImage(ctx context.Context, img v1.Image) (rec record, share
 	if err != nil {
 		return record{}, 0, err
 	}
-	if err := s.writeBlob(m.Config.Digest, m.Config.Size, strings.NewReader(string(cfgRaw)), nil); err != nil {
+	if err := s.blobs.writeBlob(m.Config.Digest, m.Config.Size, strings.NewReader(string(cfgRaw)), nil); err != nil {
 		return record{}, 0, err
 	}
 	chains := chainIDs(newRecord(v1.Hash{Algorithm: "sha256", Hex: "0"}, "", 0, m, ""))
@@ -278,10 +278,10 @@ func (s *Store) storeImage(ctx context.Context, img v1.Image) (rec record, share
 		if err := ctx.Err(); err != nil {
 			return record{}, 0, err
 		}
-		if s.hasBlob(ld.Digest, ld.Size) {
+		if s.blobs.hasBlob(ld.Digest, ld.Size) {
 			continue
 		}
-		if _, ok, _ := s.layerComplete(chains[i]); ok {
+		if _, ok, _ := s.layers.layerComplete(chains[i]); ok {
 			shared++
 			continue // unpacked already, for another image: the one copy
 		}
@@ -293,13 +293,13 @@ func (s *Store) storeImage(ctx context.Context, img v1.Image) (rec record, share
 		if err != nil {
 			return record{}, 0, err
 		}
-		err = s.writeBlob(ld.Digest, ld.Size, rc, nil)
+		err = s.blobs.writeBlob(ld.Digest, ld.Size, rc, nil)
 		rc.Close()
 		if err != nil {
 			return record{}, 0, err
 		}
 	}
-	if err := s.writeBlob(d, int64(len(raw)), strings.NewReader(string(raw)), nil); err != nil {
+	if err := s.blobs.writeBlob(d, int64(len(raw)), strings.NewReader(string(raw)), nil); err != nil {
 		return record{}, 0, err
 	}
 	rec = newRecord(d, mt, int64(len(raw)), m, "")

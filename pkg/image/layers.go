@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // The layer store, as containerd's overlay snapshotter keeps one: every
@@ -45,6 +47,16 @@ import (
 // stay; an unpack holds gc.lock shared from its first layer to its record,
 // so nothing it unpacked goes before the record names it.
 
+// layerStore is the store's unpacked layers, layers/<id>/ with their
+// records and locks, and gc.lock: it unpacks an image's layers from its
+// blobs (each once) and collects the layers no image names.
+type layerStore struct {
+	dir       string // the store's directory
+	blobs     blobStore
+	keepBlobs bool // see Options.KeepLayerBlobs
+	logger    *slog.Logger
+}
+
 // layerIDLen is how many hex digits of the chain name a layer directory.
 const layerIDLen = 16
 
@@ -69,13 +81,13 @@ func chainIDs(rec record) []string {
 	return out
 }
 
-func (s *Store) layerDir(chain string) string {
+func (s *layerStore) layerDir(chain string) string {
 	return filepath.Join(s.dir, "layers", chain[:layerIDLen])
 }
 
 // layerComplete returns the layer's record when its directory is complete
 // and belongs to this chain.
-func (s *Store) layerComplete(chain string) (layerMeta, bool, error) {
+func (s *layerStore) layerComplete(chain string) (layerMeta, bool, error) {
 	dir := s.layerDir(chain)
 	b, err := os.ReadFile(dir + ".json")
 	if err != nil {
@@ -98,7 +110,7 @@ func (s *Store) layerComplete(chain string) (layerMeta, bool, error) {
 // unpackLayers makes sure every layer of rec is unpacked, each once, and
 // writes the image's rootfs record naming them; the caller holds the
 // image's rootfs lock exclusively and gc.lock shared.
-func (s *Store) unpackLayers(ctx context.Context, rec record, progress func(Progress)) (rootfsRecord, error) {
+func (s *layerStore) unpackLayers(ctx context.Context, rec record, progress func(Progress)) (rootfsRecord, error) {
 	start := time.Now()
 	chains := chainIDs(rec)
 	var total int64
@@ -140,7 +152,7 @@ func (s *Store) unpackLayers(ctx context.Context, rec record, progress func(Prog
 	if !s.keepBlobs {
 		// Each unpacked layer is the one copy (see Options.KeepLayerBlobs).
 		for _, l := range rec.Layers {
-			if err := os.Remove(s.blobPath(mustHash(l.Digest))); err != nil && !os.IsNotExist(err) {
+			if err := os.Remove(s.blobs.blobPath(mustHash(l.Digest))); err != nil && !os.IsNotExist(err) {
 				s.logger.WarnContext(ctx, "remove an unpacked layer's blob", "layer", l.Digest, "err", err)
 			}
 		}
@@ -152,7 +164,7 @@ func (s *Store) unpackLayers(ctx context.Context, rec record, progress func(Prog
 
 // unpackLayer unpacks layer i of rec, unless another image (or process)
 // did: true when this call unpacked it.
-func (s *Store) unpackLayer(ctx context.Context, rec record, i int, chain string, parents []string, counter *progressCounter) (layerMeta, bool, error) {
+func (s *layerStore) unpackLayer(ctx context.Context, rec record, i int, chain string, parents []string, counter *progressCounter) (layerMeta, bool, error) {
 	dir := s.layerDir(chain)
 	unlock, err := flockPath(dir+".lock", unix.LOCK_EX)
 	if err != nil {
@@ -222,7 +234,7 @@ type storedLayer struct {
 	ok   bool // its record is complete
 }
 
-func (s *Store) listLayers() ([]storedLayer, error) {
+func (s *layerStore) listLayers() ([]storedLayer, error) {
 	ents, err := os.ReadDir(filepath.Join(s.dir, "layers"))
 	if err != nil {
 		return nil, err
@@ -243,7 +255,7 @@ func (s *Store) listLayers() ([]storedLayer, error) {
 
 // referencedLayers returns the layer chains the images' rootfs records
 // name, with the images naming each.
-func (s *Store) referencedLayers() (map[string][]string, error) {
+func (s *layerStore) referencedLayers() (map[string][]string, error) {
 	ents, err := os.ReadDir(filepath.Join(s.dir, "rootfs"))
 	if err != nil {
 		return nil, err
@@ -273,7 +285,7 @@ func (s *Store) referencedLayers() (map[string][]string, error) {
 // (and what an older store version left in rootfs/: whole unpacked trees).
 // With wait false it gives up at once when an unpack is under way (an
 // eviction must not stall a pull); Prune waits.
-func (s *Store) gcLayers(ctx context.Context, wait bool) (n int, bytes int64, err error) {
+func (s *layerStore) gcLayers(ctx context.Context, wait bool) (n int, bytes int64, err error) {
 	how := unix.LOCK_EX
 	if !wait {
 		how |= unix.LOCK_NB
@@ -333,6 +345,57 @@ func (s *Store) gcLayers(ctx context.Context, wait bool) (n int, bytes int64, er
 		}
 	}
 	return n, bytes, nil
+}
+
+// layerDirs are the record's layer directories, topmost first.
+func (s *layerStore) layerDirs(rr rootfsRecord) []string {
+	out := make([]string, len(rr.LayerIDs))
+	for i, c := range rr.LayerIDs {
+		out[len(out)-1-i] = s.layerDir(c)
+	}
+	return out
+}
+
+// applyLayer unpacks one layer's blob through a.
+func (s *layerStore) applyLayer(a *applier, l layerRecord, counter *progressCounter) error {
+	blob, err := s.blobs.openBlob(mustHash(l.Digest), l.Size)
+	if err != nil {
+		return err
+	}
+	var src = &countingReader{r: blob, add: counter.add}
+	zr, err := decompress(src)
+	if err != nil {
+		blob.Close()
+		return fmt.Errorf("%w: decompress: %v", ErrCorrupt, err)
+	}
+	aerr := a.apply(zr)
+	if aerr != nil && !errors.Is(aerr, ErrCorrupt) && !errors.Is(aerr, ErrUnsafeLayer) && isReadErr(aerr) {
+		aerr = fmt.Errorf("%w: %v", ErrCorrupt, aerr)
+	}
+	zr.Close()
+	if cerr := blob.Close(); aerr == nil && cerr != nil {
+		return cerr
+	}
+	return aerr
+}
+
+// rootfsRecord returns an image's rootfs record when it and every layer it
+// names are complete.
+func (s *layerStore) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "rootfs", cfg.Hex+".json"))
+	if err != nil {
+		return rootfsRecord{}, false
+	}
+	var rr rootfsRecord
+	if json.Unmarshal(b, &rr) != nil || len(rr.LayerIDs) != rr.Layers {
+		return rootfsRecord{}, false // half a record, or one of a store before layers were shared
+	}
+	for _, c := range rr.LayerIDs {
+		if _, ok, _ := s.layerComplete(c); !ok {
+			return rootfsRecord{}, false
+		}
+	}
+	return rr, true
 }
 
 // Lookup returns the host path of rel (a path in the image, like

@@ -40,7 +40,7 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	refs, err := s.referencedLayers()
+	refs, err := s.layers.referencedLayers()
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 		if err != nil || !found {
 			continue // being written or removed
 		}
@@ -64,10 +64,10 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 		}
 		cfg := mustHash(rec.Config)
 		info.Layers = len(rec.Layers)
-		if rr, ok := s.rootfsRecord(cfg); ok {
+		if rr, ok := s.layers.rootfsRecord(cfg); ok {
 			info.Unpacked, info.Rootfs = true, rr.Size
 			for _, c := range rr.LayerIDs {
-				m, _, _ := s.layerComplete(c)
+				m, _, _ := s.layers.layerComplete(c)
 				if len(refs[c]) > 1 {
 					info.Shared += m.Size
 				} else {
@@ -154,7 +154,7 @@ const orphanAge = time.Hour
 // finishes first.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	var rep PruneReport
-	cached, err := s.listCachedRootfs()
+	cached, err := s.capacity.listCachedRootfs()
 	if err != nil {
 		return rep, err
 	}
@@ -168,7 +168,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 		}
 		for _, e := range ents {
 			if hex, ok := strings.CutSuffix(e.Name(), ".json"); ok {
-				if rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex}); err == nil && found {
+				if rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex}); err == nil && found {
 					named[strings.TrimPrefix(rec.Config, "sha256:")] = true
 				}
 			}
@@ -182,7 +182,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 		if named[c.hex] {
 			continue
 		}
-		removed, err := s.removeRootfs(c.hex)
+		removed, err := s.capacity.removeRootfs(c.hex)
 		if err != nil {
 			return rep, fmt.Errorf("prune rootfs sha256:%s: %w", c.hex, err)
 		}
@@ -195,7 +195,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 	}
 	// Waits for unpacks under way: what they unpack is referenced once
 	// they are done, and kept.
-	nl, lbytes, err := s.gcLayers(ctx, true)
+	nl, lbytes, err := s.layers.gcLayers(ctx, true)
 	rep.Layers, rep.RootfsBytes = nl, lbytes
 	if err != nil {
 		return rep, err
@@ -211,7 +211,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 			if !ok {
 				continue
 			}
-			rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+			rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 			if err != nil || !found || held[rec.Config] {
 				continue
 			}
@@ -248,7 +248,7 @@ func (s *Store) gcBlobs(ctx context.Context, forgotten map[string]bool) (int, in
 		if !ok {
 			continue
 		}
-		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 		if err != nil || !found {
 			continue
 		}
@@ -327,7 +327,7 @@ func (s *Store) Stored(ctx context.Context, ref string) (Resolved, bool, error) 
 		if !ok {
 			continue
 		}
-		rec, found, err := s.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
+		rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
 		if err != nil || !found || !slices.Contains(rec.Names, want) {
 			continue
 		}

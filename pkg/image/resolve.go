@@ -62,13 +62,13 @@ func (s *Store) resolve(ctx context.Context, ref string, creds []Credential) (Re
 	}
 	if d, ok := r.(name.Digest); ok {
 		h, _ := v1.NewHash(d.DigestStr())
-		if rec, found, err := s.loadRecord(h); err != nil {
+		if rec, found, err := s.blobs.loadRecord(h); err != nil {
 			return Resolved{}, err
-		} else if found && s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
+		} else if found && s.blobs.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
 			return resolvedFrom(rec, r.Context(), "", "local"), nil
 		}
 	}
-	p, err := s.puller(creds)
+	p, err := s.pullers.get(creds)
 	if err != nil {
 		return Resolved{}, err
 	}
@@ -156,7 +156,7 @@ func (s *Store) resolveAt(ctx context.Context, p *remote.Puller, ep endpoint, r 
 	if !ok || rec.Source != ep.label || !slices.Contains(rec.Names, n) {
 		rec.Names = []string{n}
 		rec.Source = ep.label
-		if err := s.saveRecord(rec); err != nil {
+		if err := s.blobs.saveRecord(rec); err != nil {
 			return Resolved{}, err
 		}
 	}
@@ -193,14 +193,14 @@ func resolvedFrom(rec record, repo name.Repository, tag, source string) Resolved
 // localImage finds the image record for a manifest or index digest already
 // in the store (for an index, the record of its linux/amd64 child).
 func (s *Store) localImage(d v1.Hash) (record, bool, error) {
-	rec, ok, err := s.loadRecord(d)
+	rec, ok, err := s.blobs.loadRecord(d)
 	if err != nil || ok {
-		return rec, ok && s.hasBlob(mustHash(rec.Config), rec.ConfigSize), err
+		return rec, ok && s.blobs.hasBlob(mustHash(rec.Config), rec.ConfigSize), err
 	}
-	if !s.hasBlob(d, -1) {
+	if !s.blobs.hasBlob(d, -1) {
 		return record{}, false, nil
 	}
-	b, err := s.readBlob(d)
+	b, err := s.blobs.readBlob(d)
 	if err != nil {
 		return record{}, false, nil // refetch
 	}
@@ -208,8 +208,8 @@ func (s *Store) localImage(d v1.Hash) (record, bool, error) {
 	if err != nil {
 		return record{}, false, nil
 	}
-	rec, ok, err = s.loadRecord(child.Digest)
-	if err != nil || !ok || !s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
+	rec, ok, err = s.blobs.loadRecord(child.Digest)
+	if err != nil || !ok || !s.blobs.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
 		return record{}, false, err
 	}
 	rec.Index = d.String()
@@ -225,7 +225,7 @@ func (s *Store) fetchImage(ctx context.Context, p *remote.Puller, ep endpoint, a
 	}
 	indexDigest := ""
 	if desc.MediaType.IsIndex() {
-		if err := s.writeBlob(desc.Digest, int64(len(desc.Manifest)), strings.NewReader(string(desc.Manifest)), nil); err != nil {
+		if err := s.blobs.writeBlob(desc.Digest, int64(len(desc.Manifest)), strings.NewReader(string(desc.Manifest)), nil); err != nil {
 			return record{}, err
 		}
 		child, err := chooseChild(desc.Manifest)
@@ -233,7 +233,7 @@ func (s *Store) fetchImage(ctx context.Context, p *remote.Puller, ep endpoint, a
 			return record{}, err
 		}
 		indexDigest = desc.Digest.String()
-		if rec, ok, err := s.loadRecord(child.Digest); err == nil && ok && s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
+		if rec, ok, err := s.blobs.loadRecord(child.Digest); err == nil && ok && s.blobs.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
 			rec.Index = indexDigest
 			return rec, nil
 		}
@@ -252,7 +252,7 @@ func (s *Store) fetchImage(ctx context.Context, p *remote.Puller, ep endpoint, a
 	if err != nil {
 		return record{}, fmt.Errorf("%w: manifest %s: %v", ErrCorrupt, desc.Digest, err)
 	}
-	if !s.hasBlob(m.Config.Digest, m.Config.Size) {
+	if !s.blobs.hasBlob(m.Config.Digest, m.Config.Size) {
 		l, err := p.Layer(ctx, ep.repo.Digest(m.Config.Digest.String()))
 		if err != nil {
 			return record{}, err
@@ -261,7 +261,7 @@ func (s *Store) fetchImage(ctx context.Context, p *remote.Puller, ep endpoint, a
 			return record{}, err
 		}
 	}
-	cfgBytes, err := s.readBlob(m.Config.Digest)
+	cfgBytes, err := s.blobs.readBlob(m.Config.Digest)
 	if err != nil {
 		return record{}, err
 	}
@@ -272,7 +272,7 @@ func (s *Store) fetchImage(ctx context.Context, p *remote.Puller, ep endpoint, a
 	if cf.OS != platform.OS || cf.Architecture != platform.Architecture {
 		return record{}, fmt.Errorf("%w: the image is %s/%s only", ErrPlatform, cf.OS, cf.Architecture)
 	}
-	if err := s.writeBlob(desc.Digest, int64(len(desc.Manifest)), strings.NewReader(string(desc.Manifest)), nil); err != nil {
+	if err := s.blobs.writeBlob(desc.Digest, int64(len(desc.Manifest)), strings.NewReader(string(desc.Manifest)), nil); err != nil {
 		return record{}, err
 	}
 	return newRecord(desc.Digest, desc.MediaType, int64(len(desc.Manifest)), m, indexDigest), nil
@@ -319,7 +319,7 @@ func (s *Store) fetchBlob(l v1.Layer, d v1.Hash, size int64, progress func(int64
 		return err
 	}
 	defer rc.Close()
-	err = s.writeBlob(d, size, rc, progress)
+	err = s.blobs.writeBlob(d, size, rc, progress)
 	switch {
 	case err == nil, errors.Is(err, ErrCorrupt), isNetErr(err):
 		return err

@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -69,15 +68,6 @@ type rootfsRecord struct {
 	LayerIDs []string  `json:"layer_chains"`
 }
 
-// layerDirs are the record's layer directories, topmost first.
-func (s *Store) layerDirs(rr rootfsRecord) []string {
-	out := make([]string, len(rr.LayerIDs))
-	for i, c := range rr.LayerIDs {
-		out[len(out)-1-i] = s.layerDir(c)
-	}
-	return out
-}
-
 // Rootfs returns the unpacked root filesystem of a pinned image reference
 // (repository@sha256:…, as Resolve returns), pulling and unpacking it on
 // first use. Concurrent first users, in this process or others, wait for one
@@ -99,7 +89,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err != nil {
 		return nil, err
 	}
-	rec, ok, err := s.loadRecord(mustHash(res.Digest))
+	rec, ok, err := s.blobs.loadRecord(mustHash(res.Digest))
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +112,8 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
-	if rr, ok := s.rootfsRecord(cfgHash); ok {
-		out.Size, out.Layers = rr.Size, s.layerDirs(rr)
+	if rr, ok := s.layers.rootfsRecord(cfgHash); ok {
+		out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
 		s.touch(lock)
 		return out, nil
 	}
@@ -131,7 +121,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := flock(lock, unix.LOCK_EX); err != nil {
 		return fail(err)
 	}
-	rr, ok := s.rootfsRecord(cfgHash)
+	rr, ok := s.layers.rootfsRecord(cfgHash)
 	if !ok {
 		// Layers already unpacked (for another image) need no blob: hold
 		// them against garbage collection from the check to the record.
@@ -141,7 +131,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 		}
 		err = s.fetchLayers(ctx, res, rec, creds, progress)
 		if err == nil {
-			rr, err = s.unpackLayers(ctx, rec, progress)
+			rr, err = s.layers.unpackLayers(ctx, rec, progress)
 		}
 		unlockGC()
 		if err != nil {
@@ -152,10 +142,10 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
-	out.Size, out.Layers = rr.Size, s.layerDirs(rr)
+	out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
 	s.touch(lock)
-	if s.maxRootfs > 0 && !ok {
-		s.evict(ctx, cfgHash.Hex)
+	if s.capacity.max > 0 && !ok {
+		s.capacity.evict(ctx, cfgHash.Hex)
 	}
 	return out, nil
 }
@@ -203,8 +193,8 @@ func (s *Store) storedLocally(pinnedRef string) bool {
 	if err != nil {
 		return false
 	}
-	rec, ok, err := s.loadRecord(h)
-	if err != nil || !ok || !s.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
+	rec, ok, err := s.blobs.loadRecord(h)
+	if err != nil || !ok || !s.blobs.hasBlob(mustHash(rec.Config), rec.ConfigSize) {
 		return false
 	}
 	return len(s.missingLayers(rec)) == 0
@@ -216,10 +206,10 @@ func (s *Store) missingLayers(rec record) []layerRecord {
 	var out []layerRecord
 	for i, c := range chainIDs(rec) {
 		l := rec.Layers[i]
-		if s.hasBlob(mustHash(l.Digest), l.Size) {
+		if s.blobs.hasBlob(mustHash(l.Digest), l.Size) {
 			continue
 		}
-		if _, ok, _ := s.layerComplete(c); ok {
+		if _, ok, _ := s.layers.layerComplete(c); ok {
 			continue
 		}
 		out = append(out, l)
@@ -240,7 +230,7 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidReference, err)
 	}
-	rec, ok, err := s.loadRecord(h)
+	rec, ok, err := s.blobs.loadRecord(h)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +247,7 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 		lock.Close()
 		return nil, err
 	}
-	rr, ok := s.rootfsRecord(cfgHash)
+	rr, ok := s.layers.rootfsRecord(cfgHash)
 	if !ok {
 		lock.Close()
 		return nil, fmt.Errorf("%w: its rootfs is not unpacked (evicted or never pulled)", ErrNotCached)
@@ -268,7 +258,7 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 		return nil, err
 	}
 	s.touch(lock)
-	return &Rootfs{Layers: s.layerDirs(rr), Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
+	return &Rootfs{Layers: s.layers.layerDirs(rr), Ref: canonicalRepo(ref.Context()) + "@" + rec.Digest, Digest: rec.Digest, Image: rec.Config,
 		Config: cfg, Size: rr.Size, lock: lock}, nil
 }
 
@@ -277,25 +267,8 @@ func (s *Store) touch(lock *os.File) {
 	_ = os.Chtimes(lock.Name(), now, now)
 }
 
-func (s *Store) rootfsRecord(cfg v1.Hash) (rootfsRecord, bool) {
-	b, err := os.ReadFile(filepath.Join(s.dir, "rootfs", cfg.Hex+".json"))
-	if err != nil {
-		return rootfsRecord{}, false
-	}
-	var rr rootfsRecord
-	if json.Unmarshal(b, &rr) != nil || len(rr.LayerIDs) != rr.Layers {
-		return rootfsRecord{}, false // half a record, or one of a store before layers were shared
-	}
-	for _, c := range rr.LayerIDs {
-		if _, ok, _ := s.layerComplete(c); !ok {
-			return rootfsRecord{}, false
-		}
-	}
-	return rr, true
-}
-
 func (s *Store) imageConfig(cfg v1.Hash) (Config, error) {
-	b, err := s.readBlob(cfg)
+	b, err := s.blobs.readBlob(cfg)
 	if err != nil {
 		return Config{}, err
 	}
@@ -322,7 +295,7 @@ func (s *Store) fetchLayers(ctx context.Context, res Resolved, rec record, creds
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidReference, err)
 	}
-	p, err := s.puller(creds)
+	p, err := s.pullers.get(creds)
 	if err != nil {
 		return err
 	}
@@ -369,28 +342,6 @@ func (s *Store) fetchLayer(ctx context.Context, p *remote.Puller, eps []endpoint
 		}
 	}
 	return joinEndpointErrors(errs)
-}
-
-func (s *Store) applyLayer(a *applier, l layerRecord, counter *progressCounter) error {
-	blob, err := s.openBlob(mustHash(l.Digest), l.Size)
-	if err != nil {
-		return err
-	}
-	var src = &countingReader{r: blob, add: counter.add}
-	zr, err := decompress(src)
-	if err != nil {
-		blob.Close()
-		return fmt.Errorf("%w: decompress: %v", ErrCorrupt, err)
-	}
-	aerr := a.apply(zr)
-	if aerr != nil && !errors.Is(aerr, ErrCorrupt) && !errors.Is(aerr, ErrUnsafeLayer) && isReadErr(aerr) {
-		aerr = fmt.Errorf("%w: %v", ErrCorrupt, aerr)
-	}
-	zr.Close()
-	if cerr := blob.Close(); aerr == nil && cerr != nil {
-		return cerr
-	}
-	return aerr
 }
 
 func isReadErr(err error) bool {

@@ -148,17 +148,7 @@ func readBoard(t *testing.T, srv *server.Server, key string, metric leaderboard.
 // and reads a run's metrics the way GET /v1/runs/{id} does.
 func BenchmarkReadBoard(b *testing.B) {
 	ctx := context.Background()
-	srv, err := server.Open(ctx, server.Options{DataDir: b.TempDir(), Addr: "127.0.0.1:0", CredentialsPath: "-",
-		Local: local.Options{Isolation: "process", RunnerPath: "/bin/true"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	seeded, err := benchseed.Seed(ctx, srv.Platform().Service(), srv.Tenant().Workspace,
-		benchseed.Shape{Entrants: 50, Tasks: 500, Attempts: 5, Categories: 10})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv, seeded := seededServer(b)
 	b.Run("store", func(b *testing.B) {
 		for b.Loop() {
 			board, err := srv.Records().Board(ctx, srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
