@@ -198,6 +198,13 @@ func harborTrialPath(rel string) string {
 	if declared, ok := strings.CutPrefix(inner, declaredArtifactsDir+"/"); ok {
 		return harbor.TrialArtifactsDir + "/" + declared
 	}
+	// A step's, under steps/<name>/declared/, are Harbor's
+	// steps/<name>/artifacts/.
+	if rest, ok := strings.CutPrefix(inner, harbor.TrialStepsDir+"/"); ok {
+		if name, file, ok := strings.Cut(rest, "/"+declaredArtifactsDir+"/"); ok && !strings.Contains(name, "/") {
+			return harbor.TrialStepsDir + "/" + name + "/" + harbor.TrialArtifactsDir + "/" + file
+		}
+	}
 	for _, sub := range []string{harbor.TrialAgentDir, harbor.TrialVerifierDir, harbor.TrialArtifactsDir, harbor.TrialStepsDir} {
 		if strings.HasPrefix(inner, sub+"/") {
 			return inner

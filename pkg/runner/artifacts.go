@@ -41,7 +41,8 @@ type ArtifactEntry struct {
 
 // collectArtifacts copies each artifact of list out of the environment it
 // comes from — rootOf(service) is that environment's root filesystem on
-// the host, service "" being main — into dest (created), at the artifact's
+// the host, service "" being main — into dest (created; destName is how
+// the result names it, e.g. "artifacts/declared"), at the artifact's
 // HostPath, and writes dest/manifest.json. Everything is read through an
 // os.Root of the environment: a symlink the agent left resolves inside
 // the environment, never to the host's files; symlinks inside a collected
@@ -50,7 +51,7 @@ type ArtifactEntry struct {
 // place another artifact took first (Harbor keeps the first); budget
 // bounds the bytes copied. Steps call it with their own list and
 // destination.
-func collectArtifacts(rootOf func(service string) (string, error), list []harbor.Artifact, dest string, budget int64) ([]ArtifactEntry, error) {
+func collectArtifacts(rootOf func(service string) (string, error), list []harbor.Artifact, dest, destName string, budget int64) ([]ArtifactEntry, error) {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return nil, fmt.Errorf("collect artifacts: %w", err)
 	}
@@ -79,7 +80,7 @@ func collectArtifacts(rootOf func(service string) (string, error), list []harbor
 	taken := map[string]string{}
 	entries := make([]ArtifactEntry, 0, len(list))
 	for _, a := range list {
-		e := ArtifactEntry{Source: a.Source, Destination: "artifacts/" + DeclaredArtifactsDir + "/" + a.HostPath(), Service: a.Service, Type: "file"}
+		e := ArtifactEntry{Source: a.Source, Destination: destName + "/" + a.HostPath(), Service: a.Service, Type: "file"}
 		service := a.Service
 		if !a.Sidecar() {
 			service = ""
@@ -329,15 +330,15 @@ func (t *trial) environmentRootOf(service string) (string, error) {
 // finish keeps a redacted copy with the attempt).
 func (t *trial) collectDeclared() error {
 	list := t.declaredArtifacts()
-	if len(list) == 0 || t.declared != "" {
-		return nil
+	if len(list) == 0 || t.declared != "" || t.steps != nil {
+		return nil // a multi-step task's are collected per step (collectStepArtifacts)
 	}
 	if t.environmentRoot() == "" {
 		t.log.Warn("declared artifacts are not collected in this isolation mode (the environment is the host's)", "isolation", t.iso.name())
 		return nil
 	}
 	t.declared = filepath.Join(t.work, "declared-artifacts")
-	entries, err := collectArtifacts(t.environmentRootOf, list, t.declared, maxArtifactBytes)
+	entries, err := collectArtifacts(t.environmentRootOf, list, t.declared, ArtifactsDir+"/"+DeclaredArtifactsDir, maxArtifactBytes)
 	if err != nil {
 		return err
 	}
@@ -347,6 +348,34 @@ func (t *trial) collectDeclared() error {
 			t.log.Warn("declared artifact not collected", "source", e.Source, "err", e.Error)
 		} else {
 			t.log.Info("declared artifact collected", "source", e.Source, "destination", e.Destination, "status", e.Status)
+		}
+	}
+	return nil
+}
+
+// collectStepArtifacts collects, once a step's agent is done and before
+// its verifier, the task's, the trial's and the step's own artifacts into
+// the step's directory (steps/<name>/declared/, Harbor's
+// steps/<name>/artifacts/), as Harbor collects each step's.
+func (t *trial) collectStepArtifacts(name string, step harbor.Step) error {
+	list := append(t.declaredArtifacts(), step.Config.Artifacts...)
+	if len(list) == 0 {
+		return nil
+	}
+	if t.environmentRoot() == "" {
+		t.log.Warn("declared artifacts are not collected in this isolation mode (the environment is the host's)", "isolation", t.iso.name(), "step", name)
+		return nil
+	}
+	entries, err := collectArtifacts(t.environmentRootOf, list, filepath.Join(t.steps.logs, name, DeclaredArtifactsDir),
+		ArtifactsDir+"/steps/"+name+"/"+DeclaredArtifactsDir, maxArtifactBytes)
+	if err != nil {
+		return fmt.Errorf("step %s: %w", name, err)
+	}
+	for _, e := range entries {
+		if e.Status == artifactFailed {
+			t.log.Warn("declared artifact not collected", "step", name, "source", e.Source, "err", e.Error)
+		} else {
+			t.log.Info("declared artifact collected", "step", name, "source", e.Source, "status", e.Status)
 		}
 	}
 	return nil

@@ -36,7 +36,7 @@ func TestCollectArtifactsStaysInTheEnvironment(t *testing.T) {
 	}
 	list := []harbor.Artifact{{Source: "/data/ok.txt"}, {Source: "/data/abs"}, {Source: "/data/climb"},
 		{Source: "/dir", Destination: "d", Exclude: []string{"*.log"}}, {Source: "/big"}}
-	entries, err := collectArtifacts(onlyMain(root), list, dest, 50)
+	entries, err := collectArtifacts(onlyMain(root), list, dest, "artifacts/declared", 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestCollectArtifactsFromServices(t *testing.T) {
 		{Source: "/var/log", Service: "api"}, // holds a place already taken
 		{Source: "/x", Service: "gone"},
 	}
-	entries, err := collectArtifacts(rootOf, list, dest, 1<<20)
+	entries, err := collectArtifacts(rootOf, list, dest, "artifacts/declared", 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

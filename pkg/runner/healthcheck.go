@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 )
 
 // The task's [environment.healthcheck], run as Harbor runs it: once the
@@ -27,13 +29,18 @@ const healthcheckOutput = 4 << 10
 // variables: the check is the task's, not the agent's, so it gets none of
 // the agent's secrets.
 func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
-	hc := t.task.Config.Environment.Healthcheck
+	return t.checkHealth(ctx, base, t.task.Config.Environment.Healthcheck, "[environment.healthcheck]")
+}
+
+// checkHealth runs hc (nil: nothing), named what in its errors, until it
+// passes, as runHealthcheck describes.
+func (t *trial) checkHealth(ctx context.Context, base phaseCommand, hc *harbor.HealthcheckConfig, what string) error {
 	if hc == nil {
 		return nil
 	}
 	pc, err := t.environmentCommand(base)
 	if err != nil {
-		return fmt.Errorf("task %s: [environment.healthcheck]: %w", t.healthcheckTaskName(), err)
+		return fmt.Errorf("task %s: %s: %w", t.healthcheckTaskName(), what, err)
 	}
 	pc.script = hc.Command
 	dir := filepath.Join(t.work, "healthcheck")
@@ -47,10 +54,10 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 		inStart := time.Since(started) < hc.StartPeriod()
 		out, err := t.phase(ctx, "environment_healthcheck", pc, hc.Timeout(), "stdout.txt", "stderr.txt", dir)
 		if err != nil {
-			return fmt.Errorf("task %s: [environment.healthcheck]: %w", t.healthcheckTaskName(), err)
+			return fmt.Errorf("task %s: %s: %w", t.healthcheckTaskName(), what, err)
 		}
 		if out.ExitCode == 0 && !out.TimedOut {
-			t.log.Info("healthcheck passed", "attempts", attempts)
+			t.log.Info("healthcheck passed", "check", what, "attempts", attempts)
 			return nil
 		}
 		result := fmt.Sprintf("exit code %d", out.ExitCode)
@@ -62,17 +69,17 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 			failures++
 			wait = hc.Interval()
 			if failures >= hc.Retries {
-				return fmt.Errorf("task %s: [environment.healthcheck] %q did not pass: %d consecutive failures after the start period of %s (%d attempts in all); the last %s, output: %s",
-					t.healthcheckTaskName(), hc.Command, failures, hc.StartPeriod(), attempts, result, lastOutput(filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")))
+				return fmt.Errorf("task %s: %s %q did not pass: %d consecutive failures after the start period of %s (%d attempts in all); the last %s, output: %s",
+					t.healthcheckTaskName(), what, hc.Command, failures, hc.StartPeriod(), attempts, result, lastOutput(filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")))
 			}
 		}
-		t.log.Info("healthcheck failed; trying again", "result", result, "in_start_period", inStart,
+		t.log.Info("healthcheck failed; trying again", "check", what, "result", result, "in_start_period", inStart,
 			"consecutive_failures", failures, "retries", hc.Retries, "wait", wait.String())
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("task %s: [environment.healthcheck]: runner stopped: %w", t.healthcheckTaskName(), context.Cause(ctx))
+			return fmt.Errorf("task %s: %s: runner stopped: %w", t.healthcheckTaskName(), what, context.Cause(ctx))
 		case <-timer.C:
 		}
 	}

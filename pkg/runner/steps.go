@@ -104,6 +104,10 @@ func (s *stepRun) artifactParts() map[string]string {
 		for _, part := range []string{"agent", "verifier"} {
 			parts["steps/"+r.StepName+"/"+part] = filepath.Join(s.logs, r.StepName, part)
 		}
+		declared := filepath.Join(s.logs, r.StepName, DeclaredArtifactsDir)
+		if info, err := os.Stat(declared); err == nil && info.IsDir() {
+			parts["steps/"+r.StepName+"/"+DeclaredArtifactsDir] = declared
+		}
 	}
 	return parts
 }
@@ -287,6 +291,18 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 		t.recordStep(name, started)
 		return "its workdir/setup.sh failed", nil
 	}
+	// The step's own healthcheck, after its setup.sh and before its agent,
+	// on top of [environment.healthcheck] (which passed once, above).
+	if hc := step.Config.Healthcheck; hc != nil {
+		envBase, err := t.environmentBase()
+		if err == nil {
+			err = t.checkHealth(ctx, envBase, hc, fmt.Sprintf("steps[%d] (%s).healthcheck", index, name))
+		}
+		if err != nil {
+			t.closeRig(rig)
+			return "", err
+		}
+	}
 	runCmd, err := t.harness.RunCommand(t.templateData(rig))
 	if err != nil {
 		t.closeRig(rig)
@@ -304,6 +320,9 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 	lingers := t.image != nil || t.container != nil
 	if rig != nil && !lingers {
 		t.keepAgentLogs(rig)
+	}
+	if err := t.collectStepArtifacts(name, step); err != nil {
+		return "", err
 	}
 	if err := t.runVerifier(ctx); err != nil {
 		return "", err

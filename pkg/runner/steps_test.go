@@ -330,3 +330,45 @@ func TestStepsStartTheEnvironmentOnce(t *testing.T) {
 		}
 	}
 }
+
+// A step's healthcheck runs after its setup.sh and before its agent (the
+// agent finds it passed); one that never passes is the runner's error
+// naming the task, the step and the check. A step's artifacts, with the
+// task's, are collected after its agent into steps/<name>/declared/.
+func TestStepsHealthcheckAndArtifacts(t *testing.T) {
+	check := `[ -e /app/setup-ran ] || exit 1; echo yes > /app/step-check-passed`
+	dir := greeterTask(t, map[string]string{
+		"steps/implement/workdir/setup.sh": "#!/usr/bin/env bash\nset -e\n[ -x greet.sh ]\ncleaned=$(tr -d '[:space:]' < config.txt)\nprintf '%s\\n' \"$cleaned\" > config.txt\ntouch /app/setup-ran\nrm -- \"$0\"\n",
+		"steps/implement/solution/solve.sh": "#!/usr/bin/env bash\ncat /app/step-check-passed > /logs/agent/check.txt\n" +
+			"printf '#!/usr/bin/env bash\\necho \"hello, ${1:-world}\"\\n' > /app/greet.sh\nmkdir -p /var/tmp/out && echo implemented > /var/tmp/out/note.txt\n",
+	})
+	editTOML(t, dir, "[[steps]]\nname = \"implement\"\n", fmt.Sprintf("[[steps]]\nname = \"implement\"\nartifacts = [\"/var/tmp/out\"]\n\n[steps.healthcheck]\ncommand = %q\ninterval_sec = 0.05\nretries = 3\n", check))
+	editTOML(t, dir, "[metadata]", "artifacts = [\"/app/greet.sh\"]\n\n[metadata]")
+	spec := baseSpec(t, "oracle")
+	spec.Task.Dir = dir
+	r := runPod(t, spec, testImage(t), t.TempDir(), uniqueMarker())
+	if got := strings.TrimSpace(r.artifact(t, "steps/implement/agent/check.txt")); got != "yes" {
+		t.Errorf("the implement step's agent found %q, want its healthcheck passed before it", got)
+	}
+	if got := strings.TrimSpace(r.artifact(t, "steps/implement/declared/var/tmp/out/note.txt")); got != "implemented" {
+		t.Errorf("the step's artifact = %q", got)
+	}
+	for _, step := range []string{"scaffold", "implement", "document"} {
+		if got := r.artifact(t, "steps/"+step+"/declared/app/greet.sh"); !strings.Contains(got, "echo") {
+			t.Errorf("step %s: the task's artifact /app/greet.sh = %q", step, got)
+		}
+	}
+	if m := r.artifact(t, "steps/implement/declared/"+harbor.ArtifactsManifestFile); !strings.Contains(m, `"destination": "artifacts/steps/implement/declared/var/tmp/out"`) {
+		t.Errorf("the step's manifest:\n%s", m)
+	}
+	if got := stepRewards(r.result); got["document"] != 1 {
+		t.Errorf("rewards %v, want every step passed", got)
+	}
+
+	// A step healthcheck that never passes.
+	editTOML(t, dir, fmt.Sprintf("command = %q", check), fmt.Sprintf("command = %q", "echo never-"+spec.LaunchID+"; exit 4"))
+	_, err := runPodOrError(t, spec, testImage(t), t.TempDir(), uniqueMarker())
+	if err == nil || !strings.Contains(err.Error(), "steps[1] (implement).healthcheck") || !strings.Contains(err.Error(), "exit code 4") {
+		t.Errorf("Run = %v, want the step's healthcheck named with its exit code", err)
+	}
+}
