@@ -25,7 +25,7 @@ fi
 cp -r "$src" "$work/src"
 chmod -R u+w "$work/src"
 mkdir -p "$cache.tmp"
-(cd "$work/src" && CGO_ENABLED=0 GOFLAGS=-mod=mod "$go" build -trimpath -o "$cache.tmp/" ./cmd/buildkitd ./cmd/buildctl)
+(cd "$work/src" && CGO_ENABLED=0 GOFLAGS=-mod=mod "$go" build -trimpath -ldflags "-X github.com/moby/buildkit/version.Version=$VERSION" -o "$cache.tmp/" ./cmd/buildkitd ./cmd/buildctl)
 rm -rf "$cache"
 mv "$cache.tmp" "$cache"
 echo "buildkit $VERSION: $cache"
