@@ -161,6 +161,9 @@ func BenchmarkBuilders(b *testing.B) {
 				b.Skipf("dockerd not installed (apt-get install docker.io): %v", err)
 			}
 			cli := "/usr/bin/docker" // docker.io's own client, which builds with BuildKit without buildx
+			if _, err := os.Stat(cli); err != nil {
+				b.Skipf("docker.io's client not installed (apt-get install docker.io): %v", err)
+			}
 			sock := "unix://" + filepath.Join(dir, "docker.sock")
 			daemonLog := &bytes.Buffer{}
 			d := exec.Command("dockerd", "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
