@@ -10,7 +10,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth deploy-local cdk-cli emulators-up emulators-down base-images prices run-deps fuzz
+.PHONY: agents node-modules-guard all build test lint run stop deps tools bench clean lambdas synth deploy-local cdk-cli emulators-up emulators-down base-images prices run-deps fuzz buildkit
 
 FUNCTIONS := api planner dispatcher grader ingester leaderboard registrysync watchdog
 
@@ -165,6 +165,12 @@ fuzz:
 ## $${GAUNTLET_CACHE:-~/.cache/gauntlet}/base; kept once built.
 base-images:
 	scripts/base-images.sh
+
+## buildkit: moby/buildkit's buildkitd and buildctl (v0.26.2, built from the
+## Go module) into $${GAUNTLET_CACHE:-~/.cache/gauntlet}/buildkit, kept once
+## built; BenchmarkBuilders compares them with buildah and docker.
+buildkit:
+	scripts/buildkit.sh
 
 ## bench: the performance measurements reported in docs/BENCHMARKS.md.
 bench:

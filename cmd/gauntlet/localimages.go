@@ -42,7 +42,7 @@ func addImageFlags(fs *flag.FlagSet) *imageFlags {
 	f.defaultImage = fs.String("default-image", "", "image for tasks that name no docker_image and ship no Dockerfile (else they are unavailable)")
 	f.noPublicNetwork = fs.Bool("no-public-network", false, "network policy: tasks needing network_mode public are unavailable")
 	f.forceBuild = fs.Bool("force-build", false, "build a task's environment/Dockerfile even when it names a docker_image")
-	f.parallelBuilds = fs.Int("parallel-builds", 0, "task images a sync builds at once (0: one per core)")
+	f.parallelBuilds = fs.Int("parallel-builds", 0, "task images a sync prepares at once, and builds at once across all syncs (0: one per core)")
 	return f
 }
 

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -78,6 +79,10 @@ type Config struct {
 	// build is skipped. The store is the one copy of a built image: no
 	// layout is kept beside it. nil = always build.
 	Built func(ctx context.Context, key string) (pinned string, ok bool)
+	// MaxBuilds caps the builds that run at once through this Builder,
+	// whichever sync asked for them (each sync has its own parallelism;
+	// two syncs at once must not double the load); 0 = one per core.
+	MaxBuilds int
 }
 
 // Networks of a build's RUN steps. buildah's chroot isolation runs them
@@ -115,6 +120,8 @@ type Builder struct {
 	cfg Config
 	// storageOpts are the driver's --storage-opt values.
 	storageOpts []string
+	// slots holds one token per build running (cap MaxBuilds).
+	slots chan struct{}
 }
 
 // ErrNoBuildah reports that buildah is not installed.
@@ -127,6 +134,12 @@ func New(cfg Config) (*Builder, error) {
 	}
 	if cfg.Buildah == "" {
 		cfg.Buildah = "buildah"
+	}
+	switch {
+	case cfg.MaxBuilds < 0:
+		return nil, fmt.Errorf("imagebuild: MaxBuilds %d: want 0 (one per core) or more", cfg.MaxBuilds)
+	case cfg.MaxBuilds == 0:
+		cfg.MaxBuilds = runtime.NumCPU()
 	}
 	switch cfg.Network {
 	case "":
@@ -172,7 +185,7 @@ func New(cfg Config) (*Builder, error) {
 	}
 	removeAbandonedWork(filepath.Join(cfg.Dir, "work"))
 	removeOtherStorage(cfg.Dir, cfg.StorageDriver)
-	return &Builder{cfg: cfg, storageOpts: storageOpts}, nil
+	return &Builder{cfg: cfg, storageOpts: storageOpts, slots: make(chan struct{}, cfg.MaxBuilds)}, nil
 }
 
 // removeOtherStorage deletes the storage of drivers other than driver in
@@ -374,6 +387,11 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 			return pinned, nil
 		}
 	}
+	release, err := b.slot(ctx, log, req.Key)
+	if err != nil {
+		return "", err
+	}
+	defer release()
 	// Builds share buildah's storage; Reclaim empties it only when none runs.
 	unlockStorage, err := lockFile(ctx, filepath.Join(b.cfg.Dir, storageLock), syscall.LOCK_SH)
 	if err != nil {
@@ -445,7 +463,12 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 		return "", fmt.Errorf("buildah bud: %w", err)
 	}
 	layout := filepath.Join(work, "image")
-	push := append(b.global(work), "push", "--signature-policy", filepath.Join(work, "policy.json"), "--quiet", tag, "oci:"+layout+":latest")
+	// The push compresses every layer again, the base's too (the layout is
+	// new, so no blob is reused): zstd at level 1 takes a quarter of
+	// gzip's time here and is smaller; the store reads either. Its output
+	// is the same for the same layer, so the base keeps one digest, and the
+	// importer, which finds that layer unpacked already, copies none of it.
+	push := append(b.global(work), "push", "--signature-policy", filepath.Join(work, "policy.json"), "--quiet", "--compression-format", "zstd", "--compression-level", "1", tag, "oci:"+layout+":latest")
 	if err := b.run(ctx, log, push, NetworkHost, false); err != nil {
 		return "", fmt.Errorf("buildah push to an OCI layout: %w", err)
 	}
@@ -455,6 +478,23 @@ func (b *Builder) Build(ctx context.Context, req Request) (string, error) {
 	}
 	// The layout goes with the work dir: the store holds the one copy.
 	return pinned, nil
+}
+
+// slot waits for one of the MaxBuilds build slots (saying so in the log
+// when all are taken) or for ctx to end; it returns the slot's release.
+func (b *Builder) slot(ctx context.Context, log io.Writer, key string) (func(), error) {
+	select {
+	case b.slots <- struct{}{}:
+		return func() { <-b.slots }, nil
+	default:
+	}
+	fmt.Fprintf(log, "build %s: waiting for a build slot (%d builds run at once)\n", shortKey(key), cap(b.slots))
+	select {
+	case b.slots <- struct{}{}:
+		return func() { <-b.slots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("imagebuild: waiting for a build slot: %w", context.Cause(ctx))
+	}
 }
 
 // keyFile names a build key's lock file.

@@ -675,3 +675,122 @@ func TestNewRemovesTheWorkOfBuildsThatDied(t *testing.T) {
 		t.Errorf("the running build's work dir: %v, want it kept", err)
 	}
 }
+
+// gateLog is a build log whose first write blocks until open is closed:
+// the build that writes it holds its build slot meanwhile.
+type gateLog struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	entered chan struct{} // closed at the first write
+	open    chan struct{}
+	once    sync.Once
+}
+
+func newGateLog() *gateLog {
+	return &gateLog{entered: make(chan struct{}), open: make(chan struct{})}
+}
+
+func (g *gateLog) Write(p []byte) (int, error) {
+	g.once.Do(func() { close(g.entered); <-g.open })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.buf.Write(p)
+}
+
+// syncLog is a build log safe to read while the build writes it.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// TestMaxBuildsCapsBuildsAcrossCallers: with MaxBuilds 1, a second build
+// (another sync's, another key) waits, saying so in its log, while the
+// first runs, and runs once the first is done; a build waiting for a slot
+// stops when its context ends.
+func TestMaxBuildsCapsBuildsAcrossCallers(t *testing.T) {
+	requireRoot(t)
+	r := newRegistry(t)
+	base := r.pushBase(t)
+	b, err := New(Config{Dir: filepath.Join(t.TempDir(), "buildah"), Import: r.importer(t), Network: NetworkHost, MaxBuilds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first := newGateLog()
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := b.Build(ctx, Request{Key: strings.Repeat("a1", 32), ContextDir: contextDir(t), Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /one.txt\n"), Log: first})
+		firstErr <- err
+	}()
+	<-first.entered // the first build holds the only slot
+	second := &syncLog{}
+	secondErr := make(chan error, 1)
+	go func() {
+		_, err := b.Build(ctx, Request{Key: strings.Repeat("b2", 32), ContextDir: contextDir(t), Dockerfile: []byte("FROM " + base + "\nCOPY hello.txt /two.txt\n"), Log: second})
+		secondErr <- err
+	}()
+	waitFor(t, "the second build to wait for a slot", func() bool {
+		return strings.Contains(second.String(), "waiting for a build slot (1 builds run at once)")
+	})
+	if strings.Contains(second.String(), "$ buildah") {
+		t.Fatalf("the second build ran buildah while the first held the only slot:\n%s", second.String())
+	}
+	// A third caller gives up while waiting.
+	cctx, cancel := context.WithCancel(ctx)
+	third := &syncLog{}
+	thirdErr := make(chan error, 1)
+	go func() {
+		_, err := b.Build(cctx, Request{Key: strings.Repeat("c3", 32), ContextDir: contextDir(t), Dockerfile: []byte("FROM " + base + "\n"), Log: third})
+		thirdErr <- err
+	}()
+	waitFor(t, "the third build to wait for a slot", func() bool { return strings.Contains(third.String(), "waiting for a build slot") })
+	cancel()
+	if err := <-thirdErr; err == nil || !strings.Contains(err.Error(), "waiting for a build slot") {
+		t.Errorf("cancelled waiting build: err = %v, want one saying it waited for a build slot", err)
+	}
+	close(first.open)
+	if err := <-firstErr; err != nil {
+		t.Fatalf("first build: %v\n%s", err, first.buf.String())
+	}
+	if err := <-secondErr; err != nil {
+		t.Fatalf("second build: %v\n%s", err, second.String())
+	}
+	if !strings.Contains(second.String(), "$ buildah") {
+		t.Errorf("the second build never ran buildah:\n%s", second.String())
+	}
+}
+
+func TestMaxBuildsMustNotBeNegative(t *testing.T) {
+	_, err := New(Config{Dir: t.TempDir(), Import: newRegistry(t).importer(t), Network: NetworkHost, MaxBuilds: -1})
+	if err == nil || !strings.Contains(err.Error(), "MaxBuilds") {
+		t.Fatalf("New with MaxBuilds -1: err = %v, want one naming MaxBuilds", err)
+	}
+}
+
+// waitFor polls cond until it holds, failing after two minutes (a busy
+// machine is slow, never wrong).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}

@@ -38,7 +38,8 @@ type Policy struct {
 	NoPublicNetwork bool
 	// MaxBuildTimeout caps a task's build_timeout_sec (0: no cap).
 	MaxBuildTimeout time.Duration
-	// ParallelBuilds is how many task images a sync builds at once (0: one
+	// ParallelBuilds is how many task images a sync prepares at once, and
+	// how many builds run at once across every sync of the platform (0: one
 	// per core); buildah's overlay storage is shared by the builds.
 	ParallelBuilds int
 }
@@ -76,7 +77,8 @@ func Environments(cfg Config) (*benchsync.Environments, error) {
 		}
 		imp := importer{cfg.Store}
 		b, err := imagebuild.New(imagebuild.Config{Dir: cfg.BuildDir, Mirrors: mirrors,
-			DockerConfig: cfg.Store.DockerConfig(), Import: imp.importLayout, Built: imp.built})
+			DockerConfig: cfg.Store.DockerConfig(), Import: imp.importLayout, Built: imp.built,
+			MaxBuilds: cfg.Policy.ParallelBuilds})
 		if err != nil {
 			return nil, fmt.Errorf("local images: %w", err)
 		}
