@@ -1,13 +1,15 @@
-// Package dockerfile reads and rewrites the FROM instructions of a
-// Dockerfile: which images a build starts from, and the same Dockerfile with
-// those images pinned to digests. It knows nothing else of the format (the
-// builder interprets the rest).
+// Package dockerfile reads and rewrites the images a Dockerfile names —
+// its FROM instructions and the images of COPY/ADD --from= — which a build
+// needs before it starts, and the same Dockerfile with those images pinned
+// to digests. It knows nothing else of the format (the builder interprets
+// the rest).
 package dockerfile
 
 import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -44,7 +46,7 @@ func Pin(dockerfile []byte, pinned map[string]string) ([]byte, error) {
 	err := walk(dockerfile, func(line int, image string) error {
 		p, ok := pinned[image]
 		if !ok {
-			return fmt.Errorf("line %d: FROM %s has no pinned digest", line, image)
+			return fmt.Errorf("line %d: %s has no pinned digest", line, image)
 		}
 		replace[line] = rewrite(lines[line-1], image, p)
 		return nil
@@ -61,8 +63,13 @@ func Pin(dockerfile []byte, pinned map[string]string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// rewrite replaces the first whole-word occurrence of image after FROM.
+// rewrite replaces the first whole-word occurrence of image after FROM,
+// or the image of a --from=.
 func rewrite(line, image, pinned string) string {
+	if idx := strings.Index(line, "--from="+image); idx >= 0 {
+		at := idx + len("--from=")
+		return line[:at] + pinned + line[at+len(image):]
+	}
 	fields := strings.Fields(line)
 	for i, f := range fields {
 		if i > 0 && f == image {
@@ -76,8 +83,9 @@ func rewrite(line, image, pinned string) string {
 	return line
 }
 
-// walk calls fn for every FROM that names an image. Continuation lines are
-// not supported in FROM (no published Dockerfile seen uses one).
+// walk calls fn for every FROM, and every COPY or ADD --from=, that names
+// an image (not an earlier stage). Continuation lines are not supported in
+// these (no published Dockerfile seen uses one).
 func walk(dockerfile []byte, fn func(line int, image string) error) error {
 	stages := map[string]bool{}
 	sc := bufio.NewScanner(bytes.NewReader(dockerfile))
@@ -93,6 +101,12 @@ func walk(dockerfile []byte, fn func(line int, image string) error) error {
 			continue
 		}
 		fields := strings.Fields(text)
+		if strings.EqualFold(fields[0], "COPY") || strings.EqualFold(fields[0], "ADD") {
+			if err := copyFrom(n, fields[1:], stages, fn); err != nil {
+				return err
+			}
+			continue
+		}
 		if !strings.EqualFold(fields[0], "FROM") {
 			continue
 		}
@@ -119,6 +133,28 @@ func walk(dockerfile []byte, fn func(line int, image string) error) error {
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read Dockerfile: %w", err)
+	}
+	return nil
+}
+
+// copyFrom calls fn for a COPY or ADD whose --from= names an image: a
+// reference that is neither an earlier stage's name nor a stage index.
+func copyFrom(line int, args []string, stages map[string]bool, fn func(line int, image string) error) error {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "--") {
+			return nil // flags come first
+		}
+		v, ok := strings.CutPrefix(a, "--from=")
+		if !ok {
+			continue
+		}
+		if strings.Contains(v, "$") {
+			return fmt.Errorf("line %d: COPY --from=%s uses a build argument; the image must be known before the build", line, v)
+		}
+		if _, err := strconv.Atoi(v); err == nil || stages[strings.ToLower(v)] {
+			return nil
+		}
+		return fn(line, v)
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ RUN echo \
 from build AS again
 FROM python:3.13-slim-bookworm
 COPY --from=build /x /x
+COPY --from=0 /y /y
+COPY --chown=1:1 --from=ghcr.io/astral-sh/uv:0.9 /uv /uvx /bin/
 FROM scratch
 `
 
@@ -20,7 +22,7 @@ func TestBases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []From{{Line: 2, Image: "golang:1.26"}, {Line: 6, Image: "python:3.13-slim-bookworm"}}
+	want := []From{{Line: 2, Image: "golang:1.26"}, {Line: 6, Image: "python:3.13-slim-bookworm"}, {Line: 9, Image: "ghcr.io/astral-sh/uv:0.9"}}
 	if len(got) != len(want) {
 		t.Fatalf("Bases = %+v, want %+v", got, want)
 	}
@@ -32,7 +34,7 @@ func TestBases(t *testing.T) {
 }
 
 func TestBasesErrors(t *testing.T) {
-	for _, df := range []string{"ARG B=x\nFROM ${B}\n", "FROM\n", "FROM --platform=linux/amd64\n"} {
+	for _, df := range []string{"ARG B=x\nFROM ${B}\n", "FROM\n", "FROM --platform=linux/amd64\n", "FROM a\nARG U=x\nCOPY --from=${U} /a /a\n"} {
 		if _, err := Bases([]byte(df)); err == nil {
 			t.Errorf("Bases(%q) = nil error, want one", df)
 		}
@@ -43,6 +45,7 @@ func TestPin(t *testing.T) {
 	pinned := map[string]string{
 		"golang:1.26":               "127.0.0.1:5000/golang@sha256:aa",
 		"python:3.13-slim-bookworm": "127.0.0.1:5000/python@sha256:bb",
+		"ghcr.io/astral-sh/uv:0.9":  "ghcr.io/astral-sh/uv@sha256:cc",
 	}
 	out, err := Pin([]byte(multi), pinned)
 	if err != nil {
@@ -55,6 +58,9 @@ func TestPin(t *testing.T) {
 		"FROM 127.0.0.1:5000/python@sha256:bb\n",
 		"  FROM not-an-instruction\n",
 		"FROM scratch\n",
+		"COPY --from=build /x /x\n",
+		"COPY --from=0 /y /y\n",
+		"COPY --chown=1:1 --from=ghcr.io/astral-sh/uv@sha256:cc /uv /uvx /bin/\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Pin output lacks %q:\n%s", want, s)

@@ -32,6 +32,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/dockerfile"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/slirp"
 )
@@ -750,31 +751,20 @@ func registriesConf(mirrors []Mirror, bases []string) []byte {
 	return buf.Bytes()
 }
 
-// baseImages lists the images a Dockerfile's FROM lines name, in order,
-// without scratch and the names of its own earlier stages.
-func baseImages(dockerfile []byte) []string {
-	var bases, stages []string
-	for _, line := range strings.Split(string(dockerfile), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || !strings.EqualFold(f[0], "FROM") {
-			continue
+// baseImages lists the images a Dockerfile names (its FROM lines and
+// COPY/ADD --from=), in order, once each, without scratch and the names of
+// its own earlier stages; nil when they cannot be told (a build argument),
+// as the build will then say.
+func baseImages(df []byte) []string {
+	froms, err := dockerfile.Bases(df)
+	if err != nil {
+		return nil
+	}
+	var bases []string
+	for _, f := range froms {
+		if !slices.Contains(bases, f.Image) {
+			bases = append(bases, f.Image)
 		}
-		args := f[1:]
-		for len(args) > 0 && strings.HasPrefix(args[0], "--") {
-			args = args[1:]
-		}
-		if len(args) == 0 {
-			continue
-		}
-		ref := args[0]
-		earlierStage := slices.Contains(stages, strings.ToLower(ref))
-		if len(args) >= 3 && strings.EqualFold(args[1], "AS") {
-			stages = append(stages, strings.ToLower(args[2]))
-		}
-		if strings.EqualFold(ref, "scratch") || earlierStage || slices.Contains(bases, ref) || strings.Contains(ref, "$") {
-			continue
-		}
-		bases = append(bases, ref)
 	}
 	return bases
 }

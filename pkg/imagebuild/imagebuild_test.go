@@ -327,9 +327,14 @@ func TestRegistriesConf(t *testing.T) {
 
 func TestBaseImages(t *testing.T) {
 	df := "# syntax\nFROM --platform=linux/amd64 python:3.13-slim AS build\nRUN make\nfrom scratch\nFROM build AS test\n" +
-		"FROM 127.0.0.1:5000/base@sha256:ab\nFROM python:3.13-slim\nFROM ${BASE}\n"
-	if diff := cmp.Diff([]string{"python:3.13-slim", "127.0.0.1:5000/base@sha256:ab"}, baseImages([]byte(df))); diff != "" {
+		"FROM 127.0.0.1:5000/base@sha256:ab\nFROM python:3.13-slim\nCOPY --from=build /a /a\nCOPY --from=127.0.0.1:5000/uv@sha256:cd /uv /bin/\n"
+	if diff := cmp.Diff([]string{"python:3.13-slim", "127.0.0.1:5000/base@sha256:ab", "127.0.0.1:5000/uv@sha256:cd"}, baseImages([]byte(df))); diff != "" {
 		t.Errorf("baseImages (-want +got):\n%s", diff)
+	}
+	// A base named by a build argument cannot be told before the build,
+	// which then says so itself.
+	if got := baseImages([]byte("ARG B=x\nFROM ${B}\n")); got != nil {
+		t.Errorf("baseImages with a build-argument base = %q, want none", got)
 	}
 }
 
