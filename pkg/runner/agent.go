@@ -19,8 +19,9 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // Paths of the agent phase of a bundled harness, in the sandbox.
@@ -194,7 +195,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := route.CheckHarness(gateway.WireAPI(h.WireAPI)); err != nil {
+	if err := route.CheckHarness(wireapi.API(h.WireAPI)); err != nil {
 		return nil, fmt.Errorf("harness %s: %w", h.Name, err)
 	}
 	key := t.spec.Secrets[h.KeyEnv]
@@ -329,12 +330,12 @@ func (t *trial) modelRoute() (gateway.Route, error) {
 	if r == nil {
 		r = gateway.NewResolver()
 	}
-	m := runconfig.Model{Type: runconfig.ModelType(t.spec.ModelType), Model: t.spec.Model, BaseURL: t.spec.BaseURL,
+	m := modelref.Model{Type: modelref.Type(t.spec.ModelType), Model: t.spec.Model, BaseURL: t.spec.BaseURL,
 		ExtraHeaders: t.spec.ExtraHeaders, BaseModel: t.spec.BaseModel, LoraModelName: t.spec.LoraModelName}
 	switch m.Type {
 	case "":
-		m.Type = runconfig.Provider // a spec from before model types reached the runner
-	case runconfig.Hosted:
+		m.Type = modelref.Provider // a spec from before model types reached the runner
+	case modelref.Hosted:
 		m.Model = "" // the label; a hosted model is base_model + lora_model_name
 	}
 	route, err := r.Resolve(m)
