@@ -1,15 +1,14 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/internal/syncbuf"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 )
@@ -64,30 +63,12 @@ func TestLoopTableRunsEveryFunction(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the loops may write to concurrently.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestSyncPollerDeadLettersPoison sends the sync queue a message no
 // version of the sync message can be: the sync row's poller, like every
 // other, moves it to the sync dead-letter queue at once (not after the
 // queue's ten deliveries).
 func TestSyncPollerDeadLettersPoison(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	p := openBare(t, Options{RefreshEvery: -1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := context.Background()
 	body := []byte(`{"schema_version":99,"workspace":"w","key":"k"}`)
