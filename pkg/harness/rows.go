@@ -87,9 +87,8 @@ var harnesses = []Harness{
 		KeyEnv:     "GAUNTLET_MODEL_API_KEY",
 		WireAPI:    WireOpenAIChat,
 		NativeLogs: []string{".cline/data/sessions/*/*.messages.json", ".cline/data/logs/cline.log"},
-		Usage:      clineUsage,
+		Output:     lineParser[OutputParser]((*clineOutput).event),
 		Trajectory: clineTrajectory,
-		ModelError: clineModelError,
 	},
 	{
 		Name: "codex",
@@ -306,9 +305,8 @@ enabled = false
 		KeyEnv:     "GAUNTLET_MODEL_API_KEY",
 		WireAPI:    WireOpenAIChat,
 		NativeLogs: []string{".local/share/opencode/opencode.db"},
-		Usage:      opencodeUsage,
+		Output:     lineParser[OutputParser]((*opencodeOutput).event),
 		Trajectory: opencodeTrajectory,
-		ModelError: opencodeModelError,
 	},
 	{
 		Name: "openhands",
