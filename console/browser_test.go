@@ -369,9 +369,8 @@ func startPlatform(ctx context.Context, t *testing.T, root, judgeURL string) *se
 	srv, err := server.Open(ctx, server.Options{
 		DataDir:         t.TempDir(),
 		Addr:            "127.0.0.1:0",
-		Registry:        filepath.Join(root, "examples", "registry.json"),
 		CredentialsPath: "-",
-		Local: local.Options{RunnerPath: runner, Catalog: catalog, Isolation: "bwrap-host", // the example tasks run on the host rootfs (development mode) until they carry images
+		Local: local.Options{Registry: filepath.Join(root, "examples", "registry.json"), RunnerPath: runner, Catalog: catalog, Isolation: "bwrap-host", // the example tasks run on the host rootfs (development mode) until they carry images
 			ModelGatewayConfig: gatewayCfg},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

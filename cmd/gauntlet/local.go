@@ -93,14 +93,14 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 	}
 	lo := local.Options{RunnerPath: *runner, StaticBinaries: static, Isolation: *isolation, AgentsDir: abs(*agents), AgentBundles: abs(*bundles),
 		ModelGatewayConfig: abs(*gatewayCfg), Catalog: abs(*catalog), MaxSandboxes: *maxSandboxes, MinFreeMB: *minFreeMB, AllowPrivateRegistry: *allowPrivate, SecretsKey: secretsKey,
-		Sandbox: local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling}}
+		Sandbox:  local.SandboxPolicy{PidsLimit: *pidsLimit, StorageMB: *storageMB, NetworkCeiling: *networkCeiling},
+		Registry: abs(*registry), PackageRegistry: *pkgRegistry, PackageRegistryKey: *pkgRegistryKey}
 	lo.Pipeline.Platform.NetworkInstalls = *networkInstalls
 	if err := images.apply(&lo, *data, logger); err != nil {
 		return err
 	}
 	srv, err := server.Open(ctx, server.Options{
-		DataDir: *data, Addr: *addr, Registry: abs(*registry), CredentialsPath: *creds, Logger: logger, Local: lo,
-		PackageRegistry: *pkgRegistry, PackageRegistryKey: *pkgRegistryKey,
+		DataDir: *data, Addr: *addr, CredentialsPath: *creds, Logger: logger, Local: lo,
 		// Answer at once: the first catalog sync prepares images for minutes.
 		ListenFirst: true,
 	})

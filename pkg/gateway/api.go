@@ -8,26 +8,12 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
-// WireAPI is a model API as it goes over the wire (wireapi.API).
-type WireAPI = wireapi.API
-
-// The wire APIs the gateway meters.
-const (
-	Responses = wireapi.Responses
-	Chat      = wireapi.Chat
-	Messages  = wireapi.Messages
-	Gemini    = wireapi.Gemini
-)
-
-// WireAPIs lists the wire APIs in documentation order.
-var WireAPIs = wireapi.All
-
 // setKey puts the upstream's key where api expects it.
-func setKey(api WireAPI, h http.Header, key string) {
+func setKey(api wireapi.API, h http.Header, key string) {
 	switch api {
-	case Messages:
+	case wireapi.Messages:
 		h.Set("x-api-key", key)
-	case Gemini:
+	case wireapi.Gemini:
 		h.Set("x-goog-api-key", key)
 	default:
 		h.Set("Authorization", "Bearer "+key)
@@ -40,7 +26,7 @@ var authHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Prox
 
 // op is one operation a harness request asks for.
 type op struct {
-	api WireAPI
+	api wireapi.API
 	// rest is the upstream path after the base URL, with the model
 	// substituted where the path carries it (Gemini).
 	rest string
@@ -57,21 +43,21 @@ type op struct {
 func parseOp(method, path, model string) (op, error) {
 	switch {
 	case method == http.MethodPost && strings.HasSuffix(path, "/responses"):
-		return op{api: Responses, rest: "/responses", metered: true, bodyModel: true}, nil
+		return op{api: wireapi.Responses, rest: "/responses", metered: true, bodyModel: true}, nil
 	case method == http.MethodPost && strings.HasSuffix(path, "/chat/completions"):
-		return op{api: Chat, rest: "/chat/completions", metered: true, bodyModel: true}, nil
+		return op{api: wireapi.Chat, rest: "/chat/completions", metered: true, bodyModel: true}, nil
 	case method == http.MethodPost && strings.HasSuffix(path, "/messages/count_tokens"):
-		return op{api: Messages, rest: "/messages/count_tokens", bodyModel: true}, nil
+		return op{api: wireapi.Messages, rest: "/messages/count_tokens", bodyModel: true}, nil
 	case method == http.MethodPost && strings.HasSuffix(path, "/messages"):
-		return op{api: Messages, rest: "/messages", metered: true, bodyModel: true}, nil
+		return op{api: wireapi.Messages, rest: "/messages", metered: true, bodyModel: true}, nil
 	}
 	if i := strings.LastIndex(path, "/models/"); i >= 0 && method == http.MethodPost {
 		_, action, ok := strings.Cut(path[i+len("/models/"):], ":")
 		switch {
 		case ok && (action == "streamGenerateContent" || action == "generateContent"):
-			return op{api: Gemini, rest: "/models/" + model + ":" + action, metered: true}, nil
+			return op{api: wireapi.Gemini, rest: "/models/" + model + ":" + action, metered: true}, nil
 		case ok && action == "countTokens":
-			return op{api: Gemini, rest: "/models/" + model + ":" + action}, nil
+			return op{api: wireapi.Gemini, rest: "/models/" + model + ":" + action}, nil
 		}
 	}
 	return op{}, fmt.Errorf("%s %s is not a model call the gateway forwards (it forwards POST …/responses, …/chat/completions, …/messages, …/messages/count_tokens and …/models/M:streamGenerateContent|generateContent|countTokens)", method, path)

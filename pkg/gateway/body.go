@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // requestModel is the model the harness asked for.
 func requestModel(o op, path string, body []byte) string {
-	if o.api == Gemini {
+	if o.api == wireapi.Gemini {
 		if i := strings.LastIndex(path, "/models/"); i >= 0 {
 			m, _, _ := strings.Cut(path[i+len("/models/"):], ":")
 			return m
@@ -78,28 +80,28 @@ func includeUsage(body []byte) []byte {
 }
 
 // guessAPI picks the error shape for a request that is not a model call.
-func guessAPI(r *http.Request) WireAPI {
+func guessAPI(r *http.Request) wireapi.API {
 	switch {
 	case r.Header.Get("X-Api-Key") != "" || r.Header.Get("Anthropic-Version") != "":
-		return Messages
+		return wireapi.Messages
 	case r.Header.Get("X-Goog-Api-Key") != "" || strings.Contains(r.URL.Path, "/models/"):
-		return Gemini
+		return wireapi.Gemini
 	}
-	return Chat
+	return wireapi.Chat
 }
 
 // writeError answers in the API's own error shape, so the harness reports
 // the gateway's message as it would the provider's.
-func writeError(w http.ResponseWriter, api WireAPI, status int, msg string) {
+func writeError(w http.ResponseWriter, api wireapi.API, status int, msg string) {
 	var body any
 	switch api {
-	case Messages:
+	case wireapi.Messages:
 		typ := map[int]string{400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}[status]
 		if typ == "" {
 			typ = "api_error"
 		}
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
-	case Gemini:
+	case wireapi.Gemini:
 		st := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}[status]
 		if st == "" {
 			st = "INTERNAL"

@@ -1,6 +1,10 @@
 package gateway
 
-import "time"
+import (
+	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
+)
 
 // Call is one model call as the gateway saw it: the per-call list of
 // result.json.
@@ -9,11 +13,11 @@ type Call struct {
 	Start time.Time `json:"start"`
 	// DurationMS is from the request to the answer's end;
 	// FirstByteMS to the upstream's response headers.
-	DurationMS  int64   `json:"duration_ms"`
-	FirstByteMS int64   `json:"first_byte_ms,omitempty"`
-	API         WireAPI `json:"api"`
+	DurationMS  int64       `json:"duration_ms"`
+	FirstByteMS int64       `json:"first_byte_ms,omitempty"`
+	API         wireapi.API `json:"api"`
 	// UpstreamAPI is set when the call was translated to another wire API.
-	UpstreamAPI WireAPI `json:"upstream_api,omitempty"`
+	UpstreamAPI wireapi.API `json:"upstream_api,omitempty"`
 	// Path is the harness's request path; Upstream the URL it went to.
 	Path     string `json:"path"`
 	Upstream string `json:"upstream,omitempty"`

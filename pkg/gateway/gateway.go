@@ -40,6 +40,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // Gateway is one attempt's running gateway.
@@ -82,7 +84,7 @@ type callState struct {
 	op   op
 	// upAPI is the upstream's wire API: op.api, or Chat when a Responses
 	// call is translated (translate.go).
-	upAPI      WireAPI
+	upAPI      wireapi.API
 	translate  bool
 	start      time.Time
 	body       []byte // the request body sent upstream

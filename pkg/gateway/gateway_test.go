@@ -23,6 +23,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
 	"github.com/gauntlet-bench/gauntlet/pkg/prices"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 const realKey = "sk-real-provider-key-0123456789"
@@ -30,11 +31,11 @@ const realKey = "sk-real-provider-key-0123456789"
 // mockRoute points every wire API at a mock model.
 func mockRoute(base, model, priceProvider string) gateway.Route {
 	return gateway.Route{
-		BaseURLs: map[gateway.WireAPI]string{
-			gateway.Responses: base + "/v1",
-			gateway.Chat:      base + "/v1",
-			gateway.Messages:  base + "/v1",
-			gateway.Gemini:    base + "/v1beta",
+		BaseURLs: map[wireapi.API]string{
+			wireapi.Responses: base + "/v1",
+			wireapi.Chat:      base + "/v1",
+			wireapi.Messages:  base + "/v1",
+			wireapi.Gemini:    base + "/v1beta",
 		},
 		Model: model, PriceProvider: priceProvider, Label: "test/" + model,
 	}

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // Usage is the token count of one call or a sum of calls, read from the wire
@@ -28,7 +30,7 @@ func (u Usage) Total() int64 { return u.Input + u.Output }
 // meter reads usage from an answer as it streams through: SSE events one by
 // one, or a whole JSON body at its end.
 type meter struct {
-	api WireAPI
+	api wireapi.API
 	sse bool
 
 	buf   []byte // SSE: the incomplete line; JSON: the body so far
@@ -44,7 +46,7 @@ type meter struct {
 // maxJSONBody bounds what a non-streamed answer may buffer for metering.
 const maxJSONBody = 64 << 20
 
-func newMeter(api WireAPI, sse bool) *meter { return &meter{api: api, sse: sse} }
+func newMeter(api wireapi.API, sse bool) *meter { return &meter{api: api, sse: sse} }
 
 // Write feeds answer bytes; it never fails (metering must not break a call).
 func (m *meter) Write(p []byte) (int, error) {
@@ -132,7 +134,7 @@ func (m *meter) finish() {
 // event reads one streamed event.
 func (m *meter) event(v map[string]any) {
 	switch m.api {
-	case Responses:
+	case wireapi.Responses:
 		switch v["type"] {
 		case "response.completed", "response.incomplete", "response.failed", "response.done":
 			if r, ok := v["response"].(map[string]any); ok {
@@ -143,9 +145,9 @@ func (m *meter) event(v map[string]any) {
 				m.setModel(r["model"])
 			}
 		}
-	case Chat:
+	case wireapi.Chat:
 		m.body(v)
-	case Messages:
+	case wireapi.Messages:
 		switch v["type"] {
 		case "message_start":
 			if msg, ok := v["message"].(map[string]any); ok {
@@ -156,7 +158,7 @@ func (m *meter) event(v map[string]any) {
 				m.anthropic(u)
 			}
 		}
-	case Gemini:
+	case wireapi.Gemini:
 		m.body(v)
 	}
 }
@@ -166,7 +168,7 @@ func (m *meter) event(v map[string]any) {
 func (m *meter) body(v map[string]any) {
 	m.setModel(v["model"])
 	switch m.api {
-	case Responses:
+	case wireapi.Responses:
 		if u, ok := v["usage"].(map[string]any); ok {
 			m.found = true
 			m.usage = Usage{
@@ -176,7 +178,7 @@ func (m *meter) body(v map[string]any) {
 				Reasoning: num(u, "output_tokens_details", "reasoning_tokens"),
 			}
 		}
-	case Chat:
+	case wireapi.Chat:
 		if u, ok := v["usage"].(map[string]any); ok {
 			m.found = true
 			m.usage = Usage{
@@ -189,11 +191,11 @@ func (m *meter) body(v map[string]any) {
 				m.cost, m.costFound = c, true
 			}
 		}
-	case Messages:
+	case wireapi.Messages:
 		if u, ok := v["usage"].(map[string]any); ok {
 			m.anthropic(u)
 		}
-	case Gemini:
+	case wireapi.Gemini:
 		m.setModel(v["modelVersion"])
 		if u, ok := v["usageMetadata"].(map[string]any); ok {
 			m.found = true

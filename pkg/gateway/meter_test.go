@@ -3,10 +3,12 @@ package gateway
 import (
 	"strings"
 	"testing"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // feed writes s to a meter in chunks of n bytes, so events split anywhere.
-func feed(api WireAPI, sse bool, s string, n int) *meter {
+func feed(api wireapi.API, sse bool, s string, n int) *meter {
 	m := newMeter(api, sse)
 	for len(s) > 0 {
 		k := min(n, len(s))
@@ -20,40 +22,40 @@ func feed(api WireAPI, sse bool, s string, n int) *meter {
 func TestMeter(t *testing.T) {
 	cases := []struct {
 		name  string
-		api   WireAPI
+		api   wireapi.API
 		sse   bool
 		body  string
 		want  Usage
 		model string
 		cost  float64
 	}{
-		{"anthropic stream, input repeated in message_delta", Messages, true,
+		{"anthropic stream, input repeated in message_delta", wireapi.Messages, true,
 			"event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-sonnet-4-5-20250929\",\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":2000,\"output_tokens\":1}}}\r\n\r\n" +
 				"event: content_block_delta\r\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"usage is\"}}\r\n\r\n" +
 				"event: message_delta\r\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"input_tokens\":12,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":2000,\"output_tokens\":345}}\r\n\r\n" +
 				"event: message_stop\r\ndata: {\"type\":\"message_stop\"}\r\n\r\n",
 			Usage{Input: 2112, Cached: 2000, CacheWrite: 100, Output: 345}, "claude-sonnet-4-5-20250929", 0},
-		{"anthropic JSON", Messages, false,
+		{"anthropic JSON", wireapi.Messages, false,
 			`{"id":"msg_1","model":"claude-x","usage":{"input_tokens":5,"cache_read_input_tokens":10,"output_tokens":7}}`,
 			Usage{Input: 15, Cached: 10, Output: 7}, "claude-x", 0},
-		{"responses stream", Responses, true,
+		{"responses stream", wireapi.Responses, true,
 			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"model\":\"gpt-5-2025-08-07\",\"usage\":null}}\n\n" +
 				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"the usage\"}\n\n" +
 				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"model\":\"gpt-5-2025-08-07\",\"usage\":{\"input_tokens\":900,\"input_tokens_details\":{\"cached_tokens\":800},\"output_tokens\":60,\"output_tokens_details\":{\"reasoning_tokens\":40}}}}\n\n",
 			Usage{Input: 900, Cached: 800, Output: 60, Reasoning: 40}, "gpt-5-2025-08-07", 0},
-		{"chat stream with usage chunk and reported cost", Chat, true,
+		{"chat stream with usage chunk and reported cost", wireapi.Chat, true,
 			"data: {\"model\":\"anthropic/claude-sonnet-4.5\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n" +
 				"data: {\"model\":\"anthropic/claude-sonnet-4.5\",\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":5,\"prompt_tokens_details\":{\"cached_tokens\":20},\"completion_tokens_details\":{\"reasoning_tokens\":2},\"cost\":0.00123}}\n\n" +
 				"data: [DONE]\n\n",
 			Usage{Input: 50, Cached: 20, Output: 5, Reasoning: 2}, "anthropic/claude-sonnet-4.5", 0.00123},
-		{"chat stream ending without blank line", Chat, true,
+		{"chat stream ending without blank line", wireapi.Chat, true,
 			"data: {\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}",
 			Usage{Input: 3, Output: 4}, "m", 0},
-		{"gemini stream, usage on every chunk", Gemini, true,
+		{"gemini stream, usage on every chunk", wireapi.Gemini, true,
 			"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}],\"usageMetadata\":{\"promptTokenCount\":100,\"candidatesTokenCount\":1},\"modelVersion\":\"gemini-2.5-pro\"}\r\n\r\n" +
 				"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"b\"}]},\"finishReason\":\"STOP\"}],\"usageMetadata\":{\"promptTokenCount\":100,\"cachedContentTokenCount\":60,\"candidatesTokenCount\":9,\"thoughtsTokenCount\":30,\"toolUsePromptTokenCount\":5},\"modelVersion\":\"gemini-2.5-pro\"}\r\n\r\n",
 			Usage{Input: 105, Cached: 60, Output: 39, Reasoning: 30}, "gemini-2.5-pro", 0},
-		{"gemini JSON array (no alt=sse)", Gemini, false,
+		{"gemini JSON array (no alt=sse)", wireapi.Gemini, false,
 			`[{"candidates":[],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":1}},{"candidates":[],"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":3},"modelVersion":"g"}]`,
 			Usage{Input: 7, Output: 3}, "g", 0},
 	}
@@ -65,10 +67,10 @@ func TestMeter(t *testing.T) {
 			}
 		}
 	}
-	if m := feed(Chat, true, "data: {\"choices\":[{\"delta\":{\"content\":\"no usage here\"}}]}\n\ndata: [DONE]\n\n", 3); m.found {
+	if m := feed(wireapi.Chat, true, "data: {\"choices\":[{\"delta\":{\"content\":\"no usage here\"}}]}\n\ndata: [DONE]\n\n", 3); m.found {
 		t.Error("usage found in a stream without any")
 	}
-	if m := feed(Responses, false, strings.Repeat("x", 100), 10); m.found {
+	if m := feed(wireapi.Responses, false, strings.Repeat("x", 100), 10); m.found {
 		t.Error("usage found in a body that is not JSON")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // ServeHTTP serves one harness request.
@@ -53,7 +55,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if model == "" {
 			model = st.call.Model
 		}
-		st.call.UpstreamAPI, rest = Chat, "/chat/completions"
+		st.call.UpstreamAPI, rest = wireapi.Chat, "/chat/completions"
 		if body, _, err = responsesToChat(body, model); err != nil {
 			writeError(w, o.api, http.StatusBadRequest, "gauntlet model gateway: "+err.Error())
 			return
@@ -61,7 +63,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case o.bodyModel && g.cfg.Route.Model != "":
 		body = setModel(body, g.cfg.Route.Model)
 	}
-	if upAPI == Chat {
+	if upAPI == wireapi.Chat {
 		body = includeUsage(body)
 	}
 	st.body = body

@@ -14,6 +14,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/prices"
 )
@@ -24,7 +25,7 @@ import (
 type Route struct {
 	// BaseURLs holds, for each wire API the upstream serves, the URL the
 	// API's path is appended to ("https://api.openai.com/v1" + "/responses").
-	BaseURLs map[WireAPI]string
+	BaseURLs map[wireapi.API]string
 	// Model is the upstream's name for the model; the gateway puts it in
 	// every request, whatever model the harness asked for.
 	Model string
@@ -43,12 +44,12 @@ type Route struct {
 }
 
 // Speaks reports whether the route's upstream serves api.
-func (r Route) Speaks(api WireAPI) bool { return r.BaseURLs[api] != "" }
+func (r Route) Speaks(api wireapi.API) bool { return r.BaseURLs[api] != "" }
 
 // APIs lists the wire APIs the upstream serves, in WireAPIs order.
-func (r Route) APIs() []WireAPI {
-	var out []WireAPI
-	for _, a := range WireAPIs {
+func (r Route) APIs() []wireapi.API {
+	var out []wireapi.API
+	for _, a := range wireapi.All {
 		if r.Speaks(a) {
 			out = append(out, a)
 		}
@@ -56,8 +57,8 @@ func (r Route) APIs() []WireAPI {
 	return out
 }
 
-func sameBase(apis []WireAPI, base string) map[WireAPI]string {
-	m := map[WireAPI]string{}
+func sameBase(apis []wireapi.API, base string) map[wireapi.API]string {
+	m := map[wireapi.API]string{}
 	for _, a := range apis {
 		m[a] = strings.TrimSuffix(base, "/")
 	}
@@ -67,19 +68,19 @@ func sameBase(apis []WireAPI, base string) map[WireAPI]string {
 // upstreamAPI is the wire API a harness's api call goes upstream over: api
 // itself, or Chat Completions for a Responses call to an upstream that
 // serves Chat only (the gateway translates, translate.go).
-func (r Route) upstreamAPI(api WireAPI) (WireAPI, bool) {
+func (r Route) upstreamAPI(api wireapi.API) (wireapi.API, bool) {
 	switch {
 	case r.Speaks(api):
 		return api, true
-	case api == Responses && r.Speaks(Chat):
-		return Chat, true
+	case api == wireapi.Responses && r.Speaks(wireapi.Chat):
+		return wireapi.Chat, true
 	}
 	return "", false
 }
 
 // Translates reports whether a harness speaking api reaches this route only
 // through the gateway's translation (Responses to Chat Completions).
-func (r Route) Translates(api WireAPI) bool {
+func (r Route) Translates(api wireapi.API) bool {
 	up, ok := r.upstreamAPI(api)
 	return ok && up != api
 }
@@ -87,7 +88,7 @@ func (r Route) Translates(api WireAPI) bool {
 // CheckHarness says whether a harness speaking api can use the route: the
 // upstream must serve the harness's API, or the gateway must translate it
 // (it translates OpenAI Responses to Chat Completions, nothing else).
-func (r Route) CheckHarness(api WireAPI) error {
+func (r Route) CheckHarness(api wireapi.API) error {
 	if _, ok := r.upstreamAPI(api); ok {
 		return nil
 	}
@@ -103,7 +104,7 @@ func (r Route) CheckHarness(api WireAPI) error {
 // and which wire APIs it serves there.
 type Provider struct {
 	// BaseURLs is the base of the provider's API for each wire API it serves.
-	BaseURLs map[WireAPI]string `toml:"base_urls"`
+	BaseURLs map[wireapi.API]string `toml:"base_urls"`
 	// Headers are sent with every request to the provider (an operator's own
 	// LLM gateway may want some); never Authorization.
 	Headers map[string]string `toml:"headers"`
@@ -115,14 +116,14 @@ type Provider struct {
 // is what an OpenAI- or Anthropic-style client puts before the API's path.
 func DefaultProviders() map[string]Provider {
 	chat := func(base, prices string) Provider {
-		return Provider{BaseURLs: map[WireAPI]string{Chat: base}, Prices: prices}
+		return Provider{BaseURLs: map[wireapi.API]string{wireapi.Chat: base}, Prices: prices}
 	}
 	return map[string]Provider{
-		"openai":    {BaseURLs: map[WireAPI]string{Responses: "https://api.openai.com/v1", Chat: "https://api.openai.com/v1"}, Prices: "openai"},
-		"anthropic": {BaseURLs: map[WireAPI]string{Messages: "https://api.anthropic.com/v1"}, Prices: "anthropic"},
-		"google": {BaseURLs: map[WireAPI]string{
-			Gemini: "https://generativelanguage.googleapis.com/v1beta",
-			Chat:   "https://generativelanguage.googleapis.com/v1beta/openai",
+		"openai":    {BaseURLs: map[wireapi.API]string{wireapi.Responses: "https://api.openai.com/v1", wireapi.Chat: "https://api.openai.com/v1"}, Prices: "openai"},
+		"anthropic": {BaseURLs: map[wireapi.API]string{wireapi.Messages: "https://api.anthropic.com/v1"}, Prices: "anthropic"},
+		"google": {BaseURLs: map[wireapi.API]string{
+			wireapi.Gemini: "https://generativelanguage.googleapis.com/v1beta",
+			wireapi.Chat:   "https://generativelanguage.googleapis.com/v1beta/openai",
 		}, Prices: "google"},
 		"openrouter": chat("https://openrouter.ai/api/v1", "openrouter"),
 		"together":   chat("https://api.together.xyz/v1", "together"),
@@ -130,7 +131,7 @@ func DefaultProviders() map[string]Provider {
 		"mistral":    chat("https://api.mistral.ai/v1", "mistral"),
 		"groq":       chat("https://api.groq.com/openai/v1", "groq"),
 		"fireworks":  chat("https://api.fireworks.ai/inference/v1", "fireworks"),
-		"x-ai":       {BaseURLs: map[WireAPI]string{Responses: "https://api.x.ai/v1", Chat: "https://api.x.ai/v1"}, Prices: "x-ai"},
+		"x-ai":       {BaseURLs: map[wireapi.API]string{wireapi.Responses: "https://api.x.ai/v1", wireapi.Chat: "https://api.x.ai/v1"}, Prices: "x-ai"},
 		"moonshotai": chat("https://api.moonshot.ai/v1", "moonshotai"),
 		"cerebras":   chat("https://api.cerebras.ai/v1", "cerebras"),
 	}
@@ -142,7 +143,7 @@ func DefaultProviders() map[string]Provider {
 // base_model and lora_model_name, never the URL or the key.
 type Hosted struct {
 	BaseURL string            `toml:"base_url"`
-	APIs    []WireAPI         `toml:"apis"`
+	APIs    []wireapi.API     `toml:"apis"`
 	Headers map[string]string `toml:"headers"`
 	// APIKeyFile is the path of a file holding the endpoint's key (one
 	// line); "" sends none. A file, because neither the runner nor the
@@ -180,7 +181,7 @@ func NewResolver() *Resolver { return &Resolver{Providers: DefaultProviders()} }
 // EndpointAPIs are the wire APIs an `endpoint` model is assumed to serve:
 // "OpenAI-compatible" servers (vLLM, SGLang) serve Chat Completions, and
 // both of those serve Responses too.
-var EndpointAPIs = []WireAPI{Chat, Responses}
+var EndpointAPIs = []wireapi.API{wireapi.Chat, wireapi.Responses}
 
 // operatorFile is the operator's override file.
 type operatorFile struct {
@@ -318,7 +319,7 @@ func (r *Resolver) Resolve(m modelref.Model) (Route, error) {
 		if !ok {
 			return Route{}, bad("model.model", "unknown provider %q (available: %s)", name, strings.Join(r.providerNames(), ", "))
 		}
-		bases := map[WireAPI]string{}
+		bases := map[wireapi.API]string{}
 		for api, u := range p.BaseURLs {
 			bases[api] = strings.TrimSuffix(u, "/")
 		}
@@ -359,7 +360,7 @@ func (r *Resolver) CheckModel(m modelref.Model, api string) error {
 	if err != nil {
 		return err
 	}
-	return route.CheckHarness(WireAPI(api))
+	return route.CheckHarness(wireapi.API(api))
 }
 
 // CheckPriced reports whether the gateway can price model m's calls, as a
@@ -392,7 +393,7 @@ func (r *Resolver) providerNames() []string {
 
 func apiList() string {
 	var s []string
-	for _, a := range WireAPIs {
+	for _, a := range wireapi.All {
 		s = append(s, string(a))
 	}
 	return strings.Join(s, ", ")

@@ -11,7 +11,8 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 func TestResolve(t *testing.T) {
@@ -29,27 +30,27 @@ apis = ["openai-chat"]
 	}
 	cases := []struct {
 		name    string
-		model   runconfig.Model
+		model   modelref.Model
 		want    gateway.Route
 		wantErr string
 	}{
-		{"provider", runconfig.Model{Type: runconfig.Provider, Model: "anthropic/claude-sonnet-4-5"},
-			gateway.Route{BaseURLs: map[gateway.WireAPI]string{gateway.Messages: "https://api.anthropic.com/v1"}, Model: "claude-sonnet-4-5", PriceProvider: "anthropic", Label: "anthropic/claude-sonnet-4-5"}, ""},
-		{"operator override", runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2"},
-			gateway.Route{BaseURLs: map[gateway.WireAPI]string{gateway.Responses: "https://llm.example.com/openai/v1"}, Model: "gpt-5.2", PriceProvider: "openai", Label: "openai/gpt-5.2"}, ""},
-		{"openrouter model with a slash", runconfig.Model{Type: runconfig.Provider, Model: "openrouter/anthropic/claude-sonnet-4.5"},
-			gateway.Route{BaseURLs: map[gateway.WireAPI]string{gateway.Chat: "https://openrouter.ai/api/v1"}, Model: "anthropic/claude-sonnet-4.5", PriceProvider: "openrouter", Label: "openrouter/anthropic/claude-sonnet-4.5"}, ""},
-		{"endpoint", runconfig.Model{Type: runconfig.Endpoint, BaseURL: "http://10.0.0.5:8000/v1/", Model: "qwen3-coder", ExtraHeaders: map[string]string{"X-Team": "a"}},
-			gateway.Route{BaseURLs: map[gateway.WireAPI]string{gateway.Chat: "http://10.0.0.5:8000/v1", gateway.Responses: "http://10.0.0.5:8000/v1"}, Model: "qwen3-coder", Headers: map[string]string{"X-Team": "a"}, Label: "qwen3-coder"}, ""},
-		{"hosted", runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "my-lora"},
-			gateway.Route{BaseURLs: map[gateway.WireAPI]string{gateway.Chat: "http://vllm.internal:8000/v1"}, Model: "my-lora", Label: "Qwen/Qwen3-8B:my-lora"}, ""},
-		{"unknown provider", runconfig.Model{Type: runconfig.Provider, Model: "nope/x"}, gateway.Route{}, `model.model: unknown provider "nope" (available: anthropic, cerebras`},
-		{"no provider", runconfig.Model{Type: runconfig.Provider, Model: "gpt-5"}, gateway.Route{}, "is not <provider>/<model>"},
-		{"endpoint Authorization", runconfig.Model{Type: runconfig.Endpoint, BaseURL: "http://x/v1", Model: "m", ExtraHeaders: map[string]string{"authorization": "Bearer x"}}, gateway.Route{}, "model.extra_headers"},
-		{"endpoint bad URL", runconfig.Model{Type: runconfig.Endpoint, BaseURL: "ftp://x", Model: "m"}, gateway.Route{}, "model.base_url"},
-		{"endpoint no model", runconfig.Model{Type: runconfig.Endpoint, BaseURL: "http://x/v1"}, gateway.Route{}, "model.model: is required"},
-		{"hosted without lora", runconfig.Model{Type: runconfig.Hosted, BaseModel: "b"}, gateway.Route{}, "lora_model_name"},
-		{"bad type", runconfig.Model{Type: "local"}, gateway.Route{}, "model.type"},
+		{"provider", modelref.Model{Type: modelref.Provider, Model: "anthropic/claude-sonnet-4-5"},
+			gateway.Route{BaseURLs: map[wireapi.API]string{wireapi.Messages: "https://api.anthropic.com/v1"}, Model: "claude-sonnet-4-5", PriceProvider: "anthropic", Label: "anthropic/claude-sonnet-4-5"}, ""},
+		{"operator override", modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2"},
+			gateway.Route{BaseURLs: map[wireapi.API]string{wireapi.Responses: "https://llm.example.com/openai/v1"}, Model: "gpt-5.2", PriceProvider: "openai", Label: "openai/gpt-5.2"}, ""},
+		{"openrouter model with a slash", modelref.Model{Type: modelref.Provider, Model: "openrouter/anthropic/claude-sonnet-4.5"},
+			gateway.Route{BaseURLs: map[wireapi.API]string{wireapi.Chat: "https://openrouter.ai/api/v1"}, Model: "anthropic/claude-sonnet-4.5", PriceProvider: "openrouter", Label: "openrouter/anthropic/claude-sonnet-4.5"}, ""},
+		{"endpoint", modelref.Model{Type: modelref.Endpoint, BaseURL: "http://10.0.0.5:8000/v1/", Model: "qwen3-coder", ExtraHeaders: map[string]string{"X-Team": "a"}},
+			gateway.Route{BaseURLs: map[wireapi.API]string{wireapi.Chat: "http://10.0.0.5:8000/v1", wireapi.Responses: "http://10.0.0.5:8000/v1"}, Model: "qwen3-coder", Headers: map[string]string{"X-Team": "a"}, Label: "qwen3-coder"}, ""},
+		{"hosted", modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "my-lora"},
+			gateway.Route{BaseURLs: map[wireapi.API]string{wireapi.Chat: "http://vllm.internal:8000/v1"}, Model: "my-lora", Label: "Qwen/Qwen3-8B:my-lora"}, ""},
+		{"unknown provider", modelref.Model{Type: modelref.Provider, Model: "nope/x"}, gateway.Route{}, `model.model: unknown provider "nope" (available: anthropic, cerebras`},
+		{"no provider", modelref.Model{Type: modelref.Provider, Model: "gpt-5"}, gateway.Route{}, "is not <provider>/<model>"},
+		{"endpoint Authorization", modelref.Model{Type: modelref.Endpoint, BaseURL: "http://x/v1", Model: "m", ExtraHeaders: map[string]string{"authorization": "Bearer x"}}, gateway.Route{}, "model.extra_headers"},
+		{"endpoint bad URL", modelref.Model{Type: modelref.Endpoint, BaseURL: "ftp://x", Model: "m"}, gateway.Route{}, "model.base_url"},
+		{"endpoint no model", modelref.Model{Type: modelref.Endpoint, BaseURL: "http://x/v1"}, gateway.Route{}, "model.model: is required"},
+		{"hosted without lora", modelref.Model{Type: modelref.Hosted, BaseModel: "b"}, gateway.Route{}, "lora_model_name"},
+		{"bad type", modelref.Model{Type: "local"}, gateway.Route{}, "model.type"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,7 +69,7 @@ apis = ["openai-chat"]
 			}
 		})
 	}
-	if _, err := gateway.NewResolver().Resolve(runconfig.Model{Type: runconfig.Hosted, BaseModel: "b", LoraModelName: "l"}); err == nil || !strings.Contains(err.Error(), "no hosted-model endpoint") {
+	if _, err := gateway.NewResolver().Resolve(modelref.Model{Type: modelref.Hosted, BaseModel: "b", LoraModelName: "l"}); err == nil || !strings.Contains(err.Error(), "no hosted-model endpoint") {
 		t.Errorf("hosted without an operator endpoint: %v", err)
 	}
 	if !r.HostsModels() || gateway.NewResolver().HostsModels() {
@@ -96,7 +97,7 @@ func equalRoute(a, b gateway.Route) bool {
 func TestCheckHarness(t *testing.T) {
 	r := gateway.NewResolver()
 	route := func(m string) gateway.Route {
-		rt, err := r.Resolve(runconfig.Model{Type: runconfig.Provider, Model: m})
+		rt, err := r.Resolve(modelref.Model{Type: modelref.Provider, Model: m})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,30 +105,30 @@ func TestCheckHarness(t *testing.T) {
 	}
 	for _, c := range []struct {
 		model string
-		api   gateway.WireAPI
+		api   wireapi.API
 		ok    bool
 	}{
-		{"openai/gpt-5", gateway.Responses, true},
-		{"openai/gpt-5", gateway.Chat, true},
-		{"openai/gpt-5", gateway.Messages, false},
-		{"anthropic/claude-sonnet-4-5", gateway.Messages, true},
-		{"anthropic/claude-sonnet-4-5", gateway.Responses, false},
-		{"google/gemini-2.5-pro", gateway.Gemini, true},
-		{"google/gemini-2.5-pro", gateway.Chat, true},
-		{"openrouter/openai/gpt-5", gateway.Chat, true},
-		{"openrouter/openai/gpt-5", gateway.Responses, true}, // translated to Chat
-		{"together/moonshotai/Kimi-K2", gateway.Messages, false},
-		{"google/gemini-2.5-pro", gateway.Messages, false},
+		{"openai/gpt-5", wireapi.Responses, true},
+		{"openai/gpt-5", wireapi.Chat, true},
+		{"openai/gpt-5", wireapi.Messages, false},
+		{"anthropic/claude-sonnet-4-5", wireapi.Messages, true},
+		{"anthropic/claude-sonnet-4-5", wireapi.Responses, false},
+		{"google/gemini-2.5-pro", wireapi.Gemini, true},
+		{"google/gemini-2.5-pro", wireapi.Chat, true},
+		{"openrouter/openai/gpt-5", wireapi.Chat, true},
+		{"openrouter/openai/gpt-5", wireapi.Responses, true}, // translated to Chat
+		{"together/moonshotai/Kimi-K2", wireapi.Messages, false},
+		{"google/gemini-2.5-pro", wireapi.Messages, false},
 	} {
 		err := route(c.model).CheckHarness(c.api)
 		if (err == nil) != c.ok {
 			t.Errorf("CheckHarness(%s, %s) = %v, want ok=%v", c.model, c.api, err, c.ok)
 		}
 	}
-	if !route("openrouter/openai/gpt-5").Translates(gateway.Responses) || route("openai/gpt-5").Translates(gateway.Responses) {
+	if !route("openrouter/openai/gpt-5").Translates(wireapi.Responses) || route("openai/gpt-5").Translates(wireapi.Responses) {
 		t.Error("Translates: only a Responses harness on a Chat-only upstream is translated")
 	}
-	err := route("anthropic/claude-sonnet-4-5").CheckHarness(gateway.Responses)
+	err := route("anthropic/claude-sonnet-4-5").CheckHarness(wireapi.Responses)
 	if err == nil || !strings.Contains(err.Error(), "speaks OpenAI Responses") || !strings.Contains(err.Error(), "Anthropic Messages only") {
 		t.Errorf("message: %v", err)
 	}
@@ -169,7 +170,7 @@ api_key_env = "GAUNTLET_GATEWAY_KEY_UNSET_IN_THIS_TEST"`, "hosted.api_key_env: $
 // (both key fields included) without reading any key.
 func TestParseOperatorConfigKeyFromEnv(t *testing.T) {
 	const cfg = "[hosted]\nbase_url = \"http://vllm.internal:8000/v1\"\napi_key_env = \"GAUNTLET_GATEWAY_KEY_HOSTED\"\n"
-	hosted := runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "ft"}
+	hosted := modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "ft"}
 	env := map[string]string{"GAUNTLET_GATEWAY_KEY_HOSTED": " sk-from-env \n"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	r, err := gateway.ParseOperatorConfigWith([]byte(cfg), gateway.ParseOptions{LookupEnv: lookup})
@@ -196,7 +197,7 @@ func TestParseOperatorConfigKeyFromEnv(t *testing.T) {
 		if !r.HostsModels() {
 			t.Errorf("WithoutKeys parse of %q hosts no models", c)
 		}
-		if err := r.CheckModel(hosted, string(gateway.Chat)); err != nil {
+		if err := r.CheckModel(hosted, string(wireapi.Chat)); err != nil {
 			t.Errorf("CheckModel(hosted) after a WithoutKeys parse: %v", err)
 		}
 	}
@@ -226,7 +227,7 @@ func TestHostedRouteReachesOperatorEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	route, err := r.Resolve(runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "my-finetune-step-400"})
+	route, err := r.Resolve(modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "my-finetune-step-400"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestHostedRouteReachesOperatorEndpoint(t *testing.T) {
 	}
 	// terminus-2 and opencode speak Chat Completions; codex's Responses
 	// would be translated to it.
-	if err := route.CheckHarness(gateway.Chat); err != nil {
+	if err := route.CheckHarness(wireapi.Chat); err != nil {
 		t.Fatal(err)
 	}
 	g := start(t, gateway.Config{Route: route, Key: route.Key, TCPAddr: "127.0.0.1:0"})

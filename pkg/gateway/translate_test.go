@@ -8,10 +8,11 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 func chatOnlyRoute(base string) gateway.Route {
-	return gateway.Route{BaseURLs: map[gateway.WireAPI]string{gateway.Chat: base + "/v1"}, Model: "moonshotai/kimi-k2", PriceProvider: "openrouter", Label: "openrouter/moonshotai/kimi-k2"}
+	return gateway.Route{BaseURLs: map[wireapi.API]string{wireapi.Chat: base + "/v1"}, Model: "moonshotai/kimi-k2", PriceProvider: "openrouter", Label: "openrouter/moonshotai/kimi-k2"}
 }
 
 // TestResponsesTranslatedToChat: codex's recorded requests through the
@@ -109,7 +110,7 @@ func TestResponsesTranslatedToChat(t *testing.T) {
 	}
 
 	calls := g.Calls()
-	if len(calls) != 2 || calls[0].API != gateway.Responses || calls[0].UpstreamAPI != gateway.Chat || !calls[0].Metered || calls[0].Usage.Input != 1234 {
+	if len(calls) != 2 || calls[0].API != wireapi.Responses || calls[0].UpstreamAPI != wireapi.Chat || !calls[0].Metered || calls[0].Usage.Input != 1234 {
 		t.Errorf("calls %+v", calls)
 	}
 }

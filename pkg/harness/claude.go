@@ -2,7 +2,6 @@ package harness
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/atif"
@@ -33,42 +32,37 @@ type claudeResult struct {
 	Usage          *claudeUsageFields `json:"usage"`
 }
 
-func lastClaudeResult(agentLogDir string) (claudeResult, bool, error) {
-	data, err := readStdout(agentLogDir)
-	if err != nil {
-		return claudeResult{}, false, err
-	}
-	var res claudeResult
-	found := false
-	err = eachJSONLine(data, func(line []byte) error {
-		var r claudeResult
-		if json.Unmarshal(line, &r) == nil && r.Type == "result" {
-			res, found = r, true
-		}
-		return nil
-	})
-	return res, found, err
+// claudeOutput reads claude's stream-json stdout: the last `result`
+// event carries the usage, the cost and whether the run failed.
+type claudeOutput struct {
+	stdoutOnly
+	res *claudeResult // nil until a result event is read
 }
 
-func claudeUsage(agentLogDir string) (Usage, bool, error) {
-	r, ok, err := lastClaudeResult(agentLogDir)
-	if err != nil || !ok || r.Usage == nil {
-		return Usage{}, false, err
+func (p *claudeOutput) event(r claudeResult) {
+	if r.Type == "result" {
+		p.res = &r
+	}
+}
+
+func (p *claudeOutput) Usage() (Usage, bool) {
+	r := p.res
+	if r == nil || r.Usage == nil {
+		return Usage{}, false
 	}
 	u := Usage{InputTokens: r.Usage.prompt(), CacheTokens: r.Usage.CacheReadTokens, OutputTokens: r.Usage.OutputTokens}
 	if r.TotalCostUSD != nil {
 		// Claude Code prices its usage at Anthropic's list prices.
 		u.CostUSD, u.CostReported = *r.TotalCostUSD, true
 	}
-	return u, true, nil
+	return u, true
 }
 
-func claudeModelError(agentLogDir string, exitCode int) (string, string) {
-	r, ok, err := lastClaudeResult(agentLogDir)
-	if err != nil || !ok || !r.IsError {
+func (p *claudeOutput) ModelError(exitCode int) (string, string) {
+	if p.res == nil || !p.res.IsError {
 		return "", ""
 	}
-	return classifyStatus(r.APIErrorStatus), r.Result
+	return classifyStatus(p.res.APIErrorStatus), p.res.Result
 }
 
 // claudeLine is one line of ~/.claude/projects/<cwd>/<session>.jsonl.
@@ -99,54 +93,43 @@ type claudeBlock struct {
 	Content   json.RawMessage `json:"content"`
 }
 
-// claudeTrajectory reads the session log: the first prompt snapshot is the
+// claudeSession reads the session log: the first prompt snapshot is the
 // system step, user lines are user steps (their tool_result blocks the
 // observations of the calls they answer), and the assistant lines of one
 // message id (Claude Code writes a line per content block) one agent step.
-func claudeTrajectory(src LogSource) (atif.Trajectory, error) {
-	path, err := findLog(src.HomeDir, ".claude/projects/*/*.jsonl")
-	if err != nil {
-		return atif.Trajectory{}, err
-	}
-	data, err := readLog(path)
-	if err != nil {
-		return atif.Trajectory{}, err
-	}
-	var t atif.Trajectory
-	var b stepBuilder
-	byMessage := map[string]int{}
-	system := false
-	err = eachJSONLine(data, func(line []byte) error {
-		var l claudeLine
-		if json.Unmarshal(line, &l) != nil {
-			return nil
-		}
-		if t.SessionID == "" {
-			t.SessionID = l.SessionID
-		}
-		switch {
-		case l.Type == "attachment" && l.Attachment != nil && l.Attachment.Type == "prompt_snapshot" && !system:
-			system = true
-			b.add(atif.Step{Source: atif.SourceSystem, Timestamp: l.Timestamp, Message: strings.Join(l.Attachment.SystemPrompt, "\n")})
-		case l.Type == "user" && l.Message != nil:
-			claudeUser(&b, l)
-		case l.Type == "assistant" && l.Message != nil:
-			i, ok := byMessage[l.Message.ID]
-			if !ok || l.Message.ID == "" {
-				b.add(atif.Step{Source: atif.SourceAgent, Timestamp: l.Timestamp})
-				i = len(b.steps) - 1
-				byMessage[l.Message.ID] = i
-			}
-			claudeAssistant(&b, i, l)
-		}
-		return nil
-	})
-	if err != nil {
-		return atif.Trajectory{}, fmt.Errorf("read claude session log: %w", err)
-	}
-	t.Steps = b.steps
-	return t, nil
+type claudeSession struct {
+	jsonLines
+	sessionID string
+	b         stepBuilder
+	byMessage map[string]int
+	system    bool
 }
+
+func (s *claudeSession) line(l claudeLine) {
+	if s.byMessage == nil {
+		s.byMessage = map[string]int{}
+	}
+	if s.sessionID == "" {
+		s.sessionID = l.SessionID
+	}
+	switch {
+	case l.Type == "attachment" && l.Attachment != nil && l.Attachment.Type == "prompt_snapshot" && !s.system:
+		s.system = true
+		s.b.add(atif.Step{Source: atif.SourceSystem, Timestamp: l.Timestamp, Message: strings.Join(l.Attachment.SystemPrompt, "\n")})
+	case l.Type == "user" && l.Message != nil:
+		claudeUser(&s.b, l)
+	case l.Type == "assistant" && l.Message != nil:
+		i, ok := s.byMessage[l.Message.ID]
+		if !ok || l.Message.ID == "" {
+			s.b.add(atif.Step{Source: atif.SourceAgent, Timestamp: l.Timestamp})
+			i = len(s.b.steps) - 1
+			s.byMessage[l.Message.ID] = i
+		}
+		claudeAssistant(&s.b, i, l)
+	}
+}
+
+func (s *claudeSession) Trajectory() atif.Trajectory { return s.b.trajectory(s.sessionID) }
 
 func claudeUser(b *stepBuilder, l claudeLine) {
 	var text string

@@ -38,67 +38,57 @@ type clineLine struct {
 	Message        string            `json:"message"`
 }
 
-func eachClineLine(agentLogDir string, fn func(clineLine)) error {
-	data, err := readStdout(agentLogDir)
-	if err != nil {
-		return err
-	}
-	return eachJSONLine(data, func(line []byte) error {
-		var l clineLine
-		if json.Unmarshal(line, &l) == nil {
-			fn(l)
-		}
-		return nil
-	})
+// clineOutput reads `cline --json`: the run_result's totals and the last
+// model error event.
+type clineOutput struct {
+	stdoutOnly
+	usage         *Usage
+	class, detail string
 }
 
-func clineUsage(agentLogDir string) (Usage, bool, error) {
-	var u Usage
-	ok := false
-	err := eachClineLine(agentLogDir, func(l clineLine) {
-		if l.Type != "run_result" {
-			return
+func (p *clineOutput) event(l clineLine) {
+	if l.Type == "agent_event" && l.Event != nil && l.Event.Type == "error" && l.Event.Error != nil {
+		c := clineErrorClasses[l.Event.ErrorClass]
+		if c == "" {
+			c = classifyStatus(statusFromText(l.Event.Error.Message))
 		}
-		r := l.AggregateUsage
-		if r == nil {
-			r = l.Usage
+		if c != "" {
+			p.class, p.detail = c, l.Event.Error.Message
 		}
-		if r == nil {
-			return
-		}
-		ok = true
-		u = Usage{InputTokens: r.InputTokens, CacheTokens: r.CacheReadTokens, OutputTokens: r.OutputTokens}
-		// Cline prices only the models of its own catalogue; a custom
-		// endpoint's calls cost 0, which is not a price.
-		if r.TotalCost > 0 {
-			u.CostUSD, u.CostReported = r.TotalCost, true
-		}
-	})
-	return u, ok, err
+	}
+	if l.Type != "run_result" {
+		return
+	}
+	r := l.AggregateUsage
+	if r == nil {
+		r = l.Usage
+	}
+	if r == nil {
+		return
+	}
+	u := Usage{InputTokens: r.InputTokens, CacheTokens: r.CacheReadTokens, OutputTokens: r.OutputTokens}
+	// Cline prices only the models of its own catalogue; a custom
+	// endpoint's calls cost 0, which is not a price.
+	if r.TotalCost > 0 {
+		u.CostUSD, u.CostReported = r.TotalCost, true
+	}
+	p.usage = &u
 }
+
+func (p *clineOutput) Usage() (Usage, bool) {
+	if p.usage == nil {
+		return Usage{}, false
+	}
+	return *p.usage, true
+}
+
+func (p *clineOutput) ModelError(int) (string, string) { return p.class, p.detail }
 
 // clineErrorClasses maps Cline's own error classes onto model error classes.
 var clineErrorClasses = map[string]string{
 	"auth":       ModelErrorAuth,
 	"rate_limit": ModelErrorUnavailable,
 	"server":     ModelErrorUnavailable,
-}
-
-func clineModelError(agentLogDir string, exitCode int) (string, string) {
-	var class, detail string
-	_ = eachClineLine(agentLogDir, func(l clineLine) {
-		if l.Type != "agent_event" || l.Event == nil || l.Event.Type != "error" || l.Event.Error == nil {
-			return
-		}
-		c := clineErrorClasses[l.Event.ErrorClass]
-		if c == "" {
-			c = classifyStatus(statusFromText(l.Event.Error.Message))
-		}
-		if c != "" {
-			class, detail = c, l.Event.Error.Message
-		}
-	})
-	return class, detail
 }
 
 // clineMessages is Cline's session store of one session,

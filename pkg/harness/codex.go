@@ -2,7 +2,6 @@ package harness
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/atif"
@@ -25,49 +24,39 @@ type codexEvent struct {
 	} `json:"error"`
 }
 
-func codexUsage(agentLogDir string) (Usage, bool, error) {
-	data, err := readStdout(agentLogDir)
-	if err != nil {
-		return Usage{}, false, err
-	}
-	var u Usage
-	ok := false
-	err = eachJSONLine(data, func(line []byte) error {
-		var ev codexEvent
-		if json.Unmarshal(line, &ev) != nil || ev.Type != "turn.completed" || ev.Usage == nil {
-			return nil
-		}
-		ok = true
-		u.InputTokens += ev.Usage.InputTokens
-		u.CacheTokens += ev.Usage.CachedTokens
-		u.OutputTokens += ev.Usage.OutputTokens
-		u.ReasoningTokens += ev.Usage.ReasoningTokens
-		return nil
-	})
-	return u, ok, err
+// codexOutput reads codex's --json stdout: the sum of the turns' usage,
+// and the error of the last turn.failed.
+type codexOutput struct {
+	stdoutOnly
+	usage        Usage
+	reported     bool
+	failure      string
+	failureClass string
 }
 
-// codexModelError reads turn.failed: "unexpected status 401 Unauthorized: …"
-// or "exceeded retry limit, last status: 429 Too Many Requests".
-func codexModelError(agentLogDir string, exitCode int) (string, string) {
+func (p *codexOutput) event(ev codexEvent) {
+	switch {
+	case ev.Type == "turn.completed" && ev.Usage != nil:
+		p.reported = true
+		p.usage.InputTokens += ev.Usage.InputTokens
+		p.usage.CacheTokens += ev.Usage.CachedTokens
+		p.usage.OutputTokens += ev.Usage.OutputTokens
+		p.usage.ReasoningTokens += ev.Usage.ReasoningTokens
+	case ev.Type == "turn.failed" && ev.Error != nil:
+		// "unexpected status 401 Unauthorized: …" or "exceeded retry
+		// limit, last status: 429 Too Many Requests".
+		p.failure = ev.Error.Message
+		p.failureClass = classifyStatus(statusFromText(strings.ReplaceAll(p.failure, "unexpected status", "status")))
+	}
+}
+
+func (p *codexOutput) Usage() (Usage, bool) { return p.usage, p.reported }
+
+func (p *codexOutput) ModelError(exitCode int) (string, string) {
 	if exitCode == 0 {
 		return "", ""
 	}
-	data, err := readStdout(agentLogDir)
-	if err != nil {
-		return "", ""
-	}
-	var class, detail string
-	_ = eachJSONLine(data, func(line []byte) error {
-		var ev codexEvent
-		if json.Unmarshal(line, &ev) != nil || ev.Type != "turn.failed" || ev.Error == nil {
-			return nil
-		}
-		detail = ev.Error.Message
-		class = classifyStatus(statusFromText(strings.ReplaceAll(detail, "unexpected status", "status")))
-		return nil
-	})
-	return class, detail
+	return p.failureClass, p.failure
 }
 
 // codexRollout is one line of $CODEX_HOME/sessions/…/rollout-*.jsonl.
@@ -106,63 +95,51 @@ type codexItem struct {
 	} `json:"usage"`
 }
 
-// codexTrajectory reads the rollout: the base instructions and developer
+// codexSession reads the rollout: the base instructions and developer
 // messages become system steps, user messages user steps, and everything
 // the model produced up to a token_usage_record (one per model call) one
 // agent step with that record's usage.
-func codexTrajectory(src LogSource) (atif.Trajectory, error) {
-	path, err := findLog(src.HomeDir, ".codex/sessions/*/*/*/rollout-*.jsonl")
-	if err != nil {
-		return atif.Trajectory{}, err
-	}
-	data, err := readLog(path)
-	if err != nil {
-		return atif.Trajectory{}, err
-	}
-	var t atif.Trajectory
-	var b stepBuilder
-	open := -1 // index of the agent step being filled
-	agentStep := func(ts string) int {
-		if open < 0 {
-			b.add(atif.Step{Source: atif.SourceAgent, Timestamp: ts})
-			open = len(b.steps) - 1
-		}
-		return open
-	}
-	err = eachJSONLine(data, func(line []byte) error {
-		var r codexRollout
-		if json.Unmarshal(line, &r) != nil {
-			return nil
-		}
-		var it codexItem
-		if json.Unmarshal(r.Payload, &it) != nil {
-			return nil
-		}
-		switch r.Type {
-		case "session_meta":
-			t.SessionID = it.ID
-			if it.BaseInstructions != nil && it.BaseInstructions.Text != "" {
-				b.add(atif.Step{Source: atif.SourceSystem, Timestamp: r.Timestamp, Message: it.BaseInstructions.Text})
-			}
-		case "token_usage_record":
-			if it.Usage == nil {
-				return nil
-			}
-			i := agentStep(r.Timestamp)
-			b.steps[i].Metrics = &atif.Metrics{PromptTokens: it.Usage.InputTokens, CompletionTokens: it.Usage.OutputTokens,
-				CachedTokens: it.Usage.CachedTokens}
-			open = -1
-		case "response_item":
-			codexResponseItem(&b, it, r.Timestamp, agentStep)
-		}
-		return nil
-	})
-	if err != nil {
-		return atif.Trajectory{}, fmt.Errorf("read codex rollout: %w", err)
-	}
-	t.Steps = b.steps
-	return t, nil
+type codexSession struct {
+	jsonLines
+	sessionID string
+	b         stepBuilder
+	open      int // 1 + the index of the agent step being filled; 0: none
 }
+
+// agentStep returns the agent step being filled, opening one at ts.
+func (s *codexSession) agentStep(ts string) int {
+	if s.open == 0 {
+		s.b.add(atif.Step{Source: atif.SourceAgent, Timestamp: ts})
+		s.open = len(s.b.steps)
+	}
+	return s.open - 1
+}
+
+func (s *codexSession) line(r codexRollout) {
+	var it codexItem
+	if json.Unmarshal(r.Payload, &it) != nil {
+		return
+	}
+	switch r.Type {
+	case "session_meta":
+		s.sessionID = it.ID
+		if it.BaseInstructions != nil && it.BaseInstructions.Text != "" {
+			s.b.add(atif.Step{Source: atif.SourceSystem, Timestamp: r.Timestamp, Message: it.BaseInstructions.Text})
+		}
+	case "token_usage_record":
+		if it.Usage == nil {
+			return
+		}
+		i := s.agentStep(r.Timestamp)
+		s.b.steps[i].Metrics = &atif.Metrics{PromptTokens: it.Usage.InputTokens, CompletionTokens: it.Usage.OutputTokens,
+			CachedTokens: it.Usage.CachedTokens}
+		s.open = 0
+	case "response_item":
+		codexResponseItem(&s.b, it, r.Timestamp, s.agentStep)
+	}
+}
+
+func (s *codexSession) Trajectory() atif.Trajectory { return s.b.trajectory(s.sessionID) }
 
 func codexResponseItem(b *stepBuilder, it codexItem, ts string, agentStep func(string) int) {
 	text := func() string {

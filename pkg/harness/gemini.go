@@ -1,10 +1,10 @@
 package harness
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"path/filepath"
+	"io"
 	"slices"
 	"strings"
 
@@ -22,13 +22,20 @@ type geminiTokens struct {
 	Thoughts   int64 `json:"thoughts"`
 }
 
-// geminiUsage reads the stats of `gemini -p --output-format json`'s stdout,
-// one entry per model version that answered.
-func geminiUsage(agentLogDir string) (Usage, bool, error) {
-	data, err := readStdout(agentLogDir)
-	if err != nil {
-		return Usage{}, false, err
-	}
+// geminiOutput reads `gemini -p --output-format json`: the JSON document
+// that ends its stdout (stats, one entry per model version that answered)
+// and the error JSON it prints on stderr.
+type geminiOutput struct {
+	stdout, stderr lastJSON
+}
+
+func newGeminiOutput() OutputParser { return &geminiOutput{} }
+
+func (p *geminiOutput) Stdout() io.Writer { return &p.stdout }
+func (p *geminiOutput) Stderr() io.Writer { return &p.stderr }
+func (p *geminiOutput) Close() error      { return errors.Join(p.stdout.Close(), p.stderr.Close()) }
+
+func (p *geminiOutput) Usage() (Usage, bool) {
 	var out struct {
 		Stats *struct {
 			Models map[string]struct {
@@ -36,8 +43,8 @@ func geminiUsage(agentLogDir string) (Usage, bool, error) {
 			} `json:"models"`
 		} `json:"stats"`
 	}
-	if !lastJSONDocument(data, &out) || out.Stats == nil {
-		return Usage{}, false, nil
+	if !p.stdout.Decode(&out) || out.Stats == nil {
+		return Usage{}, false
 	}
 	var u Usage
 	for _, m := range out.Stats.Models {
@@ -46,50 +53,26 @@ func geminiUsage(agentLogDir string) (Usage, bool, error) {
 		u.OutputTokens += m.Tokens.Candidates + m.Tokens.Thoughts
 		u.ReasoningTokens += m.Tokens.Thoughts
 	}
-	return u, true, nil
-}
-
-// lastJSONDocument decodes the last top-level JSON object of data (the
-// program prints notes before its pretty-printed JSON answer).
-func lastJSONDocument(data []byte, v any) bool {
-	for end := len(data); end > 0; {
-		i := bytes.LastIndex(data[:end], []byte("\n{"))
-		start := i + 1
-		if i < 0 {
-			start = bytes.IndexByte(data[:end], '{')
-			if start < 0 {
-				return false
-			}
-		}
-		if json.NewDecoder(bytes.NewReader(data[start:])).Decode(v) == nil {
-			return true
-		}
-		if i < 0 {
-			return false
-		}
-		end = i
-	}
-	return false
+	return u, true
 }
 
 // geminiStatuses are the HTTP statuses whose value mod 256 gemini-cli
 // exits with.
 var geminiStatuses = []int{401, 403, 429, 500, 502, 503, 504}
 
-// geminiModelError reads the error JSON gemini-cli prints on stderr
+// ModelError reads the error JSON gemini-cli prints on stderr
 // ({"error": {"code": 401}}), else its exit code, the HTTP status mod 256.
-func geminiModelError(agentLogDir string, exitCode int) (string, string) {
+func (p *geminiOutput) ModelError(exitCode int) (string, string) {
 	if exitCode == 0 {
 		return "", ""
 	}
-	data, _ := readLog(filepath.Join(agentLogDir, "stderr.txt"))
 	var out struct {
 		Error *struct {
 			Message string `json:"message"`
 			Code    int    `json:"code"`
 		} `json:"error"`
 	}
-	if lastJSONDocument(data, &out) && out.Error != nil {
+	if p.stderr.Decode(&out) && out.Error != nil {
 		if c := classifyStatus(out.Error.Code); c != "" {
 			return c, out.Error.Message
 		}
@@ -129,44 +112,37 @@ type geminiPart struct {
 	} `json:"functionResponse"`
 }
 
-func geminiTrajectory(src LogSource) (atif.Trajectory, error) {
-	path, err := findLog(src.HomeDir, ".gemini/tmp/*/chats/session-*.json*")
-	if err != nil {
-		return atif.Trajectory{}, err
+// geminiSession reads the session log, keeping the last version of each
+// record in the order the records first appeared.
+type geminiSession struct {
+	jsonLines
+	sessionID string
+	order     []string
+	records   map[string]geminiRecord
+}
+
+func (s *geminiSession) line(r geminiRecord) {
+	if s.records == nil {
+		s.records = map[string]geminiRecord{}
 	}
-	data, err := readLog(path)
-	if err != nil {
-		return atif.Trajectory{}, err
+	if r.SessionID != "" && s.sessionID == "" {
+		s.sessionID = r.SessionID
 	}
-	var t atif.Trajectory
-	var order []string
-	records := map[string]geminiRecord{}
-	err = eachJSONLine(data, func(line []byte) error {
-		var r geminiRecord
-		if json.Unmarshal(line, &r) != nil {
-			return nil
-		}
-		if r.SessionID != "" && t.SessionID == "" {
-			t.SessionID = r.SessionID
-		}
-		if r.ID == "" || r.Type == "" {
-			return nil
-		}
-		if _, seen := records[r.ID]; !seen {
-			order = append(order, r.ID)
-		}
-		records[r.ID] = r
-		return nil
-	})
-	if err != nil {
-		return atif.Trajectory{}, fmt.Errorf("read gemini session log: %w", err)
+	if r.ID == "" || r.Type == "" {
+		return
 	}
+	if _, seen := s.records[r.ID]; !seen {
+		s.order = append(s.order, r.ID)
+	}
+	s.records[r.ID] = r
+}
+
+func (s *geminiSession) Trajectory() atif.Trajectory {
 	var b stepBuilder
-	for _, id := range order {
-		geminiStep(&b, records[id])
+	for _, id := range s.order {
+		geminiStep(&b, s.records[id])
 	}
-	t.Steps = b.steps
-	return t, nil
+	return atif.Trajectory{SessionID: s.sessionID, Steps: b.steps}
 }
 
 func geminiStep(b *stepBuilder, r geminiRecord) {

@@ -74,15 +74,25 @@ type Harness struct {
 	// program writes about its session (its native log); they are kept as
 	// artifacts under agent/native/.
 	NativeLogs []string
+	// Output makes the incremental parser of the agent's captured output
+	// (usage and model errors), which the runner feeds the agent's stdout
+	// and stderr; nil when the harness reads those with Usage and
+	// ModelError (or reports none).
+	Output func() OutputParser
+	// Session makes the incremental parser of the program's native session
+	// log, which the runner feeds the row's SessionLog (the newest match of
+	// NativeLogs[0]) to build the trajectory; nil when Trajectory builds it
+	// (or none is built).
+	Session func() SessionParser
 	// Usage reads token counts and cost from /logs/agent; nil when the
-	// harness reports none.
+	// harness reports none or its Output does.
 	Usage UsageParser
 	// Trajectory builds the ATIF trajectory from the agent's logs; nil when
-	// the harness leaves no log to build one from.
+	// the harness leaves no log to build one from or its Session does.
 	Trajectory TrajectoryParser
 	// ModelError reads from the agent's logs and exit code whether the
 	// agent failed because of the model (auth, model_unavailable); nil when
-	// the harness reports no such thing.
+	// the harness reports no such thing or its Output does.
 	ModelError ModelErrorParser
 	// MountsSolution gives the agent phase the task's solution/ read-only at
 	// /solution (and the task's [solution].env); only an oracle may have it.

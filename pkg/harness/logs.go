@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -150,6 +151,12 @@ func (b *stepBuilder) call(stepIndex int, c atif.ToolCall) {
 	}
 	b.steps[stepIndex].ToolCalls = append(b.steps[stepIndex].ToolCalls, c)
 	b.byCall[c.ToolCallID] = stepIndex
+}
+
+// trajectory is the steps built so far under the session id; the steps
+// are the builder's own until the next line is read.
+func (b *stepBuilder) trajectory(sessionID string) atif.Trajectory {
+	return atif.Trajectory{SessionID: sessionID, Steps: slices.Clone(b.steps)}
 }
 
 // result attaches a tool's output to the step that called it (dropped when

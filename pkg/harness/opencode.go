@@ -62,38 +62,38 @@ func eachOpencodeEvent(agentLogDir string, fn func(opencodeEvent)) error {
 	})
 }
 
-func opencodeUsage(agentLogDir string) (Usage, bool, error) {
-	var u Usage
-	ok := false
-	err := eachOpencodeEvent(agentLogDir, func(ev opencodeEvent) {
-		if ev.Type != "step_finish" || ev.Part == nil || ev.Part.Tokens == nil {
-			return
-		}
-		ok = true
-		tk := ev.Part.Tokens
-		u.InputTokens += tk.Input + tk.Cache.Read + tk.Cache.Write
-		u.CacheTokens += tk.Cache.Read
-		u.OutputTokens += tk.Output + tk.Reasoning
-		u.ReasoningTokens += tk.Reasoning
-		// opencode prices only the models of its own catalogue; a
-		// custom provider's steps cost 0, which is not a price.
-		if ev.Part.Cost != nil && *ev.Part.Cost > 0 {
-			u.CostUSD += *ev.Part.Cost
-			u.CostReported = true
-		}
-	})
-	return u, ok, err
+// opencodeOutput reads opencode's JSON events on stdout: the steps'
+// tokens and cost summed, and the last error event.
+type opencodeOutput struct {
+	stdoutOnly
+	usage         Usage
+	reported      bool
+	class, detail string
 }
 
-func opencodeModelError(agentLogDir string, exitCode int) (string, string) {
-	var class, detail string
-	_ = eachOpencodeEvent(agentLogDir, func(ev opencodeEvent) {
-		if ev.Type == "error" && ev.Error != nil {
-			class, detail = classifyStatus(ev.Error.Data.StatusCode), ev.Error.Data.Message
-		}
-	})
-	return class, detail
+func (p *opencodeOutput) event(ev opencodeEvent) {
+	if ev.Type == "error" && ev.Error != nil {
+		p.class, p.detail = classifyStatus(ev.Error.Data.StatusCode), ev.Error.Data.Message
+	}
+	if ev.Type != "step_finish" || ev.Part == nil || ev.Part.Tokens == nil {
+		return
+	}
+	p.reported = true
+	tk := ev.Part.Tokens
+	p.usage.InputTokens += tk.Input + tk.Cache.Read + tk.Cache.Write
+	p.usage.CacheTokens += tk.Cache.Read
+	p.usage.OutputTokens += tk.Output + tk.Reasoning
+	p.usage.ReasoningTokens += tk.Reasoning
+	// opencode prices only the models of its own catalogue; a custom
+	// provider's steps cost 0, which is not a price.
+	if ev.Part.Cost != nil && *ev.Part.Cost > 0 {
+		p.usage.CostUSD += *ev.Part.Cost
+		p.usage.CostReported = true
+	}
 }
+
+func (p *opencodeOutput) Usage() (Usage, bool)            { return p.usage, p.reported }
+func (p *opencodeOutput) ModelError(int) (string, string) { return p.class, p.detail }
 
 // opencodeTrajectory builds the trajectory from opencode's JSON event
 // stream (its own session store is a SQLite database, kept as the native

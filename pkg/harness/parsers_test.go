@@ -71,7 +71,7 @@ func TestProgramUsage(t *testing.T) {
 		t.Run(tc.harness, func(t *testing.T) {
 			h, _ := Lookup(tc.harness)
 			src := agentDir(t, tc.harness, nativeFixtures[tc.harness])
-			got, ok, err := h.Usage(src.AgentLogDir)
+			got, ok, err := programUsage(h, src, 0)
 			if err != nil || !ok {
 				t.Fatalf("Usage = %+v, %v, %v", got, ok, err)
 			}
@@ -79,7 +79,7 @@ func TestProgramUsage(t *testing.T) {
 				t.Errorf("Usage = %+v, want %+v", got, tc.want)
 			}
 			// No stdout: nothing reported, no error.
-			if _, ok, err := h.Usage(t.TempDir()); ok || err != nil {
+			if _, ok, err := programUsage(h, LogSource{AgentLogDir: t.TempDir(), HomeDir: t.TempDir()}, 0); ok || err != nil {
 				t.Errorf("Usage(empty dir) = %v, %v; want not reported", ok, err)
 			}
 		})
@@ -94,7 +94,7 @@ func TestProgramTrajectory(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(src.AgentLogDir, "instruction.md"), []byte("Write hello to /app/out.txt"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			tr, err := h.Trajectory(src)
+			tr, err := programTrajectory(h, src, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,10 +177,10 @@ func finalAnswer(s atif.Step) string {
 
 func TestProgramTrajectoryWithoutLog(t *testing.T) {
 	for _, h := range All() {
-		if h.Trajectory == nil {
+		if h.Trajectory == nil && h.Session == nil {
 			continue
 		}
-		if _, err := h.Trajectory(LogSource{AgentLogDir: t.TempDir(), HomeDir: t.TempDir()}); err == nil {
+		if _, err := programTrajectory(h, LogSource{AgentLogDir: t.TempDir(), HomeDir: t.TempDir()}, 0); err == nil {
 			t.Errorf("%s: Trajectory of no log succeeded", h.Name)
 		}
 	}
@@ -213,7 +213,7 @@ func TestProgramModelError(t *testing.T) {
 	for _, tc := range tests {
 		h, _ := Lookup(tc.harness)
 		src := agentDir(t, tc.harness, tc.files)
-		class, detail := h.ModelError(src.AgentLogDir, tc.exitCode)
+		class, detail := programModelError(h, src, tc.exitCode, 0)
 		if class != tc.wantClass {
 			t.Errorf("%s ModelError(%v, exit %d) = %q (%s), want %q", tc.harness, slices.Collect(func(yield func(string) bool) {
 				for k := range tc.files {
@@ -239,8 +239,9 @@ func TestBundledRowsRenderTheirConfig(t *testing.T) {
 		}
 		d := data
 		d.KeyEnv = h.KeyEnv
-		if h.KeyEnv == "" || h.WireAPI == "" || h.Usage == nil || h.Trajectory == nil || h.ModelError == nil || len(h.NativeLogs) == 0 {
-			t.Errorf("%s: a bundled program needs KeyEnv, WireAPI, Usage, Trajectory, ModelError and NativeLogs", h.Name)
+		reads := (h.Output != nil || h.Usage != nil && h.ModelError != nil) && (h.Session != nil || h.Trajectory != nil)
+		if h.KeyEnv == "" || h.WireAPI == "" || !reads || len(h.NativeLogs) == 0 {
+			t.Errorf("%s: a bundled program needs KeyEnv, WireAPI, Output (or Usage and ModelError), Session (or Trajectory) and NativeLogs", h.Name)
 		}
 		cmd, err := h.RunCommand(d)
 		prefix := BundleMount + "/" + h.Bundle.Program

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,68 +33,51 @@ type qwenEvent struct {
 	} `json:"error"`
 }
 
-func eachQwenEvent(agentLogDir string, fn func(qwenEvent)) error {
-	data, err := readStdout(agentLogDir)
-	if err != nil {
-		return err
-	}
-	return eachJSONLine(data, func(line []byte) error {
-		var ev qwenEvent
-		if json.Unmarshal(line, &ev) == nil {
-			fn(ev)
-		}
-		return nil
-	})
+// qwenOutput reads qwen's stream-json stdout: the final result event's
+// usage — or, when the program was ended before it printed one (a
+// timeout, a memory kill), the sum of the answers it did print — and the
+// failed result's error message.
+type qwenOutput struct {
+	stdoutOnly
+	final         *qwenUsageFields
+	sum           Usage
+	answers       bool
+	class, detail string
 }
 
-// qwenUsage reads the final result event's usage; when the program was
-// ended before it printed one (a timeout, a memory kill), the sum of the
-// answers it did print.
-func qwenUsage(agentLogDir string) (Usage, bool, error) {
-	var final *qwenUsageFields
-	var sum Usage
-	answers := false
-	err := eachQwenEvent(agentLogDir, func(ev qwenEvent) {
-		switch {
-		case ev.Type == "result" && ev.Usage != nil:
-			final = ev.Usage
-		case ev.Type == "assistant" && ev.Message != nil && ev.Message.Usage != nil:
-			answers = true
-			sum.InputTokens += ev.Message.Usage.InputTokens
-			sum.CacheTokens += ev.Message.Usage.CacheReadTokens
-			sum.OutputTokens += ev.Message.Usage.OutputTokens
-		}
-	})
-	if err != nil {
-		return Usage{}, false, err
+func (p *qwenOutput) event(ev qwenEvent) {
+	switch {
+	case ev.Type == "result" && ev.Usage != nil:
+		p.final = ev.Usage
+	case ev.Type == "assistant" && ev.Message != nil && ev.Message.Usage != nil:
+		p.answers = true
+		p.sum.InputTokens += ev.Message.Usage.InputTokens
+		p.sum.CacheTokens += ev.Message.Usage.CacheReadTokens
+		p.sum.OutputTokens += ev.Message.Usage.OutputTokens
 	}
-	if final != nil {
-		return Usage{InputTokens: final.InputTokens, CacheTokens: final.CacheReadTokens, OutputTokens: final.OutputTokens}, true, nil
-	}
-	return sum, answers, nil
-}
-
-// qwenAPIError is how qwen-code words a provider's refusal:
-// "[API Error: 401 …]".
-var qwenAPIError = regexp.MustCompile(`API Error: (\d{3})\b`)
-
-// qwenModelError reads the failed result event's error message.
-func qwenModelError(agentLogDir string, exitCode int) (string, string) {
-	var class, detail string
-	_ = eachQwenEvent(agentLogDir, func(ev qwenEvent) {
-		if ev.Type != "result" || !ev.IsError || ev.Error == nil {
-			return
-		}
+	if ev.Type == "result" && ev.IsError && ev.Error != nil {
 		status := 0
 		if m := qwenAPIError.FindStringSubmatch(ev.Error.Message); m != nil {
 			status, _ = strconv.Atoi(m[1])
 		} else {
 			status = statusFromText(ev.Error.Message)
 		}
-		class, detail = classifyStatus(status), ev.Error.Message
-	})
-	return class, detail
+		p.class, p.detail = classifyStatus(status), ev.Error.Message
+	}
 }
+
+func (p *qwenOutput) Usage() (Usage, bool) {
+	if f := p.final; f != nil {
+		return Usage{InputTokens: f.InputTokens, CacheTokens: f.CacheReadTokens, OutputTokens: f.OutputTokens}, true
+	}
+	return p.sum, p.answers
+}
+
+func (p *qwenOutput) ModelError(int) (string, string) { return p.class, p.detail }
+
+// qwenAPIError is how qwen-code words a provider's refusal:
+// "[API Error: 401 …]".
+var qwenAPIError = regexp.MustCompile(`API Error: (\d{3})\b`)
 
 // qwenRecord is one line of ~/.qwen/projects/<cwd>/chats/<session>.jsonl,
 // written as the session goes (so a killed run leaves the calls it made):
@@ -131,34 +113,22 @@ type qwenRecord struct {
 	} `json:"usageMetadata"`
 }
 
-func qwenTrajectory(src LogSource) (atif.Trajectory, error) {
-	path, err := findLog(src.HomeDir, ".qwen/projects/*/chats/*.jsonl")
-	if err != nil {
-		return atif.Trajectory{}, err
-	}
-	data, err := readLog(path)
-	if err != nil {
-		return atif.Trajectory{}, err
-	}
-	var t atif.Trajectory
-	var b stepBuilder
-	err = eachJSONLine(data, func(line []byte) error {
-		var r qwenRecord
-		if json.Unmarshal(line, &r) != nil {
-			return nil
-		}
-		if t.SessionID == "" {
-			t.SessionID = r.SessionID
-		}
-		qwenStep(&b, r)
-		return nil
-	})
-	if err != nil {
-		return atif.Trajectory{}, fmt.Errorf("read qwen-code session log: %w", err)
-	}
-	t.Steps = b.steps
-	return t, nil
+// qwenSession reads the session log, one step per user and assistant
+// record, tool results attached to the calls they answer.
+type qwenSession struct {
+	jsonLines
+	sessionID string
+	b         stepBuilder
 }
+
+func (s *qwenSession) line(r qwenRecord) {
+	if s.sessionID == "" {
+		s.sessionID = r.SessionID
+	}
+	qwenStep(&s.b, r)
+}
+
+func (s *qwenSession) Trajectory() atif.Trajectory { return s.b.trajectory(s.sessionID) }
 
 func qwenStep(b *stepBuilder, r qwenRecord) {
 	if r.Message == nil {

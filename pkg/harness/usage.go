@@ -68,21 +68,11 @@ func ReadUsageJSON(agentLogDir string) (Usage, bool, error) {
 // runner can read) and anything but a regular file (a FIFO would block), and
 // reads at most limit bytes.
 func ReadAgentFile(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openAgentFile(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s is a symlink; refusing to follow it", filepath.Base(path))
-		}
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", filepath.Base(path), err)
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
-	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.Base(path), err)
@@ -91,4 +81,26 @@ func ReadAgentFile(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", filepath.Base(path), limit)
 	}
 	return data, nil
+}
+
+// openAgentFile opens a file that code inside a sandbox wrote, refusing a
+// symlink and anything but a regular file (see ReadAgentFile).
+func openAgentFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symlink; refusing to follow it", filepath.Base(path))
+		}
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat %s: %w", filepath.Base(path), err)
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	return f, nil
 }

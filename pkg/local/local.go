@@ -1,12 +1,15 @@
 // Package local is the embedded runtime of `gauntlet local`: it builds the
-// pipeline Service on the local adapters — one SQLite file for the table,
-// change log and queues, blobs and encrypted secrets under the data dir, and
-// the bubblewrap sandbox driver — and runs every loop the cloud runs as
-// Lambdas: pollers for the plan, slots, completions and results queues, the
-// change-stream tailer feeding Recompute from a saved checkpoint, and the
-// watchdog ticker. A crash at any point recovers on restart: undeleted
-// messages reappear after their visibility timeout, the tailer resumes from
-// its checkpoint, and the watchdog finds slots whose sandboxes died.
+// pipeline Service and the benchmark sync service on the local adapters —
+// one SQLite file for the table, change log and queues, blobs and encrypted
+// secrets under the data dir, and the bubblewrap sandbox driver — and runs
+// every function the cloud runs as a Lambda as a row of one loop table
+// (loops.go): pollers for the plan, slots, completions, results and sync
+// queues, the change-stream tailer feeding Recompute from a saved
+// checkpoint, the watchdog ticker and the scheduled benchmark refresh. A
+// crash at any point recovers on restart: undeleted messages reappear after
+// their visibility timeout, the tailer resumes from its checkpoint, the
+// watchdog finds slots whose sandboxes died, and a sync resumes once its
+// lease expires.
 package local
 
 import (
@@ -96,6 +99,17 @@ type Options struct {
 	// SpaceInterval is how often the data dir's free space is sampled
 	// (default 1 s).
 	SpaceInterval time.Duration
+	// Registry is the Harbor registry location benchmarks are added from.
+	Registry string
+	// PackageRegistry and PackageRegistryKey locate the Harbor package
+	// registry "org/name" datasets are added from ("" = Harbor's).
+	PackageRegistry, PackageRegistryKey string
+	// RefreshEvery is how often benchmarks are checked for a registry
+	// refresh (default DefaultRefreshEvery; negative turns refreshes off).
+	RefreshEvery time.Duration
+	// RefreshAfter is how long after its last sync a benchmark is refreshed
+	// (default DefaultRefreshAfter).
+	RefreshAfter time.Duration
 	// AllowPrivateRegistry lets registry and git fetches reach loopback,
 	// private and link-local addresses (benchsync.Config.AllowPrivateNetworks).
 	AllowPrivateRegistry bool
@@ -104,8 +118,9 @@ type Options struct {
 	Workers int
 	// WatchInterval is the watchdog period (default 30 s).
 	WatchInterval time.Duration
-	// Visibility, when set, is the visibility timeout of every queue instead
-	// of the per-queue defaults (a received message that is not deleted
+	// Visibility, when set, is the visibility timeout of every pipeline
+	// queue instead of the per-queue defaults (the sync queue's matches the
+	// sync lease) (a received message that is not deleted
 	// reappears after it).
 	Visibility time.Duration
 	// BusyTimeout is how long a database write waits for a lock another
@@ -125,6 +140,14 @@ const (
 	SlotsQueue       = string(fnspec.SlotsQueue)
 	CompletionsQueue = string(fnspec.CompletionsQueue)
 	ResultsQueue     = string(fnspec.ResultsQueue)
+	SyncQueue        = string(fnspec.SyncQueue)
+)
+
+// Refresh defaults: as in the cloud, a benchmark is re-resolved against its
+// registry about hourly, so `head` datasets pick up new commits.
+const (
+	DefaultRefreshEvery = 10 * time.Minute
+	DefaultRefreshAfter = 50 * time.Minute
 )
 
 // maxReceives is how often a failing message is delivered before it is
@@ -144,9 +167,13 @@ type Platform struct {
 	secrets *localsecret.Store
 	driver  *localsandbox.Driver
 	svc     *pipeline.Service
-	space   *diskspace.Monitor
-	queues  map[string]*sqlite.Queue
-	dlqs    map[string]*sqlite.Queue
+	sync    *benchsync.Service
+	// benchmarks is the sync service's queued front (the API's benchmarks
+	// port, the sync loop and the refresh schedule).
+	benchmarks benchsync.Queued
+	space      *diskspace.Monitor
+	queues     map[string]*sqlite.Queue
+	dlqs       map[string]*sqlite.Queue
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -172,6 +199,12 @@ func Open(ctx context.Context, opts Options) (*Platform, error) {
 	}
 	if opts.SpaceInterval <= 0 {
 		opts.SpaceInterval = time.Second
+	}
+	if opts.RefreshEvery == 0 {
+		opts.RefreshEvery = DefaultRefreshEvery
+	}
+	if opts.RefreshAfter <= 0 {
+		opts.RefreshAfter = DefaultRefreshAfter
 	}
 	if opts.MinFreeMB < -1 {
 		return nil, fmt.Errorf("local platform: min free MB %d: want -1 (no floor), 0 (the default, %d) or a positive number of MiB", opts.MinFreeMB, DefaultMinFreeMB)
@@ -199,7 +232,8 @@ func (p *Platform) open() error {
 	if p.db, err = sqlite.OpenWith(filepath.Join(p.opts.DataDir, DatabaseFile), sqlite.Options{BusyTimeout: p.opts.BusyTimeout}); err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
-	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {
+	for _, port := range fnspec.Queues {
+		name := string(port)
 		if p.dlqs[name], err = p.db.Queue(name+"-dlq", sqlite.QueueOptions{}); err != nil {
 			return err
 		}
@@ -244,7 +278,18 @@ func (p *Platform) open() error {
 	p.svc, err = pipeline.New(pipeline.Ports{Table: p.db.Table(), Plan: p.queues[PlanQueue], Slots: p.queues[SlotsQueue],
 		Completions: p.queues[CompletionsQueue], Results: p.queues[ResultsQueue], Blobs: p.blobs, Secrets: p.secrets,
 		Sandboxes: p.driver, Space: p.space}, popts)
-	return err
+	if err != nil {
+		return err
+	}
+	p.sync, err = benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs, Registry: p.opts.Registry,
+		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments,
+		AllowPrivateNetworks: p.opts.AllowPrivateRegistry, Secrets: p.secrets,
+		PackageRegistry: p.opts.PackageRegistry, PackagePublishableKey: p.opts.PackageRegistryKey})
+	if err != nil {
+		return fmt.Errorf("local platform: %w", err)
+	}
+	p.benchmarks = benchsync.Queued{Service: p.sync, Queue: p.queues[SyncQueue]}
+	return nil
 }
 
 // floorBytes is the free-space floor of Options.MinFreeMB in bytes.
@@ -275,18 +320,12 @@ func (p *Platform) InstallCatalog(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
-	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
-		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments,
-		AllowPrivateNetworks: p.opts.AllowPrivateRegistry})
-	if err != nil {
-		return fmt.Errorf("local platform: %w", err)
-	}
-	msgs, err := sync.InstallCatalog(ctx, pipeline.PlatformWorkspace, cat, "")
+	msgs, err := p.sync.InstallCatalog(ctx, pipeline.PlatformWorkspace, cat, "")
 	if err != nil {
 		p.log.WarnContext(ctx, "managed benchmarks not installed", "catalog", p.opts.Catalog, "err", err)
 	}
 	for _, m := range msgs {
-		if err := sync.Sync(ctx, m); err != nil {
+		if err := p.sync.Sync(ctx, m); err != nil {
 			p.log.WarnContext(ctx, "managed benchmark not synced", "benchmark", m.Key, "err", err)
 		}
 	}
@@ -298,6 +337,10 @@ func (p *Platform) Service() *pipeline.Service { return p.svc }
 
 // Records returns the data model.
 func (p *Platform) Records() *records.Store { return p.svc.Records() }
+
+// Benchmarks returns the benchmark sync service's queued front: what the
+// API calls to add, retry, delete and refresh benchmarks.
+func (p *Platform) Benchmarks() benchsync.Queued { return p.benchmarks }
 
 // Blobs returns the blob store.
 func (p *Platform) Blobs() *fsblob.Store { return p.blobs }
@@ -333,7 +376,11 @@ func (p *Platform) Start(ctx context.Context) error {
 	// Before the loops start, so nothing this process launches is touched.
 	// Messages the previous process had received are visible again at
 	// once: their handlers died with it.
-	for _, name := range []string{PlanQueue, SlotsQueue, CompletionsQueue, ResultsQueue} {
+	for _, c := range p.consumers() {
+		if !c.release {
+			continue
+		}
+		name := string(c.fn.Source)
 		if n, err := p.queues[name].ReleaseInFlight(ctx); err != nil {
 			p.log.ErrorContext(ctx, "release in-flight messages at start", "queue", name, "err", err)
 		} else if n > 0 {
@@ -346,26 +393,12 @@ func (p *Platform) Start(ctx context.Context) error {
 		p.log.InfoContext(ctx, "reconciled slots of the previous process", "lost", rec.Lost, "requeued", rec.Requeued)
 	}
 	ctx, p.cancel = context.WithCancel(ctx)
-	vis := func(d time.Duration) time.Duration {
-		if p.opts.Visibility > 0 {
-			return p.opts.Visibility
-		}
-		return d
-	}
-	loops := []func(context.Context){
-		p.poller(fnspec.Planner, 1, vis(5*time.Minute), p.svc.HandlePlan),
-		p.poller(fnspec.Dispatcher, p.opts.Workers, vis(2*time.Minute), p.svc.HandleSlot),
-		p.poller(fnspec.Grader, p.opts.Workers, vis(time.Minute), p.svc.HandleCompletion),
-		p.poller(fnspec.Ingester, p.opts.Workers, vis(time.Minute), p.svc.HandleResult),
-		p.tailChanges,
-		p.watchdog,
-		func(ctx context.Context) { p.space.Run(ctx, p.opts.SpaceInterval) },
-	}
-	for _, loop := range loops {
+	for _, l := range p.loops() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			loop(ctx)
+			l.run(ctx)
+			p.log.Debug("loop stopped", "loop", l.name)
 		}()
 	}
 	return nil

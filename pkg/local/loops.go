@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/diskspace"
 	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
@@ -19,9 +20,9 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 )
 
-// handlerGrace is how long an in-flight message may finish after shutdown
-// starts; after it the handler's context is cancelled (the message is then
-// redelivered on the next start).
+// handlerGrace is how long an in-flight message of a pipeline queue may
+// finish after shutdown starts; after it the handler's context is cancelled
+// (the message is then redelivered on the next start).
 const handlerGrace = 10 * time.Second
 
 // Bounds of the pause after a failed receive.
@@ -30,20 +31,91 @@ const (
 	receiveRetryMax = time.Second
 )
 
-// poller returns the loop of queue function f: it receives from f's source
-// queue and hands each message to handle on up to workers goroutines. A
+// Sync queue timing.
+const (
+	// syncVisibility hides a sync message while one worker syncs; it matches
+	// the sync lease, so a crashed sync is taken over when both expire.
+	syncVisibility = benchsync.DefaultLease
+	// syncWorkers is how many syncs run at once: a benchmark's sync does
+	// not wait behind another's image builds (each sync bounds its own
+	// builds by the parallel-builds setting).
+	syncWorkers = 4
+)
+
+// loop is one row of the local function table: a function of fnspec's
+// table (one Lambda in the cloud) as a loop of this process, or the
+// platform's own free-space sampler.
+type loop struct {
+	name string
+	run  func(context.Context)
+}
+
+// consumer is how a queue function's loop consumes its Source queue.
+type consumer struct {
+	fn         fnspec.Function
+	workers    int
+	visibility time.Duration
+	handle     func(context.Context, []byte) error
+	// grace is how long a handler may finish after shutdown starts.
+	grace time.Duration
+	// release makes the messages a previous process had received visible
+	// again at start: their handlers died with it, and handling them again
+	// is safe at once. A sync's message is not released: its lease, which
+	// the message's visibility matches, says when it may be taken over.
+	release bool
+}
+
+// consumers are the queue rows of the table, in pipeline order.
+func (p *Platform) consumers() []consumer {
+	vis := func(d time.Duration) time.Duration {
+		if p.opts.Visibility > 0 {
+			return p.opts.Visibility
+		}
+		return d
+	}
+	return []consumer{
+		{fn: fnspec.Planner, workers: 1, visibility: vis(5 * time.Minute), handle: p.svc.HandlePlan, grace: handlerGrace, release: true},
+		{fn: fnspec.Dispatcher, workers: p.opts.Workers, visibility: vis(2 * time.Minute), handle: p.svc.HandleSlot, grace: handlerGrace, release: true},
+		{fn: fnspec.Grader, workers: p.opts.Workers, visibility: vis(time.Minute), handle: p.svc.HandleCompletion, grace: handlerGrace, release: true},
+		{fn: fnspec.Ingester, workers: p.opts.Workers, visibility: vis(time.Minute), handle: p.svc.HandleResult, grace: handlerGrace, release: true},
+		// A sync is long: it stops with the process and is resumed under
+		// its lease by the next one.
+		{fn: fnspec.RegistrySync, workers: syncWorkers, visibility: syncVisibility, handle: p.handleSync},
+	}
+}
+
+// loops is the local function table: every loop `gauntlet local` runs.
+func (p *Platform) loops() []loop {
+	var rows []loop
+	for _, c := range p.consumers() {
+		rows = append(rows, loop{c.fn.Name, p.poller(c)})
+	}
+	rows = append(rows,
+		loop{fnspec.Leaderboard.Name, p.tailChanges},
+		loop{fnspec.Watchdog.Name, every(p.opts.WatchInterval, p.watch)},
+		loop{"space", func(ctx context.Context) { p.space.Run(ctx, p.opts.SpaceInterval) }},
+	)
+	if p.opts.RefreshEvery >= 0 {
+		// The registrysync function's schedule.
+		rows = append(rows, loop{fnspec.RegistrySync.Name + " schedule", every(p.opts.RefreshEvery, p.refresh)})
+	}
+	return rows
+}
+
+// poller returns the loop of consumer c: it receives from c's source queue
+// as many messages as it has free workers and hands each to c.handle. A
 // handled message is deleted; a poison one goes to the dead-letter queue at
 // once; a failed one becomes visible again after a short backoff.
-func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Duration, handle func(context.Context, []byte) error) func(context.Context) {
-	name := string(f.Source)
+func (p *Platform) poller(c consumer) func(context.Context) {
+	name := string(c.fn.Source)
 	q, dlq := p.queues[name], p.dlqs[name]
 	return func(ctx context.Context) {
-		// Handlers run on a context that outlives ctx by handlerGrace.
+		// Handlers run on a context that outlives ctx by c.grace.
 		hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer hcancel()
-		stop := context.AfterFunc(ctx, func() { time.AfterFunc(handlerGrace, hcancel) })
+		stop := context.AfterFunc(ctx, func() { time.AfterFunc(c.grace, hcancel) })
 		defer stop()
-		sem := make(chan struct{}, workers)
+		sem := make(chan struct{}, c.workers)
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		// A failed receive (the database locked by another process) is
@@ -52,8 +124,15 @@ func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Durati
 		// full holds the error of a handler that met a full data dir.
 		var full atomic.Pointer[error]
 		for ctx.Err() == nil {
-			msgs, err := q.Receive(ctx, min(workers, queue.MaxBatch), visibility, time.Second)
-			if _, full := diskspace.As(err); full {
+			free := acquireFree(sem)
+			if err := full.Swap(nil); err != nil {
+				releaseN(sem, free)
+				p.waitForSpace(ctx, name, *err)
+				continue
+			}
+			msgs, err := q.Receive(ctx, min(free, queue.MaxBatch), c.visibility, time.Second)
+			releaseN(sem, free-len(msgs))
+			if _, isFull := diskspace.As(err); isFull {
 				p.waitForSpace(ctx, name, err)
 				continue
 			}
@@ -67,22 +146,40 @@ func (p *Platform) poller(f fnspec.Function, workers int, visibility time.Durati
 			}
 			pause = receiveRetryMin
 			for _, m := range msgs {
-				sem <- struct{}{}
 				wg.Add(1)
 				go func() {
 					defer func() { <-sem; wg.Done() }()
-					if err := p.deliver(hctx, name, q, dlq, m, handle); err != nil {
+					if err := p.deliver(hctx, name, q, dlq, m, c.handle); err != nil {
 						full.CompareAndSwap(nil, &err)
 					}
 				}()
 			}
-			// Wait for a free worker before receiving more.
-			sem <- struct{}{}
-			<-sem
-			if err := full.Swap(nil); err != nil {
-				p.waitForSpace(ctx, name, *err)
-			}
 		}
+	}
+}
+
+// acquireFree takes one worker of sem, waiting for it, and then every
+// other one free at the moment, and returns how many it took: a poller
+// receives only as many messages as it can start at once, so no message
+// waits in hand while its visibility runs out.
+func acquireFree(sem chan struct{}) int {
+	sem <- struct{}{}
+	free := 1
+	for free < cap(sem) {
+		select {
+		case sem <- struct{}{}:
+			free++
+		default:
+			return free
+		}
+	}
+	return free
+}
+
+// releaseN gives n workers of sem back.
+func releaseN(sem chan struct{}, n int) {
+	for range n {
+		<-sem
 	}
 }
 
@@ -120,7 +217,7 @@ func (p *Platform) deliver(ctx context.Context, name string, q, dlq queue.Queue,
 	}
 	switch {
 	case err == nil:
-	case errors.Is(err, pipeline.ErrPoison):
+	case errors.Is(err, pipeline.ErrPoison), errors.Is(err, benchsync.ErrPoison):
 		p.log.Error("poison message dead-lettered", "queue", name, "message_id", m.ID, "err", err)
 		if err := dlq.Send(ctx, queue.Outgoing{Body: m.Body}); err != nil {
 			p.log.Error("dead-letter", "queue", name, "message_id", m.ID, "err", err)
@@ -319,18 +416,48 @@ func (t *changeTailer) bury(ctx context.Context, c store.Change, cause error) er
 	return nil
 }
 
-func (p *Platform) watchdog(ctx context.Context) {
-	t := time.NewTicker(p.opts.WatchInterval)
-	defer t.Stop()
-	for {
-		if err := p.svc.Watch(ctx); err != nil && ctx.Err() == nil {
-			p.log.Error("watchdog", "err", err)
+// every returns a loop that runs run at once and then every interval
+// until ctx ends (the local counterpart of a scheduled function).
+func every(interval time.Duration, run func(context.Context)) func(context.Context) {
+	return func(ctx context.Context) {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			run(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	}
+}
+
+// watch is one run of the watchdog function.
+func (p *Platform) watch(ctx context.Context) {
+	if err := p.svc.Watch(ctx); err != nil && ctx.Err() == nil {
+		p.log.Error("watchdog", "err", err)
+	}
+}
+
+// handleSync is the registrysync function's queue handler: it runs one
+// sync message (benchsync.Queued.Run, as the cloud's function does).
+func (p *Platform) handleSync(ctx context.Context, body []byte) error {
+	msg, err := benchsync.DecodeSyncMessage(body)
+	if err != nil {
+		return err
+	}
+	return p.benchmarks.Run(ctx, msg)
+}
+
+// refresh is one run of the registrysync function's schedule: it enqueues
+// a refresh of every benchmark last synced more than RefreshAfter ago.
+func (p *Platform) refresh(ctx context.Context) {
+	n, err := p.benchmarks.RefreshDue(ctx, time.Now(), p.opts.RefreshAfter)
+	if err != nil && ctx.Err() == nil {
+		p.log.ErrorContext(ctx, "benchmark refresh", "err", err)
+	} else if n > 0 {
+		p.log.InfoContext(ctx, "benchmark refresh queued", "benchmarks", n)
 	}
 }
 

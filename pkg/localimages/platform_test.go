@@ -51,9 +51,9 @@ func startImagePlatform(t *testing.T, ctx context.Context, dir, location string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.Open(ctx, server.Options{DataDir: p.dataDir, Addr: "127.0.0.1:0", Registry: location, CredentialsPath: "-",
-		Logger: logger, RefreshEvery: -1,
-		Local: local.Options{RunnerPath: runnerBin, Isolation: "bwrap", Images: localimages.SandboxImages(store, nil), Environments: envs,
+	srv, err := server.Open(ctx, server.Options{DataDir: p.dataDir, Addr: "127.0.0.1:0", CredentialsPath: "-",
+		Logger: logger,
+		Local: local.Options{Registry: location, RefreshEvery: -1, RunnerPath: runnerBin, Isolation: "bwrap", Images: localimages.SandboxImages(store, nil), Environments: envs,
 			WatchInterval: time.Second}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
+	"github.com/gauntlet-bench/gauntlet/pkg/fielderr"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
@@ -90,7 +92,7 @@ func harnessProblems(harnesses []string, p harness.Platform) []Problem {
 // modelProblems rejects an agent whose harness speaks a wire API its
 // model's upstream does not serve (the gateway forwards, it does not
 // translate): e.g. claude-code with an OpenAI model.
-func modelProblems(agents []runconfig.Agent, harnesses []string, check func(runconfig.Model, string) error) []Problem {
+func modelProblems(agents []runconfig.Agent, harnesses []string, check func(modelref.Model, string) error) []Problem {
 	if check == nil {
 		return nil
 	}
@@ -104,10 +106,10 @@ func modelProblems(agents []runconfig.Agent, harnesses []string, check func(runc
 			continue
 		}
 		if err := check(*a.Model, h.WireAPI); err != nil {
-			// A runconfig.FieldError names the model's key at fault
+			// A fielderr.Error names the model's key at fault
 			// ("model.type": this platform hosts no models).
 			field, msg := fmt.Sprintf("agents[%d].model", i), err.Error()
-			if fe := (runconfig.FieldError{}); errors.As(err, &fe) && strings.HasPrefix(fe.Field, "model.") {
+			if fe := (fielderr.Error{}); errors.As(err, &fe) && strings.HasPrefix(fe.Field, "model.") {
 				field, msg = fmt.Sprintf("agents[%d].%s", i, fe.Field), fe.Message
 			}
 			problems = append(problems, Problem{Code: CodeInvalidConfig, Field: field,
@@ -123,7 +125,7 @@ func modelProblems(agents []runconfig.Agent, harnesses []string, check func(runc
 // model the price table lacks). An agent whose model CheckModel already
 // refuses is left to modelProblems. Agents that reach no model through the
 // gateway are not metered by it: budgetWarnings says so.
-func budgetProblems(cfg runconfig.Config, harnesses []string, checkModel func(runconfig.Model, string) error, checkPriced func(runconfig.Model) error) []Problem {
+func budgetProblems(cfg runconfig.Config, harnesses []string, checkModel func(modelref.Model, string) error, checkPriced func(modelref.Model) error) []Problem {
 	if cfg.Execution.MaxCostUSDPerAttempt <= 0 || checkPriced == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 )
 
@@ -15,7 +16,7 @@ func TestEnvCollisionsWithTheHarnessKeyVariable(t *testing.T) {
 		}
 		return ""
 	}
-	model := &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "OPENAI"}
+	model := &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2", APIKeySecret: "OPENAI"}
 	tests := []struct {
 		name      string
 		cfg       runconfig.Config

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 // interval is one agent's run, in Unix nanoseconds.
@@ -71,7 +71,7 @@ func peakOverlap(ivs []interval) int {
 
 func TestConcurrencyGates(t *testing.T) {
 	const perRun, global = 3, 4
-	e := newEnv(t, envOptions{isolation: runner.IsolationProcess, opts: pipeline.Options{MaxSandboxes: global}})
+	e := newEnv(t, envOptions{isolation: sandbox.IsolationProcess, opts: pipeline.Options{MaxSandboxes: global}})
 	e.workers = 4
 	tasks := t.TempDir()
 	for i := range 4 {

@@ -8,20 +8,22 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 func TestModelProblemsRejectWireAPIsTheModelDoesNotServe(t *testing.T) {
 	r := gateway.NewResolver()
-	check := func(m runconfig.Model, api string) error {
+	check := func(m modelref.Model, api string) error {
 		route, err := r.Resolve(m)
 		if err != nil {
 			return err
 		}
-		return route.CheckHarness(gateway.WireAPI(api))
+		return route.CheckHarness(wireapi.API(api))
 	}
-	openai := &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}
-	anthropic := &runconfig.Model{Type: runconfig.Provider, Model: "anthropic/claude-sonnet-4-5", APIKeySecret: "K"}
+	openai := &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}
+	anthropic := &modelref.Model{Type: modelref.Provider, Model: "anthropic/claude-sonnet-4-5", APIKeySecret: "K"}
 	agents := []runconfig.Agent{
 		{Harness: "codex", Model: openai},       // Responses: served
 		{Harness: "claude-code", Model: openai}, // Messages: not served by openai
@@ -42,7 +44,7 @@ func TestModelProblemsRejectWireAPIsTheModelDoesNotServe(t *testing.T) {
 	}
 
 	// A platform whose operator hosts no models names the model type.
-	hosted := []runconfig.Agent{{Harness: "terminus-2", Model: &runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}}}
+	hosted := []runconfig.Agent{{Harness: "terminus-2", Model: &modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}}}
 	got = modelProblems(hosted, []string{"terminus-2"}, check)
 	if len(got) != 1 || got[0].Field != "agents[0].model.type" || got[0].Code != CodeInvalidConfig ||
 		!strings.Contains(got[0].Message, "this platform hosts no models") || !strings.Contains(got[0].Message, "use provider or endpoint") {
@@ -56,11 +58,11 @@ func TestCostBudgetNeedsEveryGatewayAgentsModelPriced(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := runconfig.Config{Execution: runconfig.Execution{MaxCostUSDPerAttempt: 2}, Agents: []runconfig.Agent{
-		{Harness: "codex", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}}, // priced
-		{Harness: "terminus-2", Model: &runconfig.Model{Type: runconfig.Endpoint, Model: "qwen", BaseURL: "https://llm.example.com/v1", APIKeySecret: "K"}},
-		{Harness: "terminus-2", Name: "lora", Model: &runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}},
-		{Harness: "codex", Name: "unlisted", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/no-such-model-9", APIKeySecret: "K"}},
-		{Harness: "claude-code", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}}, // refused by CheckModel
+		{Harness: "codex", Model: &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}}, // priced
+		{Harness: "terminus-2", Model: &modelref.Model{Type: modelref.Endpoint, Model: "qwen", BaseURL: "https://llm.example.com/v1", APIKeySecret: "K"}},
+		{Harness: "terminus-2", Name: "lora", Model: &modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}},
+		{Harness: "codex", Name: "unlisted", Model: &modelref.Model{Type: modelref.Provider, Model: "openai/no-such-model-9", APIKeySecret: "K"}},
+		{Harness: "claude-code", Model: &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}}, // refused by CheckModel
 		{Harness: "oracle"}, // calls no model
 	}}
 	harnesses := []string{"codex", "terminus-2", "terminus-2", "codex", "claude-code", "oracle"}
@@ -96,8 +98,8 @@ func TestCostBudgetNeedsEveryGatewayAgentsModelPriced(t *testing.T) {
 
 func TestBudgetWarnsOfAgentsThatBypassTheGateway(t *testing.T) {
 	cfg := runconfig.Config{Execution: runconfig.Execution{MaxTokensPerAttempt: 1000}, Agents: []runconfig.Agent{
-		{Harness: "codex", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}},
-		{Harness: "cursor-cli", Model: &runconfig.Model{Type: runconfig.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}},
+		{Harness: "codex", Model: &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}},
+		{Harness: "cursor-cli", Model: &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2", APIKeySecret: "K"}},
 		{Harness: "oracle"},
 	}}
 	harnesses := []string{"codex", "cursor-cli", "oracle"}

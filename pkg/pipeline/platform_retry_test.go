@@ -17,7 +17,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
@@ -25,7 +25,7 @@ import (
 // to the queue completions, with a service on it built with opts.
 func (e *env) useDriver(runnerPath string, completions *sqlite.Queue, opts pipeline.Options) *localsandbox.Driver {
 	e.t.Helper()
-	d, err := localsandbox.New(localsandbox.Config{DataDir: e.dataDir, RunnerPath: runnerPath, Isolation: runner.IsolationProcess,
+	d, err := localsandbox.New(localsandbox.Config{DataDir: e.dataDir, RunnerPath: runnerPath, Isolation: sandbox.IsolationProcess,
 		Blobs: e.blobs, Completions: completions, StopGrace: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
 	if err != nil {

@@ -24,10 +24,10 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
@@ -84,13 +84,13 @@ type Options struct {
 	// harness speaking wireAPI through the model gateway (the model
 	// resolves to an upstream that serves that API); submit rejects the
 	// agent otherwise. nil skips the check.
-	CheckModel func(m runconfig.Model, wireAPI string) error
+	CheckModel func(m modelref.Model, wireAPI string) error
 	// CheckPriced, when set, says whether the model gateway can price an
 	// agent's model (gateway.Resolver.CheckPriced); submit rejects a run
 	// with max_cost_usd_per_attempt when an agent's model through the
 	// gateway has no price, since its calls would never spend the budget.
 	// nil skips the check.
-	CheckPriced func(m runconfig.Model) error
+	CheckPriced func(m modelref.Model) error
 	// HostsModels reports that the operator configured a hosted-model
 	// endpoint, so the New Run form offers hosted models (submit checks
 	// each through CheckModel either way).

@@ -16,7 +16,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/pipeline/pipelinetest"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runner"
+	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 )
 
 const stopConfig = `
@@ -166,7 +166,7 @@ func writeTask(t *testing.T, dir, name string, agentTimeout float64) {
 }
 
 func TestInfraErrorRetriedAgentTimeoutNot(t *testing.T) {
-	e := newEnv(t, envOptions{isolation: runner.IsolationProcess})
+	e := newEnv(t, envOptions{isolation: sandbox.IsolationProcess})
 	tasks := t.TempDir()
 	writeTask(t, tasks, "crash-once", 60)
 	writeTask(t, tasks, "slow", 1)

@@ -187,26 +187,10 @@ type Agent struct {
 	HarnessAPIKeySecret string `json:"harness_api_key_secret,omitempty"`
 	// Command is the command line of a CommandHarness agent.
 	Command string            `json:"command,omitempty"`
-	Model   *Model            `json:"model,omitempty"`
+	Model   *modelref.Model   `json:"model,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Secrets []string          `json:"secrets,omitempty"`
 }
-
-// ModelType says how an agent reaches its model (modelref.Type).
-type ModelType = modelref.Type
-
-// Model types.
-const (
-	Provider = modelref.Provider
-	Endpoint = modelref.Endpoint
-	Hosted   = modelref.Hosted
-)
-
-// ModelTypes lists the model types in documentation order.
-var ModelTypes = modelref.Types
-
-// Model is an agent's model (modelref.Model).
-type Model = modelref.Model
 
 // ModelLabel is the agent's model Label, or "" when it has no model.
 func (a Agent) ModelLabel() string {

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/fielderr"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/tomldoc"
 )
@@ -27,7 +28,7 @@ func Parse(data []byte) (Config, error) {
 	}
 	var raw map[string]any
 	if _, err := tomldoc.Decode(data, &raw); err != nil {
-		return Config{}, &ValidationError{Errors: []FieldError{{Message: tomlSyntaxMessage(err)}}}
+		return Config{}, &ValidationError{Errors: []fielderr.Error{{Message: tomlSyntaxMessage(err)}}}
 	}
 	return fromDocument(raw)
 }
@@ -43,21 +44,21 @@ func ParseJSON(data []byte) (Config, error) {
 	dec.UseNumber()
 	var raw any
 	if err := dec.Decode(&raw); err != nil {
-		return Config{}, &ValidationError{Errors: []FieldError{{Message: jsonSyntaxMessage(err)}}}
+		return Config{}, &ValidationError{Errors: []fielderr.Error{{Message: jsonSyntaxMessage(err)}}}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Config{}, &ValidationError{Errors: []FieldError{{Message: "invalid JSON: data after the config object"}}}
+		return Config{}, &ValidationError{Errors: []fielderr.Error{{Message: "invalid JSON: data after the config object"}}}
 	}
 	doc, ok := raw.(map[string]any)
 	if !ok {
-		return Config{}, &ValidationError{Errors: []FieldError{{Message: fmt.Sprintf("the config must be a JSON object, got %s", typeName(raw))}}}
+		return Config{}, &ValidationError{Errors: []fielderr.Error{{Message: fmt.Sprintf("the config must be a JSON object, got %s", typeName(raw))}}}
 	}
 	return fromDocument(doc)
 }
 
 func checkSize(data []byte) error {
 	if len(data) > MaxConfigBytes {
-		return &ValidationError{Errors: []FieldError{{Message: fmt.Sprintf("the config is %d bytes; at most %d are allowed", len(data), MaxConfigBytes)}}}
+		return &ValidationError{Errors: []fielderr.Error{{Message: fmt.Sprintf("the config is %d bytes; at most %d are allowed", len(data), MaxConfigBytes)}}}
 	}
 	return nil
 }

@@ -9,13 +9,9 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/fielderr"
 )
 
-// FieldError is one problem with a config, at a key path such as
-// "agents[1].model.type" (agents are numbered from 0); see fielderr.Error.
-type FieldError = fielderr.Error
-
 // ValidationError carries every problem found in a config, in document order.
 type ValidationError struct {
-	Errors []FieldError `json:"errors"`
+	Errors []fielderr.Error `json:"errors"`
 }
 
 // Error implements error.
@@ -37,10 +33,10 @@ func CountProblems(n int) string {
 }
 
 // problems accumulates FieldErrors.
-type problems struct{ errs []FieldError }
+type problems struct{ errs []fielderr.Error }
 
 func (p *problems) add(field, format string, args ...any) {
-	p.errs = append(p.errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, fielderr.Error{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
 // err returns the accumulated problems as a *ValidationError, or nil.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 )
 
 // fullTOML uses every key a config may have.
@@ -95,17 +97,17 @@ func fullConfig() Config {
 		Agents: []Agent{
 			{
 				Name: "codex-high", Harness: "codex", Secrets: []string{"NPM_TOKEN"},
-				Model: &Model{Type: Provider, Model: "openai/gpt-5.2", APIKeySecret: "OPENAI_API_KEY"},
+				Model: &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2", APIKeySecret: "OPENAI_API_KEY"},
 				Env:   map[string]string{"REASONING_EFFORT": "high"},
 			},
 			{
 				Harness: "cursor-cli", HarnessAPIKeySecret: "CURSOR_API_KEY",
-				Model: &Model{
-					Type: Endpoint, Model: "local/qwen", APIKeySecret: "ENDPOINT_KEY", BaseURL: "https://llm.example.com/v1",
+				Model: &modelref.Model{
+					Type: modelref.Endpoint, Model: "local/qwen", APIKeySecret: "ENDPOINT_KEY", BaseURL: "https://llm.example.com/v1",
 					ExtraHeaders: map[string]string{"X-Org": "research", "x-trace": "on"},
 				},
 			},
-			{Harness: "terminus-2", Model: &Model{Type: Hosted, BaseModel: "qwen3-8b", LoraModelName: "ckpt-42"}},
+			{Harness: "terminus-2", Model: &modelref.Model{Type: modelref.Hosted, BaseModel: "qwen3-8b", LoraModelName: "ckpt-42"}},
 			{Harness: "command", Command: "python3 /opt/solve.py --fast"},
 		},
 	}
@@ -154,7 +156,7 @@ func TestParse(t *testing.T) {
 		{"hosted adapter", strings.Replace(minimalTOML, "oracle", "terminus-2", 1) + "[agents.model]\ntype = \"hosted\"\nbase_model = \"Qwen/Qwen3-8B\"\nlora_model_name = \"step-400\"\n", func() Config {
 			c := minimalConfig()
 			c.Agents[0].Harness = "terminus-2"
-			c.Agents[0].Model = &Model{Type: Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}
+			c.Agents[0].Model = &modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}
 			return c
 		}()},
 	}
@@ -171,7 +173,7 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// wantErr is an expected FieldError: the exact field and a part of the message.
+// wantErr is an expected fielderr.Error: the exact field and a part of the message.
 type wantErr struct{ field, msg string }
 
 func checkErrors(t *testing.T, err error, want []wantErr) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 )
 
 func roundTripConfigs() map[string]Config {
@@ -13,8 +15,8 @@ func roundTripConfigs() map[string]Config {
 	tricky.Experiment.Benchmark = "Name with \"quotes\", \\backslash\\, tab\t and ünïcödé"
 	tricky.Tasks.TaskNames = []string{"vuejs__core.d0b513eb.$emit", "a..b"}
 	tricky.Env = map[string]string{"_UNDERSCORE": "multi\nline = \"value\"\r\n\ttabbed", "EMPTY": ""}
-	tricky.Agents[0].Model = &Model{
-		Type: Endpoint, Model: "m", APIKeySecret: "K", BaseURL: "http://127.0.0.1:8080/v1?x=1",
+	tricky.Agents[0].Model = &modelref.Model{
+		Type: modelref.Endpoint, Model: "m", APIKeySecret: "K", BaseURL: "http://127.0.0.1:8080/v1?x=1",
 		ExtraHeaders: map[string]string{"X-Weird.Header!": "v", "x-plain": "#not a comment"},
 	}
 	tricky.Execution.TimeoutMultiplier = 0.1 + 0.2 // not exactly representable in short form
@@ -22,8 +24,8 @@ func roundTripConfigs() map[string]Config {
 
 	hosted := minimalConfig()
 	hosted.Agents = []Agent{
-		{Harness: "terminus-2", Model: &Model{Type: Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}},
-		{Harness: "terminus-2", Name: "lora", Model: &Model{Type: Hosted, BaseModel: "qwen", LoraModelName: "a:b \"c\""}},
+		{Harness: "terminus-2", Model: &modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "step-400"}},
+		{Harness: "terminus-2", Name: "lora", Model: &modelref.Model{Type: modelref.Hosted, BaseModel: "qwen", LoraModelName: "a:b \"c\""}},
 		{Harness: "oracle"}, {Harness: "nop"},
 	}
 	hosted.Verifier.Env = map[string]string{"ONLY_ENV": "1"}
@@ -204,9 +206,9 @@ func TestModelLabel(t *testing.T) {
 		want  string
 	}{
 		{Agent{Harness: "oracle"}, ""},
-		{Agent{Model: &Model{Type: Provider, Model: "openai/gpt-5.2"}}, "openai/gpt-5.2"},
-		{Agent{Model: &Model{Type: Hosted, BaseModel: "qwen", LoraModelName: "ckpt"}}, "qwen:ckpt"},
-		{Agent{Model: &Model{Type: Hosted, BaseModel: "qwen"}}, "qwen"},
+		{Agent{Model: &modelref.Model{Type: modelref.Provider, Model: "openai/gpt-5.2"}}, "openai/gpt-5.2"},
+		{Agent{Model: &modelref.Model{Type: modelref.Hosted, BaseModel: "qwen", LoraModelName: "ckpt"}}, "qwen:ckpt"},
+		{Agent{Model: &modelref.Model{Type: modelref.Hosted, BaseModel: "qwen"}}, "qwen"},
 	}
 	for _, tt := range tests {
 		if got := tt.agent.ModelLabel(); got != tt.want {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 )
 
 // listLimit is how many names an error message lists before truncating.
@@ -90,7 +91,7 @@ func checkHarnessCredentials(p *problems, cfg Config, harnesses []string) {
 		case h.CredentialSecret == "" && a.HarnessAPIKeySecret != "":
 			p.add(join(at, "harness_api_key_secret"), "is not allowed for harness %q: it takes no separate credential", harnesses[i])
 		}
-		if a.Model == nil || a.Model.Type != Provider {
+		if a.Model == nil || a.Model.Type != modelref.Provider {
 			continue
 		}
 		for _, k := range h.PlatformEnv {

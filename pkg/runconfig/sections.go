@@ -10,6 +10,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 )
 
 var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -283,15 +284,15 @@ func (d *decoder) agent(path string, v any) Agent {
 	return a
 }
 
-func (d *decoder) model(path string, v any) *Model {
+func (d *decoder) model(path string, v any) *modelref.Model {
 	m, ok := d.table(path, v, "[agents.model]", "type", "model", "api_key_secret", "base_url", "extra_headers", "base_model", "lora_model_name")
 	if !ok {
 		return nil
 	}
-	var mod Model
+	var mod modelref.Model
 	if v, ok := lookup(m, "type"); ok {
 		if s, ok := d.str(join(path, "type"), v); ok {
-			mod.Type = ModelType(s)
+			mod.Type = modelref.Type(s)
 			if !contains(modelTypeNames(), s) {
 				d.add(join(path, "type"), "%q must be one of provider, endpoint, hosted", s)
 			}
@@ -319,8 +320,8 @@ func (d *decoder) model(path string, v any) *Model {
 }
 
 func modelTypeNames() []string {
-	names := make([]string, len(ModelTypes))
-	for i, t := range ModelTypes {
+	names := make([]string, len(modelref.Types))
+	for i, t := range modelref.Types {
 		names[i] = string(t)
 	}
 	return names
@@ -328,17 +329,17 @@ func modelTypeNames() []string {
 
 // modelKeys are the keys each model type takes besides type, in the order
 // messages list them.
-var modelKeys = map[ModelType][]string{
-	Provider: {"model", "api_key_secret"},
-	Endpoint: {"model", "api_key_secret", "base_url", "extra_headers"},
+var modelKeys = map[modelref.Type][]string{
+	modelref.Provider: {"model", "api_key_secret"},
+	modelref.Endpoint: {"model", "api_key_secret", "base_url", "extra_headers"},
 	// Osmosis's hosted model: a LoRA adapter on a base model, served at
 	// the operator's endpoint with the operator's key; the user names no
 	// model id, URL or secret.
-	Hosted: {"base_model", "lora_model_name"},
+	modelref.Hosted: {"base_model", "lora_model_name"},
 }
 
 // modelShape checks which keys the model's type needs and allows.
-func (d *decoder) modelShape(path string, raw map[string]any, m Model) {
+func (d *decoder) modelShape(path string, raw map[string]any, m modelref.Model) {
 	allowed, ok := modelKeys[m.Type]
 	if !ok {
 		return // the type is already reported
@@ -355,14 +356,14 @@ func (d *decoder) modelShape(path string, raw map[string]any, m Model) {
 		}
 	}
 	switch m.Type {
-	case Provider:
+	case modelref.Provider:
 		require("model", "the provider's model id, e.g. \"openai/gpt-5.2\"")
 		require("api_key_secret", "the NAME of the secret record holding the API key")
-	case Endpoint:
+	case modelref.Endpoint:
 		require("model", "the model id the endpoint serves")
 		require("api_key_secret", "the NAME of the secret record holding the endpoint's key")
 		require("base_url", "the endpoint's http(s) URL")
-	case Hosted:
+	case modelref.Hosted:
 		require("base_model", "the base model the adapter was trained from, e.g. \"Qwen/Qwen3-8B\"")
 		require("lora_model_name", "the name of the LoRA adapter the platform serves on base_model")
 	}
@@ -437,7 +438,7 @@ func (d *decoder) crossChecks(cfg Config) {
 // calls none cannot use it. It returns the agent key at fault ("model" or
 // "model.type") and why, or "" when the model fits; an unknown harness is
 // reported elsewhere.
-func harnessModelProblem(name string, m *Model) (key, msg string) {
+func harnessModelProblem(name string, m *modelref.Model) (key, msg string) {
 	h, ok := harness.Lookup(name)
 	switch {
 	case !ok:
@@ -451,9 +452,9 @@ func harnessModelProblem(name string, m *Model) (key, msg string) {
 		}
 		return "model", fmt.Sprintf("is required for harness %q: an [agents.model] table with type = provider, endpoint or hosted (only %s run without a model)",
 			name, strings.Join(free, ", "))
-	case m != nil && m.Type == Hosted && h.WireAPI == "":
+	case m != nil && m.Type == modelref.Hosted && h.WireAPI == "":
 		return "model.type", fmt.Sprintf("%q is not allowed for harness %q: a hosted model is served only through the platform's model gateway, which this harness does not call; use provider or endpoint, or omit [agents.model]",
-			Hosted, name)
+			modelref.Hosted, name)
 	}
 	return "", ""
 }

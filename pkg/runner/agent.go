@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -19,8 +20,9 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 // Paths of the agent phase of a bundled harness, in the sandbox.
@@ -194,7 +196,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := route.CheckHarness(gateway.WireAPI(h.WireAPI)); err != nil {
+	if err := route.CheckHarness(wireapi.API(h.WireAPI)); err != nil {
 		return nil, fmt.Errorf("harness %s: %w", h.Name, err)
 	}
 	key := t.spec.Secrets[h.KeyEnv]
@@ -329,12 +331,12 @@ func (t *trial) modelRoute() (gateway.Route, error) {
 	if r == nil {
 		r = gateway.NewResolver()
 	}
-	m := runconfig.Model{Type: runconfig.ModelType(t.spec.ModelType), Model: t.spec.Model, BaseURL: t.spec.BaseURL,
+	m := modelref.Model{Type: modelref.Type(t.spec.ModelType), Model: t.spec.Model, BaseURL: t.spec.BaseURL,
 		ExtraHeaders: t.spec.ExtraHeaders, BaseModel: t.spec.BaseModel, LoraModelName: t.spec.LoraModelName}
 	switch m.Type {
 	case "":
-		m.Type = runconfig.Provider // a spec from before model types reached the runner
-	case runconfig.Hosted:
+		m.Type = modelref.Provider // a spec from before model types reached the runner
+	case modelref.Hosted:
 		m.Model = "" // the label; a hosted model is base_model + lora_model_name
 	}
 	route, err := r.Resolve(m)
@@ -562,8 +564,8 @@ func (t *trial) modelException(rig *agentRig, exitCode int) (bool, error) {
 			class, detail = f.Kind, f.Message
 		}
 	}
-	if class == "" && exitCode != 0 && t.harness.ModelError != nil {
-		class, detail = t.harness.ModelError(t.host.AgentLogs, exitCode)
+	if class == "" && exitCode != 0 {
+		class, detail = t.programModelError(exitCode)
 	}
 	typ := map[string]string{
 		gateway.FaultAuth: harbor.ExceptionModelAuth, gateway.FaultModelUnavailable: harbor.ExceptionModelUnavailable,
@@ -574,6 +576,79 @@ func (t *trial) modelException(rig *agentRig, exitCode int) (bool, error) {
 	}
 	t.except(typ, fmt.Sprintf("%s: %s (agent exit code %d)", class, detail, exitCode))
 	return true, nil
+}
+
+// feedOutput feeds the agent's captured stdout and stderr to a new parser
+// of the row's Output (a missing file is an empty stream) and closes it.
+func (t *trial) feedOutput() (harness.OutputParser, error) {
+	p := t.harness.Output()
+	var errs []error
+	for _, s := range []struct {
+		w    io.Writer
+		file string
+	}{{p.Stdout(), agentStdout}, {p.Stderr(), agentStderr}} {
+		if s.w == nil {
+			continue
+		}
+		if err := harness.FeedFile(s.w, filepath.Join(t.host.AgentLogs, s.file)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return p, errors.Join(append(errs, p.Close())...)
+}
+
+// reportedUsage is the usage the program reported, read by the row's
+// Output parser (or its Usage reader); ok is false when it reported none.
+func (t *trial) reportedUsage() (harness.Usage, bool, error) {
+	h := t.harness
+	switch {
+	case h.Output != nil:
+		p, err := t.feedOutput()
+		if err != nil {
+			return harness.Usage{}, false, err
+		}
+		u, ok := p.Usage()
+		return u, ok, nil
+	case h.Usage != nil:
+		return h.Usage(t.host.AgentLogs)
+	}
+	return harness.Usage{}, false, nil
+}
+
+// programModelError is what the program's output says of a model failure
+// (see harness.OutputParser.ModelError); an unreadable output says nothing.
+func (t *trial) programModelError(exitCode int) (class, detail string) {
+	h := t.harness
+	switch {
+	case h.Output != nil:
+		p, _ := t.feedOutput()
+		return p.ModelError(exitCode)
+	case h.ModelError != nil:
+		return h.ModelError(t.host.AgentLogs, exitCode)
+	}
+	return "", ""
+}
+
+// programTrajectory builds the trajectory from the program's native
+// session log — the row's SessionLog, fed to its Session parser — or with
+// the row's Trajectory reader.
+func (t *trial) programTrajectory() (atif.Trajectory, error) {
+	h := t.harness
+	if h.Session == nil {
+		return h.Trajectory(harness.LogSource{AgentLogDir: t.host.AgentLogs, HomeDir: t.host.Tmp})
+	}
+	path, err := h.SessionLog(t.host.Tmp)
+	if err != nil {
+		return atif.Trajectory{}, err
+	}
+	p := h.Session()
+	if err := harness.FeedFile(p, path); err != nil {
+		return atif.Trajectory{}, err
+	}
+	if err := p.Close(); err != nil {
+		return atif.Trajectory{}, fmt.Errorf("read %s session log: %w", h.Name, err)
+	}
+	return p.Trajectory(), nil
 }
 
 // closeRig stops the gateway and takes its usage: the attempt's tokens and
@@ -625,10 +700,10 @@ func (t *trial) keepAgentLogs(rig *agentRig) {
 			}
 		}
 	}
-	if h.Trajectory == nil {
+	if h.Trajectory == nil && h.Session == nil {
 		return
 	}
-	tr, err := h.Trajectory(harness.LogSource{AgentLogDir: t.host.AgentLogs, HomeDir: t.host.Tmp})
+	tr, err := t.programTrajectory()
 	fromGateway := false
 	if err != nil || len(tr.Steps) == 0 {
 		if err == nil {

@@ -26,14 +26,6 @@ const (
 	EnvAgentsDir       = "GAUNTLET_AGENTS_DIR"
 )
 
-// The secret carriers of the sandbox protocol, named here for the
-// runner's own code.
-const (
-	SecretEnvPrefix         = sandbox.SecretEnvPrefix
-	VerifierSecretEnvPrefix = sandbox.VerifierSecretEnvPrefix
-	JudgeKeyEnv             = sandbox.JudgeKeyEnv
-)
-
 // maxInstructionEnv is the largest instruction passed in $GAUNTLET_INSTRUCTION;
 // Linux refuses a single environment string over 128 KiB. Longer instructions
 // are only in the instruction file.
@@ -127,12 +119,12 @@ func takeSecrets(environ []string) (agent, verifier map[string]secret.Value, jud
 			continue
 		}
 		switch {
-		case key == JudgeKeyEnv:
+		case key == sandbox.JudgeKeyEnv:
 			judge = secret.Value(value)
-		case strings.HasPrefix(key, VerifierSecretEnvPrefix) && len(key) > len(VerifierSecretEnvPrefix):
-			verifier[strings.TrimPrefix(key, VerifierSecretEnvPrefix)] = secret.Value(value)
-		case strings.HasPrefix(key, SecretEnvPrefix) && len(key) > len(SecretEnvPrefix):
-			agent[strings.TrimPrefix(key, SecretEnvPrefix)] = secret.Value(value)
+		case strings.HasPrefix(key, sandbox.VerifierSecretEnvPrefix) && len(key) > len(sandbox.VerifierSecretEnvPrefix):
+			verifier[strings.TrimPrefix(key, sandbox.VerifierSecretEnvPrefix)] = secret.Value(value)
+		case strings.HasPrefix(key, sandbox.SecretEnvPrefix) && len(key) > len(sandbox.SecretEnvPrefix):
+			agent[strings.TrimPrefix(key, sandbox.SecretEnvPrefix)] = secret.Value(value)
 		default:
 			continue
 		}
@@ -164,14 +156,14 @@ func takeGatewayKeys(environ []string) (keys map[string]string, carriers []strin
 // the task role's credentials.
 func sensitiveRunnerVar(key string) bool {
 	switch key {
-	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, JudgeKeyEnv, sandbox.GatewayConfigEnv,
+	case SpecEnv, sealed.URLEnv, sealed.DataKeyEnv, sandbox.JudgeKeyEnv, sandbox.GatewayConfigEnv,
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
 		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 		"ECS_CONTAINER_METADATA_URI", "ECS_CONTAINER_METADATA_URI_V4":
 		return true
 	}
-	return strings.HasPrefix(key, SecretEnvPrefix) || strings.HasPrefix(key, VerifierSecretEnvPrefix) ||
+	return strings.HasPrefix(key, sandbox.SecretEnvPrefix) || strings.HasPrefix(key, sandbox.VerifierSecretEnvPrefix) ||
 		strings.HasPrefix(key, sandbox.GatewayKeyEnvPrefix)
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harness"
 	"github.com/gauntlet-bench/gauntlet/pkg/modelmock"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
@@ -36,7 +36,7 @@ func TestHostedModelThroughTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "my-finetune-step-400"}
+	m := modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "my-finetune-step-400"}
 	spec := agentSpec(t, "codex")
 	spec.Model, spec.ModelType, spec.BaseModel, spec.LoraModelName = m.Label(), string(m.Type), m.BaseModel, m.LoraModelName
 	// The user's config names no key for a hosted model.

@@ -35,8 +35,6 @@ const (
 	TestsMount           = "/tests"
 	SolutionMount        = "/solution"
 	AgentsMount          = "/agent"
-	InstructionPath      = harness.InstructionPath
-	UsagePath            = harness.UsagePath
 	sandboxTmp           = "/tmp"
 	sandboxHostname      = "sandbox"
 	sandboxPath          = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

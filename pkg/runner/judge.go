@@ -8,8 +8,8 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	runpkg "github.com/gauntlet-bench/gauntlet/pkg/run"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 )
 
@@ -62,7 +62,7 @@ func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
 	if r == nil {
 		r = gateway.NewResolver()
 	}
-	route, err := r.Resolve(runconfig.Model{Type: runconfig.Provider, Model: t.spec.JudgeModel})
+	route, err := r.Resolve(modelref.Model{Type: modelref.Provider, Model: t.spec.JudgeModel})
 	if err != nil {
 		return nil, fmt.Errorf("judge model %q: %w", t.spec.JudgeModel, err)
 	}

@@ -558,10 +558,7 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 }
 
 func (t *trial) readUsage() {
-	if t.harness.Usage == nil {
-		return
-	}
-	u, ok, err := t.harness.Usage(t.host.AgentLogs)
+	u, ok, err := t.reportedUsage()
 	switch {
 	case err != nil:
 		t.log.Warn("agent usage report unreadable; tokens and cost left empty", "err", err)

@@ -19,11 +19,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gauntlet-bench/gauntlet/pkg/gateway"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
-	"github.com/gauntlet-bench/gauntlet/pkg/runconfig"
+	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
+	"github.com/gauntlet-bench/gauntlet/pkg/wireapi"
 )
 
 func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
@@ -44,7 +44,7 @@ func TestSecretsRoundTripThroughTheEnvironment(t *testing.T) {
 		t.Errorf("verifier secrets (-want +got):\n%s", diff)
 	}
 	slices.Sort(carriers)
-	want := []string{JudgeKeyEnv, "GAUNTLET_SECRET_OPENAI_API_KEY", "GAUNTLET_SECRET_X", "GAUNTLET_VERIFIER_SECRET_JUDGE_KEY"}
+	want := []string{sandbox.JudgeKeyEnv, "GAUNTLET_SECRET_OPENAI_API_KEY", "GAUNTLET_SECRET_X", "GAUNTLET_VERIFIER_SECRET_JUDGE_KEY"}
 	if diff := cmp.Diff(want, carriers); diff != "" {
 		t.Errorf("carriers (-want +got):\n%s", diff)
 	}
@@ -72,7 +72,7 @@ func TestGatewayConfigFromTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	route, err := models.Resolve(runconfig.Model{Type: runconfig.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "ft"})
+	route, err := models.Resolve(modelref.Model{Type: modelref.Hosted, BaseModel: "Qwen/Qwen3-8B", LoraModelName: "ft"})
 	if err != nil || route.Key != "sk-hosted-value" {
 		t.Fatalf("hosted route: key set %v, %v; want the key from the environment", route.Key == "sk-hosted-value", err)
 	}
@@ -87,7 +87,7 @@ func TestGatewayConfigFromTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	models, err = loadModels(file, hostedByEnv, nil) // the file wins
-	if err != nil || models.HostsModels() || models.Providers["openai"].BaseURLs[gateway.Chat] != "https://llm.example.com/v1" {
+	if err != nil || models.HostsModels() || models.Providers["openai"].BaseURLs[wireapi.Chat] != "https://llm.example.com/v1" {
 		t.Errorf("loadModels(file, env) = %+v, %v; want the file's table", models, err)
 	}
 }

@@ -29,9 +29,9 @@ func TestSecretWriteOnAFullDataDirIs507(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := server.Open(ctx, server.Options{DataDir: dir, Addr: "127.0.0.1:0", Registry: filepath.Join(env.Root, "examples", "registry.json"),
+	srv, err := server.Open(ctx, server.Options{DataDir: dir, Addr: "127.0.0.1:0",
 		CredentialsPath: "-", Logger: slog.New(slog.DiscardHandler),
-		Local: local.Options{RunnerPath: runner, Isolation: "process", MinFreeMB: 8}})
+		Local: local.Options{Registry: filepath.Join(env.Root, "examples", "registry.json"), RunnerPath: runner, Isolation: "process", MinFreeMB: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,10 +63,10 @@ func TestListenFirstAnswersWhileSyncing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv, err := server.Open(ctx, server.Options{
-		DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:0", CredentialsPath: "-", RefreshEvery: -1,
+		DataDir: filepath.Join(dir, "data"), Addr: "127.0.0.1:0", CredentialsPath: "-",
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		ListenFirst: true,
-		Local:       local.Options{RunnerPath: runner, Isolation: "bwrap-host", Catalog: catalog, AllowPrivateRegistry: true},
+		Local:       local.Options{RefreshEvery: -1, RunnerPath: runner, Isolation: "bwrap-host", Catalog: catalog, AllowPrivateRegistry: true},
 	})
 	if err != nil {
 		t.Fatal(err)

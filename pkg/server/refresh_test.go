@@ -33,10 +33,9 @@ func TestPeriodicRefresh(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv, err := server.Open(ctx, server.Options{
-		DataDir: t.TempDir(), Addr: "127.0.0.1:0", Registry: ex("registry.json"), CredentialsPath: "-",
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RefreshEvery: 100 * time.Millisecond, RefreshAfter: time.Millisecond,
-		Local: local.Options{RunnerPath: runner, Isolation: "bwrap-host", Catalog: ex("catalog.toml")}, // the example tasks run on the host rootfs (development mode) until they carry images
+		DataDir: t.TempDir(), Addr: "127.0.0.1:0", CredentialsPath: "-",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Local:  local.Options{Registry: ex("registry.json"), RefreshEvery: 100 * time.Millisecond, RefreshAfter: time.Millisecond, RunnerPath: runner, Isolation: "bwrap-host", Catalog: ex("catalog.toml")}, // the example tasks run on the host rootfs (development mode) until they carry images
 	})
 	if err != nil {
 		t.Fatal(err)

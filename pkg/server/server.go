@@ -1,11 +1,11 @@
-// Package server composes `gauntlet local`.
+// Package server serves `gauntlet local` over HTTP.
 //
-// It composes `gauntlet local`: the embedded platform
-// (pkg/local: SQLite, local queues, blobs, secrets, sandboxes and the
-// pipeline loops), the benchmark sync service with its queue loop, the HTTP
-// API and the web console, served on loopback. On first start it creates a
-// workspace, a user and an API token, and writes the token where the CLI
-// finds it.
+// It opens the embedded platform (pkg/local: SQLite, local queues, blobs,
+// secrets, sandboxes, the benchmark sync and every loop of the local
+// function table) and serves the HTTP API and the web console on loopback,
+// answering /v1/health "starting" until the platform's loops run. On first
+// start it creates a workspace, a user and an API token, and writes the
+// token where the CLI finds it.
 package server
 
 import (
@@ -22,24 +22,13 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/console"
 	"github.com/gauntlet-bench/gauntlet/pkg/api"
-	"github.com/gauntlet-bench/gauntlet/pkg/benchsync"
 	"github.com/gauntlet-bench/gauntlet/pkg/client"
-	"github.com/gauntlet-bench/gauntlet/pkg/fnspec"
 	"github.com/gauntlet-bench/gauntlet/pkg/local"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
-	"github.com/gauntlet-bench/gauntlet/pkg/sqlite"
 )
 
 // DefaultAddr is where `gauntlet local` listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:8080"
-
-// SyncQueue is the local queue of benchmark sync messages (dead letters go
-// to SyncQueue-dlq).
-const SyncQueue = string(fnspec.SyncQueue)
-
-// syncMaxReceives is how often a failing sync message is delivered before
-// it is dead-lettered.
-const syncMaxReceives = 10
 
 // Options configure a Server.
 type Options struct {
@@ -47,11 +36,6 @@ type Options struct {
 	DataDir string
 	// Addr is the listen address (default DefaultAddr; port 0 picks one).
 	Addr string
-	// Registry is the Harbor registry location benchmarks are added from.
-	Registry string
-	// PackageRegistry and PackageRegistryKey locate the Harbor package
-	// registry "org/name" datasets are added from ("" = Harbor's).
-	PackageRegistry, PackageRegistryKey string
 	// Local configures the embedded platform; its DataDir and Logger are
 	// taken from these Options. Local.Catalog is the managed-benchmark
 	// catalog: its benchmarks are imported once into the platform
@@ -62,12 +46,6 @@ type Options struct {
 	CredentialsPath string
 	// Logger receives the server's logs (default slog.Default()).
 	Logger *slog.Logger
-	// RefreshEvery is how often benchmarks are checked for a registry
-	// refresh (default DefaultRefreshEvery; negative turns refreshes off).
-	RefreshEvery time.Duration
-	// RefreshAfter is how long after its last sync a benchmark is refreshed
-	// (default DefaultRefreshAfter).
-	RefreshAfter time.Duration
 	// ListenFirst makes Open return before the managed catalog
 	// (Local.Catalog) is synced: Serve answers at once — /v1/health
 	// "starting: syncing the catalog", every other API route 503 with that
@@ -80,25 +58,16 @@ type Options struct {
 // is synced.
 const StartingCatalog = "syncing the catalog"
 
-// Refresh defaults: as in the cloud, a benchmark is re-resolved against its
-// registry about hourly, so `head` datasets pick up new commits.
-const (
-	DefaultRefreshEvery = 10 * time.Minute
-	DefaultRefreshAfter = 50 * time.Minute
-)
-
 // Server is a running `gauntlet local`.
 type Server struct {
-	opts       Options
-	log        *slog.Logger
-	platform   *local.Platform
-	records    *records.Store
-	sync       *benchsync.Service
-	benchmarks *benchmarks
-	api        *api.Handler
-	listener   net.Listener
-	http       *http.Server
-	now        func() time.Time
+	opts     Options
+	log      *slog.Logger
+	platform *local.Platform
+	records  *records.Store
+	api      *api.Handler
+	listener net.Listener
+	http     *http.Server
+	now      func() time.Time
 
 	// startingWhat is what the server is still doing before it is ready
 	// ("" once ready); see Options.ListenFirst.
@@ -107,7 +76,6 @@ type Server struct {
 	created      bool
 	stopOnce     sync.Once
 	done         chan struct{}
-	loops        sync.WaitGroup
 }
 
 // Open opens the platform on the data dir, bootstraps the first workspace
@@ -147,22 +115,7 @@ func (s *Server) open(ctx context.Context) error {
 	}
 	s.platform = p
 	s.records = p.Records()
-	if _, err := p.DB().Queue(SyncQueue+"-dlq", sqlite.QueueOptions{}); err != nil {
-		return err
-	}
-	syncQueue, err := p.DB().Queue(SyncQueue, sqlite.QueueOptions{MaxReceives: syncMaxReceives, DeadLetter: SyncQueue + "-dlq"})
-	if err != nil {
-		return err
-	}
-	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
-		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments,
-		AllowPrivateNetworks: lo.AllowPrivateRegistry, Secrets: p.Secrets(),
-		PackageRegistry: s.opts.PackageRegistry, PackagePublishableKey: s.opts.PackageRegistryKey})
-	if err != nil {
-		return err
-	}
-	s.benchmarks = &benchmarks{benchsync.Queued{Service: s.sync, Queue: syncQueue}}
-	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: s.benchmarks,
+	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: p.Benchmarks(),
 		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log, Starting: s.Starting})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
 		return err
@@ -225,8 +178,8 @@ func (s *Server) Handler() http.Handler {
 }
 
 // Serve answers HTTP at once, syncs a deferred catalog (ListenFirst),
-// starts the platform's loops and the sync loop, and serves until ctx
-// ends, then shuts down gracefully.
+// starts the platform's loops, and serves until ctx ends, then shuts down
+// gracefully (Close then waits for the loops).
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -247,14 +200,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	shutdown, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer stop()
-	err = errors.Join(err, s.http.Shutdown(shutdown))
-	cancel()
-	s.loops.Wait()
-	return err
+	return errors.Join(err, s.http.Shutdown(shutdown))
 }
 
 // start syncs a deferred catalog, then starts the platform's loops and
-// the sync loop, and marks the server ready.
+// marks the server ready.
 func (s *Server) start(ctx context.Context) error {
 	if s.opts.Local.DeferCatalog {
 		begun := time.Now()
@@ -269,25 +219,6 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	if err := s.platform.Start(ctx); err != nil {
 		return err
-	}
-	s.loops.Add(1)
-	go func() {
-		defer s.loops.Done()
-		s.benchmarks.consume(ctx, s.log)
-	}()
-	if every := s.opts.RefreshEvery; every >= 0 {
-		if every == 0 {
-			every = DefaultRefreshEvery
-		}
-		after := s.opts.RefreshAfter
-		if after <= 0 {
-			after = DefaultRefreshAfter
-		}
-		s.loops.Add(1)
-		go func() {
-			defer s.loops.Done()
-			s.benchmarks.refresh(ctx, s.log, s.now, every, after)
-		}()
 	}
 	if s.Starting() != "" {
 		s.startingWhat.Store("")

@@ -7,7 +7,7 @@
 // distinct environment (image, size). It has two containers: "runner-init"
 // copies the sandbox-runner binary from the runner image into a shared volume
 // and exits; "task" runs the task's own image as root with the runner as
-// entry point, in the runner's container isolation (runner.IsolationContainer).
+// entry point, in the runner's container isolation (sandbox.IsolationContainer).
 //
 // How the runner receives only the slot's secrets, and no platform
 // credentials reach the agent's process:

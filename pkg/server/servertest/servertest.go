@@ -119,9 +119,9 @@ func (e *Env) start() error {
 	logger := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Open(ctx, server.Options{
-		DataDir: e.DataDir, Addr: "127.0.0.1:0", Registry: ex("registry.json"),
+		DataDir: e.DataDir, Addr: "127.0.0.1:0",
 		CredentialsPath: "-", Logger: logger,
-		Local: local.Options{RunnerPath: runner, Isolation: "bwrap-host", AgentsDir: ex("agents"), Catalog: ex("catalog.toml"), MaxSandboxes: max(2, runtime.NumCPU())},
+		Local: local.Options{Registry: ex("registry.json"), RunnerPath: runner, Isolation: "bwrap-host", AgentsDir: ex("agents"), Catalog: ex("catalog.toml"), MaxSandboxes: max(2, runtime.NumCPU())},
 	})
 	if err != nil {
 		cancel()
