@@ -14,7 +14,8 @@ import (
 // aggregate with only the methods its handlers call: the API writes
 // nothing of runs and benchmarks (the pipeline and the sync do), and of a
 // workspace only its users, tokens, billing and the workspace itself.
-// *records.Store is every one of them; a test may fake any.
+// The repositories of a records.Store satisfy them (RecordsOf); a test may
+// fake any.
 
 // RunReader is what the API reads of runs: the run, its agents, slots,
 // results, tallies, metrics and logs.
@@ -34,13 +35,17 @@ type RunReader interface {
 	Logs(ctx context.Context, runID, cursor string, limit int) ([]records.LogLine, string, error)
 }
 
-// BenchmarkReader is what the API reads of benchmarks: their records,
-// pinned manifests and leaderboards.
+// BenchmarkReader is what the API reads of benchmarks: their records and
+// pinned manifests.
 type BenchmarkReader interface {
 	Benchmark(ctx context.Context, ws, key string) (records.Benchmark, error)
 	Benchmarks(ctx context.Context, ws string) ([]records.Benchmark, error)
 	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
 	Task(ctx context.Context, ws, key, version, name string) (records.Task, error)
+}
+
+// BoardReader is what the API reads of leaderboards: one metric's board.
+type BoardReader interface {
 	Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (records.Board, error)
 }
 
@@ -64,7 +69,24 @@ type Workspaces interface {
 type Records interface {
 	RunReader
 	BenchmarkReader
+	BoardReader
 	Workspaces
 }
 
-var _ Records = (*records.Store)(nil)
+// repositories is Records made of one value per aggregate.
+type repositories struct {
+	RunReader
+	BenchmarkReader
+	BoardReader
+	workspaceRepository
+}
+
+// workspaceRepository names the embedded Workspaces apart from its
+// Workspaces method.
+type workspaceRepository = Workspaces
+
+// RecordsOf returns the Records of a store: each of its repositories
+// behind the interface the handlers read it through.
+func RecordsOf(s *records.Store) Records {
+	return repositories{RunReader: s.Runs, BenchmarkReader: s.Benchmarks, BoardReader: s.Boards, workspaceRepository: s.Workspaces}
+}

@@ -147,14 +147,14 @@ func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.R
 		Source: benchmark.Source{Type: benchmark.Harbor, Ref: d.Spec()},
 		Status: records.SyncPending, Total: len(d.Tasks), RegistryCredentials: creds, CreatedAt: now, UpdatedAt: now,
 	}
-	if existing, err := s.records.Benchmark(ctx, ws, key); err == nil {
+	if existing, err := s.records.Benchmarks.Benchmark(ctx, ws, key); err == nil {
 		return sameHarbor(existing, b)
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return records.Benchmark{}, err
 	}
-	created, err := s.records.CreateBenchmark(ctx, b)
+	created, err := s.records.Benchmarks.CreateBenchmark(ctx, b)
 	if records.IsConditionFailed(err) {
-		existing, gerr := s.records.Benchmark(ctx, ws, key)
+		existing, gerr := s.records.Benchmarks.Benchmark(ctx, ws, key)
 		if gerr != nil {
 			return records.Benchmark{}, gerr
 		}
@@ -163,7 +163,7 @@ func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.R
 	if err != nil {
 		return records.Benchmark{}, err
 	}
-	if err := s.records.PutSyncSource(ctx, ws, key, syncSource{Spec: d.Spec()}); err != nil {
+	if err := s.records.Benchmarks.PutSyncSource(ctx, ws, key, syncSource{Spec: d.Spec()}); err != nil {
 		return records.Benchmark{}, err
 	}
 	s.log.InfoContext(ctx, "benchmark added", "workspace", ws, "key", key, "spec", d.Spec(), "tasks", len(d.Tasks),
@@ -189,7 +189,8 @@ func sameHarbor(existing, want records.Benchmark) (records.Benchmark, error) {
 // conflict.
 func (s *Service) Retry(ctx context.Context, ws, key string) (records.Benchmark, error) {
 	now := s.now().UTC()
-	return s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	st, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		switch {
 		case b.Status == records.SyncReady:
 			return fmt.Errorf("%w: benchmark %s is already synced (version %s); nothing to retry", ErrConflict, key, b.ReadyVersion)
@@ -201,4 +202,5 @@ func (s *Service) Retry(ctx context.Context, ws, key string) (records.Benchmark,
 		b.Status, b.SyncError, b.Synced, b.UpdatedAt = records.SyncPending, "", 0, now
 		return nil
 	})
+	return st.Benchmark, err
 }

@@ -116,13 +116,13 @@ func absUnder(base, p string) (string, error) {
 // it needs a sync message.
 func (s *Service) installEntry(ctx context.Context, ws string, e benchmark.CatalogEntry, src syncSource) (bool, error) {
 	var stored syncSource
-	err := s.records.SyncSource(ctx, ws, e.Key, &stored)
+	err := s.records.Benchmarks.SyncSource(ctx, ws, e.Key, &stored)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
 		return false, err
 	}
 	changed := err != nil || !sameJSON(stored, src)
 	now := s.now().UTC()
-	b, err := s.records.Benchmark(ctx, ws, e.Key)
+	b, err := s.records.Benchmarks.Benchmark(ctx, ws, e.Key)
 	switch {
 	case errors.Is(err, records.ErrNotFound):
 		b = records.Benchmark{
@@ -130,19 +130,19 @@ func (s *Service) installEntry(ctx context.Context, ws string, e benchmark.Catal
 			Source: benchmark.Source{Type: benchmark.Managed, Ref: e.Ref(), URL: e.SourceURL},
 			Status: records.SyncPending, CreatedAt: now, UpdatedAt: now,
 		}
-		if _, err := s.records.CreateBenchmark(ctx, b); err != nil && !records.IsConditionFailed(err) {
+		if _, err := s.records.Benchmarks.CreateBenchmark(ctx, b); err != nil && !records.IsConditionFailed(err) {
 			return false, err
 		} else if err != nil {
 			return s.installEntry(ctx, ws, e, src) // created concurrently: reconcile with it
 		}
-		return true, s.records.PutSyncSource(ctx, ws, e.Key, src)
+		return true, s.records.Benchmarks.PutSyncSource(ctx, ws, e.Key, src)
 	case err != nil:
 		return false, err
 	case b.Source.Type != benchmark.Managed:
 		return false, fmt.Errorf("%w: key %q is used by %s benchmark %s", ErrConflict, e.Key, b.Source.Type, b.Source.Ref)
 	}
 	if changed {
-		if err := s.records.PutSyncSource(ctx, ws, e.Key, src); err != nil {
+		if err := s.records.Benchmarks.PutSyncSource(ctx, ws, e.Key, src); err != nil {
 			return false, err
 		}
 	}
@@ -154,7 +154,8 @@ func (s *Service) installEntry(ctx context.Context, ws string, e benchmark.Catal
 func (s *Service) reconcile(ctx context.Context, ws string, e benchmark.CatalogEntry, changed bool) (bool, error) {
 	now := s.now().UTC()
 	enqueue := false
-	_, err := s.records.UpdateBenchmark(ctx, ws, e.Key, func(b *records.Benchmark) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, e.Key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		source := benchmark.Source{Type: benchmark.Managed, Ref: e.Ref(), URL: e.SourceURL}
 		stale := b.Status == records.SyncPending || (b.Status == records.SyncSyncing && s.leaseExpired(*b, now))
 		enqueue = changed || stale

@@ -55,7 +55,7 @@ func (s *Service) checkCredentials(ctx context.Context, ws string, cs []benchmar
 		return nil, &benchmark.FieldError{Field: "registry_credentials", Message: "this platform has no secret store configured for benchmark syncs; add the benchmark without registry credentials"}
 	}
 	for i, c := range cs {
-		_, err := s.records.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: c.Secret})
+		_, err := s.records.Workspaces.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: c.Secret})
 		if errors.Is(err, records.ErrNotFound) {
 			return nil, &benchmark.FieldError{Field: fmt.Sprintf("registry_credentials[%d].secret", i),
 				Message: fmt.Sprintf("the workspace has no secret record %s (personal records are not used for syncs); set it first: gauntlet secret set %s (value username:password)", c.Secret, c.Secret)}

@@ -33,7 +33,7 @@ const maxListedRuns = 5
 // consistent on DynamoDB, also through the strongly read active-run
 // markers, so a run submitted just before the delete is seen.
 func (s *Service) Delete(ctx context.Context, ws, key string) error {
-	b, err := s.records.Benchmark(ctx, ws, key)
+	b, err := s.records.Benchmarks.Benchmark(ctx, ws, key)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Service) Delete(ctx context.Context, ws, key string) error {
 		return fmt.Errorf("%w: benchmark %s has %d run(s) in progress (%s); stop them or wait for them to finish, then remove it",
 			ErrConflict, key, len(active), benchmark.QuoteList(active, maxListedRuns))
 	}
-	if err := s.records.DeleteBenchmark(ctx, ws, key); err != nil {
+	if err := s.records.Benchmarks.DeleteBenchmark(ctx, ws, key); err != nil {
 		return err
 	}
 	// A sync or refresh of it in this process stops now: its builds are
@@ -60,13 +60,13 @@ func (s *Service) Delete(ctx context.Context, ws, key string) error {
 	if n := s.inflight.cancel(ctx, ws, key, errRemoved); n > 0 {
 		s.log.InfoContext(ctx, "in-flight sync of a removed benchmark cancelled", "workspace", ws, "key", key, "syncs", n)
 	}
-	if err := s.records.DeleteSyncState(ctx, ws, key); err != nil {
+	if err := s.records.Benchmarks.DeleteRefreshState(ctx, ws, key); err != nil {
 		return err
 	}
-	if err := s.records.DeleteSyncSource(ctx, ws, key); err != nil {
+	if err := s.records.Benchmarks.DeleteSyncSource(ctx, ws, key); err != nil {
 		return err
 	}
-	if err := s.records.DeleteLeaderboard(ctx, ws, key); err != nil {
+	if err := s.records.Boards.DeleteLeaderboard(ctx, ws, key); err != nil {
 		return err
 	}
 	kept, err := s.deleteUnpinnedVersions(ctx, ws, key)
@@ -90,7 +90,7 @@ func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([
 	for _, r := range runs {
 		pinned[r.ManifestVersion] = true
 	}
-	versions, err := s.records.ManifestVersions(ctx, ws, key)
+	versions, err := s.records.Benchmarks.ManifestVersions(ctx, ws, key)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([
 			kept = append(kept, v)
 			continue
 		}
-		if err := s.records.DeleteManifest(ctx, ws, key, v); err != nil {
+		if err := s.records.Benchmarks.DeleteManifest(ctx, ws, key, v); err != nil {
 			return nil, err
 		}
 	}
@@ -111,7 +111,7 @@ func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([
 // benchmark key: those of the benchmark's run index, plus any active run
 // the index does not show yet.
 func (s *Service) runsOf(ctx context.Context, ws, key string) ([]run.Run, error) {
-	indexed, err := s.records.RunsByBenchmark(ctx, ws, key)
+	indexed, err := s.records.Runs.RunsByBenchmark(ctx, ws, key)
 	if err != nil {
 		return nil, fmt.Errorf("runs of benchmark %s: %w", key, err)
 	}
@@ -123,7 +123,7 @@ func (s *Service) runsOf(ctx context.Context, ws, key string) ([]run.Run, error)
 			seen[r.ID] = true
 		}
 	}
-	active, err := s.records.ActiveRuns(ctx)
+	active, err := s.records.Runs.ActiveRuns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("runs of benchmark %s: %w", key, err)
 	}
@@ -131,7 +131,7 @@ func (s *Service) runsOf(ctx context.Context, ws, key string) ([]run.Run, error)
 		if seen[id] {
 			continue
 		}
-		r, err := s.records.Run(ctx, id)
+		r, err := s.records.Runs.Run(ctx, id)
 		if errors.Is(err, records.ErrNotFound) {
 			continue // marker of a run being created or already cleaned up
 		}

@@ -608,7 +608,7 @@ func (p *imagePrep) buildOnce(ctx context.Context, name, envDir string, buildTim
 // built returns the image of an earlier build of key, if the image can
 // still be had (a store may have evicted it; then it is built again).
 func (p *imagePrep) built(ctx context.Context, key string) (string, bool, error) {
-	rec, err := p.s.records.ImageBuild(ctx, key)
+	rec, err := p.s.records.Benchmarks.ImageBuild(ctx, key)
 	if errors.Is(err, records.ErrNotFound) {
 		return "", false, nil
 	}
@@ -667,7 +667,7 @@ func (p *imagePrep) runBuild(ctx context.Context, name, envDir, key string, df [
 		return "", fmt.Sprintf("builder returned %q, not a digest reference", pinned), nil
 	}
 	rec := records.ImageBuild{Key: key, Pinned: pinned, Log: logKey, BuiltAt: p.s.now().UTC(), Seconds: p.s.now().Sub(start).Seconds()}
-	if err := p.s.records.PutImageBuild(ctx, rec); err != nil {
+	if err := p.s.records.Benchmarks.PutImageBuild(ctx, rec); err != nil {
 		return "", "", err
 	}
 	p.s.log.InfoContext(ctx, "task image built", "task", name, "build_key", key, "image", pinned, "seconds", rec.Seconds)

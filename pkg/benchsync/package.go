@@ -120,14 +120,14 @@ func (s *Service) create(ctx context.Context, ws string, b records.Benchmark, sr
 	if !benchmark.ValidKey(b.Key) {
 		return records.Benchmark{}, &benchmark.FieldError{Field: "source", Message: fmt.Sprintf("%s gives no usable benchmark key", spec)}
 	}
-	if existing, err := s.records.Benchmark(ctx, ws, b.Key); err == nil {
+	if existing, err := s.records.Benchmarks.Benchmark(ctx, ws, b.Key); err == nil {
 		return sameHarbor(existing, b)
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return records.Benchmark{}, err
 	}
-	created, err := s.records.CreateBenchmark(ctx, b)
+	created, err := s.records.Benchmarks.CreateBenchmark(ctx, b)
 	if records.IsConditionFailed(err) {
-		existing, gerr := s.records.Benchmark(ctx, ws, b.Key)
+		existing, gerr := s.records.Benchmarks.Benchmark(ctx, ws, b.Key)
 		if gerr != nil {
 			return records.Benchmark{}, gerr
 		}
@@ -136,7 +136,7 @@ func (s *Service) create(ctx context.Context, ws string, b records.Benchmark, sr
 	if err != nil {
 		return records.Benchmark{}, err
 	}
-	if err := s.records.PutSyncSource(ctx, ws, b.Key, src); err != nil {
+	if err := s.records.Benchmarks.PutSyncSource(ctx, ws, b.Key, src); err != nil {
 		return records.Benchmark{}, err
 	}
 	if b.SyncWarning != "" {
@@ -155,7 +155,7 @@ func (s *Service) checkSecret(ctx context.Context, ws, field, name, what string)
 	if s.secrets == nil {
 		return &benchmark.FieldError{Field: field, Message: "this platform has no secret store configured for benchmark syncs"}
 	}
-	_, err := s.records.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: name})
+	_, err := s.records.Workspaces.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: name})
 	if errors.Is(err, records.ErrNotFound) {
 		return &benchmark.FieldError{Field: field, Message: fmt.Sprintf("the workspace has no secret record %s (personal records are not used for syncs); set it first to %s: gauntlet secret set %s", name, what, name)}
 	}

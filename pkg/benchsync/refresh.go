@@ -17,7 +17,7 @@ import (
 // ready version until the refresh switches it, and a run already submitted
 // keeps the version it pinned (stored versions are never replaced). The
 // refresh's lease, progress and error live in the benchmark's
-// records.SyncState, never in its sync status, so a failed refresh leaves
+// records.RefreshState, never in its sync status, so a failed refresh leaves
 // a ready benchmark ready with a refresh_error.
 
 // errNotReady ends a refresh of a benchmark that is not ready: its own
@@ -35,7 +35,7 @@ func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Dur
 	if olderThan < 0 {
 		return nil, fmt.Errorf("refresh: olderThan %s is negative", olderThan)
 	}
-	due, err := s.records.SyncedBefore(ctx, now.Add(-olderThan))
+	due, err := s.records.Benchmarks.SyncedBefore(ctx, now.Add(-olderThan))
 	if err != nil {
 		return nil, fmt.Errorf("refresh: %w", err)
 	}
@@ -49,7 +49,7 @@ func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Dur
 	return msgs, nil
 }
 
-func (s *Service) refreshLeaseExpired(st records.SyncState, now time.Time) bool {
+func (s *Service) refreshLeaseExpired(st records.RefreshState, now time.Time) bool {
 	return now.Sub(st.RefreshUpdatedAt) > s.lease
 }
 
@@ -101,20 +101,24 @@ func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
 
 // claimRefresh takes the refresh lease of a ready benchmark and returns it
 // with the lease's token (its start time); a zero token means there is
-// nothing to do (refreshed since the message was scheduled).
+// nothing to do (refreshed since the message was scheduled). A benchmark
+// ready before the refresh index existed enters it now.
 func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Benchmark, time.Time, error) {
 	ws, key := msg.Workspace, msg.Key
-	b, err := s.records.Benchmark(ctx, ws, key)
-	if err != nil {
-		return b, time.Time{}, err
-	}
-	if b.Status != records.SyncReady {
-		return b, time.Time{}, errNotReady
-	}
 	now := s.now().UTC()
-	var token time.Time
-	claim := func(st *records.SyncState) error {
-		token = time.Time{}
+	var (
+		token  time.Time
+		status records.SyncStatus
+	)
+	state, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+		b, st := &state.Benchmark, &state.Refresh
+		token, status = time.Time{}, b.Status
+		if b.Status != records.SyncReady {
+			return errNotReady
+		}
+		if st.Version == 0 && st.LastSynced.IsZero() {
+			st.LastSynced = b.UpdatedAt
+		}
 		switch {
 		case !msg.LastSynced.IsZero() && st.LastSynced.After(msg.LastSynced):
 			return records.ErrNoChange
@@ -129,21 +133,11 @@ func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Be
 		st.RefreshStarted, st.RefreshUpdatedAt, st.RefreshSynced, st.RefreshTotal = now, now, 0, 0
 		token = now
 		return nil
+	})
+	if errors.Is(err, errNotReady) {
+		return records.Benchmark{Workspace: ws, Key: key, Status: status}, time.Time{}, err
 	}
-	_, err = s.records.UpdateSyncState(ctx, ws, key, claim)
-	if errors.Is(err, records.ErrNotFound) {
-		// Ready before the refresh index existed: enter it now.
-		b, _, err = s.records.UpdateBenchmarkSynced(ctx, ws, key, func(b *records.Benchmark, st *records.SyncState) error {
-			if b.Status != records.SyncReady {
-				return errNotReady
-			}
-			if st.LastSynced.IsZero() {
-				st.LastSynced = b.UpdatedAt
-			}
-			return claim(st)
-		})
-	}
-	return b, token, err
+	return state.Benchmark, token, err
 }
 
 // refreshClaimed resolves and fetches the dataset and applies the outcome.
@@ -185,7 +179,7 @@ func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token
 // updateOutcomes rewrites the tasks of a stored version whose image
 // outcome (pinned image, failure) differs from tasks'.
 func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, tasks []benchmark.Task, files map[string]records.TaskFiles) error {
-	stored, _, err := s.records.Manifest(ctx, ws, key, version)
+	stored, _, err := s.records.Benchmarks.Manifest(ctx, ws, key, version)
 	if err != nil {
 		return err
 	}
@@ -194,7 +188,7 @@ func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, t
 		if !ok || old.Environment == nil || t.Environment == nil || reflect.DeepEqual(*old.Environment, *t.Environment) {
 			continue
 		}
-		if err := s.records.PutTask(ctx, ws, key, version, t, files[t.Name]); err != nil {
+		if err := s.records.Benchmarks.PutTask(ctx, ws, key, version, t, files[t.Name]); err != nil {
 			return err
 		}
 	}
@@ -205,7 +199,8 @@ func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, t
 // message will name; the benchmark stays ready at its version meanwhile.
 func (s *Service) parkRefresh(ctx context.Context, msg SyncMessage, token time.Time, ip *imagesPending) error {
 	now := s.now().UTC().Truncate(time.Millisecond)
-	_, err := s.records.UpdateSyncState(ctx, msg.Workspace, msg.Key, func(st *records.SyncState) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, msg.Workspace, msg.Key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return errSuperseded
 		}
@@ -216,19 +211,20 @@ func (s *Service) parkRefresh(ctx context.Context, msg SyncMessage, token time.T
 }
 
 // ownsRefresh reports whether st is still held by the refresh with token.
-func ownsRefresh(st records.SyncState, token time.Time) bool {
+func ownsRefresh(st records.RefreshState, token time.Time) bool {
 	return st.RefreshStarted.Equal(token)
 }
 
 // finishRefresh records a successful refresh on st.
-func finishRefresh(st *records.SyncState, now time.Time) {
-	*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
+func finishRefresh(st *records.RefreshState, now time.Time) {
+	*st = records.RefreshState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
 }
 
 // refreshUnchanged moves only the last-synced time.
 func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, token time.Time) error {
 	now := s.now().UTC()
-	_, err := s.records.UpdateSyncState(ctx, b.Workspace, b.Key, func(st *records.SyncState) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, b.Workspace, b.Key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return errSuperseded
 		}
@@ -249,7 +245,8 @@ func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, tok
 // and records the refresh, in one transaction.
 func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, warning string, token time.Time) error {
 	now := s.now().UTC()
-	_, _, err := s.records.UpdateBenchmarkSynced(ctx, old.Workspace, old.Key, func(b *records.Benchmark, st *records.SyncState) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, old.Workspace, old.Key, func(state *records.SyncState) error {
+		b, st := &state.Benchmark, &state.Refresh
 		if !ownsRefresh(*st, token) || b.Status != records.SyncReady {
 			return errSuperseded
 		}
@@ -272,7 +269,8 @@ func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benc
 // refreshProgress records a refresh's progress on its sync state.
 func (s *Service) refreshProgress(ws, key string, token time.Time) progressWriter {
 	return func(ctx context.Context, _ records.SyncPhase, n, total int, now time.Time) error {
-		_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+		_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+			st := &state.Refresh
 			if !ownsRefresh(*st, token) {
 				return errSuperseded
 			}
@@ -290,7 +288,8 @@ func (s *Service) refreshProgress(ws, key string, token time.Time) progressWrite
 // at its version, and the next schedule tries again.
 func (s *Service) refreshFailed(ctx context.Context, ws, key string, token time.Time, reason string) error {
 	now := s.now().UTC()
-	_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return records.ErrNoChange
 		}
@@ -312,7 +311,8 @@ func (s *Service) refreshFailed(ctx context.Context, ws, key string, token time.
 // message's redelivery can run it at once (best effort: if this write
 // fails too, the lease expires).
 func (s *Service) releaseRefresh(ctx context.Context, ws, key string, token time.Time) {
-	_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return records.ErrNoChange
 		}

@@ -100,7 +100,8 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 func (s *Service) claim(ctx context.Context, ws, key string, resume *Resume) (records.Benchmark, bool, bool, error) {
 	now := s.now().UTC()
 	claimed, resumed := false, false
-	b, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	st, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		claimed, resumed = false, false
 		switch {
 		case b.Status == records.SyncReady:
@@ -119,7 +120,7 @@ func (s *Service) claim(ctx context.Context, ws, key string, resume *Resume) (re
 		claimed = true
 		return nil
 	})
-	return b, claimed, resumed, err
+	return st.Benchmark, claimed, resumed, err
 }
 
 // ImagesBuilding is Sync's answer when task images are still building
@@ -150,7 +151,8 @@ func (s *Service) resumeAfter() time.Duration {
 func (s *Service) park(ctx context.Context, msg SyncMessage, ip *imagesPending) error {
 	// Stores keep at least milliseconds; the resume compares at that.
 	now := s.now().UTC().Truncate(time.Millisecond)
-	_, err := s.records.UpdateBenchmark(ctx, msg.Workspace, msg.Key, func(b *records.Benchmark) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, msg.Workspace, msg.Key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
@@ -205,7 +207,7 @@ func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running 
 			return err
 		}
 		save := func(ctx context.Context, t benchmark.Task) error {
-			return s.records.PutTask(ctx, b.Workspace, m.Key, m.Version, t, c.files[t.Name])
+			return s.records.Benchmarks.PutTask(ctx, b.Workspace, m.Key, m.Version, t, c.files[t.Name])
 		}
 		if err := s.finishImages(ctx, c.prep, m.Tasks, c.work, write, save); err != nil {
 			return err
@@ -217,7 +219,8 @@ func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running 
 // markPreparing names the stored version whose images the syncing
 // benchmark prepares (runs may select its ready tasks).
 func (s *Service) markPreparing(ctx context.Context, ws, key, version string) error {
-	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
@@ -236,7 +239,7 @@ func (s *Service) markPreparing(ctx context.Context, ws, key, version string) er
 // loadSource returns where the benchmark syncs from.
 func (s *Service) loadSource(ctx context.Context, b records.Benchmark) (syncSource, error) {
 	var src syncSource
-	err := s.records.SyncSource(ctx, b.Workspace, b.Key, &src)
+	err := s.records.Benchmarks.SyncSource(ctx, b.Workspace, b.Key, &src)
 	switch {
 	case err == nil:
 		return src, nil
@@ -441,12 +444,12 @@ func buildManifest(b records.Benchmark, src syncSource, d harbor.Dataset, tasks 
 func (s *Service) storeManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]records.TaskFiles) (benchmark.Manifest, error) {
 	resolved := m.Version
 	for _, v := range []string{resolved, contentVersion(resolved, m.Digest)} {
-		digest, err := s.records.ManifestDigest(ctx, ws, m.Key, v)
+		digest, err := s.records.Benchmarks.ManifestDigest(ctx, ws, m.Key, v)
 		switch {
 		case errors.Is(err, records.ErrNotFound):
 			// Task items a crashed attempt left without a header go
 			// first, so the version holds exactly this task list.
-			if err := s.records.DeleteManifest(ctx, ws, m.Key, v); err != nil {
+			if err := s.records.Benchmarks.DeleteManifest(ctx, ws, m.Key, v); err != nil {
 				return benchmark.Manifest{}, err
 			}
 		case err != nil:
@@ -456,7 +459,7 @@ func (s *Service) storeManifest(ctx context.Context, ws string, m benchmark.Mani
 			continue
 		}
 		m.Version = v
-		return m, s.records.PutManifest(ctx, ws, m, files)
+		return m, s.records.Benchmarks.PutManifest(ctx, ws, m, files)
 	}
 	return benchmark.Manifest{}, failf("%s@%s: versions %s and %s are stored with other content", m.Key, resolved, resolved, contentVersion(resolved, m.Digest))
 }
@@ -471,14 +474,15 @@ func contentVersion(version, digest string) string {
 // sync in its sync state (the refresh index), in one transaction.
 func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest, warning string) error {
 	now := s.now().UTC()
-	_, _, err := s.records.UpdateBenchmarkSynced(ctx, ws, m.Key, func(b *records.Benchmark, st *records.SyncState) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, m.Key, func(state *records.SyncState) error {
+		b, st := &state.Benchmark, &state.Refresh
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
 		b.Status, b.SyncError, b.UpdatedAt, b.Phase, b.PreparingVersion = records.SyncReady, "", now, "", ""
 		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
 		b.ReadyVersion, b.ReadyDigest, b.SyncWarning = m.Version, m.Digest, warning
-		*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
+		*st = records.RefreshState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
 		return nil
 	})
 	if errors.Is(err, records.ErrNotFound) {
@@ -497,7 +501,8 @@ func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest
 // fail records reason on a syncing benchmark.
 func (s *Service) fail(ctx context.Context, ws, key, reason string) error {
 	now := s.now().UTC()
-	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return records.ErrNoChange
 		}
@@ -519,7 +524,8 @@ func (s *Service) fail(ctx context.Context, ws, key, reason string) error {
 // fails too, the lease expires).
 func (s *Service) release(ctx context.Context, ws, key string) {
 	now := s.now().UTC()
-	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return records.ErrNoChange
 		}
@@ -564,7 +570,8 @@ func (p *progress) record(ctx context.Context, n int, force bool) error {
 // parked with (only renewing its lease) until it is preparing images again.
 func (s *Service) syncProgress(ws, key string, resumed bool) progressWriter {
 	return func(ctx context.Context, phase records.SyncPhase, n, total int, now time.Time) error {
-		_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+		_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+			b := &st.Benchmark
 			if b.Status != records.SyncSyncing {
 				return errSuperseded
 			}

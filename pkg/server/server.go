@@ -162,7 +162,7 @@ func (s *Server) open(ctx context.Context) error {
 		return err
 	}
 	s.benchmarks = &benchmarks{benchsync.Queued{Service: s.sync, Queue: syncQueue}}
-	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: s.benchmarks,
+	s.api = api.New(api.Config{Records: api.RecordsOf(s.records), Runs: p.Service(), Checks: p.Service(), Benchmarks: s.benchmarks,
 		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log, Starting: s.Starting})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
 		return err

@@ -53,7 +53,7 @@ func (p *Platform) API() (*api.Handler, error) {
 		return nil, err
 	}
 	return api.NewWithAuthenticator(api.Config{
-		Records: sub.Records(), Runs: runs{sub, stop}, Checks: sub, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
+		Records: api.RecordsOf(sub.Records()), Runs: runs{sub, stop}, Checks: sub, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
 		Blobs: p.Ports.Blobs, Secrets: p.Ports.Secrets, Logger: p.Logger,
 	}, JWTAuthenticator{Verifier: verifier}), nil
 }
