@@ -24,18 +24,12 @@ import (
 // sync owns it.
 var errNotReady = errors.New("benchmark is not ready")
 
-// Refresh returns one refresh message for every benchmark, harbor or
-// managed, in every workspace, whose last successful sync is older than
-// olderThan at now, oldest first. It reads the refresh index (a range of
-// one partition; no scan) and skips benchmarks a live refresh holds. The
-// caller enqueues the messages; Sync handles them, and a message whose
-// benchmark synced after it was listed changes nothing, so listing twice
-// or delivering twice is harmless.
-func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Duration) ([]SyncMessage, error) {
+// Refresh is Service.Refresh.
+func (s *refresher) Refresh(ctx context.Context, now time.Time, olderThan time.Duration) ([]SyncMessage, error) {
 	if olderThan < 0 {
 		return nil, fmt.Errorf("refresh: olderThan %s is negative", olderThan)
 	}
-	due, err := s.records.Benchmarks.SyncedBefore(ctx, now.Add(-olderThan))
+	due, err := s.benchmarks.SyncedBefore(ctx, now.Add(-olderThan))
 	if err != nil {
 		return nil, fmt.Errorf("refresh: %w", err)
 	}
@@ -49,7 +43,7 @@ func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Dur
 	return msgs, nil
 }
 
-func (s *Service) refreshLeaseExpired(st records.RefreshState, now time.Time) bool {
+func (s *refresher) refreshLeaseExpired(st records.RefreshState, now time.Time) bool {
 	return now.Sub(st.RefreshUpdatedAt) > s.lease
 }
 
@@ -57,7 +51,7 @@ func (s *Service) refreshLeaseExpired(st records.RefreshState, now time.Time) bo
 // fetch the dataset again, then either only move the last-synced time (same
 // digest) or store the new manifest version and switch the ready version
 // to it.
-func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
+func (s *refresher) refresh(ctx context.Context, msg SyncMessage) error {
 	ws, key := msg.Workspace, msg.Key
 	b, token, err := s.claimRefresh(ctx, msg)
 	switch {
@@ -103,14 +97,14 @@ func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
 // with the lease's token (its start time); a zero token means there is
 // nothing to do (refreshed since the message was scheduled). A benchmark
 // ready before the refresh index existed enters it now.
-func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Benchmark, time.Time, error) {
+func (s *refresher) claimRefresh(ctx context.Context, msg SyncMessage) (records.Benchmark, time.Time, error) {
 	ws, key := msg.Workspace, msg.Key
 	now := s.now().UTC()
 	var (
 		token  time.Time
 		status records.SyncStatus
 	)
-	state, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+	state, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
 		b, st := &state.Benchmark, &state.Refresh
 		token, status = time.Time{}, b.Status
 		if b.Status != records.SyncReady {
@@ -141,7 +135,7 @@ func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Be
 }
 
 // refreshClaimed resolves and fetches the dataset and applies the outcome.
-func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token time.Time, running map[string]string) error {
+func (s *refresher) refreshClaimed(ctx context.Context, b records.Benchmark, token time.Time, running map[string]string) error {
 	src, err := s.loadSource(ctx, b)
 	if err != nil {
 		return err
@@ -178,8 +172,8 @@ func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token
 
 // updateOutcomes rewrites the tasks of a stored version whose image
 // outcome (pinned image, failure) differs from tasks'.
-func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, tasks []benchmark.Task, files map[string]records.TaskFiles) error {
-	stored, _, err := s.records.Benchmarks.Manifest(ctx, ws, key, version)
+func (s *refresher) updateOutcomes(ctx context.Context, ws, key, version string, tasks []benchmark.Task, files map[string]records.TaskFiles) error {
+	stored, _, err := s.benchmarks.Manifest(ctx, ws, key, version)
 	if err != nil {
 		return err
 	}
@@ -188,7 +182,7 @@ func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, t
 		if !ok || old.Environment == nil || t.Environment == nil || reflect.DeepEqual(*old.Environment, *t.Environment) {
 			continue
 		}
-		if err := s.records.Benchmarks.PutTask(ctx, ws, key, version, t, files[t.Name]); err != nil {
+		if err := s.benchmarks.PutTask(ctx, ws, key, version, t, files[t.Name]); err != nil {
 			return err
 		}
 	}
@@ -197,9 +191,9 @@ func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, t
 
 // parkRefresh records a refresh's image progress with the time its resume
 // message will name; the benchmark stays ready at its version meanwhile.
-func (s *Service) parkRefresh(ctx context.Context, msg SyncMessage, token time.Time, ip *imagesPending) error {
+func (s *refresher) parkRefresh(ctx context.Context, msg SyncMessage, token time.Time, ip *imagesPending) error {
 	now := s.now().UTC().Truncate(time.Millisecond)
-	_, err := s.records.Benchmarks.UpdateSync(ctx, msg.Workspace, msg.Key, func(state *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, msg.Workspace, msg.Key, func(state *records.SyncState) error {
 		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return errSuperseded
@@ -221,9 +215,9 @@ func finishRefresh(st *records.RefreshState, now time.Time) {
 }
 
 // refreshUnchanged moves only the last-synced time.
-func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, token time.Time) error {
+func (s *refresher) refreshUnchanged(ctx context.Context, b records.Benchmark, token time.Time) error {
 	now := s.now().UTC()
-	_, err := s.records.Benchmarks.UpdateSync(ctx, b.Workspace, b.Key, func(state *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, b.Workspace, b.Key, func(state *records.SyncState) error {
 		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return errSuperseded
@@ -243,9 +237,9 @@ func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, tok
 
 // switchReady points the still-ready benchmark at the new manifest version
 // and records the refresh, in one transaction.
-func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, warning string, token time.Time) error {
+func (s *refresher) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, warning string, token time.Time) error {
 	now := s.now().UTC()
-	_, err := s.records.Benchmarks.UpdateSync(ctx, old.Workspace, old.Key, func(state *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, old.Workspace, old.Key, func(state *records.SyncState) error {
 		b, st := &state.Benchmark, &state.Refresh
 		if !ownsRefresh(*st, token) || b.Status != records.SyncReady {
 			return errSuperseded
@@ -267,9 +261,9 @@ func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benc
 }
 
 // refreshProgress records a refresh's progress on its sync state.
-func (s *Service) refreshProgress(ws, key string, token time.Time) progressWriter {
+func (s *refresher) refreshProgress(ws, key string, token time.Time) progressWriter {
 	return func(ctx context.Context, _ records.SyncPhase, n, total int, now time.Time) error {
-		_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+		_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
 			st := &state.Refresh
 			if !ownsRefresh(*st, token) {
 				return errSuperseded
@@ -286,9 +280,9 @@ func (s *Service) refreshProgress(ws, key string, token time.Time) progressWrite
 
 // refreshFailed records why the refresh failed; the benchmark stays ready
 // at its version, and the next schedule tries again.
-func (s *Service) refreshFailed(ctx context.Context, ws, key string, token time.Time, reason string) error {
+func (s *refresher) refreshFailed(ctx context.Context, ws, key string, token time.Time, reason string) error {
 	now := s.now().UTC()
-	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
 		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return records.ErrNoChange
@@ -310,8 +304,8 @@ func (s *Service) refreshFailed(ctx context.Context, ws, key string, token time.
 // releaseRefresh gives up a refresh that hit infrastructure trouble so the
 // message's redelivery can run it at once (best effort: if this write
 // fails too, the lease expires).
-func (s *Service) releaseRefresh(ctx context.Context, ws, key string, token time.Time) {
-	_, err := s.records.Benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+func (s *refresher) releaseRefresh(ctx context.Context, ws, key string, token time.Time) {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
 		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return records.ErrNoChange

@@ -76,7 +76,7 @@ func newEnv(t testing.TB, registryLocation string) *env {
 	}
 	e := &env{rec: records.New(db.Table()), blobs: blobs, clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
 	e.svc, err = New(Config{
-		Records: e.rec, Blobs: blobs, Registry: registryLocation,
+		Records: StoreRecords(e.rec), Blobs: blobs, Registry: registryLocation,
 		WorkDir: filepath.Join(dir, "work"), Now: e.clock.Now,
 		AllowPrivateNetworks: true, // the tests' registries and repositories are local
 		Logger:               slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -19,7 +19,7 @@ import (
 
 // sidecarReason says why a task with sidecar services cannot run on this
 // platform ("" when it has none, or the platform runs them).
-func (s *Service) sidecarReason(name string, task harbor.Task) string {
+func (s *fetcher) sidecarReason(name string, task harbor.Task) string {
 	names := task.Sidecars()
 	if len(names) == 0 || (s.envs != nil && s.envs.Services) {
 		return ""

@@ -275,7 +275,7 @@ func (p *Platform) InstallCatalog(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("local platform: %w", err)
 	}
-	sync, err := benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs,
+	sync, err := benchsync.New(benchsync.Config{Records: benchsync.StoreRecords(p.svc.Records()), Blobs: p.blobs,
 		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments,
 		AllowPrivateNetworks: p.opts.AllowPrivateRegistry})
 	if err != nil {

@@ -56,7 +56,7 @@ func TestSyncDemoEnvs(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := records.New(db.Table())
-	svc, err := benchsync.New(benchsync.Config{Records: recs, Blobs: blobs, Registry: "../../examples/registry.json",
+	svc, err := benchsync.New(benchsync.Config{Records: benchsync.StoreRecords(recs), Blobs: blobs, Registry: "../../examples/registry.json",
 		WorkDir: filepath.Join(dir, "work"), Environments: envs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -154,7 +154,7 @@ func (s *Server) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.sync, err = benchsync.New(benchsync.Config{Records: s.records, Blobs: p.Blobs(), Registry: s.opts.Registry,
+	s.sync, err = benchsync.New(benchsync.Config{Records: benchsync.StoreRecords(s.records), Blobs: p.Blobs(), Registry: s.opts.Registry,
 		WorkDir: filepath.Join(s.opts.DataDir, "sync"), Logger: s.log, Environments: s.opts.Local.Environments,
 		AllowPrivateNetworks: lo.AllowPrivateRegistry, Secrets: p.Secrets(),
 		PackageRegistry: s.opts.PackageRegistry, PackagePublishableKey: s.opts.PackageRegistryKey})

@@ -19,7 +19,7 @@ func (p *Platform) BenchSync() (*benchsync.Service, error) {
 		return nil, notWired("blob store", EnvBucket)
 	}
 	return benchsync.New(benchsync.Config{
-		Records: records.New(p.Ports.Table), Blobs: p.Blobs, Registry: p.Config.Registry, Logger: p.Logger,
+		Records: benchsync.StoreRecords(records.New(p.Ports.Table)), Blobs: p.Blobs, Registry: p.Config.Registry, Logger: p.Logger,
 		Environments: p.Images, Secrets: p.Ports.Secrets,
 		PackageRegistry: p.Config.PackageRegistry, PackagePublishableKey: p.Config.PackageRegistryKey,
 	})

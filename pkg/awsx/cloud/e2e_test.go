@@ -146,7 +146,7 @@ func (p *platform) runToEnd(ctx context.Context, runID string, timeout time.Dura
 // store), activates billing and submits the run; it returns the run id.
 func seed(t *testing.T, ctx context.Context, svc *pipeline.Service, blobs blob.Store) *benchsync.Service {
 	t.Helper()
-	sync, err := benchsync.New(benchsync.Config{Records: svc.Records(), Blobs: blobs, WorkDir: t.TempDir()})
+	sync, err := benchsync.New(benchsync.Config{Records: benchsync.StoreRecords(svc.Records()), Blobs: blobs, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
