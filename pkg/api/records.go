@@ -35,17 +35,13 @@ type RunReader interface {
 	Logs(ctx context.Context, runID, cursor string, limit int) ([]records.LogLine, string, error)
 }
 
-// BenchmarkReader is what the API reads of benchmarks: their records and
-// pinned manifests.
+// BenchmarkReader is what the API reads of benchmarks: their records,
+// pinned manifests and leaderboards.
 type BenchmarkReader interface {
 	Benchmark(ctx context.Context, ws, key string) (records.Benchmark, error)
 	Benchmarks(ctx context.Context, ws string) ([]records.Benchmark, error)
 	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
 	Task(ctx context.Context, ws, key, version, name string) (records.Task, error)
-}
-
-// BoardReader is what the API reads of leaderboards: one metric's board.
-type BoardReader interface {
 	Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (records.Board, error)
 }
 
@@ -69,15 +65,19 @@ type Workspaces interface {
 type Records interface {
 	RunReader
 	BenchmarkReader
-	BoardReader
 	Workspaces
+}
+
+// RecordsOf returns the Records of a store: each of its repositories
+// behind the interface the handlers read it through.
+func RecordsOf(s *records.Store) Records {
+	return repositories{RunReader: s.Runs, BenchmarkReader: benchmarksAndBoards{s.Benchmarks, s.Boards}, workspaceRepository: s.Workspaces}
 }
 
 // repositories is Records made of one value per aggregate.
 type repositories struct {
 	RunReader
 	BenchmarkReader
-	BoardReader
 	workspaceRepository
 }
 
@@ -85,8 +85,21 @@ type repositories struct {
 // Workspaces method.
 type workspaceRepository = Workspaces
 
-// RecordsOf returns the Records of a store: each of its repositories
-// behind the interface the handlers read it through.
-func RecordsOf(s *records.Store) Records {
-	return repositories{RunReader: s.Runs, BenchmarkReader: s.Benchmarks, BoardReader: s.Boards, workspaceRepository: s.Workspaces}
+// benchmarksAndBoards is the BenchmarkReader of two repositories: the
+// benchmarks' (records.Benchmarks) and their leaderboards'
+// (records.Boards).
+type benchmarksAndBoards struct {
+	benchmarkRecords
+	boardReader
+}
+
+type benchmarkRecords interface {
+	Benchmark(ctx context.Context, ws, key string) (records.Benchmark, error)
+	Benchmarks(ctx context.Context, ws string) ([]records.Benchmark, error)
+	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
+	Task(ctx context.Context, ws, key, version, name string) (records.Task, error)
+}
+
+type boardReader interface {
+	Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (records.Board, error)
 }
