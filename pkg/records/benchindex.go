@@ -115,12 +115,13 @@ type SyncState struct {
 // UpdateSync applies fn to the benchmark's sync state and writes back what
 // fn changed — the benchmark record, its refresh state, or both — in one
 // transaction that also requires the part fn left alone to be unchanged
-// since it was read (a refresh state that was not stored still absent), so
-// fn decides on a consistent view. A lost race reads both again and calls
-// fn again, a bounded number of times (ErrContention after). The
+// since it was read (a refresh state that was not stored still absent): a
+// write lands only while everything fn read is still what is stored. A
+// lost race reads both again and calls fn again, a bounded number of times
+// (ErrContention after), so fn must decide afresh on each call. The
 // benchmark must exist (ErrNotFound). fn may return ErrNoChange to write
-// nothing; a change fn does not make writes nothing either. It returns the
-// sync state as written.
+// nothing; a closure that changes nothing writes nothing either. It returns
+// the sync state as written.
 func (s *Benchmarks) UpdateSync(ctx context.Context, ws, key string, fn func(*SyncState) error) (SyncState, error) {
 	for range updateAttempts {
 		st, err := s.readSync(ctx, ws, key)
