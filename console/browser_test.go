@@ -195,7 +195,7 @@ const flaggedDetail = "the oracle (the task's own solution) does not pass: faile
 // detail to open. It returns the benchmark and the flagged task.
 func seedFlaggedCheck(ctx context.Context, t *testing.T, srv *server.Server, runID string) (string, string) {
 	t.Helper()
-	r, err := srv.Records().Run(ctx, runID)
+	r, err := srv.Records().Runs.Run(ctx, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func seedFlaggedCheck(ctx context.Context, t *testing.T, srv *server.Server, run
 	for _, task := range r.Tasks {
 		c.Tasks = append(c.Tasks, records.TaskCheck{Task: task, Verdict: records.CheckBroken, Oracle: "failed", Nop: "failed", Detail: flaggedDetail})
 	}
-	if err := srv.Records().PutEnvCheck(ctx, c); err != nil {
+	if err := srv.Records().Benchmarks.PutEnvCheck(ctx, c); err != nil {
 		t.Fatalf("store the environment check of %s: %v", r.Benchmark, err)
 	}
 	return r.Benchmark, r.Tasks[0]
@@ -217,7 +217,7 @@ func seedFlaggedCheck(ctx context.Context, t *testing.T, srv *server.Server, run
 // every time.) It pins what the seed run like pinned. It returns the run's id.
 func seedUnstartedRun(ctx context.Context, t *testing.T, srv *server.Server, like string) string {
 	t.Helper()
-	seed, err := srv.Records().Run(ctx, like)
+	seed, err := srv.Records().Runs.Run(ctx, like)
 	if err != nil {
 		t.Fatal(err)
 	}

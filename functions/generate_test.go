@@ -78,7 +78,7 @@ func TestGenerateSampleEvents(t *testing.T) {
 	}
 	out["ingester.json"] = sqsEvent("results", results[0])
 	must(t, w.svc.HandleResult(w.ctx, []byte(results[0].Body)), "ingest")
-	r, err := w.recs.Run(w.ctx, w.runID)
+	r, err := w.recs.Runs.Run(w.ctx, w.runID)
 	must(t, err, "read run")
 	if r.Status != run.Finished {
 		t.Fatalf("sample run is %s after its one result, want finished", r.Status)

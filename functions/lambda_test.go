@@ -93,7 +93,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 	}
 	ok := t.Run("planner", func(t *testing.T) {
 		noFailures(t, "planner", invoke(t, "planner", readEvent(t, "planner.json")))
-		r, err := w.recs.Run(w.ctx, w.runID)
+		r, err := w.recs.Runs.Run(w.ctx, w.runID)
 		must(t, err, "read run")
 		if r.Status != run.Queued || !r.Planned {
 			t.Errorf("run after planner: %s planned=%v, want queued and planned", r.Status, r.Planned)
@@ -118,7 +118,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		if req.Body["startedBy"] != w.runID || req.Body["launchType"] != "FARGATE" || spec.SlotID != "0/csv-summary/1" {
 			t.Errorf("RunTask = %v, want a Fargate task started by %s for slot 0/csv-summary/1", req.Body, w.runID)
 		}
-		sl, err := w.recs.Slot(w.ctx, w.runID, spec.SlotID)
+		sl, err := w.recs.Runs.Slot(w.ctx, w.runID, spec.SlotID)
 		must(t, err, "read slot")
 		if sl.Status != run.SlotRunning || !strings.HasPrefix(sl.SandboxID, "arn:aws:ecs:") {
 			t.Errorf("slot after dispatch: %s sandbox %q, want running in an ECS task", sl.Status, sl.SandboxID)
@@ -142,26 +142,26 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		}
 	}) && t.Run("ingester", func(t *testing.T) {
 		noFailures(t, "ingester", invoke(t, "ingester", readEvent(t, "ingester.json")))
-		res, err := w.recs.Result(w.ctx, w.runID, "0/csv-summary/1", 0)
+		res, err := w.recs.Runs.Result(w.ctx, w.runID, "0/csv-summary/1", 0)
 		must(t, err, "read result")
-		r, err := w.recs.Run(w.ctx, w.runID)
+		r, err := w.recs.Runs.Run(w.ctx, w.runID)
 		must(t, err, "read run")
 		if res.Outcome != run.Passed || r.Status != run.Finished {
 			t.Errorf("after ingester: result %s, run %s; want passed and finished", res.Outcome, r.Status)
 		}
 	}) && t.Run("leaderboard", func(t *testing.T) {
 		noFailures(t, "leaderboard", invoke(t, "leaderboard", readEvent(t, "leaderboard.json")))
-		m, err := w.recs.RunMetrics(w.ctx, w.runID)
+		m, err := w.recs.Runs.RunMetrics(w.ctx, w.runID)
 		must(t, err, "read run metrics")
 		if m.Results != 1 || len(m.Agents) != 1 || m.Agents[0].Harness != "oracle" {
 			t.Errorf("run metrics = %+v, want 1 result of the oracle agent", m)
 		}
-		_, err = w.recs.LeaderboardHead(w.ctx, sampleWS, "demo-bench")
+		_, err = w.recs.Boards.LeaderboardHead(w.ctx, sampleWS, "demo-bench")
 		must(t, err, "read leaderboard")
 	}) && t.Run("registrysync", func(t *testing.T) {
 		noFailures(t, "registrysync", invoke(t, "registrysync", readEvent(t, "registrysync.json")))
 		m := decodeSyncMessage(t, sqsBody(t, readEvent(t, "registrysync.json")))
-		b, err := w.recs.Benchmark(w.ctx, m.Workspace, m.Key)
+		b, err := w.recs.Benchmarks.Benchmark(w.ctx, m.Workspace, m.Key)
 		must(t, err, "read benchmark")
 		// The demo tasks' images were built when the world was seeded (the
 		// same build keys), so this sync finds them pushed; a sync that
@@ -177,7 +177,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 			event, err := json.Marshal(sqsEvent("sync", resume[0]))
 			must(t, err, "encode resume event")
 			noFailures(t, "registrysync", invoke(t, "registrysync", event))
-			b, err = w.recs.Benchmark(w.ctx, m.Workspace, m.Key)
+			b, err = w.recs.Benchmarks.Benchmark(w.ctx, m.Workspace, m.Key)
 			must(t, err, "read benchmark")
 		}
 		if b.Status != records.SyncReady || b.Synced != 15 || m.Key != benchmark.KeyFor("demo-bench", "1.0") {
@@ -199,16 +199,16 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		}
 		for _, r := range refreshes {
 			rm := decodeSyncMessage(t, r.Body)
-			before, err := w.recs.Benchmark(w.ctx, rm.Workspace, rm.Key)
+			before, err := w.recs.Benchmarks.Benchmark(w.ctx, rm.Workspace, rm.Key)
 			must(t, err, "read benchmark")
-			synced, err := w.recs.SyncState(w.ctx, rm.Workspace, rm.Key)
+			synced, err := w.recs.Benchmarks.RefreshState(w.ctx, rm.Workspace, rm.Key)
 			must(t, err, "read sync state")
 			event, err := json.Marshal(sqsEvent("sync", r))
 			must(t, err, "encode refresh event")
 			noFailures(t, "registrysync", invoke(t, "registrysync", event))
-			after, err := w.recs.Benchmark(w.ctx, rm.Workspace, rm.Key)
+			after, err := w.recs.Benchmarks.Benchmark(w.ctx, rm.Workspace, rm.Key)
 			must(t, err, "read benchmark")
-			st, err := w.recs.SyncState(w.ctx, rm.Workspace, rm.Key)
+			st, err := w.recs.Benchmarks.RefreshState(w.ctx, rm.Workspace, rm.Key)
 			must(t, err, "read sync state")
 			if !rm.Refresh || after.Status != records.SyncReady || after.ReadyVersion != before.ReadyVersion ||
 				after.ReadyDigest != before.ReadyDigest || !st.LastSynced.After(synced.LastSynced) || st.RefreshError != "" {

@@ -143,11 +143,11 @@ func (w *world) seed() {
 		if err != nil {
 			t.Fatalf("sync %s: %v", m.Key, err)
 		}
-		if b, err := w.recs.Benchmark(w.ctx, m.Workspace, m.Key); err != nil || b.Status != records.SyncReady {
+		if b, err := w.recs.Benchmarks.Benchmark(w.ctx, m.Workspace, m.Key); err != nil || b.Status != records.SyncReady {
 			t.Fatalf("benchmark %s after sync: %+v, %v; want ready", m.Key, b, err)
 		}
 	}
-	if err := w.recs.PutBilling(w.ctx, sampleWS, records.Billing{Status: records.BillingActive, Plan: "team"}); err != nil {
+	if err := w.recs.Workspaces.PutBilling(w.ctx, sampleWS, records.Billing{Status: records.BillingActive, Plan: "team"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := runconfig.Parse([]byte(sampleConfig))

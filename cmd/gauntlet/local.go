@@ -108,7 +108,8 @@ func serveLocal(ctx context.Context, stdout, stderr io.Writer, args []string) er
 		return err
 	}
 	defer srv.Close()
-	images.pinRuns(srv.Records())
+	recs := srv.Records()
+	images.pinRuns(recs.Runs, recs.Benchmarks)
 	printBanner(stdout, srv)
 	if err := srv.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err

@@ -24,10 +24,10 @@ type imageFlags struct {
 }
 
 // pinRuns makes the store's eviction (max_rootfs_gb) keep the images of
-// the runs recs holds that are not finished.
-func (f *imageFlags) pinRuns(recs localimages.RunPins) {
+// the runs that are not finished.
+func (f *imageFlags) pinRuns(runs localimages.RunPins, manifests localimages.Manifests) {
 	if f.opened != nil {
-		f.opened.SetPinned(localimages.PinnedImages(recs))
+		f.opened.SetPinned(localimages.PinnedImages(runs, manifests))
 	}
 }
 

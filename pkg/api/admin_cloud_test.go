@@ -92,7 +92,7 @@ func cloudAPI(t *testing.T, p *idp) (*httptest.Server, *records.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := api.NewWithAuthenticator(api.Config{Records: recs, Logger: slog.New(slog.DiscardHandler)}, cloud.JWTAuthenticator{Verifier: v})
+	h := api.NewWithAuthenticator(api.Config{Records: api.RecordsOf(recs), Logger: slog.New(slog.DiscardHandler)}, cloud.JWTAuthenticator{Verifier: v})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv, recs

@@ -54,7 +54,7 @@ func TestMarkEstimatedCosts(t *testing.T) {
 		{Harness: "oracle", RunID: "r-unknown-and-never-read"}, // no cost: no look-up
 		{Harness: "command", Model: "heuristic", RunID: r.ID, CostPerTask: cost},
 	}
-	h := &boardsAPI{recs: recs}
+	h := &boardsAPI{recs: RecordsOf(recs)}
 	if err := h.markEstimatedCosts(ctx, rows); err != nil {
 		t.Fatal(err)
 	}

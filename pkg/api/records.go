@@ -14,7 +14,8 @@ import (
 // aggregate with only the methods its handlers call: the API writes
 // nothing of runs and benchmarks (the pipeline and the sync do), and of a
 // workspace only its users, tokens, billing and the workspace itself.
-// *records.Store is every one of them; a test may fake any.
+// The repositories of a records.Store satisfy them (RecordsOf); a test may
+// fake any.
 
 // RunReader is what the API reads of runs: the run, its agents, slots,
 // results, tallies, metrics and logs.
@@ -67,4 +68,38 @@ type Records interface {
 	Workspaces
 }
 
-var _ Records = (*records.Store)(nil)
+// RecordsOf returns the Records of a store: each of its repositories
+// behind the interface the handlers read it through.
+func RecordsOf(s *records.Store) Records {
+	return repositories{RunReader: s.Runs, BenchmarkReader: benchmarksAndBoards{s.Benchmarks, s.Boards}, workspaceRepository: s.Workspaces}
+}
+
+// repositories is Records made of one value per aggregate.
+type repositories struct {
+	RunReader
+	BenchmarkReader
+	workspaceRepository
+}
+
+// workspaceRepository names the embedded Workspaces apart from its
+// Workspaces method.
+type workspaceRepository = Workspaces
+
+// benchmarksAndBoards is the BenchmarkReader of two repositories: the
+// benchmarks' (records.Benchmarks) and their leaderboards'
+// (records.Boards).
+type benchmarksAndBoards struct {
+	benchmarkRecords
+	boardReader
+}
+
+type benchmarkRecords interface {
+	Benchmark(ctx context.Context, ws, key string) (records.Benchmark, error)
+	Benchmarks(ctx context.Context, ws string) ([]records.Benchmark, error)
+	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
+	Task(ctx context.Context, ws, key, version, name string) (records.Task, error)
+}
+
+type boardReader interface {
+	Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (records.Board, error)
+}

@@ -72,7 +72,7 @@ type syncSource struct {
 
 // resolve reads the registry at location and resolves name@version
 // (version "" = the one Harbor picks).
-func (s *Service) resolve(ctx context.Context, location, name, version string) (harbor.Dataset, error) {
+func (s *fetcher) resolve(ctx context.Context, location, name, version string) (harbor.Dataset, error) {
 	src, err := s.open(location)
 	if err != nil {
 		return harbor.Dataset{}, fmt.Errorf("%w: %w", ErrRegistryUnavailable, err)
@@ -110,18 +110,8 @@ func resolveIn(reg harbor.Registry, location, name, version string) (harbor.Data
 	return d, nil
 }
 
-// Add adds dataset spec ("name" or "name@version") from the configured
-// registry — or, when the name has a '/', package dataset
-// "org/name[@ref]" from the configured package registry — to the workspace as a harbor benchmark in status pending, keyed
-// benchmark.KeyFor(name, resolved version). Adding the same dataset version
-// again returns the stored record; a key held by anything else is a
-// conflict. The caller enqueues NewSyncMessage(ws, key) afterwards.
-//
-// creds name the workspace secret records the sync pulls and builds the
-// benchmark's images with, per registry; each record must exist. A bad
-// entry is a *benchmark.FieldError naming it, and nothing is written.
-// Adding the benchmark again with other credentials is a conflict.
-func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error) {
+// Add is Service.Add.
+func (s *adder) Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error) {
 	if hub.IsPackageSpec(spec) {
 		// A name with a '/' is a package dataset, as in Harbor's CLI.
 		return s.addPackage(ctx, ws, AddRequest{Spec: spec, Credentials: creds})
@@ -147,14 +137,14 @@ func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.R
 		Source: benchmark.Source{Type: benchmark.Harbor, Ref: d.Spec()},
 		Status: records.SyncPending, Total: len(d.Tasks), RegistryCredentials: creds, CreatedAt: now, UpdatedAt: now,
 	}
-	if existing, err := s.records.Benchmark(ctx, ws, key); err == nil {
+	if existing, err := s.benchmarks.Benchmark(ctx, ws, key); err == nil {
 		return sameHarbor(existing, b)
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return records.Benchmark{}, err
 	}
-	created, err := s.records.CreateBenchmark(ctx, b)
+	created, err := s.benchmarks.CreateBenchmark(ctx, b)
 	if records.IsConditionFailed(err) {
-		existing, gerr := s.records.Benchmark(ctx, ws, key)
+		existing, gerr := s.benchmarks.Benchmark(ctx, ws, key)
 		if gerr != nil {
 			return records.Benchmark{}, gerr
 		}
@@ -163,7 +153,7 @@ func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.R
 	if err != nil {
 		return records.Benchmark{}, err
 	}
-	if err := s.records.PutSyncSource(ctx, ws, key, syncSource{Spec: d.Spec()}); err != nil {
+	if err := s.benchmarks.PutSyncSource(ctx, ws, key, syncSource{Spec: d.Spec()}); err != nil {
 		return records.Benchmark{}, err
 	}
 	s.log.InfoContext(ctx, "benchmark added", "workspace", ws, "key", key, "spec", d.Spec(), "tasks", len(d.Tasks),
@@ -183,13 +173,11 @@ func sameHarbor(existing, want records.Benchmark) (records.Benchmark, error) {
 	return records.Benchmark{}, fmt.Errorf("%w: benchmark key %q is already used by %s benchmark %s", ErrConflict, want.Key, existing.Source.Type, existing.Source.Ref)
 }
 
-// Retry moves a failed sync back to pending (the caller then enqueues
-// NewSyncMessage). A pending benchmark, or one whose sync lease has
-// expired, is returned as pending too; a ready or actively syncing one is a
-// conflict.
-func (s *Service) Retry(ctx context.Context, ws, key string) (records.Benchmark, error) {
+// Retry is Service.Retry.
+func (s *adder) Retry(ctx context.Context, ws, key string) (records.Benchmark, error) {
 	now := s.now().UTC()
-	return s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	st, err := s.benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		switch {
 		case b.Status == records.SyncReady:
 			return fmt.Errorf("%w: benchmark %s is already synced (version %s); nothing to retry", ErrConflict, key, b.ReadyVersion)
@@ -201,4 +189,5 @@ func (s *Service) Retry(ctx context.Context, ws, key string) (records.Benchmark,
 		b.Status, b.SyncError, b.Synced, b.UpdatedAt = records.SyncPending, "", 0, now
 		return nil
 	})
+	return st.Benchmark, err
 }

@@ -84,7 +84,7 @@ func TestAddAgainstHarborSnapshot(t *testing.T) {
 			t.Errorf("Add(%q) = %v, want ErrInvalidSpec", spec, err)
 		}
 	}
-	list, err := e.rec.Benchmarks(ctx, ws)
+	list, err := e.rec.Benchmarks.Benchmarks(ctx, ws)
 	if err != nil || len(list) != 3 {
 		t.Errorf("Benchmarks = %d, %v; want the 3 distinct ones added", len(list), err)
 	}
@@ -96,7 +96,7 @@ func TestAddUnreachableRegistry(t *testing.T) {
 	if !errors.Is(err, ErrRegistryUnavailable) || !strings.Contains(err.Error(), "missing.json unreachable") {
 		t.Errorf("Add with a missing registry = %v, want ErrRegistryUnavailable naming it", err)
 	}
-	if list, _ := e.rec.Benchmarks(context.Background(), ws); len(list) != 0 {
+	if list, _ := e.rec.Benchmarks.Benchmarks(context.Background(), ws); len(list) != 0 {
 		t.Errorf("Add with a missing registry wrote %d benchmarks", len(list))
 	}
 }
@@ -115,7 +115,8 @@ func TestRetry(t *testing.T) {
 	if err != nil || pending.Version != b.Version {
 		t.Errorf("Retry(pending) = %+v, %v; want it unchanged", pending, err)
 	}
-	if _, err := e.rec.UpdateBenchmark(ctx, ws, b.Key, func(b *records.Benchmark) error {
+	if _, err := e.rec.Benchmarks.UpdateSync(ctx, ws, b.Key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		b.Status, b.SyncError, b.Synced = records.SyncFailed, "registry x unreachable", 3
 		return nil
 	}); err != nil {

@@ -110,7 +110,7 @@ func BenchmarkAdd100TaskDataset(b *testing.B) {
 				if err := e.svc.Sync(ctx, NewSyncMessage(w, added.Key)); err != nil {
 					b.Fatal(err)
 				}
-				if got, err := e.rec.Benchmark(ctx, w, added.Key); err != nil || got.TaskCount != 100 {
+				if got, err := e.rec.Benchmarks.Benchmark(ctx, w, added.Key); err != nil || got.TaskCount != 100 {
 					b.Fatalf("%s: %+v, %v; want 100 tasks ready", tc.name, got, err)
 				}
 			}

@@ -19,7 +19,8 @@ func BenchmarkSyncDemoBench(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := e.rec.UpdateBenchmark(ctx, ws, added.Key, func(bm *records.Benchmark) error {
+		if _, err := e.rec.Benchmarks.UpdateSync(ctx, ws, added.Key, func(st *records.SyncState) error {
+			bm := &st.Benchmark
 			bm.Status = records.SyncPending
 			return nil
 		}); err != nil {
@@ -51,7 +52,8 @@ func BenchmarkSyncPulledImages(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := e.rec.UpdateBenchmark(ctx, ws, added.Key, func(bm *records.Benchmark) error {
+		if _, err := e.rec.Benchmarks.UpdateSync(ctx, ws, added.Key, func(st *records.SyncState) error {
+			bm := &st.Benchmark
 			bm.Status = records.SyncPending
 			return nil
 		}); err != nil {

@@ -51,19 +51,8 @@ func (p *managedPolicy) entry(key string, src syncSource) benchmark.CatalogEntry
 	return e
 }
 
-// InstallCatalog makes every benchmark of the catalog appear in the
-// workspace as a managed benchmark, and returns the sync messages the caller
-// must enqueue: one for each benchmark that is new, whose catalog entry
-// changed since the last install (it goes back to pending), or whose
-// pending or syncing state was left behind by a stopped process. Running it
-// again with the same catalog changes nothing.
-//
-// Relative registry paths and dirs of cat are resolved against catalogDir
-// (pass "" when cat came from benchmark.ParseCatalog with the catalog's
-// path, which already did that) and stored absolute. An entry whose key a
-// harbor benchmark already holds is reported as a conflict, after every
-// other entry has been installed.
-func (s *Service) InstallCatalog(ctx context.Context, ws string, cat benchmark.Catalog, catalogDir string) ([]SyncMessage, error) {
+// InstallCatalog is Service.InstallCatalog.
+func (s *cataloger) InstallCatalog(ctx context.Context, ws string, cat benchmark.Catalog, catalogDir string) ([]SyncMessage, error) {
 	var msgs []SyncMessage
 	var errs []error
 	for _, e := range cat.Benchmarks {
@@ -114,15 +103,15 @@ func absUnder(base, p string) (string, error) {
 
 // installEntry creates or updates one managed benchmark and reports whether
 // it needs a sync message.
-func (s *Service) installEntry(ctx context.Context, ws string, e benchmark.CatalogEntry, src syncSource) (bool, error) {
+func (s *cataloger) installEntry(ctx context.Context, ws string, e benchmark.CatalogEntry, src syncSource) (bool, error) {
 	var stored syncSource
-	err := s.records.SyncSource(ctx, ws, e.Key, &stored)
+	err := s.benchmarks.SyncSource(ctx, ws, e.Key, &stored)
 	if err != nil && !errors.Is(err, records.ErrNotFound) {
 		return false, err
 	}
 	changed := err != nil || !sameJSON(stored, src)
 	now := s.now().UTC()
-	b, err := s.records.Benchmark(ctx, ws, e.Key)
+	b, err := s.benchmarks.Benchmark(ctx, ws, e.Key)
 	switch {
 	case errors.Is(err, records.ErrNotFound):
 		b = records.Benchmark{
@@ -130,19 +119,19 @@ func (s *Service) installEntry(ctx context.Context, ws string, e benchmark.Catal
 			Source: benchmark.Source{Type: benchmark.Managed, Ref: e.Ref(), URL: e.SourceURL},
 			Status: records.SyncPending, CreatedAt: now, UpdatedAt: now,
 		}
-		if _, err := s.records.CreateBenchmark(ctx, b); err != nil && !records.IsConditionFailed(err) {
+		if _, err := s.benchmarks.CreateBenchmark(ctx, b); err != nil && !records.IsConditionFailed(err) {
 			return false, err
 		} else if err != nil {
 			return s.installEntry(ctx, ws, e, src) // created concurrently: reconcile with it
 		}
-		return true, s.records.PutSyncSource(ctx, ws, e.Key, src)
+		return true, s.benchmarks.PutSyncSource(ctx, ws, e.Key, src)
 	case err != nil:
 		return false, err
 	case b.Source.Type != benchmark.Managed:
 		return false, fmt.Errorf("%w: key %q is used by %s benchmark %s", ErrConflict, e.Key, b.Source.Type, b.Source.Ref)
 	}
 	if changed {
-		if err := s.records.PutSyncSource(ctx, ws, e.Key, src); err != nil {
+		if err := s.benchmarks.PutSyncSource(ctx, ws, e.Key, src); err != nil {
 			return false, err
 		}
 	}
@@ -151,10 +140,11 @@ func (s *Service) installEntry(ctx context.Context, ws string, e benchmark.Catal
 
 // reconcile refreshes a stored managed benchmark's record from its entry
 // and reports whether it needs a sync message.
-func (s *Service) reconcile(ctx context.Context, ws string, e benchmark.CatalogEntry, changed bool) (bool, error) {
+func (s *cataloger) reconcile(ctx context.Context, ws string, e benchmark.CatalogEntry, changed bool) (bool, error) {
 	now := s.now().UTC()
 	enqueue := false
-	_, err := s.records.UpdateBenchmark(ctx, ws, e.Key, func(b *records.Benchmark) error {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, e.Key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		source := benchmark.Source{Type: benchmark.Managed, Ref: e.Ref(), URL: e.SourceURL}
 		stale := b.Status == records.SyncPending || (b.Status == records.SyncSyncing && s.leaseExpired(*b, now))
 		enqueue = changed || stale

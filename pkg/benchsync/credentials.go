@@ -46,7 +46,7 @@ var _ slog.LogValuer = PullCredential{}
 // their shape, and that each secret record exists in the workspace (the
 // sync reads workspace records only: it runs for the workspace, not for a
 // user). It returns them canonical; errors are *benchmark.FieldError.
-func (s *Service) checkCredentials(ctx context.Context, ws string, cs []benchmark.RegistryCredential) ([]benchmark.RegistryCredential, error) {
+func (s *adder) checkCredentials(ctx context.Context, ws string, cs []benchmark.RegistryCredential) ([]benchmark.RegistryCredential, error) {
 	cs, err := benchmark.CheckRegistryCredentials(cs)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (s *Service) checkCredentials(ctx context.Context, ws string, cs []benchmar
 		return nil, &benchmark.FieldError{Field: "registry_credentials", Message: "this platform has no secret store configured for benchmark syncs; add the benchmark without registry credentials"}
 	}
 	for i, c := range cs {
-		_, err := s.records.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: c.Secret})
+		_, err := s.secretRecords.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: c.Secret})
 		if errors.Is(err, records.ErrNotFound) {
 			return nil, &benchmark.FieldError{Field: fmt.Sprintf("registry_credentials[%d].secret", i),
 				Message: fmt.Sprintf("the workspace has no secret record %s (personal records are not used for syncs); set it first: gauntlet secret set %s (value username:password)", c.Secret, c.Secret)}
@@ -71,7 +71,7 @@ func (s *Service) checkCredentials(ctx context.Context, ws string, cs []benchmar
 // A record deleted since the add, or a value that is not
 // username:password, is a failure naming the registry and the record
 // (never the value): the user fixes it and syncs again.
-func (s *Service) pullCredentials(ctx context.Context, b records.Benchmark) ([]PullCredential, error) {
+func (s *fetcher) pullCredentials(ctx context.Context, b records.Benchmark) ([]PullCredential, error) {
 	if len(b.RegistryCredentials) == 0 {
 		return nil, nil
 	}

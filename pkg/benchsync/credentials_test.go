@@ -37,7 +37,7 @@ func setSecret(t *testing.T, e *env, st *localsecret.Store, name, value string) 
 	if err := st.Put(context.Background(), ref, secret.Value(value)); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rec.PutSecretRecord(context.Background(), records.SecretRecord{Workspace: ws, Scope: secret.Workspace, Name: name, SetBy: "u1", SetAt: time.Now()}); err != nil {
+	if err := e.rec.Workspaces.PutSecretRecord(context.Background(), records.SecretRecord{Workspace: ws, Scope: secret.Workspace, Name: name, SetBy: "u1", SetAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -57,7 +57,7 @@ func TestAddChecksRegistryCredentials(t *testing.T) {
 	if !errors.As(err, &fe) || fe.Field != "registry_credentials[0].registry" {
 		t.Fatalf("Add(scheme) = %v, want a FieldError at registry_credentials[0].registry", err)
 	}
-	if list, err := e.rec.Benchmarks(ctx, ws); err != nil || len(list) != 0 {
+	if list, err := e.rec.Benchmarks.Benchmarks(ctx, ws); err != nil || len(list) != 0 {
 		t.Fatalf("benchmarks after refused adds: %+v, %v; want none", list, err)
 	}
 

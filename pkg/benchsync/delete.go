@@ -15,25 +15,9 @@ import (
 // maxListedRuns bounds how many run ids a delete conflict names.
 const maxListedRuns = 5
 
-// Delete removes a harbor benchmark without breaking any run of it:
-//
-//   - While a run of it is not terminal (pending, queued, running or
-//     stopping) Delete refuses with ErrConflict naming the runs: they still
-//     read its tasks.
-//   - Otherwise it removes the benchmark record first (no new run can pin
-//     it, no sync or refresh can touch it), cancels the syncs and
-//     refreshes of it that this process runs (their image builds with
-//     them) and waits for them to return, then its sync state, sync
-//     source and leaderboard, and last every manifest version that no run
-//     pinned. Versions some run pinned stay, so those runs' pages,
-//     configuration, results and downloads keep working.
-//
-// Managed benchmarks cannot be deleted (a conflict). Runs are found through
-// the benchmark's run index and, because that index is eventually
-// consistent on DynamoDB, also through the strongly read active-run
-// markers, so a run submitted just before the delete is seen.
-func (s *Service) Delete(ctx context.Context, ws, key string) error {
-	b, err := s.records.Benchmark(ctx, ws, key)
+// Delete is Service.Delete.
+func (s *remover) Delete(ctx context.Context, ws, key string) error {
+	b, err := s.benchmarks.Benchmark(ctx, ws, key)
 	if err != nil {
 		return err
 	}
@@ -48,7 +32,7 @@ func (s *Service) Delete(ctx context.Context, ws, key string) error {
 		return fmt.Errorf("%w: benchmark %s has %d run(s) in progress (%s); stop them or wait for them to finish, then remove it",
 			ErrConflict, key, len(active), benchmark.QuoteList(active, maxListedRuns))
 	}
-	if err := s.records.DeleteBenchmark(ctx, ws, key); err != nil {
+	if err := s.benchmarks.DeleteBenchmark(ctx, ws, key); err != nil {
 		return err
 	}
 	// A sync or refresh of it in this process stops now: its builds are
@@ -60,13 +44,13 @@ func (s *Service) Delete(ctx context.Context, ws, key string) error {
 	if n := s.inflight.cancel(ctx, ws, key, errRemoved); n > 0 {
 		s.log.InfoContext(ctx, "in-flight sync of a removed benchmark cancelled", "workspace", ws, "key", key, "syncs", n)
 	}
-	if err := s.records.DeleteSyncState(ctx, ws, key); err != nil {
+	if err := s.benchmarks.DeleteRefreshState(ctx, ws, key); err != nil {
 		return err
 	}
-	if err := s.records.DeleteSyncSource(ctx, ws, key); err != nil {
+	if err := s.benchmarks.DeleteSyncSource(ctx, ws, key); err != nil {
 		return err
 	}
-	if err := s.records.DeleteLeaderboard(ctx, ws, key); err != nil {
+	if err := s.boards.DeleteLeaderboard(ctx, ws, key); err != nil {
 		return err
 	}
 	kept, err := s.deleteUnpinnedVersions(ctx, ws, key)
@@ -81,7 +65,7 @@ func (s *Service) Delete(ctx context.Context, ws, key string) error {
 // benchmark that no run pins and returns the versions it kept. It reads
 // the runs again after the benchmark record is gone, so a run submitted
 // while Delete ran keeps its version too.
-func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([]string, error) {
+func (s *remover) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([]string, error) {
 	runs, err := s.runsOf(ctx, ws, key)
 	if err != nil {
 		return nil, err
@@ -90,7 +74,7 @@ func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([
 	for _, r := range runs {
 		pinned[r.ManifestVersion] = true
 	}
-	versions, err := s.records.ManifestVersions(ctx, ws, key)
+	versions, err := s.benchmarks.ManifestVersions(ctx, ws, key)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +84,7 @@ func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([
 			kept = append(kept, v)
 			continue
 		}
-		if err := s.records.DeleteManifest(ctx, ws, key, v); err != nil {
+		if err := s.benchmarks.DeleteManifest(ctx, ws, key, v); err != nil {
 			return nil, err
 		}
 	}
@@ -110,8 +94,8 @@ func (s *Service) deleteUnpinnedVersions(ctx context.Context, ws, key string) ([
 // runsOf returns the runs whose pinned manifest is one of the workspace's
 // benchmark key: those of the benchmark's run index, plus any active run
 // the index does not show yet.
-func (s *Service) runsOf(ctx context.Context, ws, key string) ([]run.Run, error) {
-	indexed, err := s.records.RunsByBenchmark(ctx, ws, key)
+func (s *remover) runsOf(ctx context.Context, ws, key string) ([]run.Run, error) {
+	indexed, err := s.runs.RunsByBenchmark(ctx, ws, key)
 	if err != nil {
 		return nil, fmt.Errorf("runs of benchmark %s: %w", key, err)
 	}
@@ -123,7 +107,7 @@ func (s *Service) runsOf(ctx context.Context, ws, key string) ([]run.Run, error)
 			seen[r.ID] = true
 		}
 	}
-	active, err := s.records.ActiveRuns(ctx)
+	active, err := s.runs.ActiveRuns(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("runs of benchmark %s: %w", key, err)
 	}
@@ -131,7 +115,7 @@ func (s *Service) runsOf(ctx context.Context, ws, key string) ([]run.Run, error)
 		if seen[id] {
 			continue
 		}
-		r, err := s.records.Run(ctx, id)
+		r, err := s.runs.Run(ctx, id)
 		if errors.Is(err, records.ErrNotFound) {
 			continue // marker of a run being created or already cleaned up
 		}

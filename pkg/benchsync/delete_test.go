@@ -30,13 +30,13 @@ func (e *env) createRun(t *testing.T, id, key, version string, status run.Status
 func (e *env) endRun(t *testing.T, id string, status run.Status) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := e.rec.UpdateRun(ctx, id, func(r *run.Run) error {
+	if _, err := e.rec.Runs.UpdateRun(ctx, id, func(r *run.Run) error {
 		r.Status = status
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rec.ClearActiveRun(ctx, id); err != nil {
+	if err := e.rec.Runs.ClearActiveRun(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,11 +60,11 @@ func TestDeleteKeepsPinnedVersions(t *testing.T) {
 	e.clock.Advance(2 * time.Hour)
 	e.refreshAll(t, time.Hour)
 	third := e.benchmark(t, key)
-	versions, err := e.rec.ManifestVersions(ctx, ws, key)
+	versions, err := e.rec.Benchmarks.ManifestVersions(ctx, ws, key)
 	if err != nil || len(versions) != 3 || third.ReadyVersion == second.ReadyVersion {
 		t.Fatalf("versions %v (%v), ready %s then %s; want three", versions, err, second.ReadyVersion, third.ReadyVersion)
 	}
-	if _, err := e.rec.SwapLeaderboardHead(ctx, records.LeaderboardHead{Workspace: ws, Benchmark: key, Generation: 1}); err != nil {
+	if _, err := e.rec.Boards.SwapLeaderboardHead(ctx, records.LeaderboardHead{Workspace: ws, Benchmark: key, Generation: 1}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -85,35 +85,35 @@ func TestDeleteKeepsPinnedVersions(t *testing.T) {
 	if err := e.svc.Delete(ctx, ws, key); err != nil {
 		t.Fatalf("Delete once the runs ended: %v", err)
 	}
-	if _, err := e.rec.Benchmark(ctx, ws, key); !errors.Is(err, records.ErrNotFound) {
+	if _, err := e.rec.Benchmarks.Benchmark(ctx, ws, key); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("Benchmark after Delete: %v", err)
 	}
-	if _, err := e.rec.SyncState(ctx, ws, key); !errors.Is(err, records.ErrNotFound) {
+	if _, err := e.rec.Benchmarks.RefreshState(ctx, ws, key); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("SyncState after Delete: %v", err)
 	}
 	var src syncSource
-	if err := e.rec.SyncSource(ctx, ws, key, &src); !errors.Is(err, records.ErrNotFound) {
+	if err := e.rec.Benchmarks.SyncSource(ctx, ws, key, &src); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("SyncSource after Delete: %v", err)
 	}
-	if _, err := e.rec.LeaderboardHead(ctx, ws, key); !errors.Is(err, records.ErrNotFound) {
+	if _, err := e.rec.Boards.LeaderboardHead(ctx, ws, key); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("Leaderboard after Delete: %v", err)
 	}
-	kept, err := e.rec.ManifestVersions(ctx, ws, key)
+	kept, err := e.rec.Benchmarks.ManifestVersions(ctx, ws, key)
 	if diff := cmp.Diff([]string{"head", third.ReadyVersion}, kept); diff != "" || err != nil {
 		t.Errorf("versions kept (-want +got):\n%s%v", diff, err)
 	}
-	if _, _, err := e.rec.Manifest(ctx, ws, key, second.ReadyVersion); !errors.Is(err, records.ErrNotFound) {
+	if _, _, err := e.rec.Benchmarks.Manifest(ctx, ws, key, second.ReadyVersion); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("unpinned version %s after Delete: %v", second.ReadyVersion, err)
 	}
 	for _, v := range []struct {
 		version string
 		tasks   int
 	}{{"head", 1}, {third.ReadyVersion, 3}} {
-		m, files, err := e.rec.Manifest(ctx, ws, key, v.version)
+		m, files, err := e.rec.Benchmarks.Manifest(ctx, ws, key, v.version)
 		if err != nil || len(m.Tasks) != v.tasks || len(files) != v.tasks {
 			t.Errorf("pinned version %s: %d tasks, %v; want %d", v.version, len(m.Tasks), err, v.tasks)
 		}
-		if _, err := e.rec.Task(ctx, ws, key, v.version, "word-frequency"); err != nil {
+		if _, err := e.rec.Benchmarks.Task(ctx, ws, key, v.version, "word-frequency"); err != nil {
 			t.Errorf("task of pinned version %s: %v", v.version, err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestDeleteKeepsPinnedVersions(t *testing.T) {
 	if err := e.svc.Delete(ctx, ws, key); err != nil {
 		t.Fatal(err)
 	}
-	if kept, err := e.rec.ManifestVersions(ctx, ws, key); len(kept) != 2 || err != nil {
+	if kept, err := e.rec.Benchmarks.ManifestVersions(ctx, ws, key); len(kept) != 2 || err != nil {
 		t.Errorf("versions after the second delete = %v, %v", kept, err)
 	}
 }

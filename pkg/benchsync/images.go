@@ -168,7 +168,7 @@ type buildJob struct {
 // a build or a warm is marked Preparing and listed in the returned work,
 // which finishImages does. Only cancellation and store trouble are errors.
 // Without configured environments it does nothing.
-func (s *Service) decideImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string, creds []PullCredential) (*imagePrep, []imageWork, error) {
+func (s *fetcher) decideImages(ctx context.Context, tasks []benchmark.Task, dirs []string, write progressWriter, running map[string]string, creds []PullCredential) (*imagePrep, []imageWork, error) {
 	if s.envs == nil {
 		separateWithoutImages(tasks, dirs)
 		return nil, nil, nil
@@ -226,7 +226,7 @@ func (s *Service) decideImages(ctx context.Context, tasks []benchmark.Task, dirs
 }
 
 // parallel is how many images are built or warmed at once.
-func (s *Service) parallel() int {
+func (s *fetcher) parallel() int {
 	if s.envs != nil && s.envs.ParallelBuilds > 0 {
 		return s.envs.ParallelBuilds
 	}
@@ -241,7 +241,7 @@ func (s *Service) parallel() int {
 // select it while the others build; save may be nil. When builds still run
 // elsewhere (a builder answered BuildRunning) every other task is finished
 // all the same and the error is an *imagesPending naming them.
-func (s *Service) finishImages(ctx context.Context, prep *imagePrep, tasks []benchmark.Task, work []imageWork, write progressWriter, save func(context.Context, benchmark.Task) error) error {
+func (s *fetcher) finishImages(ctx context.Context, prep *imagePrep, tasks []benchmark.Task, work []imageWork, write progressWriter, save func(context.Context, benchmark.Task) error) error {
 	if prep == nil {
 		return nil
 	}
@@ -343,7 +343,7 @@ type built struct {
 // reference is resolved, each image warmed and each build key built once
 // per sync (a task that needs one in progress waits for it).
 type imagePrep struct {
-	s        *Service
+	s        *fetcher
 	cfg      *Environments
 	resolved onceMap[resolution]
 	warmed   onceMap[error]
@@ -612,7 +612,7 @@ func (p *imagePrep) buildOnce(ctx context.Context, name, envDir string, buildTim
 // built returns the image of an earlier build of key, if the image can
 // still be had (a store may have evicted it; then it is built again).
 func (p *imagePrep) built(ctx context.Context, key string) (string, bool, error) {
-	rec, err := p.s.records.ImageBuild(ctx, key)
+	rec, err := p.s.benchmarks.ImageBuild(ctx, key)
 	if errors.Is(err, records.ErrNotFound) {
 		return "", false, nil
 	}
@@ -671,7 +671,7 @@ func (p *imagePrep) runBuild(ctx context.Context, name, envDir, key string, df [
 		return "", fmt.Sprintf("builder returned %q, not a digest reference", pinned), nil
 	}
 	rec := records.ImageBuild{Key: key, Pinned: pinned, Log: logKey, BuiltAt: p.s.now().UTC(), Seconds: p.s.now().Sub(start).Seconds()}
-	if err := p.s.records.PutImageBuild(ctx, rec); err != nil {
+	if err := p.s.benchmarks.PutImageBuild(ctx, rec); err != nil {
 		return "", "", err
 	}
 	p.s.log.InfoContext(ctx, "task image built", "task", name, "build_key", key, "image", pinned, "seconds", rec.Seconds)

@@ -264,7 +264,7 @@ func TestSyncPreparesImages(t *testing.T) {
 		!strings.HasPrefix(built.Pinned, reg.host+"/built@sha256:") || built.Unavailable != "" {
 		t.Errorf("builds: %+v", built)
 	}
-	if rec, err := e.rec.ImageBuild(ctx, built.BuildKey); err != nil || rec.Pinned != built.Pinned {
+	if rec, err := e.rec.Benchmarks.ImageBuild(ctx, built.BuildKey); err != nil || rec.Pinned != built.Pinned {
 		t.Errorf("build record = %+v, %v; want %s", rec, err, built.Pinned)
 	}
 	for name, want := range map[string][]string{
@@ -312,7 +312,7 @@ func TestSyncPreparesImages(t *testing.T) {
 		t.Errorf("after the tag moved: pulls %s (was %s), builds %s (was %s)", moved.Environment.Pinned, appPin, rebuilt.Environment.Pinned, built.Pinned)
 	}
 	// The pinned run's version is untouched.
-	old, _, err := e.rec.Manifest(ctx, ws, b.Key, b.ReadyVersion)
+	old, _, err := e.rec.Benchmarks.Manifest(ctx, ws, b.Key, b.ReadyVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ const logFlushEvery = time.Second
 // then every logFlushEvery while it grows, until stop is called; the
 // caller stores the final log after stop. A failed write is logged and
 // tried again at the next tick: the build does not depend on its readers.
-func (s *Service) streamLog(ctx context.Context, key string, log *tailBuffer) (stop func()) {
+func (s *fetcher) streamLog(ctx context.Context, key string, log *tailBuffer) (stop func()) {
 	ctx = context.WithoutCancel(ctx)
 	if err := s.blobs.Put(ctx, key, bytes.NewReader(nil)); err != nil {
 		s.log.WarnContext(ctx, "store the start of a build log", "key", key, "err", err)

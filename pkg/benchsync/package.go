@@ -50,10 +50,8 @@ type AddRequest struct {
 	Credentials []benchmark.RegistryCredential
 }
 
-// AddFrom adds a benchmark from any of the three sources (see AddRequest)
-// as Add does; a bad field is a *benchmark.FieldError naming it and
-// nothing is written.
-func (s *Service) AddFrom(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
+// AddFrom is Service.AddFrom.
+func (s *adder) AddFrom(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
 	switch {
 	case req.Repo != "":
 		return s.addRepo(ctx, ws, req)
@@ -69,7 +67,7 @@ func (s *Service) AddFrom(ctx context.Context, ws string, req AddRequest) (recor
 
 // addPackage resolves a package dataset and records the benchmark, keyed
 // by the package name and, unless it is "latest", the ref.
-func (s *Service) addPackage(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
+func (s *adder) addPackage(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
 	ref, err := hub.ParseRef(req.Spec)
 	if err != nil {
 		var re *hub.RefError
@@ -116,18 +114,18 @@ func (s *Service) addPackage(ctx context.Context, ws string, req AddRequest) (re
 
 // create stores a new benchmark and its sync source; adding the same
 // source again returns the stored record.
-func (s *Service) create(ctx context.Context, ws string, b records.Benchmark, src syncSource, kind, spec string, tasks int) (records.Benchmark, error) {
+func (s *adder) create(ctx context.Context, ws string, b records.Benchmark, src syncSource, kind, spec string, tasks int) (records.Benchmark, error) {
 	if !benchmark.ValidKey(b.Key) {
 		return records.Benchmark{}, &benchmark.FieldError{Field: "source", Message: fmt.Sprintf("%s gives no usable benchmark key", spec)}
 	}
-	if existing, err := s.records.Benchmark(ctx, ws, b.Key); err == nil {
+	if existing, err := s.benchmarks.Benchmark(ctx, ws, b.Key); err == nil {
 		return sameHarbor(existing, b)
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return records.Benchmark{}, err
 	}
-	created, err := s.records.CreateBenchmark(ctx, b)
+	created, err := s.benchmarks.CreateBenchmark(ctx, b)
 	if records.IsConditionFailed(err) {
-		existing, gerr := s.records.Benchmark(ctx, ws, b.Key)
+		existing, gerr := s.benchmarks.Benchmark(ctx, ws, b.Key)
 		if gerr != nil {
 			return records.Benchmark{}, gerr
 		}
@@ -136,7 +134,7 @@ func (s *Service) create(ctx context.Context, ws string, b records.Benchmark, sr
 	if err != nil {
 		return records.Benchmark{}, err
 	}
-	if err := s.records.PutSyncSource(ctx, ws, b.Key, src); err != nil {
+	if err := s.benchmarks.PutSyncSource(ctx, ws, b.Key, src); err != nil {
 		return records.Benchmark{}, err
 	}
 	if b.SyncWarning != "" {
@@ -148,14 +146,14 @@ func (s *Service) create(ctx context.Context, ws string, b records.Benchmark, sr
 }
 
 // checkSecret checks that the workspace holds secret record name.
-func (s *Service) checkSecret(ctx context.Context, ws, field, name, what string) error {
+func (s *adder) checkSecret(ctx context.Context, ws, field, name, what string) error {
 	if !secret.ValidName(name) {
 		return &benchmark.FieldError{Field: field, Message: fmt.Sprintf("%q is not a secret record name: want %s, at most 128 bytes", name, secret.NamePattern)}
 	}
 	if s.secrets == nil {
 		return &benchmark.FieldError{Field: field, Message: "this platform has no secret store configured for benchmark syncs"}
 	}
-	_, err := s.records.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: name})
+	_, err := s.secretRecords.SecretRecord(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: name})
 	if errors.Is(err, records.ErrNotFound) {
 		return &benchmark.FieldError{Field: field, Message: fmt.Sprintf("the workspace has no secret record %s (personal records are not used for syncs); set it first to %s: gauntlet secret set %s", name, what, name)}
 	}
@@ -167,7 +165,7 @@ func (s *Service) checkSecret(ctx context.Context, ws, field, name, what string)
 
 // openPackage opens the package registry for src, reading its API key
 // from the workspace secret record it names.
-func (s *Service) openPackage(ctx context.Context, ws string, src *packageSource) (*registry.PackageSource, error) {
+func (s *fetcher) openPackage(ctx context.Context, ws string, src *packageSource) (*registry.PackageSource, error) {
 	ref, err := hub.ParseRef(src.Ref)
 	if err != nil {
 		return nil, failf("stored package reference: %v", err)
@@ -199,7 +197,7 @@ func (s *Service) openPackage(ctx context.Context, ws string, src *packageSource
 
 // packageError maps what the registry said about a package dataset to the
 // service's errors (and so to HTTP statuses).
-func (s *Service) packageError(ref hub.Ref, src *packageSource, err error) error {
+func (s *fetcher) packageError(ref hub.Ref, src *packageSource, err error) error {
 	var (
 		unavailable *hub.UnavailableTasksError
 		f           *failure
@@ -234,7 +232,7 @@ func (s *Service) packageError(ref hub.Ref, src *packageSource, err error) error
 
 // datasetFiles fetches a package dataset's files (e.g. metric.py), stores
 // each under its content hash and returns them for the manifest.
-func (s *Service) datasetFiles(ctx context.Context, ps *registry.PackageSource, tmp string) ([]benchmark.DatasetFile, error) {
+func (s *fetcher) datasetFiles(ctx context.Context, ps *registry.PackageSource, tmp string) ([]benchmark.DatasetFile, error) {
 	dir := filepath.Join(tmp, "dataset-files")
 	files, err := ps.FetchFiles(ctx, dir)
 	if err != nil {

@@ -160,7 +160,7 @@ func TestAddPackageBadCases(t *testing.T) {
 	if !errors.As(err, &fe) || !strings.Contains(fe.Message, "Dataset 'demo/mixed@latest' references 1 task that is unavailable to your account") {
 		t.Errorf("inaccessible task: %v; want Harbor's message", err)
 	}
-	if list, err := e.rec.Benchmarks(ctx, ws); err != nil || len(list) != 0 {
+	if list, err := e.rec.Benchmarks.Benchmarks(ctx, ws); err != nil || len(list) != 0 {
 		t.Errorf("after refused adds, benchmarks %+v, %v; want none written", list, err)
 	}
 
@@ -259,7 +259,7 @@ func TestRefreshFollowsAMovedTag(t *testing.T) {
 	if after.Status != records.SyncReady || after.ReadyVersion != "2" || after.ReadyDigest == latest.ReadyDigest {
 		t.Fatalf("latest after refresh: %s at %s (%s); want ready at version 2 with a new digest", after.Status, after.ReadyVersion, after.ReadyDigest)
 	}
-	if _, _, err := e.rec.Manifest(ctx, ws, latest.Key, latest.ReadyVersion); err != nil {
+	if _, _, err := e.rec.Benchmarks.Manifest(ctx, ws, latest.Key, latest.ReadyVersion); err != nil {
 		t.Errorf("version %s, which runs may pin, is gone: %v", latest.ReadyVersion, err)
 	}
 	if p := e.benchmark(t, pinned.Key); p.ReadyVersion != "1" || p.ReadyDigest != pinned.ReadyDigest {

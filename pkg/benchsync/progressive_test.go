@@ -68,7 +68,7 @@ func TestSyncStoresTasksAsTheyAreReady(t *testing.T) {
 	states := func() map[string]benchmark.TaskImageState {
 		out := map[string]benchmark.TaskImageState{}
 		for _, name := range []string{"fast", "slow"} {
-			task, err := e.rec.Task(ctx, ws, b.Key, version, name)
+			task, err := e.rec.Benchmarks.Task(ctx, ws, b.Key, version, name)
 			if err == nil {
 				out[name] = task.Environment.State()
 			}
@@ -94,7 +94,7 @@ func TestSyncStoresTasksAsTheyAreReady(t *testing.T) {
 		case <-tick.C:
 		}
 	}
-	slow, err := e.rec.Task(ctx, ws, b.Key, version, "slow")
+	slow, err := e.rec.Benchmarks.Task(ctx, ws, b.Key, version, "slow")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +134,10 @@ func TestSyncStoresTasksAsTheyAreReady(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the sync did not return after the delete")
 	}
-	if _, err := e.rec.Benchmark(ctx, ws, b.Key); err == nil {
+	if _, err := e.rec.Benchmarks.Benchmark(ctx, ws, b.Key); err == nil {
 		t.Error("the removed benchmark is still there")
 	}
-	if versions, err := e.rec.ManifestVersions(ctx, ws, b.Key); err != nil || len(versions) != 0 {
+	if versions, err := e.rec.Benchmarks.ManifestVersions(ctx, ws, b.Key); err != nil || len(versions) != 0 {
 		t.Errorf("manifest versions after the delete = %v, %v; want none", versions, err)
 	}
 }

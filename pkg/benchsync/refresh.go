@@ -17,25 +17,19 @@ import (
 // ready version until the refresh switches it, and a run already submitted
 // keeps the version it pinned (stored versions are never replaced). The
 // refresh's lease, progress and error live in the benchmark's
-// records.SyncState, never in its sync status, so a failed refresh leaves
+// records.RefreshState, never in its sync status, so a failed refresh leaves
 // a ready benchmark ready with a refresh_error.
 
 // errNotReady ends a refresh of a benchmark that is not ready: its own
 // sync owns it.
 var errNotReady = errors.New("benchmark is not ready")
 
-// Refresh returns one refresh message for every benchmark, harbor or
-// managed, in every workspace, whose last successful sync is older than
-// olderThan at now, oldest first. It reads the refresh index (a range of
-// one partition; no scan) and skips benchmarks a live refresh holds. The
-// caller enqueues the messages; Sync handles them, and a message whose
-// benchmark synced after it was listed changes nothing, so listing twice
-// or delivering twice is harmless.
-func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Duration) ([]SyncMessage, error) {
+// Refresh is Service.Refresh.
+func (s *refresher) Refresh(ctx context.Context, now time.Time, olderThan time.Duration) ([]SyncMessage, error) {
 	if olderThan < 0 {
 		return nil, fmt.Errorf("refresh: olderThan %s is negative", olderThan)
 	}
-	due, err := s.records.SyncedBefore(ctx, now.Add(-olderThan))
+	due, err := s.benchmarks.SyncedBefore(ctx, now.Add(-olderThan))
 	if err != nil {
 		return nil, fmt.Errorf("refresh: %w", err)
 	}
@@ -49,7 +43,7 @@ func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Dur
 	return msgs, nil
 }
 
-func (s *Service) refreshLeaseExpired(st records.SyncState, now time.Time) bool {
+func (s *refresher) refreshLeaseExpired(st records.RefreshState, now time.Time) bool {
 	return now.Sub(st.RefreshUpdatedAt) > s.lease
 }
 
@@ -57,7 +51,7 @@ func (s *Service) refreshLeaseExpired(st records.SyncState, now time.Time) bool 
 // fetch the dataset again, then either only move the last-synced time (same
 // digest) or store the new manifest version and switch the ready version
 // to it.
-func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
+func (s *refresher) refresh(ctx context.Context, msg SyncMessage) error {
 	ws, key := msg.Workspace, msg.Key
 	b, token, err := s.claimRefresh(ctx, msg)
 	switch {
@@ -101,20 +95,24 @@ func (s *Service) refresh(ctx context.Context, msg SyncMessage) error {
 
 // claimRefresh takes the refresh lease of a ready benchmark and returns it
 // with the lease's token (its start time); a zero token means there is
-// nothing to do (refreshed since the message was scheduled).
-func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Benchmark, time.Time, error) {
+// nothing to do (refreshed since the message was scheduled). A benchmark
+// ready before the refresh index existed enters it now.
+func (s *refresher) claimRefresh(ctx context.Context, msg SyncMessage) (records.Benchmark, time.Time, error) {
 	ws, key := msg.Workspace, msg.Key
-	b, err := s.records.Benchmark(ctx, ws, key)
-	if err != nil {
-		return b, time.Time{}, err
-	}
-	if b.Status != records.SyncReady {
-		return b, time.Time{}, errNotReady
-	}
 	now := s.now().UTC()
-	var token time.Time
-	claim := func(st *records.SyncState) error {
-		token = time.Time{}
+	var (
+		token  time.Time
+		status records.SyncStatus
+	)
+	state, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+		b, st := &state.Benchmark, &state.Refresh
+		token, status = time.Time{}, b.Status
+		if b.Status != records.SyncReady {
+			return errNotReady
+		}
+		if st.Version == 0 && st.LastSynced.IsZero() {
+			st.LastSynced = b.UpdatedAt
+		}
 		switch {
 		case !msg.LastSynced.IsZero() && st.LastSynced.After(msg.LastSynced):
 			return records.ErrNoChange
@@ -129,25 +127,15 @@ func (s *Service) claimRefresh(ctx context.Context, msg SyncMessage) (records.Be
 		st.RefreshStarted, st.RefreshUpdatedAt, st.RefreshSynced, st.RefreshTotal = now, now, 0, 0
 		token = now
 		return nil
+	})
+	if errors.Is(err, errNotReady) {
+		return records.Benchmark{Workspace: ws, Key: key, Status: status}, time.Time{}, err
 	}
-	_, err = s.records.UpdateSyncState(ctx, ws, key, claim)
-	if errors.Is(err, records.ErrNotFound) {
-		// Ready before the refresh index existed: enter it now.
-		b, _, err = s.records.UpdateBenchmarkSynced(ctx, ws, key, func(b *records.Benchmark, st *records.SyncState) error {
-			if b.Status != records.SyncReady {
-				return errNotReady
-			}
-			if st.LastSynced.IsZero() {
-				st.LastSynced = b.UpdatedAt
-			}
-			return claim(st)
-		})
-	}
-	return b, token, err
+	return state.Benchmark, token, err
 }
 
 // refreshClaimed resolves and fetches the dataset and applies the outcome.
-func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token time.Time, running map[string]string) error {
+func (s *refresher) refreshClaimed(ctx context.Context, b records.Benchmark, token time.Time, running map[string]string) error {
 	src, err := s.loadSource(ctx, b)
 	if err != nil {
 		return err
@@ -184,8 +172,8 @@ func (s *Service) refreshClaimed(ctx context.Context, b records.Benchmark, token
 
 // updateOutcomes rewrites the tasks of a stored version whose image
 // outcome (pinned image, failure) differs from tasks'.
-func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, tasks []benchmark.Task, files map[string]records.TaskFiles) error {
-	stored, _, err := s.records.Manifest(ctx, ws, key, version)
+func (s *refresher) updateOutcomes(ctx context.Context, ws, key, version string, tasks []benchmark.Task, files map[string]records.TaskFiles) error {
+	stored, _, err := s.benchmarks.Manifest(ctx, ws, key, version)
 	if err != nil {
 		return err
 	}
@@ -194,7 +182,7 @@ func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, t
 		if !ok || old.Environment == nil || t.Environment == nil || reflect.DeepEqual(*old.Environment, *t.Environment) {
 			continue
 		}
-		if err := s.records.PutTask(ctx, ws, key, version, t, files[t.Name]); err != nil {
+		if err := s.benchmarks.PutTask(ctx, ws, key, version, t, files[t.Name]); err != nil {
 			return err
 		}
 	}
@@ -203,9 +191,10 @@ func (s *Service) updateOutcomes(ctx context.Context, ws, key, version string, t
 
 // parkRefresh records a refresh's image progress with the time its resume
 // message will name; the benchmark stays ready at its version meanwhile.
-func (s *Service) parkRefresh(ctx context.Context, msg SyncMessage, token time.Time, ip *imagesPending) error {
+func (s *refresher) parkRefresh(ctx context.Context, msg SyncMessage, token time.Time, ip *imagesPending) error {
 	now := s.now().UTC().Truncate(time.Millisecond)
-	_, err := s.records.UpdateSyncState(ctx, msg.Workspace, msg.Key, func(st *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, msg.Workspace, msg.Key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return errSuperseded
 		}
@@ -216,19 +205,20 @@ func (s *Service) parkRefresh(ctx context.Context, msg SyncMessage, token time.T
 }
 
 // ownsRefresh reports whether st is still held by the refresh with token.
-func ownsRefresh(st records.SyncState, token time.Time) bool {
+func ownsRefresh(st records.RefreshState, token time.Time) bool {
 	return st.RefreshStarted.Equal(token)
 }
 
 // finishRefresh records a successful refresh on st.
-func finishRefresh(st *records.SyncState, now time.Time) {
-	*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
+func finishRefresh(st *records.RefreshState, now time.Time) {
+	*st = records.RefreshState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
 }
 
 // refreshUnchanged moves only the last-synced time.
-func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, token time.Time) error {
+func (s *refresher) refreshUnchanged(ctx context.Context, b records.Benchmark, token time.Time) error {
 	now := s.now().UTC()
-	_, err := s.records.UpdateSyncState(ctx, b.Workspace, b.Key, func(st *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, b.Workspace, b.Key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return errSuperseded
 		}
@@ -247,9 +237,10 @@ func (s *Service) refreshUnchanged(ctx context.Context, b records.Benchmark, tok
 
 // switchReady points the still-ready benchmark at the new manifest version
 // and records the refresh, in one transaction.
-func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, warning string, token time.Time) error {
+func (s *refresher) switchReady(ctx context.Context, old records.Benchmark, m benchmark.Manifest, warning string, token time.Time) error {
 	now := s.now().UTC()
-	_, _, err := s.records.UpdateBenchmarkSynced(ctx, old.Workspace, old.Key, func(b *records.Benchmark, st *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, old.Workspace, old.Key, func(state *records.SyncState) error {
+		b, st := &state.Benchmark, &state.Refresh
 		if !ownsRefresh(*st, token) || b.Status != records.SyncReady {
 			return errSuperseded
 		}
@@ -270,9 +261,10 @@ func (s *Service) switchReady(ctx context.Context, old records.Benchmark, m benc
 }
 
 // refreshProgress records a refresh's progress on its sync state.
-func (s *Service) refreshProgress(ws, key string, token time.Time) progressWriter {
+func (s *refresher) refreshProgress(ws, key string, token time.Time) progressWriter {
 	return func(ctx context.Context, _ records.SyncPhase, n, total int, now time.Time) error {
-		_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+		_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+			st := &state.Refresh
 			if !ownsRefresh(*st, token) {
 				return errSuperseded
 			}
@@ -288,9 +280,10 @@ func (s *Service) refreshProgress(ws, key string, token time.Time) progressWrite
 
 // refreshFailed records why the refresh failed; the benchmark stays ready
 // at its version, and the next schedule tries again.
-func (s *Service) refreshFailed(ctx context.Context, ws, key string, token time.Time, reason string) error {
+func (s *refresher) refreshFailed(ctx context.Context, ws, key string, token time.Time, reason string) error {
 	now := s.now().UTC()
-	_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return records.ErrNoChange
 		}
@@ -311,8 +304,9 @@ func (s *Service) refreshFailed(ctx context.Context, ws, key string, token time.
 // releaseRefresh gives up a refresh that hit infrastructure trouble so the
 // message's redelivery can run it at once (best effort: if this write
 // fails too, the lease expires).
-func (s *Service) releaseRefresh(ctx context.Context, ws, key string, token time.Time) {
-	_, err := s.records.UpdateSyncState(ctx, ws, key, func(st *records.SyncState) error {
+func (s *refresher) releaseRefresh(ctx context.Context, ws, key string, token time.Time) {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		if !ownsRefresh(*st, token) {
 			return records.ErrNoChange
 		}

@@ -34,9 +34,9 @@ func rollingRegistry(t *testing.T, dir string, tasks ...string) string {
 	return path
 }
 
-func (e *env) syncState(t *testing.T, ws, key string) records.SyncState {
+func (e *env) syncState(t *testing.T, ws, key string) records.RefreshState {
 	t.Helper()
-	st, err := e.rec.SyncState(context.Background(), ws, key)
+	st, err := e.rec.Benchmarks.RefreshState(context.Background(), ws, key)
 	if err != nil {
 		t.Fatalf("SyncState(%s/%s): %v", ws, key, err)
 	}
@@ -54,7 +54,7 @@ func (e *env) addSynced(t *testing.T, w, spec string) records.Benchmark {
 	if err := e.svc.Sync(ctx, NewSyncMessage(w, b.Key)); err != nil {
 		t.Fatalf("Sync(%s/%s): %v", w, b.Key, err)
 	}
-	got, err := e.rec.Benchmark(ctx, w, b.Key)
+	got, err := e.rec.Benchmarks.Benchmark(ctx, w, b.Key)
 	if err != nil || got.Status != records.SyncReady {
 		t.Fatalf("after Sync(%s/%s): %+v, %v; want ready", w, b.Key, got, err)
 	}
@@ -91,7 +91,7 @@ func TestRefreshUnchangedMovesOnlyLastSynced(t *testing.T) {
 	e := newEnv(t, exampleRegistry)
 	ready := e.addSynced(t, ws, "demo-bench")
 	synced := e.syncState(t, ws, ready.Key)
-	if want := (records.SyncState{Workspace: ws, Key: ready.Key, LastSynced: e.clock.Now(), Version: 1}); !cmp.Equal(want, synced) {
+	if want := (records.RefreshState{Workspace: ws, Key: ready.Key, LastSynced: e.clock.Now(), Version: 1}); !cmp.Equal(want, synced) {
 		t.Fatalf("sync state after the first sync = %+v, want %+v", synced, want)
 	}
 	e.clock.Advance(2 * time.Hour)
@@ -158,7 +158,7 @@ func TestRefreshSwitchesToNewContentAndStaysReady(t *testing.T) {
 	if diff := cmp.Diff(firstManifest, old); diff != "" {
 		t.Errorf("pinned version changed (-before +after):\n%s", diff)
 	}
-	versions, err := e.rec.ManifestVersions(context.Background(), ws, first.Key)
+	versions, err := e.rec.Benchmarks.ManifestVersions(context.Background(), ws, first.Key)
 	if diff := cmp.Diff([]string{"head", wantVersion}, versions); diff != "" || err != nil {
 		t.Errorf("ManifestVersions (-want +got):\n%s%v", diff, err)
 	}
@@ -280,7 +280,8 @@ func TestRefreshListsOnlyDueBenchmarks(t *testing.T) {
 	const key = "demo-bench-1-0"
 	// ws-c's refresh is running (claimed 10 minutes ago).
 	e.clock.Advance(40 * time.Minute)
-	if _, err := e.rec.UpdateSyncState(ctx, "ws-c", key, func(st *records.SyncState) error {
+	if _, err := e.rec.Benchmarks.UpdateSync(ctx, "ws-c", key, func(state *records.SyncState) error {
+		st := &state.Refresh
 		st.RefreshStarted, st.RefreshUpdatedAt = e.clock.Now(), e.clock.Now()
 		return nil
 	}); err != nil {
@@ -315,7 +316,7 @@ func TestRefreshListsOnlyDueBenchmarks(t *testing.T) {
 			t.Errorf("refresh of %s: %v", w, err)
 		}
 	}
-	if b, err := e.rec.Benchmark(ctx, "ws-d", key); err != nil || b.Status != records.SyncPending {
+	if b, err := e.rec.Benchmarks.Benchmark(ctx, "ws-d", key); err != nil || b.Status != records.SyncPending {
 		t.Errorf("pending benchmark after a refresh message: %+v, %v", b, err)
 	}
 	if _, err := e.svc.Refresh(ctx, e.clock.Now(), -time.Second); err == nil {
@@ -330,7 +331,7 @@ func TestRefreshOfBenchmarkReadyBeforeTheIndex(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, exampleRegistry)
 	ready := e.addSynced(t, ws, "demo-bench")
-	if err := e.rec.DeleteSyncState(ctx, ws, ready.Key); err != nil {
+	if err := e.rec.Benchmarks.DeleteRefreshState(ctx, ws, ready.Key); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Hour)

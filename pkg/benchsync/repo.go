@@ -30,7 +30,7 @@ func (r *repoSource) parse() (registry.Repo, error) {
 // addRepo resolves a git dataset (the ref to a commit, the task
 // directories at it) and records the benchmark, keyed by org/name, the
 // task path when it is not the default, and the ref.
-func (s *Service) addRepo(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
+func (s *adder) addRepo(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
 	switch {
 	case req.Spec != "":
 		return records.Benchmark{}, &benchmark.FieldError{Field: "source", Message: "must be empty with repo: the repository's task directories are the dataset (a registry.json inside a repository is not read)"}
@@ -98,7 +98,7 @@ func repoError(err error) error {
 }
 
 // openRepo opens a git dataset under the service's network policy.
-func (s *Service) openRepo(src *repoSource) (*registry.RepoSource, error) {
+func (s *fetcher) openRepo(src *repoSource) (*registry.RepoSource, error) {
 	repo, err := src.parse()
 	if err != nil {
 		return nil, failf("stored repository source: %v", err)

@@ -104,7 +104,7 @@ func TestAddRepoDatasetOverHTTP(t *testing.T) {
 	if moved.ReadyVersion != second[:12] || moved.ReadyDigest == b.ReadyDigest {
 		t.Errorf("branch after refresh at %s (%s); want %s with a new digest", moved.ReadyVersion, moved.ReadyDigest, second[:12])
 	}
-	if _, _, err := e.rec.Manifest(ctx, ws, b.Key, first[:12]); err != nil {
+	if _, _, err := e.rec.Benchmarks.Manifest(ctx, ws, b.Key, first[:12]); err != nil {
 		t.Errorf("the version runs may pin is gone: %v", err)
 	}
 	for _, k := range []string{tag.Key, commit.Key} {
@@ -147,7 +147,7 @@ func TestAddRepoBadCases(t *testing.T) {
 	if _, err := e.svc.AddFrom(ctx, ws, AddRequest{Repo: repo, Path: "bench"}); !errors.As(err, &fe) || fe.Field != "repo" || !strings.Contains(fe.Message, "loopback") {
 		t.Errorf("loopback repository under the default policy: %v; want a FieldError on repo naming loopback", err)
 	}
-	if list, _ := e.rec.Benchmarks(ctx, ws); len(list) != 1 {
+	if list, _ := e.rec.Benchmarks.Benchmarks(ctx, ws); len(list) != 1 {
 		t.Errorf("%d benchmarks written; want only the one good add", len(list))
 	}
 }

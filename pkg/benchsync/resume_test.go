@@ -141,7 +141,7 @@ func TestSyncParksOnRunningBuilds(t *testing.T) {
 		if jobs.starts[env.BuildKey] != 1 {
 			t.Errorf("%s: %d builds started, want 1", name, jobs.starts[env.BuildKey])
 		}
-		if _, err := e.rec.ImageBuild(ctx, env.BuildKey); err != nil {
+		if _, err := e.rec.Benchmarks.ImageBuild(ctx, env.BuildKey); err != nil {
 			t.Errorf("%s: build record: %v", name, err)
 		}
 	}

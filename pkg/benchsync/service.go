@@ -9,12 +9,14 @@
 package benchsync
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/blob"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
 	"github.com/gauntlet-bench/gauntlet/pkg/registry"
@@ -52,7 +54,9 @@ type Opener func(location string) (registry.Source, error)
 
 // Config wires a Service.
 type Config struct {
-	Records *records.Store
+	// Records are the stored records the service reads and writes, one
+	// interface per aggregate (StoreRecords gives a records.Store's).
+	Records Records
 	Blobs   blob.Store
 	// Open opens registry locations; default registry.OpenWith with the
 	// work dir for git checkouts.
@@ -88,18 +92,36 @@ type Config struct {
 	Secrets secret.Store
 }
 
-// Service adds benchmarks to workspaces and syncs their task lists.
+// Service adds benchmarks to workspaces and syncs their task lists. Each
+// concern is a type of its own on the ports and settings they share:
+// adding (adder), the managed catalog (cataloger), removal (remover), the
+// sync of a task list (syncer), the background refresh (refresher), and
+// below the last two, fetching sources, tasks and images (fetcher).
 type Service struct {
-	records  *records.Store
-	blobs    blob.Store
-	open     Opener
-	registry string
-	workDir  string
-	now      func() time.Time
-	log      *slog.Logger
-	lease    time.Duration
-	envs     *Environments
-	secrets  secret.Store
+	*deps
+	adds      *adder
+	catalog   *cataloger
+	removal   *remover
+	syncs     *syncer
+	refreshes *refresher
+}
+
+// deps is what every concern of the service shares: the stored records it
+// reads and writes, the blob store, the registry openers and settings.
+type deps struct {
+	benchmarks    Benchmarks
+	runs          RunPins
+	boards        Leaderboards
+	secretRecords SecretRecords
+	blobs         blob.Store
+	open          Opener
+	registry      string
+	workDir       string
+	now           func() time.Time
+	log           *slog.Logger
+	lease         time.Duration
+	envs          *Environments
+	secrets       secret.Store
 	// inflight are the syncs and refreshes this process runs (Delete
 	// cancels a removed benchmark's).
 	inflight inflight
@@ -108,13 +130,39 @@ type Service struct {
 	allowPrivate   bool
 }
 
+// fetcher fetches what a sync or refresh stores: it opens the benchmark's
+// source, fetches, loads and bundles its tasks, prepares their images and
+// stores the manifest version.
+type fetcher struct{ *deps }
+
+// adder adds benchmarks from the registry, a package or a repository, and
+// retries failed syncs.
+type adder struct{ *fetcher }
+
+// cataloger installs the managed catalog.
+type cataloger struct{ *deps }
+
+// remover removes benchmarks.
+type remover struct{ *deps }
+
+// syncer syncs a benchmark's task list (Sync), handing refresh messages to
+// the refresher.
+type syncer struct {
+	*fetcher
+	refresher *refresher
+}
+
+// refresher lists the benchmarks due for a refresh and refreshes them.
+type refresher struct{ *fetcher }
+
 // New returns a Service; Records and Blobs are required.
 func New(cfg Config) (*Service, error) {
-	if cfg.Records == nil || cfg.Blobs == nil {
-		return nil, errors.New("benchsync: Records and Blobs are required")
+	if !cfg.Records.complete() || cfg.Blobs == nil {
+		return nil, errors.New("benchsync: Records (every repository) and Blobs are required")
 	}
-	s := &Service{
-		records: cfg.Records, blobs: cfg.Blobs, open: cfg.Open, registry: cfg.Registry,
+	s := &deps{
+		benchmarks: cfg.Records.Benchmarks, runs: cfg.Records.Runs, boards: cfg.Records.Boards, secretRecords: cfg.Records.SecretRecords,
+		blobs: cfg.Blobs, open: cfg.Open, registry: cfg.Registry,
 		workDir: cfg.WorkDir, now: cfg.Now, log: cfg.Logger, lease: cfg.Lease,
 		envs: cfg.Environments, secrets: cfg.Secrets,
 		pkgURL: cfg.PackageRegistry, pkgKey: cfg.PackagePublishableKey, allowPrivate: cfg.AllowPrivateNetworks,
@@ -141,5 +189,100 @@ func New(cfg Config) (*Service, error) {
 	if s.lease <= 0 {
 		s.lease = DefaultLease
 	}
-	return s, nil
+	f := &fetcher{s}
+	refreshes := &refresher{f}
+	return &Service{deps: s, adds: &adder{f}, catalog: &cataloger{s}, removal: &remover{s},
+		syncs: &syncer{fetcher: f, refresher: refreshes}, refreshes: refreshes}, nil
+}
+
+// Add adds dataset spec ("name" or "name@version") from the configured
+// registry — or, when the name has a '/', package dataset
+// "org/name[@ref]" from the configured package registry — to the workspace as a harbor benchmark in status pending, keyed
+// benchmark.KeyFor(name, resolved version). Adding the same dataset version
+// again returns the stored record; a key held by anything else is a
+// conflict. The caller enqueues NewSyncMessage(ws, key) afterwards.
+//
+// creds name the workspace secret records the sync pulls and builds the
+// benchmark's images with, per registry; each record must exist. A bad
+// entry is a *benchmark.FieldError naming it, and nothing is written.
+// Adding the benchmark again with other credentials is a conflict.
+func (s *Service) Add(ctx context.Context, ws, spec string, creds ...benchmark.RegistryCredential) (records.Benchmark, error) {
+	return s.adds.Add(ctx, ws, spec, creds...)
+}
+
+// AddFrom adds a benchmark from any of the three sources (see AddRequest)
+// as Add does; a bad field is a *benchmark.FieldError naming it and
+// nothing is written.
+func (s *Service) AddFrom(ctx context.Context, ws string, req AddRequest) (records.Benchmark, error) {
+	return s.adds.AddFrom(ctx, ws, req)
+}
+
+// Retry moves a failed sync back to pending (the caller then enqueues
+// NewSyncMessage). A pending benchmark, or one whose sync lease has
+// expired, is returned as pending too; a ready or actively syncing one is a
+// conflict.
+func (s *Service) Retry(ctx context.Context, ws, key string) (records.Benchmark, error) {
+	return s.adds.Retry(ctx, ws, key)
+}
+
+// InstallCatalog makes every benchmark of the catalog appear in the
+// workspace as a managed benchmark, and returns the sync messages the caller
+// must enqueue: one for each benchmark that is new, whose catalog entry
+// changed since the last install (it goes back to pending), or whose
+// pending or syncing state was left behind by a stopped process. Running it
+// again with the same catalog changes nothing.
+//
+// Relative registry paths and dirs of cat are resolved against catalogDir
+// (pass "" when cat came from benchmark.ParseCatalog with the catalog's
+// path, which already did that) and stored absolute. An entry whose key a
+// harbor benchmark already holds is reported as a conflict, after every
+// other entry has been installed.
+func (s *Service) InstallCatalog(ctx context.Context, ws string, cat benchmark.Catalog, catalogDir string) ([]SyncMessage, error) {
+	return s.catalog.InstallCatalog(ctx, ws, cat, catalogDir)
+}
+
+// Delete removes a harbor benchmark without breaking any run of it:
+//
+//   - While a run of it is not terminal (pending, queued, running or
+//     stopping) Delete refuses with ErrConflict naming the runs: they still
+//     read its tasks.
+//   - Otherwise it removes the benchmark record first (no new run can pin
+//     it, no sync or refresh can touch it), cancels the syncs and
+//     refreshes of it that this process runs (their image builds with
+//     them) and waits for them to return, then its sync state, sync
+//     source and leaderboard, and last every manifest version that no run
+//     pinned. Versions some run pinned stay, so those runs' pages,
+//     configuration, results and downloads keep working.
+//
+// Managed benchmarks cannot be deleted (a conflict). Runs are found through
+// the benchmark's run index and, because that index is eventually
+// consistent on DynamoDB, also through the strongly read active-run
+// markers, so a run submitted just before the delete is seen.
+func (s *Service) Delete(ctx context.Context, ws, key string) error {
+	return s.removal.Delete(ctx, ws, key)
+}
+
+// Sync pages the task list of the benchmark msg names in: it takes the
+// benchmark from pending or failed (or from a syncing whose lease expired)
+// to syncing, fetches, loads and bundles every task, stores the manifest
+// and marks the benchmark ready with its version and digest (and enters it
+// in the refresh index). Problems the user must fix leave it failed with
+// the reason, and Sync returns nil; a ready benchmark makes Sync a no-op,
+// so redeliveries change nothing. A refresh message (msg.Refresh) is
+// handled as refresh.go describes. An error return means "deliver again
+// later" (ErrSyncInProgress, store or blob trouble, cancellation) or,
+// wrapping ErrPoison, "never".
+func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
+	return s.syncs.Sync(ctx, msg)
+}
+
+// Refresh returns one refresh message for every benchmark, harbor or
+// managed, in every workspace, whose last successful sync is older than
+// olderThan at now, oldest first. It reads the refresh index (a range of
+// one partition; no scan) and skips benchmarks a live refresh holds. The
+// caller enqueues the messages; Sync handles them, and a message whose
+// benchmark synced after it was listed changes nothing, so listing twice
+// or delivering twice is harmless.
+func (s *Service) Refresh(ctx context.Context, now time.Time, olderThan time.Duration) ([]SyncMessage, error) {
+	return s.refreshes.Refresh(ctx, now, olderThan)
 }

@@ -76,7 +76,7 @@ func newEnv(t testing.TB, registryLocation string) *env {
 	}
 	e := &env{rec: records.New(db.Table()), blobs: blobs, clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
 	e.svc, err = New(Config{
-		Records: e.rec, Blobs: blobs, Registry: registryLocation,
+		Records: StoreRecords(e.rec), Blobs: blobs, Registry: registryLocation,
 		WorkDir: filepath.Join(dir, "work"), Now: e.clock.Now,
 		AllowPrivateNetworks: true, // the tests' registries and repositories are local
 		Logger:               slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -89,7 +89,7 @@ func newEnv(t testing.TB, registryLocation string) *env {
 
 func (e *env) benchmark(t *testing.T, key string) records.Benchmark {
 	t.Helper()
-	b, err := e.rec.Benchmark(context.Background(), ws, key)
+	b, err := e.rec.Benchmarks.Benchmark(context.Background(), ws, key)
 	if err != nil {
 		t.Fatalf("Benchmark(%s): %v", key, err)
 	}
@@ -105,7 +105,7 @@ func (e *env) sync(t *testing.T, key string) {
 
 func (e *env) manifest(t *testing.T, b records.Benchmark) (benchmark.Manifest, map[string]records.TaskFiles) {
 	t.Helper()
-	m, files, err := e.rec.Manifest(context.Background(), ws, b.Key, b.ReadyVersion)
+	m, files, err := e.rec.Benchmarks.Manifest(context.Background(), ws, b.Key, b.ReadyVersion)
 	if err != nil {
 		t.Fatalf("Manifest(%s@%s): %v", b.Key, b.ReadyVersion, err)
 	}
@@ -216,7 +216,8 @@ func TestSyncRedeliveredIsIdempotent(t *testing.T) {
 	}
 	// A sync that runs again from the start (a crash before ready) ends
 	// with the same manifest, the same items and the same bundles.
-	if _, err := e.rec.UpdateBenchmark(ctx, ws, b.Key, func(b *records.Benchmark) error {
+	if _, err := e.rec.Benchmarks.UpdateSync(ctx, ws, b.Key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		b.Status = records.SyncPending
 		return nil
 	}); err != nil {
@@ -237,7 +238,7 @@ func TestSyncRedeliveredIsIdempotent(t *testing.T) {
 	if diff := cmp.Diff(bundles, blobKeys(t, e)); diff != "" {
 		t.Errorf("bundles changed (-first +again):\n%s", diff)
 	}
-	versions, err := e.rec.ManifestVersions(ctx, ws, b.Key)
+	versions, err := e.rec.Benchmarks.ManifestVersions(ctx, ws, b.Key)
 	if err != nil || len(versions) != 1 {
 		t.Errorf("ManifestVersions = %v, %v; want one", versions, err)
 	}
@@ -251,7 +252,8 @@ func TestSyncLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another worker claimed the sync and then stopped.
-	if _, err := e.rec.UpdateBenchmark(ctx, ws, b.Key, func(b *records.Benchmark) error {
+	if _, err := e.rec.Benchmarks.UpdateSync(ctx, ws, b.Key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		b.Status, b.Synced, b.UpdatedAt = records.SyncSyncing, 4, e.clock.Now()
 		return nil
 	}); err != nil {
@@ -292,13 +294,13 @@ func TestDeleteHarborBenchmark(t *testing.T) {
 	if err := e.svc.Delete(ctx, ws, b.Key); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
-	if _, err := e.rec.Benchmark(ctx, ws, b.Key); !errors.Is(err, records.ErrNotFound) {
+	if _, err := e.rec.Benchmarks.Benchmark(ctx, ws, b.Key); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("Benchmark after Delete: err = %v", err)
 	}
-	if _, _, err := e.rec.Manifest(ctx, ws, b.Key, "1.0"); !errors.Is(err, records.ErrNotFound) {
+	if _, _, err := e.rec.Benchmarks.Manifest(ctx, ws, b.Key, "1.0"); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("Manifest after Delete: err = %v", err)
 	}
-	if _, err := e.rec.Task(ctx, ws, b.Key, "1.0", "fix-median"); !errors.Is(err, records.ErrNotFound) {
+	if _, err := e.rec.Benchmarks.Task(ctx, ws, b.Key, "1.0", "fix-median"); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("Task after Delete: err = %v", err)
 	}
 	if err := e.svc.Delete(ctx, ws, b.Key); !errors.Is(err, ErrNotFound) {

@@ -20,7 +20,7 @@ import (
 
 // sidecarReason says why a task with sidecar services cannot run on this
 // platform ("" when it has none, or the platform runs them).
-func (s *Service) sidecarReason(name string, task harbor.Task) string {
+func (s *fetcher) sidecarReason(name string, task harbor.Task) string {
 	if v := volumeUsers(task); len(v) > 0 && (s.envs == nil || !s.envs.Volumes) {
 		return fmt.Sprintf("task %s: %s: volumes of services %s: this platform's sandboxes mount no compose volumes", name, harbor.ComposeFile, strings.Join(v, ", "))
 	}

@@ -107,7 +107,7 @@ func TestComposeVolumesNeedAPlatformThatMountsThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	services := &Service{envs: &Environments{Services: true}}
+	services := &fetcher{&deps{envs: &Environments{Services: true}}}
 	got := services.sidecarReason("shared-volume", withVolumes)
 	if want := "task shared-volume: environment/docker-compose.yaml: volumes of services main, side: this platform's sandboxes mount no compose volumes"; got != want {
 		t.Errorf("reason = %q, want %q", got, want)
@@ -115,7 +115,7 @@ func TestComposeVolumesNeedAPlatformThatMountsThem(t *testing.T) {
 	if got := services.sidecarReason("no-volume", without); got != "" {
 		t.Errorf("a task without volumes: reason %q, want none", got)
 	}
-	both := &Service{envs: &Environments{Services: true, Volumes: true}}
+	both := &fetcher{&deps{envs: &Environments{Services: true, Volumes: true}}}
 	if got := both.sidecarReason("shared-volume", withVolumes); got != "" {
 		t.Errorf("on a platform that mounts volumes: reason %q, want none", got)
 	}

@@ -35,22 +35,13 @@ func failf(format string, args ...any) error { return &failure{msg: fmt.Sprintf(
 // reset to pending, taken over); the newer state's own sync wins.
 var errSuperseded = errors.New("sync superseded")
 
-// Sync pages the task list of the benchmark msg names in: it takes the
-// benchmark from pending or failed (or from a syncing whose lease expired)
-// to syncing, fetches, loads and bundles every task, stores the manifest
-// and marks the benchmark ready with its version and digest (and enters it
-// in the refresh index). Problems the user must fix leave it failed with
-// the reason, and Sync returns nil; a ready benchmark makes Sync a no-op,
-// so redeliveries change nothing. A refresh message (msg.Refresh) is
-// handled as refresh.go describes. An error return means "deliver again
-// later" (ErrSyncInProgress, store or blob trouble, cancellation) or,
-// wrapping ErrPoison, "never".
-func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
+// Sync is Service.Sync.
+func (s *syncer) Sync(ctx context.Context, msg SyncMessage) error {
 	if err := msg.check(); err != nil {
 		return fmt.Errorf("sync message %+v: %w", msg, err)
 	}
 	if msg.Refresh {
-		return s.refresh(ctx, msg)
+		return s.refresher.refresh(ctx, msg)
 	}
 	ws, key := msg.Workspace, msg.Key
 	b, claimed, resumed, err := s.claim(ctx, ws, key, msg.Resume)
@@ -97,10 +88,11 @@ func (s *Service) Sync(ctx context.Context, msg SyncMessage) error {
 // claim moves the benchmark to syncing; claimed is false when it is
 // already ready. A resume message takes over the syncing benchmark it
 // parked (resumed), as long as nothing has been recorded on it since.
-func (s *Service) claim(ctx context.Context, ws, key string, resume *Resume) (records.Benchmark, bool, bool, error) {
+func (s *syncer) claim(ctx context.Context, ws, key string, resume *Resume) (records.Benchmark, bool, bool, error) {
 	now := s.now().UTC()
 	claimed, resumed := false, false
-	b, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	st, err := s.benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		claimed, resumed = false, false
 		switch {
 		case b.Status == records.SyncReady:
@@ -119,7 +111,7 @@ func (s *Service) claim(ctx context.Context, ws, key string, resume *Resume) (re
 		claimed = true
 		return nil
 	})
-	return b, claimed, resumed, err
+	return st.Benchmark, claimed, resumed, err
 }
 
 // ImagesBuilding is Sync's answer when task images are still building
@@ -138,7 +130,7 @@ func (e *ImagesBuilding) Error() string {
 }
 
 // resumeAfter is the delay of a parked sync's resume message.
-func (s *Service) resumeAfter() time.Duration {
+func (s *deps) resumeAfter() time.Duration {
 	if s.envs != nil && s.envs.ResumeAfter > 0 {
 		return min(s.envs.ResumeAfter, 15*time.Minute)
 	}
@@ -147,10 +139,11 @@ func (s *Service) resumeAfter() time.Duration {
 
 // park records a sync's image progress with the time its resume message
 // will name, and returns the ImagesBuilding that carries the message.
-func (s *Service) park(ctx context.Context, msg SyncMessage, ip *imagesPending) error {
+func (s *syncer) park(ctx context.Context, msg SyncMessage, ip *imagesPending) error {
 	// Stores keep at least milliseconds; the resume compares at that.
 	now := s.now().UTC().Truncate(time.Millisecond)
-	_, err := s.records.UpdateBenchmark(ctx, msg.Workspace, msg.Key, func(b *records.Benchmark) error {
+	_, err := s.benchmarks.UpdateSync(ctx, msg.Workspace, msg.Key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
@@ -163,7 +156,7 @@ func (s *Service) park(ctx context.Context, msg SyncMessage, ip *imagesPending) 
 // parked finishes parking a sync or refresh (what) once its progress write
 // returned err: a write the sync no longer owned ends the work quietly;
 // otherwise the ImagesBuilding carries the resume message stamped now.
-func (s *Service) parked(ctx context.Context, what string, msg SyncMessage, now time.Time, ip *imagesPending, err error) error {
+func (s *deps) parked(ctx context.Context, what string, msg SyncMessage, now time.Time, ip *imagesPending, err error) error {
 	if errors.Is(err, errSuperseded) || errors.Is(err, records.ErrNotFound) {
 		s.log.InfoContext(ctx, "benchmark "+what+" superseded", "workspace", msg.Workspace, "key", msg.Key)
 		return nil
@@ -176,7 +169,7 @@ func (s *Service) parked(ctx context.Context, what string, msg SyncMessage, now 
 	return &ImagesBuilding{Resume: NewResumeMessage(msg, now, ip.builds), After: s.resumeAfter()}
 }
 
-func (s *Service) leaseExpired(b records.Benchmark, now time.Time) bool {
+func (s *deps) leaseExpired(b records.Benchmark, now time.Time) bool {
 	return now.Sub(b.UpdatedAt) > s.lease
 }
 
@@ -185,7 +178,7 @@ func (s *Service) leaseExpired(b records.Benchmark, now time.Time) bool {
 // warmed marked preparing, the version named on the benchmark as the one
 // it prepares), then builds and warms those images, storing each task as
 // it is ready, so runs may select ready tasks before the sync ends.
-func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running map[string]string, resumed bool) error {
+func (s *syncer) syncClaimed(ctx context.Context, b records.Benchmark, running map[string]string, resumed bool) error {
 	src, err := s.loadSource(ctx, b)
 	if err != nil {
 		return err
@@ -205,7 +198,7 @@ func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running 
 			return err
 		}
 		save := func(ctx context.Context, t benchmark.Task) error {
-			return s.records.PutTask(ctx, b.Workspace, m.Key, m.Version, t, c.files[t.Name])
+			return s.benchmarks.PutTask(ctx, b.Workspace, m.Key, m.Version, t, c.files[t.Name])
 		}
 		if err := s.finishImages(ctx, c.prep, m.Tasks, c.work, write, save); err != nil {
 			return err
@@ -216,8 +209,9 @@ func (s *Service) syncClaimed(ctx context.Context, b records.Benchmark, running 
 
 // markPreparing names the stored version whose images the syncing
 // benchmark prepares (runs may select its ready tasks).
-func (s *Service) markPreparing(ctx context.Context, ws, key, version string) error {
-	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+func (s *syncer) markPreparing(ctx context.Context, ws, key, version string) error {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
@@ -234,9 +228,9 @@ func (s *Service) markPreparing(ctx context.Context, ws, key, version string) er
 }
 
 // loadSource returns where the benchmark syncs from.
-func (s *Service) loadSource(ctx context.Context, b records.Benchmark) (syncSource, error) {
+func (s *fetcher) loadSource(ctx context.Context, b records.Benchmark) (syncSource, error) {
 	var src syncSource
-	err := s.records.SyncSource(ctx, b.Workspace, b.Key, &src)
+	err := s.benchmarks.SyncSource(ctx, b.Workspace, b.Key, &src)
 	switch {
 	case err == nil:
 		return src, nil
@@ -250,7 +244,7 @@ func (s *Service) loadSource(ctx context.Context, b records.Benchmark) (syncSour
 
 // openSource opens the dataset's registry, package registry, git
 // repository or directory.
-func (s *Service) openSource(ctx context.Context, ws string, src syncSource) (registry.Source, string, error) {
+func (s *fetcher) openSource(ctx context.Context, ws string, src syncSource) (registry.Source, string, error) {
 	switch {
 	case src.Package != nil:
 		ps, err := s.openPackage(ctx, ws, src.Package)
@@ -296,14 +290,14 @@ type collected struct {
 
 // collect resolves the dataset, fetches, loads and bundles its tasks and
 // decides their images, recording progress through write.
-func (s *Service) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (collected, error) {
+func (s *fetcher) collect(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (collected, error) {
 	var c collected
 	var err error
 	c.m, c.files, c.warning, c.prep, c.work, err = s.gather(ctx, b, src, write, running)
 	return c, err
 }
 
-func (s *Service) gather(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, string, *imagePrep, []imageWork, error) {
+func (s *fetcher) gather(ctx context.Context, b records.Benchmark, src syncSource, write progressWriter, running map[string]string) (benchmark.Manifest, map[string]records.TaskFiles, string, *imagePrep, []imageWork, error) {
 	var creds []PullCredential
 	if s.envs != nil {
 		// Read first: a deleted or malformed record fails the sync before
@@ -438,15 +432,15 @@ func buildManifest(b records.Benchmark, src syncSource, d harbor.Dataset, tasks 
 // "head", a HEAD-pinned task repository) is stored as
 // "<version>+<first 12 hex digits of its digest>". Rewriting the same
 // content is harmless (tasks are created once, the header replaced).
-func (s *Service) storeManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]records.TaskFiles) (benchmark.Manifest, error) {
+func (s *fetcher) storeManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]records.TaskFiles) (benchmark.Manifest, error) {
 	resolved := m.Version
 	for _, v := range []string{resolved, contentVersion(resolved, m.Digest)} {
-		digest, err := s.records.ManifestDigest(ctx, ws, m.Key, v)
+		digest, err := s.benchmarks.ManifestDigest(ctx, ws, m.Key, v)
 		switch {
 		case errors.Is(err, records.ErrNotFound):
 			// Task items a crashed attempt left without a header go
 			// first, so the version holds exactly this task list.
-			if err := s.records.DeleteManifest(ctx, ws, m.Key, v); err != nil {
+			if err := s.benchmarks.DeleteManifest(ctx, ws, m.Key, v); err != nil {
 				return benchmark.Manifest{}, err
 			}
 		case err != nil:
@@ -456,7 +450,7 @@ func (s *Service) storeManifest(ctx context.Context, ws string, m benchmark.Mani
 			continue
 		}
 		m.Version = v
-		return m, s.records.PutManifest(ctx, ws, m, files)
+		return m, s.benchmarks.PutManifest(ctx, ws, m, files)
 	}
 	return benchmark.Manifest{}, failf("%s@%s: versions %s and %s are stored with other content", m.Key, resolved, resolved, contentVersion(resolved, m.Digest))
 }
@@ -469,16 +463,17 @@ func contentVersion(version, digest string) string {
 
 // markReady switches a syncing benchmark to ready at m and records the
 // sync in its sync state (the refresh index), in one transaction.
-func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest, warning string) error {
+func (s *syncer) markReady(ctx context.Context, ws string, m benchmark.Manifest, warning string) error {
 	now := s.now().UTC()
-	_, _, err := s.records.UpdateBenchmarkSynced(ctx, ws, m.Key, func(b *records.Benchmark, st *records.SyncState) error {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, m.Key, func(state *records.SyncState) error {
+		b, st := &state.Benchmark, &state.Refresh
 		if b.Status != records.SyncSyncing {
 			return errSuperseded
 		}
 		b.Status, b.SyncError, b.UpdatedAt, b.Phase, b.PreparingVersion = records.SyncReady, "", now, "", ""
 		b.Synced, b.Total, b.TaskCount = len(m.Tasks), len(m.Tasks), len(m.Tasks)
 		b.ReadyVersion, b.ReadyDigest, b.SyncWarning = m.Version, m.Digest, warning
-		*st = records.SyncState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
+		*st = records.RefreshState{Workspace: st.Workspace, Key: st.Key, LastSynced: now, Version: st.Version}
 		return nil
 	})
 	if errors.Is(err, records.ErrNotFound) {
@@ -495,9 +490,10 @@ func (s *Service) markReady(ctx context.Context, ws string, m benchmark.Manifest
 }
 
 // fail records reason on a syncing benchmark.
-func (s *Service) fail(ctx context.Context, ws, key, reason string) error {
+func (s *syncer) fail(ctx context.Context, ws, key, reason string) error {
 	now := s.now().UTC()
-	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return records.ErrNoChange
 		}
@@ -517,9 +513,10 @@ func (s *Service) fail(ctx context.Context, ws, key, reason string) error {
 // release hands a sync that hit infrastructure trouble back to pending so
 // the message's redelivery can run it at once (best effort: if this write
 // fails too, the lease expires).
-func (s *Service) release(ctx context.Context, ws, key string) {
+func (s *syncer) release(ctx context.Context, ws, key string) {
 	now := s.now().UTC()
-	_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+	_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+		b := &st.Benchmark
 		if b.Status != records.SyncSyncing {
 			return records.ErrNoChange
 		}
@@ -562,9 +559,10 @@ func (p *progress) record(ctx context.Context, n int, force bool) error {
 // syncProgress records a sync's progress on the syncing benchmark. A
 // resumed sync fetches the tasks again under the images phase's count it
 // parked with (only renewing its lease) until it is preparing images again.
-func (s *Service) syncProgress(ws, key string, resumed bool) progressWriter {
+func (s *syncer) syncProgress(ws, key string, resumed bool) progressWriter {
 	return func(ctx context.Context, phase records.SyncPhase, n, total int, now time.Time) error {
-		_, err := s.records.UpdateBenchmark(ctx, ws, key, func(b *records.Benchmark) error {
+		_, err := s.benchmarks.UpdateSync(ctx, ws, key, func(st *records.SyncState) error {
+			b := &st.Benchmark
 			if b.Status != records.SyncSyncing {
 				return errSuperseded
 			}

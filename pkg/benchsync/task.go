@@ -32,7 +32,7 @@ func BundleKey(digest string) string {
 // its bundle is in the blob store. It returns the source's warning about
 // the task, if any. A package task the registry cannot deliver intact is
 // kept in the manifest as unavailable, naming why, with no files.
-func (s *Service) syncTask(ctx context.Context, src registry.Source, ref harbor.TaskRef, dir string) (benchmark.Task, records.TaskFiles, string, error) {
+func (s *fetcher) syncTask(ctx context.Context, src registry.Source, ref harbor.TaskRef, dir string) (benchmark.Task, records.TaskFiles, string, error) {
 	fetched, err := src.FetchTask(ctx, ref, dir)
 	var unavailable *registry.UnavailableTaskError
 	if errors.As(err, &unavailable) {
@@ -115,7 +115,7 @@ func manifestTask(name, digest string, cfg harbor.TaskConfig, ref harbor.TaskRef
 
 // putBundle stores dir as a .tar.gz under key unless it is there already
 // (the key is content-addressed, so an existing object is this bundle).
-func (s *Service) putBundle(ctx context.Context, key, dir string) error {
+func (s *fetcher) putBundle(ctx context.Context, key, dir string) error {
 	infos, err := s.blobs.List(ctx, key)
 	if err != nil {
 		return fmt.Errorf("list bundle %s: %w", key, err)

@@ -21,12 +21,12 @@ func TestCatalogIsInstalledThroughBenchsync(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		b, err := p.Records().Benchmark(ctx, pipeline.PlatformWorkspace, "demo-bench")
+		b, err := p.Records().Benchmarks.Benchmark(ctx, pipeline.PlatformWorkspace, "demo-bench")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var src json.RawMessage
-		if err := p.Records().SyncSource(ctx, pipeline.PlatformWorkspace, "demo-bench", &src); err != nil {
+		if err := p.Records().Benchmarks.SyncSource(ctx, pipeline.PlatformWorkspace, "demo-bench", &src); err != nil {
 			t.Errorf("demo-bench has no sync source (%v); it was not installed through benchsync", err)
 		}
 		return b

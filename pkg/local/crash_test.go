@@ -84,9 +84,9 @@ func TestCrashSuite(t *testing.T) {
 	recs := records.New(db.Table())
 	ctx := context.Background()
 	state := func() (run.Run, run.Tally, []run.Slot) {
-		got, _ := recs.Run(ctx, r.ID)
-		tally, _ := recs.RunTally(ctx, r.ID)
-		active, _, _ := recs.Slots(ctx, r.ID, records.ActiveSlots, "", 500)
+		got, _ := recs.Runs.Run(ctx, r.ID)
+		tally, _ := recs.Runs.RunTally(ctx, r.ID)
+		active, _, _ := recs.Runs.Slots(ctx, r.ID, records.ActiveSlots, "", 500)
 		return got, tally, active
 	}
 	var worst time.Duration
@@ -137,7 +137,7 @@ func TestCrashSuite(t *testing.T) {
 		proc = startHelper(t, dir, env...)
 		waitFor(t, 2*time.Minute, "the slots in flight at the kill to launch again", func() bool {
 			for _, old := range inFlight {
-				sl, err := recs.Slot(ctx, r.ID, old.ID)
+				sl, err := recs.Runs.Slot(ctx, r.ID, old.ID)
 				if err != nil {
 					return false
 				}
@@ -159,7 +159,7 @@ func TestCrashSuite(t *testing.T) {
 	}
 	restart := time.Now()
 	waitFor(t, 3*time.Minute, "the run to end", func() bool {
-		got, _ := recs.Run(ctx, r.ID)
+		got, _ := recs.Runs.Run(ctx, r.ID)
 		return got.Status.Terminal()
 	})
 	t.Logf("after the last restart the run ended in %.2f s; worst relaunch after a restart %.2f s (%d kills)",
@@ -215,11 +215,11 @@ func anyDying(lines []string) bool {
 func checkEverySlotOnce(t *testing.T, recs *records.Store, r run.Run) {
 	t.Helper()
 	ctx := context.Background()
-	got, _ := recs.Run(ctx, r.ID)
+	got, _ := recs.Runs.Run(ctx, r.ID)
 	if got.Status != run.Finished {
 		t.Fatalf("run ended %s (%s), want finished", got.Status, got.Reason)
 	}
-	results, err := recs.AllResults(ctx, r.ID)
+	results, err := recs.Runs.AllResults(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,8 +51,8 @@ func TestDiskFullMidRunLosesNoSlot(t *testing.T) {
 	}
 	recs := p.Records()
 	waitFor(t, 2*time.Minute, "a few results and a running sandbox", func() bool {
-		tally, _ := recs.RunTally(ctx, r.ID)
-		active, _, _ := recs.Slots(ctx, r.ID, records.ActiveSlots, "", 10)
+		tally, _ := recs.Runs.RunTally(ctx, r.ID)
+		active, _, _ := recs.Runs.Slots(ctx, r.ID, records.ActiveSlots, "", 10)
 		return tally.Done >= 3 && len(active) > 0
 	})
 	ballast := filepath.Join(dir, "ballast")
@@ -60,13 +60,13 @@ func TestDiskFullMidRunLosesNoSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	free := diskspacetest.Fill(t, dir)
-	before, _ := recs.RunTally(ctx, r.ID)
+	before, _ := recs.Runs.RunTally(ctx, r.ID)
 	t.Logf("filled the data dir with %d of %d slots done", before.Done, r.TotalSlots())
 	// Full until the sandboxes running now have ended under it: either a
 	// write failed for want of space, or every active slot was settled
 	// while the disk was full (SQLite reused its write-ahead log's pages).
 	waitFor(t, 2*time.Minute, "the platform to meet the full disk", func() bool {
-		active, _, _ := recs.Slots(ctx, r.ID, records.ActiveSlots, "", 10)
+		active, _, _ := recs.Runs.Slots(ctx, r.ID, records.ActiveSlots, "", 10)
 		return strings.Contains(logs.String(), "below its free-space floor") &&
 			(strings.Contains(logs.String(), "the data dir is full") || len(active) == 0)
 	})
@@ -86,13 +86,13 @@ func TestDiskFullMidRunLosesNoSlot(t *testing.T) {
 	}
 	free()
 	waitFor(t, 3*time.Minute, "the run to end", func() bool {
-		got, _ := recs.Run(ctx, r.ID)
+		got, _ := recs.Runs.Run(ctx, r.ID)
 		return got.Status.Terminal()
 	})
-	if got, _ := recs.Run(ctx, r.ID); got.Status != run.Finished {
+	if got, _ := recs.Runs.Run(ctx, r.ID); got.Status != run.Finished {
 		t.Fatalf("run ended %s (%s), want finished", got.Status, got.Reason)
 	}
-	results, err := recs.AllResults(ctx, r.ID)
+	results, err := recs.Runs.AllResults(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestDiskFullMidRunLosesNoSlot(t *testing.T) {
 			t.Errorf("slot %s has %d final results, want exactly 1", slot, n)
 		}
 	}
-	slots, _, err := recs.Slots(ctx, r.ID, records.AllSlots, "", 100)
+	slots, _, err := recs.Runs.Slots(ctx, r.ID, records.AllSlots, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestDiskFullMidRunLosesNoSlot(t *testing.T) {
 			t.Errorf("slot %s spent retries: %d of max_retries, %d platform retries", sl.ID, sl.InfraRetries(), sl.PlatformRetries)
 		}
 	}
-	tally, _ := recs.RunTally(ctx, r.ID)
+	tally, _ := recs.Runs.RunTally(ctx, r.ID)
 	if tally.Done != int64(r.TotalSlots()) || tally.Passed != 9 || tally.Failed != int64(r.TotalSlots())-9 || tally.Errored != 0 {
 		t.Errorf("tally = %+v, want %d done: the 9 oracle slots passed, the others failed, none errored", tally, r.TotalSlots())
 	}

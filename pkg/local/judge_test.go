@@ -58,7 +58,7 @@ func TestJudgeBenchmarkThroughTheLocalPlatform(t *testing.T) {
 	if r.InputTokens != 0 || r.OutputTokens != 0 || r.CostUSD != 0 {
 		t.Errorf("agent usage = %d/%d $%v, want none: the judge's calls are not the agent's", r.InputTokens, r.OutputTokens, r.CostUSD)
 	}
-	tally, err := recs.RunTally(ctx, runID)
+	tally, err := recs.Runs.RunTally(ctx, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestJudgeBenchmarkThroughTheLocalPlatform(t *testing.T) {
 	}
 
 	// The API serves the judge's use apart from the agents'.
-	srv := httptest.NewServer(api.New(api.Config{Records: recs, Runs: p.Service(), Blobs: p.Blobs(), Secrets: p.Secrets()}))
+	srv := httptest.NewServer(api.New(api.Config{Records: api.RecordsOf(recs), Runs: p.Service(), Blobs: p.Blobs(), Secrets: p.Secrets()}))
 	defer srv.Close()
 	var served []string
 	get := func(path string, out any) {
@@ -183,18 +183,18 @@ func openJudgedPlatform(t *testing.T, dir, mockURL, judgeKey string) (*local.Pla
 	}
 	for _, step := range []func() error{
 		func() error {
-			return recs.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"})
+			return recs.Workspaces.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"})
 		},
-		func() error { return recs.PutUser(ctx, records.User{ID: "u1", Workspace: ws, Name: "Ann"}) },
+		func() error { return recs.Workspaces.PutUser(ctx, records.User{ID: "u1", Workspace: ws, Name: "Ann"}) },
 		func() error {
-			return recs.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: "u1"})
+			return recs.Workspaces.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: "u1"})
 		},
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	secrets := pipeline.NewSecrets(p.Secrets(), recs, time.Now)
+	secrets := pipeline.NewSecrets(p.Secrets(), recs.Workspaces, time.Now)
 	if _, _, err := secrets.Put(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: "JUDGE_KEY"}, secret.Value(judgeKey), "u1"); err != nil {
 		t.Fatal(err)
 	}
@@ -275,10 +275,10 @@ command = "echo The sea is wide. > /app/essay.txt"
 	}
 	recs := p.Records()
 	waitFor(t, 3*time.Minute, "the run to end", func() bool {
-		got, _ := recs.Run(ctx, res.Run.ID)
+		got, _ := recs.Runs.Run(ctx, res.Run.ID)
 		return got.Status.Terminal()
 	})
-	results, err := recs.AllResults(ctx, res.Run.ID)
+	results, err := recs.Runs.AllResults(ctx, res.Run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

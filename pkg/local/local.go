@@ -281,7 +281,7 @@ func (p *Platform) open() error {
 	if err != nil {
 		return err
 	}
-	p.sync, err = benchsync.New(benchsync.Config{Records: p.svc.Records(), Blobs: p.blobs, Registry: p.opts.Registry,
+	p.sync, err = benchsync.New(benchsync.Config{Records: benchsync.StoreRecords(p.svc.Records()), Blobs: p.blobs, Registry: p.opts.Registry,
 		WorkDir: filepath.Join(p.opts.DataDir, "sync"), Logger: p.log, Environments: p.opts.Environments,
 		AllowPrivateNetworks: p.opts.AllowPrivateRegistry, Secrets: p.secrets,
 		PackageRegistry: p.opts.PackageRegistry, PackagePublishableKey: p.opts.PackageRegistryKey})

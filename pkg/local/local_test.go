@@ -110,7 +110,7 @@ func submitWith(t *testing.T, opts local.Options, cfg string) run.Run {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := p.Records().PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
+	if err := p.Records().Workspaces.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: ws, User: "u1", Document: []byte(cfg)})
@@ -149,10 +149,10 @@ func TestPlatformRunsToLeaderboard(t *testing.T) {
 	var board records.Leaderboard
 	waitFor(t, 3*time.Minute, "the leaderboard", func() bool {
 		var err error
-		board, err = recs.Leaderboard(ctx, ws, "demo-bench")
+		board, err = recs.Boards.Leaderboard(ctx, ws, "demo-bench")
 		return err == nil
 	})
-	got, err := recs.Run(ctx, r.ID)
+	got, err := recs.Runs.Run(ctx, r.ID)
 	if err != nil || got.Status != run.Finished {
 		t.Fatalf("run = %s, %v; want finished", got.Status, err)
 	}
@@ -214,15 +214,15 @@ func TestCrashAndRestartFinishesEverySlotOnce(t *testing.T) {
 
 	first := startHelper(t, dir)
 	waitFor(t, 2*time.Minute, "a few results and a running sandbox", func() bool {
-		tally, _ := recs.RunTally(ctx, r.ID)
-		active, _, _ := recs.Slots(ctx, r.ID, records.ActiveSlots, "", 10)
+		tally, _ := recs.Runs.RunTally(ctx, r.ID)
+		active, _, _ := recs.Runs.Slots(ctx, r.ID, records.ActiveSlots, "", 10)
 		return tally.Done >= 3 && len(active) > 0
 	})
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	before, _ := recs.RunTally(ctx, r.ID)
+	before, _ := recs.Runs.RunTally(ctx, r.ID)
 	t.Logf("killed the platform with %d of %d slots done", before.Done, r.TotalSlots())
 
 	second := startHelper(t, dir)
@@ -231,14 +231,14 @@ func TestCrashAndRestartFinishesEverySlotOnce(t *testing.T) {
 		_ = second.Wait()
 	}()
 	waitFor(t, 3*time.Minute, "the run to end", func() bool {
-		got, _ := recs.Run(ctx, r.ID)
+		got, _ := recs.Runs.Run(ctx, r.ID)
 		return got.Status.Terminal()
 	})
-	got, _ := recs.Run(ctx, r.ID)
+	got, _ := recs.Runs.Run(ctx, r.ID)
 	if got.Status != run.Finished {
 		t.Fatalf("run ended %s (%s), want finished", got.Status, got.Reason)
 	}
-	results, err := recs.AllResults(ctx, r.ID)
+	results, err := recs.Runs.AllResults(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestCrashAndRestartFinishesEverySlotOnce(t *testing.T) {
 			t.Errorf("slot %s generation %d was retried against max_retries = 0: %s", res.SlotID, res.Generation, res.Message)
 		}
 	}
-	tally, _ := recs.RunTally(ctx, r.ID)
+	tally, _ := recs.Runs.RunTally(ctx, r.ID)
 	if tally.Done != int64(r.TotalSlots()) || tally.Passed+tally.Failed != int64(r.TotalSlots()) || tally.Errored != 0 {
 		t.Errorf("tally = %+v, want %d done, none errored", tally, r.TotalSlots())
 	}

@@ -175,7 +175,7 @@ func TestSoak(t *testing.T) {
 	recs := p.Records()
 	waitFor(t, time.Duration(attempts)*20*time.Second+time.Minute, "the soak runs to end", func() bool {
 		for _, r := range runs {
-			got, err := recs.Run(ctx, r.ID)
+			got, err := recs.Runs.Run(ctx, r.ID)
 			if err != nil || !got.Status.Terminal() {
 				return false
 			}
@@ -189,11 +189,11 @@ func TestSoak(t *testing.T) {
 	var slots, lost, dup int
 	var all run.Tally
 	for _, r := range runs {
-		got, err := recs.Run(context.Background(), r.ID)
+		got, err := recs.Runs.Run(context.Background(), r.ID)
 		if err != nil || got.Status != run.Finished {
 			t.Fatalf("run %s ended %s (%s), want finished", r.ID, got.Status, got.Reason)
 		}
-		results, err := recs.AllResults(context.Background(), r.ID)
+		results, err := recs.Runs.AllResults(context.Background(), r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestSoak(t *testing.T) {
 				t.Errorf("run %s: slot %s has %d final results, want exactly 1", r.ID, slot, n)
 			}
 		}
-		tally, err := recs.RunTally(context.Background(), r.ID)
+		tally, err := recs.Runs.RunTally(context.Background(), r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

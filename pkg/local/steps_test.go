@@ -65,14 +65,14 @@ func TestMultiStepTaskEndToEnd(t *testing.T) {
 	}
 	recs := p.Records()
 	waitFor(t, 4*time.Minute, "the run to finish", func() bool {
-		got, err := recs.Run(ctx, r.ID)
+		got, err := recs.Runs.Run(ctx, r.ID)
 		return err == nil && (got.Status == run.Finished || got.Status == run.Failed)
 	})
-	got, err := recs.Run(ctx, r.ID)
+	got, err := recs.Runs.Run(ctx, r.ID)
 	if err != nil || got.Status != run.Finished {
 		t.Fatalf("run = %s, %v; want finished", got.Status, err)
 	}
-	task, err := recs.Task(ctx, got.ManifestWorkspace, got.Benchmark, got.ManifestVersion, "greeter")
+	task, err := recs.Benchmarks.Task(ctx, got.ManifestWorkspace, got.Benchmark, got.ManifestVersion, "greeter")
 	if err != nil {
 		t.Fatalf("manifest task greeter: %v", err)
 	}
@@ -86,11 +86,11 @@ func TestMultiStepTaskEndToEnd(t *testing.T) {
 	if task.Environment != nil && task.Environment.Unavailable != "" {
 		t.Fatalf("greeter unavailable: %s", task.Environment.Unavailable)
 	}
-	results, err := recs.AllResults(ctx, r.ID)
+	results, err := recs.Runs.AllResults(ctx, r.ID)
 	if err != nil || len(results) != 2 {
 		t.Fatalf("results = %+v, %v; want two", results, err)
 	}
-	agents, err := recs.Agents(ctx, r.ID)
+	agents, err := recs.Runs.Agents(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

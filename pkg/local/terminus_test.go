@@ -70,10 +70,10 @@ func TestTerminus2ThroughTheLocalPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := p.Records().PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
+	if err := p.Records().Workspaces.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
 		t.Fatal(err)
 	}
-	secrets := pipeline.NewSecrets(p.Secrets(), p.Records(), time.Now)
+	secrets := pipeline.NewSecrets(p.Secrets(), p.Records().Workspaces, time.Now)
 	if _, _, err := secrets.Put(ctx, secret.Ref{Workspace: ws, Scope: secret.Workspace, Name: "MOCK_API_KEY"}, secret.Value(key), "u1"); err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +99,10 @@ api_key_secret = "MOCK_API_KEY"
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Minute, "the run to end", func() bool {
-		got, _ := p.Records().Run(ctx, res.Run.ID)
+		got, _ := p.Records().Runs.Run(ctx, res.Run.ID)
 		return got.Status.Terminal()
 	})
-	results, err := p.Records().AllResults(ctx, res.Run.ID)
+	results, err := p.Records().Runs.AllResults(ctx, res.Run.ID)
 	if err != nil || len(results) != 1 {
 		t.Fatalf("results = %d (%v), want 1", len(results), err)
 	}

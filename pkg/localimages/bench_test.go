@@ -69,10 +69,10 @@ func BenchmarkAttemptsPerSecond(b *testing.B) {
 			}
 			defer p.Close()
 			recs := p.Records()
-			if bm, err := recs.Benchmark(ctx, pipeline.PlatformWorkspace, "bench"); err != nil || bm.Status != records.SyncReady {
+			if bm, err := recs.Benchmarks.Benchmark(ctx, pipeline.PlatformWorkspace, "bench"); err != nil || bm.Status != records.SyncReady {
 				b.Fatalf("benchmark = %+v, %v; want ready", bm, err)
 			}
-			if err := recs.PutBilling(ctx, "ws1", records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
+			if err := recs.Workspaces.PutBilling(ctx, "ws1", records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
 				b.Fatal(err)
 			}
 			if err := p.Start(ctx); err != nil {
@@ -90,7 +90,7 @@ func BenchmarkAttemptsPerSecond(b *testing.B) {
 				}
 				var r run.Run
 				for {
-					if r, err = recs.Run(ctx, res.Run.ID); err != nil {
+					if r, err = recs.Runs.Run(ctx, res.Run.ID); err != nil {
 						b.Fatal(err)
 					}
 					if r.Status.Terminal() {
@@ -99,7 +99,7 @@ func BenchmarkAttemptsPerSecond(b *testing.B) {
 					<-tick.C
 				}
 				b.StopTimer()
-				t, err := recs.RunTally(ctx, r.ID)
+				t, err := recs.Runs.RunTally(ctx, r.ID)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -225,10 +225,16 @@ func (si sandboxImages) CachedRootfs(ctx context.Context, ref string) (localsand
 		Entrypoint: rf.Config.Entrypoint, Cmd: rf.Config.Cmd, Release: func() { _ = rf.Close() }}, nil
 }
 
-// RunPins reads the runs the image store must not evict images of.
+// RunPins reads the runs the image store must not evict images of
+// (records.Runs).
 type RunPins interface {
 	ActiveRuns(ctx context.Context) ([]string, error)
 	Run(ctx context.Context, id string) (run.Run, error)
+}
+
+// Manifests reads the manifest versions those runs pinned
+// (records.Benchmarks).
+type Manifests interface {
 	Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]records.TaskFiles, error)
 }
 
@@ -236,20 +242,20 @@ type RunPins interface {
 // active run's manifest's environments, for the tasks it selected — for
 // the store's eviction (image.Options.Pinned, Store.SetPinned) never to
 // drop. An error leaves eviction evicting nothing.
-func PinnedImages(recs RunPins) func(ctx context.Context) ([]string, error) {
+func PinnedImages(runs RunPins, manifests Manifests) func(ctx context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
-		ids, err := recs.ActiveRuns(ctx)
+		ids, err := runs.ActiveRuns(ctx)
 		if err != nil {
 			return nil, err
 		}
 		seen := map[string]bool{}
 		var out []string
 		for _, id := range ids {
-			r, err := recs.Run(ctx, id)
+			r, err := runs.Run(ctx, id)
 			if err != nil {
 				return nil, fmt.Errorf("run %s: %w", id, err)
 			}
-			m, _, err := recs.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
+			m, _, err := manifests.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
 			if err != nil {
 				return nil, fmt.Errorf("run %s: manifest %s@%s: %w", id, r.Benchmark, r.ManifestVersion, err)
 			}

@@ -56,7 +56,7 @@ func TestSyncDemoEnvs(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := records.New(db.Table())
-	svc, err := benchsync.New(benchsync.Config{Records: recs, Blobs: blobs, Registry: "../../examples/registry.json",
+	svc, err := benchsync.New(benchsync.Config{Records: benchsync.StoreRecords(recs), Blobs: blobs, Registry: "../../examples/registry.json",
 		WorkDir: filepath.Join(dir, "work"), Environments: envs, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -70,11 +70,11 @@ func TestSyncDemoEnvs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("first sync (resolve, unpack, build): %v", time.Since(start))
-	b, err = recs.Benchmark(ctx, ws, b.Key)
+	b, err = recs.Benchmarks.Benchmark(ctx, ws, b.Key)
 	if err != nil || b.Status != records.SyncReady {
 		t.Fatalf("benchmark %+v, %v; want ready", b, err)
 	}
-	m, _, err := recs.Manifest(ctx, ws, b.Key, b.ReadyVersion)
+	m, _, err := recs.Benchmarks.Manifest(ctx, ws, b.Key, b.ReadyVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

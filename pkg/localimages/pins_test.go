@@ -32,7 +32,7 @@ func TestPinnedImagesAreTheActiveRunsSelectedTasks(t *testing.T) {
 		{Name: "t2", Environment: env("gauntlet.local/build@sha256:" + hex64("2"))},
 		{Name: "t3", Environment: env("gauntlet.local/build@sha256:" + hex64("3"))},
 	}}
-	if err := recs.PutManifest(ctx, "ws", m, nil); err != nil {
+	if err := recs.Benchmarks.PutManifest(ctx, "ws", m, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []run.Run{
@@ -47,10 +47,10 @@ func TestPinnedImagesAreTheActiveRunsSelectedTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := recs.ClearActiveRun(ctx, "r2"); err != nil { // r2 ended
+	if err := recs.Runs.ClearActiveRun(ctx, "r2"); err != nil { // r2 ended
 		t.Fatal(err)
 	}
-	got, err := localimages.PinnedImages(recs)(ctx)
+	got, err := localimages.PinnedImages(recs.Runs, recs.Benchmarks)(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

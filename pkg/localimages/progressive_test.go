@@ -164,7 +164,7 @@ harness = "oracle"
 	if _, err := c.Benchmark(ctx, b2.Key); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Errorf("removed benchmark = %v, want 404", err)
 	}
-	if versions, err := srv.Records().ManifestVersions(ctx, srv.Tenant().Workspace, b2.Key); err != nil || len(versions) != 0 {
+	if versions, err := srv.Records().Benchmarks.ManifestVersions(ctx, srv.Tenant().Workspace, b2.Key); err != nil || len(versions) != 0 {
 		t.Errorf("manifest versions of the removed benchmark = %v, %v; want none", versions, err)
 	}
 	if d, err := c.Benchmark(ctx, b.Key); err != nil || d.Status != "syncing" || d.Images == nil || d.Images.Preparing != 1 {

@@ -124,11 +124,11 @@ func TestTerminalBench2TasksEndToEnd(t *testing.T) {
 	defer p.Close()
 	t.Logf("sync with image builds: %v", time.Since(start))
 	recs := p.Records()
-	b, err := recs.Benchmark(ctx, pipeline.PlatformWorkspace, "tb2")
+	b, err := recs.Benchmarks.Benchmark(ctx, pipeline.PlatformWorkspace, "tb2")
 	if err != nil || b.Status != records.SyncReady {
 		t.Fatalf("tb2 = %+v, %v; want ready", b, err)
 	}
-	m, _, err := recs.Manifest(ctx, pipeline.PlatformWorkspace, "tb2", b.ReadyVersion)
+	m, _, err := recs.Benchmarks.Manifest(ctx, pipeline.PlatformWorkspace, "tb2", b.ReadyVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestTerminalBench2TasksEndToEnd(t *testing.T) {
 			t.Errorf("task %s: %+v, want a forced build", task.Name, task.Environment)
 		}
 	}
-	if err := recs.PutBilling(ctx, "ws1", records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
+	if err := recs.Workspaces.PutBilling(ctx, "ws1", records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := p.Service().Submit(ctx, pipeline.SubmitRequest{Workspace: "ws1", User: "u1", Document: []byte(`
@@ -174,7 +174,7 @@ harness = "nop"
 	defer tick.Stop()
 	var r run.Run
 	for {
-		if r, err = recs.Run(ctx, res.Run.ID); err != nil {
+		if r, err = recs.Runs.Run(ctx, res.Run.ID); err != nil {
 			t.Fatal(err)
 		}
 		if r.Status.Terminal() {
@@ -186,7 +186,7 @@ harness = "nop"
 		case <-tick.C:
 		}
 	}
-	results, err := recs.AllResults(ctx, r.ID)
+	results, err := recs.Runs.AllResults(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,10 @@ func importSynthetic(tb testing.TB, e *env, key string, n int) {
 	}
 	m := benchmark.Manifest{Key: key, Name: key, Version: "1", Tasks: tasks, Digest: benchmark.ComputeDigest(tasks),
 		Source: benchmark.Source{Type: benchmark.Managed, Ref: "synthetic"}, HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1}
-	if err := e.recs.PutManifest(e.ctx, pipeline.PlatformWorkspace, m, files); err != nil {
+	if err := e.recs.Benchmarks.PutManifest(e.ctx, pipeline.PlatformWorkspace, m, files); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := e.recs.PutBenchmark(e.ctx, records.Benchmark{Workspace: pipeline.PlatformWorkspace, Key: key, Name: key,
+	if _, err := e.recs.Benchmarks.PutBenchmark(e.ctx, records.Benchmark{Workspace: pipeline.PlatformWorkspace, Key: key, Name: key,
 		Source: m.Source, Status: records.SyncReady, ReadyVersion: "1", ReadyDigest: m.Digest, TaskCount: n}); err != nil {
 		tb.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func BenchmarkPlan125kSlots(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		got, _ := e.recs.Run(e.ctx, r.ID)
+		got, _ := e.recs.Runs.Run(e.ctx, r.ID)
 		if got.Status != run.Queued || got.SentBatches != 25 {
 			b.Fatalf("after Plan: status %s, %d batches sent; want queued, 25", got.Status, got.SentBatches)
 		}
@@ -176,7 +176,7 @@ func drive(b *testing.B, e *env, runID string, workers int) run.Run {
 	defer poll.Stop()
 	for ctx.Err() == nil {
 		var err error
-		if r, err = e.recs.Run(e.ctx, runID); err != nil {
+		if r, err = e.recs.Runs.Run(e.ctx, runID); err != nil {
 			fail(err)
 			break
 		}

@@ -33,7 +33,7 @@ harness = "oracle"
 `)
 	want := run.Settings{AttemptsPerTask: 1, MaxConcurrentAttempts: 4, TimeoutMultiplier: 1, PassThreshold: 1,
 		MaxTokensPerAttempt: 150000, MaxCostUSDPerAttempt: 1.25}
-	stored, err := e.recs.Run(e.ctx, r.ID)
+	stored, err := e.recs.Runs.Run(e.ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func (s *Submitter) StartCheck(ctx context.Context, ws, user, ref string) (recor
 	if problem != nil {
 		return records.EnvCheck{}, &RejectedError{Problems: []Problem{*problem}}
 	}
-	existing, err := s.recs.EnvCheck(ctx, ws, b.Key, m.Version)
+	existing, err := s.recs.Benchmarks.EnvCheck(ctx, ws, b.Key, m.Version)
 	switch {
 	case err == nil:
 		c, err := s.finishCheck(ctx, existing)
@@ -124,7 +124,7 @@ func (s *Submitter) startCheckRun(ctx context.Context, ws, user, key, version st
 	for _, u := range res.Run.UnavailableTasks {
 		c.Tasks = append(c.Tasks, records.TaskCheck{Task: u.Name, Verdict: records.CheckUnavailable, Detail: u.Reason})
 	}
-	if err := s.recs.PutEnvCheck(ctx, c); err != nil {
+	if err := s.recs.Benchmarks.PutEnvCheck(ctx, c); err != nil {
 		return records.EnvCheck{}, err
 	}
 	s.log.InfoContext(ctx, "environment check started", "workspace", ws, "key", key, "version", c.Version, "run_id", c.Run, "tasks", len(res.Run.Tasks))
@@ -135,7 +135,7 @@ func (s *Submitter) startCheckRun(ctx context.Context, ws, user, key, version st
 // recording its verdicts when its run has ended since; ErrNotFound when no
 // check was started.
 func (s *Submitter) Check(ctx context.Context, ws, key, version string) (records.EnvCheck, error) {
-	c, err := s.recs.EnvCheck(ctx, ws, key, version)
+	c, err := s.recs.Benchmarks.EnvCheck(ctx, ws, key, version)
 	if err != nil {
 		return records.EnvCheck{}, err
 	}
@@ -149,14 +149,14 @@ func (s *Submitter) finishCheck(ctx context.Context, c records.EnvCheck) (record
 	if c.Status != records.CheckRunning {
 		return c, nil
 	}
-	r, err := s.recs.Run(ctx, c.Run)
+	r, err := s.recs.Runs.Run(ctx, c.Run)
 	if err != nil {
 		return c, fmt.Errorf("environment check run %s: %w", c.Run, err)
 	}
 	if !r.Status.Terminal() {
 		return c, nil
 	}
-	results, err := s.recs.AllResults(ctx, r.ID)
+	results, err := s.recs.Runs.AllResults(ctx, r.ID)
 	if err != nil {
 		return c, err
 	}
@@ -165,7 +165,7 @@ func (s *Submitter) finishCheck(ctx context.Context, c records.EnvCheck) (record
 	if c.EndedAt.IsZero() {
 		c.EndedAt = s.now()
 	}
-	if err := s.recs.PutEnvCheck(ctx, c); err != nil {
+	if err := s.recs.Benchmarks.PutEnvCheck(ctx, c); err != nil {
 		return c, err
 	}
 	s.log.InfoContext(ctx, "environment check done", "workspace", c.Workspace, "key", c.Key, "version", c.Version,

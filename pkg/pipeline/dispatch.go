@@ -32,7 +32,7 @@ const dispatchAttempts = 8
 // nothing. A stopping run launches nothing: its queued slots are cancelled.
 func (s *Dispatcher) Dispatch(ctx context.Context, m SlotMessage) error {
 	for range dispatchAttempts {
-		slot, err := s.recs.Slot(ctx, m.RunID, m.SlotID)
+		slot, err := s.recs.Runs.Slot(ctx, m.RunID, m.SlotID)
 		if err != nil {
 			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
 		}
@@ -43,7 +43,7 @@ func (s *Dispatcher) Dispatch(ctx context.Context, m SlotMessage) error {
 		// The status is read fresh for every slot; the rest of the run is
 		// fixed at submission and comes from this process's cache, so a
 		// slot does not decode the run's whole task list.
-		status, err := s.recs.RunStatus(ctx, m.RunID)
+		status, err := s.recs.Runs.RunStatus(ctx, m.RunID)
 		if err != nil {
 			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
 		}
@@ -109,7 +109,7 @@ func (s *Dispatcher) acquire(ctx context.Context, r run.Run, slot *run.Slot) (ac
 	if !records.IsConditionFailed(err) {
 		return false, false, fmt.Errorf("dispatch %s/%s: record launch intent: %w", r.ID, slot.ID, err)
 	}
-	now, gerr := s.recs.Slot(ctx, r.ID, slot.ID)
+	now, gerr := s.recs.Runs.Slot(ctx, r.ID, slot.ID)
 	if gerr != nil {
 		return false, false, fmt.Errorf("dispatch %s/%s: %w", r.ID, slot.ID, gerr)
 	}
@@ -148,7 +148,7 @@ func (s *Dispatcher) defer_(ctx context.Context, m SlotMessage, slot run.Slot) e
 	if err := resendSlot(ctx, s.ports.Slots, next, s.gateDelay(m.Deferrals)); err != nil {
 		return err
 	}
-	_, err := s.recs.UpdateSlot(ctx, slot.RunID, slot.ID, func(cur *run.Slot) error {
+	_, err := s.recs.Runs.UpdateSlot(ctx, slot.RunID, slot.ID, func(cur *run.Slot) error {
 		if cur.Generation != m.Generation || cur.Status != run.SlotQueued || cur.Deferrals >= next.Deferrals {
 			return records.ErrNoChange
 		}
@@ -210,7 +210,7 @@ func (s *Dispatcher) launch(ctx context.Context, r run.Run, slot run.Slot) error
 		return s.failedToStart(ctx, slot, err)
 	}
 	var stop bool
-	_, err = s.recs.UpdateSlot(ctx, r.ID, slot.ID, func(sl *run.Slot) error {
+	_, err = s.recs.Runs.UpdateSlot(ctx, r.ID, slot.ID, func(sl *run.Slot) error {
 		stop = false // a retried update decides afresh
 		if sl.Generation != slot.Generation || sl.Status != run.SlotLaunching {
 			return records.ErrNoChange // already completed, re-queued or cancelled
@@ -278,7 +278,7 @@ func sendCompletion(ctx context.Context, completions Sender, c sandbox.Completio
 func (s *core) markRunning(ctx context.Context, r run.Run, agent int) error {
 	now := s.now()
 	if r.Status == run.Queued {
-		if _, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
+		if _, err := s.recs.Runs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
 			if r.Status != run.Queued {
 				return records.ErrNoChange
 			}
@@ -291,7 +291,7 @@ func (s *core) markRunning(ctx context.Context, r run.Run, agent int) error {
 	if s.seen(key) {
 		return nil
 	}
-	if _, err := s.recs.UpdateAgent(ctx, r.ID, agent, func(a *run.Agent) error {
+	if _, err := s.recs.Runs.UpdateAgent(ctx, r.ID, agent, func(a *run.Agent) error {
 		if a.Status != run.Queued {
 			return records.ErrNoChange
 		}
@@ -410,7 +410,7 @@ func (s *Dispatcher) secretValues(ctx context.Context, r run.Run, names []string
 	}
 	out := make(map[string]secret.Value, len(names))
 	for _, name := range names {
-		ref, err := s.recs.ResolveSecret(ctx, r.Workspace, r.SubmittedBy, name)
+		ref, err := s.recs.Workspaces.ResolveSecret(ctx, r.Workspace, r.SubmittedBy, name)
 		if err != nil {
 			return nil, fmt.Errorf("secret record %s of run %s: %w", name, r.ID, err)
 		}
@@ -442,7 +442,7 @@ func (s *core) runInfo(ctx context.Context, runID string) (*run.Run, error) {
 	if ok {
 		return cached, nil
 	}
-	r, err := s.recs.Run(ctx, runID)
+	r, err := s.recs.Runs.Run(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +464,7 @@ func (s *core) agents(ctx context.Context, runID string) ([]run.Agent, error) {
 	if ok {
 		return cached, nil
 	}
-	agents, err := s.recs.Agents(ctx, runID)
+	agents, err := s.recs.Runs.Agents(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("agents of run %s: %w", runID, err)
 	}
@@ -486,7 +486,7 @@ func (s *core) task(ctx context.Context, ws, key, version, name string) (*record
 	if ok {
 		return cached, nil
 	}
-	t, err := s.recs.Task(ctx, ws, key, version, name)
+	t, err := s.recs.Benchmarks.Task(ctx, ws, key, version, name)
 	if err != nil {
 		return nil, fmt.Errorf("task %s of %s@%s: %w", name, key, version, err)
 	}

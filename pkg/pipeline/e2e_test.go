@@ -34,7 +34,7 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 	if tally.DurationMS <= 0 {
 		t.Errorf("run tally duration = %d ms, want > 0", tally.DurationMS)
 	}
-	agents, err := e.recs.Agents(e.ctx, r.ID)
+	agents, err := e.recs.Runs.Agents(e.ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 	if steps["limits"] != 8 {
 		t.Errorf("run log has %d \"limits\" lines, want 8: one per task", steps["limits"])
 	}
-	lines, _, err := e.recs.Logs(e.ctx, r.ID, "", 1000)
+	lines, _, err := e.recs.Runs.Logs(e.ctx, r.ID, "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 			t.Errorf("limits line %q does not say what was and was not enforced", l.Message)
 		}
 	}
-	if g, _ := e.recs.RunGate(e.ctx, r.ID); g != 0 {
+	if g, _ := e.recs.Runs.RunGate(e.ctx, r.ID); g != 0 {
 		t.Errorf("run gate after the run = %d, want 0 (every launch released)", g)
 	}
-	if g, _ := e.recs.GlobalGate(e.ctx); g != 0 {
+	if g, _ := e.recs.Runs.GlobalGate(e.ctx); g != 0 {
 		t.Errorf("global gate after the run = %d, want 0", g)
 	}
 
-	metrics, err := e.recs.RunMetrics(e.ctx, r.ID)
+	metrics, err := e.recs.Runs.RunMetrics(e.ctx, r.ID)
 	if err != nil {
 		t.Fatalf("run metrics: %v", err)
 	}
@@ -102,7 +102,7 @@ func TestEndToEndOracleAndNop(t *testing.T) {
 		t.Errorf("run metrics = %+v, want 48 results and oracle pass@1 = 1", metrics)
 	}
 
-	board, err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench")
+	board, err := e.recs.Boards.Leaderboard(e.ctx, testWS, "demo-bench")
 	if err != nil {
 		t.Fatalf("leaderboard: %v", err)
 	}

@@ -131,7 +131,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	e.recs = e.svc.Records()
 	e.importDemo()
-	if err := e.recs.PutBilling(e.ctx, testWS, records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
+	if err := e.recs.Workspaces.PutBilling(e.ctx, testWS, records.Billing{Status: records.BillingActive, Plan: "local"}); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -322,7 +322,7 @@ func (e *env) pumpUntil(runID string, timeout time.Duration) run.Run {
 			}
 			lastWatch = time.Now()
 		}
-		r, err := e.recs.Run(e.ctx, runID)
+		r, err := e.recs.Runs.Run(e.ctx, runID)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -332,8 +332,8 @@ func (e *env) pumpUntil(runID string, timeout time.Duration) run.Run {
 			return r
 		}
 	}
-	r, _ := e.recs.Run(e.ctx, runID)
-	slots, _, _ := e.recs.Slots(e.ctx, runID, records.AllSlots, "", 1000)
+	r, _ := e.recs.Runs.Run(e.ctx, runID)
+	slots, _, _ := e.recs.Runs.Slots(e.ctx, runID, records.AllSlots, "", 1000)
 	for _, sl := range slots {
 		if sl.Status != run.SlotDone {
 			e.t.Logf("slot %s: %s gen %d launch %s sandbox %s stop %q", sl.ID, sl.Status, sl.Generation, sl.LaunchID, sl.SandboxID, sl.StopReason)
@@ -349,7 +349,7 @@ func (e *env) pumpUntil(runID string, timeout time.Duration) run.Run {
 
 func (e *env) results(runID string) []run.Result {
 	e.t.Helper()
-	res, err := e.recs.AllResults(e.ctx, runID)
+	res, err := e.recs.Runs.AllResults(e.ctx, runID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func (e *env) results(runID string) []run.Result {
 
 func (e *env) tally(runID string) run.Tally {
 	e.t.Helper()
-	t, err := e.recs.RunTally(e.ctx, runID)
+	t, err := e.recs.Runs.RunTally(e.ctx, runID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func (e *env) logSteps(runID string) map[string]int {
 	steps := map[string]int{}
 	cursor := ""
 	for {
-		lines, next, err := e.recs.Logs(e.ctx, runID, cursor, 1000)
+		lines, next, err := e.recs.Runs.Logs(e.ctx, runID, cursor, 1000)
 		if err != nil {
 			e.t.Fatal(err)
 		}

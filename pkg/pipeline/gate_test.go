@@ -156,11 +156,11 @@ command = '''d=$(mktemp -d %s/agent.XXXXXX); date +%%s%%N > "$d/start"; sleep 1;
 	}
 	t.Logf("peak agents at once: %d overall; driver samples: %d per run, %d overall", peak, sampledPerRun, sampledTotal)
 	for _, r := range runs {
-		if gate, err := e.recs.RunGate(e.ctx, r.ID); err != nil || gate != 0 {
+		if gate, err := e.recs.Runs.RunGate(e.ctx, r.ID); err != nil || gate != 0 {
 			t.Errorf("run %s gate counter = %d (%v) after the run, want 0", r.ID, gate, err)
 		}
 	}
-	if g, err := e.recs.GlobalGate(e.ctx); err != nil || g != 0 {
+	if g, err := e.recs.Runs.GlobalGate(e.ctx); err != nil || g != 0 {
 		t.Errorf("global gate counter = %d (%v) after the runs, want 0", g, err)
 	}
 }

@@ -52,7 +52,7 @@ import (
 // A completion for another generation or launch than the slot's current one,
 // or for a slot that is no longer active, is a duplicate and is ignored.
 func (s *Grader) Grade(ctx context.Context, c sandbox.Completion) error {
-	slot, err := s.recs.Slot(ctx, c.RunID, c.SlotID)
+	slot, err := s.recs.Runs.Slot(ctx, c.RunID, c.SlotID)
 	if errors.Is(err, records.ErrNotFound) {
 		s.log.WarnContext(ctx, "completion for an unknown slot ignored", "run_id", c.RunID, "slot", c.SlotID)
 		return nil
@@ -142,7 +142,7 @@ func (s *core) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, 
 	case rule == retryFromBudget && slot.InfraRetries() >= info.Settings.MaxRetries:
 		return nil
 	}
-	r, err := s.recs.Run(ctx, slot.RunID) // a stopping run retries nothing
+	r, err := s.recs.Runs.Run(ctx, slot.RunID) // a stopping run retries nothing
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ const ingestAttempts = 16
 func (s *Ingester) Ingest(ctx context.Context, m ResultMessage) error {
 	res := m.Result
 	for range ingestAttempts {
-		slot, err := s.recs.Slot(ctx, res.RunID, res.SlotID)
+		slot, err := s.recs.Runs.Slot(ctx, res.RunID, res.SlotID)
 		if err != nil {
 			return fmt.Errorf("ingest %s/%s: %w", res.RunID, res.SlotID, err)
 		}
@@ -173,7 +173,7 @@ func (s *Ingester) sendRetry(ctx context.Context, slot run.Slot, platform bool) 
 // wakeQueued sends a message for one waiting slot of the run right away,
 // after a result released a gate, so waiting slots need not poll fast.
 func (s *Ingester) wakeQueued(ctx context.Context, runID string) error {
-	slots, _, err := s.recs.Slots(ctx, runID, records.QueuedSlots, "", 1)
+	slots, _, err := s.recs.Runs.Slots(ctx, runID, records.QueuedSlots, "", 1)
 	if err != nil || len(slots) == 0 {
 		return err
 	}
@@ -207,7 +207,7 @@ func (s *core) cancelSlotOnly(ctx context.Context, slot run.Slot) error {
 		if !records.IsConditionFailed(err) {
 			return err
 		}
-		if slot, err = s.recs.Slot(ctx, slot.RunID, slot.ID); err != nil {
+		if slot, err = s.recs.Runs.Slot(ctx, slot.RunID, slot.ID); err != nil {
 			return fmt.Errorf("cancel %s/%s: %w", slot.RunID, slot.ID, err)
 		}
 	}
@@ -226,19 +226,19 @@ func (s *core) settle(ctx context.Context, runID string, agent int) error {
 	if err := s.settleAgent(ctx, *shape, agent); err != nil {
 		return err
 	}
-	t, err := s.recs.RunTally(ctx, runID)
+	t, err := s.recs.Runs.RunTally(ctx, runID)
 	if err != nil {
 		return err
 	}
 	if t.Done < int64(shape.TotalSlots()) {
 		return nil
 	}
-	r, err := s.recs.Run(ctx, runID)
+	r, err := s.recs.Runs.Run(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("settle run %s: %w", runID, err)
 	}
 	if r.Status.Terminal() {
-		return s.recs.ClearActiveRun(ctx, runID)
+		return s.recs.Runs.ClearActiveRun(ctx, runID)
 	}
 	// Every agent ends before the run does, so a finished run's agents are
 	// final when its finish reaches the recompute: another agent's last
@@ -255,7 +255,7 @@ func (s *core) settle(ctx context.Context, runID string, agent int) error {
 }
 
 func (s *core) settleAgent(ctx context.Context, r run.Run, idx int) error {
-	t, err := s.recs.AgentTally(ctx, r.ID, idx)
+	t, err := s.recs.Runs.AgentTally(ctx, r.ID, idx)
 	if err != nil {
 		return err
 	}
@@ -264,13 +264,13 @@ func (s *core) settleAgent(ctx context.Context, r run.Run, idx int) error {
 	}
 	// An agent of a stopping run ends stopped, even when its slots settle
 	// before the stop's drain moved it to stopping.
-	status, err := s.recs.RunStatus(ctx, r.ID)
+	status, err := s.recs.Runs.RunStatus(ctx, r.ID)
 	if err != nil {
 		return fmt.Errorf("end run %s agent %d: %w", r.ID, idx, err)
 	}
 	stopping := status == run.Stopping || status == run.Stopped
 	now := s.now()
-	_, err = s.recs.UpdateAgent(ctx, r.ID, idx, func(a *run.Agent) error {
+	_, err = s.recs.Runs.UpdateAgent(ctx, r.ID, idx, func(a *run.Agent) error {
 		if stopping && a.Status.Stoppable() {
 			if err := a.SetStatus(run.Stopping, now); err != nil {
 				return err
@@ -287,7 +287,7 @@ func (s *core) settleAgent(ctx context.Context, r run.Run, idx int) error {
 func (s *core) endRun(ctx context.Context, runID string, t run.Tally) error {
 	now := s.now()
 	var ended bool
-	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+	r, err := s.recs.Runs.UpdateRun(ctx, runID, func(r *run.Run) error {
 		ended = false // a retried update decides afresh
 		if err := endStatus(&r.Status, t, now, r.SetStatus); err != nil {
 			return err
@@ -306,7 +306,7 @@ func (s *core) endRun(ctx context.Context, runID string, t run.Tally) error {
 			fmt.Sprintf("run %s: %d passed, %d failed, %d errored, %d judge failed, %d cancelled, %d retries", r.Status, t.Passed, t.Failed, t.Errored, t.JudgeFailed, t.Cancelled, t.Retries))
 		s.log.InfoContext(ctx, "run ended", "run_id", runID, "status", r.Status)
 	}
-	return s.recs.ClearActiveRun(ctx, runID)
+	return s.recs.Runs.ClearActiveRun(ctx, runID)
 }
 
 // endStatus applies the end transition for a run or an agent whose slots all

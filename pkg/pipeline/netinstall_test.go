@@ -36,7 +36,7 @@ func TestNetworkInstallsFollowThePlatform(t *testing.T) {
 	}
 
 	open := newEnv(t, envOptions{instant: true, opts: pipeline.Options{Platform: harness.Platform{NetworkInstalls: true}}})
-	if _, _, err := pipeline.NewSecrets(open.secrets, open.recs, time.Now).Put(open.ctx,
+	if _, _, err := pipeline.NewSecrets(open.secrets, open.recs.Workspaces, time.Now).Put(open.ctx,
 		secret.Ref{Workspace: testWS, Scope: secret.Workspace, Name: "OPENAI_KEY"}, secret.Value("sk-test-000000000000"), testUser); err != nil {
 		t.Fatal(err)
 	}

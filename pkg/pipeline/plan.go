@@ -23,7 +23,7 @@ const planBatch = 5000
 // and re-sends at most the one batch whose sending was interrupted. Plan
 // (planfail.go) wraps it with the handling of planning failures.
 func (s *Planner) plan(ctx context.Context, m PlanMessage) error {
-	r, err := s.recs.Run(ctx, m.RunID)
+	r, err := s.recs.Runs.Run(ctx, m.RunID)
 	if err != nil {
 		return fmt.Errorf("plan run %s: %w", m.RunID, err)
 	}
@@ -79,14 +79,14 @@ func (s *Planner) createSlots(ctx context.Context, r run.Run, slots []run.Slot) 
 		for _, i := range order[start:min(start+planBatch, len(order))] {
 			batch = append(batch, slots[i])
 		}
-		n, err := s.recs.CreateSlots(ctx, batch)
+		n, err := s.recs.Runs.CreateSlots(ctx, batch)
 		if err != nil {
 			return r, fmt.Errorf("plan run %s: %w", r.ID, err)
 		}
 		created += n
 	}
 	now := s.now()
-	r, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
+	r, err := s.recs.Runs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
 		if r.Planned {
 			return records.ErrNoChange
 		}
@@ -100,7 +100,7 @@ func (s *Planner) createSlots(ctx context.Context, r run.Run, slots []run.Slot) 
 		return r, fmt.Errorf("plan run %s: %w", r.ID, err)
 	}
 	for i := range r.Agents {
-		if _, err := s.recs.UpdateAgent(ctx, r.ID, i, func(a *run.Agent) error {
+		if _, err := s.recs.Runs.UpdateAgent(ctx, r.ID, i, func(a *run.Agent) error {
 			if a.Status != run.Pending {
 				return records.ErrNoChange
 			}
@@ -129,7 +129,7 @@ func (s *Planner) sendSlotBatches(ctx context.Context, r run.Run, slots []run.Sl
 			return fmt.Errorf("plan run %s: send slot batch %d: %w", r.ID, b, err)
 		}
 		var err error
-		r, err = s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
+		r, err = s.recs.Runs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
 			if r.SentBatches > b {
 				return records.ErrNoChange
 			}
@@ -157,7 +157,7 @@ const maxQueueDelay = 15 * time.Minute
 // logs are a record for people, not state).
 func (s *core) appendLog(ctx context.Context, runID, slot, level, step, msg string) {
 	l := records.LogLine{RunID: runID, At: s.now(), Level: level, Step: step, Message: msg, Slot: slot}
-	if err := s.recs.AppendLog(ctx, l); err != nil {
+	if err := s.recs.Runs.AppendLog(ctx, l); err != nil {
 		s.log.ErrorContext(ctx, "append run log", "run_id", runID, "step", step, "err", err)
 	}
 }

@@ -23,7 +23,7 @@ var errUnplannable = errors.New("the run cannot be planned")
 // message is delivered again, until run.MaxPlanAttempts failures fail the
 // run. A message for a run that does not exist is dropped.
 func (s *Planner) Plan(ctx context.Context, m PlanMessage) error {
-	r, err := s.recs.Run(ctx, m.RunID)
+	r, err := s.recs.Runs.Run(ctx, m.RunID)
 	if errors.Is(err, records.ErrNotFound) {
 		s.log.WarnContext(ctx, "plan message for an unknown run dropped", "run_id", m.RunID)
 		return nil
@@ -68,7 +68,7 @@ func (s *Planner) checkPlannable(ctx context.Context, r run.Run) error {
 		add("the run's task list names a task twice")
 	}
 	if len(problems) == 0 {
-		agents, err := s.recs.Agents(ctx, r.ID)
+		agents, err := s.recs.Runs.Agents(ctx, r.ID)
 		if err != nil {
 			return fmt.Errorf("check run %s: %w", r.ID, err)
 		}
@@ -86,7 +86,7 @@ func (s *Planner) checkPlannable(ctx context.Context, r run.Run) error {
 }
 
 func (s *Planner) checkPinnedManifest(ctx context.Context, r run.Run, add func(string, ...any)) error {
-	m, _, err := s.recs.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
+	m, _, err := s.recs.Benchmarks.Manifest(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion)
 	if errors.Is(err, records.ErrNotFound) {
 		add("the pinned manifest version %q of benchmark %s is missing", r.ManifestVersion, r.Benchmark)
 		return nil
@@ -124,7 +124,7 @@ func (s *Planner) planFailed(ctx context.Context, runID string, cause error) err
 		return s.failPlanning(ctx, runID, "planning failed: "+cause.Error())
 	}
 	attempts := 0
-	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+	r, err := s.recs.Runs.UpdateRun(ctx, runID, func(r *run.Run) error {
 		attempts = 0 // a retried update decides afresh
 		if planningDone(*r) {
 			return records.ErrNoChange
@@ -160,7 +160,7 @@ func (s *Watchdog) retryPlanning(ctx context.Context, r run.Run, now time.Time) 
 		return nil
 	}
 	attempts := 0
-	r, err := s.recs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
+	r, err := s.recs.Runs.UpdateRun(ctx, r.ID, func(r *run.Run) error {
 		// A retried update decides afresh.
 		attempts = 0
 		if planningDone(*r) || r.PlanRetriedAt.After(since) { // done, or retried by another watchdog
@@ -188,7 +188,7 @@ func (s *Watchdog) retryPlanning(ctx context.Context, r run.Run, now time.Time) 
 func (s *core) failPlanning(ctx context.Context, runID, reason string) error {
 	now := s.now()
 	ended := false
-	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+	r, err := s.recs.Runs.UpdateRun(ctx, runID, func(r *run.Run) error {
 		ended = false // a retried update decides afresh
 		if r.Status.Terminal() {
 			return records.ErrNoChange
@@ -205,7 +205,7 @@ func (s *core) failPlanning(ctx context.Context, runID, reason string) error {
 		return fmt.Errorf("fail run %s: %w", runID, err)
 	}
 	for i := range r.Agents {
-		if _, err := s.recs.UpdateAgent(ctx, r.ID, i, func(a *run.Agent) error {
+		if _, err := s.recs.Runs.UpdateAgent(ctx, r.ID, i, func(a *run.Agent) error {
 			switch {
 			case a.Status.Terminal():
 				return records.ErrNoChange
@@ -221,5 +221,5 @@ func (s *core) failPlanning(ctx context.Context, runID, reason string) error {
 		s.appendLog(ctx, r.ID, "", records.LevelError, string(r.Status), reason)
 		s.log.ErrorContext(ctx, "run failed in planning", "run_id", r.ID, "reason", reason)
 	}
-	return s.recs.ClearActiveRun(ctx, r.ID)
+	return s.recs.Runs.ClearActiveRun(ctx, r.ID)
 }

@@ -25,14 +25,14 @@ func (failingCreate) Create(context.Context, []store.Item) (int, error) {
 // with a reason containing reason, logged at error level, and no slot.
 func (e *env) endedInPlanning(runID string, want run.Status, reason string) {
 	e.t.Helper()
-	r, err := e.recs.Run(e.ctx, runID)
+	r, err := e.recs.Runs.Run(e.ctx, runID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if r.Status != want || !strings.Contains(r.Reason, reason) {
 		e.t.Errorf("run is %s (%q), want %s with a reason containing %q", r.Status, r.Reason, want, reason)
 	}
-	agents, err := e.recs.Agents(e.ctx, runID)
+	agents, err := e.recs.Runs.Agents(e.ctx, runID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func (e *env) endedInPlanning(runID string, want run.Status, reason string) {
 			e.t.Errorf("agent %d is %s, want %s", a.Index, a.Status, want)
 		}
 	}
-	lines, _, err := e.recs.Logs(e.ctx, runID, "", 1000)
+	lines, _, err := e.recs.Runs.Logs(e.ctx, runID, "", 1000)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func (e *env) endedInPlanning(runID string, want run.Status, reason string) {
 	if !logged {
 		e.t.Errorf("no error log line mentions %q: %+v", reason, lines)
 	}
-	ids, err := e.recs.ActiveRuns(e.ctx)
+	ids, err := e.recs.Runs.ActiveRuns(e.ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -80,14 +80,14 @@ func TestPermanentPlanningFailureFailsTheRun(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
 			r := e.submit(oneOracle)
-			if _, err := e.recs.UpdateRun(e.ctx, r.ID, func(r *run.Run) error { tt.break_(r); return nil }); err != nil {
+			if _, err := e.recs.Runs.UpdateRun(e.ctx, r.ID, func(r *run.Run) error { tt.break_(r); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if n := e.pumpQueue("plan", 10); n != 1 {
 				t.Fatalf("handled %d plan messages, want 1 (a permanent failure is not retried)", n)
 			}
 			e.endedInPlanning(r.ID, run.Failed, tt.reason)
-			if slots, _, _ := e.recs.Slots(e.ctx, r.ID, records.AllSlots, "", 10); len(slots) != 0 {
+			if slots, _, _ := e.recs.Runs.Slots(e.ctx, r.ID, records.AllSlots, "", 10); len(slots) != 0 {
 				t.Errorf("%d slots created, want none", len(slots))
 			}
 		})
@@ -106,7 +106,7 @@ func TestTransientPlanningFailureFailsAfterBoundedAttempts(t *testing.T) {
 		if err := broken.HandlePlan(e.ctx, msgs[0].Body); err == nil {
 			t.Fatalf("attempt %d: HandlePlan = nil, want the table error (deliver it again)", attempt)
 		}
-		got, err := e.recs.Run(e.ctx, r.ID)
+		got, err := e.recs.Runs.Run(e.ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -164,7 +164,7 @@ command = '''if [ ! -e %[1]s/started ]; then touch %[1]s/started; sleep 60; fi; 
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
-	slot, err := e.recs.Slot(e.ctx, r.ID, "0/lose-once/1")
+	slot, err := e.recs.Runs.Slot(e.ctx, r.ID, "0/lose-once/1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func (s *Recomputer) markMetrics(runID string, results int) {
 // metrics also keep every agent's per-task tallies, from which leaderboard
 // recomputes summarize it without reading its results again.
 func (s *Recomputer) RecomputeRun(ctx context.Context, runID string) error {
-	r, err := s.recs.Run(ctx, runID)
+	r, err := s.recs.Runs.Run(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("recompute run %s: %w", runID, err)
 	}
@@ -134,7 +134,7 @@ func (s *Recomputer) RecomputeRun(ctx context.Context, runID string) error {
 			tallies = append(tallies, records.AgentTallies{Agent: a.Index, Tasks: t.Tasks})
 		}
 	}
-	if err := s.recs.PutRunMetrics(ctx, m, tallies); err != nil {
+	if err := s.recs.Runs.PutRunMetrics(ctx, m, tallies); err != nil {
 		return fmt.Errorf("recompute run %s: %w", runID, err)
 	}
 	s.markMetrics(runID, n)
@@ -144,11 +144,11 @@ func (s *Recomputer) RecomputeRun(ctx context.Context, runID string) error {
 // entrantInputs maps a run's agents and final results to scoring inputs,
 // index-aligned with the agents; n counts the final results.
 func (s *Recomputer) entrantInputs(ctx context.Context, r run.Run) ([]leaderboard.EntrantInput, []run.Agent, int, error) {
-	agents, err := s.recs.Agents(ctx, r.ID)
+	agents, err := s.recs.Runs.Agents(ctx, r.ID)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("agents of run %s: %w", r.ID, err)
 	}
-	results, err := s.recs.AllResults(ctx, r.ID)
+	results, err := s.recs.Runs.AllResults(ctx, r.ID)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("results of run %s: %w", r.ID, err)
 	}

@@ -23,7 +23,7 @@ var boardReadHook func(ws, key string, watermark int64)
 // smaller watermark. The board of the largest watermark read every run
 // whose finish triggered a recompute, and no smaller one can replace it.
 func (s *Recomputer) RecomputeLeaderboard(ctx context.Context, ws, key string) error {
-	watermark, err := s.recs.NextLeaderboardWatermark(ctx, ws, key)
+	watermark, err := s.recs.Boards.NextLeaderboardWatermark(ctx, ws, key)
 	if err != nil {
 		return fmt.Errorf("recompute leaderboard %s/%s: %w", ws, key, err)
 	}
@@ -34,7 +34,7 @@ func (s *Recomputer) RecomputeLeaderboard(ctx context.Context, ws, key string) e
 	if boardReadHook != nil {
 		boardReadHook(ws, key, watermark)
 	}
-	counts, err := s.recs.PutLeaderboardParts(ctx, ws, key, watermark, leaderboard.Boards(leaderboard.LatestEligible(summaries)))
+	counts, err := s.recs.Boards.PutLeaderboardParts(ctx, ws, key, watermark, leaderboard.Boards(leaderboard.LatestEligible(summaries)))
 	if err != nil {
 		return fmt.Errorf("recompute leaderboard %s/%s: %w", ws, key, err)
 	}
@@ -51,7 +51,7 @@ const swapAttempts = 32
 // later watermark is stored, then deletes the parts no head can name.
 func (s *Recomputer) swapBoard(ctx context.Context, ws, key string, watermark int64, counts map[string]int) error {
 	for range swapAttempts {
-		head, err := s.recs.LeaderboardHead(ctx, ws, key)
+		head, err := s.recs.Boards.LeaderboardHead(ctx, ws, key)
 		if errors.Is(err, records.ErrNotFound) {
 			head, err = records.LeaderboardHead{Workspace: ws, Benchmark: key}, nil
 		}
@@ -64,14 +64,14 @@ func (s *Recomputer) swapBoard(ctx context.Context, ws, key string, watermark in
 		}
 		next := records.LeaderboardHead{Workspace: ws, Benchmark: key, Generation: watermark, Previous: head.Generation,
 			Parts: counts, ComputedAt: s.now(), Version: head.Version}
-		_, err = s.recs.SwapLeaderboardHead(ctx, next)
+		_, err = s.recs.Boards.SwapLeaderboardHead(ctx, next)
 		if records.IsConditionFailed(err) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		return s.recs.DeleteLeaderboardParts(ctx, ws, key, head.Generation)
+		return s.recs.Boards.DeleteLeaderboardParts(ctx, ws, key, head.Generation)
 	}
 	return records.ErrContention
 }
@@ -88,7 +88,7 @@ func (s *Recomputer) swapBoard(ctx context.Context, ws, key string, watermark in
 // run whose metrics keep no tallies, or do not cover all its results, has
 // them recomputed first.
 func (s *Recomputer) finishedSummaries(ctx context.Context, ws, key string) ([]leaderboard.Summary, error) {
-	runs, err := s.recs.RunsByBenchmark(ctx, ws, key)
+	runs, err := s.recs.Runs.RunsByBenchmark(ctx, ws, key)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (s *Recomputer) finishedSummaries(ctx context.Context, ws, key string) ([]l
 	)
 	for _, r := range runs {
 		if !r.Status.Terminal() {
-			if r, err = s.recs.Run(ctx, r.ID); err != nil {
+			if r, err = s.recs.Runs.Run(ctx, r.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -169,7 +169,7 @@ type storedAgent struct {
 // per-task tallies and is current: it covers every result of the run and
 // every agent in its present status.
 func (s *Recomputer) storedSummaries(ctx context.Context, r run.Run) (*records.RunMetrics, bool, error) {
-	m, err := s.recs.RunMetricsHead(ctx, r.ID)
+	m, err := s.recs.Runs.RunMetricsHead(ctx, r.ID)
 	if errors.Is(err, records.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -179,7 +179,7 @@ func (s *Recomputer) storedSummaries(ctx context.Context, r run.Run) (*records.R
 	if m.TaskParts == 0 {
 		return nil, false, nil
 	}
-	t, err := s.recs.RunTally(ctx, r.ID)
+	t, err := s.recs.Runs.RunTally(ctx, r.ID)
 	if err != nil {
 		return nil, false, fmt.Errorf("tally of run %s: %w", r.ID, err)
 	}
@@ -189,7 +189,7 @@ func (s *Recomputer) storedSummaries(ctx context.Context, r run.Run) (*records.R
 	// An agent's status is part of its eligibility, and an agent's own
 	// change never triggers a recompute: metrics that saw an agent still
 	// going while it has ended since are stale.
-	agents, err := s.recs.Agents(ctx, r.ID)
+	agents, err := s.recs.Runs.Agents(ctx, r.ID)
 	if err != nil {
 		return nil, false, fmt.Errorf("agents of run %s: %w", r.ID, err)
 	}
@@ -211,14 +211,14 @@ func (s *Recomputer) storedSummaries(ctx context.Context, r run.Run) (*records.R
 // even that fails, so one run's damaged metrics cannot hold up its
 // benchmark's board.
 func (s *Recomputer) taskTallies(ctx context.Context, r run.Run, head *records.RunMetrics) (map[int][]leaderboard.TaskTally, error) {
-	byAgent, err := s.recs.HeadTallies(ctx, *head)
+	byAgent, err := s.recs.Runs.HeadTallies(ctx, *head)
 	if err == nil {
 		return byAgent, nil
 	}
 	s.log.WarnContext(ctx, "stored task tallies unusable; recomputing the run's metrics", "run_id", r.ID, "err", err)
 	var ok bool
 	if err = s.RecomputeRun(ctx, r.ID); err == nil {
-		if byAgent, ok, err = s.recs.RunTallies(ctx, r.ID); err == nil && ok {
+		if byAgent, ok, err = s.recs.Runs.RunTallies(ctx, r.ID); err == nil && ok {
 			return byAgent, nil
 		}
 	}

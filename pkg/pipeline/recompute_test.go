@@ -48,7 +48,7 @@ func newScoredBench(e *env, name string, tasks, categories, attempts int) *score
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if err := e.recs.PutManifest(e.ctx, testWS, m, nil); err != nil {
+	if err := e.recs.Benchmarks.PutManifest(e.ctx, testWS, m, nil); err != nil {
 		e.t.Fatal(err)
 	}
 	b := &scoredBench{e: e, manifest: m, attempts: attempts}
@@ -120,20 +120,20 @@ func (b *scoredBench) addRun(id string, harnesses ...string) {
 func (b *scoredBench) finish(id string) {
 	e := b.e
 	end := time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC)
-	agents, err := e.recs.Agents(e.ctx, id)
+	agents, err := e.recs.Runs.Agents(e.ctx, id)
 	if err != nil {
 		e.t.Error(err)
 		return
 	}
 	for _, a := range agents {
-		if _, err := e.recs.UpdateAgent(e.ctx, id, a.Index, func(a *run.Agent) error {
+		if _, err := e.recs.Runs.UpdateAgent(e.ctx, id, a.Index, func(a *run.Agent) error {
 			a.Status, a.EndedAt = run.Finished, end
 			return nil
 		}); err != nil {
 			e.t.Error(err)
 		}
 	}
-	if _, err := e.recs.UpdateRun(e.ctx, id, func(r *run.Run) error {
+	if _, err := e.recs.Runs.UpdateRun(e.ctx, id, func(r *run.Run) error {
 		r.Status, r.EndedAt = run.Finished, end
 		return nil
 	}); err != nil {
@@ -158,7 +158,7 @@ func (b *scoredBench) changes() []store.Change {
 
 // entrants lists the harnesses on the stored pass@1 board.
 func (b *scoredBench) entrants() []string {
-	board, err := b.e.recs.Board(b.e.ctx, testWS, b.manifest.Key, leaderboard.MetricPass1)
+	board, err := b.e.recs.Boards.Board(b.e.ctx, testWS, b.manifest.Key, leaderboard.MetricPass1)
 	if err != nil {
 		b.e.t.Fatalf("ReadBoard: %v", err)
 	}
@@ -266,7 +266,7 @@ func TestRunMetricsOfManyCategoriesSpill(t *testing.T) {
 		if err := e.svc.RecomputeRun(e.ctx, "r-wide"); err != nil {
 			t.Fatalf("RecomputeRun: %v", err)
 		}
-		m, err := e.recs.RunMetrics(e.ctx, "r-wide")
+		m, err := e.recs.Runs.RunMetrics(e.ctx, "r-wide")
 		if err != nil {
 			t.Fatalf("ReadRunMetrics: %v", err)
 		}
@@ -400,7 +400,7 @@ func TestBoardAccountsForErrors(t *testing.T) {
 	if err := e.svc.Recompute(e.ctx, b.changes()); err != nil {
 		t.Fatalf("Recompute: %v", err)
 	}
-	board, err := e.recs.Board(e.ctx, testWS, b.manifest.Key, leaderboard.MetricPass1)
+	board, err := e.recs.Boards.Board(e.ctx, testWS, b.manifest.Key, leaderboard.MetricPass1)
 	if err != nil || len(board.Rows) != 1 {
 		t.Fatalf("board = %+v, %v; want one row", board, err)
 	}
@@ -429,7 +429,7 @@ func TestBoardBackfillsTalliesOfOlderMetrics(t *testing.T) {
 	if err := e.svc.RecomputeRun(e.ctx, "r-old"); err != nil { // still running: no tallies kept
 		t.Fatalf("RecomputeRun: %v", err)
 	}
-	if tallies, ok, err := e.recs.RunTallies(e.ctx, "r-old"); err != nil || ok || tallies != nil {
+	if tallies, ok, err := e.recs.Runs.RunTallies(e.ctx, "r-old"); err != nil || ok || tallies != nil {
 		t.Fatalf("ReadRunTallies of a running run = %v, %v, %v; want no tallies", tallies, ok, err)
 	}
 	b.finish("r-old")
@@ -439,7 +439,7 @@ func TestBoardBackfillsTalliesOfOlderMetrics(t *testing.T) {
 	if diff := cmp.Diff([]string{"alpha", "beta"}, b.entrants()); diff != "" {
 		t.Errorf("board (-want +got):\n%s", diff)
 	}
-	tallies, ok, err := e.recs.RunTallies(e.ctx, "r-old")
+	tallies, ok, err := e.recs.Runs.RunTallies(e.ctx, "r-old")
 	if err != nil || !ok || len(tallies) != 2 || len(tallies[0]) != 12 || len(tallies[1]) != 12 {
 		t.Errorf("ReadRunTallies after the board recompute: %d agents, ok %v, err %v; want 2 agents × 12 tasks", len(tallies), ok, err)
 	}
@@ -450,7 +450,7 @@ func readBoards(t *testing.T, e *env, key string) map[leaderboard.Metric]records
 	t.Helper()
 	out := map[leaderboard.Metric]records.Board{}
 	for _, m := range leaderboard.Metrics {
-		board, err := e.recs.Board(e.ctx, testWS, key, m)
+		board, err := e.recs.Boards.Board(e.ctx, testWS, key, m)
 		if err != nil {
 			t.Fatalf("ReadBoard %s: %v", m, err)
 		}
@@ -493,7 +493,7 @@ func TestBoardRanksAnAgentThatEndedAfterItsRunsMetrics(t *testing.T) {
 	b := newScoredBench(e, "late-agent-bench", 8, 2, 1)
 	b.addRun("r-1", "alpha", "beta")
 	end := time.Date(2026, 11, 1, 1, 0, 0, 0, time.UTC)
-	if _, err := e.recs.UpdateRun(e.ctx, "r-1", func(r *run.Run) error {
+	if _, err := e.recs.Runs.UpdateRun(e.ctx, "r-1", func(r *run.Run) error {
 		r.Status, r.EndedAt = run.Finished, end
 		return nil
 	}); err != nil {
@@ -573,7 +573,7 @@ func TestStoppedRunsAgentsEndStopped(t *testing.T) {
 	b := newScoredBench(e, "stop-bench", 3, 1, 1)
 	b.addRun("r-1", "alpha", "beta")
 	now := time.Date(2026, 11, 1, 0, 30, 0, 0, time.UTC)
-	if _, err := e.recs.UpdateRun(e.ctx, "r-1", func(r *run.Run) error { return r.SetStatus(run.Stopping, now) }); err != nil {
+	if _, err := e.recs.Runs.UpdateRun(e.ctx, "r-1", func(r *run.Run) error { return r.SetStatus(run.Stopping, now) }); err != nil {
 		t.Fatal(err)
 	}
 	perAgent := run.Tally{Done: 3, Cancelled: 3}
@@ -595,11 +595,11 @@ func TestStoppedRunsAgentsEndStopped(t *testing.T) {
 // runAndAgentStatuses returns a run's status followed by its agents'.
 func runAndAgentStatuses(t *testing.T, e *env, id string) []run.Status {
 	t.Helper()
-	r, err := e.recs.Run(e.ctx, id)
+	r, err := e.recs.Runs.Run(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	agents, err := e.recs.Agents(e.ctx, id)
+	agents, err := e.recs.Runs.Agents(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ type Reconciled struct {
 // (ECS DescribeTasks) does the same on its schedule.
 func (s *Reconciler) Reconcile(ctx context.Context) (Reconciled, error) {
 	var done Reconciled
-	ids, err := s.recs.ActiveRuns(ctx)
+	ids, err := s.recs.Runs.ActiveRuns(ctx)
 	if err != nil {
 		return done, fmt.Errorf("reconcile: %w", err)
 	}
@@ -61,7 +61,7 @@ func (s *Reconciler) reconcileRun(ctx context.Context, id string, now time.Time,
 	}
 	cursor := ""
 	for {
-		slots, next, err := s.recs.Slots(ctx, id, records.ActiveSlots, cursor, 500)
+		slots, next, err := s.recs.Runs.Slots(ctx, id, records.ActiveSlots, cursor, 500)
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func TestRedeliveredShuffledMessagesChangeNothing(t *testing.T) {
 		}
 		got[i] = outcomes(e.results(r.ID))
 		tallies[i] = e.tally(r.ID)
-		board, err := e.recs.Leaderboard(e.ctx, testWS, "demo-bench")
+		board, err := e.recs.Boards.Leaderboard(e.ctx, testWS, "demo-bench")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,10 +67,10 @@ func TestRedeliveredShuffledMessagesChangeNothing(t *testing.T) {
 		for _, row := range b.Rows {
 			boards[i] = append(boards[i], row.Entrant.Harness)
 		}
-		if g, _ := e.recs.GlobalGate(e.ctx); g != 0 {
+		if g, _ := e.recs.Runs.GlobalGate(e.ctx); g != 0 {
 			t.Errorf("env %d: global gate = %d after the run, want 0", i, g)
 		}
-		if g, _ := e.recs.RunGate(e.ctx, r.ID); g != 0 {
+		if g, _ := e.recs.Runs.RunGate(e.ctx, r.ID); g != 0 {
 			t.Errorf("env %d: run gate = %d after the run, want 0", i, g)
 		}
 	}

@@ -23,7 +23,7 @@ func (s *Submitter) replacementWarnings(ctx context.Context, ws, key string, res
 	if !full && !isParitySet(m, res.TaskSet) {
 		return nil, nil
 	}
-	board, err := s.recs.Board(ctx, ws, key, leaderboard.MetricPass1)
+	board, err := s.recs.Boards.Board(ctx, ws, key, leaderboard.MetricPass1)
 	if err != nil {
 		return nil, fmt.Errorf("leaderboard of %s: %w", key, err)
 	}

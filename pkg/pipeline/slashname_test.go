@@ -40,11 +40,11 @@ func TestSlashTaskNameRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.recs.PutManifest(e.ctx, testWS, m, map[string]records.TaskFiles{task.Name: {Dir: dir}}); err != nil {
+	if err := e.recs.Benchmarks.PutManifest(e.ctx, testWS, m, map[string]records.TaskFiles{task.Name: {Dir: dir}}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := e.recs.PutBenchmark(e.ctx, records.Benchmark{Workspace: testWS, Key: m.Key, Name: m.Name, Source: m.Source,
+	if _, err := e.recs.Benchmarks.PutBenchmark(e.ctx, records.Benchmark{Workspace: testWS, Key: m.Key, Name: m.Name, Source: m.Source,
 		Status: records.SyncReady, Synced: 1, Total: 1, TaskCount: 1, ReadyVersion: m.Version, ReadyDigest: m.Digest,
 		CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ harness = "oracle"
 
 	// The API takes the result id with its slash as one escaped segment,
 	// as the client and the console send it.
-	h := api.NewWithAuthenticator(api.Config{Records: e.recs, Runs: e.svc, Blobs: e.blobs, Secrets: e.secrets}, fixedAuth{})
+	h := api.NewWithAuthenticator(api.Config{Records: api.RecordsOf(e.recs), Runs: e.svc, Blobs: e.blobs, Secrets: e.secrets}, fixedAuth{})
 	req := httptest.NewRequest(http.MethodGet, "/v1/runs/"+r.ID+"/results/"+url.PathEscape(v1.ResultID(0, 1, "demo/fix-median")), nil)
 	req.Header.Set("Authorization", "Bearer t")
 	rec := httptest.NewRecorder()

@@ -51,7 +51,7 @@ func TestSlotsWaitForSpaceWithoutLaunchingOrSpendingRetries(t *testing.T) {
 	e.withSpace(space, e.driver, pipeline.Options{MaxGateDelay: 50 * time.Millisecond})
 	r := e.submit(oneOracle) // max_retries = 0
 	waited := func() bool {
-		slots, _, err := e.recs.Slots(e.ctx, r.ID, records.AllSlots, "", 100)
+		slots, _, err := e.recs.Runs.Slots(e.ctx, r.ID, records.AllSlots, "", 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestAttemptsTheFullDiskStoppedRunAgainWithoutSpendingRetries(t *testing.T) 
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("slot %s results (-want +got):\n%s", id, diff)
 		}
-		slot, err := e.recs.Slot(e.ctx, r.ID, id)
+		slot, err := e.recs.Runs.Slot(e.ctx, r.ID, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ const (
 func (s *Stopper) Stop(ctx context.Context, runID, by string) (run.Run, error) {
 	now := s.now()
 	changed := false
-	r, err := s.recs.UpdateRun(ctx, runID, func(r *run.Run) error {
+	r, err := s.recs.Runs.UpdateRun(ctx, runID, func(r *run.Run) error {
 		changed = false // a retried update decides afresh
 		switch {
 		case r.Status == run.Stopping || r.Status == run.Stopped:
@@ -83,7 +83,7 @@ func (s *drainer) drainStopping(ctx context.Context, runID string) error {
 // is left to its planner, which creates the slots and then drains them (so
 // a stop never races slot creation).
 func (s *drainer) drain(ctx context.Context, runID string, continueLater bool) error {
-	r, err := s.recs.Run(ctx, runID)
+	r, err := s.recs.Runs.Run(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("drain stopping run %s: %w", runID, err)
 	}
@@ -109,7 +109,7 @@ func (s *drainer) drain(ctx context.Context, runID string, continueLater bool) e
 		}
 		return nil
 	}
-	t, err := s.recs.RunTally(ctx, r.ID)
+	t, err := s.recs.Runs.RunTally(ctx, r.ID)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *drainer) drain(ctx context.Context, runID string, continueLater bool) e
 func (s *drainer) stopAgents(ctx context.Context, r run.Run) error {
 	now := s.now()
 	for i := range r.Agents {
-		if _, err := s.recs.UpdateAgent(ctx, r.ID, i, func(a *run.Agent) error {
+		if _, err := s.recs.Runs.UpdateAgent(ctx, r.ID, i, func(a *run.Agent) error {
 			if !a.Status.Stoppable() {
 				return records.ErrNoChange
 			}
@@ -145,7 +145,7 @@ func (s *drainer) stopAgents(ctx context.Context, r run.Run) error {
 func (s *drainer) cancelQueued(ctx context.Context, runID string, limit int) (more bool, err error) {
 	for done := 0; done < limit; {
 		// Cancelling removes slots from the queued index, so always read the first page.
-		slots, _, err := s.recs.Slots(ctx, runID, records.QueuedSlots, "", min(500, limit-done))
+		slots, _, err := s.recs.Runs.Slots(ctx, runID, records.QueuedSlots, "", min(500, limit-done))
 		if err != nil {
 			return false, err
 		}
@@ -159,7 +159,7 @@ func (s *drainer) cancelQueued(ctx context.Context, runID string, limit int) (mo
 		}
 		done += len(slots)
 	}
-	slots, _, err := s.recs.Slots(ctx, runID, records.QueuedSlots, "", 1)
+	slots, _, err := s.recs.Runs.Slots(ctx, runID, records.QueuedSlots, "", 1)
 	return len(slots) > 0, err
 }
 
@@ -229,7 +229,7 @@ func sumCounters(a, b map[string]int64) map[string]int64 {
 func (s *drainer) stopActive(ctx context.Context, runID string) error {
 	cursor := ""
 	for {
-		slots, next, err := s.recs.Slots(ctx, runID, records.ActiveSlots, cursor, 500)
+		slots, next, err := s.recs.Runs.Slots(ctx, runID, records.ActiveSlots, cursor, 500)
 		if err != nil {
 			return err
 		}
@@ -262,7 +262,7 @@ func (s *drainer) stopSlots(ctx context.Context, slots []run.Slot, reason run.St
 // A launching slot without a sandbox id yet is stopped by the dispatcher
 // when it records the sandbox (it sees the reason).
 func (s *drainer) stopSlot(ctx context.Context, sl run.Slot, reason run.StopReason) error {
-	sl, err := s.recs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
+	sl, err := s.recs.Runs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
 		if cur.Generation != sl.Generation || !cur.Status.Active() || cur.StopReason == reason {
 			return records.ErrNoChange
 		}

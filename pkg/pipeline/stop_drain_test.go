@@ -131,7 +131,7 @@ func TestStopAnswersAtOnceAndTheDrainCancelsEverySlot(t *testing.T) {
 		}
 		drains += n
 	}
-	got, err := e.recs.Run(e.ctx, r.ID)
+	got, err := e.recs.Runs.Run(e.ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestStopAnswersAtOnceAndTheDrainCancelsEverySlot(t *testing.T) {
 	if diff := cmp.Diff(want, e.tally(r.ID)); diff != "" {
 		t.Errorf("tally (-want +got):\n%s", diff)
 	}
-	agents, err := e.recs.Agents(e.ctx, r.ID)
+	agents, err := e.recs.Runs.Agents(e.ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestStopInTheMiddle(t *testing.T) {
 		if !e.pumpOnce() {
 			<-idle.C
 		}
-		running, _, err := e.recs.Slots(e.ctx, r.ID, records.ActiveSlots, "", 10)
+		running, _, err := e.recs.Runs.Slots(e.ctx, r.ID, records.ActiveSlots, "", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestStopInTheMiddle(t *testing.T) {
 	if _, err := e.svc.Stop(e.ctx, r.ID, testUser); err != nil {
 		t.Errorf("stopping a stopped run again = %v, want nil", err)
 	}
-	agents, _ := e.recs.Agents(e.ctx, r.ID)
+	agents, _ := e.recs.Runs.Agents(e.ctx, r.ID)
 	if agents[0].Status != run.Stopped {
 		t.Errorf("agent status %s, want stopped", agents[0].Status)
 	}

@@ -191,7 +191,7 @@ func (s *Submitter) Submit(ctx context.Context, req SubmitRequest) (SubmitResult
 // benchmark was deleted meanwhile (rejected), or the Idempotency-Key was
 // used by a concurrent submission (replayed).
 func (s *Submitter) afterConflict(ctx context.Context, req SubmitRequest, b records.Benchmark, cause error) (SubmitResult, error) {
-	if _, err := s.recs.Benchmark(ctx, b.Workspace, b.Key); errors.Is(err, records.ErrNotFound) {
+	if _, err := s.recs.Benchmarks.Benchmark(ctx, b.Workspace, b.Key); errors.Is(err, records.ErrNotFound) {
 		return SubmitResult{}, &RejectedError{Problems: []Problem{{Code: CodeUnknownBenchmark, Field: "experiment.benchmark",
 			Message: fmt.Sprintf("benchmark %q was deleted while the run was being submitted", b.Key)}}}
 	} else if err != nil {
@@ -216,7 +216,7 @@ func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems
 		problems = append(problems, Problem{Code: CodeInvalidIdempotency, Field: "Idempotency-Key",
 			Message: "must be 1 to 128 printable ASCII characters without spaces"})
 	}
-	billing, err := s.recs.Billing(ctx, req.Workspace)
+	billing, err := s.recs.Workspaces.Billing(ctx, req.Workspace)
 	if err != nil {
 		return v, nil, fmt.Errorf("check billing of workspace %s: %w", req.Workspace, err)
 	}
@@ -265,7 +265,7 @@ func (s *Submitter) check(ctx context.Context, req *SubmitRequest, parseProblems
 		if slices.Contains(v.MissingSecrets, name) {
 			continue
 		}
-		_, err := s.recs.ResolveSecret(ctx, req.Workspace, req.User, name)
+		_, err := s.recs.Workspaces.ResolveSecret(ctx, req.Workspace, req.User, name)
 		switch {
 		case errors.Is(err, records.ErrNotFound):
 			v.MissingSecrets = append(v.MissingSecrets, name)
@@ -333,7 +333,7 @@ func (s *Submitter) readyBenchmark(ctx context.Context, ws, ref string) (records
 		msg := fmt.Sprintf("benchmark %q is %s, not ready; wait for its task list to sync (or retry a failed sync) and submit again", b.Key, b.Status)
 		return b, benchmark.Manifest{}, &Problem{Code: CodeBenchmarkNotReady, Field: field, Message: msg}, nil
 	}
-	m, _, err := s.recs.Manifest(ctx, b.Workspace, b.Key, version)
+	m, _, err := s.recs.Benchmarks.Manifest(ctx, b.Workspace, b.Key, version)
 	if err != nil {
 		return b, m, nil, fmt.Errorf("load manifest %s of benchmark %s: %w", version, b.Key, err)
 	}
@@ -348,14 +348,14 @@ func (s *Submitter) readyBenchmark(ctx context.Context, ws, ref string) (records
 func (s *Submitter) findBenchmark(ctx context.Context, ws, ref string) (records.Benchmark, error) {
 	spaces := []string{ws, PlatformWorkspace}
 	for _, space := range spaces {
-		b, err := s.recs.Benchmark(ctx, space, ref)
+		b, err := s.recs.Benchmarks.Benchmark(ctx, space, ref)
 		if !errors.Is(err, records.ErrNotFound) {
 			b.Workspace = space
 			return b, err
 		}
 	}
 	for _, space := range spaces {
-		all, err := s.recs.Benchmarks(ctx, space)
+		all, err := s.recs.Benchmarks.Benchmarks(ctx, space)
 		if err != nil {
 			return records.Benchmark{}, err
 		}
@@ -370,7 +370,7 @@ func (s *Submitter) findBenchmark(ctx context.Context, ws, ref string) (records.
 	// configs name a benchmark ("acme/custom@1.0").
 	if strings.Contains(ref, "@") {
 		for _, space := range spaces {
-			all, err := s.recs.Benchmarks(ctx, space)
+			all, err := s.recs.Benchmarks.Benchmarks(ctx, space)
 			if err != nil {
 				return records.Benchmark{}, err
 			}
@@ -536,7 +536,7 @@ func (s *Submitter) createRun(ctx context.Context, req SubmitRequest, b records.
 // replay answers a submission whose Idempotency-Key was seen before with
 // the run it created; found is false when the key is new.
 func (s *Submitter) replay(ctx context.Context, req SubmitRequest) (res SubmitResult, found bool, err error) {
-	idem, err := s.recs.Idempotency(ctx, req.Workspace, req.IdempotencyKey)
+	idem, err := s.recs.Workspaces.Idempotency(ctx, req.Workspace, req.IdempotencyKey)
 	if errors.Is(err, records.ErrNotFound) {
 		return SubmitResult{}, false, nil
 	}
@@ -550,11 +550,11 @@ func (s *Submitter) replay(ctx context.Context, req SubmitRequest) (res SubmitRe
 	if idem.RequestDigest != digest {
 		return SubmitResult{}, true, fmt.Errorf("idempotency key %q was used for a different submission: %w", req.IdempotencyKey, records.ErrConflict)
 	}
-	r, err := s.recs.Run(ctx, idem.RunID)
+	r, err := s.recs.Runs.Run(ctx, idem.RunID)
 	if err != nil {
 		return SubmitResult{}, true, err
 	}
-	agents, err := s.recs.Agents(ctx, r.ID)
+	agents, err := s.recs.Runs.Agents(ctx, r.ID)
 	if err != nil {
 		return SubmitResult{}, true, err
 	}

@@ -62,7 +62,7 @@ func TestSubmitAcceptsJudgeBenchmarks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.recs.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: testWS, Scope: secret.Workspace, Name: "JUDGE_KEY", SetBy: testUser}); err != nil {
+	if err := e.recs.Workspaces.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: testWS, Scope: secret.Workspace, Name: "JUDGE_KEY", SetBy: testUser}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -115,7 +115,7 @@ func TestSubmitResolvesAKeyBeforeAName(t *testing.T) {
 		}
 	}
 	// A name still resolves when no key matches.
-	if _, err := e.recs.UpdateBenchmark(e.ctx, testWS, "my-bench", func(b *records.Benchmark) error { b.Name = "My Bench"; return nil }); err != nil {
+	if _, err := e.recs.Benchmarks.UpdateSync(e.ctx, testWS, "my-bench", func(st *records.SyncState) error { b := &st.Benchmark; b.Name = "My Bench"; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.submit("[experiment]\nbenchmark = \"My Bench\"\n[[agents]]\nharness = \"nop\"\n"); r.Benchmark != "my-bench" {
@@ -130,7 +130,7 @@ func TestIdempotentReplaySurvivesLapsedBilling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.recs.PutBilling(e.ctx, testWS, records.Billing{Status: records.BillingPastDue}); err != nil {
+	if err := e.recs.Workspaces.PutBilling(e.ctx, testWS, records.Billing{Status: records.BillingPastDue}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := e.svc.Submit(e.ctx, req)
@@ -176,10 +176,10 @@ func TestSubmitRacingABenchmarkDeleteWritesNothing(t *testing.T) {
 	if !errors.As(err, &rej) || !errors.Is(err, pipeline.ErrUnknownBenchmark) || !strings.Contains(err.Error(), "deleted") {
 		t.Fatalf("Submit racing a delete = %v, want an unknown-benchmark rejection saying it was deleted", err)
 	}
-	if _, err := e.recs.Benchmark(e.ctx, testWS, "doomed"); !errors.Is(err, records.ErrNotFound) {
+	if _, err := e.recs.Benchmarks.Benchmark(e.ctx, testWS, "doomed"); !errors.Is(err, records.ErrNotFound) {
 		t.Fatalf("the benchmark was not deleted (%v); the test raced nothing", err)
 	}
-	runs, _, err := e.recs.RunsByWorkspace(e.ctx, testWS, "", 10)
+	runs, _, err := e.recs.Runs.RunsByWorkspace(e.ctx, testWS, "", 10)
 	if err != nil || len(runs) != 0 {
 		t.Errorf("%d runs stored (%v), want none", len(runs), err)
 	}
@@ -197,7 +197,7 @@ func TestSubmitRefusesVerifierOnManagedBenchmarks(t *testing.T) {
 	if _, err := pipelinetest.ImportCatalogEntry(e.ctx, e.recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.recs.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: testWS, Scope: secret.Workspace, Name: "GRADER_TOKEN", SetBy: testUser}); err != nil {
+	if err := e.recs.Workspaces.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: testWS, Scope: secret.Workspace, Name: "GRADER_TOKEN", SetBy: testUser}); err != nil {
 		t.Fatal(err)
 	}
 	problems := e.rejected(e.svc, `

@@ -25,7 +25,7 @@ harness = "oracle"
 
 func TestSubmitRejectsBadInputAndWritesNothing(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	if err := e.recs.PutBilling(e.ctx, "ws-past-due", records.Billing{Status: records.BillingPastDue}); err != nil {
+	if err := e.recs.Workspaces.PutBilling(e.ctx, "ws-past-due", records.Billing{Status: records.BillingPastDue}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -105,7 +105,7 @@ api_key_secret = "OPENAI_API_KEY"
 func TestSubmitAcceptsSecretsAndIsIdempotent(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	for _, ref := range []secret.Ref{{Workspace: testWS, Scope: secret.Personal, Owner: testUser, Name: "OPENAI_API_KEY"}} {
-		if err := e.recs.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: ref.Workspace, Scope: ref.Scope, Owner: ref.Owner, Name: ref.Name, SetBy: testUser}); err != nil {
+		if err := e.recs.Workspaces.PutSecretRecord(e.ctx, records.SecretRecord{Workspace: ref.Workspace, Scope: ref.Scope, Owner: ref.Owner, Name: ref.Name, SetBy: testUser}); err != nil {
 			t.Fatal(err)
 		}
 	}

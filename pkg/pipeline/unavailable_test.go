@@ -52,11 +52,11 @@ func importEnvBench(t *testing.T, e *env, allBroken bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.recs.PutManifest(e.ctx, pipeline.PlatformWorkspace, m, files); err != nil {
+	if err := e.recs.Benchmarks.PutManifest(e.ctx, pipeline.PlatformWorkspace, m, files); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := e.recs.PutBenchmark(e.ctx, records.Benchmark{Workspace: pipeline.PlatformWorkspace, Key: m.Key, Name: m.Name, Source: m.Source,
+	if _, err := e.recs.Benchmarks.PutBenchmark(e.ctx, records.Benchmark{Workspace: pipeline.PlatformWorkspace, Key: m.Key, Name: m.Name, Source: m.Source,
 		Status: records.SyncReady, ReadyVersion: m.Version, ReadyDigest: m.Digest, TaskCount: len(tasks), CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestEnvironmentCheckFindsBrokenAndTrivialTasks(t *testing.T) {
 		t.Errorf("verdicts (-want +got):\n%s", diff)
 	}
 	// Stored: a later read returns it without recomputing.
-	stored, err := e.recs.EnvCheck(e.ctx, testWS, "envs", "local")
+	stored, err := e.recs.Benchmarks.EnvCheck(e.ctx, testWS, "envs", "local")
 	if err != nil || stored.Status != records.CheckDone {
 		t.Errorf("stored check = %+v, %v", stored, err)
 	}

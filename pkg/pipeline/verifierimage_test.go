@@ -56,11 +56,11 @@ func TestDispatchCarriesVerifierImageAndTrialArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.recs.PutManifest(e.ctx, pipeline.PlatformWorkspace, m, files); err != nil {
+	if err := e.recs.Benchmarks.PutManifest(e.ctx, pipeline.PlatformWorkspace, m, files); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if _, err := e.recs.PutBenchmark(e.ctx, records.Benchmark{Workspace: pipeline.PlatformWorkspace, Key: m.Key, Name: m.Name, Source: m.Source,
+	if _, err := e.recs.Benchmarks.PutBenchmark(e.ctx, records.Benchmark{Workspace: pipeline.PlatformWorkspace, Key: m.Key, Name: m.Name, Source: m.Source,
 		Status: records.SyncReady, ReadyVersion: m.Version, ReadyDigest: m.Digest, TaskCount: len(tasks), CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}

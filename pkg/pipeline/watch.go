@@ -31,7 +31,7 @@ import (
 //
 // Errors of one run do not stop the others; they are returned joined.
 func (s *Watchdog) Watch(ctx context.Context) error {
-	ids, err := s.recs.ActiveRuns(ctx)
+	ids, err := s.recs.Runs.ActiveRuns(ctx)
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
@@ -45,9 +45,9 @@ func (s *Watchdog) Watch(ctx context.Context) error {
 }
 
 func (s *Watchdog) watchRun(ctx context.Context, id string) error {
-	r, err := s.recs.Run(ctx, id)
+	r, err := s.recs.Runs.Run(ctx, id)
 	if errors.Is(err, records.ErrNotFound) {
-		return s.recs.ClearActiveRun(ctx, id)
+		return s.recs.Runs.ClearActiveRun(ctx, id)
 	}
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func (s *Watchdog) watchRun(ctx context.Context, id string) error {
 	now := s.now()
 	switch {
 	case r.Status.Terminal():
-		return s.recs.ClearActiveRun(ctx, id)
+		return s.recs.Runs.ClearActiveRun(ctx, id)
 	case r.Status == run.Pending, r.Status == run.Queued && r.SentBatches*planBatch < r.TotalSlots():
 		if err := s.retryPlanning(ctx, r, now); err != nil {
 			return err
@@ -83,7 +83,7 @@ func (s *Watchdog) watchSlots(ctx context.Context, r run.Run, now time.Time) err
 	ended := &endedSandboxes{driver: s.ports.Sandboxes, runID: r.ID}
 	cursor := ""
 	for {
-		slots, next, err := s.recs.Slots(ctx, r.ID, records.ActiveSlots, cursor, 500)
+		slots, next, err := s.recs.Runs.Slots(ctx, r.ID, records.ActiveSlots, cursor, 500)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (s *Watchdog) adopt(ctx context.Context, r run.Run, sl run.Slot, h sandbox.
 	if err != nil {
 		return err
 	}
-	_, err = s.recs.UpdateSlot(ctx, r.ID, sl.ID, func(cur *run.Slot) error {
+	_, err = s.recs.Runs.UpdateSlot(ctx, r.ID, sl.ID, func(cur *run.Slot) error {
 		if cur.Generation != sl.Generation || cur.Status != run.SlotLaunching {
 			return records.ErrNoChange
 		}
@@ -200,7 +200,7 @@ func (s *core) requeue(ctx context.Context, slots Sender, sl run.Slot) error {
 // declared lost.
 func (s *Watchdog) watchMissing(ctx context.Context, sl run.Slot, ended *endedSandboxes, now time.Time) error {
 	if sl.MissingSince.IsZero() {
-		_, err := s.recs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
+		_, err := s.recs.Runs.UpdateSlot(ctx, sl.RunID, sl.ID, func(cur *run.Slot) error {
 			if cur.Generation != sl.Generation || cur.Status != run.SlotRunning || !cur.MissingSince.IsZero() {
 				return records.ErrNoChange
 			}

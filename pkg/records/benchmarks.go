@@ -86,29 +86,24 @@ var benchCodec = codec[Benchmark]{
 }
 
 // PutBenchmark creates or replaces the benchmark record.
-func (s *Store) PutBenchmark(ctx context.Context, b Benchmark) (Benchmark, error) {
+func (s *Benchmarks) PutBenchmark(ctx context.Context, b Benchmark) (Benchmark, error) {
 	return put(ctx, s.tbl, benchCodec, b, store.Cond{})
 }
 
 // CreateBenchmark creates the benchmark record; it fails with a condition
 // error when one with the key exists.
-func (s *Store) CreateBenchmark(ctx context.Context, b Benchmark) (Benchmark, error) {
+func (s *Benchmarks) CreateBenchmark(ctx context.Context, b Benchmark) (Benchmark, error) {
 	return put(ctx, s.tbl, benchCodec, b, store.Cond{Kind: store.IfNotExists})
 }
 
 // Benchmark returns the workspace's benchmark with the key.
-func (s *Store) Benchmark(ctx context.Context, ws, key string) (Benchmark, error) {
+func (s *Benchmarks) Benchmark(ctx context.Context, ws, key string) (Benchmark, error) {
 	return get(ctx, s.tbl, benchCodec, wsPK(ws), "BENCH#"+key)
-}
-
-// UpdateBenchmark applies fn to the stored benchmark and writes it back.
-func (s *Store) UpdateBenchmark(ctx context.Context, ws, key string, fn func(*Benchmark) error) (Benchmark, error) {
-	return update(ctx, s.tbl, benchCodec, wsPK(ws), "BENCH#"+key, fn)
 }
 
 // DeleteBenchmark removes the benchmark record (its manifest versions and
 // leaderboard stay, keyed by workspace and key, for the runs that pinned them).
-func (s *Store) DeleteBenchmark(ctx context.Context, ws, key string) error {
+func (s *Benchmarks) DeleteBenchmark(ctx context.Context, ws, key string) error {
 	if err := s.tbl.Delete(ctx, wsPK(ws), "BENCH#"+key, store.Cond{}); err != nil {
 		return fmt.Errorf("delete benchmark %s: %w", key, err)
 	}
@@ -116,7 +111,7 @@ func (s *Store) DeleteBenchmark(ctx context.Context, ws, key string) error {
 }
 
 // Benchmarks returns every benchmark of the workspace, by key.
-func (s *Store) Benchmarks(ctx context.Context, ws string) ([]Benchmark, error) {
+func (s *Benchmarks) Benchmarks(ctx context.Context, ws string) ([]Benchmark, error) {
 	return queryAll(ctx, s.tbl, benchCodec, store.Query{PK: wsPK(ws), Prefix: "BENCH#"})
 }
 
@@ -146,7 +141,7 @@ type manifestHeader struct {
 // file location of each task (files[name]). Versions are immutable: tasks
 // are created, never replaced, and the header is written last so a reader
 // that finds the header finds every task.
-func (s *Store) PutManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]TaskFiles) error {
+func (s *Benchmarks) PutManifest(ctx context.Context, ws string, m benchmark.Manifest, files map[string]TaskFiles) error {
 	pk := tasksPK(ws, m.Key, m.Version)
 	const batch = 500
 	for start := 0; start < len(m.Tasks); start += batch {
@@ -172,7 +167,7 @@ func (s *Store) PutManifest(ctx context.Context, ws string, m benchmark.Manifest
 // stored the version while the task's image was being prepared writes the
 // outcome (pinned image or failure). Only the task's Environment may
 // differ from what is stored: the manifest digest leaves outcomes out.
-func (s *Store) PutTask(ctx context.Context, ws, key, version string, t benchmark.Task, files TaskFiles) error {
+func (s *Benchmarks) PutTask(ctx context.Context, ws, key, version string, t benchmark.Task, files TaskFiles) error {
 	data, err := encode(Task{Task: t, Files: files})
 	if err != nil {
 		return err
@@ -185,7 +180,7 @@ func (s *Store) PutTask(ctx context.Context, ws, key, version string, t benchmar
 
 // Manifest returns a stored manifest version with its tasks (in name order)
 // and the file location of each task.
-func (s *Store) Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]TaskFiles, error) {
+func (s *Benchmarks) Manifest(ctx context.Context, ws, key, version string) (benchmark.Manifest, map[string]TaskFiles, error) {
 	var h manifestHeader
 	if err := s.getJSON(ctx, benchPK(ws, key), "VER#"+version, &h); err != nil {
 		return benchmark.Manifest{}, nil, fmt.Errorf("manifest %s@%s: %w", key, version, err)
@@ -205,6 +200,6 @@ func (s *Store) Manifest(ctx context.Context, ws, key, version string) (benchmar
 }
 
 // Task returns one task of a stored manifest version.
-func (s *Store) Task(ctx context.Context, ws, key, version, name string) (Task, error) {
+func (s *Benchmarks) Task(ctx context.Context, ws, key, version, name string) (Task, error) {
 	return get(ctx, s.tbl, taskCodec, tasksPK(ws, key, version), "TASK#"+name)
 }

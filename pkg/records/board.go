@@ -120,7 +120,7 @@ type boardPart struct {
 // PutLeaderboardParts writes the boards as the parts of leaderboard
 // generation gen (rows chunked by size) and returns the count of parts of
 // each metric, which the head that names the generation records.
-func (s *Store) PutLeaderboardParts(ctx context.Context, ws, key string, gen int64, boards []leaderboard.Board) (map[string]int, error) {
+func (s *Boards) PutLeaderboardParts(ctx context.Context, ws, key string, gen int64, boards []leaderboard.Board) (map[string]int, error) {
 	counts := map[string]int{}
 	for _, b := range boards {
 		rows := make([]BoardRow, len(b.Rows))
@@ -152,12 +152,12 @@ func (s *Store) PutLeaderboardParts(ctx context.Context, ws, key string, gen int
 // Board returns the stored board of one metric of a benchmark: one read of
 // the head and one query of that metric's parts. Before the first recompute
 // the board has no rows.
-func (s *Store) Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (Board, error) {
+func (s *Boards) Board(ctx context.Context, ws, key string, metric leaderboard.Metric) (Board, error) {
 	b, _, err := s.board(ctx, ws, key, metric)
 	return b, err
 }
 
-func (s *Store) board(ctx context.Context, ws, key string, metric leaderboard.Metric) (Board, LeaderboardHead, error) {
+func (s *Boards) board(ctx context.Context, ws, key string, metric leaderboard.Metric) (Board, LeaderboardHead, error) {
 	out := Board{Metric: metric, Rows: []BoardRow{}}
 	for range readAttempts {
 		head, err := s.LeaderboardHead(ctx, ws, key)
@@ -192,7 +192,7 @@ func (s *Store) board(ctx context.Context, ws, key string, metric leaderboard.Me
 
 // Leaderboard returns every board of a benchmark's stored leaderboard
 // (ErrNotFound before the first recompute).
-func (s *Store) Leaderboard(ctx context.Context, ws, key string) (Leaderboard, error) {
+func (s *Boards) Leaderboard(ctx context.Context, ws, key string) (Leaderboard, error) {
 	l := Leaderboard{Workspace: ws, Benchmark: key}
 	for _, m := range leaderboard.Metrics {
 		b, head, err := s.board(ctx, ws, key, m)

@@ -65,7 +65,7 @@ type LeaderboardHead struct {
 // NextLeaderboardWatermark atomically takes the benchmark's next leaderboard
 // watermark (1, 2, …). A recompute that reads the runs after taking
 // watermark w sees every run whose own recompute took a smaller one.
-func (s *Store) NextLeaderboardWatermark(ctx context.Context, ws, key string) (int64, error) {
+func (s *Boards) NextLeaderboardWatermark(ctx context.Context, ws, key string) (int64, error) {
 	it, err := s.tbl.Add(ctx, benchPK(ws, key), boardSeqSK, map[string]int64{seqCounter: 1}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("take leaderboard watermark of %s: %w", key, err)
@@ -75,7 +75,7 @@ func (s *Store) NextLeaderboardWatermark(ctx context.Context, ws, key string) (i
 
 // LeaderboardHead returns the head of the benchmark's stored leaderboard
 // (ErrNotFound before the first recompute).
-func (s *Store) LeaderboardHead(ctx context.Context, ws, key string) (LeaderboardHead, error) {
+func (s *Boards) LeaderboardHead(ctx context.Context, ws, key string) (LeaderboardHead, error) {
 	it, err := s.tbl.Get(ctx, benchPK(ws, key), boardSK)
 	if err != nil {
 		return LeaderboardHead{}, fmt.Errorf("get leaderboard of %s: %w", key, err)
@@ -91,7 +91,7 @@ func (s *Store) LeaderboardHead(ctx context.Context, ws, key string) (Leaderboar
 // SwapLeaderboardHead writes h as the benchmark's leaderboard head if the
 // stored head is still at h.Version (0: no head is stored). A lost race
 // returns an error that IsConditionFailed recognises.
-func (s *Store) SwapLeaderboardHead(ctx context.Context, h LeaderboardHead) (LeaderboardHead, error) {
+func (s *Boards) SwapLeaderboardHead(ctx context.Context, h LeaderboardHead) (LeaderboardHead, error) {
 	data, err := encode(h)
 	if err != nil {
 		return h, err
@@ -110,11 +110,11 @@ func (s *Store) SwapLeaderboardHead(ctx context.Context, h LeaderboardHead) (Lea
 
 // DeleteLeaderboardParts deletes the parts of every leaderboard generation
 // older than gen.
-func (s *Store) DeleteLeaderboardParts(ctx context.Context, ws, key string, gen int64) error {
+func (s *Boards) DeleteLeaderboardParts(ctx context.Context, ws, key string, gen int64) error {
 	return s.deleteGenerations(ctx, benchPK(ws, key), "BOARD#", gen)
 }
 
-func (s *Store) putGeneration(ctx context.Context, runID, prefix string, gen int64, parts []json.RawMessage) error {
+func (s table) putGeneration(ctx context.Context, runID, prefix string, gen int64, parts []json.RawMessage) error {
 	for i, data := range parts {
 		sk := fmt.Sprintf("%s%019d#%04d", prefix, gen, i)
 		if _, err := s.tbl.Put(ctx, store.Item{PK: runPK(runID), SK: sk, Data: data}, store.Cond{}); err != nil {
@@ -129,7 +129,7 @@ func generationQuery(pk, prefix string, gen int64) store.Query {
 	return store.Query{PK: pk, Prefix: fmt.Sprintf("%s%019d#", prefix, gen)}
 }
 
-func (s *Store) dataItems(ctx context.Context, q store.Query) ([]json.RawMessage, error) {
+func (s table) dataItems(ctx context.Context, q store.Query) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for {
 		page, err := s.tbl.Query(ctx, q)
@@ -148,7 +148,7 @@ func (s *Store) dataItems(ctx context.Context, q store.Query) ([]json.RawMessage
 
 // deleteGenerations deletes the items under pk whose sort key is
 // prefix<gen>#… with a generation below gen.
-func (s *Store) deleteGenerations(ctx context.Context, pk, prefix string, gen int64) error {
+func (s table) deleteGenerations(ctx context.Context, pk, prefix string, gen int64) error {
 	q := store.Query{PK: pk, Prefix: prefix, To: fmt.Sprintf("%s%019d", prefix, gen)}
 	for {
 		page, err := s.tbl.Query(ctx, q)

@@ -20,7 +20,7 @@ func TestDeleteLeaderboardRemovesEveryPart(t *testing.T) {
 		{Metric: leaderboard.MetricCost},
 	}
 	for gen := int64(1); gen <= 2; gen++ {
-		counts, err := s.PutLeaderboardParts(ctx, "ws1", "bench", gen, boards)
+		counts, err := s.Boards.PutLeaderboardParts(ctx, "ws1", "bench", gen, boards)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,13 +31,13 @@ func TestDeleteLeaderboardRemovesEveryPart(t *testing.T) {
 	if page, err := s.Table().Query(ctx, store.Query{PK: "BENCH#ws1#bench", Prefix: "BOARD#"}); err != nil || len(page.Items) != 4 {
 		t.Fatalf("parts before delete: %d, %v; want 4", len(page.Items), err)
 	}
-	if _, err := s.SwapLeaderboardHead(ctx, records.LeaderboardHead{Workspace: "ws1", Benchmark: "bench", Generation: 2, Previous: 1}); err != nil {
+	if _, err := s.Boards.SwapLeaderboardHead(ctx, records.LeaderboardHead{Workspace: "ws1", Benchmark: "bench", Generation: 2, Previous: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteLeaderboard(ctx, "ws1", "bench"); err != nil {
+	if err := s.Boards.DeleteLeaderboard(ctx, "ws1", "bench"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.LeaderboardHead(ctx, "ws1", "bench"); !errors.Is(err, records.ErrNotFound) {
+	if _, err := s.Boards.LeaderboardHead(ctx, "ws1", "bench"); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("LeaderboardHead after delete = %v, want ErrNotFound", err)
 	}
 	page, err := s.Table().Query(ctx, store.Query{PK: "BENCH#ws1#bench", Prefix: "BOARD"})

@@ -30,7 +30,7 @@ type ImageBuild struct {
 
 // PutImageBuild records a build, replacing an earlier record of the key (a
 // rebuild after the image was evicted).
-func (s *Store) PutImageBuild(ctx context.Context, b ImageBuild) error {
+func (s *Benchmarks) PutImageBuild(ctx context.Context, b ImageBuild) error {
 	if b.Key == "" || b.Pinned == "" {
 		return fmt.Errorf("image build record needs a key and a pinned image (got %+v)", b)
 	}
@@ -39,7 +39,7 @@ func (s *Store) PutImageBuild(ctx context.Context, b ImageBuild) error {
 
 // ImageBuild returns the build record of the key; ErrNotFound when the key
 // was never built.
-func (s *Store) ImageBuild(ctx context.Context, key string) (ImageBuild, error) {
+func (s *Benchmarks) ImageBuild(ctx context.Context, key string) (ImageBuild, error) {
 	var b ImageBuild
 	if err := s.getJSON(ctx, buildPK(key), "BUILD", &b); err != nil {
 		return ImageBuild{}, fmt.Errorf("image build %s: %w", key, err)
@@ -117,7 +117,7 @@ func checkSK(version string) string { return "CHECK#" + version }
 
 // PutEnvCheck stores the environment check of a manifest version,
 // replacing an earlier one.
-func (s *Store) PutEnvCheck(ctx context.Context, c EnvCheck) error {
+func (s *Benchmarks) PutEnvCheck(ctx context.Context, c EnvCheck) error {
 	if c.Workspace == "" || c.Key == "" || c.Version == "" {
 		return fmt.Errorf("environment check needs a workspace, key and version (got %q, %q, %q)", c.Workspace, c.Key, c.Version)
 	}
@@ -126,7 +126,7 @@ func (s *Store) PutEnvCheck(ctx context.Context, c EnvCheck) error {
 
 // EnvCheck returns the environment check of a manifest version;
 // ErrNotFound when none was made.
-func (s *Store) EnvCheck(ctx context.Context, ws, key, version string) (EnvCheck, error) {
+func (s *Benchmarks) EnvCheck(ctx context.Context, ws, key, version string) (EnvCheck, error) {
 	var c EnvCheck
 	if err := s.getJSON(ctx, benchPK(ws, key), checkSK(version), &c); err != nil {
 		return EnvCheck{}, fmt.Errorf("environment check of %s@%s: %w", key, version, err)

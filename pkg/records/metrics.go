@@ -72,7 +72,7 @@ var ErrMissingTallies = errors.New("records: tally parts missing")
 // by the results they cover, and spilling per-category scores into parts of
 // its generation first when the head would be too large. Parts are written
 // before the head that names them.
-func (s *Store) PutRunMetrics(ctx context.Context, m RunMetrics, tallies []AgentTallies) error {
+func (s *Runs) PutRunMetrics(ctx context.Context, m RunMetrics, tallies []AgentTallies) error {
 	if len(tallies) > 0 {
 		parts, err := encodeTallies(tallies)
 		if err != nil {
@@ -104,7 +104,7 @@ func (s *Store) PutRunMetrics(ctx context.Context, m RunMetrics, tallies []Agent
 
 // putSpilledMetrics writes m with its per-category scores spilled into
 // parts of its generation.
-func (s *Store) putSpilledMetrics(ctx context.Context, m RunMetrics) error {
+func (s *Runs) putSpilledMetrics(ctx context.Context, m RunMetrics) error {
 	parts, err := spillCategories(&m)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (s *Store) putSpilledMetrics(ctx context.Context, m RunMetrics) error {
 // RunMetricsHead returns the run's stored metrics head alone: spilled
 // per-category scores are not merged in and tallies not read (ErrNotFound
 // before the first recompute).
-func (s *Store) RunMetricsHead(ctx context.Context, runID string) (RunMetrics, error) {
+func (s *Runs) RunMetricsHead(ctx context.Context, runID string) (RunMetrics, error) {
 	var m RunMetrics
 	err := s.getJSON(ctx, runPK(runID), metricsSK, &m)
 	return m, err
@@ -134,7 +134,7 @@ func (s *Store) RunMetricsHead(ctx context.Context, runID string) (RunMetrics, e
 
 // RunMetrics returns a run's stored metrics with every agent's per-category
 // scores; ErrNotFound before the first recompute.
-func (s *Store) RunMetrics(ctx context.Context, runID string) (RunMetrics, error) {
+func (s *Runs) RunMetrics(ctx context.Context, runID string) (RunMetrics, error) {
 	for range readAttempts {
 		m, err := s.RunMetricsHead(ctx, runID)
 		if err != nil {
@@ -162,7 +162,7 @@ func (s *Store) RunMetrics(ctx context.Context, runID string) (RunMetrics, error
 // agent index. ok is false when the metrics keep no tallies (the run had not
 // finished when they were last computed); ErrNotFound before the first
 // recompute.
-func (s *Store) RunTallies(ctx context.Context, runID string) (tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
+func (s *Runs) RunTallies(ctx context.Context, runID string) (tallies map[int][]leaderboard.TaskTally, ok bool, err error) {
 	var last RunMetrics
 	for range readAttempts {
 		m, err := s.RunMetricsHead(ctx, runID)
@@ -186,7 +186,7 @@ func (s *Store) RunTallies(ctx context.Context, runID string) (tallies map[int][
 // HeadTallies reads and decodes the per-task tally parts the metrics head m
 // names (none when it names none); an error wraps ErrMissingTallies when
 // fewer parts are stored.
-func (s *Store) HeadTallies(ctx context.Context, m RunMetrics) (map[int][]leaderboard.TaskTally, error) {
+func (s *Runs) HeadTallies(ctx context.Context, m RunMetrics) (map[int][]leaderboard.TaskTally, error) {
 	if m.TaskParts == 0 {
 		return nil, nil
 	}

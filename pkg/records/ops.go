@@ -133,7 +133,7 @@ func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 // IsConditionFailed reports whether err is a failed write condition or guard.
 func IsConditionFailed(err error) bool { return errors.Is(err, store.ErrConditionFailed) }
 
-func (s *Store) putJSON(ctx context.Context, pk, sk string, v any) error {
+func (s table) putJSON(ctx context.Context, pk, sk string, v any) error {
 	data, err := encode(v)
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func (s *Store) putJSON(ctx context.Context, pk, sk string, v any) error {
 	return nil
 }
 
-func (s *Store) getJSON(ctx context.Context, pk, sk string, out any) error {
+func (s table) getJSON(ctx context.Context, pk, sk string, out any) error {
 	it, err := s.tbl.Get(ctx, pk, sk)
 	if err != nil {
 		return fmt.Errorf("get %s|%s: %w", pk, sk, err)

@@ -51,9 +51,20 @@
 // RUN#…#QUEUED and gsi1 RUN#…#ACTIVE; dispatch reads one TASK item per slot
 // (immutable, cacheable). Nothing scans.
 //
+// The Store is one repository per aggregate on that one key scheme: Runs
+// (runs, agents, slots, results, tallies, gates, metrics, log lines),
+// Benchmarks (benchmark records, sync state and sources, manifests and
+// tasks, image builds, environment checks, the refresh index), Workspaces
+// (workspaces and their index, users, tokens, billing, secret records,
+// idempotency keys, operators) and Boards (leaderboards). Transactions that
+// span aggregates (a run's creation checks its benchmark) are built from
+// the Op constructors and applied with Store.Transact or Ops.Transact.
+//
 // Read-modify-write goes through Update-style methods that take a closure:
 // they read the item, apply the closure, and write with an IfVersion
 // condition, retrying a bounded number of times on a concurrent write.
+// Benchmarks.UpdateSync does the same over a benchmark and its refresh
+// state together, in one transaction.
 package records
 
 import (
@@ -83,13 +94,53 @@ var ErrNoChange = errors.New("records: no change")
 // updateAttempts bounds the read-modify-write retries of Update.
 const updateAttempts = 32
 
-// Store reads and writes the data model on a table.
+// Store is the data model on one table: one repository per aggregate, all
+// on the one key scheme above. Each repository is what a stage may read and
+// write of its aggregate; a consumer takes the few methods it calls as an
+// interface it declares.
 type Store struct {
+	// Runs holds runs and what hangs off them: agents, slots, attempt
+	// results, tallies, gates, metrics and log lines.
+	Runs *Runs
+	// Benchmarks holds benchmark records with their sync state and sources,
+	// manifest versions and tasks, image builds, environment checks and
+	// the refresh index.
+	Benchmarks *Benchmarks
+	// Workspaces holds workspaces (and their index), users, tokens,
+	// billing, secret records, idempotency keys and platform operators.
+	Workspaces *Workspaces
+	// Boards holds leaderboards: heads, parts and watermarks.
+	Boards *Boards
+
 	tbl store.Table
 }
 
 // New returns a Store on the table.
-func New(tbl store.Table) *Store { return &Store{tbl: tbl} }
+func New(tbl store.Table) *Store {
+	t := table{tbl: tbl}
+	return &Store{Runs: &Runs{t}, Benchmarks: &Benchmarks{t}, Workspaces: &Workspaces{t}, Boards: &Boards{t}, tbl: tbl}
+}
+
+// Runs is the repository of runs: the run, its agents, slots, attempt
+// results, counters, concurrency gates, metrics and log lines.
+type Runs struct{ table }
+
+// Benchmarks is the repository of benchmarks: records, sync state and
+// sources, manifest versions and tasks, image builds, environment checks.
+type Benchmarks struct{ table }
+
+// Workspaces is the repository of workspaces: the workspace and its index,
+// users, tokens, billing, secret records, idempotency keys and operators.
+type Workspaces struct{ table }
+
+// Boards is the repository of leaderboards.
+type Boards struct{ table }
+
+// table is what every repository shares: the table and the untyped JSON
+// helpers that read and write on it.
+type table struct {
+	tbl store.Table
+}
 
 // Table returns the underlying table (for transactions built from the Op
 // constructors of this package).

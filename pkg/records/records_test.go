@@ -20,12 +20,17 @@ import (
 
 func openStore(t *testing.T) *records.Store {
 	t.Helper()
+	return records.New(openDB(t).Table())
+}
+
+func openDB(t *testing.T) *sqlite.DB {
+	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "gauntlet.db"))
 	if err != nil {
 		t.Fatalf("sqlite.Open: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	return records.New(db.Table())
+	return db
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -40,7 +45,7 @@ func createRun(t *testing.T, s *records.Store, id string) run.Run {
 	if err := ops.Transact(context.Background(), s); err != nil {
 		t.Fatalf("create run: %v", err)
 	}
-	got, err := s.Run(context.Background(), id)
+	got, err := s.Runs.Run(context.Background(), id)
 	if err != nil {
 		t.Fatalf("Run(%q): %v", id, err)
 	}
@@ -59,44 +64,44 @@ func TestRunCreateUpdateAndIndexes(t *testing.T) {
 		t.Errorf("creating run r1 twice = %v, want a condition failure", err)
 	}
 
-	got, err := s.UpdateRun(ctx, "r1", func(r *run.Run) error { return r.SetStatus(run.Queued, t0) })
+	got, err := s.Runs.UpdateRun(ctx, "r1", func(r *run.Run) error { return r.SetStatus(run.Queued, t0) })
 	if err != nil || got.Status != run.Queued {
 		t.Fatalf("UpdateRun(queued) = %v, %v", got.Status, err)
 	}
-	_, err = s.UpdateRun(ctx, "r1", func(r *run.Run) error { return r.SetStatus(run.Finished, t0) })
+	_, err = s.Runs.UpdateRun(ctx, "r1", func(r *run.Run) error { return r.SetStatus(run.Finished, t0) })
 	if !errors.Is(err, run.ErrIllegalTransition) {
 		t.Errorf("queued → finished = %v, want ErrIllegalTransition", err)
 	}
-	if st, err := s.RunStatus(ctx, "r1"); err != nil || st != run.Queued {
+	if st, err := s.Runs.RunStatus(ctx, "r1"); err != nil || st != run.Queued {
 		t.Errorf("RunStatus(r1) = %q, %v; want queued", st, err)
 	}
-	if _, err := s.RunStatus(ctx, "no-such-run"); !errors.Is(err, records.ErrNotFound) {
+	if _, err := s.Runs.RunStatus(ctx, "no-such-run"); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("RunStatus of a missing run = %v, want ErrNotFound", err)
 	}
-	again, _ := s.Run(ctx, "r1")
+	again, _ := s.Runs.Run(ctx, "r1")
 	if again.Status != run.Queued || again.Version != got.Version {
 		t.Errorf("after illegal move: status %s version %d, want queued version %d", again.Status, again.Version, got.Version)
 	}
-	if same, err := s.UpdateRun(ctx, "r1", func(*run.Run) error { return records.ErrNoChange }); err != nil || same.Version != got.Version {
+	if same, err := s.Runs.UpdateRun(ctx, "r1", func(*run.Run) error { return records.ErrNoChange }); err != nil || same.Version != got.Version {
 		t.Errorf("ErrNoChange update = version %d, %v; want %d, nil", same.Version, err, got.Version)
 	}
 
-	runs, _, err := s.RunsByWorkspace(ctx, "ws1", "", 10)
+	runs, _, err := s.Runs.RunsByWorkspace(ctx, "ws1", "", 10)
 	if err != nil || len(runs) != 2 {
 		t.Fatalf("RunsByWorkspace = %d runs, %v", len(runs), err)
 	}
-	byBench, err := s.RunsByBenchmark(ctx, "ws1", "demo")
+	byBench, err := s.Runs.RunsByBenchmark(ctx, "ws1", "demo")
 	if err != nil || len(byBench) != 2 {
 		t.Errorf("RunsByBenchmark = %d runs, %v", len(byBench), err)
 	}
-	active, err := s.ActiveRuns(ctx)
+	active, err := s.Runs.ActiveRuns(ctx)
 	if diff := cmp.Diff([]string{"r1", "r2"}, active); diff != "" || err != nil {
 		t.Errorf("ActiveRuns (-want +got) %v:\n%s", err, diff)
 	}
-	if err := s.ClearActiveRun(ctx, "r1"); err != nil {
+	if err := s.Runs.ClearActiveRun(ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
-	active, _ = s.ActiveRuns(ctx)
+	active, _ = s.Runs.ActiveRuns(ctx)
 	if diff := cmp.Diff([]string{"r2"}, active); diff != "" {
 		t.Errorf("ActiveRuns after clear (-want +got):\n%s", diff)
 	}
@@ -113,7 +118,7 @@ func TestConcurrentUpdatesAllApply(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.UpdateRun(ctx, "r1", func(r *run.Run) error {
+			_, err := s.Runs.UpdateRun(ctx, "r1", func(r *run.Run) error {
 				r.Tasks = append(r.Tasks, string(rune('A'+i)))
 				return nil
 			})
@@ -127,7 +132,7 @@ func TestConcurrentUpdatesAllApply(t *testing.T) {
 			t.Errorf("UpdateRun: %v", err)
 		}
 	}
-	r, _ := s.Run(ctx, "r1")
+	r, _ := s.Runs.Run(ctx, "r1")
 	if len(r.Tasks) != 2+writers {
 		t.Errorf("tasks after %d concurrent appends = %d, want %d", writers, len(r.Tasks), 2+writers)
 	}
@@ -140,21 +145,21 @@ func TestSlotsSparseIndexes(t *testing.T) {
 	for _, task := range []string{"a", "b", "c"} {
 		slots = append(slots, run.Slot{RunID: "r1", ID: run.SlotID(0, task, 1), Task: task, Attempt: 1, Status: run.SlotQueued})
 	}
-	n, err := s.CreateSlots(ctx, slots)
+	n, err := s.Runs.CreateSlots(ctx, slots)
 	if err != nil || n != 3 {
 		t.Fatalf("CreateSlots = %d, %v", n, err)
 	}
-	if n, _ := s.CreateSlots(ctx, slots); n != 0 {
+	if n, _ := s.Runs.CreateSlots(ctx, slots); n != 0 {
 		t.Errorf("CreateSlots again created %d, want 0", n)
 	}
-	if _, err := s.UpdateSlot(ctx, "r1", "0/b/1", func(sl *run.Slot) error { return sl.SetStatus(run.SlotLaunching) }); err != nil {
+	if _, err := s.Runs.UpdateSlot(ctx, "r1", "0/b/1", func(sl *run.Slot) error { return sl.SetStatus(run.SlotLaunching) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateSlot(ctx, "r1", "0/c/1", func(sl *run.Slot) error { return sl.SetStatus(run.SlotDone) }); err != nil {
+	if _, err := s.Runs.UpdateSlot(ctx, "r1", "0/c/1", func(sl *run.Slot) error { return sl.SetStatus(run.SlotDone) }); err != nil {
 		t.Fatal(err)
 	}
 	ids := func(f records.SlotFilter) []string {
-		got, _, err := s.Slots(ctx, "r1", f, "", 100)
+		got, _, err := s.Runs.Slots(ctx, "r1", f, "", 100)
 		if err != nil {
 			t.Fatalf("Slots(%d): %v", f, err)
 		}
@@ -198,15 +203,15 @@ func TestResultTallyAndGates(t *testing.T) {
 	}
 	want := run.Tally{Done: 1, Passed: 1, InputTokens: 7, CostMicroUSD: 500000, DurationMS: 1200}
 	for name, get := range map[string]func() (run.Tally, error){
-		"run":   func() (run.Tally, error) { return s.RunTally(ctx, "r1") },
-		"agent": func() (run.Tally, error) { return s.AgentTally(ctx, "r1", 0) },
+		"run":   func() (run.Tally, error) { return s.Runs.RunTally(ctx, "r1") },
+		"agent": func() (run.Tally, error) { return s.Runs.AgentTally(ctx, "r1", 0) },
 	} {
 		got, err := get()
 		if diff := cmp.Diff(want, got); diff != "" || err != nil {
 			t.Errorf("%s tally %v (-want +got):\n%s", name, err, diff)
 		}
 	}
-	stored, err := s.Result(ctx, "r1", "0/a/1", 0)
+	stored, err := s.Runs.Result(ctx, "r1", "0/a/1", 0)
 	if diff := cmp.Diff(res, stored); diff != "" || err != nil {
 		t.Errorf("Result %v (-want +got):\n%s", err, diff)
 	}
@@ -222,13 +227,13 @@ func TestResultTallyAndGates(t *testing.T) {
 	if err := gate(1); !records.IsConditionFailed(err) {
 		t.Errorf("third acquire over max 2 = %v, want condition failure", err)
 	}
-	if n, _ := s.GlobalGate(ctx); n != 2 {
+	if n, _ := s.Runs.GlobalGate(ctx); n != 2 {
 		t.Errorf("global gate after a refused acquire = %d, want 2 (unchanged)", n)
 	}
 	if err := gate(-1); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.RunGate(ctx, "r1"); n != 1 {
+	if n, _ := s.Runs.RunGate(ctx, "r1"); n != 1 {
 		t.Errorf("run gate = %d, want 1", n)
 	}
 }
@@ -243,11 +248,11 @@ func TestLogsOrderedWithTTL(t *testing.T) {
 		{RunID: "r1", At: now.Add(2 * time.Second), Level: records.LevelWarn, Step: "retry", Message: "again", Slot: "0/a/1"},
 	}
 	for _, l := range []records.LogLine{lines[2], lines[0], lines[1]} {
-		if err := s.AppendLog(ctx, l); err != nil {
+		if err := s.Runs.AppendLog(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, _, err := s.Logs(ctx, "r1", "", 10)
+	got, _, err := s.Runs.Logs(ctx, "r1", "", 10)
 	if diff := cmp.Diff(lines, got); diff != "" || err != nil {
 		t.Errorf("Logs %v (-want +got):\n%s", err, diff)
 	}
@@ -269,10 +274,10 @@ func TestManifestRoundTrip(t *testing.T) {
 		Source: benchmark.Source{Type: benchmark.Managed, Ref: "/x"}, HarnessRequirement: benchmark.HarnessOptional, PassThreshold: 1,
 		TaskSets: map[string]benchmark.TaskSet{"parity": {Name: "parity", Tasks: []string{"a-task"}}}}
 	files := map[string]records.TaskFiles{"a-task": {Dir: "/x/a-task"}, "b-task": {BundleKey: "bundles/b.tar.gz"}}
-	if err := s.PutManifest(ctx, "ws1", m, files); err != nil {
+	if err := s.Benchmarks.PutManifest(ctx, "ws1", m, files); err != nil {
 		t.Fatal(err)
 	}
-	got, gotFiles, err := s.Manifest(ctx, "ws1", "demo", "1.0")
+	got, gotFiles, err := s.Benchmarks.Manifest(ctx, "ws1", "demo", "1.0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,11 +289,11 @@ func TestManifestRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(files, gotFiles); diff != "" {
 		t.Errorf("task files (-want +got):\n%s", diff)
 	}
-	task, err := s.Task(ctx, "ws1", "demo", "1.0", "b-task")
+	task, err := s.Benchmarks.Task(ctx, "ws1", "demo", "1.0", "b-task")
 	if err != nil || task.Files.BundleKey != "bundles/b.tar.gz" || *task.AgentTimeoutSec != 30 {
 		t.Errorf("Task = %+v, %v", task, err)
 	}
-	if _, _, err := s.Manifest(ctx, "ws1", "demo", "2.0"); !errors.Is(err, records.ErrNotFound) {
+	if _, _, err := s.Benchmarks.Manifest(ctx, "ws1", "demo", "2.0"); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("missing version = %v, want ErrNotFound", err)
 	}
 }
@@ -297,7 +302,7 @@ func TestSecretsAndBilling(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	put := func(scope secret.Scope, owner, name string) {
-		if err := s.PutSecretRecord(ctx, records.SecretRecord{Workspace: "ws1", Scope: scope, Owner: owner, Name: name, SetBy: "u1", SetAt: t0}); err != nil {
+		if err := s.Workspaces.PutSecretRecord(ctx, records.SecretRecord{Workspace: "ws1", Scope: scope, Owner: owner, Name: name, SetBy: "u1", SetAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -315,25 +320,25 @@ func TestSecretsAndBilling(t *testing.T) {
 		{"u2", "MINE", secret.Ref{Workspace: "ws1", Scope: secret.Personal, Owner: "u2", Name: "MINE"}, nil},
 	}
 	for _, tt := range tests {
-		got, err := s.ResolveSecret(ctx, "ws1", tt.user, tt.name)
+		got, err := s.Workspaces.ResolveSecret(ctx, "ws1", tt.user, tt.name)
 		if !errors.Is(err, tt.wantErr) || got != tt.want {
 			t.Errorf("ResolveSecret(%q, %q) = %+v, %v; want %+v, %v", tt.user, tt.name, got, err, tt.want, tt.wantErr)
 		}
 	}
-	list, err := s.SecretRecords(ctx, "ws1", "u2")
+	list, err := s.Workspaces.SecretRecords(ctx, "ws1", "u2")
 	if err != nil || len(list) != 2 {
 		t.Errorf("SecretRecords(u2) = %d records, %v; want 2", len(list), err)
 	}
 
-	b, err := s.Billing(ctx, "ws1")
+	b, err := s.Workspaces.Billing(ctx, "ws1")
 	if err != nil || !errors.Is(b.Check(), records.ErrBillingRequired) {
 		t.Errorf("no billing record: Check() = %v (%v), want ErrBillingRequired", b.Check(), err)
 	}
 	for status, ok := range map[records.BillingStatus]bool{records.BillingActive: true, records.BillingTrialing: true, records.BillingPastDue: false, records.BillingCanceled: false} {
-		if err := s.PutBilling(ctx, "ws1", records.Billing{Status: status, UpdatedAt: t0}); err != nil {
+		if err := s.Workspaces.PutBilling(ctx, "ws1", records.Billing{Status: status, UpdatedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := s.Billing(ctx, "ws1")
+		b, _ := s.Workspaces.Billing(ctx, "ws1")
 		if (b.Check() == nil) != ok {
 			t.Errorf("billing %s: Check() = %v, want ok=%v", status, b.Check(), ok)
 		}

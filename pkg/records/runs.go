@@ -143,14 +143,14 @@ var logCodec = codec[LogLine]{
 }
 
 // Run returns the run with the id.
-func (s *Store) Run(ctx context.Context, id string) (run.Run, error) {
+func (s *Runs) Run(ctx context.Context, id string) (run.Run, error) {
 	return get(ctx, s.tbl, runCodec, runPK(id), runItemSK)
 }
 
 // RunStatus returns a run's current status, reading its stored JSON only
 // as far as the status (storedRun encodes it first); an item written with
 // the status further on is read on.
-func (s *Store) RunStatus(ctx context.Context, id string) (run.Status, error) {
+func (s *Runs) RunStatus(ctx context.Context, id string) (run.Status, error) {
 	it, err := s.tbl.Get(ctx, runPK(id), runItemSK)
 	if err != nil {
 		return "", fmt.Errorf("get run %s: %w", id, err)
@@ -189,23 +189,23 @@ func statusOf(data []byte) (run.Status, error) {
 }
 
 // UpdateRun applies fn to the stored run and writes it back (see package doc).
-func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*run.Run) error) (run.Run, error) {
+func (s *Runs) UpdateRun(ctx context.Context, id string, fn func(*run.Run) error) (run.Run, error) {
 	return update(ctx, s.tbl, runCodec, runPK(id), runItemSK, fn)
 }
 
 // RunsByWorkspace returns one page of the workspace's runs, newest first.
-func (s *Store) RunsByWorkspace(ctx context.Context, ws, cursor string, limit int) ([]run.Run, string, error) {
+func (s *Runs) RunsByWorkspace(ctx context.Context, ws, cursor string, limit int) ([]run.Run, string, error) {
 	return queryPage(ctx, s.tbl, runCodec, store.Query{Index: store.GSI1, PK: "WS#" + ws + "#RUNS", Desc: true, Limit: limit, Cursor: cursor})
 }
 
 // RunsByBenchmark returns every run of the workspace's benchmark, oldest first.
-func (s *Store) RunsByBenchmark(ctx context.Context, ws, key string) ([]run.Run, error) {
+func (s *Runs) RunsByBenchmark(ctx context.Context, ws, key string) ([]run.Run, error) {
 	return queryAll(ctx, s.tbl, runCodec, store.Query{Index: store.GSI2, PK: benchPK(ws, key) + "#RUNS"})
 }
 
 // ActiveRuns returns the ids of runs that are not terminal (or whose marker
 // was not yet removed after they ended).
-func (s *Store) ActiveRuns(ctx context.Context) ([]string, error) {
+func (s *Runs) ActiveRuns(ctx context.Context) ([]string, error) {
 	var ids []string
 	q := store.Query{PK: activeRunsPK}
 	for {
@@ -224,7 +224,7 @@ func (s *Store) ActiveRuns(ctx context.Context) ([]string, error) {
 }
 
 // ClearActiveRun removes a terminal run's active marker.
-func (s *Store) ClearActiveRun(ctx context.Context, id string) error {
+func (s *Runs) ClearActiveRun(ctx context.Context, id string) error {
 	if err := s.tbl.Delete(ctx, activeRunsPK, "RUN#"+id, store.Cond{}); err != nil {
 		return fmt.Errorf("clear active run %s: %w", id, err)
 	}
@@ -232,33 +232,33 @@ func (s *Store) ClearActiveRun(ctx context.Context, id string) error {
 }
 
 // Agents returns the run's agents in index order.
-func (s *Store) Agents(ctx context.Context, runID string) ([]run.Agent, error) {
+func (s *Runs) Agents(ctx context.Context, runID string) ([]run.Agent, error) {
 	return queryAll(ctx, s.tbl, agentCodec, store.Query{PK: runPK(runID), Prefix: "AGENT#"})
 }
 
 // Agent returns one run agent.
-func (s *Store) Agent(ctx context.Context, runID string, idx int) (run.Agent, error) {
+func (s *Runs) Agent(ctx context.Context, runID string, idx int) (run.Agent, error) {
 	return get(ctx, s.tbl, agentCodec, runPK(runID), agentSK(idx))
 }
 
 // UpdateAgent applies fn to the stored run agent and writes it back.
-func (s *Store) UpdateAgent(ctx context.Context, runID string, idx int, fn func(*run.Agent) error) (run.Agent, error) {
+func (s *Runs) UpdateAgent(ctx context.Context, runID string, idx int, fn func(*run.Agent) error) (run.Agent, error) {
 	return update(ctx, s.tbl, agentCodec, runPK(runID), agentSK(idx), fn)
 }
 
 // Slot returns one slot.
-func (s *Store) Slot(ctx context.Context, runID, slotID string) (run.Slot, error) {
+func (s *Runs) Slot(ctx context.Context, runID, slotID string) (run.Slot, error) {
 	return get(ctx, s.tbl, slotCodec, runPK(runID), slotSK(slotID))
 }
 
 // UpdateSlot applies fn to the stored slot and writes it back.
-func (s *Store) UpdateSlot(ctx context.Context, runID, slotID string, fn func(*run.Slot) error) (run.Slot, error) {
+func (s *Runs) UpdateSlot(ctx context.Context, runID, slotID string, fn func(*run.Slot) error) (run.Slot, error) {
 	return update(ctx, s.tbl, slotCodec, runPK(runID), slotSK(slotID), fn)
 }
 
 // CreateSlots writes the slots that do not exist yet (idempotent fan-out) and
 // returns how many it created.
-func (s *Store) CreateSlots(ctx context.Context, slots []run.Slot) (int, error) {
+func (s *Runs) CreateSlots(ctx context.Context, slots []run.Slot) (int, error) {
 	items := make([]store.Item, len(slots))
 	for i := range slots {
 		it, err := slotCodec.item(&slots[i])
@@ -285,7 +285,7 @@ const (
 )
 
 // Slots returns one page of the run's slots selected by filter.
-func (s *Store) Slots(ctx context.Context, runID string, filter SlotFilter, cursor string, limit int) ([]run.Slot, string, error) {
+func (s *Runs) Slots(ctx context.Context, runID string, filter SlotFilter, cursor string, limit int) ([]run.Slot, string, error) {
 	q := store.Query{PK: runPK(runID), Prefix: "SLOT#", Limit: limit, Cursor: cursor}
 	switch filter {
 	case QueuedSlots:
@@ -297,32 +297,32 @@ func (s *Store) Slots(ctx context.Context, runID string, filter SlotFilter, curs
 }
 
 // Result returns the attempt result of one generation of a slot.
-func (s *Store) Result(ctx context.Context, runID, slotID string, gen int) (run.Result, error) {
+func (s *Runs) Result(ctx context.Context, runID, slotID string, gen int) (run.Result, error) {
 	return get(ctx, s.tbl, resultCodec, runPK(runID), resultSK(slotID, gen))
 }
 
 // Results returns one page of the run's attempt results (every generation,
 // retried ones included), ordered by slot id and generation.
-func (s *Store) Results(ctx context.Context, runID, cursor string, limit int) ([]run.Result, string, error) {
+func (s *Runs) Results(ctx context.Context, runID, cursor string, limit int) ([]run.Result, string, error) {
 	return queryPage(ctx, s.tbl, resultCodec, store.Query{PK: runPK(runID), Prefix: resultPrefix, Limit: limit, Cursor: cursor})
 }
 
 // AllResults returns every attempt result of the run.
-func (s *Store) AllResults(ctx context.Context, runID string) ([]run.Result, error) {
+func (s *Runs) AllResults(ctx context.Context, runID string) ([]run.Result, error) {
 	return queryAll(ctx, s.tbl, resultCodec, store.Query{PK: runPK(runID), Prefix: resultPrefix})
 }
 
 // RunTally returns the run's counters.
-func (s *Store) RunTally(ctx context.Context, runID string) (run.Tally, error) {
+func (s *Runs) RunTally(ctx context.Context, runID string) (run.Tally, error) {
 	return s.tally(ctx, runID, "TALLY")
 }
 
 // AgentTally returns one agent's counters.
-func (s *Store) AgentTally(ctx context.Context, runID string, idx int) (run.Tally, error) {
+func (s *Runs) AgentTally(ctx context.Context, runID string, idx int) (run.Tally, error) {
 	return s.tally(ctx, runID, agentTallySK(idx))
 }
 
-func (s *Store) tally(ctx context.Context, runID, sk string) (run.Tally, error) {
+func (s *Runs) tally(ctx context.Context, runID, sk string) (run.Tally, error) {
 	it, err := s.tbl.Get(ctx, runPK(runID), sk)
 	switch {
 	case err == nil:
@@ -334,16 +334,16 @@ func (s *Store) tally(ctx context.Context, runID, sk string) (run.Tally, error) 
 }
 
 // RunGate returns how many sandboxes of the run hold a concurrency slot.
-func (s *Store) RunGate(ctx context.Context, runID string) (int64, error) {
+func (s *Runs) RunGate(ctx context.Context, runID string) (int64, error) {
 	return s.counter(ctx, runPK(runID), "GATE")
 }
 
 // GlobalGate returns how many sandboxes hold a slot of the global cap.
-func (s *Store) GlobalGate(ctx context.Context) (int64, error) {
+func (s *Runs) GlobalGate(ctx context.Context) (int64, error) {
 	return s.counter(ctx, platformPK, sandboxesSK)
 }
 
-func (s *Store) counter(ctx context.Context, pk, sk string) (int64, error) {
+func (s *Runs) counter(ctx context.Context, pk, sk string) (int64, error) {
 	it, err := s.tbl.Get(ctx, pk, sk)
 	switch {
 	case err == nil:
@@ -355,13 +355,13 @@ func (s *Store) counter(ctx context.Context, pk, sk string) (int64, error) {
 }
 
 // AppendLog writes one run log line.
-func (s *Store) AppendLog(ctx context.Context, l LogLine) error {
+func (s *Runs) AppendLog(ctx context.Context, l LogLine) error {
 	_, err := put(ctx, s.tbl, logCodec, l, store.Cond{})
 	return err
 }
 
 // Logs returns one page of the run's log lines, oldest first.
-func (s *Store) Logs(ctx context.Context, runID, cursor string, limit int) ([]LogLine, string, error) {
+func (s *Runs) Logs(ctx context.Context, runID, cursor string, limit int) ([]LogLine, string, error) {
 	return queryPage(ctx, s.tbl, logCodec, store.Query{PK: runPK(runID), Prefix: "LOG#", Limit: limit, Cursor: cursor})
 }
 

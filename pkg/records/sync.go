@@ -17,19 +17,19 @@ func syncSourceSK(key string) string { return "SYNCSRC#" + key }
 // PutSyncSource stores where the workspace's benchmark key syncs its task
 // list from (any JSON value; the sync service owns its shape), replacing
 // what was there.
-func (s *Store) PutSyncSource(ctx context.Context, ws, key string, src any) error {
+func (s *Benchmarks) PutSyncSource(ctx context.Context, ws, key string, src any) error {
 	return s.putJSON(ctx, wsPK(ws), syncSourceSK(key), src)
 }
 
 // SyncSource decodes the benchmark's sync source into out; ErrNotFound when
 // none is stored.
-func (s *Store) SyncSource(ctx context.Context, ws, key string, out any) error {
+func (s *Benchmarks) SyncSource(ctx context.Context, ws, key string, out any) error {
 	return s.getJSON(ctx, wsPK(ws), syncSourceSK(key), out)
 }
 
 // DeleteSyncSource removes the benchmark's sync source; a missing one is not
 // an error.
-func (s *Store) DeleteSyncSource(ctx context.Context, ws, key string) error {
+func (s *Benchmarks) DeleteSyncSource(ctx context.Context, ws, key string) error {
 	if err := s.tbl.Delete(ctx, wsPK(ws), syncSourceSK(key), store.Cond{}); err != nil {
 		return fmt.Errorf("delete sync source of %s: %w", key, err)
 	}
@@ -38,7 +38,7 @@ func (s *Store) DeleteSyncSource(ctx context.Context, ws, key string) error {
 
 // ManifestVersions returns the versions of the benchmark's stored
 // manifests, in sort-key order.
-func (s *Store) ManifestVersions(ctx context.Context, ws, key string) ([]string, error) {
+func (s *Benchmarks) ManifestVersions(ctx context.Context, ws, key string) ([]string, error) {
 	q := store.Query{PK: benchPK(ws, key), Prefix: "VER#"}
 	var versions []string
 	for {
@@ -59,7 +59,7 @@ func (s *Store) ManifestVersions(ctx context.Context, ws, key string) ([]string,
 // DeleteManifest removes one manifest version: its header first (so no
 // reader finds a partial version), then its tasks. Deleting a missing
 // version is not an error.
-func (s *Store) DeleteManifest(ctx context.Context, ws, key, version string) error {
+func (s *Benchmarks) DeleteManifest(ctx context.Context, ws, key, version string) error {
 	if err := s.tbl.Delete(ctx, benchPK(ws, key), "VER#"+version, store.Cond{}); err != nil {
 		return fmt.Errorf("delete manifest %s@%s: %w", key, version, err)
 	}
@@ -83,7 +83,7 @@ func (s *Store) DeleteManifest(ctx context.Context, ws, key, version string) err
 
 // DeleteLeaderboard removes the benchmark's leaderboard item; a missing one
 // is not an error.
-func (s *Store) DeleteLeaderboard(ctx context.Context, ws, key string) error {
+func (s *Boards) DeleteLeaderboard(ctx context.Context, ws, key string) error {
 	if err := s.tbl.Delete(ctx, benchPK(ws, key), boardSK, store.Cond{}); err != nil {
 		return fmt.Errorf("delete leaderboard of %s: %w", key, err)
 	}
@@ -96,7 +96,7 @@ func (s *Store) DeleteLeaderboard(ctx context.Context, ws, key string) error {
 
 // ManifestDigest returns the digest of a stored manifest version, reading
 // only its header; ErrNotFound when the version is not stored.
-func (s *Store) ManifestDigest(ctx context.Context, ws, key, version string) (string, error) {
+func (s *Benchmarks) ManifestDigest(ctx context.Context, ws, key, version string) (string, error) {
 	var h manifestHeader
 	if err := s.getJSON(ctx, benchPK(ws, key), "VER#"+version, &h); err != nil {
 		return "", fmt.Errorf("manifest %s@%s: %w", key, version, err)

@@ -23,12 +23,12 @@ type Workspace struct {
 }
 
 // PutWorkspace creates or replaces the workspace.
-func (s *Store) PutWorkspace(ctx context.Context, w Workspace) error {
+func (s *Workspaces) PutWorkspace(ctx context.Context, w Workspace) error {
 	return s.putJSON(ctx, wsPK(w.ID), "WS", w)
 }
 
 // Workspace returns the workspace.
-func (s *Store) Workspace(ctx context.Context, id string) (Workspace, error) {
+func (s *Workspaces) Workspace(ctx context.Context, id string) (Workspace, error) {
 	var w Workspace
 	return w, s.getJSON(ctx, wsPK(id), "WS", &w)
 }
@@ -69,13 +69,13 @@ func (b Billing) Check() error {
 }
 
 // PutBilling creates or replaces the workspace's billing record.
-func (s *Store) PutBilling(ctx context.Context, ws string, b Billing) error {
+func (s *Workspaces) PutBilling(ctx context.Context, ws string, b Billing) error {
 	return s.putJSON(ctx, wsPK(ws), "BILLING", b)
 }
 
 // Billing returns the workspace's billing record; a workspace without one
 // gets a zero Billing (whose Check fails).
-func (s *Store) Billing(ctx context.Context, ws string) (Billing, error) {
+func (s *Workspaces) Billing(ctx context.Context, ws string) (Billing, error) {
 	var b Billing
 	err := s.getJSON(ctx, wsPK(ws), "BILLING", &b)
 	if isNotFound(err) {
@@ -93,12 +93,12 @@ type User struct {
 }
 
 // PutUser creates or replaces the user.
-func (s *Store) PutUser(ctx context.Context, u User) error {
+func (s *Workspaces) PutUser(ctx context.Context, u User) error {
 	return s.putJSON(ctx, wsPK(u.Workspace), "USER#"+u.ID, u)
 }
 
 // User returns the workspace's user.
-func (s *Store) User(ctx context.Context, ws, id string) (User, error) {
+func (s *Workspaces) User(ctx context.Context, ws, id string) (User, error) {
 	var u User
 	return u, s.getJSON(ctx, wsPK(ws), "USER#"+id, &u)
 }
@@ -113,12 +113,12 @@ type Token struct {
 }
 
 // PutToken stores the token record.
-func (s *Store) PutToken(ctx context.Context, t Token) error {
+func (s *Workspaces) PutToken(ctx context.Context, t Token) error {
 	return s.putJSON(ctx, "TOKEN#"+t.Hash, "TOKEN", t)
 }
 
 // TokenByHash returns the token record whose hash is hash.
-func (s *Store) TokenByHash(ctx context.Context, hash string) (Token, error) {
+func (s *Workspaces) TokenByHash(ctx context.Context, hash string) (Token, error) {
 	var t Token
 	return t, s.getJSON(ctx, "TOKEN#"+hash, "TOKEN", &t)
 }
@@ -147,7 +147,7 @@ func secretSK(ref secret.Ref) string {
 }
 
 // PutSecretRecord creates or replaces the record's metadata.
-func (s *Store) PutSecretRecord(ctx context.Context, r SecretRecord) error {
+func (s *Workspaces) PutSecretRecord(ctx context.Context, r SecretRecord) error {
 	if err := r.Ref().Validate(); err != nil {
 		return err
 	}
@@ -155,13 +155,13 @@ func (s *Store) PutSecretRecord(ctx context.Context, r SecretRecord) error {
 }
 
 // SecretRecord returns the metadata of one record.
-func (s *Store) SecretRecord(ctx context.Context, ref secret.Ref) (SecretRecord, error) {
+func (s *Workspaces) SecretRecord(ctx context.Context, ref secret.Ref) (SecretRecord, error) {
 	var r SecretRecord
 	return r, s.getJSON(ctx, wsPK(ref.Workspace), secretSK(ref), &r)
 }
 
 // DeleteSecretRecord removes the record's metadata; a missing one is no error.
-func (s *Store) DeleteSecretRecord(ctx context.Context, ref secret.Ref) error {
+func (s *Workspaces) DeleteSecretRecord(ctx context.Context, ref secret.Ref) error {
 	if err := s.tbl.Delete(ctx, wsPK(ref.Workspace), secretSK(ref), store.Cond{}); err != nil {
 		return fmt.Errorf("delete secret record %s: %w", ref.Name, err)
 	}
@@ -170,7 +170,7 @@ func (s *Store) DeleteSecretRecord(ctx context.Context, ref secret.Ref) error {
 
 // SecretRecords lists the workspace's records visible to user: every
 // workspace record and the user's own personal ones.
-func (s *Store) SecretRecords(ctx context.Context, ws, user string) ([]SecretRecord, error) {
+func (s *Workspaces) SecretRecords(ctx context.Context, ws, user string) ([]SecretRecord, error) {
 	c := codec[SecretRecord]{name: "secret record"}
 	shared, err := queryAll(ctx, s.tbl, c, store.Query{PK: wsPK(ws), Prefix: "SECRET#workspace#"})
 	if err != nil {
@@ -189,7 +189,7 @@ func (s *Store) SecretRecords(ctx context.Context, ws, user string) ([]SecretRec
 // ResolveSecret finds the record a run submitted by user uses for name: the
 // user's personal record wins over the workspace one. It returns ErrNotFound
 // when neither exists.
-func (s *Store) ResolveSecret(ctx context.Context, ws, user, name string) (secret.Ref, error) {
+func (s *Workspaces) ResolveSecret(ctx context.Context, ws, user, name string) (secret.Ref, error) {
 	refs := []secret.Ref{{Workspace: ws, Scope: secret.Workspace, Name: name}}
 	if user != "" {
 		refs = append([]secret.Ref{{Workspace: ws, Scope: secret.Personal, Owner: user, Name: name}}, refs...)
@@ -244,7 +244,7 @@ func CreateIdempotencyOp(ws string, i Idempotency) (store.Op, error) {
 }
 
 // Idempotency returns the record of an Idempotency-Key.
-func (s *Store) Idempotency(ctx context.Context, ws, key string) (Idempotency, error) {
+func (s *Workspaces) Idempotency(ctx context.Context, ws, key string) (Idempotency, error) {
 	var i Idempotency
 	return i, s.getJSON(ctx, wsPK(ws), "IDEM#"+key, &i)
 }

@@ -39,7 +39,7 @@ var workspaceCodec = codec[Workspace]{
 // workspace with the id exists already, an identical request (same name)
 // is a replay: it returns the stored workspace and created false; another
 // name gives an error wrapping ErrConflict.
-func (s *Store) CreateWorkspace(ctx context.Context, w Workspace) (stored Workspace, created bool, err error) {
+func (s *Workspaces) CreateWorkspace(ctx context.Context, w Workspace) (stored Workspace, created bool, err error) {
 	if w.ID == "" || w.Name == "" {
 		return Workspace{}, false, errors.New("create workspace: id and name are required")
 	}
@@ -61,14 +61,14 @@ func (s *Store) CreateWorkspace(ctx context.Context, w Workspace) (stored Worksp
 // IndexWorkspace rewrites a stored workspace so that it is in the workspace
 // index (workspaces written by PutWorkspace are not); ErrNotFound when it
 // does not exist.
-func (s *Store) IndexWorkspace(ctx context.Context, id string) (Workspace, error) {
+func (s *Workspaces) IndexWorkspace(ctx context.Context, id string) (Workspace, error) {
 	return update(ctx, s.tbl, workspaceCodec, wsPK(id), "WS", func(*Workspace) error { return nil })
 }
 
 // Workspaces returns one page of the workspace index, oldest first, and the
 // cursor of the next page ("" after the last). limit bounds the page
 // (0 = the table's default).
-func (s *Store) Workspaces(ctx context.Context, cursor string, limit int) ([]Workspace, string, error) {
+func (s *Workspaces) Workspaces(ctx context.Context, cursor string, limit int) ([]Workspace, string, error) {
 	return queryPage(ctx, s.tbl, workspaceCodec, store.Query{Index: store.GSI1, PK: workspaceIndexPK, Cursor: cursor, Limit: limit})
 }
 
@@ -84,7 +84,7 @@ type Admin struct {
 func adminPK(ws, user string) string { return "ADMIN#" + ws + "#" + user }
 
 // PutAdmin makes the user a platform operator.
-func (s *Store) PutAdmin(ctx context.Context, a Admin) error {
+func (s *Workspaces) PutAdmin(ctx context.Context, a Admin) error {
 	if a.Workspace == "" || a.User == "" {
 		return errors.New("put admin: workspace and user are required")
 	}
@@ -92,7 +92,7 @@ func (s *Store) PutAdmin(ctx context.Context, a Admin) error {
 }
 
 // IsAdmin reports whether the workspace's user is a platform operator.
-func (s *Store) IsAdmin(ctx context.Context, ws, user string) (bool, error) {
+func (s *Workspaces) IsAdmin(ctx context.Context, ws, user string) (bool, error) {
 	_, err := s.tbl.Get(ctx, adminPK(ws, user), "ADMIN")
 	switch {
 	case err == nil:

@@ -28,7 +28,7 @@ func TestCreateWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, created, err := s.CreateWorkspace(ctx, tt.ws)
+			got, created, err := s.Workspaces.CreateWorkspace(ctx, tt.ws)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("CreateWorkspace(%+v) error = %v, want %v", tt.ws, err, tt.wantErr)
 			}
@@ -47,20 +47,20 @@ func TestWorkspaceIndexPages(t *testing.T) {
 	s := openStore(t)
 	var want []string
 	for i, id := range []string{"w-c", "w-a", "w-b"} {
-		if _, _, err := s.CreateWorkspace(ctx, records.Workspace{ID: id, Name: id, CreatedAt: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+		if _, _, err := s.Workspaces.CreateWorkspace(ctx, records.Workspace{ID: id, Name: id, CreatedAt: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, id)
 	}
 	// A workspace written by PutWorkspace is not indexed until IndexWorkspace.
-	if err := s.PutWorkspace(ctx, records.Workspace{ID: "w-old", Name: "old", CreatedAt: t0.Add(time.Hour)}); err != nil {
+	if err := s.Workspaces.PutWorkspace(ctx, records.Workspace{ID: "w-old", Name: "old", CreatedAt: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	list := func() []string {
 		var ids []string
 		cursor := ""
 		for pages := 0; ; pages++ {
-			page, next, err := s.Workspaces(ctx, cursor, 2)
+			page, next, err := s.Workspaces.Workspaces(ctx, cursor, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,13 +79,13 @@ func TestWorkspaceIndexPages(t *testing.T) {
 	if diff := cmp.Diff(want, list()); diff != "" {
 		t.Errorf("Workspaces oldest first (-want +got):\n%s", diff)
 	}
-	if _, err := s.IndexWorkspace(ctx, "w-old"); err != nil {
+	if _, err := s.Workspaces.IndexWorkspace(ctx, "w-old"); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(append(want, "w-old"), list()); diff != "" {
 		t.Errorf("Workspaces after IndexWorkspace (-want +got):\n%s", diff)
 	}
-	if _, err := s.IndexWorkspace(ctx, "w-none"); !errors.Is(err, records.ErrNotFound) {
+	if _, err := s.Workspaces.IndexWorkspace(ctx, "w-none"); !errors.Is(err, records.ErrNotFound) {
 		t.Errorf("IndexWorkspace(missing) error = %v, want ErrNotFound", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestWorkspaceIndexPages(t *testing.T) {
 func TestAdmins(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
-	if err := s.PutAdmin(ctx, records.Admin{Workspace: "ws1", User: "u1", GrantedAt: t0}); err != nil {
+	if err := s.Workspaces.PutAdmin(ctx, records.Admin{Workspace: "ws1", User: "u1", GrantedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -101,12 +101,12 @@ func TestAdmins(t *testing.T) {
 		want     bool
 	}{{"ws1", "u1", true}, {"ws1", "u2", false}, {"ws2", "u1", false}}
 	for _, tt := range tests {
-		got, err := s.IsAdmin(ctx, tt.ws, tt.user)
+		got, err := s.Workspaces.IsAdmin(ctx, tt.ws, tt.user)
 		if err != nil || got != tt.want {
 			t.Errorf("IsAdmin(%q, %q) = %v, %v; want %v", tt.ws, tt.user, got, err, tt.want)
 		}
 	}
-	if err := s.PutAdmin(ctx, records.Admin{Workspace: "ws1"}); err == nil {
+	if err := s.Workspaces.PutAdmin(ctx, records.Admin{Workspace: "ws1"}); err == nil {
 		t.Error("PutAdmin without a user succeeded")
 	}
 }

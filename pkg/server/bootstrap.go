@@ -45,17 +45,17 @@ func (s *Server) CreateWorkspace(ctx context.Context, name, userName string) (Te
 	now := s.now().UTC()
 	steps := []func() error{
 		func() error {
-			_, _, err := recs.CreateWorkspace(ctx, records.Workspace{ID: ws, Name: name, CreatedAt: now})
+			_, _, err := recs.Workspaces.CreateWorkspace(ctx, records.Workspace{ID: ws, Name: name, CreatedAt: now})
 			return err
 		},
 		func() error {
-			return recs.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local", UpdatedAt: now})
+			return recs.Workspaces.PutBilling(ctx, ws, records.Billing{Status: records.BillingActive, Plan: "local", UpdatedAt: now})
 		},
 		func() error {
-			return recs.PutUser(ctx, records.User{ID: user, Workspace: ws, Name: userName, CreatedAt: now})
+			return recs.Workspaces.PutUser(ctx, records.User{ID: user, Workspace: ws, Name: userName, CreatedAt: now})
 		},
 		func() error {
-			return recs.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: user, CreatedAt: now})
+			return recs.Workspaces.PutToken(ctx, records.Token{Hash: api.HashToken(token), Workspace: ws, User: user, CreatedAt: now})
 		},
 	}
 	for _, step := range steps {
@@ -76,12 +76,12 @@ func (s *Server) bootstrap(ctx context.Context) (Tenant, bool, error) {
 	if err != nil {
 		return Tenant{}, false, err
 	}
-	if err := s.records.PutAdmin(ctx, records.Admin{Workspace: t.Workspace, User: t.User, GrantedAt: s.now().UTC()}); err != nil {
+	if err := s.records.Workspaces.PutAdmin(ctx, records.Admin{Workspace: t.Workspace, User: t.User, GrantedAt: s.now().UTC()}); err != nil {
 		return Tenant{}, false, fmt.Errorf("make the first user an admin: %w", err)
 	}
 	if !created {
 		// Data dirs from before the workspace index: list the first workspace.
-		if _, err := s.records.IndexWorkspace(ctx, t.Workspace); err != nil {
+		if _, err := s.records.Workspaces.IndexWorkspace(ctx, t.Workspace); err != nil {
 			return Tenant{}, false, fmt.Errorf("index the first workspace: %w", err)
 		}
 	}
@@ -94,7 +94,7 @@ func (s *Server) firstTenant(ctx context.Context) (Tenant, bool, error) {
 	switch {
 	case err == nil:
 		token := strings.TrimSpace(string(data))
-		rec, err := s.records.TokenByHash(ctx, api.HashToken(token))
+		rec, err := s.records.Workspaces.TokenByHash(ctx, api.HashToken(token))
 		if err == nil {
 			return Tenant{Workspace: rec.Workspace, User: rec.User, Token: token}, false, nil
 		}

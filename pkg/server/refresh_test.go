@@ -66,7 +66,7 @@ func TestPeriodicRefresh(t *testing.T) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for time.Now().Before(deadline) {
-		states, err := srv.Records().SyncedBefore(ctx, time.Now().Add(time.Hour))
+		states, err := srv.Records().Benchmarks.SyncedBefore(ctx, time.Now().Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestPeriodicRefresh(t *testing.T) {
 			case first.IsZero():
 				first = st.LastSynced
 			case st.LastSynced.After(first):
-				b, err := srv.Records().Benchmark(ctx, st.Workspace, st.Key)
+				b, err := srv.Records().Benchmarks.Benchmark(ctx, st.Workspace, st.Key)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -563,7 +563,7 @@ func TestBillingRequired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Server.Records().PutBilling(ctx, c.Workspace, records.Billing{Status: records.BillingPastDue, UpdatedAt: time.Now()}); err != nil {
+	if err := env.Server.Records().Workspaces.PutBilling(ctx, c.Workspace, records.Billing{Status: records.BillingPastDue, UpdatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	carol := caller{token: c.Token}

@@ -142,7 +142,7 @@ func TestSecrets(t *testing.T) {
 	// A record stored before the Osmosis name rule (a leading '_') is
 	// listed and can be deleted, though no new one can be set.
 	legacy := secret.Ref{Workspace: env.Tenant.Workspace, Scope: secret.Workspace, Name: "_LEGACY_KEY"}
-	stored := pipeline.NewSecrets(env.Server.Platform().Secrets(), env.Server.Platform().Records(), time.Now)
+	stored := pipeline.NewSecrets(env.Server.Platform().Secrets(), env.Server.Platform().Records().Workspaces, time.Now)
 	if _, _, err := stored.Put(context.Background(), legacy, secret.Value(secretValue), env.Tenant.User); err != nil {
 		t.Fatalf("store a legacy-named record: %v", err)
 	}

@@ -115,7 +115,7 @@ func (s *Server) open(ctx context.Context) error {
 	}
 	s.platform = p
 	s.records = p.Records()
-	s.api = api.New(api.Config{Records: s.records, Runs: p.Service(), Checks: p.Service(), Benchmarks: p.Benchmarks(),
+	s.api = api.New(api.Config{Records: api.RecordsOf(s.records), Runs: p.Service(), Checks: p.Service(), Benchmarks: p.Benchmarks(),
 		Blobs: p.Blobs(), Secrets: p.Secrets(), Logger: s.log, Starting: s.Starting})
 	if s.tenant, s.created, err = s.bootstrap(ctx); err != nil {
 		return err

@@ -19,7 +19,7 @@ func (p *Platform) BenchSync() (*benchsync.Service, error) {
 		return nil, notWired("blob store", EnvBucket)
 	}
 	return benchsync.New(benchsync.Config{
-		Records: records.New(p.Ports.Table), Blobs: p.Blobs, Registry: p.Config.Registry, Logger: p.Logger,
+		Records: benchsync.StoreRecords(records.New(p.Ports.Table)), Blobs: p.Blobs, Registry: p.Config.Registry, Logger: p.Logger,
 		Environments: p.Images, Secrets: p.Ports.Secrets,
 		PackageRegistry: p.Config.PackageRegistry, PackagePublishableKey: p.Config.PackageRegistryKey,
 	})
@@ -53,7 +53,7 @@ func (p *Platform) API() (*api.Handler, error) {
 		return nil, err
 	}
 	return api.NewWithAuthenticator(api.Config{
-		Records: sub.Records(), Runs: runs{sub, stop}, Checks: sub, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
+		Records: api.RecordsOf(sub.Records()), Runs: runs{sub, stop}, Checks: sub, Benchmarks: benchsync.Queued{Service: sync, Queue: p.SyncQueue},
 		Blobs: p.Ports.Blobs, Secrets: p.Ports.Secrets, Logger: p.Logger,
 	}, JWTAuthenticator{Verifier: verifier}), nil
 }

@@ -127,7 +127,7 @@ func (p *platform) runToEnd(ctx context.Context, runID string, timeout time.Dura
 			}
 			lastWatch = time.Now()
 		}
-		r, err := p.recs.Run(ctx, runID)
+		r, err := p.recs.Runs.Run(ctx, runID)
 		if err != nil {
 			p.t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func (p *platform) runToEnd(ctx context.Context, runID string, timeout time.Dura
 			return r
 		}
 	}
-	r, _ := p.recs.Run(ctx, runID)
+	r, _ := p.recs.Runs.Run(ctx, runID)
 	p.t.Fatalf("run %s still %s after %v", runID, r.Status, timeout)
 	return r
 }
@@ -146,7 +146,7 @@ func (p *platform) runToEnd(ctx context.Context, runID string, timeout time.Dura
 // store), activates billing and submits the run; it returns the run id.
 func seed(t *testing.T, ctx context.Context, svc *pipeline.Service, blobs blob.Store) *benchsync.Service {
 	t.Helper()
-	sync, err := benchsync.New(benchsync.Config{Records: svc.Records(), Blobs: blobs, WorkDir: t.TempDir()})
+	sync, err := benchsync.New(benchsync.Config{Records: benchsync.StoreRecords(svc.Records()), Blobs: blobs, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +170,11 @@ func seed(t *testing.T, ctx context.Context, svc *pipeline.Service, blobs blob.S
 		if err := sync.Sync(ctx, m); err != nil {
 			t.Fatalf("sync %s: %v", m.Key, err)
 		}
-		if b, err := svc.Records().Benchmark(ctx, m.Workspace, m.Key); err != nil || b.Status != records.SyncReady {
+		if b, err := svc.Records().Benchmarks.Benchmark(ctx, m.Workspace, m.Key); err != nil || b.Status != records.SyncReady {
 			t.Fatalf("benchmark %s after sync: %+v, %v; want ready", m.Key, b, err)
 		}
 	}
-	if err := svc.Records().PutBilling(ctx, e2eWS, records.Billing{Status: records.BillingActive, Plan: "team"}); err != nil {
+	if err := svc.Records().Workspaces.PutBilling(ctx, e2eWS, records.Billing{Status: records.BillingActive, Plan: "team"}); err != nil {
 		t.Fatal(err)
 	}
 	return sync
@@ -340,7 +340,7 @@ func runCloud(t *testing.T, ctx context.Context, runner string) (records.Leaderb
 	if r.Status != run.Finished {
 		t.Fatalf("cloud run ended %s (%s), want finished", r.Status, r.Reason)
 	}
-	board, err := pl.recs.Leaderboard(ctx, e2eWS, "demo-bench")
+	board, err := pl.recs.Boards.Leaderboard(ctx, e2eWS, "demo-bench")
 	if err != nil {
 		t.Fatalf("cloud leaderboard: %v", err)
 	}
@@ -405,7 +405,7 @@ func runLocal(t *testing.T, ctx context.Context, runner string) records.Leaderbo
 	if r.Status != run.Finished {
 		t.Fatalf("SQLite run ended %s (%s), want finished", r.Status, r.Reason)
 	}
-	board, err := pl.recs.Leaderboard(ctx, e2eWS, "demo-bench")
+	board, err := pl.recs.Boards.Leaderboard(ctx, e2eWS, "demo-bench")
 	if err != nil {
 		t.Fatalf("SQLite leaderboard: %v", err)
 	}

@@ -166,7 +166,7 @@ func importDemoBench(t *testing.T, ctx context.Context, recs *records.Store) {
 	if _, err := pipelinetest.ImportCatalogEntry(ctx, recs, pipeline.PlatformWorkspace, entry, time.Now()); err != nil {
 		t.Fatalf("import demo-bench: %v", err)
 	}
-	if err := recs.PutBilling(ctx, e2eWS, records.Billing{Status: records.BillingActive, Plan: "team"}); err != nil {
+	if err := recs.Workspaces.PutBilling(ctx, e2eWS, records.Billing{Status: records.BillingActive, Plan: "team"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -79,7 +79,7 @@ func TestCloudSyncPinsImages(t *testing.T) {
 	if b.Status != records.SyncReady {
 		t.Fatalf("after the sync: %+v", b)
 	}
-	m, _, err := recs.Manifest(ctx, "ws-a", b.Key, b.ReadyVersion)
+	m, _, err := recs.Benchmarks.Manifest(ctx, "ws-a", b.Key, b.ReadyVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestCloudSyncCopiesWhatOnlyAWorkspaceLoginOpens(t *testing.T) {
 			if err := p.Ports.Secrets.Put(ctx, ref, secret.Value("bob:"+password)); err != nil {
 				t.Fatal(err)
 			}
-			if err := recs.PutSecretRecord(ctx, records.SecretRecord{Workspace: ws, Scope: secret.Workspace, Name: "PULL", SetBy: "u1"}); err != nil {
+			if err := recs.Workspaces.PutSecretRecord(ctx, records.SecretRecord{Workspace: ws, Scope: secret.Workspace, Name: "PULL", SetBy: "u1"}); err != nil {
 				t.Fatal(err)
 			}
 			svc, err := p.BenchSync()
@@ -286,7 +286,7 @@ func TestCloudSyncCopiesWhatOnlyAWorkspaceLoginOpens(t *testing.T) {
 			if b.Status != records.SyncReady {
 				t.Fatalf("after the sync: %s %q", b.Status, b.SyncError)
 			}
-			m, _, err := recs.Manifest(ctx, ws, b.Key, b.ReadyVersion)
+			m, _, err := recs.Benchmarks.Manifest(ctx, ws, b.Key, b.ReadyVersion)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -132,9 +132,9 @@ func TestScheduledRefreshOnTheEmulators(t *testing.T) {
 	if diff := cmp.Diff([]string{"ws-a/rolling-head", "ws-b/rolling-head"}, keys); diff != "" {
 		t.Errorf("refresh messages (-want +got):\n%s", diff)
 	}
-	synced := map[string]records.SyncState{}
+	synced := map[string]records.RefreshState{}
 	for _, ws := range []string{"ws-a", "ws-b"} {
-		if synced[ws], err = recs.SyncState(ctx, ws, "rolling-head"); err != nil {
+		if synced[ws], err = recs.Benchmarks.RefreshState(ctx, ws, "rolling-head"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,7 +142,7 @@ func TestScheduledRefreshOnTheEmulators(t *testing.T) {
 	resumeParked(t, ctx, h, p.SyncQueue, recs, "ws-a", "ws-b") // csv-summary builds
 	for _, ws := range []string{"ws-a", "ws-b"} {
 		b := readBenchmark(t, recs, ws)
-		st, err := recs.SyncState(ctx, ws, "rolling-head")
+		st, err := recs.Benchmarks.RefreshState(ctx, ws, "rolling-head")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,14 +153,14 @@ func TestScheduledRefreshOnTheEmulators(t *testing.T) {
 		if !st.LastSynced.After(synced[ws].LastSynced) || st.RefreshError != "" || st.Refreshing() {
 			t.Errorf("%s sync state after refresh: %+v, want last synced after %s", ws, st, synced[ws].LastSynced)
 		}
-		if m, _, err := recs.Manifest(ctx, ws, "rolling-head", "head"); err != nil || m.Digest != first.ReadyDigest {
+		if m, _, err := recs.Benchmarks.Manifest(ctx, ws, "rolling-head", "head"); err != nil || m.Digest != first.ReadyDigest {
 			t.Errorf("%s pinned version head after refresh: %v, %v", ws, m.Digest, err)
 		}
 	}
 	// Redelivering the batch changes nothing.
-	before, _ := recs.SyncState(ctx, "ws-a", "rolling-head")
+	before, _ := recs.Benchmarks.RefreshState(ctx, "ws-a", "rolling-head")
 	handleBatch(t, ctx, h, msgs...)
-	if after, _ := recs.SyncState(ctx, "ws-a", "rolling-head"); after.Version != before.Version {
+	if after, _ := recs.Benchmarks.RefreshState(ctx, "ws-a", "rolling-head"); after.Version != before.Version {
 		t.Errorf("redelivered refresh wrote the sync state: version %d → %d", before.Version, after.Version)
 	}
 }
@@ -194,7 +194,7 @@ func readSample(t *testing.T, name string) []byte {
 
 func readBenchmark(t *testing.T, recs *records.Store, ws string) records.Benchmark {
 	t.Helper()
-	b, err := recs.Benchmark(context.Background(), ws, "rolling-head")
+	b, err := recs.Benchmarks.Benchmark(context.Background(), ws, "rolling-head")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func resumeParked(t *testing.T, ctx context.Context, h *cloud.SyncHandler, q que
 	parked := func() bool {
 		for _, ws := range wss {
 			b := readBenchmark(t, recs, ws)
-			st, err := recs.SyncState(ctx, ws, b.Key)
+			st, err := recs.Benchmarks.RefreshState(ctx, ws, b.Key)
 			if b.Status == records.SyncSyncing || (err == nil && st.Refreshing()) {
 				return true
 			}

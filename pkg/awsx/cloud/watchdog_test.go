@@ -160,7 +160,7 @@ func consume(t *testing.T, ctx context.Context, q queue.Queue, handle func(conte
 
 func onlySlot(t *testing.T, ctx context.Context, svc *pipeline.Service, runID string) run.Slot {
 	t.Helper()
-	slots, _, err := svc.Records().Slots(ctx, runID, records.AllSlots, "", 10)
+	slots, _, err := svc.Records().Runs.Slots(ctx, runID, records.AllSlots, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestFargateTaskWhoseEventWasDroppedIsGradedFromECS(t *testing.T) {
 		t.Fatalf("grade: %v", err)
 	}
 	consume(t, ctx, w.p.Ports.Results, w.svc.HandleResult, 1, 30*time.Second)
-	results, err := w.svc.Records().AllResults(ctx, w.runID)
+	results, err := w.svc.Records().Runs.AllResults(ctx, w.runID)
 	if err != nil || len(results) != 1 || results[0].Outcome != run.Passed || results[0].Retried {
 		t.Fatalf("results = %+v (%v), want the one attempt passed from its own result.json", results, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/awstest"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/dynamo"
+	"github.com/gauntlet-bench/gauntlet/pkg/records/recordstest"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
 	"github.com/gauntlet-bench/gauntlet/pkg/store/storetest"
 )
@@ -41,6 +42,15 @@ func newTable(t *testing.T) (*dynamo.Table, *dynamo.Stream) {
 
 func TestTableContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Table {
+		tbl, _ := newTable(t)
+		return tbl
+	})
+}
+
+// TestRecordsContract runs the records repositories' contract suite
+// (UpdateSync's transaction under concurrent writers) on DynamoDB Local.
+func TestRecordsContract(t *testing.T) {
+	recordstest.Run(t, func(t *testing.T) store.Table {
 		tbl, _ := newTable(t)
 		return tbl
 	})

@@ -58,10 +58,10 @@ func ImportTaskDirs(ctx context.Context, recs *records.Store, ws string, entry b
 	if err != nil {
 		return records.Benchmark{}, fmt.Errorf("import %s: %w", entry.Key, err)
 	}
-	if err := recs.PutManifest(ctx, ws, m, files); err != nil {
+	if err := recs.Benchmarks.PutManifest(ctx, ws, m, files); err != nil {
 		return records.Benchmark{}, err
 	}
-	return recs.PutBenchmark(ctx, records.Benchmark{
+	return recs.Benchmarks.PutBenchmark(ctx, records.Benchmark{
 		Workspace: ws, Key: m.Key, Name: m.Name, Description: m.Description, Source: m.Source,
 		Status: records.SyncReady, Synced: len(tasks), Total: len(tasks), ReadyVersion: m.Version, ReadyDigest: m.Digest,
 		TaskCount: len(tasks), CreatedAt: now, UpdatedAt: now,

@@ -49,11 +49,11 @@ func Seed(ctx context.Context, svc *pipeline.Service, ws string, shape Shape) (S
 	if err != nil {
 		return Seeded{}, err
 	}
-	if err := recs.PutManifest(ctx, ws, m, nil); err != nil {
+	if err := recs.Benchmarks.PutManifest(ctx, ws, m, nil); err != nil {
 		return Seeded{}, err
 	}
 	now := time.Now().UTC()
-	if _, err := recs.PutBenchmark(ctx, records.Benchmark{Workspace: ws, Key: m.Key, Name: m.Name, Source: m.Source,
+	if _, err := recs.Benchmarks.PutBenchmark(ctx, records.Benchmark{Workspace: ws, Key: m.Key, Name: m.Name, Source: m.Source,
 		Status: records.SyncReady, Synced: len(m.Tasks), Total: len(m.Tasks), ReadyVersion: m.Version, ReadyDigest: m.Digest,
 		TaskCount: len(m.Tasks), CreatedAt: now, UpdatedAt: now}); err != nil {
 		return Seeded{}, err

@@ -151,7 +151,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	srv, seeded := seededServer(b)
 	b.Run("store", func(b *testing.B) {
 		for b.Loop() {
-			board, err := srv.Records().Board(ctx, srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
+			board, err := srv.Records().Boards.Board(ctx, srv.Tenant().Workspace, seeded.Benchmark, leaderboard.MetricPass1)
 			if err != nil || len(board.Rows) != 50 {
 				b.Fatalf("ReadBoard: %v", err)
 			}
@@ -166,7 +166,7 @@ func BenchmarkReadBoard(b *testing.B) {
 	})
 	b.Run("run-metrics", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := srv.Records().RunMetrics(ctx, seeded.Runs[0]); err != nil {
+			if _, err := srv.Records().Runs.RunMetrics(ctx, seeded.Runs[0]); err != nil {
 				b.Fatalf("ReadRunMetrics: %v", err)
 			}
 		}
