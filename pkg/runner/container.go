@@ -111,7 +111,7 @@ func (c *containerIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr 
 		out.wait()
 		return launched{}, fmt.Errorf("start: %w", err)
 	}
-	return launched{cmd: cmd, release: out.wait, lingers: pc.role == roleAgent}, nil
+	return launched{cmd: cmd, release: out.wait, lingers: pc.role == roleAgent || pc.role == roleEnvironment}, nil
 }
 
 func (c *containerIsolation) command(pc phaseCommand) (*exec.Cmd, error) {

@@ -37,6 +37,7 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 	env := baseEnv(t.seen.Tmp, t.seen.Tmp, t.seen.App)
 	maps.Copy(env, t.task.Config.Environment.Env)
 	pc.env = envList(env)
+	pc.role = t.healthcheckRole(pc.role)
 	if t.image != nil {
 		u, err := resolveUser(t.image.root(), t.image.img.User)
 		if err != nil {

@@ -168,3 +168,9 @@ func (d *Driver) sidecarContainers(spec sandbox.Spec, logs func(string) *types.L
 	mainDeps, _ := dependencies(spec.MainDependsOn)
 	return defs, mainDeps, nil
 }
+
+// NoSidecarCommands is why a task that needs the runner to act inside a
+// sidecar service (a collect hook there, an artifact copied out of it)
+// does not run on Fargate: each service is a container of its own, which
+// the runner in the task container cannot enter.
+const NoSidecarCommands = "on the Fargate sandboxes a sidecar service is a container of its own that the runner cannot run commands in or copy files out of; run the benchmark on the local platform (gauntlet local)"
