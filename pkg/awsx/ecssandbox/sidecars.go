@@ -98,7 +98,7 @@ func dependencies(deps []sandbox.Dependency) ([]types.ContainerDependency, error
 // compose's shell form, CMD otherwise, durations rounded up to whole
 // seconds. why names the key and ECS's bound when it does not fit.
 // An interval under 5 s or a timeout under 2 s (ECS's minimums) is raised
-// to them. compose's start_interval has no ECS counterpart: during the
+// to them; retries over ECS's 10 lengthen the start period instead. compose's start_interval has no ECS counterpart: during the
 // start period ECS checks every interval.
 func healthCheck(hc *sandbox.Healthcheck) (*types.HealthCheck, string) {
 	if hc == nil {
@@ -113,20 +113,29 @@ func healthCheck(hc *sandbox.Healthcheck) (*types.HealthCheck, string) {
 		return nil, fmt.Sprintf("interval: %s is over what ECS allows (%d s)", hc.Interval, maxHealthInterval)
 	case timeout > maxHealthTimeout:
 		return nil, fmt.Sprintf("timeout: %s is over what ECS allows (%d s)", hc.Timeout, maxHealthTimeout)
-	case hc.Retries < minHealthRetries || hc.Retries > maxHealthRetries:
-		return nil, fmt.Sprintf("retries: %d is outside what ECS allows (%d to %d)", hc.Retries, minHealthRetries, maxHealthRetries)
-	case start > maxHealthStartPeriod:
-		return nil, fmt.Sprintf("start_period: %s is over what ECS allows (%d s)", hc.StartPeriod, maxHealthStartPeriod)
+	case hc.Retries < minHealthRetries:
+		return nil, fmt.Sprintf("retries: %d is under what ECS allows (%d)", hc.Retries, minHealthRetries)
 	}
 	// Below ECS's minimum, the check runs at ECS's minimum: a check that
 	// compose would run more often is only slower to pass or fail, and
 	// a longer timeout fails no check compose passes.
 	interval, timeout = max(interval, minHealthInterval), max(timeout, minHealthTimeout)
+	// Over ECS's 10 retries, the failures beyond them move into the start
+	// period (where failures do not count), so the service gets as long
+	// to become healthy as compose gives it: what a dependency waits for.
+	retries := hc.Retries
+	if retries > maxHealthRetries {
+		start += (retries - maxHealthRetries) * interval
+		retries = maxHealthRetries
+	}
+	if start > maxHealthStartPeriod {
+		return nil, fmt.Sprintf("start_period: %s, with the retries beyond ECS's %d moved into it (%d s), is over what ECS allows (%d s)", hc.StartPeriod, maxHealthRetries, start, maxHealthStartPeriod)
+	}
 	cmd := append([]string{"CMD"}, hc.Test...)
 	if len(hc.Test) == 3 && hc.Test[0] == "sh" && hc.Test[1] == "-c" {
 		cmd = []string{"CMD-SHELL", hc.Test[2]}
 	}
-	out := &types.HealthCheck{Command: cmd, Interval: aws.Int32(int32(interval)), Timeout: aws.Int32(int32(timeout)), Retries: aws.Int32(int32(hc.Retries))}
+	out := &types.HealthCheck{Command: cmd, Interval: aws.Int32(int32(interval)), Timeout: aws.Int32(int32(timeout)), Retries: aws.Int32(int32(retries))}
 	if start > 0 {
 		out.StartPeriod = aws.Int32(int32(start))
 	}

@@ -25,7 +25,7 @@ func sidecarSpec(launch string) sandbox.Spec {
 	spec.Sidecars = []sandbox.Sidecar{
 		{Name: "db", Image: dbImage, Environment: map[string]string{"POSTGRES_PASSWORD": "pw", "POSTGRES_DB": "orders"},
 			Healthcheck: &sandbox.Healthcheck{Test: []string{"sh", "-c", "pg_isready -U postgres"}, Interval: 2500 * time.Millisecond,
-				Timeout: 3 * time.Second, StartPeriod: 10 * time.Second, StartInterval: time.Second, Retries: 5}},
+				Timeout: 3 * time.Second, StartPeriod: 10 * time.Second, StartInterval: time.Second, Retries: 15}},
 		{Name: "api", Image: apiImage, Entrypoint: []string{"/srv/api"}, Command: []string{"--port", "8080"}, WorkingDir: "/srv", User: "1000",
 			DependsOn:   []sandbox.Dependency{{Service: "db", Condition: sandbox.ConditionHealthy}},
 			Healthcheck: &sandbox.Healthcheck{Test: []string{"/srv/api", "--check"}, Interval: 30 * time.Second, Timeout: 30 * time.Second, Retries: 3}},
@@ -38,7 +38,8 @@ func sidecarSpec(launch string) sandbox.Spec {
 // non-essential container of the attempt's task definition, over its
 // pinned image through the mirrors, with compose's run keys, its
 // healthcheck as ECS's healthCheck (an interval under ECS's 5 s minimum
-// raised to it) and depends_on as dependsOn; the task
+// raised to it, its retries over ECS's 10 moved into the start period)
+// and depends_on as dependsOn; the task
 // container waits for what main depends on; every container gets the
 // task's own size and the task holds them all. ECS (the fake) starts them
 // in dependency order. The shape is registered once and reused; another
@@ -74,7 +75,7 @@ func TestSidecarsAreContainersOfTheTaskDefinition(t *testing.T) {
 		"name": "service-db", "image": ecr + "/docker-hub/library/postgres@sha256:" + strings.Repeat("1", 64), "essential": false,
 		"cpu": 1024.0, "memory": 2048.0,
 		"environment": []any{map[string]any{"name": "POSTGRES_DB", "value": "orders"}, map[string]any{"name": "POSTGRES_PASSWORD", "value": "pw"}},
-		"healthCheck": map[string]any{"command": []any{"CMD-SHELL", "pg_isready -U postgres"}, "interval": 5.0, "timeout": 3.0, "retries": 5.0, "startPeriod": 10.0},
+		"healthCheck": map[string]any{"command": []any{"CMD-SHELL", "pg_isready -U postgres"}, "interval": 5.0, "timeout": 3.0, "retries": 10.0, "startPeriod": 35.0},
 		"logConfiguration": map[string]any{"logDriver": "awslogs", "options": map[string]any{
 			"awslogs-group": "/gauntlet/sandboxes", "awslogs-region": "us-east-1", "awslogs-stream-prefix": "service-db"}},
 	}
@@ -140,7 +141,8 @@ func TestSidecarsECSCannotRunAreRefused(t *testing.T) {
 	}{
 		{"interval", func(s *sandbox.Spec) { s.Sidecars[0].Healthcheck.Interval = 10 * time.Minute }, "services.db.healthcheck.interval: 10m0s is over what ECS allows (300 s)"},
 		{"timeout", func(s *sandbox.Spec) { s.Sidecars[0].Healthcheck.Timeout = 90 * time.Second }, "services.db.healthcheck.timeout: 1m30s"},
-		{"retries", func(s *sandbox.Spec) { s.Sidecars[1].Healthcheck.Retries = 20 }, "services.api.healthcheck.retries: 20"},
+		{"retries", func(s *sandbox.Spec) { s.Sidecars[1].Healthcheck.Retries = 0 }, "services.api.healthcheck.retries: 0 is under what ECS allows (1)"},
+		{"retries into start period", func(s *sandbox.Spec) { s.Sidecars[1].Healthcheck.Retries = 21 }, "services.api.healthcheck.start_period: 0s, with the retries beyond ECS's 10 moved into it (330 s), is over what ECS allows (300 s)"},
 		{"start period", func(s *sandbox.Spec) { s.Sidecars[0].Healthcheck.StartPeriod = 10 * time.Minute }, "services.db.healthcheck.start_period"},
 		{"name", func(s *sandbox.Spec) { s.Sidecars[0].Name = "db.local" }, "services.db.local: the service name must be letters, digits"},
 		{"condition", func(s *sandbox.Spec) { s.MainDependsOn[0].Condition = "service_completed_successfully" }, "services.main.depends_on: api: condition \"service_completed_successfully\""},
