@@ -115,7 +115,6 @@ type handoffIsolation struct {
 	logs string // where the verifier's /logs/verifier is handed back
 }
 
-
 // command writes the request and returns the process that hands it over
 // and relays the answer.
 func (h *handoffIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
