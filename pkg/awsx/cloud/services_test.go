@@ -45,7 +45,8 @@ const sidecarCompose = `services:
 // by the cloud's functions onto ECS (the fake), whose task definition holds
 // the sidecar as a container: its pinned image through the mirror, its
 // compose run keys and healthcheck, the task container waiting for it to
-// be healthy.
+// be healthy. A separate verifier's image is pinned the same way and runs
+// as the task's "verifier" container.
 func TestCloudRunsSidecarsOnFargate(t *testing.T) {
 	ctx := context.Background()
 	env := cloudtest.NewEnv(t)
@@ -70,8 +71,20 @@ func TestCloudRunsSidecarsOnFargate(t *testing.T) {
 		}
 		edit(dir)
 	}
+	// A separate verifier's image, pulled (no tests/Dockerfile build).
+	writeImageTask(t, regDir, "graded", "python:3.13-slim")
+	graded := filepath.Join(regDir, "tasks", "graded", "task.toml")
+	data, err := os.ReadFile(graded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toml := strings.Replace(string(data), "[verifier]\n", "[verifier]\nenvironment_mode = \"separate\"\n", 1)
+	if err := os.WriteFile(graded, []byte(toml+"\n[verifier.environment]\ndocker_image = \"python:3.13-slim\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	reg := `[{"name": "rolling", "version": "head", "description": "sidecars", "tasks": [` +
-		`{"name": "orders", "path": "tasks/orders"}, {"name": "hooked", "path": "tasks/hooked"}, {"name": "slow-check", "path": "tasks/slow-check"}]}]`
+		`{"name": "orders", "path": "tasks/orders"}, {"name": "hooked", "path": "tasks/hooked"}, {"name": "slow-check", "path": "tasks/slow-check"}, ` +
+		`{"name": "graded", "path": "tasks/graded"}]}]`
 	if err := os.WriteFile(filepath.Join(regDir, "registry.json"), []byte(reg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +114,9 @@ func TestCloudRunsSidecarsOnFargate(t *testing.T) {
 	pinned := "docker.io/library/python@" + env.Images.Python
 	if !orders.Available() || orders.Environment.Services["api"].Pinned != pinned {
 		t.Fatalf("orders: available %v (%s), services %+v; want api pinned to %s", orders.Available(), orders.UnavailableReason(), orders.Environment.Services, pinned)
+	}
+	if g, _ := m.Task("graded"); !g.Available() || g.Environment.Verifier == nil || g.Environment.Verifier.Pinned != pinned {
+		t.Fatalf("graded: available %v (%s), verifier %+v; want its verifier image pinned to %s", g.Available(), g.UnavailableReason(), g.Environment.Verifier, pinned)
 	}
 	for name, want := range map[string]string{
 		"hooked":     `task hooked: task.toml: verifier.collect[0].service = "api": on the Fargate sandboxes a sidecar service is a container of its own`,
@@ -133,7 +149,7 @@ func TestCloudRunsSidecarsOnFargate(t *testing.T) {
 [experiment]
 benchmark = "rolling-head"
 [tasks]
-task_names = ["orders"]
+task_names = ["orders", "graded"]
 [execution]
 attempts_per_task = 1
 [[agents]]
@@ -146,20 +162,29 @@ harness = "oracle"
 		t.Fatal(err)
 	}
 	consume(t, ctx, dp.Ports.Plan, svc.HandlePlan, 1, 30*time.Second)
-	consume(t, ctx, dp.Ports.Slots, svc.HandleSlot, 1, 30*time.Second)
+	consume(t, ctx, dp.Ports.Slots, svc.HandleSlot, 2, 30*time.Second)
 	regs := env.ECS.Requests("RegisterTaskDefinition")
-	if len(regs) != 1 || len(env.ECS.Requests("RunTask")) != 1 {
-		t.Fatalf("%d registrations, %d RunTask calls; want one each", len(regs), len(env.ECS.Requests("RunTask")))
+	if len(regs) != 2 || len(env.ECS.Requests("RunTask")) != 2 {
+		t.Fatalf("%d registrations, %d RunTask calls; want two each", len(regs), len(env.ECS.Requests("RunTask")))
 	}
-	containers := map[string]map[string]any{}
-	for _, c := range regs[0].Body["containerDefinitions"].([]any) {
-		c := c.(map[string]any)
-		containers[c["name"].(string)] = c
+	var containers, verifier map[string]map[string]any
+	for _, r := range regs {
+		cs := map[string]map[string]any{}
+		for _, c := range r.Body["containerDefinitions"].([]any) {
+			c := c.(map[string]any)
+			cs[c["name"].(string)] = c
+		}
+		if cs["service-api"] != nil {
+			containers = cs
+		}
+		if cs["verifier"] != nil {
+			verifier = cs
+		}
+	}
+	if containers == nil || verifier == nil {
+		t.Fatalf("registrations %v: want one with service-api, one with verifier", regs)
 	}
 	api := containers["service-api"]
-	if api == nil {
-		t.Fatalf("containers %v: want service-api", regs[0].Body["containerDefinitions"])
-	}
 	mirror := vars[cloud.EnvSandboxMirrors]
 	_, hub, _ := strings.Cut(strings.Split(mirror, ",")[0], "=")
 	for k, want := range map[string]any{
@@ -173,6 +198,9 @@ harness = "oracle"
 		if diff := cmp.Diff(want, api[k]); diff != "" {
 			t.Errorf("service-api %s (-want +got):\n%s", k, diff)
 		}
+	}
+	if got := verifier["verifier"]["image"]; got != hub+"/library/python@"+env.Images.Python {
+		t.Errorf("verifier container image = %v, want the pinned verifier image through the mirror", got)
 	}
 	if deps := containers["task"]["dependsOn"].([]any); !cmp.Equal(deps[len(deps)-1], map[string]any{"containerName": "service-api", "condition": "HEALTHY"}) {
 		t.Errorf("task container dependsOn = %v, want service-api HEALTHY", deps)

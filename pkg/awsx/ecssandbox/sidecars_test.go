@@ -147,7 +147,7 @@ func TestSidecarsECSCannotRunAreRefused(t *testing.T) {
 		{"name", func(s *sandbox.Spec) { s.Sidecars[0].Name = "db.local" }, "services.db.local: the service name must be letters, digits"},
 		{"condition", func(s *sandbox.Spec) { s.MainDependsOn[0].Condition = "service_completed_successfully" }, "services.main.depends_on: api: condition \"service_completed_successfully\""},
 		{"unpinned", func(s *sandbox.Spec) { s.Sidecars[1].Image = "api:1" }, "service api: image \"api:1\" is not pinned to a digest"},
-		{"too big", func(s *sandbox.Spec) { s.CPUs, s.MemoryMB = 8, 16384 }, "3 containers (the task's and 2 sidecar services) of 8.00 vCPU and 16384 MiB each: no Fargate size fits"},
+		{"too big", func(s *sandbox.Spec) { s.CPUs, s.MemoryMB = 8, 16384 }, "3 containers (the task's, 2 sidecar services') of 8.00 vCPU and 16384 MiB each: no Fargate size fits"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, url, keys := fakeECS(t)

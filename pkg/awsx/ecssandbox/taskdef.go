@@ -32,9 +32,6 @@ import (
 // process cache below, filled under the lock), so the duplicates are bounded
 // by the number of dispatchers and every later describe returns one of them.
 func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string, error) {
-	if err := checkVerifierImage(spec.LaunchID, spec.Task.Name, spec.VerifierImage); err != nil {
-		return "", err
-	}
 	image := spec.Image
 	if image == "" {
 		image = d.cfg.DefaultImage
@@ -49,10 +46,20 @@ func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string,
 	// the task's cpus and memory_mb; the task's size holds them all.
 	perCPUs, perMem := max(spec.CPUs, 0.25), max(spec.MemoryMB, 512)
 	n := 1 + len(spec.Sidecars)
+	if spec.VerifierImage != "" {
+		n++
+	}
 	cpu, mem, err := fargateSize(perCPUs*float64(n), perMem*n)
 	if err != nil {
 		if n > 1 {
-			err = fmt.Errorf("task %s: %d containers (the task's and %d sidecar services) of %.2f vCPU and %d MiB each: %w", spec.Task.Name, n, n-1, perCPUs, perMem, err)
+			what := "the task's"
+			if len(spec.Sidecars) > 0 {
+				what += fmt.Sprintf(", %d sidecar services'", len(spec.Sidecars))
+			}
+			if spec.VerifierImage != "" {
+				what += ", the separate verifier's"
+			}
+			err = fmt.Errorf("task %s: %d containers (%s) of %.2f vCPU and %d MiB each: %w", spec.Task.Name, n, what, perCPUs, perMem, err)
 		}
 		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
 	}
@@ -66,6 +73,13 @@ func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string,
 		shape.sidecars, shape.mainDeps, err = d.sidecarContainers(spec, d.logs, shape.cpu, shape.mem)
 		if err != nil {
 			return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+		}
+		if spec.VerifierImage != "" {
+			v, err := d.verifierContainer(spec, shape.cpu, shape.mem)
+			if err != nil {
+				return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+			}
+			shape.verifier = &v
 		}
 	}
 	in, err := d.registration(PullRef(image, d.cfg.Mirrors), cpu, mem, storage, shape)
@@ -182,6 +196,13 @@ func (d *Driver) registration(image string, cpu, mem, storage int, shape contain
 	if shape.cpu > 0 {
 		task.Cpu, task.Memory = int32(shape.cpu), aws.Int32(int32(shape.mem))
 	}
+	extra := shape.sidecars
+	if shape.verifier != nil {
+		volumes = append(volumes, types.Volume{Name: aws.String(handoffVolume)})
+		task.MountPoints = append(task.MountPoints, types.MountPoint{SourceVolume: aws.String(handoffVolume), ContainerPath: aws.String(HandoffMount)})
+		task.Command = append(task.Command, "--verifier-handoff", HandoffMount)
+		extra = append(append([]types.ContainerDefinition(nil), extra...), *shape.verifier)
+	}
 	if d.cfg.ModelGatewayConfig != "" {
 		task.Environment = []types.KeyValuePair{{Name: aws.String(sandbox.GatewayConfigEnv), Value: aws.String(d.cfg.ModelGatewayConfig)}}
 	}
@@ -197,7 +218,7 @@ func (d *Driver) registration(image string, cpu, mem, storage int, shape contain
 		ExecutionRoleArn:        aws.String(d.cfg.ExecutionRoleARN),
 		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureX8664, OperatingSystemFamily: types.OSFamilyLinux},
 		Volumes:                 volumes,
-		ContainerDefinitions:    append(append(inits, task), shape.sidecars...),
+		ContainerDefinitions:    append(append(inits, task), extra...),
 	}
 	if storage > 0 {
 		in.EphemeralStorage = &types.EphemeralStorage{SizeInGiB: int32(storage)}
@@ -227,6 +248,9 @@ func (d *Driver) registration(image string, cpu, mem, storage int, shape contain
 type containerShape struct {
 	sidecars []types.ContainerDefinition
 	mainDeps []types.ContainerDependency
+	// verifier is the separate verifier's container (verifier.go); the
+	// task container then mounts the hand-over volume and says where.
+	verifier *types.ContainerDefinition
 	cpu, mem int
 }
 
