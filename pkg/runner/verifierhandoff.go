@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,6 +55,8 @@ const (
 type handoffRequestFile struct {
 	Script string   `json:"script"`
 	Env    []string `json:"env"`
+	// User is [verifier].user ("" = root, the container's user).
+	User string `json:"user,omitempty"`
 }
 
 // prepareHandoffVerifier is prepareSeparateVerifier under container
@@ -104,7 +107,7 @@ func (t *trial) prepareHandoffVerifier() (bool, error) {
 	ve := t.task.Config.VerifierEnvironment()
 	t.spec.Network = ve.NetworkMode
 	t.task.Config.Environment.Env = ve.Env
-	t.iso = &handoffIsolation{containerIsolation: t.container, dir: dir, logs: t.host.VerifierLogs}
+	t.iso = &handoffIsolation{containerIsolation: t.container, dir: dir, logs: t.host.VerifierLogs, user: t.task.Config.Verifier.User}
 	return true, nil
 }
 
@@ -113,12 +116,13 @@ type handoffIsolation struct {
 	*containerIsolation
 	dir  string // the hand-over directory
 	logs string // where the verifier's /logs/verifier is handed back
+	user string // [verifier].user, resolved in the verifier container
 }
 
 // command writes the request and returns the process that hands it over
 // and relays the answer.
 func (h *handoffIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
-	data, err := json.Marshal(handoffRequestFile{Script: pc.script, Env: pc.env})
+	data, err := json.Marshal(handoffRequestFile{Script: pc.script, Env: pc.env, User: h.user})
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +258,22 @@ func verifyOnce(dir string, stderr io.Writer) string {
 	}
 	cmd := exec.Command("bash", "-c", req.Script)
 	cmd.Env, cmd.Stdout, cmd.Stderr = req.Env, so, se
+	if req.User != "" {
+		// [verifier].user, from the verifier image's own passwd; it owns
+		// /logs/verifier, where it writes the reward.
+		u, err := resolveUser("/", req.User)
+		if err != nil {
+			so.Close()
+			se.Close()
+			return fail("[verifier].user", err)
+		}
+		if err := os.Chown(VerifierLogMount, int(u.uid), int(u.gid)); err != nil {
+			so.Close()
+			se.Close()
+			return fail("[verifier].user", err)
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: u.groups}}
+	}
 	err = cmd.Run()
 	so.Close()
 	se.Close()

@@ -16,7 +16,8 @@ import (
 // Dockerfile puts in its image (/tests/test.sh, /grader/expected.txt). The
 // oracle passes: the verifier sees the declared artifact at its own path
 // and /logs/artifacts, and none of the agent's /app, /tmp or /logs/agent
-// (its test.sh checks that). nop fails.
+// (its test.sh checks that). nop fails. The verifier runs as root, or as
+// [verifier].user.
 func TestContainerIsolationRunsASeparateVerifierContainer(t *testing.T) {
 	e := newContainerEnv(t)
 	task := filepath.Join("..", "..", "examples", "demo-envs", "separate-grader")
@@ -41,11 +42,22 @@ func TestContainerIsolationRunsASeparateVerifierContainer(t *testing.T) {
 	if !strings.Contains(string(dockerfile), `echo "words=9" > /grader/expected.txt`) {
 		t.Fatalf("the example's verifier image changed; update the stand-in:\n%s", dockerfile)
 	}
+	// The verifier's user: root, else [verifier].user from the verifier
+	// image's passwd (the stand-in's is the host's: nobody is 65534).
+	if err := os.WriteFile(filepath.Join(tests, "test.sh"), append(script, []byte("echo \"verifier uid=$(id -u)\"\n")...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	asNobody := filepath.Join(t.TempDir(), "separate-grader")
+	if out, err := exec.Command("cp", "-r", task, asNobody).CombinedOutput(); err != nil {
+		t.Fatalf("copy the task: %v: %s", err, out)
+	}
+	editTOML(t, asNobody, "[verifier]\n", "[verifier]\nuser = \"nobody\"\n")
 	for _, c := range []struct {
-		harness string
-		reward  float64
-	}{{"oracle", 1}, {"nop", 0}} {
-		t.Run(c.harness, func(t *testing.T) {
+		name, task, harness string
+		reward              float64
+		uid                 string
+	}{{"oracle", task, "oracle", 1, "0"}, {"nop", task, "nop", 0, "0"}, {"oracle as nobody", asNobody, "oracle", 1, "65534"}} {
+		t.Run(c.name, func(t *testing.T) {
 			e.t = t
 			handoff := t.TempDir()
 			args := append(wrapperArgs(runnerBinary), "--bind", handoff, "/gauntlet-handoff",
@@ -63,11 +75,14 @@ func TestContainerIsolationRunsASeparateVerifierContainer(t *testing.T) {
 			// the agent's uid, writes /tmp/report); the stand-in's is not.
 			e.wrap = []string{"--bind", handoff, "/gauntlet-handoff", "--perms", "01777", "--dir", "/tmp/report"}
 			e.flags = []string{"--verifier-handoff", "/gauntlet-handoff"}
-			r := e.run(task, c.harness, "")
+			r := e.run(c.task, c.harness, "")
 			if got := rewardOf(t, r.result); got != c.reward {
 				t.Errorf("%s reward = %v, want %v\nverifier container: %s\n%s", c.harness, got, c.reward, vout.String(), r.output)
 			}
 			stdout := r.artifact(t, "verifier/test-stdout.txt")
+			if !strings.Contains(stdout, "verifier uid="+c.uid+"\n") {
+				t.Errorf("the verifier's output does not say uid %s:\n%s", c.uid, stdout)
+			}
 			if c.harness == "oracle" {
 				for _, want := range []string{"seen: declared artifact /tmp/report/summary.txt", "seen: /logs/artifacts/answer.txt",
 					"absent: /tmp/report/agent-only.txt", "absent: /app/agent-only.txt", "absent: /logs/agent/agent-note.txt"} {
