@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,7 +239,7 @@ func verifyOnce(dir string, stderr io.Writer) string {
 	if err != nil {
 		return fail("request", err)
 	}
-	if _, err := copyTree(filepath.Join(dir, handoffRoot), "/", copyOptions{}); err != nil {
+	if err := takeHandoffRoot(filepath.Join(dir, handoffRoot)); err != nil {
 		return fail("take the artifacts", err)
 	}
 	out := filepath.Join(dir, handoffOut)
@@ -282,6 +283,40 @@ func verifyOnce(dir string, stderr io.Writer) string {
 		fmt.Fprintln(stderr, VerifierContainerCommand+": hand back "+VerifierLogMount+":", err)
 	}
 	return strconv.Itoa(code)
+}
+
+// takeHandoffRoot copies the hand-over's root over the container's
+// filesystem. Directories the image already has keep their own modes (a
+// world-writable /tmp stays so): only what the hand-over adds takes the
+// hand-over's.
+func takeHandoffRoot(src string) error {
+	prior := map[string]fs.FileMode{}
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join("/", rel)
+		if info, err := os.Lstat(target); err == nil && info.IsDir() {
+			prior[target] = info.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetuid | fs.ModeSetgid)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := copyTree(src, "/", copyOptions{}); err != nil {
+		return err
+	}
+	for path, mode := range prior {
+		if err := os.Chmod(path, mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitForRound waits until the ready file names a round other than last

@@ -44,7 +44,7 @@ func TestContainerIsolationRunsASeparateVerifierContainer(t *testing.T) {
 	}
 	// The verifier's user: root, else [verifier].user from the verifier
 	// image's passwd (the stand-in's is the host's: nobody is 65534).
-	if err := os.WriteFile(filepath.Join(tests, "test.sh"), append(script, []byte("echo \"verifier uid=$(id -u)\"\n")...), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(tests, "test.sh"), append(script, []byte("echo \"verifier uid=$(id -u) tmp=$(stat -c %a /tmp)\"\n")...), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	asNobody := filepath.Join(t.TempDir(), "separate-grader")
@@ -60,7 +60,7 @@ func TestContainerIsolationRunsASeparateVerifierContainer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e.t = t
 			handoff := t.TempDir()
-			args := append(wrapperArgs(runnerBinary), "--bind", handoff, "/gauntlet-handoff",
+			args := append(wrapperArgs(runnerBinary), "--bind", handoff, "/gauntlet-handoff", "--chmod", "01777", "/tmp",
 				"--ro-bind", tests, "/tests", "--ro-bind", grader, "/grader",
 				"--", runnerBinary, VerifierContainerCommand, "--handoff", "/gauntlet-handoff")
 			verifier := exec.Command("bwrap", args...)
@@ -80,8 +80,10 @@ func TestContainerIsolationRunsASeparateVerifierContainer(t *testing.T) {
 				t.Errorf("%s reward = %v, want %v\nverifier container: %s\n%s", c.harness, got, c.reward, vout.String(), r.output)
 			}
 			stdout := r.artifact(t, "verifier/test-stdout.txt")
-			if !strings.Contains(stdout, "verifier uid="+c.uid+"\n") {
-				t.Errorf("the verifier's output does not say uid %s:\n%s", c.uid, stdout)
+			// /tmp keeps the image's mode though the hand-over added
+			// /tmp/report under it.
+			if !strings.Contains(stdout, "verifier uid="+c.uid+" tmp=1777\n") {
+				t.Errorf("the verifier's output does not say uid %s and a world-writable /tmp:\n%s", c.uid, stdout)
 			}
 			if c.harness == "oracle" {
 				for _, want := range []string{"seen: declared artifact /tmp/report/summary.txt", "seen: /logs/artifacts/answer.txt",
