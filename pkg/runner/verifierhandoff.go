@@ -123,6 +123,9 @@ type handoffIsolation struct {
 // command writes the request and returns the process that hands it over
 // and relays the answer.
 func (h *handoffIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
+	if pc.role != roleVerifier {
+		return h.containerIsolation.command(pc)
+	}
 	data, err := json.Marshal(handoffRequestFile{Script: pc.script, Env: pc.env, User: h.user})
 	if err != nil {
 		return nil, err
@@ -143,6 +146,11 @@ func (h *handoffIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 // launch: the hand-over's process is the runner's own helper, started as
 // any phase's (no lingering: the verifier container is not this one).
 func (h *handoffIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr io.Writer) (launched, error) {
+	if pc.role != roleVerifier {
+		// Only the verifier's phases are handed over; a later step's
+		// agent runs in the task container as before.
+		return h.containerIsolation.launch(pc, cg, stdout, stderr)
+	}
 	cmd, err := h.command(pc)
 	if err != nil {
 		return launched{}, err
