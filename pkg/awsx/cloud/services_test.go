@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +199,16 @@ harness = "oracle"
 		if diff := cmp.Diff(want, api[k]); diff != "" {
 			t.Errorf("service-api %s (-want +got):\n%s", k, diff)
 		}
+	}
+	// ECS (the fake) accepted both definitions and started their
+	// containers in dependsOn order.
+	var starts []string
+	for _, arn := range env.ECS.TaskARNs() {
+		starts = append(starts, strings.Join(env.ECS.Started(arn), ","))
+	}
+	slices.Sort(starts)
+	if diff := cmp.Diff([]string{"runner-init,service-api,task", "runner-init,task,verifier"}, starts); diff != "" {
+		t.Errorf("ECS start orders (-want +got):\n%s", diff)
 	}
 	if got := verifier["verifier"]["image"]; got != hub+"/library/python@"+env.Images.Python {
 		t.Errorf("verifier container image = %v, want the pinned verifier image through the mirror", got)

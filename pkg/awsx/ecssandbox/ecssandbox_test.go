@@ -26,6 +26,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud/cloudtest"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys/kmstest"
@@ -64,7 +65,7 @@ func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case "RegisterTaskDefinition":
 		family := req["family"].(string)
-		if err := checkTaskDefinition(req); err != nil {
+		if err := cloudtest.CheckTaskDefinition(req); err != nil {
 			w.WriteHeader(400)
 			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "ClientException", "message": err.Error()})
 			return
@@ -92,7 +93,7 @@ func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			arn = "arn:aws:ecs:us-east-1:111122223333:task/sandboxes/" + token[:8]
 			s.tasks[token] = arn
 			if def, ok := s.defs[req["taskDefinition"].(string)]; ok {
-				order, err := startOrder(def)
+				order, err := cloudtest.StartOrder(def)
 				if err != nil {
 					w.WriteHeader(400)
 					_ = json.NewEncoder(w).Encode(map[string]string{"__type": "ClientException", "message": err.Error()})

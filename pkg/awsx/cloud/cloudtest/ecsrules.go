@@ -1,11 +1,12 @@
-package ecssandbox_test
+package cloudtest
 
 import (
 	"fmt"
 	"strconv"
 )
 
-// ECS's rules for a task definition's containers that the fake enforces at
+// ECS's rules for a task definition's containers that the ECS fakes (this
+// package's, and pkg/awsx/ecssandbox's tests') enforce at
 // RegisterTaskDefinition (ECS answers a ClientException) and the order in
 // which it starts them at RunTask, by dependsOn, as ECS's agent does:
 // a container starts once every dependency's condition holds — START: the
@@ -14,8 +15,8 @@ import (
 // exited (the fake's non-essential containers without a healthCheck are
 // init containers and exit at once, with 0).
 
-// checkTaskDefinition reports what ECS would refuse in def.
-func checkTaskDefinition(def map[string]any) error {
+// CheckTaskDefinition reports what ECS would refuse in def.
+func CheckTaskDefinition(def map[string]any) error {
 	containers, _ := def["containerDefinitions"].([]any)
 	byName := map[string]map[string]any{}
 	for _, c := range containers {
@@ -73,7 +74,7 @@ func checkTaskDefinition(def map[string]any) error {
 	if cpu > taskCPU || mem > taskMem {
 		return fmt.Errorf("containers ask for %d CPU units and %d MiB, the task has %d and %d", cpu, mem, taskCPU, taskMem)
 	}
-	if _, err := startOrder(def); err != nil {
+	if _, err := StartOrder(def); err != nil {
 		return err
 	}
 	return nil
@@ -96,9 +97,9 @@ func checkHealthCheck(hc map[string]any) error {
 	return nil
 }
 
-// startOrder is the order ECS starts def's containers in; a dependency
+// StartOrder is the order ECS starts def's containers in; a dependency
 // cycle, or one never met, is an error.
-func startOrder(def map[string]any) ([]string, error) {
+func StartOrder(def map[string]any) ([]string, error) {
 	containers, _ := def["containerDefinitions"].([]any)
 	started, exited := map[string]bool{}, map[string]bool{}
 	var order []string
