@@ -68,6 +68,14 @@ type Environment struct {
 	// (environment/docker-compose.yaml), by service name, each pinned as
 	// the task's own is; their failures make the task Unavailable.
 	Services map[string]Environment `json:"services,omitempty"`
+	// Run is how a service of Services runs (set on those entries only).
+	Run *ServiceRun `json:"run,omitempty"`
+	// DependsOn is what the task's own container (compose's `main`)
+	// waits for before the agent starts; set on a task's environment.
+	DependsOn []ServiceDependency `json:"depends_on,omitempty"`
+	// ServiceOrder names the services of Services in start order (every
+	// service after the ones it depends on, ties by name).
+	ServiceOrder []string `json:"service_order,omitempty"`
 }
 
 // TaskImageState is where a task's image is: ImagePreparing, ImageReady or

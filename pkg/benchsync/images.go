@@ -133,6 +133,12 @@ type Environments struct {
 	// otherwise a task whose compose file has any is unavailable, saying
 	// so (never run without them).
 	Volumes bool
+	// CheckServices, when set, says why the platform's sandboxes cannot
+	// run a task's services as its compose file and task.toml ask ("" when
+	// they can), naming the key; it sees the environment with the
+	// services' images pinned and their run keys recorded. Such a task is
+	// unavailable with the reason.
+	CheckServices func(task harbor.Task, env benchmark.Environment) string
 }
 
 // DefaultResumeAfter is Environments.ResumeAfter's default: a sync parked
@@ -451,6 +457,11 @@ func (p *imagePrep) decide(ctx context.Context, name, dir string) (benchmark.Env
 	}
 	if loaded.Compose != nil {
 		env, err = p.services(ctx, name, dir, loaded, env)
+		if err == nil && env.Unavailable == "" && len(env.Services) > 0 && p.cfg.CheckServices != nil {
+			if why := p.cfg.CheckServices(loaded, env); why != "" {
+				env.Unavailable = fmt.Sprintf("task %s: %s", name, why)
+			}
+		}
 	}
 	return env, job, err
 }

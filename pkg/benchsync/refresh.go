@@ -57,6 +57,7 @@ func (s *refresher) refresh(ctx context.Context, msg SyncMessage) error {
 	switch {
 	case errors.Is(err, records.ErrNotFound):
 		s.log.InfoContext(ctx, "refresh of a deleted benchmark skipped", "workspace", ws, "key", key)
+		s.stopRemovedBuilds(ctx, msg)
 		return nil
 	case errors.Is(err, errNotReady):
 		s.log.InfoContext(ctx, "refresh of a benchmark that is not ready skipped; its sync owns it", "workspace", ws, "key", key, "status", b.Status)

@@ -92,7 +92,29 @@ func (p *imagePrep) services(ctx context.Context, name, dir string, task harbor.
 			env.Unavailable = se.Unavailable
 			return env, nil
 		}
+		se.Run = serviceRun(svc)
 		env.Services[svc.Name] = se
+		env.ServiceOrder = append(env.ServiceOrder, svc.Name)
 	}
+	env.DependsOn = dependencies(task.Compose.Main.DependsOn)
 	return env, nil
+}
+
+// serviceRun is the manifest's record of how svc runs.
+func serviceRun(svc compose.Service) *benchmark.ServiceRun {
+	r := &benchmark.ServiceRun{Entrypoint: svc.Entrypoint, Command: svc.Command, Environment: svc.Environment,
+		WorkingDir: svc.WorkingDir, User: svc.User, DependsOn: dependencies(svc.DependsOn)}
+	if hc := svc.Healthcheck; hc != nil {
+		r.Healthcheck = &benchmark.ServiceHealthcheck{Test: hc.Test, IntervalMS: hc.Interval.Milliseconds(), TimeoutMS: hc.Timeout.Milliseconds(),
+			StartPeriodMS: hc.StartPeriod.Milliseconds(), StartIntervalMS: hc.StartInterval.Milliseconds(), Retries: hc.Retries}
+	}
+	return r
+}
+
+func dependencies(deps []compose.Dependency) []benchmark.ServiceDependency {
+	var out []benchmark.ServiceDependency
+	for _, d := range deps {
+		out = append(out, benchmark.ServiceDependency{Service: d.Service, Condition: d.Condition})
+	}
+	return out
 }

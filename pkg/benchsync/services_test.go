@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gauntlet-bench/gauntlet/pkg/benchmark"
 	"github.com/gauntlet-bench/gauntlet/pkg/harbor"
 	"github.com/gauntlet-bench/gauntlet/pkg/imagebuild"
@@ -69,6 +71,17 @@ func TestSyncPinsSidecarImages(t *testing.T) {
 	}
 	if got := env.ServiceImages(); got["api"] != apiPin || got["db"] != db.Pinned {
 		t.Errorf("ServiceImages = %v", got)
+	}
+	// How each service runs, for a sandbox that declares containers up
+	// front (Fargate): start order, main's dependencies, run keys.
+	if diff := cmp.Diff([]string{"api", "db"}, env.ServiceOrder); diff != "" {
+		t.Errorf("service order (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]benchmark.ServiceDependency{{Service: "api", Condition: "service_started"}}, env.DependsOn); diff != "" {
+		t.Errorf("main's depends_on (-want +got):\n%s", diff)
+	}
+	if r := env.Services["api"].Run; r == nil || r.Healthcheck != nil || len(r.DependsOn) != 0 {
+		t.Errorf("api run = %+v, want recorded, with no healthcheck or dependency", r)
 	}
 	for name, want := range map[string][]string{
 		"ghost-sidecar":     {"task ghost-sidecar: environment/docker-compose.yaml: services.api.image: ghost:9", "404"},

@@ -47,6 +47,7 @@ func (s *syncer) Sync(ctx context.Context, msg SyncMessage) error {
 	b, claimed, resumed, err := s.claim(ctx, ws, key, msg.Resume)
 	if errors.Is(err, records.ErrNotFound) {
 		s.log.InfoContext(ctx, "sync of a deleted benchmark skipped", "workspace", ws, "key", key)
+		s.stopRemovedBuilds(ctx, msg)
 		return nil
 	}
 	if err != nil || !claimed {

@@ -343,6 +343,7 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 			TimeoutMultiplier: mult},
 	}
 	spec.VerifierImage = verifierImage(task.Task)
+	spec.Sidecars, spec.MainDependsOn = Sidecars(task.Environment)
 	spec.Artifacts = r.Settings.Artifacts
 	if task.AgentTimeoutSec != nil {
 		spec.AgentTimeout = scaled(*task.AgentTimeoutSec, mult)

@@ -80,7 +80,7 @@ func (*containerIsolation) name() string { return IsolationContainer }
 
 func (c *containerIsolation) layouts(_, _, agentsDir string) (host, seen layout) {
 	l := layout{
-		App: AppMount, AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount,
+		App: AppMount, AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount, Artifacts: ArtifactsMount,
 		Tests: TestsMount, Solution: SolutionMount, Agents: agentsDir,
 		Tmp: containerAgentHome, VerifierHome: containerRootHome, VerifierTmp: containerTmp,
 	}
@@ -111,7 +111,7 @@ func (c *containerIsolation) launch(pc phaseCommand, cg *cgroup, stdout, stderr 
 		out.wait()
 		return launched{}, fmt.Errorf("start: %w", err)
 	}
-	return launched{cmd: cmd, release: out.wait, lingers: pc.role == roleAgent}, nil
+	return launched{cmd: cmd, release: out.wait, lingers: pc.role == roleAgent || pc.role == roleEnvironment}, nil
 }
 
 func (c *containerIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
@@ -138,12 +138,12 @@ func (c *containerIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 // agent), /app, /logs/agent and the agent's home owned by the agent's uid,
 // /logs and /logs/verifier root's.
 func (c *containerIsolation) prepareAgent(l layout, taskDir string, withSolution bool) error {
-	for _, dir := range []string{l.Tests, l.Solution, l.AgentLogs, l.VerifierLogs} {
+	for _, dir := range []string{l.Tests, l.Solution, l.AgentLogs, l.VerifierLogs, l.Artifacts} {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("container: clear %s: %w", dir, err)
 		}
 	}
-	for _, dir := range []string{containerLogs, l.AgentLogs, l.VerifierLogs, l.App, l.Tmp, l.VerifierHome} {
+	for _, dir := range []string{containerLogs, l.AgentLogs, l.VerifierLogs, l.Artifacts, l.App, l.Tmp, l.VerifierHome} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("container: create %s: %w", dir, err)
 		}

@@ -133,6 +133,7 @@ func (t *trial) environmentCommand(base phaseCommand) (phaseCommand, error) {
 	env := baseEnv(t.seen.Tmp, t.seen.Tmp, t.seen.App)
 	maps.Copy(env, t.task.Config.Environment.Env)
 	pc.env = envList(env)
+	pc.role = t.healthcheckRole(pc.role)
 	if t.image == nil {
 		return pc, nil
 	}

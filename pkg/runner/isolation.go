@@ -76,6 +76,11 @@ type phaseRole int
 const (
 	roleAgent phaseRole = iota
 	roleVerifier
+	// roleEnvironment: the task's own processes under container
+	// isolation ([environment.healthcheck]): root without the dangerous
+	// capabilities, as the verifier, but what they start lingers, as
+	// after the agent's phases (containerservices.go).
+	roleEnvironment
 )
 
 // phaseCommand is what one phase runs, independent of the isolation.

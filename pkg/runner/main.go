@@ -68,6 +68,10 @@ func Main(args []string, env []string, keys sealed.DataKeyOpener) int {
 			return execPhase(args[1:], os.Stderr)
 		case killAllCommand:
 			return killAll(os.Stderr)
+		case handoffWaitCommand:
+			return handoffWait(args[1:], os.Stdout, os.Stderr)
+		case VerifierContainerCommand:
+			return verifierContainer(args[1:], os.Stderr)
 		case podInitCommand:
 			return podInit(args[1:], os.Stderr)
 		}
@@ -166,6 +170,7 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.modelsFile, "model-gateway-config", "", "operator TOML overriding the model gateway's provider table (default: the TOML in $"+sandbox.GatewayConfigEnv+", if set)")
 	fs.StringVar(&cfg.imageFile, "image", "", "JSON file of the task's unpacked image (rootfs, env, working_dir, user); required by --isolation=bwrap")
 	fs.StringVar(&cfg.verifierImageFile, "verifier-image", "", "JSON file of the separate verifier's unpacked image (a task with [verifier] environment_mode = \"separate\")")
+	fs.StringVar(&cfg.opts.VerifierHandoff, "verifier-handoff", "", "directory shared with the task's verifier container (container isolation, a separate verifier)")
 	fs.StringVar(&cfg.servicesFile, "services", "", "JSON file of the task's sidecar services' unpacked images, by service name (rootfs, env, working_dir, user, entrypoint, cmd)")
 	fs.StringVar(&cfg.opts.InstalledAgentDir, "installed-agent-dir", "", "agent bundle dir mounted read-only at "+InstalledAgentMount)
 	fs.StringVar(&cfg.opts.StaticBinDir, "static-bin-dir", "", "platform helper binaries mounted read-only at "+StaticBinMount)

@@ -77,6 +77,10 @@ type Options struct {
 	// Services are the unpacked images of the task's sidecar services, by
 	// service name (services.go).
 	Services map[string]ServiceImage
+	// VerifierHandoff is the directory shared with the task's verifier
+	// container (container isolation, a separate verifier:
+	// verifierhandoff.go).
+	VerifierHandoff string
 	// SelfPath is this runner's binary, bound into image sandboxes to
 	// enter a non-root image user ("" = os.Executable()). It must be
 	// statically linked: the image has its own libc, or none.
@@ -405,7 +409,7 @@ func (t *trial) setUpEnvironment(ctx context.Context) error {
 		return fmt.Errorf("write instruction: %w", err)
 	}
 	if t.container != nil {
-		if err := t.container.handOver(t.host.App, t.host.AgentLogs, t.host.Tmp); err != nil {
+		if err := t.container.handOver(t.host.App, t.host.AgentLogs, t.host.Artifacts, t.host.Tmp); err != nil {
 			return err
 		}
 	}

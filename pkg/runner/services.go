@@ -75,6 +75,9 @@ func (t *trial) startServices(ctx context.Context) error {
 		return nil
 	}
 	task := t.healthcheckTaskName()
+	if t.iso.name() == IsolationContainer {
+		return t.nameContainerServices(t.task.Sidecars())
+	}
 	if t.image == nil || t.image.pod == nil {
 		return fmt.Errorf("task %s: sidecar services run only in the image sandbox (--isolation=bwrap), which this trial does not use", task)
 	}

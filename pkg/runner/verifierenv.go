@@ -36,6 +36,9 @@ func (t *trial) separateVerifier() bool { return t.task.Config.Verifier.Separate
 // in shared mode. A verifier image without /tests/test.sh is the task's
 // error (an exception without reward, naming the task and the file).
 func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
+	if t.container != nil {
+		return t.prepareHandoffVerifier() // verifierhandoff.go
+	}
 	if t.image == nil || t.opts.VerifierImage == nil {
 		return false, fmt.Errorf("task %s has a separate verifier ([verifier] environment_mode = %q): it runs under image isolation with the verifier's image (--verifier-image, pinned at sync), and none was given", t.task.Name, harbor.VerifierSeparate)
 	}

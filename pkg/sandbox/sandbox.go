@@ -130,6 +130,13 @@ type Spec struct {
 	// Services are the pinned images of the task's sidecar services
 	// (environment/docker-compose.yaml), by service name.
 	Services map[string]string `json:"services,omitempty"`
+	// Sidecars say how each service of Services runs, in start order, and
+	// MainDependsOn what the task's own container waits for: what a driver
+	// that declares the containers up front (ECS) needs. The runner reads
+	// the task's compose file itself, so neither travels in the spec's
+	// JSON (an ECS override holds at most 8 KiB).
+	Sidecars      []Sidecar    `json:"-"`
+	MainDependsOn []Dependency `json:"-"`
 	// Network is the task's network_mode; "none" (or empty) denies network.
 	Network  string  `json:"network,omitempty"`
 	CPUs     float64 `json:"cpus,omitempty"`

@@ -77,7 +77,7 @@ func environments(awsCfg aws.Config, cfg Config, p *Platform) (*benchsync.Enviro
 	}
 	res := resolver{s: store, direct: direct, copyTo: ic.RepositoryURI, ecr: ecrKeys, logger: p.Logger}
 	return &benchsync.Environments{Resolver: res, Builder: b, DefaultImage: ic.DefaultImage, ResumeAfter: ic.ResumeAfter,
-		NoSeparateVerifier: ecssandbox.NoSeparateVerifier}, nil
+		Services: true, CheckServices: fargateServices}, nil
 }
 
 // imageMirrors turns "host → ECR prefix" into the image store's mirror

@@ -413,3 +413,19 @@ func isLowerHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil && strings.ToLower(s) == s
 }
+
+// StopBuilds stops the CodeBuild builds with these ids (the handles a
+// parked sync holds), as benchsync.BuildStopper: a removed benchmark's
+// builds stop instead of running to their end. A build that already ended
+// is no error (CodeBuild answers StopBuild on it with the build as it is).
+func (b *Builder) StopBuilds(ctx context.Context, ids []string) error {
+	var errs []error
+	for _, id := range ids {
+		if _, err := b.cb.StopBuild(ctx, &codebuild.StopBuildInput{Id: aws.String(id)}); err != nil {
+			errs = append(errs, fmt.Errorf("stop image build %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var _ benchsync.BuildStopper = (*Builder)(nil)

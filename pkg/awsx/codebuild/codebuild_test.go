@@ -311,3 +311,25 @@ func TestTimeoutMinutes(t *testing.T) {
 		}
 	}
 }
+
+// TestStopBuildsStopsEachBuild: the builds a removed benchmark's parked
+// sync names are stopped through CodeBuild's StopBuild, one call each.
+func TestStopBuildsStopsEachBuild(t *testing.T) {
+	b, f, _ := newBuilder(t, "SUCCEEDED", func(c *cb.Config) { c.Wait = 0 })
+	ctx := context.Background()
+	_, err := b.Build(ctx, request(t))
+	var running *benchsync.BuildRunning
+	if !errors.As(err, &running) {
+		t.Fatalf("Build: %v, want BuildRunning", err)
+	}
+	if err := b.StopBuilds(ctx, []string{running.Handle, "gauntlet-dev-images:other"}); err != nil {
+		t.Fatalf("StopBuilds: %v", err)
+	}
+	var stopped []string
+	for _, c := range f.calls["StopBuild"] {
+		stopped = append(stopped, c["id"].(string))
+	}
+	if want := []string{running.Handle, "gauntlet-dev-images:other"}; strings.Join(stopped, ",") != strings.Join(want, ",") {
+		t.Errorf("StopBuild ids = %v, want %v", stopped, want)
+	}
+}

@@ -8,6 +8,9 @@
 // copies the sandbox-runner binary from the runner image into a shared volume
 // and exits; "task" runs the task's own image as root with the runner as
 // entry point, in the runner's container isolation (sandbox.IsolationContainer).
+// A task's sidecar services add a container each (sidecars.go), a separate
+// verifier a "verifier" container (verifier.go); the definition is
+// registered once per distinct shape.
 //
 // How the runner receives only the slot's secrets, and no platform
 // credentials reach the agent's process:

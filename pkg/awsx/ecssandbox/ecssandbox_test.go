@@ -26,6 +26,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/gauntlet-bench/gauntlet/pkg/awsx/cloud/cloudtest"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/ecssandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys"
 	"github.com/gauntlet-bench/gauntlet/pkg/awsx/kmskeys/kmstest"
@@ -42,6 +43,10 @@ type ecsServer struct {
 	requests map[string][]map[string]any
 	tasks    map[string]string // clientToken → task ARN
 	families map[string]int    // family → latest revision
+	// defs are the registered definitions by ARN; started the order each
+	// task's containers started in (by task ARN), by dependsOn.
+	defs    map[string]map[string]any
+	started map[string][]string
 }
 
 func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +65,16 @@ func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case "RegisterTaskDefinition":
 		family := req["family"].(string)
+		if err := cloudtest.CheckTaskDefinition(req); err != nil {
+			w.WriteHeader(400)
+			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "ClientException", "message": err.Error()})
+			return
+		}
 		s.families[family]++
+		if s.defs == nil {
+			s.defs = map[string]map[string]any{}
+		}
+		s.defs[defARN(family, s.families[family])] = req
 		_, _ = io.WriteString(w, `{"taskDefinition":{"status":"ACTIVE","taskDefinitionArn":"`+defARN(family, s.families[family])+`"}}`)
 	case "DescribeTaskDefinition":
 		family := req["taskDefinition"].(string)
@@ -78,6 +92,18 @@ func (s *ecsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			arn = "arn:aws:ecs:us-east-1:111122223333:task/sandboxes/" + token[:8]
 			s.tasks[token] = arn
+			if def, ok := s.defs[req["taskDefinition"].(string)]; ok {
+				order, err := cloudtest.StartOrder(def)
+				if err != nil {
+					w.WriteHeader(400)
+					_ = json.NewEncoder(w).Encode(map[string]string{"__type": "ClientException", "message": err.Error()})
+					return
+				}
+				if s.started == nil {
+					s.started = map[string][]string{}
+				}
+				s.started[arn] = order
+			}
 		}
 		_, _ = io.WriteString(w, `{"tasks":[{"taskArn":"`+arn+`","createdAt":1767225600,"lastStatus":"PROVISIONING"}],"failures":[]}`)
 	case "StopTask":

@@ -32,9 +32,6 @@ import (
 // process cache below, filled under the lock), so the duplicates are bounded
 // by the number of dispatchers and every later describe returns one of them.
 func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string, error) {
-	if err := checkVerifierImage(spec.LaunchID, spec.Task.Name, spec.VerifierImage); err != nil {
-		return "", err
-	}
 	image := spec.Image
 	if image == "" {
 		image = d.cfg.DefaultImage
@@ -45,15 +42,47 @@ func (d *Driver) taskDefinition(ctx context.Context, spec sandbox.Spec) (string,
 	if !isDigestRef(image) {
 		return "", fmt.Errorf("ecs launch %s: task %s: image %q is not pinned to a digest (want repo@sha256:<64 hex>; a sync pins every task image)", spec.LaunchID, spec.Task.Name, image)
 	}
-	cpu, mem, err := fargateSize(max(spec.CPUs, 0.25), max(spec.MemoryMB, 512))
+	// Every container of the attempt (the task's and each sidecar's) gets
+	// the task's cpus and memory_mb; the task's size holds them all.
+	perCPUs, perMem := max(spec.CPUs, 0.25), max(spec.MemoryMB, 512)
+	n := 1 + len(spec.Sidecars)
+	if spec.VerifierImage != "" {
+		n++
+	}
+	cpu, mem, err := fargateSize(perCPUs*float64(n), perMem*n)
 	if err != nil {
+		if n > 1 {
+			what := "the task's"
+			if len(spec.Sidecars) > 0 {
+				what += fmt.Sprintf(", %d sidecar services'", len(spec.Sidecars))
+			}
+			if spec.VerifierImage != "" {
+				what += ", the separate verifier's"
+			}
+			err = fmt.Errorf("task %s: %d containers (%s) of %.2f vCPU and %d MiB each: %w", spec.Task.Name, n, what, perCPUs, perMem, err)
+		}
 		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
 	}
 	storage, err := ephemeralStorage(spec.StorageMB)
 	if err != nil {
 		return "", fmt.Errorf("ecs launch %s: task %s: %w", spec.LaunchID, spec.Task.Name, err)
 	}
-	in, err := d.registration(PullRef(image, d.cfg.Mirrors), cpu, mem, storage)
+	shape := containerShape{}
+	if n > 1 {
+		shape.cpu, shape.mem = int(perCPUs*1024), perMem
+		shape.sidecars, shape.mainDeps, err = d.sidecarContainers(spec, d.logs, shape.cpu, shape.mem)
+		if err != nil {
+			return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+		}
+		if spec.VerifierImage != "" {
+			v, err := d.verifierContainer(spec, shape.cpu, shape.mem)
+			if err != nil {
+				return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
+			}
+			shape.verifier = &v
+		}
+	}
+	in, err := d.registration(PullRef(image, d.cfg.Mirrors), cpu, mem, storage, shape)
 	if err != nil {
 		return "", fmt.Errorf("ecs launch %s: %w", spec.LaunchID, err)
 	}
@@ -119,12 +148,8 @@ func (d *Driver) describe(ctx context.Context, family string) (string, error) {
 // registration builds the RegisterTaskDefinition input of one environment
 // (storage: ephemeral GiB, 0 for Fargate's default); its family is the hash
 // of everything else in it.
-func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.RegisterTaskDefinitionInput, error) {
-	logs := func(prefix string) *types.LogConfiguration {
-		return &types.LogConfiguration{LogDriver: types.LogDriverAwslogs, Options: map[string]string{
-			"awslogs-group": d.cfg.LogGroup, "awslogs-region": d.cfg.Region, "awslogs-stream-prefix": prefix,
-		}}
-	}
+func (d *Driver) registration(image string, cpu, mem, storage int, shape containerShape) (*ecs.RegisterTaskDefinitionInput, error) {
+	logs := d.logs
 	volumes := []types.Volume{{Name: aws.String("gauntlet")}}
 	inits := []types.ContainerDefinition{{
 		Name: aws.String(RunnerContainer), Image: aws.String(d.cfg.RunnerImage), Essential: aws.Bool(false),
@@ -137,6 +162,7 @@ func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.Registe
 	}}
 	mounts := []types.MountPoint{{SourceVolume: aws.String("gauntlet"), ContainerPath: aws.String(runnerMount), ReadOnly: aws.Bool(true)}}
 	deps := []types.ContainerDependency{{ContainerName: aws.String(RunnerContainer), Condition: types.ContainerConditionSuccess}}
+	deps = append(deps, shape.mainDeps...)
 	command := []string{"--isolation", "container", "--work", "/gauntlet-work", "--out", "/gauntlet-out",
 		"--static-bin-dir", runnerMount + "/bin"}
 	if d.cfg.AgentsImage != "" {
@@ -167,6 +193,16 @@ func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.Registe
 		MountPoints:      mounts,
 		LogConfiguration: logs("task"),
 	}
+	if shape.cpu > 0 {
+		task.Cpu, task.Memory = int32(shape.cpu), aws.Int32(int32(shape.mem))
+	}
+	extra := shape.sidecars
+	if shape.verifier != nil {
+		volumes = append(volumes, types.Volume{Name: aws.String(handoffVolume)})
+		task.MountPoints = append(task.MountPoints, types.MountPoint{SourceVolume: aws.String(handoffVolume), ContainerPath: aws.String(HandoffMount)})
+		task.Command = append(task.Command, "--verifier-handoff", HandoffMount)
+		extra = append(append([]types.ContainerDefinition(nil), extra...), *shape.verifier)
+	}
 	if d.cfg.ModelGatewayConfig != "" {
 		task.Environment = []types.KeyValuePair{{Name: aws.String(sandbox.GatewayConfigEnv), Value: aws.String(d.cfg.ModelGatewayConfig)}}
 	}
@@ -182,7 +218,7 @@ func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.Registe
 		ExecutionRoleArn:        aws.String(d.cfg.ExecutionRoleARN),
 		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureX8664, OperatingSystemFamily: types.OSFamilyLinux},
 		Volumes:                 volumes,
-		ContainerDefinitions:    append(inits, task),
+		ContainerDefinitions:    append(append(inits, task), extra...),
 	}
 	if storage > 0 {
 		in.EphemeralStorage = &types.EphemeralStorage{SizeInGiB: int32(storage)}
@@ -203,6 +239,26 @@ func (d *Driver) registration(image string, cpu, mem, storage int) (*ecs.Registe
 		{Key: aws.String("gauntlet:size"), Value: aws.String(fmt.Sprintf("%d/%d", cpu, mem))},
 	}
 	return in, nil
+}
+
+// containerShape is what a task with sidecar services adds to its task
+// definition: the sidecars' containers, the task container's dependencies
+// on them, and every container's own cpu units and memory (MiB); zero for
+// a task without sidecars, whose one container has the whole task.
+type containerShape struct {
+	sidecars []types.ContainerDefinition
+	mainDeps []types.ContainerDependency
+	// verifier is the separate verifier's container (verifier.go); the
+	// task container then mounts the hand-over volume and says where.
+	verifier *types.ContainerDefinition
+	cpu, mem int
+}
+
+// logs is the awslogs configuration of a container (its stream prefix).
+func (d *Driver) logs(prefix string) *types.LogConfiguration {
+	return &types.LogConfiguration{LogDriver: types.LogDriverAwslogs, Options: map[string]string{
+		"awslogs-group": d.cfg.LogGroup, "awslogs-region": d.cfg.Region, "awslogs-stream-prefix": prefix,
+	}}
 }
 
 // isDigestRef reports whether ref names an image by content digest.

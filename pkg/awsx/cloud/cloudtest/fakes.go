@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -28,17 +29,19 @@ type Request struct {
 // ECS is an httptest server speaking enough of ECS's JSON 1.1 protocol for
 // the sandbox driver: RegisterTaskDefinition (a new revision per call) and
 // DescribeTaskDefinition (the latest, or ECS's ClientException for an
-// unknown family), RunTask (idempotent by
-// clientToken), StopTask, ListTasks (by startedBy and desiredStatus) and
+// unknown family; a registration ECS would refuse is refused, see
+// CheckTaskDefinition), RunTask (idempotent by clientToken; the containers
+// start in dependsOn order, see Started), StopTask, ListTasks (by startedBy and desiredStatus) and
 // DescribeTasks (with the launch tags, overrides, stop code and exit code).
 type ECS struct {
 	URL string
 
 	mu       sync.Mutex
 	requests []Request
-	tasks    map[string]*ecsTask // by task ARN
-	byToken  map[string]string   // clientToken → task ARN
-	families map[string]int      // family → latest revision
+	tasks    map[string]*ecsTask       // by task ARN
+	byToken  map[string]string         // clientToken → task ARN
+	families map[string]int            // family → latest revision
+	defs     map[string]map[string]any // task definition ARN → registration
 }
 
 type ecsTask struct {
@@ -48,13 +51,15 @@ type ecsTask struct {
 	created, stopped       time.Time
 	tags                   []any
 	overrides              any
+	// started is the order the task's containers started in (StartOrder).
+	started []string
 	// gone: ECS no longer describes the task at all.
 	gone bool
 }
 
 // NewECS starts the server; it stops when the test ends.
 func NewECS(t testing.TB) *ECS {
-	e := &ECS{tasks: map[string]*ecsTask{}, byToken: map[string]string{}, families: map[string]int{}}
+	e := &ECS{tasks: map[string]*ecsTask{}, byToken: map[string]string{}, families: map[string]int{}, defs: map[string]map[string]any{}}
 	srv := httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL
@@ -72,6 +77,30 @@ func (e *ECS) Requests(op string) []Request {
 		}
 	}
 	return out
+}
+
+// Started returns the order in which ECS started the task's containers,
+// by its definition's dependsOn (nil for a task of a definition the fake
+// did not register).
+func (e *ECS) Started(taskARN string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t, ok := e.tasks[taskARN]; ok {
+		return t.started
+	}
+	return nil
+}
+
+// TaskARNs lists the tasks RunTask started, sorted.
+func (e *ECS) TaskARNs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	arns := make([]string, 0, len(e.tasks))
+	for arn := range e.tasks {
+		arns = append(arns, arn)
+	}
+	sort.Strings(arns)
+	return arns
 }
 
 // LoseRunning makes every running task vanish, as a Fargate task lost
@@ -122,9 +151,15 @@ func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case "RegisterTaskDefinition":
 		family, _ := req["family"].(string)
+		if err := CheckTaskDefinition(req); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"__type": "ClientException", "message": err.Error()})
+			return
+		}
 		e.families[family]++
-		writeJSON(w, map[string]any{"taskDefinition": map[string]any{"family": family, "status": "ACTIVE",
-			"taskDefinitionArn": fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task-definition/%s:%d", family, e.families[family])}})
+		arn := fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task-definition/%s:%d", family, e.families[family])
+		e.defs[arn] = req
+		writeJSON(w, map[string]any{"taskDefinition": map[string]any{"family": family, "status": "ACTIVE", "taskDefinitionArn": arn}})
 	case "DescribeTaskDefinition":
 		family, _ := req["taskDefinition"].(string)
 		rev, ok := e.families[family]
@@ -142,7 +177,17 @@ func (e *ECS) serve(w http.ResponseWriter, r *http.Request) {
 			arn = fmt.Sprintf("arn:aws:ecs:us-east-1:111122223333:task/gauntlet-test/%032d", len(e.tasks)+1)
 			startedBy, _ := req["startedBy"].(string)
 			tags, _ := req["tags"].([]any)
-			e.tasks[arn] = &ecsTask{arn: arn, startedBy: startedBy, status: "RUNNING", created: time.Now().UTC(), tags: tags, overrides: req["overrides"]}
+			task := &ecsTask{arn: arn, startedBy: startedBy, status: "RUNNING", created: time.Now().UTC(), tags: tags, overrides: req["overrides"]}
+			if def, ok := e.defs[fmt.Sprint(req["taskDefinition"])]; ok {
+				order, err := StartOrder(def)
+				if err != nil {
+					w.WriteHeader(http.StatusBadRequest)
+					writeJSON(w, map[string]any{"__type": "ClientException", "message": err.Error()})
+					return
+				}
+				task.started = order
+			}
+			e.tasks[arn] = task
 			e.byToken[token] = arn
 		}
 		writeJSON(w, map[string]any{"tasks": []any{e.describe(e.tasks[arn])}, "failures": []any{}})
