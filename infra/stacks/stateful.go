@@ -49,7 +49,9 @@ var MaxReceives = map[fnspec.Port]int{
 
 // Stateful is the stack of resources that hold data.
 type Stateful struct {
-	awscdk.Stack
+	// Stack is the CloudFormation stack the constructs are in; a field, not
+	// embedded, so the stack's own API is not also Stateful's.
+	Stack   awscdk.Stack
 	Table   *table.Table
 	Plan    *queues.Queue
 	Slots   *queues.Queue

@@ -18,8 +18,8 @@ func TestStackNames(t *testing.T) {
 	synthesized(t)
 	defer infratest.Recover(t)
 	for _, tt := range []struct{ got, want string }{
-		{*stage.Stateful.StackName(), "Gauntlet-Dev-Stateful"},
-		{*stage.Stateless.StackName(), "Gauntlet-Dev-Stateless"},
+		{*stage.Stateful.Stack.StackName(), "Gauntlet-Dev-Stateful"},
+		{*stage.Stateless.Stack.StackName(), "Gauntlet-Dev-Stateless"},
 		{stacks.StackName("prod-eu", "Stateful"), "Gauntlet-Prod-eu-Stateful"},
 	} {
 		if tt.got != tt.want {

@@ -33,7 +33,9 @@ type StatelessProps struct {
 
 // Stateless is the stack of compute, triggers and edges.
 type Stateless struct {
-	awscdk.Stack
+	// Stack is the CloudFormation stack the constructs are in; a field, not
+	// embedded, so the stack's own API is not also Stateless's.
+	Stack     awscdk.Stack
 	Functions map[string]*functions.Function
 	Sandbox   *sandbox.Sandbox
 	API       *api.API

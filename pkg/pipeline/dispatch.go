@@ -47,7 +47,7 @@ func (s *Dispatcher) Dispatch(ctx context.Context, m SlotMessage) error {
 		if err != nil {
 			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
 		}
-		info, err := s.runInfo(ctx, m.RunID)
+		info, err := s.facts.runInfo(ctx, m.RunID)
 		if err != nil {
 			return fmt.Errorf("dispatch %s/%s: %w", m.RunID, m.SlotID, err)
 		}
@@ -288,7 +288,7 @@ func (s *core) markRunning(ctx context.Context, r run.Run, agent int) error {
 		}
 	}
 	key := fmt.Sprintf("%s/%d", r.ID, agent)
-	if s.seen(key) {
+	if s.facts.seen(key) {
 		return nil
 	}
 	if _, err := s.recs.Runs.UpdateAgent(ctx, r.ID, agent, func(a *run.Agent) error {
@@ -299,7 +299,7 @@ func (s *core) markRunning(ctx context.Context, r run.Run, agent int) error {
 	}); err != nil {
 		return fmt.Errorf("mark run %s agent %d running: %w", r.ID, agent, err)
 	}
-	s.remember(key)
+	s.facts.remember(key)
 	return nil
 }
 
@@ -308,7 +308,7 @@ func (s *core) markRunning(ctx context.Context, r run.Run, agent int) error {
 // ones they name), timeouts × multiplier and the output prefix. It returns
 // the deadline the watchdog enforces.
 func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (sandbox.Spec, time.Time, error) {
-	agents, err := s.agents(ctx, r.ID)
+	agents, err := s.facts.agentsOf(ctx, r.ID)
 	if err != nil {
 		return sandbox.Spec{}, time.Time{}, err
 	}
@@ -316,7 +316,7 @@ func (s *Dispatcher) buildSpec(ctx context.Context, r run.Run, slot run.Slot) (s
 		return sandbox.Spec{}, time.Time{}, fmt.Errorf("slot %s: agent index %d out of range", slot.ID, slot.Agent)
 	}
 	a := agents[slot.Agent]
-	task, err := s.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, slot.Task)
+	task, err := s.facts.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, slot.Task)
 	if err != nil {
 		return sandbox.Spec{}, time.Time{}, err
 	}
@@ -431,89 +431,4 @@ func taskRef(t *records.Task) (sandbox.TaskRef, error) {
 		return sandbox.TaskRef{}, fmt.Errorf("task %s: %w recorded", t.Name, sandbox.ErrNoTaskFiles)
 	}
 	return sandbox.TaskRef{Name: t.Name, BundleKey: t.Files.BundleKey, Dir: t.Files.Dir}, nil
-}
-
-// runInfo returns the run as first read by this process, without its
-// rendered config: use it only for the fields fixed at submission
-// (settings, tasks, agents count, manifest pins), never for the status.
-func (s *core) runInfo(ctx context.Context, runID string) (*run.Run, error) {
-	s.cacheMu.Lock()
-	cached, ok := s.runs[runID]
-	s.cacheMu.Unlock()
-	if ok {
-		return cached, nil
-	}
-	r, err := s.recs.Runs.Run(ctx, runID)
-	if err != nil {
-		return nil, err
-	}
-	r.Config = "" // the rendered config is for people; no handler reads it
-	s.cacheMu.Lock()
-	if len(s.runs) >= maxCached {
-		clear(s.runs)
-	}
-	s.runs[runID] = &r
-	s.cacheMu.Unlock()
-	return &r, nil
-}
-
-// agents returns the run's agents (immutable after submission; cached).
-func (s *core) agents(ctx context.Context, runID string) ([]run.Agent, error) {
-	s.cacheMu.Lock()
-	cached, ok := s.agentCache[runID]
-	s.cacheMu.Unlock()
-	if ok {
-		return cached, nil
-	}
-	agents, err := s.recs.Runs.Agents(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("agents of run %s: %w", runID, err)
-	}
-	s.cacheMu.Lock()
-	if len(s.agentCache) >= maxCached {
-		clear(s.agentCache)
-	}
-	s.agentCache[runID] = agents
-	s.cacheMu.Unlock()
-	return agents, nil
-}
-
-// task returns one task of a pinned manifest (immutable; cached).
-func (s *core) task(ctx context.Context, ws, key, version, name string) (*records.Task, error) {
-	ck := ws + "\x00" + key + "\x00" + version + "\x00" + name
-	s.cacheMu.Lock()
-	cached, ok := s.tasks[ck]
-	s.cacheMu.Unlock()
-	if ok {
-		return cached, nil
-	}
-	t, err := s.recs.Benchmarks.Task(ctx, ws, key, version, name)
-	if err != nil {
-		return nil, fmt.Errorf("task %s of %s@%s: %w", name, key, version, err)
-	}
-	s.cacheMu.Lock()
-	if len(s.tasks) >= maxCached {
-		clear(s.tasks)
-	}
-	s.tasks[ck] = &t
-	s.cacheMu.Unlock()
-	return &t, nil
-}
-
-// seen and remember keep a bounded set of facts already written (an agent
-// known to be running), to skip redundant reads.
-func (s *core) seen(key string) bool {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	_, ok := s.known[key]
-	return ok
-}
-
-func (s *core) remember(key string) {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
-	if len(s.known) >= maxCached {
-		clear(s.known)
-	}
-	s.known[key] = struct{}{}
 }

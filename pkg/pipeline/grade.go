@@ -63,7 +63,7 @@ func (s *Grader) Grade(ctx context.Context, c sandbox.Completion) error {
 	if slot.Generation != c.Generation || slot.LaunchID != c.LaunchID || !slot.Status.Active() {
 		return nil
 	}
-	info, err := s.runInfo(ctx, c.RunID)
+	info, err := s.facts.runInfo(ctx, c.RunID)
 	if err != nil {
 		return fmt.Errorf("grade %s/%s: %w", c.RunID, c.SlotID, err)
 	}
@@ -128,7 +128,7 @@ func (s *core) sendGraded(ctx context.Context, results Sender, slot run.Slot, re
 }
 
 func (s *core) decideRetry(ctx context.Context, slot run.Slot, res *run.Result, rule retryRule) error {
-	info, err := s.runInfo(ctx, slot.RunID)
+	info, err := s.facts.runInfo(ctx, slot.RunID)
 	if err != nil {
 		return err
 	}

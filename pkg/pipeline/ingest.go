@@ -219,7 +219,7 @@ func (s *core) cancelSlotOnly(ctx context.Context, slot run.Slot) error {
 // errored for infrastructure reasons, finished otherwise. The run ends only
 // after every agent did. It is idempotent.
 func (s *core) settle(ctx context.Context, runID string, agent int) error {
-	shape, err := s.runInfo(ctx, runID)
+	shape, err := s.facts.runInfo(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("settle run %s: %w", runID, err)
 	}

@@ -87,8 +87,8 @@ type metricsMark struct {
 // process reading the shard sees them all.)
 func (s *Recomputer) metricsDue(runID string, created int) bool {
 	now := s.now()
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
+	s.metricsMu.Lock()
+	defer s.metricsMu.Unlock()
 	m, ok := s.metricsAt[runID]
 	m.pending += created
 	if ok && (now.Sub(m.at) < s.opts.MetricsInterval || m.pending*metricsGrowth < m.results) {
@@ -100,8 +100,8 @@ func (s *Recomputer) metricsDue(runID string, created int) bool {
 
 // markMetrics notes a recompute of a run's metrics that covered results.
 func (s *Recomputer) markMetrics(runID string, results int) {
-	s.cacheMu.Lock()
-	defer s.cacheMu.Unlock()
+	s.metricsMu.Lock()
+	defer s.metricsMu.Unlock()
 	if len(s.metricsAt) >= maxCached {
 		clear(s.metricsAt)
 	}
@@ -206,7 +206,7 @@ func attemptOf(res run.Result) leaderboard.Attempt {
 func (s *Recomputer) scoringOptions(ctx context.Context, r run.Run) (leaderboard.Options, error) {
 	cats := map[string]string{}
 	for _, name := range r.Tasks {
-		t, err := s.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, name)
+		t, err := s.facts.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, name)
 		if err != nil {
 			return leaderboard.Options{}, err
 		}

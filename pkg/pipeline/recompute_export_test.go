@@ -14,5 +14,5 @@ func SetBoardReadHook(f func(ws, key string, watermark int64)) (restore func()) 
 // Settle is settle, which ingest calls after recording a slot's final
 // result of agent.
 func (s *Service) Settle(ctx context.Context, runID string, agent int) error {
-	return s.settle(ctx, runID, agent)
+	return s.core.settle(ctx, runID, agent)
 }

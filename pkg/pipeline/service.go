@@ -27,7 +27,6 @@ import (
 	"github.com/gauntlet-bench/gauntlet/pkg/modelref"
 	"github.com/gauntlet-bench/gauntlet/pkg/queue"
 	"github.com/gauntlet-bench/gauntlet/pkg/records"
-	"github.com/gauntlet-bench/gauntlet/pkg/run"
 	"github.com/gauntlet-bench/gauntlet/pkg/sandbox"
 	"github.com/gauntlet-bench/gauntlet/pkg/secret"
 	"github.com/gauntlet-bench/gauntlet/pkg/store"
@@ -128,47 +127,43 @@ func (o Options) withDefaults() Options {
 }
 
 // core is what the stages of one process share: the data model, the
-// options and the in-process caches of facts fixed at submission. Each stage
-// embeds it by pointer, so stages built together (New) share one core and
-// its caches.
+// options and the in-process caches. Each stage embeds it by pointer, so
+// stages built together (New) share one core and its caches.
 type core struct {
-	opts Options
-	recs *records.Store
-	log  *slog.Logger
+	opts  Options
+	recs  *records.Store
+	log   *slog.Logger
+	facts *facts // facts fixed at submission, and facts already written
 
-	cacheMu    sync.Mutex
-	runs       map[string]*run.Run      // runs as first read (immutable fields only), by id
-	agentCache map[string][]run.Agent   // agents of runs (immutable), by run id
-	tasks      map[string]*records.Task // tasks of pinned manifests, by ws/key/version/name
-	known      map[string]struct{}      // facts already written (agent running)
-	metricsAt  map[string]metricsMark   // last metrics recompute of running runs
+	metricsMu sync.Mutex
+	metricsAt map[string]metricsMark // last metrics recompute of running runs
 }
-
-// maxCached bounds each in-process cache; a full cache is emptied.
-const maxCached = 4096
 
 func newCore(tbl store.Table, opts Options) *core {
 	opts = opts.withDefaults()
-	return &core{
-		opts: opts, recs: records.New(tbl), log: opts.Logger,
-		runs: map[string]*run.Run{}, agentCache: map[string][]run.Agent{}, tasks: map[string]*records.Task{}, known: map[string]struct{}{}, metricsAt: map[string]metricsMark{},
-	}
+	recs := records.New(tbl)
+	return &core{opts: opts, recs: recs, log: opts.Logger, facts: newFacts(recs), metricsAt: map[string]metricsMark{}}
 }
 
 // Service is every stage on one set of ports sharing one core: the shape of
 // `gauntlet local`, which runs the whole pipeline in one process. A cloud
 // function builds only its own stage (NewGrader and its siblings).
+//
+// The stages are fields, not embedded: Service's own methods (facade.go)
+// are the pipeline's entry points, each handing its call to the stage that
+// owns it, so its method set is that list and not the union of every
+// stage's internals.
 type Service struct {
-	*core
-	*Submitter
-	*Planner
-	*Stopper
-	*Dispatcher
-	*Grader
-	*Ingester
-	*Recomputer
-	*Watchdog
-	*Reconciler
+	core       *core
+	Submitter  *Submitter
+	Planner    *Planner
+	Stopper    *Stopper
+	Dispatcher *Dispatcher
+	Grader     *Grader
+	Ingester   *Ingester
+	Recomputer *Recomputer
+	Watchdog   *Watchdog
+	Reconciler *Reconciler
 }
 
 // New returns a Service on the ports. Every port must be set.

@@ -236,7 +236,7 @@ func (s *Watchdog) watchMissing(ctx context.Context, sl run.Slot, ended *endedSa
 
 // deadline is when the sandbox of a slot started at start must be stopped.
 func (s *Watchdog) deadline(ctx context.Context, r run.Run, sl run.Slot, start time.Time) (time.Time, error) {
-	task, err := s.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, sl.Task)
+	task, err := s.facts.task(ctx, r.ManifestWorkspace, r.Benchmark, r.ManifestVersion, sl.Task)
 	if err != nil {
 		return time.Time{}, err
 	}

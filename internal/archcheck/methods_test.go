@@ -1,0 +1,82 @@
+package archcheck
+
+import (
+	"fmt"
+	"go/types"
+	"slices"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// maxMethods is the most methods a type of the module may have, counting
+// its whole method set as go/types sees it: the methods of *T, promoted
+// ones included, so embedding a type is no way under it.
+const maxMethods = 40
+
+// beingSplit are packages whose large types are being split on other
+// branches while this check lands (issue 22, item 1): their types
+// over maxMethods are logged, not failed, until those splits are merged
+// and the package leaves this list.
+var beingSplit = []string{"runner"}
+
+// typeSize is one named type of the module and the size of its method set.
+type typeSize struct {
+	pkg, name string // pkg as the document writes it
+	methods   int
+}
+
+// methodCounts is every named type of the module's non-test code with the
+// size of its method set (the pointer's, for a non-interface type).
+func methodCounts(t *testing.T) []typeSize {
+	t.Helper()
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes, Dir: "../.."}
+	pkgs, err := packages.Load(cfg, "./...")
+	if err != nil {
+		t.Fatalf("load packages: %v", err)
+	}
+	var out []typeSize
+	for _, p := range pkgs {
+		for _, e := range p.Errors {
+			t.Fatalf("load %s: %v", p.PkgPath, e)
+		}
+		pkg, ok := short(p.PkgPath)
+		if !ok {
+			continue
+		}
+		scope := p.Types.Scope()
+		for _, n := range scope.Names() {
+			tn, ok := scope.Lookup(n).(*types.TypeName)
+			if !ok || tn.IsAlias() {
+				continue
+			}
+			typ := tn.Type()
+			if !types.IsInterface(typ) {
+				typ = types.NewPointer(typ)
+			}
+			out = append(out, typeSize{pkg: pkg, name: n, methods: types.NewMethodSet(typ).Len()})
+		}
+	}
+	return out
+}
+
+// TestNoTypeHasTooManyMethods keeps every type of the module at most
+// maxMethods methods (those of the packages beingSplit are logged).
+func TestNoTypeHasTooManyMethods(t *testing.T) {
+	var over []string
+	for _, ts := range methodCounts(t) {
+		if ts.methods <= maxMethods {
+			continue
+		}
+		msg := fmt.Sprintf("%s.%s has %d methods (at most %d)", ts.pkg, ts.name, ts.methods, maxMethods)
+		if slices.Contains(beingSplit, ts.pkg) {
+			t.Log(msg + " once its split on another branch lands")
+			continue
+		}
+		over = append(over, msg+": split it by concern")
+	}
+	slices.Sort(over)
+	for _, o := range over {
+		t.Error(o)
+	}
+}
