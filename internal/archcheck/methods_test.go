@@ -27,10 +27,12 @@ type typeSize struct {
 }
 
 // methodCounts is every named type of the module's non-test code with the
-// size of its method set (the pointer's, for a non-interface type).
+// size of its method set (the pointer's, for a non-interface type). The
+// packages are type-checked from source: export data would leave out the
+// unexported types no exported one mentions (runner's trial).
 func methodCounts(t *testing.T) []typeSize {
 	t.Helper()
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes, Dir: "../.."}
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes | packages.NeedSyntax | packages.NeedTypesInfo, Dir: "../.."}
 	pkgs, err := packages.Load(cfg, "./...")
 	if err != nil {
 		t.Fatalf("load packages: %v", err)
