@@ -125,7 +125,11 @@ func (c *containerIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 	} else {
 		args = append(args, "--drop-caps")
 	}
-	args = append(args, "--", "bash", "-c", pc.script)
+	if len(pc.argv) > 0 {
+		args = append(append(args, "--"), pc.argv...)
+	} else {
+		args = append(args, "--", "bash", "-c", pc.script)
+	}
 	cmd := exec.Command(c.self, args...)
 	cmd.Dir = pc.workDir
 	cmd.Env = pc.env

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -219,7 +220,7 @@ func (i *imageIsolation) launch(pc phaseCommand, _ *cgroup, stdout, stderr io.Wr
 		return launched{}, errors.New("image sandbox: no pod is running for the phase to enter")
 	}
 	pc.identityUserNS = !pc.user.root() && !i.rootless
-	return i.pod.launch(pc, i.img.WorkDir(), stdout, stderr)
+	return i.pod.launch(pc, cmp.Or(pc.cwd, i.img.WorkDir()), stdout, stderr)
 }
 
 // startPod starts the trial's pod over the layer with the trial's mounts

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,7 +87,10 @@ type phaseCommand struct {
 	script string // shell run with bash -c
 	// argv, when set, is run instead of script, without a shell (image
 	// isolation: a sidecar service's command, its healthcheck's CMD).
-	argv    []string
+	argv []string
+	// cwd is the working directory as the phase sees it in a bubblewrap
+	// sandbox ("" = /app; the image's WORKDIR in a pod).
+	cwd     string
 	env     []string // complete environment, KEY=VALUE
 	mounts  []mount
 	tmpDir  string // host dir bound at /tmp; "" = a fresh tmpfs
@@ -244,8 +248,11 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 	args = append(args,
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--hostname", sandboxHostname,
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--info-fd", "3", "--block-fd", "4")
-	args = append(args, "--chdir", AppMount, "bash", "-c", hostStartedMarker+pc.script)
-	return args, nil
+	args = append(args, "--chdir", cmp.Or(pc.cwd, AppMount))
+	if len(pc.argv) > 0 {
+		return append(append(args, "bash", "-c", hostStartedMarker+`exec "$@"`, "bash"), pc.argv...), nil
+	}
+	return append(args, "bash", "-c", hostStartedMarker+pc.script), nil
 }
 
 // hostStartedMarker opens a host-rootfs phase's script: the host's bash
@@ -356,6 +363,10 @@ func (processIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen 
 
 func (processIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 	cmd := exec.Command("bash", "-c", pc.script)
+	if len(pc.argv) > 0 {
+		// Through bash, which looks the program up on the phase's PATH.
+		cmd = exec.Command("bash", append([]string{"-c", `exec "$@"`, "bash"}, pc.argv...)...)
+	}
 	cmd.Dir = pc.workDir
 	cmd.Env = pc.env
 	return cmd, nil
