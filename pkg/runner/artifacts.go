@@ -237,7 +237,8 @@ func uploadOneFile(root, src, target string) error {
 
 // declaredArtifacts is the trial's artifact list: the task's, then the
 // trial's (the run config's), as Harbor merges them.
-func (t *trial) declaredArtifacts() []harbor.Artifact {
+func (vf verification) declaredArtifacts() []harbor.Artifact {
+	t := vf.t
 	list := append([]harbor.Artifact(nil), t.task.Config.Artifacts...)
 	for _, src := range t.spec.Artifacts {
 		list = append(list, harbor.Artifact{Source: src})
@@ -249,7 +250,8 @@ func (t *trial) declaredArtifacts() []harbor.Artifact {
 // the runner reaches it: the pod's overlay (image isolation) or the
 // container's own root (container isolation); "" where the environment is
 // the host's (development modes), whose paths are not the task's.
-func (t *trial) environmentRoot() string {
+func (vf verification) environmentRoot() string {
+	t := vf.t
 	switch {
 	case t.layer != nil:
 		return t.layer.root
@@ -262,12 +264,13 @@ func (t *trial) environmentRoot() string {
 // collectDeclared collects the trial's declared artifacts once the agent
 // is done, into the work dir (the separate verifier gets them from there;
 // finish keeps a redacted copy with the attempt).
-func (t *trial) collectDeclared() error {
-	list := t.declaredArtifacts()
+func (vf verification) collectDeclared() error {
+	t := vf.t
+	list := vf.declaredArtifacts()
 	if len(list) == 0 || t.declared != "" {
 		return nil
 	}
-	root := t.environmentRoot()
+	root := vf.environmentRoot()
 	if root == "" {
 		t.log.Warn("declared artifacts are not collected in this isolation mode (the environment is the host's)", "isolation", t.iso.name())
 		return nil

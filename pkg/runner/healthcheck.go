@@ -27,7 +27,8 @@ const healthcheckOutput = 4 << 10
 // agent phase's sandbox settings (base) but the environment's own user and
 // variables: the check is the task's, not the agent's, so it gets none of
 // the agent's secrets.
-func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
+func (sv services) runHealthcheck(ctx context.Context, base phaseCommand) error {
+	t := sv.t
 	hc := t.task.Config.Environment.Healthcheck
 	if hc == nil {
 		return nil
@@ -40,7 +41,7 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 	if t.image != nil {
 		u, err := resolveUser(t.image.root(), t.image.img.User)
 		if err != nil {
-			return fmt.Errorf("task %s: [environment.healthcheck]: %w", t.healthcheckTaskName(), err)
+			return fmt.Errorf("task %s: [environment.healthcheck]: %w", sv.healthcheckTaskName(), err)
 		}
 		pc.user = u
 		pc.env = imageEnv(t.image.img, u, pc.env)
@@ -56,7 +57,7 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 		inStart := time.Since(started) < hc.StartPeriod()
 		out, err := t.phase(ctx, "environment_healthcheck", pc, hc.Timeout(), "stdout.txt", "stderr.txt", dir)
 		if err != nil {
-			return fmt.Errorf("task %s: [environment.healthcheck]: %w", t.healthcheckTaskName(), err)
+			return fmt.Errorf("task %s: [environment.healthcheck]: %w", sv.healthcheckTaskName(), err)
 		}
 		if out.ExitCode == 0 && !out.TimedOut {
 			t.log.Info("healthcheck passed", "attempts", attempts)
@@ -72,7 +73,7 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 			wait = hc.Interval()
 			if failures >= hc.Retries {
 				return fmt.Errorf("task %s: [environment.healthcheck] %q did not pass: %d consecutive failures after the start period of %s (%d attempts in all); the last %s, output: %s",
-					t.healthcheckTaskName(), hc.Command, failures, hc.StartPeriod(), attempts, result, lastOutput(filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")))
+					sv.healthcheckTaskName(), hc.Command, failures, hc.StartPeriod(), attempts, result, lastOutput(filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")))
 			}
 		}
 		t.log.Info("healthcheck failed; trying again", "result", result, "in_start_period", inStart,
@@ -81,7 +82,7 @@ func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("task %s: [environment.healthcheck]: runner stopped: %w", t.healthcheckTaskName(), context.Cause(ctx))
+			return fmt.Errorf("task %s: [environment.healthcheck]: runner stopped: %w", sv.healthcheckTaskName(), context.Cause(ctx))
 		case <-timer.C:
 		}
 	}
@@ -115,7 +116,8 @@ func lastOutput(files ...string) string {
 
 // healthcheckTaskName names the task in the check's errors as the run
 // knows it (the spec's name; the task directory's own name otherwise).
-func (t *trial) healthcheckTaskName() string {
+func (sv services) healthcheckTaskName() string {
+	t := sv.t
 	if t.spec.Task.Name != "" {
 		return t.spec.Task.Name
 	}

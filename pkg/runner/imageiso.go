@@ -67,6 +67,9 @@ type imageIsolation struct {
 
 func (*imageIsolation) name() string { return IsolationBwrap }
 
+// environmentLingers: the trial's pod runs until the trial ends.
+func (*imageIsolation) environmentLingers() bool { return true }
+
 // root is the image as built, without the attempt's writes: where the
 // runner reads its users and checks programs.
 func (i *imageIsolation) root() string {

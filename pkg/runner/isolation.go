@@ -123,6 +123,11 @@ type isolation interface {
 	// layouts gives a trial's directories as the runner finds them (host)
 	// and as the phases' scripts see them (seen).
 	layouts(workDir, taskDir, agentsDir string) (host, seen layout)
+	// environmentLingers reports whether the trial's environment outlives
+	// its phases (a pod, a container: what the agent leaves running runs
+	// on into the verifier), so the agent's files are read only once the
+	// environment has ended.
+	environmentLingers() bool
 }
 
 // layout names the directories of a trial: in-sandbox paths under
@@ -168,6 +173,9 @@ func newIsolation(opts Options) (isolation, error) {
 type bwrapIsolation struct{ path string }
 
 func (bwrapIsolation) name() string { return IsolationHostBwrap }
+
+// environmentLingers: each host-rootfs phase is a sandbox of its own.
+func (bwrapIsolation) environmentLingers() bool { return false }
 
 func (bwrapIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
 	host = hostLayout(workDir, taskDir, agentsDir)
@@ -355,6 +363,9 @@ func launchBwrap(bwrap string, args []string, slirp string, pc phaseCommand, cg 
 type processIsolation struct{}
 
 func (processIsolation) name() string { return IsolationProcess }
+
+// environmentLingers: a plain phase's process group ends with it.
+func (processIsolation) environmentLingers() bool { return false }
 
 func (processIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
 	host = hostLayout(workDir, taskDir, agentsDir)

@@ -139,10 +139,10 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []harness.H
 	if err != nil {
 		return harbor.TrialResult{}, err
 	}
-	t.addRedacted("", "")
+	t.verification().addRedacted("", "")
 	defer t.closeLog()
-	defer t.closeLayer()
-	defer t.closeVerifierLayer()
+	defer t.imageSandbox().closeLayer()
+	defer t.verification().closeVerifierLayer()
 	if err := t.run(ctx); err != nil {
 		t.log.Error("trial aborted", "err", err)
 		return harbor.TrialResult{}, err
@@ -297,35 +297,35 @@ func (t *trial) run(ctx context.Context) error {
 	if err := t.setUpEnvironment(ctx); err != nil {
 		return err
 	}
-	if err := t.checkStaticBinary(); err != nil {
+	if err := t.rigging().checkStaticBinary(); err != nil {
 		return err
 	}
 	if len(t.task.Steps) > 0 {
-		return t.runSteps(ctx) // a multi-step task (steps.go)
+		return t.multiStep().runSteps(ctx) // a multi-step task (steps.go)
 	}
-	rig, err := t.prepareRig(ctx)
+	rig, err := t.rigging().prepareRig(ctx)
 	if err != nil {
 		return err
 	}
-	runCmd, err := t.harness.RunCommand(t.templateData(rig))
+	runCmd, err := t.harness.RunCommand(t.rigging().templateData(rig))
 	if err != nil {
-		t.closeRig(rig)
+		t.rigging().closeRig(rig)
 		return err
 	}
 	err = t.runAgent(ctx, runCmd, rig)
-	t.closeRig(rig)
+	t.rigging().closeRig(rig)
 	if err != nil {
 		return err
 	}
 	// In a pod or a container what the agent left running lives on into
 	// the verifier: its files are read once it is gone (it could swap
 	// them for symlinks while the runner reads).
-	lingers := t.image != nil || t.container != nil
+	lingers := t.iso.environmentLingers()
 	if rig != nil && !lingers {
-		t.keepAgentLogs(rig)
+		t.rigging().keepAgentLogs(rig)
 	}
 	// Harbor's [[verifier.collect]] hooks, after the agent (collect.go).
-	if err := t.runCollectHooks(ctx); err != nil {
+	if err := t.services().runCollectHooks(ctx); err != nil {
 		return err
 	}
 	err = t.runVerifier(ctx)
@@ -333,7 +333,7 @@ func (t *trial) run(ctx context.Context) error {
 		return errors.Join(err, eerr)
 	}
 	if rig != nil && lingers {
-		t.keepAgentLogs(rig)
+		t.rigging().keepAgentLogs(rig)
 	}
 	return err
 }
@@ -346,7 +346,7 @@ func (t *trial) endEnvironment() error {
 		return nil
 	}
 	t.ended = true
-	t.stopPod()
+	t.imageSandbox().stopPod()
 	if t.container == nil {
 		return nil
 	}
@@ -367,7 +367,7 @@ func (t *trial) setUpEnvironment(ctx context.Context) error {
 	if t.task, err = harbor.LoadTask(dir); err != nil {
 		return fmt.Errorf("load task: %w", err)
 	}
-	if err := t.setUpLayer(); err != nil {
+	if err := t.imageSandbox().setUpLayer(); err != nil {
 		return err
 	}
 	t.host, t.seen = t.iso.layouts(t.work, dir, t.opts.AgentsDir)
@@ -409,7 +409,7 @@ func (t *trial) prepareDirs(taskDir string) error {
 		return t.container.prepareAgent(t.host, taskDir, t.harness.MountsSolution)
 	}
 	if t.image != nil {
-		return t.prepareImageDirs()
+		return t.imageSandbox().prepareImageDirs()
 	}
 	for _, dir := range []string{t.host.App, t.host.AgentLogs, t.host.VerifierLogs, t.host.Tmp} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -420,7 +420,7 @@ func (t *trial) prepareDirs(taskDir string) error {
 		if _, err := confine.WriteMaskFile(t.work); err != nil {
 			return err
 		}
-		return writeEtcStubs(t.etcStubs())
+		return writeEtcStubs(t.imageSandbox().etcStubs())
 	}
 	return nil
 }
@@ -472,11 +472,11 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode)),
 	}
-	if err := t.imagePhase(&base, roleAgent); err != nil {
+	if err := t.imageSandbox().imagePhase(&base, roleAgent); err != nil {
 		return err
 	}
 	if rig != nil {
-		if err := t.rigPhase(rig, &base); err != nil {
+		if err := t.rigging().rigPhase(rig, &base); err != nil {
 			return err
 		}
 	}
@@ -488,17 +488,17 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 		return err
 	}
 	if t.image != nil && t.image.pod == nil {
-		if err := t.startPod(rig); err != nil {
+		if err := t.imageSandbox().startPod(rig); err != nil {
 			return err
 		}
 	}
 	// The task's sidecar services, then Harbor's [environment.healthcheck]:
 	// the agent starts only once the environment is up and healthy
 	// (services.go, healthcheck.go).
-	if err := t.startServices(ctx); err != nil {
+	if err := t.services().startServices(ctx); err != nil {
 		return err
 	}
-	if err := t.runHealthcheck(ctx, base); err != nil {
+	if err := t.services().runHealthcheck(ctx, base); err != nil {
 		return err
 	}
 	if install.script != "" && !t.steps.installed() {
@@ -523,7 +523,7 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	agent := base
 	agent.script = runCmd
 	if rig != nil {
-		t.rigScript(rig, &agent, t.seen.AgentLogs)
+		t.rigging().rigScript(rig, &agent, t.seen.AgentLogs)
 	}
 	out, err := t.phase(ctx, "agent_execution", agent, t.spec.AgentTimeout, agentStdout, agentStderr, t.host.AgentLogs)
 	if err != nil {
@@ -541,12 +541,12 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
 	default:
-		failed, err := t.modelException(rig, out.ExitCode)
+		failed, err := t.rigging().modelException(rig, out.ExitCode)
 		if err != nil {
 			return err
 		}
 		if !failed && out.ExitCode != 0 {
-			t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)%s", out.ExitCode, agentStderr, t.storageNote()))
+			t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)%s", out.ExitCode, agentStderr, t.imageSandbox().storageNote()))
 		}
 	}
 	t.readUsage()
@@ -568,19 +568,19 @@ func (t *trial) readUsage() {
 
 // runVerifier runs tests/test.sh and reads the reward.
 func (t *trial) runVerifier(ctx context.Context) error {
-	if t.separateVerifier() {
-		if ok, err := t.prepareSeparateVerifier(); err != nil || !ok {
+	if t.verification().separateVerifier() {
+		if ok, err := t.verification().prepareSeparateVerifier(); err != nil || !ok {
 			return err
 		}
-	} else if err := t.collectDeclared(); err != nil {
+	} else if err := t.verification().collectDeclared(); err != nil {
 		return err
 	}
 	// Nothing but this verifier run may leave a reward behind (a separate
 	// verifier's logs are new).
 	switch {
-	case t.separateVerifier():
+	case t.verification().separateVerifier():
 	case t.image != nil:
-		if err := t.prepareImageVerifier(); err != nil {
+		if err := t.imageSandbox().prepareImageVerifier(); err != nil {
 			return err
 		}
 	default:
@@ -597,11 +597,11 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		}
 		defer reapOrphans()
 	}
-	judge, err := t.prepareJudge(ctx)
+	judge, err := t.verification().prepareJudge(ctx)
 	if err != nil {
 		return err
 	}
-	defer t.closeJudge(judge)
+	defer t.verification().closeJudge(judge)
 	pc := phaseCommand{
 		role:    roleVerifier,
 		script:  "bash " + t.seen.Tests + "/test.sh",
@@ -610,17 +610,17 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Verifier.NetworkMode)),
 	}
-	if err := t.imagePhase(&pc, roleVerifier); err != nil {
+	if err := t.imageSandbox().imagePhase(&pc, roleVerifier); err != nil {
 		return err
 	}
 	if judge != nil {
-		if err := t.rigMounts(judge, &pc, nil); err != nil {
+		if err := t.rigging().rigMounts(judge, &pc, nil); err != nil {
 			return err
 		}
-		t.rigScript(judge, &pc, t.seen.VerifierLogs)
+		t.rigging().rigScript(judge, &pc, t.seen.VerifierLogs)
 	}
 	out, err := t.phase(ctx, "verifier", pc, t.spec.VerifierTimeout, verifierStdout, verifierStderr, t.host.VerifierLogs)
-	t.closeJudge(judge)
+	t.verification().closeJudge(judge)
 	if err != nil {
 		return err
 	}
@@ -634,15 +634,15 @@ func (t *trial) runVerifier(ctx context.Context) error {
 			return err
 		}
 	} else {
-		t.stopPod()
+		t.imageSandbox().stopPod()
 	}
 	if out.TimedOut {
-		t.exceptNoReward(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
+		t.verification().exceptNoReward(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
 		return nil
 	}
 	reward, err := readReward(rewardDir)
 	if err != nil {
-		t.exceptNoReward(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, rewardDir), out.ExitCode))
+		t.verification().exceptNoReward(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, rewardDir), out.ExitCode))
 		return nil
 	}
 	t.reward = &reward
@@ -896,7 +896,7 @@ func (t *trial) platformBinaries() []string {
 	if t.opts.SelfPath != "" {
 		out = append(out, t.opts.SelfPath)
 	}
-	if fwd, err := t.forwarderBinary(); err == nil {
+	if fwd, err := t.rigging().forwarderBinary(); err == nil {
 		out = append(out, fwd)
 	}
 	for _, name := range []string{"bwrap", "nsenter"} {
