@@ -319,30 +319,37 @@ func ensureFileMountPoint(root, target string) error {
 	return writeInRoot(root, target, "")
 }
 
-// podMounts are the mounts of the trial's pod, for every phase: Harbor's
-// /logs directories, the harness's files (its bundle, command agents'
-// scripts), the platform's helpers and, when the agent's harness or the
-// verifier's judge reaches a model gateway, the gateway's socket directory
-// and the forwarder. /tests and /solution are not mounts: they are
-// uploaded into the pod's filesystem for the phase that gets them.
+// podMounts are the mounts of the trial's pod, for every phase: the union
+// of the roles' (roleMounts: Harbor's /logs directories, command agents'
+// scripts, the platform's helpers), writable where a role writes, less
+// what the image's overlay holds — /app, and /tests and /solution, which
+// are uploaded into it for the phase that gets them — then /logs/artifacts,
+// the harness's bundle and, when the agent's harness or the verifier's
+// judge reaches a model gateway, the gateway's socket directory and the
+// forwarder.
 func (is imageSandbox) podMounts(rig *agentRig) ([]mount, error) {
 	t := is.t
-	m := []mount{
-		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
-		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
-		{host: t.host.Artifacts, target: ArtifactsMount, writable: true},
+	inOverlay := map[string]bool{AppMount: true, TestsMount: true, SolutionMount: true}
+	var m []mount
+	at := map[string]int{}
+	for _, role := range []phaseRole{roleAgent, roleVerifier} {
+		for _, rm := range t.roleMounts(role) {
+			if i, ok := at[rm.target]; ok {
+				m[i].writable = m[i].writable || rm.writable
+				continue
+			}
+			if !inOverlay[rm.target] {
+				at[rm.target] = len(m)
+				m = append(m, rm)
+			}
+		}
 	}
-	if t.host.Agents != "" {
-		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
-	}
+	m = append(m, mount{host: t.host.Artifacts, target: ArtifactsMount, writable: true})
 	switch {
 	case t.opts.InstalledAgentDir != "":
 		m = append(m, mount{host: t.opts.InstalledAgentDir, target: InstalledAgentMount})
 	case rig != nil && rig.bundle != "":
 		m = append(m, mount{host: rig.bundle, target: harness.BundleMount})
-	}
-	if t.opts.StaticBinDir != "" {
-		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
 	}
 	if rig != nil && rig.gw != nil || t.spec.JudgeModel != "" {
 		socket, err := is.podGatewaySocket()

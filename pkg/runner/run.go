@@ -790,19 +790,26 @@ func (t *trial) rootlessLimits(pc *phaseCommand) []string {
 	return notes
 }
 
-func (t *trial) agentMounts() []mount {
-	if t.image != nil {
-		return nil // the pod's (podMounts)
-	}
-	m := []mount{
-		{host: t.host.App, target: AppMount, writable: true},
-		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
-	}
-	if t.harness.MountsSolution {
-		m = append(m, mount{host: t.host.Solution, target: SolutionMount})
-	}
-	if t.host.Agents != "" {
-		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
+// roleMounts are the trial's directories a phase of role sees, and
+// whether it may write them: the one list of them, which every isolation
+// renders. A host-rootfs or process phase binds its role's (agentMounts,
+// verifierMounts); a pod binds the union of both roles' for its whole life,
+// less what its image's overlay holds (podMounts).
+func (t *trial) roleMounts(role phaseRole) []mount {
+	m := []mount{{host: t.host.App, target: AppMount, writable: true}}
+	if role == roleAgent {
+		m = append(m, mount{host: t.host.AgentLogs, target: AgentLogMount, writable: true})
+		if t.harness.MountsSolution {
+			m = append(m, mount{host: t.host.Solution, target: SolutionMount})
+		}
+		if t.host.Agents != "" {
+			m = append(m, mount{host: t.host.Agents, target: AgentsMount})
+		}
+	} else {
+		m = append(m,
+			mount{host: t.host.AgentLogs, target: AgentLogMount},
+			mount{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
+			mount{host: t.host.Tests, target: TestsMount})
 	}
 	if t.opts.StaticBinDir != "" {
 		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
@@ -810,20 +817,21 @@ func (t *trial) agentMounts() []mount {
 	return m
 }
 
+// agentMounts are an agent phase's own mounts: none in a pod, whose
+// mounts are bound once for every phase (podMounts).
+func (t *trial) agentMounts() []mount {
+	if t.image != nil {
+		return nil
+	}
+	return t.roleMounts(roleAgent)
+}
+
+// verifierMounts are a verifier phase's own mounts (none in a pod).
 func (t *trial) verifierMounts() []mount {
 	if t.image != nil {
-		return nil // the pod's (podMounts)
+		return nil
 	}
-	m := []mount{
-		{host: t.host.App, target: AppMount, writable: true},
-		{host: t.host.AgentLogs, target: AgentLogMount},
-		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
-		{host: t.host.Tests, target: TestsMount},
-	}
-	if t.opts.StaticBinDir != "" {
-		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
-	}
-	return m
+	return t.roleMounts(roleVerifier)
 }
 
 // phaseNetwork is a phase's network mode: the task's per-phase override, else
