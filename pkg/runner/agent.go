@@ -157,14 +157,7 @@ func (rg rigging) checkStaticBinary() error {
 // of its own (bubblewrap, on the host's root or the task's image), where it
 // reaches the gateway through the in-sandbox forwarder; process and
 // container isolation share the runner's.
-func (rg rigging) ownNetwork() bool {
-	t := rg.t
-	switch t.iso.(type) {
-	case bwrapIsolation, *imageIsolation:
-		return true
-	}
-	return false
-}
+func (rg rigging) ownNetwork() bool { return rg.t.iso.traits().ownNetwork }
 
 // prepareRig finds the harness's bundle, checks that it can run in the
 // sandbox's root filesystem and starts the model gateway. Its error is the

@@ -78,8 +78,9 @@ func newContainerIsolation(uid, gid int) (*containerIsolation, error) {
 
 func (*containerIsolation) name() string { return IsolationContainer }
 
-// environmentLingers: the container is Harbor's shared container.
-func (*containerIsolation) environmentLingers() bool { return true }
+// traits: the container is Harbor's shared container, with the task's
+// one network.
+func (*containerIsolation) traits() isolationTraits { return isolationTraits{lingers: true} }
 
 func (c *containerIsolation) layouts(_, _, agentsDir string) (host, seen layout) {
 	l := layout{

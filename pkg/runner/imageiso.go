@@ -67,8 +67,11 @@ type imageIsolation struct {
 
 func (*imageIsolation) name() string { return IsolationBwrap }
 
-// environmentLingers: the trial's pod runs until the trial ends.
-func (*imageIsolation) environmentLingers() bool { return true }
+// traits: the trial's pod runs until the trial ends, in a network
+// namespace of its own.
+func (*imageIsolation) traits() isolationTraits {
+	return isolationTraits{lingers: true, ownNetwork: true}
+}
 
 // root is the image as built, without the attempt's writes: where the
 // runner reads its users and checks programs.

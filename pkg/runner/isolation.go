@@ -123,11 +123,22 @@ type isolation interface {
 	// layouts gives a trial's directories as the runner finds them (host)
 	// and as the phases' scripts see them (seen).
 	layouts(workDir, taskDir, agentsDir string) (host, seen layout)
-	// environmentLingers reports whether the trial's environment outlives
-	// its phases (a pod, a container: what the agent leaves running runs
-	// on into the verifier), so the agent's files are read only once the
-	// environment has ended.
-	environmentLingers() bool
+	// traits are what the trial needs to know of the isolation, as data.
+	traits() isolationTraits
+}
+
+// isolationTraits are an isolation's facts the trial acts on, so that it
+// asks them rather than which isolation it has.
+type isolationTraits struct {
+	// lingers: the trial's environment outlives its phases (a pod, a
+	// container: what the agent leaves running runs on into the
+	// verifier), so the agent's files are read only once it has ended.
+	lingers bool
+	// ownNetwork: a phase runs in a network namespace of its own, where
+	// it reaches the model gateway through the in-sandbox forwarder.
+	ownNetwork bool
+	// warning is logged at the trial's start (a development mode).
+	warning string
 }
 
 // layout names the directories of a trial: in-sandbox paths under
@@ -174,8 +185,11 @@ type bwrapIsolation struct{ path string }
 
 func (bwrapIsolation) name() string { return IsolationHostBwrap }
 
-// environmentLingers: each host-rootfs phase is a sandbox of its own.
-func (bwrapIsolation) environmentLingers() bool { return false }
+// traits: each host-rootfs phase is a sandbox of its own, with its own
+// network namespace.
+func (bwrapIsolation) traits() isolationTraits {
+	return isolationTraits{ownNetwork: true, warning: hostRootfsWarningMsg}
+}
 
 func (bwrapIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
 	host = hostLayout(workDir, taskDir, agentsDir)
@@ -364,8 +378,11 @@ type processIsolation struct{}
 
 func (processIsolation) name() string { return IsolationProcess }
 
-// environmentLingers: a plain phase's process group ends with it.
-func (processIsolation) environmentLingers() bool { return false }
+// traits: a plain phase's process group ends with it; it has the
+// runner's network.
+func (processIsolation) traits() isolationTraits {
+	return isolationTraits{warning: processWarningMsg}
+}
 
 func (processIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
 	host = hostLayout(workDir, taskDir, agentsDir)

@@ -285,11 +285,8 @@ func (t *trial) run(ctx context.Context) error {
 	}()
 	t.log.Info("trial started", "harness", t.harness.Name, "model", t.spec.Model,
 		"isolation", t.iso.name(), "task", t.spec.Task.Name)
-	if _, ok := t.iso.(processIsolation); ok {
-		t.log.Warn(processWarningMsg)
-	}
-	if _, ok := t.iso.(bwrapIsolation); ok {
-		t.log.Warn(hostRootfsWarningMsg)
+	if w := t.iso.traits().warning; w != "" {
+		t.log.Warn(w)
 	}
 	if t.container != nil && t.spec.Task.Dir != "" {
 		t.log.Warn("container isolation with a task directory: keep it unreadable to the agent uid (the cloud passes a bundle, unpacked into the root-only work dir)")
@@ -320,7 +317,7 @@ func (t *trial) run(ctx context.Context) error {
 	// In a pod or a container what the agent left running lives on into
 	// the verifier: its files are read once it is gone (it could swap
 	// them for symlinks while the runner reads).
-	lingers := t.iso.environmentLingers()
+	lingers := t.iso.traits().lingers
 	if rig != nil && !lingers {
 		t.rigging().keepAgentLogs(rig)
 	}

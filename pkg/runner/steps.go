@@ -205,7 +205,7 @@ func (ms multiStep) runSteps(ctx context.Context) error {
 // session.
 func (ms multiStep) keepLingeringAgentLogs() error {
 	t := ms.t
-	lingers := t.iso.environmentLingers()
+	lingers := t.iso.traits().lingers
 	if !lingers || (t.harness.Bundle == nil && t.harness.WireAPI == "") || len(t.steps.results) == 0 {
 		return nil
 	}
@@ -300,7 +300,7 @@ func (ms multiStep) runStep(ctx context.Context, base harbor.Task, spec sandbox.
 	if err := ms.keepGatewayRecord(rig != nil, gatewayRecord, name); err != nil {
 		return "", err
 	}
-	lingers := t.iso.environmentLingers()
+	lingers := t.iso.traits().lingers
 	if rig != nil && !lingers {
 		t.rigging().keepAgentLogs(rig)
 	}
