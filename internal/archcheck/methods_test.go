@@ -14,12 +14,6 @@ import (
 // ones included, so embedding a type is no way under it.
 const maxMethods = 40
 
-// beingSplit are packages whose large types are being split on other
-// branches while this check lands (issue 22, item 1): their types
-// over maxMethods are logged, not failed, until those splits are merged
-// and the package leaves this list.
-var beingSplit = []string{"runner"}
-
 // typeSize is one named type of the module and the size of its method set.
 type typeSize struct {
 	pkg, name string // pkg as the document writes it
@@ -63,19 +57,14 @@ func methodCounts(t *testing.T) []typeSize {
 }
 
 // TestNoTypeHasTooManyMethods keeps every type of the module at most
-// maxMethods methods (those of the packages beingSplit are logged).
+// maxMethods methods.
 func TestNoTypeHasTooManyMethods(t *testing.T) {
 	var over []string
 	for _, ts := range methodCounts(t) {
 		if ts.methods <= maxMethods {
 			continue
 		}
-		msg := fmt.Sprintf("%s.%s has %d methods (at most %d)", ts.pkg, ts.name, ts.methods, maxMethods)
-		if slices.Contains(beingSplit, ts.pkg) {
-			t.Log(msg + " once its split on another branch lands")
-			continue
-		}
-		over = append(over, msg+": split it by concern")
+		over = append(over, fmt.Sprintf("%s.%s has %d methods (at most %d): split it by concern", ts.pkg, ts.name, ts.methods, maxMethods))
 	}
 	slices.Sort(over)
 	for _, o := range over {

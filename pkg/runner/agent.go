@@ -72,7 +72,8 @@ const maxSocketPath = 107
 // dir, or — when a deep data dir makes that path too long for a unix
 // socket — in a fresh private directory under the system's temp dir,
 // which the caller removes with the rig.
-func (t *trial) gatewaySocketPath(dir string) (path, tmp string, err error) {
+func (rg rigging) gatewaySocketPath(dir string) (path, tmp string, err error) {
+	t := rg.t
 	path = filepath.Join(t.work, dir, "gateway.sock")
 	if len(path) <= maxSocketPath {
 		return path, "", os.MkdirAll(filepath.Dir(path), 0o755)
@@ -92,7 +93,8 @@ func (t *trial) gatewaySocketPath(dir string) (path, tmp string, err error) {
 // a bundle's program is checked: the host's system directories under the
 // bubblewrap layout and process isolation, the container's own root under
 // container isolation.
-func (t *trial) bundleRoot() string {
+func (rg rigging) bundleRoot() string {
+	t := rg.t
 	if t.image != nil {
 		return t.image.root()
 	}
@@ -128,7 +130,8 @@ func checkImageNeeds(h harness.Harness, root string) error {
 // starts) when the harness runs a platform static binary (terminus-2) that
 // the agent phase would not find: without this the agent's shell exits 127
 // and the platform's missing file is scored as the agent's failure.
-func (t *trial) checkStaticBinary() error {
+func (rg rigging) checkStaticBinary() error {
+	t := rg.t
 	seen := t.harness.StaticBinary()
 	if seen == "" {
 		return nil
@@ -136,7 +139,7 @@ func (t *trial) checkStaticBinary() error {
 	// Where the phase finds it: the --static-bin-dir mounted at
 	// StaticBinMount, or (under container isolation, which serves that dir
 	// at StaticBinMount itself, and without the flag) the agent's root.
-	path := filepath.Join(t.bundleRoot(), seen)
+	path := filepath.Join(rg.bundleRoot(), seen)
 	if t.opts.StaticBinDir != "" && t.container == nil {
 		path = filepath.Join(t.opts.StaticBinDir, strings.TrimPrefix(seen, StaticBinMount+"/"))
 	}
@@ -156,19 +159,14 @@ func (t *trial) checkStaticBinary() error {
 // of its own (bubblewrap, on the host's root or the task's image), where it
 // reaches the gateway through the in-sandbox forwarder; process and
 // container isolation share the runner's.
-func (t *trial) ownNetwork() bool {
-	switch t.iso.(type) {
-	case bwrapIsolation, *imageIsolation:
-		return true
-	}
-	return false
-}
+func (rg rigging) ownNetwork() bool { return rg.t.iso.traits().ownNetwork }
 
 // prepareRig finds the harness's bundle, checks that it can run in the
 // sandbox's root filesystem and starts the model gateway. Its error is the
 // platform's (an infra error): the bundle is missing or cannot run here, or
 // the gateway cannot start.
-func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
+func (rg rigging) prepareRig(ctx context.Context) (*agentRig, error) {
+	t := rg.t
 	h := t.harness
 	if h.Bundle == nil && h.WireAPI == "" {
 		return nil, nil // no program to mount and no model to reach (oracle, nop, command)
@@ -183,16 +181,16 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 				return nil, fmt.Errorf("agent bundle: %w", err)
 			}
 		}
-		if err := agentbundle.CheckRunnable(filepath.Join(dir, h.Bundle.Program), t.bundleRoot()); err != nil {
+		if err := agentbundle.CheckRunnable(filepath.Join(dir, h.Bundle.Program), rg.bundleRoot()); err != nil {
 			return nil, fmt.Errorf("agent bundle %s %s: %w", h.Name, h.Version, err)
 		}
-		if err := checkImageNeeds(h, t.bundleRoot()); err != nil {
+		if err := checkImageNeeds(h, rg.bundleRoot()); err != nil {
 			return nil, err
 		}
 		rig.bundle = dir
 		t.agentProgram = filepath.Join(dir, h.Bundle.Program)
 	}
-	route, err := t.modelRoute()
+	route, err := rg.modelRoute()
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +207,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 			rig.keyNames = append(rig.keyNames, name)
 		}
 	}
-	if err := t.startGateway(ctx, rig, gatewayStart{
+	if err := rg.startGateway(ctx, rig, gatewayStart{
 		socketDir: "gateway", record: gatewayRecord, component: "model-gateway",
 		route: route, key: key, timeout: t.spec.AgentTimeout,
 		// The run's per-attempt budget bounds the agent's model use only;
@@ -220,7 +218,7 @@ func (t *trial) prepareRig(ctx context.Context) (*agentRig, error) {
 		return nil, err
 	}
 	if route.Key != "" {
-		t.addRedacted("hosted_model_key", route.Key)
+		t.verification().addRedacted("hosted_model_key", route.Key)
 	}
 	t.log.Info("agent rig ready", "bundle", filepath.Base(rig.bundle), "wire_api", h.WireAPI, "upstream_model", route.Model,
 		"duration", time.Since(started).Round(time.Microsecond).String())
@@ -245,14 +243,15 @@ type gatewayStart struct {
 // startGateway starts a model gateway on rig for one phase: its socket,
 // its record of calls (redacted), its token redacted, and how the sandbox
 // reaches it. On failure nothing is left running.
-func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart) error {
+func (rg rigging) startGateway(ctx context.Context, rig *agentRig, g gatewayStart) error {
+	t := rg.t
 	var socket string
 	var err error
 	if t.image != nil {
 		// The pod's one gateway directory, which the trial removes.
-		socket, err = t.podGatewaySocket()
+		socket, err = t.imageSandbox().podGatewaySocket()
 	} else {
-		socket, rig.socketTmp, err = t.gatewaySocketPath(g.socketDir)
+		socket, rig.socketTmp, err = rg.gatewaySocketPath(g.socketDir)
 		if err != nil {
 			err = fmt.Errorf("model gateway: socket: %w", err)
 		}
@@ -264,7 +263,7 @@ func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart)
 		Route: g.route, Key: g.key.Reveal(),
 		SocketPath: socket,
 		RecordPath: filepath.Join(t.out, ArtifactsDir, g.record),
-		Redact:     t.secretValues(),
+		Redact:     rg.secretValues(),
 		Logger:     t.log.With("component", g.component),
 		Limits:     g.budget,
 	}
@@ -277,7 +276,7 @@ func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart)
 	if g.timeout > 0 {
 		cfg.Limits.Deadline = time.Now().Add(g.timeout)
 	}
-	bwrap := t.ownNetwork()
+	bwrap := rg.ownNetwork()
 	if !bwrap {
 		// Process and container isolation share the runner's network
 		// namespace: the sandbox reaches the gateway's loopback port.
@@ -287,7 +286,7 @@ func (t *trial) startGateway(ctx context.Context, rig *agentRig, g gatewayStart)
 		_ = rig.removeSocketDir()
 		return err
 	}
-	t.addRedacted(g.tokenName, rig.gw.Token())
+	t.verification().addRedacted(g.tokenName, rig.gw.Token())
 	if g.tokenHook != nil {
 		g.tokenHook(rig.gw.Token())
 	}
@@ -326,7 +325,8 @@ func (rig *agentRig) reach(bwrap bool) error {
 // modelRoute resolves the agent's model (a provider's "<provider>/<name>",
 // an endpoint, or a model the operator hosts) to the upstream the gateway
 // forwards to.
-func (t *trial) modelRoute() (gateway.Route, error) {
+func (rg rigging) modelRoute() (gateway.Route, error) {
+	t := rg.t
 	r := t.opts.Models
 	if r == nil {
 		r = gateway.NewResolver()
@@ -362,7 +362,8 @@ func freeLoopbackPort() (int, error) {
 
 // secretValues are every secret value of the trial, which the gateway must
 // keep out of its records.
-func (t *trial) secretValues() []string {
+func (rg rigging) secretValues() []string {
+	t := rg.t
 	var out []string
 	for _, set := range []map[string]secret.Value{t.spec.Secrets, t.spec.VerifierSecrets, t.redacted} {
 		for _, v := range set {
@@ -378,7 +379,8 @@ func (t *trial) secretValues() []string {
 }
 
 // templateData is what the harness's templates see.
-func (t *trial) templateData(rig *agentRig) harness.RunTemplateData {
+func (rg rigging) templateData(rig *agentRig) harness.RunTemplateData {
+	t := rg.t
 	d := harness.RunTemplateData{
 		Command: t.spec.Command, Model: t.spec.Model, ModelName: modelName(t.spec.Model),
 		InstructionFile: t.seen.AgentLogs + "/instruction.md",
@@ -387,7 +389,7 @@ func (t *trial) templateData(rig *agentRig) harness.RunTemplateData {
 	}
 	if rig != nil {
 		if rig.bundle != "" {
-			d.BundleDir = t.bundleSeen(rig)
+			d.BundleDir = rg.bundleSeen(rig)
 		}
 		d.GatewayURL = rig.url
 	}
@@ -395,8 +397,8 @@ func (t *trial) templateData(rig *agentRig) harness.RunTemplateData {
 }
 
 // bundleSeen is where the phase sees the bundle.
-func (t *trial) bundleSeen(rig *agentRig) string {
-	if t.ownNetwork() {
+func (rg rigging) bundleSeen(rig *agentRig) string {
+	if rg.ownNetwork() {
 		return harness.BundleMount
 	}
 	return rig.bundle
@@ -415,8 +417,9 @@ func modelName(model string) string {
 // environment is applied) for the rig: the harness's environment with the
 // gateway token in place of the key and the attempt's /tmp as $HOME, its
 // files there, the bundle and the gateway socket mounted.
-func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
-	data := t.templateData(rig)
+func (rg rigging) rigPhase(rig *agentRig, pc *phaseCommand) error {
+	t := rg.t
+	data := rg.templateData(rig)
 	env, err := t.harness.Environment(data)
 	if err != nil {
 		return err
@@ -476,19 +479,20 @@ func (t *trial) rigPhase(rig *agentRig, pc *phaseCommand) error {
 	if rig.bundle != "" && (t.opts.InstalledAgentDir == "" || t.image == nil) {
 		extra = append(extra, mount{host: rig.bundle, target: harness.BundleMount})
 	}
-	return t.rigMounts(rig, pc, extra)
+	return rg.rigMounts(rig, pc, extra)
 }
 
 // rigMounts adds extra and, where the phase reaches the gateway through
 // the in-sandbox forwarder, the gateway's socket and the forwarder to the
 // phase's mounts. An image trial's pod binds them for the whole trial
 // (podMounts): nothing is added there.
-func (t *trial) rigMounts(rig *agentRig, pc *phaseCommand, extra []mount) error {
+func (rg rigging) rigMounts(rig *agentRig, pc *phaseCommand, extra []mount) error {
+	t := rg.t
 	if t.image != nil {
 		return nil
 	}
 	if rig.forwardPort != 0 {
-		self, err := t.forwarderBinary()
+		self, err := rg.forwarderBinary()
 		if err != nil {
 			return err
 		}
@@ -502,7 +506,8 @@ func (t *trial) rigMounts(rig *agentRig, pc *phaseCommand, extra []mount) error 
 
 // forwarderBinary is the runner binary the sandbox runs to relay a
 // loopback port to the gateway's socket.
-func (t *trial) forwarderBinary() (string, error) {
+func (rg rigging) forwarderBinary() (string, error) {
+	t := rg.t
 	if t.opts.Forwarder != "" {
 		return t.opts.Forwarder, nil
 	}
@@ -516,7 +521,7 @@ func (t *trial) forwarderBinary() (string, error) {
 // rigScript starts the in-sandbox forwarder before the program. It prints
 // "listening on ADDR" once it accepts; reading that line is the wait. It
 // dies with the sandbox.
-func (t *trial) rigScript(rig *agentRig, pc *phaseCommand, logDir string) {
+func (rg rigging) rigScript(rig *agentRig, pc *phaseCommand, logDir string) {
 	if rig.forwardPort == 0 {
 		return
 	}
@@ -554,7 +559,8 @@ const ForwardCommand = "gateway-forward"
 // the gateway's view first (what the provider answered), else from what the
 // program reported. It reports whether there was one. A gateway fault is
 // the platform's: an error.
-func (t *trial) modelException(rig *agentRig, exitCode int) (bool, error) {
+func (rg rigging) modelException(rig *agentRig, exitCode int) (bool, error) {
+	t := rg.t
 	class, detail := "", ""
 	if rig != nil {
 		if f := rig.gw.Fault(); f != nil {
@@ -565,7 +571,7 @@ func (t *trial) modelException(rig *agentRig, exitCode int) (bool, error) {
 		}
 	}
 	if class == "" && exitCode != 0 {
-		class, detail = t.programModelError(exitCode)
+		class, detail = t.rigging().programModelError(exitCode)
 	}
 	typ := map[string]string{
 		gateway.FaultAuth: harbor.ExceptionModelAuth, gateway.FaultModelUnavailable: harbor.ExceptionModelUnavailable,
@@ -580,7 +586,8 @@ func (t *trial) modelException(rig *agentRig, exitCode int) (bool, error) {
 
 // feedOutput feeds the agent's captured stdout and stderr to a new parser
 // of the row's Output (a missing file is an empty stream) and closes it.
-func (t *trial) feedOutput() (harness.OutputParser, error) {
+func (rg rigging) feedOutput() (harness.OutputParser, error) {
+	t := rg.t
 	p := t.harness.Output()
 	var errs []error
 	for _, s := range []struct {
@@ -599,11 +606,12 @@ func (t *trial) feedOutput() (harness.OutputParser, error) {
 
 // reportedUsage is the usage the program reported, read by the row's
 // Output parser (or its Usage reader); ok is false when it reported none.
-func (t *trial) reportedUsage() (harness.Usage, bool, error) {
+func (rg rigging) reportedUsage() (harness.Usage, bool, error) {
+	t := rg.t
 	h := t.harness
 	switch {
 	case h.Output != nil:
-		p, err := t.feedOutput()
+		p, err := t.rigging().feedOutput()
 		if err != nil {
 			return harness.Usage{}, false, err
 		}
@@ -617,11 +625,12 @@ func (t *trial) reportedUsage() (harness.Usage, bool, error) {
 
 // programModelError is what the program's output says of a model failure
 // (see harness.OutputParser.ModelError); an unreadable output says nothing.
-func (t *trial) programModelError(exitCode int) (class, detail string) {
+func (rg rigging) programModelError(exitCode int) (class, detail string) {
+	t := rg.t
 	h := t.harness
 	switch {
 	case h.Output != nil:
-		p, _ := t.feedOutput()
+		p, _ := t.rigging().feedOutput()
 		return p.ModelError(exitCode)
 	case h.ModelError != nil:
 		return h.ModelError(t.host.AgentLogs, exitCode)
@@ -632,7 +641,8 @@ func (t *trial) programModelError(exitCode int) (class, detail string) {
 // programTrajectory builds the trajectory from the program's native
 // session log — the row's SessionLog, fed to its Session parser — or with
 // the row's Trajectory reader.
-func (t *trial) programTrajectory() (atif.Trajectory, error) {
+func (rg rigging) programTrajectory() (atif.Trajectory, error) {
+	t := rg.t
 	h := t.harness
 	if h.Session == nil {
 		return h.Trajectory(harness.LogSource{AgentLogDir: t.host.AgentLogs, HomeDir: t.host.Tmp})
@@ -654,7 +664,8 @@ func (t *trial) programTrajectory() (atif.Trajectory, error) {
 // closeRig stops the gateway and takes its usage: the attempt's tokens and
 // cost are the gateway's (metered from the wire), the program's own report
 // is kept beside them and a mismatch logged.
-func (t *trial) closeRig(rig *agentRig) {
+func (rg rigging) closeRig(rig *agentRig) {
+	t := rg.t
 	if rig == nil {
 		return
 	}
@@ -685,7 +696,8 @@ func (t *trial) closeRig(rig *agentRig) {
 // the ATIF trajectory from them, checked against the gateway's record. It
 // runs after every agent process has ended. Nothing here fails the trial:
 // a missing or unreadable log is logged.
-func (t *trial) keepAgentLogs(rig *agentRig) {
+func (rg rigging) keepAgentLogs(rig *agentRig) {
+	t := rg.t
 	h := t.harness
 	for _, pattern := range h.NativeLogs {
 		matches, _ := filepath.Glob(filepath.Join(t.host.Tmp, pattern))
@@ -703,7 +715,7 @@ func (t *trial) keepAgentLogs(rig *agentRig) {
 	if h.Trajectory == nil && h.Session == nil {
 		return
 	}
-	tr, err := t.programTrajectory()
+	tr, err := t.rigging().programTrajectory()
 	fromGateway := false
 	if err != nil || len(tr.Steps) == 0 {
 		if err == nil {
@@ -723,7 +735,7 @@ func (t *trial) keepAgentLogs(rig *agentRig) {
 		if session == "" {
 			session = "attempt-without-launch-id"
 		}
-		tr = gatewayTrajectory(calls, session, t.instruction())
+		tr = gatewayTrajectory(calls, session, rg.instruction())
 		fromGateway = true
 	}
 	tr.SchemaVersion = atif.SchemaVersion
@@ -747,7 +759,7 @@ func (t *trial) keepAgentLogs(rig *agentRig) {
 		// totals count what its steps miss, so the two agree.
 		tr.Cover(t.gateway.Calls, t.gateway.Usage.Input, t.gateway.Usage.Output, t.gateway.Usage.Cached)
 	}
-	if reason := t.agentCutShort(); reason != "" || fromGateway {
+	if reason := rg.agentCutShort(); reason != "" || fromGateway {
 		markPartial(&tr, reason, fromGateway)
 	}
 	data, err := json.MarshalIndent(tr, "", "  ")
@@ -844,7 +856,8 @@ func markPartial(tr *atif.Trajectory, reason string, fromGateway bool) {
 // agentCutShort is why the agent phase was ended before the program
 // finished on its own ("" when it was not): the exception type of a
 // timeout or an out-of-memory kill.
-func (t *trial) agentCutShort() string {
+func (rg rigging) agentCutShort() string {
+	t := rg.t
 	for _, e := range t.exceptions {
 		switch e.ExceptionType {
 		case harbor.ExceptionAgentTimeout, harbor.ExceptionAgentOOM:
@@ -856,7 +869,8 @@ func (t *trial) agentCutShort() string {
 
 // instruction is the task instruction as the agent got it ("" when it
 // cannot be read).
-func (t *trial) instruction() string {
+func (rg rigging) instruction() string {
+	t := rg.t
 	data, err := harness.ReadAgentFile(filepath.Join(t.host.AgentLogs, "instruction.md"), 1<<20)
 	if err != nil {
 		return ""

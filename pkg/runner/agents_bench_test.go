@@ -121,12 +121,12 @@ func BenchmarkAgentRig(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		rig, err := t.prepareRig(context.Background())
+		rig, err := t.rigging().prepareRig(context.Background())
 		if err != nil {
 			b.Fatal(err)
 		}
 		pc := phaseCommand{env: agentEnv(spec, harbor.Task{}, h, t.seen), mounts: t.agentMounts(), script: "true"}
-		if err := t.rigPhase(rig, &pc); err != nil {
+		if err := t.rigging().rigPhase(rig, &pc); err != nil {
 			b.Fatal(err)
 		}
 		// What the program would have left behind.
@@ -141,8 +141,8 @@ func BenchmarkAgentRig(b *testing.B) {
 			b.Fatal(err)
 		}
 		t.readUsage()
-		t.closeRig(rig)
-		t.keepAgentLogs(rig)
+		t.rigging().closeRig(rig)
+		t.rigging().keepAgentLogs(rig)
 		if _, err := os.Stat(filepath.Join(t.host.AgentLogs, "trajectory.json")); err != nil {
 			b.Fatal(err)
 		}

@@ -287,7 +287,8 @@ func uploadOneFile(root, src, target string) error {
 
 // declaredArtifacts is the trial's artifact list: the task's, then the
 // trial's (the run config's), as Harbor merges them.
-func (t *trial) declaredArtifacts() []harbor.Artifact {
+func (vf verification) declaredArtifacts() []harbor.Artifact {
+	t := vf.t
 	list := append([]harbor.Artifact(nil), t.task.Config.Artifacts...)
 	for _, src := range t.spec.Artifacts {
 		list = append(list, harbor.Artifact{Source: src})
@@ -299,7 +300,8 @@ func (t *trial) declaredArtifacts() []harbor.Artifact {
 // the runner reaches it: the pod's overlay (image isolation) or the
 // container's own root (container isolation); "" where the environment is
 // the host's (development modes), whose paths are not the task's.
-func (t *trial) environmentRoot() string {
+func (vf verification) environmentRoot() string {
+	t := vf.t
 	switch {
 	case t.layer != nil:
 		return t.layer.root
@@ -311,14 +313,15 @@ func (t *trial) environmentRoot() string {
 
 // environmentRootOf is the root filesystem of one of the trial's
 // environments: main's (service "") or a running sidecar service's.
-func (t *trial) environmentRootOf(service string) (string, error) {
+func (vf verification) environmentRootOf(service string) (string, error) {
+	t := vf.t
 	if service == "" {
-		if root := t.environmentRoot(); root != "" {
+		if root := vf.environmentRoot(); root != "" {
 			return root, nil
 		}
 		return "", errors.New("the main environment is the host's in this isolation mode")
 	}
-	sc := t.sidecar(service)
+	sc := t.services().sidecar(service)
 	if sc == nil || sc.iso == nil || sc.iso.layer == nil {
 		return "", fmt.Errorf("service %s is not running", service)
 	}
@@ -328,17 +331,18 @@ func (t *trial) environmentRootOf(service string) (string, error) {
 // collectDeclared collects the trial's declared artifacts once the agent
 // is done, into the work dir (the separate verifier gets them from there;
 // finish keeps a redacted copy with the attempt).
-func (t *trial) collectDeclared() error {
-	list := t.declaredArtifacts()
+func (vf verification) collectDeclared() error {
+	t := vf.t
+	list := vf.declaredArtifacts()
 	if len(list) == 0 || t.declared != "" || t.steps != nil {
 		return nil // a multi-step task's are collected per step (collectStepArtifacts)
 	}
-	if t.environmentRoot() == "" {
+	if vf.environmentRoot() == "" {
 		t.log.Warn("declared artifacts are not collected in this isolation mode (the environment is the host's)", "isolation", t.iso.name())
 		return nil
 	}
 	t.declared = filepath.Join(t.work, "declared-artifacts")
-	entries, err := collectArtifacts(t.environmentRootOf, list, t.declared, ArtifactsDir+"/"+DeclaredArtifactsDir, maxArtifactBytes)
+	entries, err := collectArtifacts(vf.environmentRootOf, list, t.declared, ArtifactsDir+"/"+DeclaredArtifactsDir, maxArtifactBytes)
 	if err != nil {
 		return err
 	}
@@ -357,16 +361,17 @@ func (t *trial) collectDeclared() error {
 // its verifier, the task's, the trial's and the step's own artifacts into
 // the step's directory (steps/<name>/declared/, Harbor's
 // steps/<name>/artifacts/), as Harbor collects each step's.
-func (t *trial) collectStepArtifacts(name string, step harbor.Step) error {
-	list := append(t.declaredArtifacts(), step.Config.Artifacts...)
+func (vf verification) collectStepArtifacts(name string, step harbor.Step) error {
+	t := vf.t
+	list := append(vf.declaredArtifacts(), step.Config.Artifacts...)
 	if len(list) == 0 {
 		return nil
 	}
-	if t.environmentRoot() == "" {
+	if vf.environmentRoot() == "" {
 		t.log.Warn("declared artifacts are not collected in this isolation mode (the environment is the host's)", "isolation", t.iso.name(), "step", name)
 		return nil
 	}
-	entries, err := collectArtifacts(t.environmentRootOf, list, filepath.Join(t.steps.logs, name, DeclaredArtifactsDir),
+	entries, err := collectArtifacts(vf.environmentRootOf, list, filepath.Join(t.steps.logs, name, DeclaredArtifactsDir),
 		ArtifactsDir+"/steps/"+name+"/"+DeclaredArtifactsDir, maxArtifactBytes)
 	if err != nil {
 		return fmt.Errorf("step %s: %w", name, err)

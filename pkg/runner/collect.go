@@ -25,14 +25,15 @@ import (
 // output, and the trial goes on.
 
 // runCollectHooks runs the task's collect hooks, main's then the sidecars'.
-func (t *trial) runCollectHooks(ctx context.Context) error {
+func (sv services) runCollectHooks(ctx context.Context) error {
+	t := sv.t
 	hooks := t.task.Config.Verifier.Collect
 	for _, mainPass := range []bool{true, false} {
 		for i, h := range hooks {
 			if (h.Service == compose.MainService) != mainPass {
 				continue
 			}
-			if err := t.runCollectHook(ctx, i, h); err != nil {
+			if err := sv.runCollectHook(ctx, i, h); err != nil {
 				return err
 			}
 		}
@@ -42,7 +43,8 @@ func (t *trial) runCollectHooks(ctx context.Context) error {
 
 // runCollectHook runs hook i; only a phase that cannot be run at all (the
 // runner's failure) is an error.
-func (t *trial) runCollectHook(ctx context.Context, i int, h harbor.CollectHook) error {
+func (sv services) runCollectHook(ctx context.Context, i int, h harbor.CollectHook) error {
+	t := sv.t
 	dir := filepath.Join(t.work, "collect", strconv.Itoa(i))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("collect hook: %w", err)
@@ -51,22 +53,22 @@ func (t *trial) runCollectHook(ctx context.Context, i int, h harbor.CollectHook)
 	p := phase{name: "collect_hook", timeout: h.Timeout(), stdout: filepath.Join(dir, "stdout.txt"), stderr: filepath.Join(dir, "stderr.txt")}
 	var iso isolation = t.iso
 	if h.Service == compose.MainService {
-		pc, err := t.collectMainCommand(h)
+		pc, err := sv.collectMainCommand(h)
 		if err != nil {
 			return err
 		}
 		p.cmd = pc
 	} else {
-		sc := t.sidecar(h.Service)
+		sc := sv.sidecar(h.Service)
 		if sc == nil || sc.iso == nil || sc.iso.pod == nil {
-			t.log.Warn("collect hook not run: its service is not running", "task", t.healthcheckTaskName(), "hook", name, "service", h.Service)
+			t.log.Warn("collect hook not run: its service is not running", "task", sv.healthcheckTaskName(), "hook", name, "service", h.Service)
 			return nil
 		}
 		u := sc.user
 		if h.User != "" {
 			var err error
 			if u, err = resolveUser(sc.iso.layer.root, h.User); err != nil || !u.root() {
-				t.log.Warn("collect hook not run: a sidecar's commands run as root only", "task", t.healthcheckTaskName(), "hook", name, "service", h.Service, "user", h.User, "err", err)
+				t.log.Warn("collect hook not run: a sidecar's commands run as root only", "task", sv.healthcheckTaskName(), "hook", name, "service", h.Service, "user", h.User, "err", err)
 				return nil
 			}
 		}
@@ -75,17 +77,17 @@ func (t *trial) runCollectHook(ctx context.Context, i int, h harbor.CollectHook)
 	}
 	out, err := runPhase(ctx, iso, p)
 	if err != nil {
-		return fmt.Errorf("task %s: %s in service %s: %w", t.healthcheckTaskName(), name, h.Service, err)
+		return fmt.Errorf("task %s: %s in service %s: %w", sv.healthcheckTaskName(), name, h.Service, err)
 	}
 	if out.Canceled {
 		return fmt.Errorf("collect hook: runner stopped: %w", context.Cause(ctx))
 	}
 	switch {
 	case out.TimedOut:
-		t.log.Warn("collect hook failed; the trial goes on (Harbor's rule)", "task", t.healthcheckTaskName(), "hook", name, "service", h.Service,
+		t.log.Warn("collect hook failed; the trial goes on (Harbor's rule)", "task", sv.healthcheckTaskName(), "hook", name, "service", h.Service,
 			"result", fmt.Sprintf("timed out after %s", h.Timeout()), "output", lastOutput(p.stdout, p.stderr))
 	case out.ExitCode != 0:
-		t.log.Warn("collect hook failed; the trial goes on (Harbor's rule)", "task", t.healthcheckTaskName(), "hook", name, "service", h.Service,
+		t.log.Warn("collect hook failed; the trial goes on (Harbor's rule)", "task", sv.healthcheckTaskName(), "hook", name, "service", h.Service,
 			"result", fmt.Sprintf("exit code %d", out.ExitCode), "output", lastOutput(p.stdout, p.stderr))
 	default:
 		t.log.Info("collect hook done", "hook", name, "service", h.Service)
@@ -96,9 +98,10 @@ func (t *trial) runCollectHook(ctx context.Context, i int, h harbor.CollectHook)
 // collectMainCommand is a main hook's phase: the agent phase's sandbox
 // settings with the environment's variables (none of the agent's) and the
 // hook's user, else the image's.
-func (t *trial) collectMainCommand(h harbor.CollectHook) (phaseCommand, error) {
+func (sv services) collectMainCommand(h harbor.CollectHook) (phaseCommand, error) {
+	t := sv.t
 	pc := phaseCommand{script: h.Command, mounts: t.agentMounts(), tmpDir: t.host.Tmp, workDir: t.host.App}
-	if err := t.imagePhase(&pc, roleAgent); err != nil {
+	if err := t.imageSandbox().imagePhase(&pc, roleAgent); err != nil {
 		return pc, err
 	}
 	env := baseEnv(t.seen.Tmp, t.seen.Tmp, t.seen.App)
@@ -111,7 +114,7 @@ func (t *trial) collectMainCommand(h harbor.CollectHook) (phaseCommand, error) {
 		}
 		u, err := resolveUser(t.image.root(), spec)
 		if err != nil {
-			return pc, fmt.Errorf("task %s: collect hook user: %w", t.healthcheckTaskName(), err)
+			return pc, fmt.Errorf("task %s: collect hook user: %w", sv.healthcheckTaskName(), err)
 		}
 		pc.user = u
 		pc.env = imageEnv(t.image.img, u, pc.env)
@@ -125,8 +128,8 @@ func (t *trial) collectMainCommand(h harbor.CollectHook) (phaseCommand, error) {
 // through an os.Root of its overlay). Symlinks inside are copied as
 // regular files' contents only when they stay in the root; others are
 // skipped. For artifacts with a `service`.
-func (t *trial) copyOutOfService(name, src, dst string) error {
-	sc := t.sidecar(name)
+func (sv services) copyOutOfService(name, src, dst string) error {
+	sc := sv.sidecar(name)
 	if sc == nil || sc.iso == nil || sc.iso.layer == nil {
 		return fmt.Errorf("service %s is not running", name)
 	}

@@ -78,6 +78,10 @@ func newContainerIsolation(uid, gid int) (*containerIsolation, error) {
 
 func (*containerIsolation) name() string { return IsolationContainer }
 
+// traits: the container is Harbor's shared container, with the task's
+// one network.
+func (*containerIsolation) traits() isolationTraits { return isolationTraits{lingers: true} }
+
 func (c *containerIsolation) layouts(_, _, agentsDir string) (host, seen layout) {
 	l := layout{
 		App: AppMount, AgentLogs: AgentLogMount, VerifierLogs: VerifierLogMount, Artifacts: ArtifactsMount,
@@ -125,7 +129,11 @@ func (c *containerIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 	} else {
 		args = append(args, "--drop-caps")
 	}
-	args = append(args, "--", "bash", "-c", pc.script)
+	if len(pc.argv) > 0 {
+		args = append(append(args, "--"), pc.argv...)
+	} else {
+		args = append(args, "--", "bash", "-c", pc.script)
+	}
 	cmd := exec.Command(c.self, args...)
 	cmd.Dir = pc.workDir
 	cmd.Env = pc.env

@@ -23,7 +23,8 @@ var containerHostsFile = "/etc/hosts"
 // nameContainerServices adds the services' names to the container's hosts
 // file, in place: a container runtime bind-mounts /etc/hosts, which can be
 // written but not replaced. Names the file already maps are left alone.
-func (t *trial) nameContainerServices(names []string) error {
+func (sv services) nameContainerServices(names []string) error {
+	t := sv.t
 	data, err := os.ReadFile(containerHostsFile)
 	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("sidecar services: read %s: %w", containerHostsFile, err)
@@ -75,7 +76,8 @@ func (t *trial) nameContainerServices(names []string) error {
 // waits for) keeps running into the agent's and the verifier's phases, as
 // after `docker exec` (roleEnvironment). Elsewhere the role stays base's
 // and the image's user is resolved from the image.
-func (t *trial) healthcheckRole(base phaseRole) phaseRole {
+func (sv services) healthcheckRole(base phaseRole) phaseRole {
+	t := sv.t
 	if t.container != nil {
 		return roleEnvironment
 	}

@@ -53,15 +53,16 @@ type entrypointProc struct {
 // as the environment's own process: the image's user, its environment and
 // [environment].env, never the agent's secrets. It returns at once; the
 // entrypoint runs until the pod ends.
-func (t *trial) startEntrypoint() error {
+func (sv services) startEntrypoint() error {
+	t := sv.t
 	if t.image == nil || t.image.pod == nil || len(t.image.img.Entrypoint) == 0 || t.entry != nil {
 		return nil
 	}
-	base, err := t.environmentBase()
+	base, err := sv.environmentBase()
 	if err != nil {
 		return fmt.Errorf("image entrypoint: %w", err)
 	}
-	pc, err := t.environmentCommand(base)
+	pc, err := sv.environmentCommand(base)
 	if err != nil {
 		return fmt.Errorf("image entrypoint: %w", err)
 	}
@@ -92,48 +93,51 @@ func (t *trial) startEntrypoint() error {
 // before any step or agent: the pod, the sidecar services in depends_on
 // order (services.go), main's entrypoint once what main depends on is met,
 // then [environment.healthcheck] (healthcheck.go).
-func (t *trial) startEnvironment(ctx context.Context, rig *agentRig) error {
+func (sv services) startEnvironment(ctx context.Context, rig *agentRig) error {
+	t := sv.t
 	if t.envStarted {
 		return nil
 	}
 	t.envStarted = true
 	if t.image != nil && t.image.pod == nil {
-		if err := t.startPod(rig); err != nil {
+		if err := t.imageSandbox().startPod(rig); err != nil {
 			return err
 		}
 	}
-	if err := t.startServices(ctx); err != nil {
+	if err := sv.startServices(ctx); err != nil {
 		return err
 	}
-	if err := t.startEntrypoint(); err != nil {
+	if err := sv.startEntrypoint(); err != nil {
 		return err
 	}
-	base, err := t.environmentBase()
+	base, err := sv.environmentBase()
 	if err != nil {
 		return err
 	}
-	return t.runHealthcheck(ctx, base)
+	return sv.runHealthcheck(ctx, base)
 }
 
 // environmentBase is the sandbox settings of the environment's own
 // processes (the entrypoint, the healthcheck): the agent phase's network
 // and mounts, before environmentCommand makes them the environment's.
-func (t *trial) environmentBase() (phaseCommand, error) {
+func (sv services) environmentBase() (phaseCommand, error) {
+	t := sv.t
 	base := phaseCommand{mounts: t.agentMounts(), tmpDir: t.host.Tmp, workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode))}
-	err := t.imagePhase(&base, roleAgent)
+	err := t.imageSandbox().imagePhase(&base, roleAgent)
 	return base, err
 }
 
 // environmentCommand is base (a phase's sandbox settings) run as the
 // environment's own process — the healthcheck, the entrypoint: the image's
 // user and environment plus [environment].env, none of the agent's.
-func (t *trial) environmentCommand(base phaseCommand) (phaseCommand, error) {
+func (sv services) environmentCommand(base phaseCommand) (phaseCommand, error) {
+	t := sv.t
 	pc := base
 	env := baseEnv(t.seen.Tmp, t.seen.Tmp, t.seen.App)
 	maps.Copy(env, t.task.Config.Environment.Env)
 	pc.env = envList(env)
-	pc.role = t.healthcheckRole(pc.role)
+	pc.role = t.services().healthcheckRole(pc.role)
 	if t.image == nil {
 		return pc, nil
 	}
@@ -149,7 +153,8 @@ func (t *trial) environmentCommand(base phaseCommand) (phaseCommand, error) {
 // entrypointGone reports, as an error naming the task, an entrypoint that
 // has exited: under Docker its container would have stopped with it, and
 // every later `docker exec` of Harbor's trial fails.
-func (t *trial) entrypointGone() error {
+func (sv services) entrypointGone() error {
+	t := sv.t
 	if t.entry == nil {
 		return nil
 	}
@@ -171,7 +176,8 @@ func (t *trial) entrypointGone() error {
 
 // stopEntrypoint waits for the entrypoint once the pod (which killed it)
 // is gone, and closes its log.
-func (t *trial) stopEntrypoint(ctx context.Context) {
+func (sv services) stopEntrypoint(ctx context.Context) {
+	t := sv.t
 	e := t.entry
 	if e == nil {
 		return

@@ -28,19 +28,20 @@ const healthcheckOutput = 4 << 10
 // agent phase's sandbox settings (base) but the environment's own user and
 // variables: the check is the task's, not the agent's, so it gets none of
 // the agent's secrets.
-func (t *trial) runHealthcheck(ctx context.Context, base phaseCommand) error {
-	return t.checkHealth(ctx, base, t.task.Config.Environment.Healthcheck, "[environment.healthcheck]")
+func (sv services) runHealthcheck(ctx context.Context, base phaseCommand) error {
+	return sv.checkHealth(ctx, base, sv.t.task.Config.Environment.Healthcheck, "[environment.healthcheck]")
 }
 
 // checkHealth runs hc (nil: nothing), named what in its errors, until it
 // passes, as runHealthcheck describes.
-func (t *trial) checkHealth(ctx context.Context, base phaseCommand, hc *harbor.HealthcheckConfig, what string) error {
+func (sv services) checkHealth(ctx context.Context, base phaseCommand, hc *harbor.HealthcheckConfig, what string) error {
+	t := sv.t
 	if hc == nil {
 		return nil
 	}
-	pc, err := t.environmentCommand(base)
+	pc, err := sv.environmentCommand(base)
 	if err != nil {
-		return fmt.Errorf("task %s: %s: %w", t.healthcheckTaskName(), what, err)
+		return fmt.Errorf("task %s: %s: %w", sv.healthcheckTaskName(), what, err)
 	}
 	pc.script = hc.Command
 	dir := filepath.Join(t.work, "healthcheck")
@@ -54,7 +55,7 @@ func (t *trial) checkHealth(ctx context.Context, base phaseCommand, hc *harbor.H
 		inStart := time.Since(started) < hc.StartPeriod()
 		out, err := t.phase(ctx, "environment_healthcheck", pc, hc.Timeout(), "stdout.txt", "stderr.txt", dir)
 		if err != nil {
-			return fmt.Errorf("task %s: %s: %w", t.healthcheckTaskName(), what, err)
+			return fmt.Errorf("task %s: %s: %w", sv.healthcheckTaskName(), what, err)
 		}
 		if out.ExitCode == 0 && !out.TimedOut {
 			t.log.Info("healthcheck passed", "check", what, "attempts", attempts)
@@ -70,7 +71,7 @@ func (t *trial) checkHealth(ctx context.Context, base phaseCommand, hc *harbor.H
 			wait = hc.Interval()
 			if failures >= hc.Retries {
 				return fmt.Errorf("task %s: %s %q did not pass: %d consecutive failures after the start period of %s (%d attempts in all); the last %s, output: %s",
-					t.healthcheckTaskName(), what, hc.Command, failures, hc.StartPeriod(), attempts, result, lastOutput(filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")))
+					sv.healthcheckTaskName(), what, hc.Command, failures, hc.StartPeriod(), attempts, result, lastOutput(filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")))
 			}
 		}
 		t.log.Info("healthcheck failed; trying again", "check", what, "result", result, "in_start_period", inStart,
@@ -79,7 +80,7 @@ func (t *trial) checkHealth(ctx context.Context, base phaseCommand, hc *harbor.H
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("task %s: %s: runner stopped: %w", t.healthcheckTaskName(), what, context.Cause(ctx))
+			return fmt.Errorf("task %s: %s: runner stopped: %w", sv.healthcheckTaskName(), what, context.Cause(ctx))
 		case <-timer.C:
 		}
 	}
@@ -113,7 +114,8 @@ func lastOutput(files ...string) string {
 
 // healthcheckTaskName names the task in the check's errors as the run
 // knows it (the spec's name; the task directory's own name otherwise).
-func (t *trial) healthcheckTaskName() string {
+func (sv services) healthcheckTaskName() string {
+	t := sv.t
 	if t.spec.Task.Name != "" {
 		return t.spec.Task.Name
 	}

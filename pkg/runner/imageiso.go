@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +66,12 @@ type imageIsolation struct {
 }
 
 func (*imageIsolation) name() string { return IsolationBwrap }
+
+// traits: the trial's pod runs until the trial ends, in a network
+// namespace of its own.
+func (*imageIsolation) traits() isolationTraits {
+	return isolationTraits{lingers: true, ownNetwork: true}
+}
 
 // root is the image as built, without the attempt's writes: where the
 // runner reads its users and checks programs.
@@ -219,7 +226,7 @@ func (i *imageIsolation) launch(pc phaseCommand, _ *cgroup, stdout, stderr io.Wr
 		return launched{}, errors.New("image sandbox: no pod is running for the phase to enter")
 	}
 	pc.identityUserNS = !pc.user.root() && !i.rootless
-	return i.pod.launch(pc, i.img.WorkDir(), stdout, stderr)
+	return i.pod.launch(pc, cmp.Or(pc.cwd, i.img.WorkDir()), stdout, stderr)
 }
 
 // startPod starts the trial's pod over the layer with the trial's mounts

@@ -36,7 +36,8 @@ const DiffArtifact = "diff.tar.gz"
 
 // setUpLayer mounts the attempt's writable root (image isolation only) and
 // logs what is and is not enforced.
-func (t *trial) setUpLayer() error {
+func (is imageSandbox) setUpLayer() error {
+	t := is.t
 	if t.image == nil {
 		if _, host := t.iso.(bwrapIsolation); host {
 			t.log.Warn("limits", "storage", "NOT enforced in the host-rootfs development mode (no quota filesystem)",
@@ -66,7 +67,7 @@ func (t *trial) setUpLayer() error {
 	rootless := t.image.rootless
 	t.rootless = rootless
 	if rootless {
-		t.noteRootless()
+		is.noteRootless()
 	}
 	// The layer's mounts live under a per-attempt dir named by a hash, so
 	// every path overlayfs options carry is free of the characters they
@@ -109,7 +110,8 @@ func (t *trial) setUpLayer() error {
 
 // noteRootless logs and notes what a rootless runner's user namespace
 // holds: its own uid as root and, with subordinate ids, uids 1…N.
-func (t *trial) noteRootless() {
+func (is imageSandbox) noteRootless() {
+	t := is.t
 	if n := namespaceIDs(); n > 0 {
 		t.log.Info("rootless image sandbox", "ids", fmt.Sprintf("root is the runner's own uid; uids and gids 1-%d are its subordinate ids", n))
 		t.noteLimit(fmt.Sprintf("rootless: root is the runner's uid, uids 1-%d its subordinate ids", n))
@@ -152,7 +154,8 @@ func isStaticELF(file string) bool {
 
 // closeLayer writes the diff artifact when asked, then unmounts and deletes
 // the attempt's writable root: nothing of it survives the attempt.
-func (t *trial) closeLayer() {
+func (is imageSandbox) closeLayer() {
+	t := is.t
 	if t.layer == nil {
 		return
 	}
@@ -164,7 +167,8 @@ func (t *trial) closeLayer() {
 
 // keepDiff writes the writable layer as artifacts/diff.tar.gz when the
 // options ask for it.
-func (t *trial) keepDiff() {
+func (is imageSandbox) keepDiff() {
+	t := is.t
 	if t.layer == nil || !t.opts.KeepDiff {
 		return
 	}
@@ -178,15 +182,16 @@ func (t *trial) keepDiff() {
 // prepareImageDirs creates /logs/{agent,verifier,artifacts} on the
 // attempt's filesystem, owned by the phase users that write them, and
 // readies the merged root.
-func (t *trial) prepareImageDirs() error {
+func (is imageSandbox) prepareImageDirs() error {
+	t := is.t
 	if _, err := confine.WriteMaskFile(t.work); err != nil {
 		return err
 	}
-	agentUser, err := t.phaseUser(roleAgent)
+	agentUser, err := is.phaseUser(roleAgent)
 	if err != nil {
 		return err
 	}
-	verifierUser, err := t.phaseUser(roleVerifier)
+	verifierUser, err := is.phaseUser(roleVerifier)
 	if err != nil {
 		return err
 	}
@@ -214,7 +219,8 @@ func (t *trial) prepareImageDirs() error {
 
 // phaseUser is who runs a phase: task.toml's [agent].user or
 // [verifier].user, else the image's USER.
-func (t *trial) phaseUser(role phaseRole) (imageUser, error) {
+func (is imageSandbox) phaseUser(role phaseRole) (imageUser, error) {
+	t := is.t
 	spec := t.image.img.User
 	override := t.task.Config.Agent.User
 	if role == roleVerifier {
@@ -230,7 +236,8 @@ func (t *trial) phaseUser(role phaseRole) (imageUser, error) {
 // image isolation its user, network mode, the image's environment, its
 // mount points and /etc/resolv.conf; in a host-rootfs sandbox the /etc
 // stubs.
-func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
+func (is imageSandbox) imagePhase(pc *phaseCommand, role phaseRole) error {
+	t := is.t
 	_, host := t.iso.(bwrapIsolation)
 	if t.image == nil && !host {
 		return nil
@@ -248,17 +255,17 @@ func (t *trial) imagePhase(pc *phaseCommand, role phaseRole) error {
 		t.log.Warn("phase network restricted", "asked", asked, "given", mode, "ceiling", t.opts.NetworkCeiling)
 	}
 	pc.netMode, pc.network = mode, mode == netPublic
-	pc.maskFile = t.maskFile()
+	pc.maskFile = is.maskFile()
 	if mode == netAllowlist {
 		pc.allowedHosts = hosts
 		pc.env = append(pc.env, proxyEnv()...)
 		t.log.Info("phase egress through the allow-listing proxy", "allowed_hosts", strings.Join(hosts, ","))
 	}
 	if host {
-		pc.etcDir = t.etcStubs()
+		pc.etcDir = is.etcStubs()
 		return nil
 	}
-	u, err := t.phaseUser(role)
+	u, err := is.phaseUser(role)
 	if err != nil {
 		return err
 	}
@@ -320,43 +327,51 @@ func ensureFileMountPoint(root, target string) error {
 	return writeInRoot(root, target, "")
 }
 
-// podMounts are the mounts of the trial's pod, for every phase: Harbor's
-// /logs directories, the harness's files (its bundle, command agents'
-// scripts), the platform's helpers and, when the agent's harness or the
-// verifier's judge reaches a model gateway, the gateway's socket directory
-// and the forwarder. /tests and /solution are not mounts: they are
-// uploaded into the pod's filesystem for the phase that gets them.
-func (t *trial) podMounts(rig *agentRig) ([]mount, error) {
-	m := []mount{
-		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
-		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
-		{host: t.host.Artifacts, target: ArtifactsMount, writable: true},
+// podMounts are the mounts of the trial's pod, for every phase: the union
+// of the roles' (roleMounts: Harbor's /logs directories, command agents'
+// scripts, the platform's helpers), writable where a role writes, less
+// what the image's overlay holds — /app, and /tests and /solution, which
+// are uploaded into it for the phase that gets them — then /logs/artifacts,
+// the harness's bundle and, when the agent's harness or the verifier's
+// judge reaches a model gateway, the gateway's socket directory and the
+// forwarder.
+func (is imageSandbox) podMounts(rig *agentRig) ([]mount, error) {
+	t := is.t
+	inOverlay := map[string]bool{AppMount: true, TestsMount: true, SolutionMount: true}
+	var m []mount
+	at := map[string]int{}
+	for _, role := range []phaseRole{roleAgent, roleVerifier} {
+		for _, rm := range t.roleMounts(role) {
+			if i, ok := at[rm.target]; ok {
+				m[i].writable = m[i].writable || rm.writable
+				continue
+			}
+			if !inOverlay[rm.target] {
+				at[rm.target] = len(m)
+				m = append(m, rm)
+			}
+		}
 	}
-	if t.host.Agents != "" {
-		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
-	}
+	m = append(m, mount{host: t.host.Artifacts, target: ArtifactsMount, writable: true})
 	switch {
 	case t.opts.InstalledAgentDir != "":
 		m = append(m, mount{host: t.opts.InstalledAgentDir, target: InstalledAgentMount})
 	case rig != nil && rig.bundle != "":
 		m = append(m, mount{host: rig.bundle, target: harness.BundleMount})
 	}
-	if t.opts.StaticBinDir != "" {
-		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
-	}
 	if t.task.Compose != nil {
-		vols, err := t.volumeMounts(t.task.Compose.Main, t.image.root())
+		vols, err := t.services().volumeMounts(t.task.Compose.Main, t.image.root())
 		if err != nil {
 			return nil, err
 		}
 		m = append(m, vols...)
 	}
 	if rig != nil && rig.gw != nil || t.spec.JudgeModel != "" {
-		socket, err := t.podGatewaySocket()
+		socket, err := is.podGatewaySocket()
 		if err != nil {
 			return nil, err
 		}
-		forwarder, err := t.forwarderBinary()
+		forwarder, err := t.rigging().forwarderBinary()
 		if err != nil {
 			return nil, err
 		}
@@ -370,9 +385,10 @@ func (t *trial) podMounts(rig *agentRig) ([]mount, error) {
 // one directory, bound into the pod for the whole trial, which the agent's
 // gateway and then the verifier's judge gateway use in turn (each removes
 // its socket when it closes).
-func (t *trial) podGatewaySocket() (string, error) {
+func (is imageSandbox) podGatewaySocket() (string, error) {
+	t := is.t
 	if t.podSocket == "" {
-		path, tmp, err := t.gatewaySocketPath("gateway")
+		path, tmp, err := t.rigging().gatewaySocketPath("gateway")
 		if err != nil {
 			return "", fmt.Errorf("model gateway: socket: %w", err)
 		}
@@ -383,21 +399,22 @@ func (t *trial) podGatewaySocket() (string, error) {
 
 // startPod starts the trial's pod (image isolation) with its mounts and
 // its cgroup, after uploading the solution for a harness that gets it.
-func (t *trial) startPod(rig *agentRig) error {
+func (is imageSandbox) startPod(rig *agentRig) error {
+	t := is.t
 	if t.harness.MountsSolution {
 		if err := uploadDir(t.layer.root, t.host.Solution, SolutionMount); err != nil {
 			return fmt.Errorf("image sandbox: %w", err)
 		}
 	}
-	mounts, err := t.podMounts(rig)
+	mounts, err := is.podMounts(rig)
 	if err != nil {
 		return err
 	}
-	agentUser, err := t.phaseUser(roleAgent)
+	agentUser, err := is.phaseUser(roleAgent)
 	if err != nil {
 		return err
 	}
-	verifierUser, err := t.phaseUser(roleVerifier)
+	verifierUser, err := is.phaseUser(roleVerifier)
 	if err != nil {
 		return err
 	}
@@ -422,7 +439,7 @@ func (t *trial) startPod(rig *agentRig) error {
 		}
 		userNS = !imageUser.root()
 	}
-	retries, err := t.image.startPod(mounts, t.maskFile(), cg, userNS, stderr)
+	retries, err := t.image.startPod(mounts, is.maskFile(), cg, userNS, stderr)
 	for _, failure := range retries {
 		t.log.Warn("the pod's sandbox failed to set up; started it again", "failure", failure, "bwrap", lastLine(podStderrPath(t.work)))
 	}
@@ -438,15 +455,16 @@ func (t *trial) startPod(rig *agentRig) error {
 // stopPod ends the trial's pod and everything still running in it, its
 // sidecar services too (image isolation; nothing otherwise). It is safe to
 // call more than once.
-func (t *trial) stopPod() {
-	t.stopServices()
-	t.stopMainPod()
+func (is imageSandbox) stopPod() {
+	is.t.services().stopServices()
+	is.stopMainPod()
 }
 
 // stopMainPod ends the main pod and what runs in it, leaving the sidecar
 // services running (a separate verifier's trial stops main before it
 // collects the services' artifacts, as Harbor does).
-func (t *trial) stopMainPod() {
+func (is imageSandbox) stopMainPod() {
+	t := is.t
 	if t.image == nil || t.image.pod == nil {
 		return
 	}
@@ -456,7 +474,7 @@ func (t *trial) stopMainPod() {
 		t.log.Info("pod stopped: no process of the trial is left")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), entrypointReapTimeout)
-	t.stopEntrypoint(ctx)
+	t.services().stopEntrypoint(ctx)
 	cancel()
 	if t.podStderr != nil {
 		_ = t.podStderr.Close()
@@ -471,8 +489,9 @@ func (t *trial) stopMainPod() {
 // prepareImageVerifier readies the running pod for the verifier, as
 // Harbor does its container: /logs/verifier emptied (whatever the agent
 // put there) and the task's tests uploaded to /tests.
-func (t *trial) prepareImageVerifier() error {
-	u, err := t.phaseUser(roleVerifier)
+func (is imageSandbox) prepareImageVerifier() error {
+	t := is.t
+	u, err := is.phaseUser(roleVerifier)
 	if err != nil {
 		return err
 	}
@@ -487,7 +506,8 @@ func (t *trial) prepareImageVerifier() error {
 
 // storageNote says, for an agent failure, that the attempt's storage limit
 // is full (so the failure was most likely its ENOSPC).
-func (t *trial) storageNote() string {
+func (is imageSandbox) storageNote() string {
+	t := is.t
 	full, used := t.layer.full()
 	if !full {
 		return ""
@@ -496,11 +516,11 @@ func (t *trial) storageNote() string {
 }
 
 // etcStubs is the dir of a host-rootfs sandbox's /etc/passwd and /etc/group.
-func (t *trial) etcStubs() string { return filepath.Join(t.work, "etc-stubs") }
+func (is imageSandbox) etcStubs() string { return filepath.Join(is.t.work, "etc-stubs") }
 
 // maskFile is the empty file bound over /proc's masked files: in the
 // trial's work dir, which no sandbox mounts.
-func (t *trial) maskFile() string { return filepath.Join(t.work, confine.MaskFileName) }
+func (is imageSandbox) maskFile() string { return filepath.Join(is.t.work, confine.MaskFileName) }
 
 // writeEtcStubs writes passwd and group naming only root and nobody: a
 // host-rootfs sandbox never sees the host's accounts.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,7 +90,10 @@ type phaseCommand struct {
 	script string // shell run with bash -c
 	// argv, when set, is run instead of script, without a shell (image
 	// isolation: a sidecar service's command, its healthcheck's CMD).
-	argv    []string
+	argv []string
+	// cwd is the working directory as the phase sees it in a bubblewrap
+	// sandbox ("" = /app; the image's WORKDIR in a pod).
+	cwd     string
 	env     []string // complete environment, KEY=VALUE
 	mounts  []mount
 	tmpDir  string // host dir bound at /tmp; "" = a fresh tmpfs
@@ -122,6 +126,22 @@ type isolation interface {
 	// layouts gives a trial's directories as the runner finds them (host)
 	// and as the phases' scripts see them (seen).
 	layouts(workDir, taskDir, agentsDir string) (host, seen layout)
+	// traits are what the trial needs to know of the isolation, as data.
+	traits() isolationTraits
+}
+
+// isolationTraits are an isolation's facts the trial acts on, so that it
+// asks them rather than which isolation it has.
+type isolationTraits struct {
+	// lingers: the trial's environment outlives its phases (a pod, a
+	// container: what the agent leaves running runs on into the
+	// verifier), so the agent's files are read only once it has ended.
+	lingers bool
+	// ownNetwork: a phase runs in a network namespace of its own, where
+	// it reaches the model gateway through the in-sandbox forwarder.
+	ownNetwork bool
+	// warning is logged at the trial's start (a development mode).
+	warning string
 }
 
 // layout names the directories of a trial: in-sandbox paths under
@@ -167,6 +187,12 @@ func newIsolation(opts Options) (isolation, error) {
 type bwrapIsolation struct{ path string }
 
 func (bwrapIsolation) name() string { return IsolationHostBwrap }
+
+// traits: each host-rootfs phase is a sandbox of its own, with its own
+// network namespace.
+func (bwrapIsolation) traits() isolationTraits {
+	return isolationTraits{ownNetwork: true, warning: hostRootfsWarningMsg}
+}
 
 func (bwrapIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
 	host = hostLayout(workDir, taskDir, agentsDir)
@@ -247,8 +273,11 @@ func bwrapArgs(pc phaseCommand) ([]string, error) {
 	args = append(args,
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--hostname", sandboxHostname,
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--info-fd", "3", "--block-fd", "4")
-	args = append(args, "--chdir", AppMount, "bash", "-c", hostStartedMarker+pc.script)
-	return args, nil
+	args = append(args, "--chdir", cmp.Or(pc.cwd, AppMount))
+	if len(pc.argv) > 0 {
+		return append(append(args, "bash", "-c", hostStartedMarker+`exec "$@"`, "bash"), pc.argv...), nil
+	}
+	return append(args, "bash", "-c", hostStartedMarker+pc.script), nil
 }
 
 // hostStartedMarker opens a host-rootfs phase's script: the host's bash
@@ -352,6 +381,12 @@ type processIsolation struct{}
 
 func (processIsolation) name() string { return IsolationProcess }
 
+// traits: a plain phase's process group ends with it; it has the
+// runner's network.
+func (processIsolation) traits() isolationTraits {
+	return isolationTraits{warning: processWarningMsg}
+}
+
 func (processIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen layout) {
 	host = hostLayout(workDir, taskDir, agentsDir)
 	return host, host
@@ -359,6 +394,10 @@ func (processIsolation) layouts(workDir, taskDir, agentsDir string) (host, seen 
 
 func (processIsolation) command(pc phaseCommand) (*exec.Cmd, error) {
 	cmd := exec.Command("bash", "-c", pc.script)
+	if len(pc.argv) > 0 {
+		// Through bash, which looks the program up on the phase's PATH.
+		cmd = exec.Command("bash", append([]string{"-c", `exec "$@"`, "bash"}, pc.argv...)...)
+	}
 	cmd.Dir = pc.workDir
 	cmd.Env = pc.env
 	return cmd, nil

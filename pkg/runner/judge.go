@@ -53,7 +53,8 @@ func (rig *agentRig) access(model string) *judgeAccess {
 // agent's provider model), the judge key swapped in for the token, every
 // call recorded (redacted) as an artifact and bounded by the verifier
 // timeout. Its error is the platform's (an infra error).
-func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
+func (vf verification) prepareJudge(ctx context.Context) (*agentRig, error) {
+	t := vf.t
 	if t.spec.JudgeModel == "" {
 		return nil, nil
 	}
@@ -67,7 +68,7 @@ func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
 		return nil, fmt.Errorf("judge model %q: %w", t.spec.JudgeModel, err)
 	}
 	rig := &agentRig{}
-	if err := t.startGateway(ctx, rig, gatewayStart{
+	if err := t.rigging().startGateway(ctx, rig, gatewayStart{
 		socketDir: judgeGatewayDir, record: judgeGatewayRecord, component: "judge-gateway",
 		route: route, key: t.spec.JudgeKey, timeout: t.spec.VerifierTimeout,
 		tokenName: judgeTokenName, tokenHook: testHookJudgeToken,
@@ -82,7 +83,8 @@ func (t *trial) prepareJudge(ctx context.Context) (*agentRig, error) {
 // closeJudge stops the judge gateway (once) and keeps its usage apart from
 // the agent's. A judge the upstream refused is logged: the verifier saw
 // the failure and its reward (or none) says what it made of it.
-func (t *trial) closeJudge(rig *agentRig) {
+func (vf verification) closeJudge(rig *agentRig) {
+	t := vf.t
 	if rig == nil || rig.gw == nil {
 		return
 	}
@@ -111,7 +113,8 @@ func (t *trial) closeJudge(rig *agentRig) {
 // happened). When its judge's model calls failed, the message says so; when
 // the judge's key was refused, the exception is the judge's, which no
 // retry fixes, and the message starts with it.
-func (t *trial) exceptNoReward(typ, what string) {
+func (vf verification) exceptNoReward(typ, what string) {
+	t := vf.t
 	f := t.judgeFault
 	switch {
 	case f == nil:
@@ -126,7 +129,8 @@ func (t *trial) exceptNoReward(typ, what string) {
 // addRedacted adds a value (a gateway token) to what the trial redacts and
 // rebuilds the redactor over every secret of the trial; name "" only
 // rebuilds it.
-func (t *trial) addRedacted(name, value string) {
+func (vf verification) addRedacted(name, value string) {
+	t := vf.t
 	if name != "" {
 		if t.redacted == nil {
 			t.redacted = map[string]secret.Value{}

@@ -37,7 +37,9 @@ type phase struct {
 type phaseOutcome struct {
 	StartedAt, FinishedAt time.Time
 	ExitCode              int // -1 when killed by a signal or not started
-	TimedOut              bool
+	// Signal is the signal that killed the phase's process (0 = none).
+	Signal   syscall.Signal
+	TimedOut bool
 	// Canceled reports that the runner itself was asked to stop.
 	Canceled bool
 	// OOMKills counts the phase's processes the kernel killed for its
@@ -163,6 +165,7 @@ func waitPhase(ctx, phaseCtx context.Context, iso isolation, p phase, stdout, st
 	}
 	out.FinishedAt = time.Now().UTC()
 	out.ExitCode = exitCode(waitErr)
+	out.Signal = signalOf(waitErr)
 	ran = l.ran == nil || l.ran()
 	if waitErr != nil && out.ExitCode == -1 && !out.TimedOut && !out.Canceled && !isSignaled(waitErr) {
 		return ran, fmt.Errorf("%s phase: wait: %w", p.name, waitErr)
@@ -239,6 +242,19 @@ func exitCode(err error) int {
 		return exitErr.ExitCode() // -1 when killed by a signal
 	}
 	return -1
+}
+
+// signalOf is the signal that ended the process err reports on (0 = it
+// exited, or never ran).
+func signalOf(err error) syscall.Signal {
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		return 0
+	}
+	if status, ok := exitErr.Sys().(syscall.WaitStatus); ok && status.Signaled() {
+		return status.Signal()
+	}
+	return 0
 }
 
 func isSignaled(err error) bool {

@@ -245,10 +245,18 @@ func (p *pod) stop() error {
 	p.once.Do(func() {
 		p.stopNetwork()
 		p.kill()
+		deadline := time.Now().Add(podStopTimeout)
 		select {
 		case <-p.exited:
 		case <-time.After(podStopTimeout):
 			err = fmt.Errorf("image sandbox: the pod's bwrap did not exit within %s of SIGKILL", podStopTimeout)
+		}
+		// bwrap, killed itself, exits before the pod's pid 1 has: wait for
+		// that one too, which the kernel lets exit only once every other
+		// process of its PID namespace is gone (without a cgroup to empty
+		// — a rootless runner's pod — nothing else would wait for them).
+		if err == nil && !p.waitPID1(time.Until(deadline)) {
+			err = fmt.Errorf("image sandbox: the pod's pid 1 did not exit within %s of SIGKILL", podStopTimeout)
 		}
 		if p.pidfd >= 0 {
 			_ = unix.Close(p.pidfd)
@@ -257,6 +265,25 @@ func (p *pod) stop() error {
 		err = errors.Join(err, p.spec.cg.remove())
 	})
 	return err
+}
+
+// waitPID1 waits up to d for the pod's pid 1 to have exited (its pidfd
+// turns readable then); it reports whether it has.
+func (p *pod) waitPID1(d time.Duration) bool {
+	if p.pidfd < 0 {
+		return true
+	}
+	for {
+		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(max(d, 0).Milliseconds()))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return true // nothing to wait on: the kill was sent
+		}
+		return n > 0
+	}
 }
 
 // setNetwork gives the pod's network namespace a phase's mode: slirp4netns

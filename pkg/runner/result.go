@@ -79,7 +79,7 @@ func stripDir(err error, dir string) string {
 
 // finish collects artifacts and writes (and uploads) result.json.
 func (t *trial) finish(ctx context.Context) (harbor.TrialResult, error) {
-	t.keepDiff()
+	t.imageSandbox().keepDiff()
 	parts := map[string]string{"agent": t.host.AgentLogs, "verifier": t.host.VerifierLogs}
 	if t.host.Artifacts != "" {
 		parts["artifacts"] = t.host.Artifacts

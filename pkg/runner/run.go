@@ -143,10 +143,10 @@ func run(ctx context.Context, spec sandbox.Spec, opts Options, table []harness.H
 	if err != nil {
 		return harbor.TrialResult{}, err
 	}
-	t.addRedacted("", "")
+	t.verification().addRedacted("", "")
 	defer t.closeLog()
-	defer t.closeLayer()
-	defer t.closeVerifierLayer()
+	defer t.imageSandbox().closeLayer()
+	defer t.verification().closeVerifierLayer()
 	if err := t.run(ctx); err != nil {
 		t.log.Error("trial aborted", "err", err)
 		return harbor.TrialResult{}, err
@@ -296,11 +296,8 @@ func (t *trial) run(ctx context.Context) error {
 	}()
 	t.log.Info("trial started", "harness", t.harness.Name, "model", t.spec.Model,
 		"isolation", t.iso.name(), "task", t.spec.Task.Name)
-	if _, ok := t.iso.(processIsolation); ok {
-		t.log.Warn(processWarningMsg)
-	}
-	if _, ok := t.iso.(bwrapIsolation); ok {
-		t.log.Warn(hostRootfsWarningMsg)
+	if w := t.iso.traits().warning; w != "" {
+		t.log.Warn(w)
 	}
 	if t.container != nil && t.spec.Task.Dir != "" {
 		t.log.Warn("container isolation with a task directory: keep it unreadable to the agent uid (the cloud passes a bundle, unpacked into the root-only work dir)")
@@ -308,42 +305,42 @@ func (t *trial) run(ctx context.Context) error {
 	if err := t.setUpEnvironment(ctx); err != nil {
 		return err
 	}
-	if err := t.checkStaticBinary(); err != nil {
+	if err := t.rigging().checkStaticBinary(); err != nil {
 		return err
 	}
 	if len(t.task.Steps) > 0 {
-		return t.runSteps(ctx) // a multi-step task (steps.go)
+		return t.multiStep().runSteps(ctx) // a multi-step task (steps.go)
 	}
-	rig, err := t.prepareRig(ctx)
+	rig, err := t.rigging().prepareRig(ctx)
 	if err != nil {
 		return err
 	}
 	if t.harness.MountsSolution && !t.task.HasSolution {
 		// Harbor's oracle raises before it runs anything, and the trial
 		// ends there, unverified.
-		t.closeRig(rig)
+		t.rigging().closeRig(rig)
 		t.except(harbor.ExceptionAgentSetup, fmt.Sprintf("harness %q needs the task's %s, which does not exist", t.harness.Name, harbor.SolutionScript))
 		return nil
 	}
-	runCmd, err := t.harness.RunCommand(t.templateData(rig))
+	runCmd, err := t.harness.RunCommand(t.rigging().templateData(rig))
 	if err != nil {
-		t.closeRig(rig)
+		t.rigging().closeRig(rig)
 		return err
 	}
 	err = t.runAgent(ctx, runCmd, rig)
-	t.closeRig(rig)
+	t.rigging().closeRig(rig)
 	if err != nil {
 		return err
 	}
 	// In a pod or a container what the agent left running lives on into
 	// the verifier: its files are read once it is gone (it could swap
 	// them for symlinks while the runner reads).
-	lingers := t.image != nil || t.container != nil
+	lingers := t.iso.traits().lingers
 	if rig != nil && !lingers {
-		t.keepAgentLogs(rig)
+		t.rigging().keepAgentLogs(rig)
 	}
 	// Harbor's [[verifier.collect]] hooks, after the agent (collect.go).
-	if err := t.runCollectHooks(ctx); err != nil {
+	if err := t.services().runCollectHooks(ctx); err != nil {
 		return err
 	}
 	err = t.runVerifier(ctx)
@@ -351,7 +348,7 @@ func (t *trial) run(ctx context.Context) error {
 		return errors.Join(err, eerr)
 	}
 	if rig != nil && lingers {
-		t.keepAgentLogs(rig)
+		t.rigging().keepAgentLogs(rig)
 	}
 	return err
 }
@@ -364,7 +361,7 @@ func (t *trial) endEnvironment() error {
 		return nil
 	}
 	t.ended = true
-	t.stopPod()
+	t.imageSandbox().stopPod()
 	if t.container == nil {
 		return nil
 	}
@@ -385,7 +382,7 @@ func (t *trial) setUpEnvironment(ctx context.Context) error {
 	if t.task, err = harbor.LoadTask(dir); err != nil {
 		return fmt.Errorf("load task: %w", err)
 	}
-	if err := t.setUpLayer(); err != nil {
+	if err := t.imageSandbox().setUpLayer(); err != nil {
 		return err
 	}
 	t.host, t.seen = t.iso.layouts(t.work, dir, t.opts.AgentsDir)
@@ -427,7 +424,7 @@ func (t *trial) prepareDirs(taskDir string) error {
 		return t.container.prepareAgent(t.host, taskDir, t.harness.MountsSolution)
 	}
 	if t.image != nil {
-		return t.prepareImageDirs()
+		return t.imageSandbox().prepareImageDirs()
 	}
 	for _, dir := range []string{t.host.App, t.host.AgentLogs, t.host.VerifierLogs, t.host.Tmp} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -438,7 +435,7 @@ func (t *trial) prepareDirs(taskDir string) error {
 		if _, err := confine.WriteMaskFile(t.work); err != nil {
 			return err
 		}
-		return writeEtcStubs(t.etcStubs())
+		return writeEtcStubs(t.imageSandbox().etcStubs())
 	}
 	return nil
 }
@@ -490,11 +487,11 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode)),
 	}
-	if err := t.imagePhase(&base, roleAgent); err != nil {
+	if err := t.imageSandbox().imagePhase(&base, roleAgent); err != nil {
 		return err
 	}
 	if rig != nil {
-		if err := t.rigPhase(rig, &base); err != nil {
+		if err := t.rigging().rigPhase(rig, &base); err != nil {
 			return err
 		}
 	}
@@ -506,7 +503,7 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 		return err
 	}
 	// The agent starts only once the environment is up and healthy.
-	if err := t.startEnvironment(ctx, rig); err != nil {
+	if err := t.services().startEnvironment(ctx, rig); err != nil {
 		return err
 	}
 	if install.script != "" && !t.steps.installed() {
@@ -531,7 +528,7 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	agent := base
 	agent.script = runCmd
 	if rig != nil {
-		t.rigScript(rig, &agent, t.seen.AgentLogs)
+		t.rigging().rigScript(rig, &agent, t.seen.AgentLogs)
 	}
 	out, err := t.phase(ctx, "agent_execution", agent, t.spec.AgentTimeout, agentStdout, agentStderr, t.host.AgentLogs)
 	if err != nil {
@@ -549,12 +546,12 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
 	default:
-		failed, err := t.modelException(rig, out.ExitCode)
+		failed, err := t.rigging().modelException(rig, out.ExitCode)
 		if err != nil {
 			return err
 		}
 		if !failed && out.ExitCode != 0 {
-			t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)%s", out.ExitCode, agentStderr, t.storageNote()))
+			t.except(harbor.ExceptionAgentExit, fmt.Sprintf("agent exited with code %d (see agent/%s)%s", out.ExitCode, agentStderr, t.imageSandbox().storageNote()))
 		}
 	}
 	t.readUsage()
@@ -562,7 +559,7 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 }
 
 func (t *trial) readUsage() {
-	u, ok, err := t.reportedUsage()
+	u, ok, err := t.rigging().reportedUsage()
 	switch {
 	case err != nil:
 		t.log.Warn("agent usage report unreadable; tokens and cost left empty", "err", err)
@@ -573,19 +570,19 @@ func (t *trial) readUsage() {
 
 // runVerifier runs tests/test.sh and reads the reward.
 func (t *trial) runVerifier(ctx context.Context) error {
-	if t.separateVerifier() {
-		if ok, err := t.prepareSeparateVerifier(); err != nil || !ok {
+	if t.verification().separateVerifier() {
+		if ok, err := t.verification().prepareSeparateVerifier(); err != nil || !ok {
 			return err
 		}
-	} else if err := t.collectDeclared(); err != nil {
+	} else if err := t.verification().collectDeclared(); err != nil {
 		return err
 	}
 	// Nothing but this verifier run may leave a reward behind (a separate
 	// verifier's logs are new).
 	switch {
-	case t.separateVerifier():
+	case t.verification().separateVerifier():
 	case t.image != nil:
-		if err := t.prepareImageVerifier(); err != nil {
+		if err := t.imageSandbox().prepareImageVerifier(); err != nil {
 			return err
 		}
 	default:
@@ -602,11 +599,11 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		}
 		defer reapOrphans()
 	}
-	judge, err := t.prepareJudge(ctx)
+	judge, err := t.verification().prepareJudge(ctx)
 	if err != nil {
 		return err
 	}
-	defer t.closeJudge(judge)
+	defer t.verification().closeJudge(judge)
 	pc := phaseCommand{
 		role:    roleVerifier,
 		script:  "bash " + t.seen.Tests + "/test.sh",
@@ -615,17 +612,17 @@ func (t *trial) runVerifier(ctx context.Context) error {
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Verifier.NetworkMode)),
 	}
-	if err := t.imagePhase(&pc, roleVerifier); err != nil {
+	if err := t.imageSandbox().imagePhase(&pc, roleVerifier); err != nil {
 		return err
 	}
 	if judge != nil {
-		if err := t.rigMounts(judge, &pc, nil); err != nil {
+		if err := t.rigging().rigMounts(judge, &pc, nil); err != nil {
 			return err
 		}
-		t.rigScript(judge, &pc, t.seen.VerifierLogs)
+		t.rigging().rigScript(judge, &pc, t.seen.VerifierLogs)
 	}
 	out, err := t.phase(ctx, "verifier", pc, t.spec.VerifierTimeout, verifierStdout, verifierStderr, t.host.VerifierLogs)
-	t.closeJudge(judge)
+	t.verification().closeJudge(judge)
 	if err != nil {
 		return err
 	}
@@ -639,15 +636,15 @@ func (t *trial) runVerifier(ctx context.Context) error {
 			return err
 		}
 	} else {
-		t.stopPod()
+		t.imageSandbox().stopPod()
 	}
 	if out.TimedOut {
-		t.exceptNoReward(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
+		t.verification().exceptNoReward(harbor.ExceptionVerifierTimeout, fmt.Sprintf("verifier timed out after %s; no reward", t.spec.VerifierTimeout))
 		return nil
 	}
 	reward, err := readReward(rewardDir)
 	if err != nil {
-		t.exceptNoReward(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, rewardDir), out.ExitCode))
+		t.verification().exceptNoReward(rewardExceptionType(err), fmt.Sprintf("%v (verifier exit code %d)", stripDir(err, rewardDir), out.ExitCode))
 		return nil
 	}
 	t.reward = &reward
@@ -658,7 +655,7 @@ func (t *trial) runVerifier(ctx context.Context) error {
 // phase runs one phase with the trial's limits and records its timing.
 func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout time.Duration,
 	stdout, stderr, captureDir string) (phaseOutcome, error) {
-	if err := t.entrypointGone(); err != nil {
+	if err := t.services().entrypointGone(); err != nil {
 		return phaseOutcome{ExitCode: -1}, err
 	}
 	timing := t.begin(name)
@@ -798,19 +795,26 @@ func (t *trial) rootlessLimits(pc *phaseCommand) []string {
 	return notes
 }
 
-func (t *trial) agentMounts() []mount {
-	if t.image != nil {
-		return nil // the pod's (podMounts)
-	}
-	m := []mount{
-		{host: t.host.App, target: AppMount, writable: true},
-		{host: t.host.AgentLogs, target: AgentLogMount, writable: true},
-	}
-	if t.harness.MountsSolution {
-		m = append(m, mount{host: t.host.Solution, target: SolutionMount})
-	}
-	if t.host.Agents != "" {
-		m = append(m, mount{host: t.host.Agents, target: AgentsMount})
+// roleMounts are the trial's directories a phase of role sees, and
+// whether it may write them: the one list of them, which every isolation
+// renders. A host-rootfs or process phase binds its role's (agentMounts,
+// verifierMounts); a pod binds the union of both roles' for its whole life,
+// less what its image's overlay holds (podMounts).
+func (t *trial) roleMounts(role phaseRole) []mount {
+	m := []mount{{host: t.host.App, target: AppMount, writable: true}}
+	if role == roleAgent {
+		m = append(m, mount{host: t.host.AgentLogs, target: AgentLogMount, writable: true})
+		if t.harness.MountsSolution {
+			m = append(m, mount{host: t.host.Solution, target: SolutionMount})
+		}
+		if t.host.Agents != "" {
+			m = append(m, mount{host: t.host.Agents, target: AgentsMount})
+		}
+	} else {
+		m = append(m,
+			mount{host: t.host.AgentLogs, target: AgentLogMount},
+			mount{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
+			mount{host: t.host.Tests, target: TestsMount})
 	}
 	if t.opts.StaticBinDir != "" {
 		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
@@ -818,20 +822,21 @@ func (t *trial) agentMounts() []mount {
 	return m
 }
 
+// agentMounts are an agent phase's own mounts: none in a pod, whose
+// mounts are bound once for every phase (podMounts).
+func (t *trial) agentMounts() []mount {
+	if t.image != nil {
+		return nil
+	}
+	return t.roleMounts(roleAgent)
+}
+
+// verifierMounts are a verifier phase's own mounts (none in a pod).
 func (t *trial) verifierMounts() []mount {
 	if t.image != nil {
-		return nil // the pod's (podMounts)
+		return nil
 	}
-	m := []mount{
-		{host: t.host.App, target: AppMount, writable: true},
-		{host: t.host.AgentLogs, target: AgentLogMount},
-		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
-		{host: t.host.Tests, target: TestsMount},
-	}
-	if t.opts.StaticBinDir != "" {
-		m = append(m, mount{host: t.opts.StaticBinDir, target: StaticBinMount})
-	}
-	return m
+	return t.roleMounts(roleVerifier)
 }
 
 // phaseNetwork is a phase's network mode: the task's per-phase override, else
@@ -904,7 +909,7 @@ func (t *trial) platformBinaries() []string {
 	if t.opts.SelfPath != "" {
 		out = append(out, t.opts.SelfPath)
 	}
-	if fwd, err := t.forwarderBinary(); err == nil {
+	if fwd, err := t.rigging().forwarderBinary(); err == nil {
 		out = append(out, fwd)
 	}
 	for _, name := range []string{"bwrap", "nsenter"} {

@@ -692,7 +692,7 @@ func TestMissingStaticBinaryIsTheRunnersError(t *testing.T) {
 
 	bin := filepath.Join(opts.StaticBinDir, "terminus-2")
 	check := func() error {
-		return (&trial{harness: h, opts: opts}).checkStaticBinary()
+		return (&trial{harness: h, opts: opts}).rigging().checkStaticBinary()
 	}
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -707,7 +707,7 @@ func TestMissingStaticBinaryIsTheRunnersError(t *testing.T) {
 		t.Errorf("terminus-2 in --static-bin-dir: %v, want no error", err)
 	}
 	nop, _ := harness.Lookup("nop")
-	if err := (&trial{harness: nop}).checkStaticBinary(); err != nil {
+	if err := (&trial{harness: nop}).rigging().checkStaticBinary(); err != nil {
 		t.Errorf("a harness with no static binary: %v", err)
 	}
 }

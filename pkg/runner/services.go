@@ -69,14 +69,15 @@ type sidecar struct {
 // startServices starts the task's sidecar services, in depends_on order,
 // into the running main pod's network namespace, and waits for what main
 // depends on. Nothing when the task has none.
-func (t *trial) startServices(ctx context.Context) error {
+func (sv services) startServices(ctx context.Context) error {
+	t := sv.t
 	p := t.task.Compose
 	if p == nil || len(p.Sidecars) == 0 {
 		return nil
 	}
-	task := t.healthcheckTaskName()
+	task := sv.healthcheckTaskName()
 	if t.iso.name() == IsolationContainer {
-		return t.nameContainerServices(t.task.Sidecars())
+		return t.services().nameContainerServices(t.task.Sidecars())
 	}
 	if t.image == nil || t.image.pod == nil {
 		return fmt.Errorf("task %s: sidecar services run only in the image sandbox (--isolation=bwrap), which this trial does not use", task)
@@ -90,14 +91,14 @@ func (t *trial) startServices(ctx context.Context) error {
 	}
 	netns := fmt.Sprintf("/proc/%d/ns/net", t.image.pod.pid)
 	for _, svc := range p.Sidecars {
-		if err := t.waitDependencies(ctx, svc.Name, svc.DependsOn); err != nil {
+		if err := sv.waitDependencies(ctx, svc.Name, svc.DependsOn); err != nil {
 			return err
 		}
-		if err := t.startSidecar(svc, netns, names); err != nil {
+		if err := sv.startSidecar(svc, netns, names); err != nil {
 			return fmt.Errorf("task %s: service %s: %w", task, svc.Name, err)
 		}
 	}
-	if err := t.waitDependencies(ctx, compose.MainService, p.Main.DependsOn); err != nil {
+	if err := sv.waitDependencies(ctx, compose.MainService, p.Main.DependsOn); err != nil {
 		return err
 	}
 	t.log.Info("services started", "services", strings.Join(names, ","))
@@ -112,7 +113,8 @@ func serviceHosts(names []string) string {
 
 // startSidecar starts one service's pod over its own overlay and image and
 // its process in it.
-func (t *trial) startSidecar(svc compose.Service, netns string, names []string) error {
+func (sv services) startSidecar(svc compose.Service, netns string, names []string) error {
+	t := sv.t
 	img, ok := t.opts.Services[svc.Name]
 	if !ok {
 		return errors.New("no image was given for it (sidecar images are pinned at sync and handed to the runner with --services)")
@@ -166,7 +168,7 @@ func (t *trial) startSidecar(svc compose.Service, netns string, names []string) 
 	if err := writeInRoot(l.root, "/etc/resolv.conf", "nameserver "+slirp.DNS+"\n"); err != nil {
 		return err
 	}
-	if _, err := os.Stat(t.maskFile()); err != nil {
+	if _, err := os.Stat(t.imageSandbox().maskFile()); err != nil {
 		return fmt.Errorf("confinement mask file: %w", err)
 	}
 	var cg *cgroup
@@ -185,12 +187,12 @@ func (t *trial) startSidecar(svc compose.Service, netns string, names []string) 
 		}
 		sc.stdio = append(sc.stdio, f)
 	}
-	vols, err := t.volumeMounts(svc, sc.iso.root())
+	vols, err := sv.volumeMounts(svc, sc.iso.root())
 	if err != nil {
 		_ = cg.remove()
 		return err
 	}
-	retries, err := sc.iso.startPod(vols, t.maskFile(), cg, false, sc.stdio[0])
+	retries, err := sc.iso.startPod(vols, t.imageSandbox().maskFile(), cg, false, sc.stdio[0])
 	for _, failure := range retries {
 		t.log.Warn("a service's sandbox failed to set up; started it again", "service", svc.Name, "failure", failure)
 	}
@@ -218,23 +220,24 @@ func (t *trial) startSidecar(svc compose.Service, netns string, names []string) 
 // waitDependencies waits until every dependency of the service who is met:
 // a started service is (services start in order); a service_healthy one
 // once its healthcheck passes.
-func (t *trial) waitDependencies(ctx context.Context, who string, deps []compose.Dependency) error {
+func (sv services) waitDependencies(ctx context.Context, who string, deps []compose.Dependency) error {
 	for _, d := range deps {
 		if d.Condition != compose.ConditionHealthy {
 			continue
 		}
-		sc := t.sidecar(d.Service)
+		sc := sv.sidecar(d.Service)
 		if sc == nil {
-			return fmt.Errorf("task %s: service %s depends on %s, which is not running", t.healthcheckTaskName(), who, d.Service)
+			return fmt.Errorf("task %s: service %s depends on %s, which is not running", sv.healthcheckTaskName(), who, d.Service)
 		}
-		if err := t.waitHealthy(ctx, sc); err != nil {
-			return fmt.Errorf("task %s: service %s depends on %s being healthy: %w", t.healthcheckTaskName(), who, d.Service, err)
+		if err := sv.waitHealthy(ctx, sc); err != nil {
+			return fmt.Errorf("task %s: service %s depends on %s being healthy: %w", sv.healthcheckTaskName(), who, d.Service, err)
 		}
 	}
 	return nil
 }
 
-func (t *trial) sidecar(name string) *sidecar {
+func (sv services) sidecar(name string) *sidecar {
+	t := sv.t
 	for _, sc := range t.sidecars {
 		if sc.svc.Name == name {
 			return sc
@@ -248,7 +251,8 @@ func (t *trial) sidecar(name string) *sidecar {
 // start_interval), then `retries` consecutive failures (checks every
 // interval) make it unhealthy. Unlike Docker, the first check runs at
 // once. A service whose process ends first is an error with its output.
-func (t *trial) waitHealthy(ctx context.Context, sc *sidecar) error {
+func (sv services) waitHealthy(ctx context.Context, sc *sidecar) error {
+	t := sv.t
 	hc := sc.svc.Healthcheck
 	if sc.healthy || hc == nil {
 		return nil
@@ -309,7 +313,8 @@ func (sc *sidecar) output() string {
 
 // stopServices ends every service (its pod, process tree, cgroup and
 // overlay). It is safe to call more than once.
-func (t *trial) stopServices() {
+func (sv services) stopServices() {
+	t := sv.t
 	var wg sync.WaitGroup
 	for _, sc := range t.sidecars {
 		wg.Add(1)

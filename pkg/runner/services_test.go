@@ -279,7 +279,7 @@ func TestCopyOutOfService(t *testing.T) {
 	}
 	tr := &trial{sidecars: []*sidecar{{svc: compose.Service{Name: "api"}, iso: &imageIsolation{layer: &layer{root: root}}}}}
 	dst := t.TempDir()
-	if err := tr.copyOutOfService("api", "/var/log/api", filepath.Join(dst, "api")); err != nil {
+	if err := tr.services().copyOutOfService("api", "/var/log/api", filepath.Join(dst, "api")); err != nil {
 		t.Fatal(err)
 	}
 	for rel, want := range map[string]string{"api/orders.log": "o1\n", "api/sub/x.txt": "x"} {
@@ -290,13 +290,13 @@ func TestCopyOutOfService(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dst, "api", "escape")); err == nil {
 		t.Error("a symlink out of the service's root was copied")
 	}
-	if err := tr.copyOutOfService("api", "/var/log/api/orders.log", filepath.Join(dst, "one.log")); err != nil {
+	if err := tr.services().copyOutOfService("api", "/var/log/api/orders.log", filepath.Join(dst, "one.log")); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(dst, "one.log")); string(got) != "o1\n" {
 		t.Errorf("single file = %q", got)
 	}
-	if err := tr.copyOutOfService("db", "/x", dst); err == nil {
+	if err := tr.services().copyOutOfService("db", "/x", dst); err == nil {
 		t.Error("copy out of a service that is not running: no error")
 	}
 }

@@ -134,7 +134,8 @@ func (s *stepRun) fill(tr *harbor.TrialResult) {
 
 // runSteps runs a multi-step task's steps. Its error means the trial
 // could not be run; a step's failures are the step's exceptions.
-func (t *trial) runSteps(ctx context.Context) error {
+func (ms multiStep) runSteps(ctx context.Context) error {
+	t := ms.t
 	base, spec := t.task, t.spec
 	logsRoot := filepath.Join(filepath.Dir(t.host.VerifierLogs), stepsLogDir)
 	t.steps = &stepRun{logs: logsRoot, staged: filepath.Join(t.work, "steps-task")}
@@ -164,13 +165,13 @@ func (t *trial) runSteps(ctx context.Context) error {
 	t.log.Info("multi-step task", "steps", strings.Join(base.Config.StepNames(), ","), "reward_strategy", base.Config.MultiStepRewardStrategy)
 	var span [2]harbor.TimingInfo // agent_execution, verifier over every step
 	for i, step := range base.Steps {
-		if reason := t.budgetSpent(spec); reason != "" {
+		if reason := ms.budgetSpent(spec); reason != "" {
 			t.steps.stoppedBy = reason
 			t.except(harbor.ExceptionModelBudget, fmt.Sprintf("steps from %s on did not run: %s", step.Config.Name, reason))
 			break
 		}
 		t.steps.current, t.steps.last = step.Config.Name, i == len(base.Steps)-1
-		stopped, err := t.runStep(ctx, base, spec, step, i)
+		stopped, err := ms.runStep(ctx, base, spec, step, i)
 		if err != nil {
 			return err
 		}
@@ -194,10 +195,10 @@ func (t *trial) runSteps(ctx context.Context) error {
 	if err := t.endEnvironment(); err != nil {
 		return err
 	}
-	if err := t.keepLingeringAgentLogs(); err != nil {
+	if err := ms.keepLingeringAgentLogs(); err != nil {
 		return err
 	}
-	t.finishSteps(base.Config.MultiStepRewardStrategy)
+	ms.finishSteps(base.Config.MultiStepRewardStrategy)
 	return nil
 }
 
@@ -206,12 +207,13 @@ func (t *trial) runSteps(ctx context.Context) error {
 // more (never while a process of the agent could swap its files), into
 // the last step that ran: the agent's home then holds every step's
 // session.
-func (t *trial) keepLingeringAgentLogs() error {
-	lingers := t.image != nil || t.container != nil
+func (ms multiStep) keepLingeringAgentLogs() error {
+	t := ms.t
+	lingers := t.iso.traits().lingers
 	if !lingers || (t.harness.Bundle == nil && t.harness.WireAPI == "") || len(t.steps.results) == 0 {
 		return nil
 	}
-	t.keepAgentLogs(nil)
+	t.rigging().keepAgentLogs(nil)
 	name := t.steps.results[len(t.steps.results)-1].StepName
 	if err := moveEntries(t.host.AgentLogs, filepath.Join(t.steps.logs, name, "agent")); err != nil {
 		return fmt.Errorf("step %s: keep agent logs: %w", name, err)
@@ -221,14 +223,15 @@ func (t *trial) keepLingeringAgentLogs() error {
 
 // runStep runs one step and reports why the remaining steps must not run
 // ("" = they may).
-func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec, step harbor.Step, index int) (string, error) {
+func (ms multiStep) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec, step harbor.Step, index int) (string, error) {
+	t := ms.t
 	name := step.Config.Name
 	started := len(t.exceptions)
 	for _, phase := range []string{"agent_execution", "verifier", "step_setup"} {
 		delete(t.timings, phase)
 	}
 	t.usage, t.programUsage, t.gateway, t.reward, t.judge = nil, nil, nil, nil, nil
-	if err := t.stageStep(base, step); err != nil {
+	if err := ms.stageStep(base, step); err != nil {
 		return "", err
 	}
 	t.task = base.ForStep(step)
@@ -244,15 +247,15 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 	if step.Config.VerifierTimeoutSec != nil {
 		t.spec.VerifierTimeout = scaledSeconds(*step.Config.VerifierTimeoutSec, mult)
 	}
-	t.spec.MaxTokens, t.spec.MaxCostUSD = t.remainingBudget(spec)
+	t.spec.MaxTokens, t.spec.MaxCostUSD = ms.remainingBudget(spec)
 	t.log.Info("step started", "step", name, "index", index+1, "of", len(base.Steps),
 		"agent_timeout", t.spec.AgentTimeout.String(), "verifier_timeout", t.spec.VerifierTimeout.String())
-	if err := t.writeStepInstruction(step.Instruction); err != nil {
+	if err := ms.writeStepInstruction(step.Instruction); err != nil {
 		return "", err
 	}
 	if t.image != nil {
 		// The step's agent user writes /logs/agent (a step may name its own).
-		u, err := t.phaseUser(roleAgent)
+		u, err := t.imageSandbox().phaseUser(roleAgent)
 		if err != nil {
 			return "", err
 		}
@@ -262,78 +265,78 @@ func (t *trial) runStep(ctx context.Context, base harbor.Task, spec sandbox.Spec
 			}
 		}
 	}
-	rig, err := t.prepareRig(ctx)
+	rig, err := t.rigging().prepareRig(ctx)
 	if err != nil {
 		return "", err
 	}
 	// The environment comes up once, before the first step's setup.sh
 	// (the pod's start uploads that step's files itself).
 	podStarts := t.image != nil && t.image.pod == nil
-	if err := t.startEnvironment(ctx, rig); err != nil {
-		t.closeRig(rig)
+	if err := t.services().startEnvironment(ctx, rig); err != nil {
+		t.rigging().closeRig(rig)
 		return "", err
 	}
 	if !podStarts {
-		if err := t.prepareStepFiles(); err != nil {
-			t.closeRig(rig)
+		if err := ms.prepareStepFiles(); err != nil {
+			t.rigging().closeRig(rig)
 			return "", err
 		}
 	}
-	setupFailed, err := t.stepSetup(ctx, step)
+	setupFailed, err := ms.stepSetup(ctx, step)
 	if err != nil || setupFailed {
-		t.closeRig(rig)
+		t.rigging().closeRig(rig)
 		if err != nil {
 			return "", err
 		}
-		if err := t.keepStepLogs(name); err != nil {
+		if err := ms.keepStepLogs(name); err != nil {
 			return "", err
 		}
-		t.recordStep(name, started)
+		ms.recordStep(name, started)
 		return "its workdir/setup.sh failed", nil
 	}
 	// The step's own healthcheck, after its setup.sh and before its agent,
 	// on top of [environment.healthcheck] (which passed once, above).
 	if hc := step.Config.Healthcheck; hc != nil {
-		envBase, err := t.environmentBase()
+		envBase, err := t.services().environmentBase()
 		if err == nil {
-			err = t.checkHealth(ctx, envBase, hc, fmt.Sprintf("steps[%d] (%s).healthcheck", index, name))
+			err = t.services().checkHealth(ctx, envBase, hc, fmt.Sprintf("steps[%d] (%s).healthcheck", index, name))
 		}
 		if err != nil {
-			t.closeRig(rig)
+			t.rigging().closeRig(rig)
 			return "", err
 		}
 	}
-	runCmd, err := t.harness.RunCommand(t.templateData(rig))
+	runCmd, err := t.harness.RunCommand(t.rigging().templateData(rig))
 	if err != nil {
-		t.closeRig(rig)
+		t.rigging().closeRig(rig)
 		return "", err
 	}
 	err = t.runAgent(ctx, runCmd, rig)
 	t.steps.setUp = true
-	t.closeRig(rig)
+	t.rigging().closeRig(rig)
 	if err != nil {
 		return "", err
 	}
-	if err := t.keepGatewayRecord(rig != nil, gatewayRecord, name); err != nil {
+	if err := ms.keepGatewayRecord(rig != nil, gatewayRecord, name); err != nil {
 		return "", err
 	}
-	lingers := t.image != nil || t.container != nil
+	lingers := t.iso.traits().lingers
 	if rig != nil && !lingers {
-		t.keepAgentLogs(rig)
+		t.rigging().keepAgentLogs(rig)
 	}
-	if err := t.collectStepArtifacts(name, step); err != nil {
+	if err := t.verification().collectStepArtifacts(name, step); err != nil {
 		return "", err
 	}
 	if err := t.runVerifier(ctx); err != nil {
 		return "", err
 	}
-	if err := t.keepGatewayRecord(t.spec.JudgeModel != "", judgeGatewayRecord, name); err != nil {
+	if err := ms.keepGatewayRecord(t.spec.JudgeModel != "", judgeGatewayRecord, name); err != nil {
 		return "", err
 	}
-	if err := t.keepStepLogs(name); err != nil {
+	if err := ms.keepStepLogs(name); err != nil {
 		return "", err
 	}
-	res := t.recordStep(name, started)
+	res := ms.recordStep(name, started)
 	switch {
 	case res.AgentExecution == nil && res.ExceptionInfo != nil:
 		// The agent never ran (the harness's install step failed): Harbor
@@ -360,7 +363,8 @@ func scaledSeconds(s, mult float64) time.Duration {
 
 // budgetSpent says why the attempt's model budget leaves nothing for
 // another step ("" = it does, or there is none).
-func (t *trial) budgetSpent(spec sandbox.Spec) string {
+func (ms multiStep) budgetSpent(spec sandbox.Spec) string {
+	t := ms.t
 	if t.steps == nil || !t.steps.anyUsage {
 		return ""
 	}
@@ -376,7 +380,8 @@ func (t *trial) budgetSpent(spec sandbox.Spec) string {
 
 // remainingBudget is what the attempt's budget leaves for the next step:
 // one budget for the whole trial, however many steps use it.
-func (t *trial) remainingBudget(spec sandbox.Spec) (int64, float64) {
+func (ms multiStep) remainingBudget(spec sandbox.Spec) (int64, float64) {
+	t := ms.t
 	tokens, cost := spec.MaxTokens, spec.MaxCostUSD
 	if t.steps.anyUsage {
 		if tokens > 0 {
@@ -392,7 +397,8 @@ func (t *trial) remainingBudget(spec sandbox.Spec) (int64, float64) {
 // stageStep lays out the step's tests/ (the task's tests/, then the
 // step's own over them, as Harbor uploads both) and solution/ (the step's,
 // else the task's) in the work dir, and points the trial's layouts at them.
-func (t *trial) stageStep(base harbor.Task, step harbor.Step) error {
+func (ms multiStep) stageStep(base harbor.Task, step harbor.Step) error {
+	t := ms.t
 	dir := filepath.Join(t.steps.staged, step.Config.Name)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("step %s: stage: %w", step.Config.Name, err)
@@ -437,7 +443,8 @@ func stageTree(src, dst string) error {
 // agent: the previous step's /tests removed (the agent never sees a
 // verifier's tests) and, for a harness that gets it, the step's solution
 // put at /solution.
-func (t *trial) prepareStepFiles() error {
+func (ms multiStep) prepareStepFiles() error {
+	t := ms.t
 	switch {
 	case t.image != nil:
 		r, err := os.OpenRoot(t.layer.root)
@@ -470,7 +477,8 @@ func (t *trial) prepareStepFiles() error {
 
 // writeStepInstruction puts the step's instruction at
 // /logs/agent/instruction.md, never through a link a process left there.
-func (t *trial) writeStepInstruction(text string) error {
+func (ms multiStep) writeStepInstruction(text string) error {
+	t := ms.t
 	path := filepath.Join(t.host.AgentLogs, "instruction.md")
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("write instruction: %w", err)
@@ -493,11 +501,12 @@ func (t *trial) writeStepInstruction(text string) error {
 // directory and runs its workdir/setup.sh there as the step's agent user,
 // as Harbor does. A setup.sh that fails (or times out) is the step's
 // exception and stops the trial's remaining steps; it reports true.
-func (t *trial) stepSetup(ctx context.Context, step harbor.Step) (bool, error) {
+func (ms multiStep) stepSetup(ctx context.Context, step harbor.Step) (bool, error) {
+	t := ms.t
 	if !step.HasWorkdir {
 		return false, nil
 	}
-	if err := t.uploadWorkdir(step.WorkdirDir()); err != nil {
+	if err := ms.uploadWorkdir(step.WorkdirDir()); err != nil {
 		return false, fmt.Errorf("step %s: upload workdir: %w", step.Config.Name, err)
 	}
 	if !step.HasSetup() {
@@ -515,7 +524,7 @@ func (t *trial) stepSetup(ctx context.Context, step harbor.Step) (bool, error) {
 		workDir: t.host.App,
 		network: networkAllowed(t.phaseNetwork(t.task.Config.Agent.NetworkMode)),
 	}
-	if err := t.imagePhase(&pc, roleAgent); err != nil {
+	if err := t.imageSandbox().imagePhase(&pc, roleAgent); err != nil {
 		return false, err
 	}
 	out, err := t.phase(ctx, "step_setup", pc, t.spec.AgentTimeout, stepSetupStdout, stepSetupStderr, t.host.AgentLogs)
@@ -538,7 +547,8 @@ func (t *trial) stepSetup(ctx context.Context, step harbor.Step) (bool, error) {
 // isolation through an os.Root of the pod's root, so nothing a process of
 // the pod planted leads out of it; owned by the agent's user (the image's
 // or task's agent user in a pod, the agent uid in a container).
-func (t *trial) uploadWorkdir(src string) error {
+func (ms multiStep) uploadWorkdir(src string) error {
+	t := ms.t
 	root, target := t.host.App, "."
 	uid, gid := -1, -1
 	if t.container != nil {
@@ -550,7 +560,7 @@ func (t *trial) uploadWorkdir(src string) error {
 		if target == "" {
 			target = "."
 		}
-		u, err := t.phaseUser(roleAgent)
+		u, err := t.imageSandbox().phaseUser(roleAgent)
 		if err != nil {
 			return err
 		}
@@ -592,7 +602,8 @@ func (t *trial) uploadWorkdir(src string) error {
 // keepGatewayRecord moves the step's record of a model gateway (each
 // step starts its own, which would write over the last's) to
 // artifacts/steps/<name>/, when the step had that gateway.
-func (t *trial) keepGatewayRecord(had bool, record, name string) error {
+func (ms multiStep) keepGatewayRecord(had bool, record, name string) error {
+	t := ms.t
 	src := filepath.Join(t.out, ArtifactsDir, record)
 	if !had {
 		return nil
@@ -621,7 +632,8 @@ func mergeFile(r *os.Root, src, name string) error {
 // keepStepLogs moves the step's /logs/agent (and /logs/verifier, unless
 // its verifier's were taken already) to the step's directory, so the next
 // step starts with them empty, as Harbor archives them per step.
-func (t *trial) keepStepLogs(name string) error {
+func (ms multiStep) keepStepLogs(name string) error {
+	t := ms.t
 	dst := filepath.Join(t.steps.logs, name)
 	if err := moveEntries(t.host.AgentLogs, filepath.Join(dst, "agent")); err != nil {
 		return fmt.Errorf("step %s: keep agent logs: %w", name, err)
@@ -661,7 +673,8 @@ func moveEntries(src, dst string) error {
 // its StepResult: its exceptions (the trial's too, prefixed with the
 // step), its agent usage, its reward and timings; and adds its usage to
 // the trial's.
-func (t *trial) recordStep(name string, firstException int) harbor.StepResult {
+func (ms multiStep) recordStep(name string, firstException int) harbor.StepResult {
+	t := ms.t
 	s := t.steps
 	res := harbor.StepResult{StepName: name, AgentExecution: t.timings["agent_execution"], Verifier: t.timings["verifier"]}
 	if own := t.exceptions[firstException:]; len(own) > 0 {
@@ -723,7 +736,8 @@ func (t *trial) recordStep(name string, firstException int) harbor.StepResult {
 
 // finishSteps sets the trial's reward from the steps' by the task's
 // strategy, and its usage and judge use from their sums.
-func (t *trial) finishSteps(strategy string) {
+func (ms multiStep) finishSteps(strategy string) {
+	t := ms.t
 	s := t.steps
 	rewards := make([]map[string]float64, len(s.results))
 	for i, r := range s.results {

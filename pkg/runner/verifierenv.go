@@ -27,7 +27,7 @@ const verifierNoTestScript = "VerifierNoTestScript"
 
 // separateVerifier reports whether the trial's verifier runs in an
 // environment of its own.
-func (t *trial) separateVerifier() bool { return t.task.Config.Verifier.Separate() }
+func (vf verification) separateVerifier() bool { return vf.t.task.Config.Verifier.Separate() }
 
 // prepareSeparateVerifier stops the trial's pod, collects the artifacts,
 // and starts the verifier's pod over the verifier's image with them. From
@@ -35,9 +35,10 @@ func (t *trial) separateVerifier() bool { return t.task.Config.Verifier.Separate
 // baseline are the verifier environment's, so the verifier phase runs as
 // in shared mode. A verifier image without /tests/test.sh is the task's
 // error (an exception without reward, naming the task and the file).
-func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
+func (vf verification) prepareSeparateVerifier() (ok bool, err error) {
+	t := vf.t
 	if t.container != nil {
-		return t.prepareHandoffVerifier() // verifierhandoff.go
+		return t.verification().prepareHandoffVerifier() // verifierhandoff.go
 	}
 	if t.image == nil || t.opts.VerifierImage == nil {
 		return false, fmt.Errorf("task %s has a separate verifier ([verifier] environment_mode = %q): it runs under image isolation with the verifier's image (--verifier-image, pinned at sync), and none was given", t.task.Name, harbor.VerifierSeparate)
@@ -46,10 +47,10 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 	// As Harbor: main stops, then the artifacts are pulled (main's from its
 	// stopped filesystem, the services' from the running services), then
 	// the services stop.
-	t.stopMainPod()
+	t.imageSandbox().stopMainPod()
 	t.log.Info("main environment stopped for the separate verifier")
-	err = t.collectDeclared()
-	t.stopServices()
+	err = vf.collectDeclared()
+	t.services().stopServices()
 	if err != nil {
 		return false, err
 	}
@@ -81,7 +82,7 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 	t.log.Info("separate verifier environment", "image", vi.img.Ref, "overlay", l.driver)
 	// The verifier image provides the tests itself.
 	if !hasRegularFile(l.root, TestsMount+"/test.sh") {
-		t.exceptNoReward(verifierNoTestScript, fmt.Sprintf("task %s: the separate verifier's image %s does not provide %s/test.sh (built from tests/Dockerfile: COPY test.sh there; Harbor uploads no tests into a separate verifier)", t.task.Name, vi.img.Ref, TestsMount))
+		vf.exceptNoReward(verifierNoTestScript, fmt.Sprintf("task %s: the separate verifier's image %s does not provide %s/test.sh (built from tests/Dockerfile: COPY test.sh there; Harbor uploads no tests into a separate verifier)", t.task.Name, vi.img.Ref, TestsMount))
 		return false, nil
 	}
 	spec := t.task.Config.Verifier.User
@@ -115,7 +116,7 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 		}
 	}
 	if t.declared != "" {
-		if err := placeArtifacts(l.root, t.declaredArtifacts(), t.declaredEntries, t.declared); err != nil {
+		if err := placeArtifacts(l.root, vf.declaredArtifacts(), t.declaredEntries, t.declared); err != nil {
 			return false, fmt.Errorf("separate verifier: %w", err)
 		}
 	}
@@ -125,13 +126,14 @@ func (t *trial) prepareSeparateVerifier() (ok bool, err error) {
 	t.seen.App = vi.img.WorkDir()
 	t.spec.Network = ve.NetworkMode // the separate verifier's network baseline
 	t.task.Config.Environment.Env = ve.Env
-	return true, t.startVerifierPod(u, ve)
+	return true, vf.startVerifierPod(u, ve)
 }
 
 // startVerifierPod starts the separate verifier's pod: its logs, the
 // handed-over /logs/artifacts, the platform's helpers and, for a judge,
 // the model gateway; limits from [verifier.environment].
-func (t *trial) startVerifierPod(u imageUser, ve harbor.EnvironmentConfig) error {
+func (vf verification) startVerifierPod(u imageUser, ve harbor.EnvironmentConfig) error {
+	t := vf.t
 	vl := filepath.Dir(t.host.VerifierLogs)
 	mounts := []mount{
 		{host: t.host.VerifierLogs, target: VerifierLogMount, writable: true},
@@ -142,11 +144,11 @@ func (t *trial) startVerifierPod(u imageUser, ve harbor.EnvironmentConfig) error
 	}
 	if t.spec.JudgeModel != "" {
 		t.podSocket, t.podSocketTmp = "", ""
-		socket, err := t.podGatewaySocket()
+		socket, err := t.imageSandbox().podGatewaySocket()
 		if err != nil {
 			return err
 		}
-		forwarder, err := t.forwarderBinary()
+		forwarder, err := t.rigging().forwarderBinary()
 		if err != nil {
 			return err
 		}
@@ -168,7 +170,7 @@ func (t *trial) startVerifierPod(u imageUser, ve harbor.EnvironmentConfig) error
 	}
 	t.podStderr = stderr
 	started := time.Now()
-	retries, err := t.image.startPod(mounts, t.maskFile(), cg, !u.root(), stderr)
+	retries, err := t.image.startPod(mounts, t.imageSandbox().maskFile(), cg, !u.root(), stderr)
 	for _, failure := range retries {
 		t.log.Warn("the verifier pod's sandbox failed to set up; started it again", "failure", failure)
 	}
@@ -181,7 +183,8 @@ func (t *trial) startVerifierPod(u imageUser, ve harbor.EnvironmentConfig) error
 }
 
 // closeVerifierLayer removes the separate verifier's writable root.
-func (t *trial) closeVerifierLayer() {
+func (vf verification) closeVerifierLayer() {
+	t := vf.t
 	if t.verifierLayer == nil {
 		return
 	}

@@ -63,7 +63,8 @@ type handoffRequestFile struct {
 // prepareHandoffVerifier is prepareSeparateVerifier under container
 // isolation: it ends the agent's processes, fills the hand-over's root/
 // and makes the verifier phase a hand-over (handoffIsolation).
-func (t *trial) prepareHandoffVerifier() (bool, error) {
+func (vf verification) prepareHandoffVerifier() (bool, error) {
+	t := vf.t
 	dir := t.opts.VerifierHandoff
 	if dir == "" {
 		return false, fmt.Errorf("task %s has a separate verifier: under container isolation it runs in the task's verifier container, through a hand-over directory (--verifier-handoff), and none was given", t.task.Name)
@@ -72,7 +73,7 @@ func (t *trial) prepareHandoffVerifier() (bool, error) {
 		return false, fmt.Errorf("separate verifier: %w", err)
 	}
 	t.log.Info("agent's processes ended for the separate verifier")
-	if err := t.collectDeclared(); err != nil {
+	if err := t.verification().collectDeclared(); err != nil {
 		return false, err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
@@ -94,7 +95,7 @@ func (t *trial) prepareHandoffVerifier() (bool, error) {
 		t.log.Warn("artifact not handed to the verifier", "file", ArtifactsMount+"/"+s)
 	}
 	if t.declared != "" {
-		if err := placeArtifacts(root, t.declaredArtifacts(), t.declaredEntries, t.declared); err != nil {
+		if err := placeArtifacts(root, t.verification().declaredArtifacts(), t.declaredEntries, t.declared); err != nil {
 			return false, fmt.Errorf("separate verifier: %w", err)
 		}
 	}

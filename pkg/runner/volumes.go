@@ -26,14 +26,14 @@ import (
 // volumeMounts are the mounts of svc's volumes in an image whose
 // unwritten root is imageRoot, each volume created (and filled from the
 // image) at its first mount.
-func (t *trial) volumeMounts(svc compose.Service, imageRoot string) ([]mount, error) {
+func (sv services) volumeMounts(svc compose.Service, imageRoot string) ([]mount, error) {
 	var out []mount
 	for _, v := range svc.Volumes {
 		key := "named:" + v.Volume
 		if v.Volume == "" {
 			key = "anonymous:" + svc.Name + ":" + v.Target
 		}
-		dir, fresh, err := t.volumeDir(key)
+		dir, fresh, err := sv.volumeDir(key)
 		if err != nil {
 			return nil, err
 		}
@@ -56,7 +56,8 @@ func volumeName(v compose.VolumeMount) string {
 
 // volumeDir is the directory of the volume key, created on first use
 // (fresh).
-func (t *trial) volumeDir(key string) (dir string, fresh bool, err error) {
+func (sv services) volumeDir(key string) (dir string, fresh bool, err error) {
+	t := sv.t
 	if dir, ok := t.volumes[key]; ok {
 		return dir, false, nil
 	}
