@@ -119,7 +119,7 @@ func TestCollectArtifactsFromServices(t *testing.T) {
 		{Source: "/var/log/api/orders.log", Service: "api"},
 		{Source: "/tmp/stats.json", Service: "api"},
 		{Source: "/app/out.txt"},
-		{Source: "/var/log/api/orders.log"}, // main's: the api's took its place
+		{Source: "/var/log/api/orders.log"},  // main's: the api's took its place
 		{Source: "/var/log", Service: "api"}, // holds a place already taken
 		{Source: "/x", Service: "gone"},
 	}
