@@ -281,26 +281,43 @@ func (s *layerStore) referencedLayers() (map[string][]string, error) {
 	return refs, nil
 }
 
-// gcLayers removes the layer directories no image's rootfs record names
-// (and what an older store version left in rootfs/: whole unpacked trees).
-// With wait false it gives up at once when an unpack is under way (an
-// eviction must not stall a pull); Prune waits.
-func (s *layerStore) gcLayers(ctx context.Context, wait bool) (n int, bytes int64, err error) {
+// lockGC takes gc.lock exclusively: no unpack, import or pull is then
+// under way (each holds it shared while it writes what its records will
+// name). With wait false it gives up at once (ok false) when one is.
+func (s *layerStore) lockGC(wait bool) (unlock func(), ok bool, err error) {
 	how := unix.LOCK_EX
 	if !wait {
 		how |= unix.LOCK_NB
 	}
 	f, err := os.OpenFile(filepath.Join(s.dir, "gc.lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return 0, 0, err
+		return nil, false, err
 	}
-	defer f.Close()
 	if err := flock(f, how); err != nil {
+		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return 0, 0, nil
+			return nil, false, nil
 		}
+		return nil, false, err
+	}
+	return func() { f.Close() }, true, nil
+}
+
+// gcLayers removes the layer directories no image's rootfs record names
+// (and what an older store version left in rootfs/: whole unpacked trees).
+// With wait false it gives up at once when an unpack is under way (an
+// eviction must not stall a pull).
+func (s *layerStore) gcLayers(ctx context.Context, wait bool) (n int, bytes int64, err error) {
+	unlock, ok, err := s.lockGC(wait)
+	if err != nil || !ok {
 		return 0, 0, err
 	}
+	defer unlock()
+	return s.collectLayers(ctx)
+}
+
+// collectLayers is gcLayers for a caller holding gc.lock exclusively.
+func (s *layerStore) collectLayers(ctx context.Context) (n int, bytes int64, err error) {
 	refs, err := s.referencedLayers()
 	if err != nil {
 		return 0, 0, err

@@ -90,6 +90,17 @@ type Store struct {
 	layers   *layerStore
 	pullers  *pullerCache
 	capacity *capacity
+
+	// testHook, set by tests only (export_test.go), is called at named
+	// points of an operation, so a test can order steps of concurrent
+	// operations without timing.
+	testHook func(point string)
+}
+
+func (s *Store) hook(point string) {
+	if s.testHook != nil {
+		s.testHook(point)
+	}
 }
 
 // Open opens (creating it if needed) the store in dir.
