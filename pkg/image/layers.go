@@ -36,10 +36,18 @@ import (
 // Locks (flock, shared by every process on the store):
 //
 //	gc.lock              shared while unpacking layers and writing an image's
-//	                     rootfs record, exclusive while removing layers
+//	                     rootfs record, while importing (blobs to record) and
+//	                     while a resolve stores a manifest; exclusive while
+//	                     removing layers, and for a whole Prune (which
+//	                     removes image records and blobs too)
 //	layers/<id>.lock     exclusive while that layer is being unpacked
-//	rootfs/<cfg>.lock    as before: shared while an image is in use,
-//	                     exclusive while unpacking or dropping its record
+//	rootfs/<cfg>.lock    shared while an image is in use, exclusive while
+//	                     unpacking it or dropping its rootfs record; a prune
+//	                     forgets an image (record, blobs) only holding it
+//
+// Order: rootfs/<cfg>.lock, then gc.lock, then layers/<id>.lock. Prune,
+// which holds gc.lock first, only tries rootfs locks (LOCK_NB): an image
+// whose lock is taken is kept whole.
 //
 // A layer is referenced by every rootfs/<cfg>.json naming it; the garbage
 // collector removes, under gc.lock, the layers no record names. An image in

@@ -160,7 +160,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 		return fail(err)
 	}
 	s.hook("rootfs: locked")
-	rr, ok := s.layers.rootfsRecord(cfgHash)
+	_, ok = s.layers.rootfsRecord(cfgHash)
 	unpacked := !ok
 	if unpacked {
 		// Layers already unpacked (for another image) need no blob: hold
@@ -179,7 +179,7 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 			err = s.fetchLayers(ctx, res, rec, creds, progress)
 		}
 		if err == nil {
-			rr, err = s.layers.unpackLayers(ctx, rec, progress)
+			_, err = s.layers.unpackLayers(ctx, rec, progress)
 		}
 		unlockGC()
 		if err != nil {
@@ -195,7 +195,8 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 	if err := held(); err != nil {
 		return fail(err)
 	}
-	if rr, ok = s.layers.rootfsRecord(cfgHash); !ok {
+	rr, ok := s.layers.rootfsRecord(cfgHash)
+	if !ok {
 		return fail(fmt.Errorf("%w: its rootfs was evicted or pruned as it was unpacked", ErrNotCached))
 	}
 	r, err := finish(rr)
