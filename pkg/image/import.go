@@ -75,7 +75,7 @@ func (s *Store) importImage(ctx context.Context, src, ref string) (Resolved, err
 	}
 	res := resolvedFrom(rec, tag.Context(), tag.TagStr(), "import")
 	if shared > 0 {
-		r, err := s.rootfs(ctx, res.Ref, nil, nil)
+		r, err := s.rootfs(ctx, res.Ref, nil, nil, true)
 		if err != nil {
 			return Resolved{}, fmt.Errorf("import %s: unpack: %w", src, err)
 		}

@@ -36,10 +36,18 @@ import (
 // Locks (flock, shared by every process on the store):
 //
 //	gc.lock              shared while unpacking layers and writing an image's
-//	                     rootfs record, exclusive while removing layers
+//	                     rootfs record, while importing (blobs to record) and
+//	                     while a resolve stores a manifest; exclusive while
+//	                     removing layers, and for a whole Prune (which
+//	                     removes image records and blobs too)
 //	layers/<id>.lock     exclusive while that layer is being unpacked
-//	rootfs/<cfg>.lock    as before: shared while an image is in use,
-//	                     exclusive while unpacking or dropping its record
+//	rootfs/<cfg>.lock    shared while an image is in use, exclusive while
+//	                     unpacking it or dropping its rootfs record; a prune
+//	                     forgets an image (record, blobs) only holding it
+//
+// Order: rootfs/<cfg>.lock, then gc.lock, then layers/<id>.lock. Prune,
+// which holds gc.lock first, only tries rootfs locks (LOCK_NB): an image
+// whose lock is taken is kept whole.
 //
 // A layer is referenced by every rootfs/<cfg>.json naming it; the garbage
 // collector removes, under gc.lock, the layers no record names. An image in
@@ -281,26 +289,43 @@ func (s *layerStore) referencedLayers() (map[string][]string, error) {
 	return refs, nil
 }
 
-// gcLayers removes the layer directories no image's rootfs record names
-// (and what an older store version left in rootfs/: whole unpacked trees).
-// With wait false it gives up at once when an unpack is under way (an
-// eviction must not stall a pull); Prune waits.
-func (s *layerStore) gcLayers(ctx context.Context, wait bool) (n int, bytes int64, err error) {
+// lockGC takes gc.lock exclusively: no unpack, import or pull is then
+// under way (each holds it shared while it writes what its records will
+// name). With wait false it gives up at once (ok false) when one is.
+func (s *layerStore) lockGC(wait bool) (unlock func(), ok bool, err error) {
 	how := unix.LOCK_EX
 	if !wait {
 		how |= unix.LOCK_NB
 	}
 	f, err := os.OpenFile(filepath.Join(s.dir, "gc.lock"), os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o644)
 	if err != nil {
-		return 0, 0, err
+		return nil, false, err
 	}
-	defer f.Close()
 	if err := flock(f, how); err != nil {
+		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return 0, 0, nil
+			return nil, false, nil
 		}
+		return nil, false, err
+	}
+	return func() { f.Close() }, true, nil
+}
+
+// gcLayers removes the layer directories no image's rootfs record names
+// (and what an older store version left in rootfs/: whole unpacked trees).
+// With wait false it gives up at once when an unpack is under way (an
+// eviction must not stall a pull).
+func (s *layerStore) gcLayers(ctx context.Context, wait bool) (n int, bytes int64, err error) {
+	unlock, ok, err := s.lockGC(wait)
+	if err != nil || !ok {
 		return 0, 0, err
 	}
+	defer unlock()
+	return s.collectLayers(ctx)
+}
+
+// collectLayers is gcLayers for a caller holding gc.lock exclusively.
+func (s *layerStore) collectLayers(ctx context.Context) (n int, bytes int64, err error) {
 	refs, err := s.referencedLayers()
 	if err != nil {
 		return 0, 0, err

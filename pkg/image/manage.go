@@ -112,7 +112,7 @@ func (s *Store) Pull(ctx context.Context, ref string, progress func(Progress), c
 	if err != nil {
 		return Resolved{}, imageErr(ref, err)
 	}
-	r, err := s.rootfs(ctx, res.Ref, creds, progress)
+	r, err := s.rootfs(ctx, res.Ref, creds, progress, false)
 	if err != nil {
 		return Resolved{}, imageErr(ref, err)
 	}
@@ -149,11 +149,21 @@ const orphanAge = time.Hour
 
 // Prune removes what no image names — unpacked images whose record is
 // gone, the layers no unpacked image uses, temp leftovers, blobs no image
-// record refers to — and, with opts.Images, every image not in use. It is safe while pulls, builds and
-// sandboxes run: an image in use keeps its layers, an unpack under way
-// finishes first.
+// record refers to — and, with opts.Images, every image not in use. It is
+// safe while pulls, builds and sandboxes run, by construction: it decides
+// and removes under gc.lock held exclusively, so no unpack, import or pull
+// is half-way (each holds gc.lock shared while it writes what its records
+// will name), and it drops an image only with the image's rootfs lock held
+// exclusively, which a sandbox holds shared while it uses the image and an
+// unpack (a launch restoring an evicted rootfs) exclusively while it
+// reads the image's blobs: those images, their records and blobs stay.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	var rep PruneReport
+	unlockGC, _, err := s.layers.lockGC(true)
+	if err != nil {
+		return rep, err
+	}
+	defer unlockGC()
 	cached, err := s.capacity.listCachedRootfs()
 	if err != nil {
 		return rep, err
@@ -174,7 +184,21 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 			}
 		}
 	}
-	held := map[string]bool{}
+	// drop removes an image's rootfs record unless someone holds the
+	// image (in use, or being unpacked): false then, and the image is kept
+	// whole — record, blobs and layers.
+	dropped, held := map[string]bool{}, map[string]bool{}
+	drop := func(hex string) (bool, error) {
+		if held[hex] || dropped[hex] {
+			return dropped[hex], nil
+		}
+		removed, err := s.capacity.removeRootfs(hex)
+		if err != nil {
+			return false, fmt.Errorf("prune rootfs sha256:%s: %w", hex, err)
+		}
+		dropped[hex], held[hex] = removed, !removed
+		return removed, nil
+	}
 	for _, c := range cached {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -182,20 +206,17 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 		if named[c.hex] {
 			continue
 		}
-		removed, err := s.capacity.removeRootfs(c.hex)
+		removed, err := drop(c.hex)
 		if err != nil {
-			return rep, fmt.Errorf("prune rootfs sha256:%s: %w", c.hex, err)
+			return rep, err
 		}
 		if !removed {
 			rep.InUse++
-			held["sha256:"+c.hex] = true
 			continue
 		}
 		rep.Rootfs++
 	}
-	// Waits for unpacks under way: what they unpack is referenced once
-	// they are done, and kept.
-	nl, lbytes, err := s.layers.gcLayers(ctx, true)
+	nl, lbytes, err := s.layers.collectLayers(ctx)
 	rep.Layers, rep.RootfsBytes = nl, lbytes
 	if err != nil {
 		return rep, err
@@ -212,7 +233,14 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (PruneReport, erro
 				continue
 			}
 			rec, found, err := s.blobs.loadRecord(v1.Hash{Algorithm: "sha256", Hex: hex})
-			if err != nil || !found || held[rec.Config] {
+			if err != nil || !found {
+				continue
+			}
+			// An image never unpacked has no rootfs record, and still its
+			// lock: a launch unpacking it holds it exclusively.
+			if removed, err := drop(strings.TrimPrefix(rec.Config, "sha256:")); err != nil {
+				return rep, err
+			} else if !removed {
 				continue
 			}
 			if err := os.Remove(filepath.Join(s.dir, "images", e.Name())); err != nil && !os.IsNotExist(err) {

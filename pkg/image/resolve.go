@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sys/unix"
 )
 
 // Resolved is an image reference pinned to the digest of its linux/amd64
@@ -141,6 +143,13 @@ func (s *Store) resolveAt(ctx context.Context, p *remote.Puller, ep endpoint, r 
 	if err != nil {
 		return Resolved{}, err
 	}
+	// The blobs fetched here are named by no record until saveRecord: hold
+	// them against a prune (which forgets blobs under gc.lock exclusively).
+	unlockGC, err := flockPath(filepath.Join(s.dir, "gc.lock"), unix.LOCK_SH)
+	if err != nil {
+		return Resolved{}, err
+	}
+	defer unlockGC()
 	rec, ok, err := s.localImage(desc.Digest)
 	if err != nil {
 		return Resolved{}, err

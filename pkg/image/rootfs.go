@@ -73,20 +73,41 @@ type rootfsRecord struct {
 // first use. Concurrent first users, in this process or others, wait for one
 // unpack. The caller must Close the result when the sandbox using it is gone.
 func (s *Store) Rootfs(ctx context.Context, pinnedRef string, creds ...Credential) (*Rootfs, error) {
-	r, err := s.rootfs(ctx, pinnedRef, creds, nil)
+	r, err := s.rootfs(ctx, pinnedRef, creds, nil, false)
 	return r, imageErr(pinnedRef, err)
 }
 
-func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential, progress func(Progress)) (*Rootfs, error) {
+// rootfs is Rootfs; offline (a launch, or an import of a build) never
+// touches the network: what is missing is ErrNotCached.
+//
+// Prune forgets an image (its record, its blobs) only holding gc.lock and
+// the image's rootfs lock exclusively, so the record is read again once the
+// rootfs lock is held (and, before fetching or unpacking, gc.lock shared):
+// what is read then stays until the lock is released.
+func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential, progress func(Progress), offline bool) (*Rootfs, error) {
 	ref, err := parseRef(pinnedRef)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ref.(name.Digest); !ok {
+	d, ok := ref.(name.Digest)
+	if !ok {
 		return nil, fmt.Errorf("%w: %q is not pinned: want repository@sha256:<hex> (from Resolve)", ErrInvalidReference, pinnedRef)
 	}
-	res, err := s.resolve(ctx, pinnedRef, creds)
-	if err != nil {
+	var res Resolved
+	if offline {
+		h, err := v1.NewHash(d.DigestStr())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidReference, err)
+		}
+		rec, found, err := s.blobs.loadRecord(h)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: the image is not in the store (pull it, or sync the benchmark)", ErrNotCached)
+		}
+		res = resolvedFrom(rec, ref.Context(), "", "local")
+	} else if res, err = s.resolve(ctx, pinnedRef, creds); err != nil {
 		return nil, err
 	}
 	rec, ok, err := s.blobs.loadRecord(mustHash(res.Digest))
@@ -94,44 +115,71 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("image record %s vanished", res.Digest)
+		return nil, fmt.Errorf("%w: the image's record was removed (pruned) while it was being prepared", ErrNotCached)
 	}
 	cfgHash := mustHash(rec.Config)
-	cfg, err := s.imageConfig(cfgHash)
-	if err != nil {
-		return nil, err
-	}
+	s.hook("rootfs: record read")
 	dir := filepath.Join(s.dir, "rootfs", cfgHash.Hex)
 	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	out := &Rootfs{Ref: res.Ref, Digest: rec.Digest, Image: rec.Config, Config: cfg, lock: lock}
+	out := &Rootfs{Ref: res.Ref, Digest: rec.Digest, Image: rec.Config, lock: lock}
 	fail := func(err error) (*Rootfs, error) { lock.Close(); return nil, err }
+	// held checks, with the rootfs lock held, that a prune did not forget
+	// the image before it was taken.
+	held := func() error {
+		if again, found, err := s.blobs.loadRecord(mustHash(res.Digest)); err != nil {
+			return err
+		} else if !found || again.Config != rec.Config {
+			return fmt.Errorf("%w: the image was pruned while it was being prepared (the next sync brings it back)", ErrNotCached)
+		}
+		return nil
+	}
+	finish := func(rr rootfsRecord) (*Rootfs, error) {
+		cfg, err := s.imageConfig(cfgHash)
+		if err != nil {
+			return fail(err)
+		}
+		out.Config, out.Size, out.Layers = cfg, rr.Size, s.layers.layerDirs(rr)
+		s.touch(lock)
+		return out, nil
+	}
 	// Fast path: a complete rootfs, held shared.
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
 	if rr, ok := s.layers.rootfsRecord(cfgHash); ok {
-		out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
-		s.touch(lock)
-		return out, nil
+		if err := held(); err != nil {
+			return fail(err)
+		}
+		return finish(rr)
 	}
 	// Slow path: exclusive, check again, unpack once.
 	if err := flock(lock, unix.LOCK_EX); err != nil {
 		return fail(err)
 	}
-	rr, ok := s.layers.rootfsRecord(cfgHash)
-	if !ok {
+	s.hook("rootfs: locked")
+	_, ok = s.layers.rootfsRecord(cfgHash)
+	unpacked := !ok
+	if unpacked {
 		// Layers already unpacked (for another image) need no blob: hold
 		// them against garbage collection from the check to the record.
 		unlockGC, err := flockPath(filepath.Join(s.dir, "gc.lock"), unix.LOCK_SH)
 		if err != nil {
 			return fail(err)
 		}
-		err = s.fetchLayers(ctx, res, rec, creds, progress)
+		err = held()
+		if err == nil && offline {
+			if missing := s.missingLayers(rec); len(missing) > 0 {
+				err = fmt.Errorf("%w: layer %s is neither stored nor unpacked (pruned or evicted; the next sync brings it back)", ErrNotCached, shortDigest(missing[0].Digest))
+			}
+		}
 		if err == nil {
-			rr, err = s.layers.unpackLayers(ctx, rec, progress)
+			err = s.fetchLayers(ctx, res, rec, creds, progress)
+		}
+		if err == nil {
+			_, err = s.layers.unpackLayers(ctx, rec, progress)
 		}
 		unlockGC()
 		if err != nil {
@@ -139,15 +187,23 @@ func (s *Store) rootfs(ctx context.Context, pinnedRef string, creds []Credential
 		}
 	}
 	// Downgrade to shared: other users may now proceed, eviction may not.
+	// flock converts by unlocking first: an eviction or a prune may take the
+	// image in between, so the record is checked again under the shared lock.
 	if err := flock(lock, unix.LOCK_SH); err != nil {
 		return fail(err)
 	}
-	out.Size, out.Layers = rr.Size, s.layers.layerDirs(rr)
-	s.touch(lock)
-	if s.capacity.max > 0 && !ok {
+	if err := held(); err != nil {
+		return fail(err)
+	}
+	rr, ok := s.layers.rootfsRecord(cfgHash)
+	if !ok {
+		return fail(fmt.Errorf("%w: its rootfs was evicted or pruned as it was unpacked", ErrNotCached))
+	}
+	r, err := finish(rr)
+	if err == nil && unpacked && s.capacity.max > 0 {
 		s.capacity.evict(ctx, cfgHash.Hex)
 	}
-	return out, nil
+	return r, err
 }
 
 // CachedRootfs is Rootfs without the network and without unpacking: the
@@ -174,7 +230,7 @@ func (s *Store) RestoreRootfs(ctx context.Context, pinnedRef string) (r *Rootfs,
 	if !s.storedLocally(pinnedRef) {
 		return nil, false, imageErr(pinnedRef, err)
 	}
-	r, err = s.rootfs(ctx, pinnedRef, nil, nil)
+	r, err = s.rootfs(ctx, pinnedRef, nil, nil, true)
 	return r, err == nil, imageErr(pinnedRef, err)
 }
 
@@ -251,6 +307,15 @@ func (s *Store) cachedRootfs(ctx context.Context, pinnedRef string) (*Rootfs, er
 	if !ok {
 		lock.Close()
 		return nil, fmt.Errorf("%w: its rootfs is not unpacked (evicted or never pulled)", ErrNotCached)
+	}
+	// A prune forgets an image only with its lock held exclusively: read
+	// under the shared lock, the record (and its config) stays until Close.
+	if again, found, err := s.blobs.loadRecord(h); err != nil || !found || again.Config != rec.Config {
+		lock.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: the image was pruned (pull it, or sync the benchmark)", ErrNotCached)
 	}
 	cfg, err := s.imageConfig(cfgHash)
 	if err != nil {

@@ -13,9 +13,10 @@
 //	layers/<id>/                     one unpacked layer, shared by every image stacked on it (layers.go)
 //	layers/<id>.json, <id>.lock      its chain and size; flock while unpacking it
 //	rootfs/<config-hex>.json         an unpacked image: its layers (bottom first) and size
-//	rootfs/<config-hex>.lock         flock: exclusive while unpacking or evicting, shared while in use;
-//	                                 its mtime is the image's last use
-//	gc.lock                          flock: shared while unpacking, exclusive while removing layers
+//	rootfs/<config-hex>.lock         flock: exclusive while unpacking, evicting or pruning the image,
+//	                                 shared while in use; its mtime is the image's last use
+//	gc.lock                          flock: shared while unpacking, importing or fetching an image's
+//	                                 manifest; exclusive while removing layers, and for a whole prune
 //	tmp/                             temp files and dirs, renamed into place when complete
 //
 // Only linux/amd64 images are taken.
@@ -90,6 +91,17 @@ type Store struct {
 	layers   *layerStore
 	pullers  *pullerCache
 	capacity *capacity
+
+	// testHook, set by tests only (export_test.go), is called at named
+	// points of an operation, so a test can order steps of concurrent
+	// operations without timing.
+	testHook func(point string)
+}
+
+func (s *Store) hook(point string) {
+	if s.testHook != nil {
+		s.testHook(point)
+	}
 }
 
 // Open opens (creating it if needed) the store in dir.
