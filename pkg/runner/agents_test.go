@@ -13,9 +13,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,10 +117,15 @@ func runAgentTrial(t *testing.T, spec sandbox.Spec, mock *modelmock.Server, wher
 func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver, where string) (trialRun, string) {
 	t.Helper()
 	requireBwrap(t)
-	requireBundle(t, spec.Harness)
 	dir := t.TempDir()
 	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: models,
 		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationHostBwrap}
+	if h, _ := harness.Lookup(spec.Harness); h.Run != "" && strings.HasPrefix(h.Run, harness.StaticBinDir+"/") {
+		// The platform's own program (terminus-2): built, not bundled.
+		opts.StaticBinDir = staticBinDir(t)
+	} else {
+		requireBundle(t, spec.Harness)
+	}
 	var token string
 	testHookGatewayToken = func(tok string) { token = tok }
 	defer func() { testHookGatewayToken = nil }()
@@ -137,6 +144,35 @@ func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver
 		t.Fatal("no gateway started")
 	}
 	return trialRun{result: tr, out: opts.OutDir}, token
+}
+
+var staticBin struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// staticBinDir is a directory holding the platform's static helper
+// programs (cmd/terminus-2), built once per test binary as make build
+// builds them, for Options.StaticBinDir.
+func staticBinDir(t testing.TB) string {
+	t.Helper()
+	staticBin.once.Do(func() {
+		dir := filepath.Join(filepath.Dir(runnerBinary), "static-bin")
+		if staticBin.err = os.MkdirAll(dir, 0o755); staticBin.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "terminus-2"), "github.com/gauntlet-bench/gauntlet/cmd/terminus-2")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			staticBin.err = fmt.Errorf("build terminus-2: %w\n%s", err, out)
+		}
+		staticBin.dir = dir
+	})
+	if staticBin.err != nil {
+		t.Fatal(staticBin.err)
+	}
+	return staticBin.dir
 }
 
 // sandboxOf is where a harness's e2e tests run: the Debian minbase image
