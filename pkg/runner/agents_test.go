@@ -127,8 +127,7 @@ func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver
 		requireBundle(t, spec.Harness)
 	}
 	var token string
-	testHookGatewayToken = func(tok string) { token = tok }
-	defer func() { testHookGatewayToken = nil }()
+	onGatewayToken(t, opts.WorkDir, func(tok string) { token = tok })
 	if where == inImage {
 		img := testImage(t)
 		opts.Image, opts.Isolation = &img, IsolationBwrap
@@ -144,6 +143,25 @@ func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver
 		t.Fatal("no gateway started")
 	}
 	return trialRun{result: tr, out: opts.OutDir}, token
+}
+
+// gatewayTokens are the tests' hooks of testHookGatewayToken, by the
+// attempt's work dir: parallel tests each hear of their own attempt.
+var gatewayTokens sync.Map
+
+func init() {
+	testHookGatewayToken = func(work, token string) {
+		if f, ok := gatewayTokens.Load(work); ok {
+			f.(func(string))(token)
+		}
+	}
+}
+
+// onGatewayToken calls f with the gateway token of the attempt whose work
+// dir is work, for the rest of the test.
+func onGatewayToken(t testing.TB, work string, f func(token string)) {
+	gatewayTokens.Store(work, f)
+	t.Cleanup(func() { gatewayTokens.Delete(work) })
 }
 
 var staticBin struct {
@@ -194,6 +212,7 @@ func TestAgentsSolveTheTaskThroughTheGateway(t *testing.T) {
 	for _, c := range e2eCases() {
 		name, where := c[0], c[1]
 		t.Run(name+"/"+where, func(t *testing.T) {
+			t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 			mock := modelmock.NewServer(modelmock.Script{
 				APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
 				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: probe, Description: "solve"}}, {Text: "Done: the task is solved."}},
@@ -360,6 +379,7 @@ func searchStored(t *testing.T, out string, values []string) {
 func TestAgentAuthFailureIsTheAgentsAuthError(t *testing.T) {
 	for _, name := range e2eHarnesses() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 			// The mock wants another key than the one the run holds.
 			mock := modelmock.NewServer(modelmock.Script{APIKey: "sk-some-other-key-000000", Usage: mockUsage,
 				Turns: []modelmock.Turn{{Text: "never"}}})

@@ -77,6 +77,7 @@ func answered(mock *modelmock.Server) int {
 func TestOOMOfEveryAgentsProgram(t *testing.T) {
 	for _, name := range e2eHarnesses() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 			mock := modelmock.NewServer(modelmock.Script{APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
 				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: "echo gauntlet > /app/answer.txt", Description: "solve"}}, {Text: "Done."}}})
 			defer mock.Close()
@@ -125,6 +126,7 @@ func TestOOMOfEveryAgentsProgram(t *testing.T) {
 // need, with the default thresholds.
 func TestMemoryHeavyButHealthyIsNotCut(t *testing.T) {
 	t.Run("command", func(t *testing.T) {
+		t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 		// 256 MB: 160 MB of perl's own touched every half second for
 		// ≈ 10 s (two 5 s windows; tr takes a while at one CPU), and 400 MB written to /app.
 		cmd := `dd if=/dev/zero of=/app/big bs=1M count=400 status=none & ` +
@@ -141,6 +143,7 @@ func TestMemoryHeavyButHealthyIsNotCut(t *testing.T) {
 		t.Log(stallLine(t, r))
 	})
 	t.Run("qwen-code", func(t *testing.T) {
+		t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 		// The program with the highest measured peak, at its declared need.
 		const name = "qwen-code"
 		mock := modelmock.NewServer(modelmock.Script{APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
