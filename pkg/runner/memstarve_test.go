@@ -165,6 +165,9 @@ func TestMemoryHeavyButHealthyIsNotCut(t *testing.T) {
 // watch measured the pressure.
 func stallLine(t *testing.T, r trialRun) string {
 	t.Helper()
+	if log := r.artifact(t, RunnerLogFile); strings.Contains(log, "memory watch not cleaned up") {
+		t.Errorf("the pressure group was left behind:\n%s", log)
+	}
 	for _, line := range strings.Split(r.artifact(t, RunnerLogFile), "\n") {
 		if strings.Contains(line, `msg="memory stall:`) {
 			return line[strings.Index(line, "msg="):]
