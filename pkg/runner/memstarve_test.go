@@ -122,8 +122,8 @@ func TestOOMOfEveryAgentsProgram(t *testing.T) {
 // TestMemoryHeavyButHealthyIsNotCut: an agent that works at its memory
 // limit — most of it resident and touched over and over, while it writes a
 // file larger than the limit through the page cache — for several of the
-// starvation windows is not ended; nor is a real program at its declared
-// need, with the default thresholds.
+// starvation windows is not ended; nor is the real program with the
+// highest declared need, at that need, with the default thresholds.
 func TestMemoryHeavyButHealthyIsNotCut(t *testing.T) {
 	t.Run("command", func(t *testing.T) {
 		t.Parallel() // independent attempts: own mock, work dir, cgroups and network
