@@ -741,7 +741,9 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 	}
 	if out.OOMKills > 0 || out.Starved != nil {
 		out.Memory = watch.report()
-		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
+		if out.OOMKills > 0 {
+			t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
+		}
 		if out.Memory != nil {
 			t.log.Warn("memory use of the phase's processes", "phase", name, "used_by", out.Memory.UsedBy,
 				"agent_rss_mb", out.Memory.AgentMB, "task_rss_mb", out.Memory.TaskMB, "killed", out.Memory.Killed)
