@@ -114,7 +114,7 @@ func TestOOMOfEveryAgentsProgram(t *testing.T) {
 			if agent != nil && agent.StartedAt != nil && agent.FinishedAt != nil {
 				took = agent.FinishedAt.Sub(*agent.StartedAt).Round(time.Second).String()
 			}
-			t.Logf("%s at %d MB, %d calls answered, agent phase %s: %s", name, spec.MemoryMB, answered(mock), took, ex.ExceptionMessage)
+			t.Logf("%s at %d MB, %d calls answered, agent phase %s: %s; %s", name, spec.MemoryMB, answered(mock), took, ex.ExceptionMessage, stallLine(t, r))
 		})
 	}
 }
