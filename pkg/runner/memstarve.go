@@ -27,9 +27,10 @@ import (
 const (
 	// DefaultMemoryStallPercent: a sandbox whose processes were stalled
 	// on memory for at least this share of the window is starved. A
-	// thrashing program stalls 90–100 % of the time; a healthy one, even
-	// at its limit and reclaiming its page cache, a few percent.
-	DefaultMemoryStallPercent = 60
+	// crawling program stalled 39–60 % and more of 30 s windows here (13 %
+	// for one the kernel killed later); a healthy one, even at its limit
+	// and reclaiming its page cache, at most 16 % of a 5 s window.
+	DefaultMemoryStallPercent = 30
 	// DefaultMemoryStallWindow is how long the stall share must hold: long
 	// enough that a burst of reclaim (a large allocation at the limit, a
 	// big file written) is not taken for a crawl, short next to an agent
