@@ -42,8 +42,9 @@ const (
 const gatewayTokenName = "gateway_token"
 
 // testHookGatewayToken, when set (by tests only), is told each attempt's
-// gateway token, so a test can search everything stored for it.
-var testHookGatewayToken func(token string)
+// gateway token with the attempt's work dir (tests run attempts in
+// parallel), so a test can search everything stored for it.
+var testHookGatewayToken func(work, token string)
 
 // agentRig is what the runner sets up around a harness that runs a bundled
 // program through the model gateway: the bundle mounted read-only, the
@@ -213,7 +214,7 @@ func (rg rigging) prepareRig(ctx context.Context) (*agentRig, error) {
 		// The run's per-attempt budget bounds the agent's model use only;
 		// the judge's gateway (judge.go) gets none.
 		budget:    gateway.Limits{MaxTokens: t.spec.MaxTokens, MaxCostUSD: t.spec.MaxCostUSD},
-		tokenName: gatewayTokenName, tokenHook: testHookGatewayToken,
+		tokenName: gatewayTokenName, tokenHook: hookOf(testHookGatewayToken, t.work),
 	}); err != nil {
 		return nil, err
 	}

@@ -46,20 +46,27 @@ func (e *expiry) Err() error {
 	}
 }
 
-// TestAgentCutShortTokensAgree ends every bundled harness's real program
-// mid-run — after its first model call was answered, while its next one is
-// held by the mock — through the runner's timeout path, and checks that the
+// TestAgentCutShortTokensAgree ends every harness's real program (the
+// bundled ones and the platform's terminus-2) mid-run — after its first
+// model call was answered, while its next one is held by the mock — through the runner's timeout path, and checks that the
 // tokens agree everywhere: the trajectory's final metrics, result.json's
 // agent_result and the gateway's meter (result.json's
 // metadata.model_gateway and the mock's answered calls), and that the
 // trajectory says it is partial.
 func TestAgentCutShortTokensAgree(t *testing.T) {
-	for _, name := range e2eHarnesses() {
+	for _, name := range append(e2eHarnesses(), "terminus-2") {
 		t.Run(name, func(t *testing.T) {
-			mock := modelmock.NewServer(modelmock.Script{
+			script := modelmock.Script{
 				APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
 				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: "echo gauntlet > /app/answer.txt", Description: "solve"}}, {Hang: true}},
-			})
+			}
+			if name == "terminus-2" {
+				// Terminus offers no tools (every request would get the
+				// title answer): it reads keystrokes from the text.
+				script.NoToolsText = ""
+				script.Turns[0] = modelmock.Turn{Text: `{"analysis": "a", "plan": "p", "commands": [{"keystrokes": "echo gauntlet > /app/answer.txt\n", "duration": 0.5}], "task_complete": false}`}
+			}
+			mock := modelmock.NewServer(script)
 			defer mock.Close()
 			testHookPhaseContext = func(phase string, ctx context.Context) context.Context {
 				if phase != "agent_execution" {

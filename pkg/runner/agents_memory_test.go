@@ -40,6 +40,7 @@ func memoryTurns() []modelmock.Turn {
 func TestAgentMemoryNeedCoversItsPeak(t *testing.T) {
 	for _, name := range e2eHarnesses() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 			requireBwrap(t)
 			requireBundle(t, name)
 			mock := modelmock.NewServer(modelmock.Script{APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title", Turns: memoryTurns()})

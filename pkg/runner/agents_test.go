@@ -13,9 +13,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,13 +117,17 @@ func runAgentTrial(t *testing.T, spec sandbox.Spec, mock *modelmock.Server, wher
 func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver, where string) (trialRun, string) {
 	t.Helper()
 	requireBwrap(t)
-	requireBundle(t, spec.Harness)
 	dir := t.TempDir()
 	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: models,
 		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationHostBwrap}
+	if h, _ := harness.Lookup(spec.Harness); h.Run != "" && strings.HasPrefix(h.Run, harness.StaticBinDir+"/") {
+		// The platform's own program (terminus-2): built, not bundled.
+		opts.StaticBinDir = staticBinDir(t)
+	} else {
+		requireBundle(t, spec.Harness)
+	}
 	var token string
-	testHookGatewayToken = func(tok string) { token = tok }
-	defer func() { testHookGatewayToken = nil }()
+	onGatewayToken(t, opts.WorkDir, func(tok string) { token = tok })
 	if where == inImage {
 		img := testImage(t)
 		opts.Image, opts.Isolation = &img, IsolationBwrap
@@ -137,6 +143,54 @@ func runAgentTrialWith(t *testing.T, spec sandbox.Spec, models *gateway.Resolver
 		t.Fatal("no gateway started")
 	}
 	return trialRun{result: tr, out: opts.OutDir}, token
+}
+
+// gatewayTokens are the tests' hooks of testHookGatewayToken, by the
+// attempt's work dir: parallel tests each hear of their own attempt.
+var gatewayTokens sync.Map
+
+func init() {
+	testHookGatewayToken = func(work, token string) {
+		if f, ok := gatewayTokens.Load(work); ok {
+			f.(func(string))(token)
+		}
+	}
+}
+
+// onGatewayToken calls f with the gateway token of the attempt whose work
+// dir is work, for the rest of the test.
+func onGatewayToken(t testing.TB, work string, f func(token string)) {
+	gatewayTokens.Store(work, f)
+	t.Cleanup(func() { gatewayTokens.Delete(work) })
+}
+
+var staticBin struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// staticBinDir is a directory holding the platform's static helper
+// programs (cmd/terminus-2), built once per test binary as make build
+// builds them, for Options.StaticBinDir.
+func staticBinDir(t testing.TB) string {
+	t.Helper()
+	staticBin.once.Do(func() {
+		dir := filepath.Join(filepath.Dir(runnerBinary), "static-bin")
+		if staticBin.err = os.MkdirAll(dir, 0o755); staticBin.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "terminus-2"), "github.com/gauntlet-bench/gauntlet/cmd/terminus-2")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			staticBin.err = fmt.Errorf("build terminus-2: %w\n%s", err, out)
+		}
+		staticBin.dir = dir
+	})
+	if staticBin.err != nil {
+		t.Fatal(staticBin.err)
+	}
+	return staticBin.dir
 }
 
 // sandboxOf is where a harness's e2e tests run: the Debian minbase image
@@ -158,6 +212,7 @@ func TestAgentsSolveTheTaskThroughTheGateway(t *testing.T) {
 	for _, c := range e2eCases() {
 		name, where := c[0], c[1]
 		t.Run(name+"/"+where, func(t *testing.T) {
+			t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 			mock := modelmock.NewServer(modelmock.Script{
 				APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
 				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: probe, Description: "solve"}}, {Text: "Done: the task is solved."}},
@@ -324,6 +379,7 @@ func searchStored(t *testing.T, out string, values []string) {
 func TestAgentAuthFailureIsTheAgentsAuthError(t *testing.T) {
 	for _, name := range e2eHarnesses() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 			// The mock wants another key than the one the run holds.
 			mock := modelmock.NewServer(modelmock.Script{APIKey: "sk-some-other-key-000000", Usage: mockUsage,
 				Turns: []modelmock.Turn{{Text: "never"}}})

@@ -72,9 +72,9 @@ func runJudgeTrial(t *testing.T, spec sandbox.Spec, agentMock, judge *modelmock.
 	opts := Options{WorkDir: filepath.Join(dir, "work"), OutDir: filepath.Join(dir, "out"), Models: judgeProviders(t, agentMock.URL, judge.URL),
 		Forwarder: runnerBinary, SelfPath: runnerBinary, Isolation: IsolationBwrap, Image: &img}
 	var tokens []string
-	testHookGatewayToken = func(tok string) { tokens = append(tokens, tok) }
+	onGatewayToken(t, opts.WorkDir, func(tok string) { tokens = append(tokens, tok) })
 	testHookJudgeToken = func(tok string) { tokens = append(tokens, tok) }
-	defer func() { testHookGatewayToken, testHookJudgeToken = nil, nil }()
+	defer func() { testHookJudgeToken = nil }()
 	tr, err := run(context.Background(), spec, opts, harness.All())
 	if err != nil {
 		t.Fatalf("Run: %v", err)

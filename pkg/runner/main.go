@@ -179,6 +179,10 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 	fs.StringVar(&cfg.opts.NetworkCeiling, "network-ceiling", "", "most permissive network mode any phase gets: public (default), allowlist or no-network")
 	fs.StringVar(&cfg.opts.Overlay, "overlay", OverlayAuto, "driver of an image attempt's writable root: \"\" (the kernel's overlayfs, else fuse-overlayfs), kernel or fuse")
 	fs.BoolVar(&cfg.opts.KeepDiff, "keep-diff", false, "keep the writable layer as artifacts/"+DiffArtifact)
+	fs.Float64Var(&cfg.opts.MemoryStarvation.StallPercent, "memory-stall-percent", 0,
+		fmt.Sprintf("end the agent phase as memory-starved when its processes were stalled on memory (PSI) this share of the window (0 = %d, -1 = never)", DefaultMemoryStallPercent))
+	fs.DurationVar(&cfg.opts.MemoryStarvation.Window, "memory-stall-window", 0,
+		fmt.Sprintf("the window the memory stall share is measured over (0 = %s)", DefaultMemoryStallWindow))
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -208,6 +212,9 @@ func parseFlags(args []string, usage io.Writer) (mainConfig, error) {
 			return cfg, fmt.Errorf("--services: %w", err)
 		}
 		cfg.opts.Services = imgs
+	}
+	if err := cfg.opts.MemoryStarvation.Validate(); err != nil {
+		return cfg, fmt.Errorf("--memory-stall-percent/--memory-stall-window: %w", err)
 	}
 	switch cfg.opts.Overlay {
 	case OverlayAuto, OverlayKernel, OverlayFuse:

@@ -61,6 +61,18 @@ type memWatch struct {
 	killSeen           bool
 	stop               chan struct{}
 	done               chan struct{}
+
+	// press reads the cgroup's memory pressure (memstarve.go); nil: the
+	// kernel offers none, and no phase is ended as starved.
+	press *pressure
+	// stalls are the pressure readings over the starvation window.
+	stalls stallWindow
+	// hitsBefore is the count of the limit being reached at begin.
+	hitsBefore int64
+	// starvedC is closed when the stall held over the window; starvation
+	// says what it was.
+	starvedC   chan struct{}
+	starvation *Starvation
 }
 
 // fileID identifies an executable by device and inode (the same through
@@ -102,6 +114,9 @@ type MemoryReport struct {
 	Killed []procMem `json:"killed,omitempty"`
 	// Largest are the processes with the highest peaks (at most five).
 	Largest []procMem `json:"largest"`
+	// Starved is set when the runner ended the phase as memory-starved:
+	// its processes stalled on memory over the whole window, not killed.
+	Starved *Starvation `json:"starved,omitempty"`
 }
 
 // newMemWatch watches the memory cgroup of cg; nil when it has none (no
@@ -123,6 +138,43 @@ func newMemWatch(cg *cgroup, program string, platform ...string) *memWatch {
 	return w
 }
 
+// starving makes the watch end the phase as memory-starved under policy
+// (memstarve.go); the error says why it cannot (no PSI), and the watch
+// then only attributes.
+func (w *memWatch) starving(policy MemoryStarvation, cg *cgroup) error {
+	if w == nil {
+		return nil
+	}
+	w.stalls.policy = policy.resolved()
+	p, err := newPressure(cg)
+	if err != nil {
+		return err
+	}
+	w.press = p
+	return nil
+}
+
+// starved is closed when the phase's processes were stalled on memory over
+// the whole window (never, for a watch without pressure).
+func (w *memWatch) starved() <-chan struct{} {
+	if w == nil || w.press == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.starvedC
+}
+
+// starvedBy is what ended the phase as starved (nil: it was not).
+func (w *memWatch) starvedBy() *Starvation {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.starvation
+}
+
 func idOf(path string) (fileID, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
@@ -140,6 +192,10 @@ func (w *memWatch) begin(root int) {
 	w.root, w.seen, w.counts = root, map[int]*procMem{}, nil
 	w.prev, w.atKill, w.most, w.killSeen = [2]int64{}, [2]int64{}, [2]int64{}, false
 	w.stop, w.done = make(chan struct{}), make(chan struct{})
+	w.stalls.samples, w.starvation, w.starvedC = nil, nil, make(chan struct{})
+	if w.press != nil {
+		w.hitsBefore = w.press.events()
+	}
 	w.mu.Unlock()
 	go func() {
 		defer close(w.done)
@@ -167,6 +223,20 @@ func (w *memWatch) end() {
 	w.stop = nil
 }
 
+// close undoes what the watch set up beside the cgroup (the pressure
+// group of a hybrid host), once the phase is over; highest is the highest
+// share of a window its processes were stalled on memory (-1: not
+// measured).
+func (w *memWatch) close() (highest float64, err error) {
+	if w == nil || w.press == nil {
+		return -1, nil
+	}
+	w.mu.Lock()
+	highest = w.stalls.highest
+	w.mu.Unlock()
+	return highest, w.press.close()
+}
+
 // sample reads every process of the cgroup once.
 func (w *memWatch) sample() {
 	kills := w.oom()
@@ -176,11 +246,13 @@ func (w *memWatch) sample() {
 	}
 	ppid := map[int]int{}
 	comm := map[int]string{}
+	var pids []int
 	for _, f := range strings.Fields(string(data)) {
 		pid, err := strconv.Atoi(f)
 		if err != nil {
 			continue
 		}
+		pids = append(pids, pid)
 		// A zombie is gone: its memory is freed, only its parent's
 		// wait is left.
 		if c, pp, state, ok := procStat(pid); ok && state != "Z" {
@@ -189,6 +261,7 @@ func (w *memWatch) sample() {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.pressureSample(pids)
 	i := len(w.counts)
 	w.counts = append(w.counts, kills)
 	for pid, m := range w.seen {
@@ -233,6 +306,24 @@ func (w *memWatch) sample() {
 		if m.goneAt > 0 && m.goneAt+1 <= i && w.counts[m.goneAt+1] == w.counts[m.firstSample] {
 			delete(w.seen, pid)
 		}
+	}
+}
+
+// pressureSample moves new processes into the pressure group and reads
+// the stall; held over the window, the phase is starved. Under w.mu.
+func (w *memWatch) pressureSample(pids []int) {
+	if w.press == nil || w.starvedC == nil {
+		return
+	}
+	w.press.follow(pids)
+	s, ok := w.press.read(time.Now())
+	if !ok || w.starvation != nil {
+		return
+	}
+	if st := w.stalls.add(s); st != nil {
+		st.LimitHits = w.press.events() - w.hitsBefore
+		w.starvation = st
+		close(w.starvedC)
 	}
 }
 
@@ -309,6 +400,7 @@ func (w *memWatch) report() *MemoryReport {
 		r.Killed = r.Killed[:min(len(r.Killed), max(final-w.counts[0], 0))]
 	}
 	r.Largest = all[:min(5, len(all))]
+	r.Starved = w.starvation
 	at := w.most
 	if w.killSeen {
 		at = w.atKill
@@ -342,7 +434,11 @@ func (r *MemoryReport) Describe() string {
 		k := r.Killed[0]
 		fmt.Fprintf(&b, ": the kernel killed %s (pid %d, %d MB, %s)", k.Command, k.PID, k.PeakMB, k.describeOwner())
 	}
-	fmt.Fprintf(&b, "; resident memory before the kill: the agent %d MB, the task's processes %d MB", r.AgentMB, r.TaskMB)
+	when := "before the kill"
+	if len(r.Killed) == 0 && r.Starved != nil {
+		when = "at its highest"
+	}
+	fmt.Fprintf(&b, "; resident memory %s: the agent %d MB, the task's processes %d MB", when, r.AgentMB, r.TaskMB)
 	return b.String()
 }
 

@@ -45,9 +45,13 @@ type phaseOutcome struct {
 	// OOMKills counts the phase's processes the kernel killed for its
 	// memory limit.
 	OOMKills int
-	// Memory says whose processes used the memory when OOMKills > 0 (the
-	// agent phase, where a memory cgroup was watched); nil otherwise.
+	// Memory says whose processes used the memory when OOMKills > 0 or
+	// the phase was starved (the agent phase, where a memory cgroup was
+	// watched); nil otherwise.
 	Memory *MemoryReport
+	// Starved is set when the runner ended the phase as memory-starved
+	// (memstarve.go).
+	Starved *Starvation
 	// SetupRetries are the sandbox's own failures (bubblewrap failing to
 	// set up, before the phase's command ran) that the phase was started
 	// again after.
@@ -157,6 +161,13 @@ func waitPhase(ctx, phaseCtx context.Context, iso isolation, p phase, stdout, st
 		waitErr = <-done
 		out.TimedOut = errors.Is(phaseCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		out.Canceled = ctx.Err() != nil
+	case <-p.watch.starved():
+		// Crawling below its memory need: ended as the timeout would.
+		p.watch.end()
+		killGroup(cmd.Process.Pid)
+		p.cgroup.killAll()
+		waitErr = <-done
+		out.Starved = p.watch.starvedBy()
 	}
 	p.watch.end()
 	if !l.lingers {

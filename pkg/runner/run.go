@@ -112,6 +112,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives the runner's log besides artifacts/runner.log; nil = none.
 	Logger *slog.Logger
+	// MemoryStarvation is when an agent phase stalled on memory is ended
+	// as memory-starved (zero: the defaults; memstarve.go).
+	MemoryStarvation MemoryStarvation
 }
 
 // Run runs one trial of spec: it seeds the work dir from the task, runs the
@@ -543,6 +546,10 @@ func (t *trial) runAgent(ctx context.Context, runCmd string, rig *agentRig) erro
 		t.memory = out.Memory
 		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("oom: the attempt exceeded %s; the kernel killed %d of its processes (exit code %d); %s",
 			limit, out.OOMKills, out.ExitCode, out.Memory.Describe()))
+	case out.Starved != nil:
+		t.memory = out.Memory
+		t.except(harbor.ExceptionAgentOOM, fmt.Sprintf("memory-starved: under its memory limit of %d MB %s, so the runner ended it; %s",
+			t.limits().MemoryMB, out.Starved.Describe(), out.Memory.Describe()))
 	case out.TimedOut:
 		t.except(harbor.ExceptionAgentTimeout, fmt.Sprintf("agent execution timed out after %s", t.spec.AgentTimeout))
 	default:
@@ -695,6 +702,19 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 			memCg = pod
 		}
 		watch = newMemWatch(memCg, t.agentProgram, t.platformBinaries()...)
+		if err := watch.starving(t.opts.MemoryStarvation, memCg); err != nil {
+			t.log.Info("memory starvation not watched", "phase", name, "err", err)
+		}
+		defer func() {
+			highest, err := watch.close()
+			if err != nil {
+				t.log.Warn("memory watch not cleaned up", "phase", name, "err", err)
+			}
+			if highest >= 0 {
+				t.log.Info("memory stall: the highest share of a window the phase's processes waited on memory", "phase", name,
+					"percent", fmt.Sprintf("%.1f", highest), "window", t.opts.MemoryStarvation.resolved().Window.String())
+			}
+		}()
 	}
 	out, err := runPhase(ctx, t.iso, phase{
 		name: name, cmd: pc, timeout: timeout, cgroup: cg, watch: watch,
@@ -720,9 +740,15 @@ func (t *trial) phase(ctx context.Context, name string, pc phaseCommand, timeout
 			out.OOMKills = max(after-oomBefore, 0)
 		}
 	}
-	if out.OOMKills > 0 {
+	if out.Starved != nil {
+		t.log.Warn("the phase's processes were stalled on memory over the whole window: ended as memory-starved", "phase", name,
+			"stall_percent", out.Starved.StallPercent, "window_s", out.Starved.WindowSeconds, "limit_hits", out.Starved.LimitHits)
+	}
+	if out.OOMKills > 0 || out.Starved != nil {
 		out.Memory = watch.report()
-		t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
+		if out.OOMKills > 0 {
+			t.log.Warn("the kernel's OOM killer ended processes of the phase (memory limit)", "phase", name, "oom_kills", out.OOMKills)
+		}
 		if out.Memory != nil {
 			t.log.Warn("memory use of the phase's processes", "phase", name, "used_by", out.Memory.UsedBy,
 				"agent_rss_mb", out.Memory.AgentMB, "task_rss_mb", out.Memory.TaskMB, "killed", out.Memory.Killed)

@@ -28,6 +28,7 @@ printf '# greeter\n\ngreet.sh greets the name in config.txt:\n\n    Hello, Gaunt
 func TestStepsWithARealHarness(t *testing.T) {
 	for _, where := range []string{inImage, onHost} {
 		t.Run(where, func(t *testing.T) {
+			t.Parallel() // independent attempts: own mock, work dir, cgroups and network
 			mock := modelmock.NewServer(modelmock.Script{
 				APIKey: modelKey, Usage: mockUsage, NoToolsText: "Mock title",
 				Turns: []modelmock.Turn{{Shell: &modelmock.ShellCall{Command: greeterSolver, Description: "solve"}}, {Text: "Done."}},
