@@ -53,19 +53,11 @@ func TestSidecarsAreContainersOfTheTaskDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.mu.Lock()
-	def := srv.requests["RegisterTaskDefinition"][0]
-	order := srv.started[h.ID]
-	srv.mu.Unlock()
+	def, containers, order := firstTaskDefinition(srv, h.ID)
 	// 3 containers of 1 vCPU / 2048 MiB: the smallest Fargate size that
 	// holds 3 vCPU and 6 GiB.
 	if def["cpu"] != "4096" || def["memory"] != "8192" {
 		t.Errorf("task size = %v/%v, want 4096/8192", def["cpu"], def["memory"])
-	}
-	containers := map[string]map[string]any{}
-	for _, c := range def["containerDefinitions"].([]any) {
-		c := c.(map[string]any)
-		containers[c["name"].(string)] = c
 	}
 	db, api, task := containers["service-db"], containers["service-api"], containers[ecssandbox.TaskContainer]
 	if db == nil || api == nil {
@@ -174,4 +166,20 @@ func TestSidecarsECSCannotRunAreRefused(t *testing.T) {
 	if got := ecssandbox.CheckSidecars(ok.Sidecars, ok.MainDependsOn); got != "" {
 		t.Errorf("CheckSidecars of a shape ECS runs = %q", got)
 	}
+}
+
+// firstTaskDefinition is the first task definition the fake ECS was asked
+// to register, its containers by name, and the order the fake started the
+// containers of launch id in.
+func firstTaskDefinition(srv *ecsServer, id string) (def map[string]any, containers map[string]map[string]any, order []string) {
+	srv.mu.Lock()
+	def = srv.requests["RegisterTaskDefinition"][0]
+	order = srv.started[id]
+	srv.mu.Unlock()
+	containers = map[string]map[string]any{}
+	for _, c := range def["containerDefinitions"].([]any) {
+		c := c.(map[string]any)
+		containers[c["name"].(string)] = c
+	}
+	return def, containers, order
 }

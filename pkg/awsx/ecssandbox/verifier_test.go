@@ -29,17 +29,9 @@ func TestSeparateVerifierIsAContainerOfTheTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.mu.Lock()
-	def := srv.requests["RegisterTaskDefinition"][0]
-	order := srv.started[h.ID]
-	srv.mu.Unlock()
+	def, containers, order := firstTaskDefinition(srv, h.ID)
 	if def["cpu"] != "2048" || def["memory"] != "4096" {
 		t.Errorf("task size = %v/%v, want 2048/4096 (two containers of 1 vCPU / 2 GiB)", def["cpu"], def["memory"])
-	}
-	containers := map[string]map[string]any{}
-	for _, c := range def["containerDefinitions"].([]any) {
-		c := c.(map[string]any)
-		containers[c["name"].(string)] = c
 	}
 	v, task := containers[ecssandbox.VerifierContainer], containers[ecssandbox.TaskContainer]
 	want := map[string]any{
