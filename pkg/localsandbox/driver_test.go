@@ -180,9 +180,14 @@ func TestLaunchRunsTheSlotAndStoresItsOutputs(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(f.dataDir, "sandboxes")); len(entries) != 0 {
 		t.Errorf("sandbox dirs left behind: %v", entries)
 	}
-	if live, _ := f.driver.List(context.Background(), "run-1"); len(live) != 0 {
-		t.Errorf("List after the end = %v, want none", live)
-	}
+	// The sandbox stays listed (held) until its completion is sent, and
+	// its image is released as it is forgotten: both follow the
+	// completion the test received by a moment.
+	waitFor(t, func() bool {
+		live, _ := f.driver.List(context.Background(), "run-1")
+		return len(live) == 0
+	})
+	waitFor(t, func() bool { _, released := f.images.counts(); return released == 1 })
 	if holds, released := f.images.counts(); holds != 1 || released != 1 {
 		t.Errorf("image cache holds = %d, releases = %d; want 1 and 1", holds, released)
 	}
