@@ -29,8 +29,9 @@ func (h CollectHook) Timeout() time.Duration { return seconds(h.TimeoutSec) }
 // composeServiceName is Harbor's compose service name rule.
 var composeServiceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// collectHooks reads [[verifier.collect]] of the [verifier] table v.
-func (r *fieldReader) collectHooks(v map[string]any) []CollectHook {
+// collectHooks reads the collect hooks of the verifier table v, whose
+// dotted name is prefix ([verifier], a step's verifier).
+func (r *fieldReader) collectHooks(v map[string]any, prefix string) []CollectHook {
 	raw, ok := v["collect"]
 	if !ok {
 		return nil
@@ -43,18 +44,18 @@ func (r *fieldReader) collectHooks(v map[string]any) []CollectHook {
 		for i, item := range x {
 			m, ok := item.(map[string]any)
 			if !ok {
-				r.fail("verifier.collect["+strconv.Itoa(i)+"]", "must be a table with command, service, timeout_sec and user, got %s", tomlType(item))
+				r.fail(prefix+".collect["+strconv.Itoa(i)+"]", "must be a table with command, service, timeout_sec and user, got %s", tomlType(item))
 				continue
 			}
 			list = append(list, m)
 		}
 	default:
-		r.fail("verifier.collect", "must be an array of tables ([[verifier.collect]]), got %s", tomlType(raw))
+		r.fail(prefix+".collect", "must be an array of tables ([[%s.collect]]), got %s", prefix, tomlType(raw))
 		return nil
 	}
 	hooks := make([]CollectHook, 0, len(list))
 	for i, m := range list {
-		p := "verifier.collect[" + strconv.Itoa(i) + "]"
+		p := prefix + ".collect[" + strconv.Itoa(i) + "]"
 		h := CollectHook{Service: "main", TimeoutSec: DefaultCollectTimeoutSec, User: r.user(m, p)}
 		if _, present := m["command"]; !present {
 			r.fail(p+".command", "is required (a shell command run in the service)")

@@ -60,6 +60,15 @@ func (t *Task) checkCollectServices() error {
 		return &FieldError{File: filepath.Join(t.Dir, TaskConfigFile), Field: fmt.Sprintf("verifier.collect[%d].service", i),
 			Reason: fmt.Sprintf("%q is not a service of the task (main, or a service of %s: %v)", h.Service, ComposeFile, t.Sidecars())}
 	}
+	for i, step := range t.Config.Steps {
+		for j, h := range step.VerifierCollect {
+			if h.Service == compose.MainService || slices.Contains(t.Sidecars(), h.Service) {
+				continue
+			}
+			return &FieldError{File: filepath.Join(t.Dir, TaskConfigFile), Field: fmt.Sprintf("steps[%d].verifier.collect[%d].service", i, j),
+				Reason: fmt.Sprintf("%q is not a service of the task (main, or a service of %s: %v)", h.Service, ComposeFile, t.Sidecars())}
+		}
+	}
 	for i, a := range t.Config.Artifacts {
 		if !a.Sidecar() || slices.Contains(t.Sidecars(), a.Service) {
 			continue

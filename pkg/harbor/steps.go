@@ -64,6 +64,9 @@ type StepConfig struct {
 	// Artifacts are collected after the step's agent into the step's own
 	// directory, with the task's and the trial's.
 	Artifacts []Artifact
+	// VerifierCollect are the step's own collect hooks, run after the
+	// task's in the step's collection pass.
+	VerifierCollect []CollectHook
 }
 
 // steps reads [[steps]] and multi_step_reward_strategy, recording every
@@ -130,6 +133,7 @@ func (r *fieldReader) steps(doc map[string]any) ([]StepConfig, string) {
 		}
 		s.VerifierUser = r.user(vt, p+".verifier")
 		s.VerifierEnv = r.envMap(vt, p+".verifier", "env")
+		s.VerifierCollect = r.collectHooks(vt, p+".verifier")
 		s.VerifierNetworkMode, s.VerifierAllowedHosts = r.networkPolicy(vt, p+".verifier", "")
 		s.MinReward = r.minReward(m, p)
 		s.Healthcheck = r.healthcheck(m, p)
@@ -158,9 +162,6 @@ func (r *fieldReader) unsupportedStepKeys(doc map[string]any) []string {
 			out = append(out, p+`.verifier.environment_mode = "separate" (a separate verifier environment for a step)`)
 		case v["environment"] != nil:
 			out = append(out, p+".verifier.environment (a separate verifier environment for a step)")
-		}
-		if c, ok := v["collect"]; ok && nonEmpty(c) {
-			out = append(out, p+".verifier.collect (collect hooks)")
 		}
 	}
 	return out

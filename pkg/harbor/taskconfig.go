@@ -310,7 +310,7 @@ func (r *fieldReader) verifier(doc map[string]any) VerifierConfig {
 		v.TimeoutSec = s
 	}
 	v.Env = r.envMap(t, "verifier", "env")
-	v.Collect = r.collectHooks(t)
+	v.Collect = r.collectHooks(t, "verifier")
 	v.NetworkMode, v.AllowedHosts = r.networkPolicy(t, "verifier", "")
 	r.verifierMode(t, &v)
 	return v

@@ -26,8 +26,12 @@ import (
 
 // runCollectHooks runs the task's collect hooks, main's then the sidecars'.
 func (sv services) runCollectHooks(ctx context.Context) error {
-	t := sv.t
-	hooks := t.task.Config.Verifier.Collect
+	return sv.runCollectHooksOf(ctx, sv.t.task.Config.Verifier.Collect)
+}
+
+// runCollectHooksOf runs hooks, main's then the sidecars' (a step's pass
+// runs the task's hooks and then its own, as Harbor does).
+func (sv services) runCollectHooksOf(ctx context.Context, hooks []harbor.CollectHook) error {
 	for _, mainPass := range []bool{true, false} {
 		for i, h := range hooks {
 			if (h.Service == compose.MainService) != mainPass {

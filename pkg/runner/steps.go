@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -323,6 +324,12 @@ func (ms multiStep) runStep(ctx context.Context, base harbor.Task, spec sandbox.
 	lingers := t.iso.traits().lingers
 	if rig != nil && !lingers {
 		t.rigging().keepAgentLogs(rig)
+	}
+	// The step's collection pass, as Harbor's: the task's collect hooks and
+	// the step's own, then the artifacts.
+	hooks := append(slices.Clone(t.task.Config.Verifier.Collect), step.Config.VerifierCollect...)
+	if err := t.services().runCollectHooksOf(ctx, hooks); err != nil {
+		return "", err
 	}
 	if err := t.verification().collectStepArtifacts(name, step); err != nil {
 		return "", err

@@ -372,3 +372,27 @@ func TestStepsHealthcheckAndArtifacts(t *testing.T) {
 		t.Errorf("Run = %v, want the step's healthcheck named with its exit code", err)
 	}
 }
+
+// Each step's collection pass runs the task's collect hooks and then the
+// step's own, before its artifacts are collected, as Harbor's does (a
+// multi-step task's hooks were skipped before).
+func TestStepsRunTheirCollectHooks(t *testing.T) {
+	dir := greeterTask(t, nil)
+	editTOML(t, dir, "[metadata]", "artifacts = [\"/var/tmp/hooks\"]\n\n[metadata]")
+	editTOML(t, dir, "[agent]\n", "[[verifier.collect]]\ncommand = \"mkdir -p /var/tmp/hooks && echo task >> /var/tmp/hooks/task.txt\"\n\n[agent]\n")
+	editTOML(t, dir, "[[steps]]\nname = \"document\"\n", "[[steps]]\nname = \"document\"\n\n[[steps.verifier.collect]]\ncommand = \"mkdir -p /var/tmp/hooks && cat /var/tmp/hooks/task.txt | wc -l > /var/tmp/hooks/step.txt\"\n\n")
+	spec := baseSpec(t, "oracle")
+	spec.Task.Dir = dir
+	r := runPod(t, spec, testImage(t), t.TempDir(), uniqueMarker())
+	if got := strings.Count(r.artifact(t, "steps/scaffold/declared/var/tmp/hooks/task.txt"), "task"); got != 1 {
+		t.Errorf("after scaffold the task's hook ran %d times, want 1", got)
+	}
+	if _, err := os.Stat(filepath.Join(r.out, "artifacts/steps/scaffold/declared/var/tmp/hooks/step.txt")); err == nil {
+		t.Error("document's own hook ran in scaffold's pass")
+	}
+	// In document's pass the task's hook ran a third time, then the
+	// step's, which saw those three runs.
+	if got := strings.TrimSpace(r.artifact(t, "steps/document/declared/var/tmp/hooks/step.txt")); got != "3" {
+		t.Errorf("document's hook saw %q task-hook runs, want 3 (the task's hook runs first in every step's pass)", got)
+	}
+}
