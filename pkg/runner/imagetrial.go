@@ -452,6 +452,16 @@ func (is imageSandbox) startPod(rig *agentRig) error {
 	return nil
 }
 
+// podLost reports whether the trial's pod was started and its pid 1 is
+// gone (nothing can be entered into it any more).
+func (is imageSandbox) podLost() bool {
+	p := is.t.image
+	if p == nil || p.pod == nil {
+		return false
+	}
+	return unix.PidfdSendSignal(p.pod.pidfd, 0, nil, 0) != nil
+}
+
 // stopPod ends the trial's pod and everything still running in it, its
 // sidecar services too (image isolation; nothing otherwise). It is safe to
 // call more than once.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -341,6 +342,19 @@ func (t *trial) run(ctx context.Context) error {
 	lingers := t.iso.traits().lingers
 	if rig != nil && !lingers {
 		t.rigging().keepAgentLogs(rig)
+	}
+	if t.imageSandbox().podLost() && slices.ContainsFunc(t.exceptions, func(e harbor.ExceptionInfo) bool { return e.ExceptionType == harbor.ExceptionAgentOOM }) {
+		// The out-of-memory kill took the pod's pid 1 too (at a limit far
+		// below the agent's need even pid 1 cannot allocate): the
+		// environment is gone, as a container whose init dies, and the
+		// attempt ends with the agent's out-of-memory exception, unverified,
+		// as Harbor's trial ends when its container dies.
+		t.log.Warn("the pod is gone after the agent's out-of-memory end: the attempt ends unverified")
+		err := t.endEnvironment()
+		if rig != nil && lingers {
+			t.rigging().keepAgentLogs(rig)
+		}
+		return err
 	}
 	// Harbor's [[verifier.collect]] hooks, after the agent (collect.go).
 	if err := t.services().runCollectHooks(ctx); err != nil {
